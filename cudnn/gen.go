@@ -1,0 +1,3 @@
+package cudnn
+
+//go:generate go run ../gen -lib cudnn

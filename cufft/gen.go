@@ -1,0 +1,3 @@
+package cufft
+
+//go:generate go run ../gen -lib cufft

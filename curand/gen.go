@@ -1,0 +1,3 @@
+package curand
+
+//go:generate go run ../gen -lib curand

@@ -1,0 +1,3 @@
+package cusparse
+
+//go:generate go run ../gen -lib cusparse

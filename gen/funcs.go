@@ -1,0 +1,268 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/dave/jennifer/jen"
+	"modernc.org/cc/v4"
+)
+
+// procVar names the lazily resolved symbol of a C function.
+func procVar(c string) string { return "proc_" + c }
+
+// statusDecl is the library's status type, if its spec names one.
+func (g *gen) statusDecl() *TypeDecl {
+	if g.lib.Spec.Status == "" {
+		return nil
+	}
+	return g.m.byName[g.lib.Spec.Status]
+}
+
+// cProto renders a C prototype for documentation.
+func cProto(f *Func) string {
+	var ps []string
+	for _, p := range f.Params {
+		ps = append(ps, cDecl(p.Type, p.CName))
+	}
+	if len(ps) == 0 {
+		ps = []string{"void"}
+	}
+	return cDecl(f.Type.Result(), f.CName) + "(" + strings.Join(ps, ", ") + ")"
+}
+
+func cDecl(t cc.Type, name string) string {
+	sep := func(s string) string {
+		if name == "" || strings.HasSuffix(s, "*") {
+			return s + name
+		}
+		return s + " " + name
+	}
+	if td := t.Typedef(); td != nil {
+		return sep(td.Name())
+	}
+	switch x := t.(type) {
+	case *cc.PointerType:
+		e := x.Elem()
+		if e.Kind() == cc.Function {
+			return sep("void (*)()")
+		}
+		inner := cDecl(e, "")
+		if !strings.HasSuffix(inner, "*") {
+			inner += " "
+		}
+		return sep(inner + "*")
+	case *cc.ArrayType:
+		return cDecl(x.Elem(), name) + "[]"
+	case *cc.StructType:
+		tg := x.Tag()
+		return sep("struct " + tg.SrcStr())
+	case *cc.UnionType:
+		tg := x.Tag()
+		return sep("union " + tg.SrcStr())
+	case *cc.EnumType:
+		tg := x.Tag()
+		return sep("enum " + tg.SrcStr())
+	}
+	return sep(t.String())
+}
+
+func isCString(t cc.Type) bool {
+	p, ok := t.(*cc.PointerType)
+	return ok && p.Typedef() == nil && p.Elem().Kind() == cc.Char && p.Elem().Typedef() == nil
+}
+
+func (g *gen) emitFuncs(f *jen.File) error {
+	l := g.lib
+	s := l.Spec
+	var tramp strings.Builder
+	status := g.statusDecl()
+
+	type fnOut struct {
+		decl jen.Code
+	}
+	var funcs []jen.Code
+	for _, fn := range l.Funcs {
+		code, c, err := g.function(fn, status)
+		if err != nil {
+			return fmt.Errorf("%v: %s: %v", fn.Pos, fn.CName, err)
+		}
+		funcs = append(funcs, code)
+		tramp.WriteString(c)
+	}
+	var pre strings.Builder
+	pre.WriteString("#include <stdint.h>\n#include <stddef.h>\n")
+	for _, k := range sortedKeys(g.byValue) {
+		d := g.byValue[k]
+		rec, err := g.cRecord(d.Type, "gocuda_"+d.GoName)
+		if err != nil {
+			return fmt.Errorf("C definition of %s: %v", d.CName, err)
+		}
+		fmt.Fprintf(&pre, "typedef %s;\n_Static_assert(sizeof(gocuda_%s) == %d, \"layout of %s\");\n", rec, d.GoName, d.Type.Size(), d.CName)
+	}
+	pre.WriteString(tramp.String())
+	f.CgoPreamble(pre.String())
+
+	f.Comment(fmt.Sprintf("library is %s, opened at first use by its soname %s (or $%s).", s.Title, l.Soname, s.Env))
+	f.Var().Id("library").Op("=").Qual(dlImport, "NewLibrary").Call(jen.Lit(s.Name), jen.Lit(l.Soname), jen.Lit(s.Env))
+	f.Comment(fmt.Sprintf("Library returns the dynamically loaded %s library: its soname is %s, $%s overrides it.", s.Title, l.Soname, s.Env))
+	f.Func().Id("Library").Params().Op("*").Qual(dlImport, "Library").Block(jen.Return(jen.Id("library")))
+
+	var procs []jen.Code
+	for _, fn := range l.Funcs {
+		procs = append(procs, jen.Id(procVar(fn.CName)).Op("=").Id("library").Dot("NewProc").Call(jen.Lit(fn.CName)))
+	}
+	if len(procs) != 0 {
+		f.Var().Defs(procs...)
+	}
+	for _, c := range funcs {
+		f.Add(c)
+	}
+	return nil
+}
+
+// function emits one binding and returns its C trampoline.
+func (g *gen) function(fn *Func, status *TypeDecl) (jen.Code, string, error) {
+	var params, args []jen.Code
+	var cparams, cargs, ctypes []string
+	args = append(args, jen.Qual("C", "uintptr_t").Call(jen.Id("fn")))
+	for i, p := range fn.Params {
+		v, err := g.val(p.Type, "")
+		if err != nil {
+			return nil, "", fmt.Errorf("parameter %s: %v", p.CName, err)
+		}
+		params = append(params, jen.Id(p.GoName).Add(v.goType))
+		a := fmt.Sprintf("a%d", i)
+		cparams = append(cparams, v.ctype+" "+a)
+		cargs = append(cargs, a)
+		ctypes = append(ctypes, v.ctype)
+		switch v.pass {
+		case passScalar, passBool:
+			args = append(args, jen.Qual("C", v.ctype).Call(jen.Id(p.GoName)))
+			if v.ctype == "_Bool" {
+				args[len(args)-1] = jen.Qual("C", "_Bool").Call(jen.Id(p.GoName))
+			}
+		case passPtr:
+			args = append(args, jen.Qual("unsafe", "Pointer").Call(jen.Id(p.GoName)))
+		case passHandle:
+			args = append(args, jen.Qual("C", "uintptr_t").Call(jen.Id(p.GoName)))
+		case passStruct:
+			if v.decl == nil {
+				return nil, "", fmt.Errorf("parameter %s: anonymous aggregate by value", p.CName)
+			}
+			g.byValue[v.decl.GoName] = v.decl
+			args = append(args, jen.Op("*").Parens(jen.Op("*").Qual("C", v.ctype)).Call(jen.Qual("unsafe", "Pointer").Call(jen.Op("&").Id(p.GoName))))
+		default:
+			return nil, "", fmt.Errorf("parameter %s: cannot pass %s", p.CName, p.Type)
+		}
+	}
+	rt := fn.Type.Result()
+	rv, err := g.val(rt, "")
+	if err != nil {
+		return nil, "", fmt.Errorf("result: %v", err)
+	}
+	isStatus := status != nil && rv.decl == status
+	cret := rv.ctype
+	if isCString(rt) {
+		cret = "void*"
+	}
+	if rv.pass == passStruct {
+		if rv.decl == nil {
+			return nil, "", fmt.Errorf("anonymous aggregate result")
+		}
+		g.byValue[rv.decl.GoName] = rv.decl
+	}
+
+	// C trampoline: cast the resolved address to the function's type and call it.
+	cp := "uintptr_t fn"
+	if len(cparams) != 0 {
+		cp += ", " + strings.Join(cparams, ", ")
+	}
+	ct := strings.Join(ctypes, ", ")
+	if ct == "" {
+		ct = "void"
+	}
+	call := fmt.Sprintf("((%s (*)(%s))fn)(%s)", cret, ct, strings.Join(cargs, ", "))
+	body := "return " + call + ";"
+	if rv.pass == passVoid {
+		body = call + ";"
+	}
+	trampoline := fmt.Sprintf("static %s gocuda_%s(%s) { %s }\n", cret, fn.CName, cp, body)
+
+	ccall := jen.Qual("C", "gocuda_"+fn.CName).Call(args...)
+	var results jen.Code
+	var stmts []jen.Code
+	fail := []jen.Code{}
+	switch {
+	case isStatus || rv.pass == passVoid:
+		results = jen.Error()
+		fail = append(fail, jen.Err())
+	default:
+		results = jen.Params(jen.Add(goResultType(rv, rt)), jen.Error())
+		fail = append(fail, jen.Id("r"), jen.Err())
+	}
+	stmts = append(stmts, jen.List(jen.Id("fn"), jen.Err()).Op(":=").Id(procVar(fn.CName)).Dot("Addr").Call())
+	if len(fail) == 2 {
+		stmts = append(stmts, jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(fail...)))
+	} else {
+		stmts = append(stmts, jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())))
+	}
+	switch {
+	case isStatus:
+		stmts = append(stmts, jen.Return(jen.Id(status.GoName).Call(ccall).Dot("err").Call()))
+	case rv.pass == passVoid:
+		stmts = append(stmts, ccall, jen.Return(jen.Nil()))
+	case isCString(rt):
+		stmts = append(stmts, jen.Return(jen.Qual("C", "GoString").Call(jen.Parens(jen.Op("*").Qual("C", "char")).Call(ccall)), jen.Nil()))
+	case rv.pass == passPtr:
+		stmts = append(stmts, jen.Return(jen.Parens(rv.goType).Call(ccall), jen.Nil()))
+	case rv.pass == passStruct:
+		stmts = append(stmts, jen.Id("c").Op(":=").Add(ccall),
+			jen.Return(jen.Op("*").Parens(jen.Op("*").Add(rv.goType)).Call(jen.Qual("unsafe", "Pointer").Call(jen.Op("&").Id("c"))), jen.Nil()))
+	default:
+		stmts = append(stmts, jen.Return(jen.Add(rv.goType).Call(ccall), jen.Nil()))
+	}
+	if len(fail) == 2 {
+		// Named results are not used; declare r for the early return's zero value.
+		stmts = append([]jen.Code{jen.Var().Id("r").Add(goResultType(rv, rt))}, stmts...)
+	}
+
+	doc := fmt.Sprintf("%s calls %s:\n\n\t%s", fn.GoName, fn.CName, cProto(fn))
+	switch {
+	case isStatus:
+		doc += fmt.Sprintf("\n\nIt returns nil on %s, else the %s as an error.", g.lib.Spec.Success, status.GoName)
+	case rv.pass != passVoid:
+		doc += "\n\nThe error is non-nil only when the library or symbol cannot be loaded."
+	}
+	code := docComment(doc).Line().Func().Id(fn.GoName).Params(params...).Add(results).Block(stmts...)
+	return code, trampoline, nil
+}
+
+func goResultType(rv cval, rt cc.Type) jen.Code {
+	if isCString(rt) {
+		return jen.String()
+	}
+	return rv.goType
+}
+
+// docComment renders text as consecutive // lines (jennifer turns a multi-line
+// Comment into a /* */ block, which godoc shows the same but reads worse).
+func docComment(text string) *jen.Statement {
+	var s *jen.Statement
+	for i, l := range strings.Split(text, "\n") {
+		switch {
+		case l == "":
+			l = "//"
+		case strings.HasPrefix(l, "\t"):
+			l = "//" + l
+		default:
+			l = "// " + l
+		}
+		if i == 0 {
+			s = jen.Comment(l)
+		} else {
+			s = s.Line().Comment(l)
+		}
+	}
+	return s
+}

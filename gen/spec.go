@@ -1,0 +1,187 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Spec is one library's binding spec, read from headers/<name>.toml.
+type Spec struct {
+	// Name is the Go package name and directory (cuda, cublas, ...).
+	Name string `toml:"name"`
+	// Title is the library's human name, used in docs and errors.
+	Title string `toml:"title"`
+	// Order places the library in the header include order (cuda first).
+	Order int `toml:"order"`
+	// Entry lists the headers a C program includes to use the library.
+	Entry []string `toml:"entry"`
+	// Files lists the header files whose declarations belong to the library.
+	Files []string `toml:"files"`
+	// SharedFiles lists headers outside the library whose types this package defines
+	// once for every library (cuda only: library_types.h, cuComplex.h).
+	SharedFiles []string `toml:"shared_files"`
+	// SharedTypes lists the C type names from SharedFiles that the package defines.
+	SharedTypes []string `toml:"shared_types"`
+	// Prefix is the function prefix dropped from Go names (cu, cublas, ...).
+	Prefix string `toml:"prefix"`
+	// MacroPrefixes select the #define integer constants that belong to the API.
+	MacroPrefixes []string `toml:"macro_prefixes"`
+	// Soname is the library file opened with dlopen; {MACRO} is replaced by the
+	// value of that macro in the headers, so the major version always matches.
+	Soname string `toml:"soname"`
+	// Env names the environment variable that overrides Soname.
+	Env string `toml:"env"`
+	// Status is the C status type every call returns; it becomes an error type.
+	Status string `toml:"status"`
+	// Success is the status value that means success.
+	Success string `toml:"success"`
+	// ErrorPrefixes are stripped from status constant names to form Err* sentinels.
+	ErrorPrefixes []string `toml:"error_prefixes"`
+	// Rename maps C type names to Go names where the default rule is not wanted.
+	Rename map[string]string `toml:"rename"`
+	// Exclude lists functions that are not bound, each with its reason.
+	Exclude []Exclusion `toml:"exclude"`
+	// Resources is the resource table: handle types with create/destroy and their
+	// blocking class.
+	Resources []Resource `toml:"resource"`
+
+	// Import is the Go import path of the generated package (set by the loader).
+	Import string `toml:"-"`
+	// Path is the spec file (set by the loader).
+	Path string `toml:"-"`
+}
+
+// Exclusion is a function left out of the bindings, with the reason.
+type Exclusion struct {
+	Function string `toml:"function"`
+	Reason   string `toml:"reason"`
+}
+
+// Resource is one row of the resource table.
+type Resource struct {
+	// Type is the C handle type (cublasHandle_t, CUstream, CUdeviceptr, ...).
+	Type string `toml:"type"`
+	// Go is the name of the generated owner type.
+	Go string `toml:"go"`
+	// Create lists functions that create the handle through an out-parameter of Type.
+	Create []string `toml:"create"`
+	// Destroy is the function that releases it; it takes the handle as its only argument.
+	Destroy string `toml:"destroy"`
+	// Blocking is true when Destroy may wait for the GPU (or stall other threads);
+	// such releases are held for resource.Reclaim.
+	Blocking bool `toml:"blocking"`
+	// Why says where the blocking class comes from (a measurement or a reason).
+	Why string `toml:"why"`
+}
+
+// loadSpecs reads every *.toml in dir, sorted by Order then name.
+func loadSpecs(dir, module string) ([]*Spec, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.toml"))
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no specs (*.toml) in %s", dir)
+	}
+	var specs []*Spec
+	for _, f := range files {
+		var s Spec
+		md, err := toml.DecodeFile(f, &s)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", f, err)
+		}
+		if und := md.Undecoded(); len(und) != 0 {
+			return nil, fmt.Errorf("%s: unknown keys %v", f, und)
+		}
+		s.Path = f
+		if err := s.check(); err != nil {
+			return nil, fmt.Errorf("%s: %v", f, err)
+		}
+		s.Import = module + "/" + s.Name
+		specs = append(specs, &s)
+	}
+	sort.Slice(specs, func(i, j int) bool {
+		if specs[i].Order != specs[j].Order {
+			return specs[i].Order < specs[j].Order
+		}
+		return specs[i].Name < specs[j].Name
+	})
+	return specs, nil
+}
+
+func (s *Spec) check() error {
+	switch {
+	case s.Name == "":
+		return fmt.Errorf("name is empty")
+	case len(s.Entry) == 0:
+		return fmt.Errorf("entry is empty")
+	case len(s.Files) == 0:
+		return fmt.Errorf("files is empty")
+	case s.Prefix == "":
+		return fmt.Errorf("prefix is empty")
+	case s.Soname == "":
+		return fmt.Errorf("soname is empty")
+	case s.Env == "":
+		return fmt.Errorf("env is empty")
+	}
+	seen := map[string]bool{}
+	for _, e := range s.Exclude {
+		if strings.TrimSpace(e.Reason) == "" {
+			return fmt.Errorf("exclusion of %s has no reason", e.Function)
+		}
+		if seen[e.Function] {
+			return fmt.Errorf("%s excluded twice", e.Function)
+		}
+		seen[e.Function] = true
+	}
+	for _, r := range s.Resources {
+		if r.Type == "" || r.Go == "" || r.Destroy == "" {
+			return fmt.Errorf("resource %q: type, go and destroy are required", r.Type)
+		}
+		if strings.TrimSpace(r.Why) == "" {
+			return fmt.Errorf("resource %s: why is empty (say where the blocking class comes from)", r.Type)
+		}
+	}
+	return nil
+}
+
+// owns reports whether file (a base name) belongs to the library or its shared files.
+func (s *Spec) owns(file string) bool {
+	for _, f := range s.Files {
+		if f == file {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Spec) shares(file string) bool {
+	for _, f := range s.SharedFiles {
+		if f == file {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Spec) excluded(fn string) (string, bool) {
+	for _, e := range s.Exclude {
+		if e.Function == fn {
+			return e.Reason, true
+		}
+	}
+	return "", false
+}
+
+// pkgName returns the Go package name of the spec.
+func (s *Spec) pkgName() string { return s.Name }
+
+func readFileString(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	return string(b), err
+}

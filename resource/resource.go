@@ -1,0 +1,295 @@
+package resource
+
+import (
+	"errors"
+	"reflect"
+	"runtime"
+	"sync/atomic"
+	"unsafe"
+)
+
+// Errors returned by this package.
+var (
+	// ErrReleased is returned by Registration.Release when the registration
+	// was already released (explicitly or through the finalizer path) or
+	// cancelled. It is harmless: it only says that Release did nothing.
+	ErrReleased = errors.New("resource: already released")
+
+	// ErrReclaimInProgress is returned by BeginCapture while Reclaim is
+	// running releases (which may block for hundreds of milliseconds):
+	// starting a graph capture fails instead of waiting for them.
+	ErrReclaimInProgress = errors.New("resource: reclaim in progress")
+
+	// ErrCaptureInProgress is returned by Reclaim when a graph capture is
+	// in progress (or about to start): nothing may be released until the
+	// last capture ends, so Reclaim released nothing.
+	ErrCaptureInProgress = errors.New("resource: graph capture in progress")
+
+	// ErrContextDestroyed is returned by Registration.Release when the
+	// context captured at registration no longer exists; the release is
+	// dropped and counted in Stats.Dropped. A ContextHooks.Run
+	// implementation may return it (or wrap it) to report the same thing.
+	ErrContextDestroyed = errors.New("resource: context destroyed")
+)
+
+// Registration states.
+const (
+	stateArmed     uint32 = iota // finalizer set, nothing happened yet
+	stateQueued                  // finalizer fired, record queued in a lane
+	stateExplicit                // Release claimed it
+	stateCancelled               // Cancel claimed it
+)
+
+// Registration is the handle returned by ResourceFinalizer. It is the
+// record that the finalizer pushes onto a lane, so queuing allocates
+// nothing. Use Release for a deterministic Close, Cancel to drop the
+// release altogether. All methods are safe for concurrent use and on a
+// nil *Registration.
+type Registration struct {
+	next     *Registration // lane link (Treiber stack)
+	q        *queue
+	state    atomic.Uint32
+	blocking bool // lane: blocking releases wait for Reclaim
+	explicit bool // queued by Release during a capture, not by the finalizer
+
+	// addr is obj's address, hidden from the garbage collector so that the
+	// registration (usually stored inside obj) does not keep obj alive. It
+	// is turned back into a pointer only by the goroutine that won the
+	// state transition out of stateArmed; see target.
+	addr uintptr
+	// obj holds the object strongly once the finalizer fired (resurrection)
+	// or once Release deferred it. Accessed atomically.
+	obj unsafe.Pointer
+
+	f    any     // func(*T) or func(*T) error
+	ops  typeOps // per-type trampolines
+	kind string
+	ctx  Context
+	site *callSite // creation stack, only in leak-tracking mode
+}
+
+// Option configures one registration. Options are plain values: passing
+// them allocates nothing.
+type Option struct {
+	set  uint8
+	kind string
+	ctx  Context
+	skip int
+	q    *queue
+}
+
+const (
+	optKind uint8 = 1 << iota
+	optCtx
+	optSkip
+	optQueue
+)
+
+// Kind labels the resource (for example "cuMemFree") in failure reports,
+// leak reports and diagnostics. Without it the Go type name of the object
+// is used.
+func Kind(name string) Option { return Option{set: optKind, kind: name} }
+
+// WithContext registers the release under ctx instead of the context that
+// the installed ContextHooks.Current reports. A nil ctx means "no context":
+// the release then runs without making any context current.
+func WithContext(ctx Context) Option { return Option{set: optCtx, ctx: ctx} }
+
+// CallerSkip makes leak reports attribute the registration n frames further
+// up the stack, so that a wrapper library (for example a Malloc function)
+// can report its caller as the creation site instead of itself.
+func CallerSkip(n int) Option { return Option{set: optSkip, skip: n} }
+
+// withQueue registers on an isolated queue (tests).
+func withQueue(q *queue) Option { return Option{set: optQueue, q: q} }
+
+// ResourceFinalizer arranges for f(obj) to run exactly once, on an ordinary
+// goroutine, after obj becomes unreachable, unless the returned
+// Registration is released or cancelled first.
+//
+// When obj becomes unreachable the runtime finalizer only pushes the
+// registration onto a lock-free queue; f never runs on the runtime's
+// finalizer goroutine. If blocking is false (the release returns in
+// microseconds, like cuMemFreeAsync or cuEventDestroy), f runs at the next
+// Drain or within about 100 ms on a background goroutine. If blocking is
+// true (the release may wait for the GPU, like cuMemFree), f is held until
+// the next Reclaim. In both cases f runs with the context captured at
+// registration current (see ContextHooks), and never while a graph capture
+// is in progress.
+//
+// The os.File pattern: call Release from the object's Close, and the
+// finalizer is only the fallback for objects that were never closed:
+//
+//	h := &Handle{raw: create()}
+//	h.reg = resource.ResourceFinalizer(func(h *Handle) { destroy(h.raw) }, h, true)
+//	...
+//	func (h *Handle) Close() error { return h.reg.Release() }
+//
+// ResourceFinalizer uses runtime.SetFinalizer on obj, with its rules:
+// obj must point to the start of a heap allocation, must not already have
+// a finalizer (the runtime aborts the program otherwise), and must not be
+// part of a reference cycle (a cycle containing obj is never collected, so
+// f never runs). f must not reference obj (through a closure or otherwise),
+// or obj stays reachable forever; it receives obj as its argument. Package
+// level variables never get finalizers, and objects smaller than 16 bytes
+// without pointers may share a tiny allocation block with other objects,
+// which can delay their finalizer indefinitely: give such types a pointer
+// field (the *Registration does).
+//
+// ResourceFinalizer panics if f or obj is nil or if T has size zero (zero
+// size objects cannot carry finalizers).
+func ResourceFinalizer[T any](f func(*T), obj *T, blocking bool, opts ...Option) *Registration {
+	if f == nil {
+		panic("resource.ResourceFinalizer: nil release function")
+	}
+	return register(f, obj, blocking, opts)
+}
+
+// ResourceFinalizerErr is ResourceFinalizer for release functions that
+// return an error. A non-nil error is treated like a panic: counted in
+// Stats.Failed and reported through the failure handler (or returned by
+// Registration.Release on the explicit path).
+func ResourceFinalizerErr[T any](f func(*T) error, obj *T, blocking bool, opts ...Option) *Registration {
+	if f == nil {
+		panic("resource.ResourceFinalizerErr: nil release function")
+	}
+	return register(f, obj, blocking, opts)
+}
+
+//go:noinline
+func register[T any](f any, obj *T, blocking bool, opts []Option) *Registration {
+	if obj == nil {
+		panic("resource.ResourceFinalizer: nil object")
+	}
+	if unsafe.Sizeof(*obj) == 0 {
+		panic("resource.ResourceFinalizer: zero-size object " + reflect.TypeFor[T]().String() + " cannot have a finalizer")
+	}
+	var o Option
+	for i := range opts {
+		op := &opts[i]
+		if op.set&optKind != 0 {
+			o.kind = op.kind
+		}
+		if op.set&optCtx != 0 {
+			o.ctx = op.ctx
+		}
+		if op.set&optSkip != 0 {
+			o.skip = op.skip
+		}
+		if op.set&optQueue != 0 {
+			o.q = op.q
+		}
+		o.set |= op.set
+	}
+	q := o.q
+	if q == nil {
+		q = &std
+	}
+	q.start()
+	r := &Registration{
+		q:        q,
+		blocking: blocking,
+		addr:     uintptr(unsafe.Pointer(obj)),
+		f:        f,
+		ops:      typeOpsOf[T]{},
+		kind:     o.kind,
+	}
+	if o.set&optCtx != 0 {
+		r.ctx = o.ctx
+	} else if h := q.hooks.Load(); h != nil && h.Current != nil {
+		r.ctx = h.Current()
+	}
+	if q.leakOn.Load() {
+		// 0 Callers, 1 captureSite, 2 register, 3 ResourceFinalizer, 4 its caller.
+		r.site = captureSite(4 + o.skip)
+	}
+	q.registered.Add(1)
+	runtime.SetFinalizer(obj, func(p *T) { r.q.fire(r, unsafe.Pointer(p)) })
+	return r
+}
+
+// target returns the registered object. Only the goroutine that moved the
+// state out of stateArmed may call it: from then on obj cannot be freed,
+// because it either still has its finalizer, sits in the runtime's
+// finalizer queue, or was stored into r.obj by fire before fire tried (and
+// failed) the same transition, and r itself is alive in the caller.
+func (r *Registration) target() unsafe.Pointer {
+	return *(*unsafe.Pointer)(unsafe.Pointer(&r.addr))
+}
+
+// Cancel stops the release: f will not run, through the finalizer or
+// through Release. It removes obj's finalizer. It reports whether it
+// stopped anything: false if the registration was already released,
+// queued for release, or cancelled.
+func (r *Registration) Cancel() bool {
+	if r == nil || !r.state.CompareAndSwap(stateArmed, stateCancelled) {
+		return false
+	}
+	r.ops.unset(r.target())
+	r.f, r.ctx = nil, nil
+	r.q.cancelled.Add(1)
+	return true
+}
+
+// Release runs the release function now, synchronously, with the
+// registration's context current, and removes obj's finalizer: the
+// explicit Close path. It runs f at most once over the registration's
+// life; later calls (and calls after the finalizer fired or after Cancel)
+// return ErrReleased and do nothing. It returns f's error, a *PanicError if
+// f panicked, or ErrContextDestroyed if the context is gone (f is then not
+// run and the release is counted as dropped). Failures are counted but not
+// sent to the failure handler, since the caller gets them.
+//
+// While a graph capture is in progress (or about to start) the release is
+// deferred instead: it is queued, runs when the last capture ends, and
+// Release returns nil; a failure is then reported through the failure
+// handler.
+func (r *Registration) Release() error {
+	if r == nil || !r.state.CompareAndSwap(stateArmed, stateExplicit) {
+		return ErrReleased
+	}
+	q := r.q
+	p := r.target()
+	r.ops.unset(p)
+	if !q.enter() {
+		r.explicit = true
+		atomic.StorePointer(&r.obj, p)
+		q.lanes[laneNonBlocking].pending.Add(1)
+		q.push(laneNonBlocking, r, false)
+		return nil
+	}
+	return q.runExplicit(r, p)
+}
+
+// typeOps holds the per-type operations a Registration needs without
+// being generic itself.
+type typeOps interface {
+	call(f any, p unsafe.Pointer) error
+	unset(p unsafe.Pointer)
+	name() string
+}
+
+type typeOpsOf[T any] struct{}
+
+func (typeOpsOf[T]) call(f any, p unsafe.Pointer) error {
+	switch f := f.(type) {
+	case func(*T):
+		f((*T)(p))
+		return nil
+	case func(*T) error:
+		return f((*T)(p))
+	}
+	panic("resource: bad release function type")
+}
+
+func (typeOpsOf[T]) unset(p unsafe.Pointer) { runtime.SetFinalizer((*T)(p), nil) }
+
+func (typeOpsOf[T]) name() string { return reflect.TypeFor[T]().String() }
+
+// kindName returns the label used in reports.
+func (r *Registration) kindName() string {
+	if r.kind != "" {
+		return r.kind
+	}
+	return r.ops.name()
+}
