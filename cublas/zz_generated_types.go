@@ -3,7 +3,7 @@
 package cublas
 
 import (
-	cuda "github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda"
 	"strconv"
 )
 

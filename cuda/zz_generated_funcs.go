@@ -3,7 +3,7 @@
 package cuda
 
 import (
-	dl "github.com/gocuda/gocuda/dl"
+	"github.com/gocuda/gocuda/dl"
 	"unsafe"
 )
 

@@ -3,7 +3,7 @@
 package cudnn
 
 import (
-	cuda "github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda"
 	"strconv"
 )
 

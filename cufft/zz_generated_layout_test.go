@@ -3,7 +3,7 @@
 package cufft
 
 import (
-	layouttest "github.com/gocuda/gocuda/internal/layouttest"
+	"github.com/gocuda/gocuda/internal/layouttest"
 	"testing"
 	"unsafe"
 )

@@ -3,7 +3,7 @@
 package cufft
 
 import (
-	cuda "github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda"
 	"strconv"
 )
 

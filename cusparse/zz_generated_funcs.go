@@ -3,8 +3,8 @@
 package cusparse
 
 import (
-	cuda "github.com/gocuda/gocuda/cuda"
-	dl "github.com/gocuda/gocuda/dl"
+	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/dl"
 	"unsafe"
 )
 

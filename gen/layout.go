@@ -95,11 +95,12 @@ func (g *gen) emitLayoutTest(f *jen.File) error {
 	}
 	f.Comment(fmt.Sprintf("TestLayout compiles a C program against the %s headers and checks every", l.Spec.Title))
 	f.Comment("struct's size, alignment and field offsets and every constant's value against Go.")
-	f.Func().Id("TestLayout").Params(jen.Id("t").Op("*").Qual("testing", "T")).Block(
-		jen.Qual(layoutImport, "Check").Call(jen.Id("t"), jen.Index().String().Values(hs...), jen.Index().Qual(layoutImport, "Item").Custom(jen.Options{Open: "{", Close: "}", Separator: ",", Multi: true}, items...)),
-	)
+	check := jen.Qual(layoutImport, "Check").Call(jen.Id("t"), jen.Index().String().Values(hs...), jen.Index().Qual(layoutImport, "Item").Custom(jen.Options{Open: "{", Close: "}", Separator: ",", Multi: true}, items...))
+	if g.layoutInclude != "" {
+		// Golden packages check against their own small headers.
+		check = jen.Qual(layoutImport, "CheckIn").Call(jen.Id("t"), jen.Lit(g.layoutInclude), jen.Index().String().Values(hs...),
+			jen.Index().Qual(layoutImport, "Item").Custom(jen.Options{Open: "{", Close: "}", Separator: ",", Multi: true}, items...))
+	}
+	f.Func().Id("TestLayout").Params(jen.Id("t").Op("*").Qual("testing", "T")).Block(check)
 	return nil
 }
-
-// emitResources is filled in below.
-func (g *gen) emitResources(f *jen.File) error { return nil }

@@ -39,6 +39,9 @@ type options struct {
 	stats    bool
 	check    bool
 	command  string
+	// layoutInclude is the include directory the generated layout test uses, relative
+	// to the output package (golden tests); empty means the CUDA toolkit's.
+	layoutInclude string
 }
 
 func run(args []string, stdout io.Writer) error {
@@ -52,6 +55,7 @@ func run(args []string, stdout io.Writer) error {
 	fs.BoolVar(&o.stats, "stats", false, "print what each library binds and excludes, write nothing")
 	fs.BoolVar(&o.check, "check", false, "compare the generated files with the ones on disk, write nothing")
 	fs.StringVar(&o.command, "command", "", "generating command written in the files' header")
+	fs.StringVar(&o.layoutInclude, "layout-include", "", "header directory, relative to -out, for the generated layout test (default: the CUDA toolkit's)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -129,7 +133,7 @@ func run(args []string, stdout io.Writer) error {
 	if lib == nil {
 		return fmt.Errorf("no spec for library %q in %s", o.lib, o.specs)
 	}
-	outs, err := emitLib(m, lib, o.command)
+	outs, err := emitLib(m, lib, o.command, o.layoutInclude)
 	if err != nil {
 		return err
 	}

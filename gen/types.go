@@ -37,6 +37,9 @@ type gen struct {
 	// nested are anonymous struct/union types met inside other types, named Parent_field.
 	nested    map[cc.Type]string
 	nestedOrd []nestedDecl
+	// layoutInclude, when set, is the header directory (relative to the package) the
+	// layout test compiles against, instead of the CUDA toolkit's.
+	layoutInclude string
 }
 
 type nestedDecl struct {

@@ -316,7 +316,7 @@ func (q *queue) runQueued(l int, r *Registration) (ran bool) {
 			q.countLeak(r)
 		}
 		atomic.StorePointer(&r.obj, nil)
-		r.f, r.ctx = nil, nil
+		r.fn, r.ctx = nil, nil
 		q.leave(true)
 	}()
 	err, dropped = q.execute(r, p)
@@ -341,7 +341,7 @@ func (q *queue) runExplicit(r *Registration, p unsafe.Pointer) (err error) {
 		if err != nil && !dropped {
 			q.failed.Add(1)
 		}
-		r.f, r.ctx = nil, nil
+		r.fn, r.ctx = nil, nil
 		q.leave(false)
 	}()
 	err, dropped = q.execute(r, p)
@@ -404,7 +404,7 @@ func invokeRelease(r *Registration, p unsafe.Pointer) (err error) {
 			err = newPanicError(v)
 		}
 	}()
-	return r.ops.call(r.f, p)
+	return r.fn.call(p)
 }
 
 // drain is Drain for q.

@@ -61,8 +61,7 @@ type Registration struct {
 	// or once Release deferred it. Accessed atomically.
 	obj unsafe.Pointer
 
-	f    any     // func(*T) or func(*T) error
-	ops  typeOps // per-type trampolines
+	fn   releaser // the release function with its per-type operations
 	kind string
 	ctx  Context
 	site *callSite // creation stack, only in leak-tracking mode
@@ -142,7 +141,7 @@ func ResourceFinalizer[T any](f func(*T), obj *T, blocking bool, opts ...Option)
 	if f == nil {
 		panic("resource.ResourceFinalizer: nil release function")
 	}
-	return register(f, obj, blocking, opts)
+	return register(plainFn[T](f), obj, blocking, opts)
 }
 
 // ResourceFinalizerErr is ResourceFinalizer for release functions that
@@ -153,11 +152,11 @@ func ResourceFinalizerErr[T any](f func(*T) error, obj *T, blocking bool, opts .
 	if f == nil {
 		panic("resource.ResourceFinalizerErr: nil release function")
 	}
-	return register(f, obj, blocking, opts)
+	return register(errFn[T](f), obj, blocking, opts)
 }
 
 //go:noinline
-func register[T any](f any, obj *T, blocking bool, opts []Option) *Registration {
+func register[T any](fn releaser, obj *T, blocking bool, opts []Option) *Registration {
 	if obj == nil {
 		panic("resource.ResourceFinalizer: nil object")
 	}
@@ -190,8 +189,7 @@ func register[T any](f any, obj *T, blocking bool, opts []Option) *Registration 
 		q:        q,
 		blocking: blocking,
 		addr:     uintptr(unsafe.Pointer(obj)),
-		f:        f,
-		ops:      typeOpsOf[T]{},
+		fn:       fn,
 		kind:     o.kind,
 	}
 	if o.set&optCtx != 0 {
@@ -225,8 +223,8 @@ func (r *Registration) Cancel() bool {
 	if r == nil || !r.state.CompareAndSwap(stateArmed, stateCancelled) {
 		return false
 	}
-	r.ops.unset(r.target())
-	r.f, r.ctx = nil, nil
+	r.fn.unset(r.target())
+	r.fn, r.ctx = nil, nil
 	r.q.cancelled.Add(1)
 	return true
 }
@@ -250,7 +248,7 @@ func (r *Registration) Release() error {
 	}
 	q := r.q
 	p := r.target()
-	r.ops.unset(p)
+	r.fn.unset(p)
 	if !q.enter() {
 		r.explicit = true
 		atomic.StorePointer(&r.obj, p)
@@ -261,35 +259,40 @@ func (r *Registration) Release() error {
 	return q.runExplicit(r, p)
 }
 
-// typeOps holds the per-type operations a Registration needs without
-// being generic itself.
-type typeOps interface {
-	call(f any, p unsafe.Pointer) error
+// releaser is a release function together with the per-type operations
+// a Registration needs without being generic itself. Its implementations
+// are func types, so converting a release function to a releaser does not
+// allocate.
+type releaser interface {
+	call(p unsafe.Pointer) error
 	unset(p unsafe.Pointer)
 	name() string
 }
 
-type typeOpsOf[T any] struct{}
+type plainFn[T any] func(*T)
 
-func (typeOpsOf[T]) call(f any, p unsafe.Pointer) error {
-	switch f := f.(type) {
-	case func(*T):
-		f((*T)(p))
-		return nil
-	case func(*T) error:
-		return f((*T)(p))
-	}
-	panic("resource: bad release function type")
+func (f plainFn[T]) call(p unsafe.Pointer) error {
+	f((*T)(p))
+	return nil
 }
 
-func (typeOpsOf[T]) unset(p unsafe.Pointer) { runtime.SetFinalizer((*T)(p), nil) }
+func (plainFn[T]) unset(p unsafe.Pointer) { runtime.SetFinalizer((*T)(p), nil) }
 
-func (typeOpsOf[T]) name() string { return reflect.TypeFor[T]().String() }
+func (plainFn[T]) name() string { return reflect.TypeFor[T]().String() }
 
-// kindName returns the label used in reports.
+type errFn[T any] func(*T) error
+
+func (f errFn[T]) call(p unsafe.Pointer) error { return f((*T)(p)) }
+
+func (errFn[T]) unset(p unsafe.Pointer) { runtime.SetFinalizer((*T)(p), nil) }
+
+func (errFn[T]) name() string { return reflect.TypeFor[T]().String() }
+
+// kindName returns the label used in reports. It must be called before
+// the registration's fields are cleared.
 func (r *Registration) kindName() string {
-	if r.kind != "" {
+	if r.kind != "" || r.fn == nil {
 		return r.kind
 	}
-	return r.ops.name()
+	return r.fn.name()
 }
