@@ -53,6 +53,7 @@ static int32_t gocuda_cuCtxGetId(uintptr_t fn, uintptr_t a0, void* a1) { return 
 static int32_t gocuda_cuCtxGetLimit(uintptr_t fn, void* a0, int32_t a1) { return ((int32_t (*)(void*, int32_t))fn)(a0, a1); }
 static int32_t gocuda_cuCtxGetSharedMemConfig(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
 static int32_t gocuda_cuCtxGetStreamPriorityRange(uintptr_t fn, void* a0, void* a1) { return ((int32_t (*)(void*, void*))fn)(a0, a1); }
+static int64_t gocuda_in_cuCtxGetStreamPriorityRange(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0, void* a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*, void*))fn)(a0, a1); }
 static int32_t gocuda_cuCtxPopCurrent_v2(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
 static int32_t gocuda_cuCtxPushCurrent_v2(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cuCtxRecordEvent(uintptr_t fn, uintptr_t a0, uintptr_t a1) { return ((int32_t (*)(uintptr_t, uintptr_t))fn)(a0, a1); }
@@ -63,6 +64,7 @@ static int32_t gocuda_cuCtxSetFlags(uintptr_t fn, uint32_t a0) { return ((int32_
 static int32_t gocuda_cuCtxSetLimit(uintptr_t fn, int32_t a0, uint64_t a1) { return ((int32_t (*)(int32_t, uint64_t))fn)(a0, a1); }
 static int32_t gocuda_cuCtxSetSharedMemConfig(uintptr_t fn, int32_t a0) { return ((int32_t (*)(int32_t))fn)(a0); }
 static int32_t gocuda_cuCtxSynchronize(uintptr_t fn) { return ((int32_t (*)(void))fn)(); }
+static int64_t gocuda_in_cuCtxSynchronize(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void))fn)(); }
 static int32_t gocuda_cuCtxSynchronize_v2(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cuCtxWaitEvent(uintptr_t fn, uintptr_t a0, uintptr_t a1) { return ((int32_t (*)(uintptr_t, uintptr_t))fn)(a0, a1); }
 static int32_t gocuda_cuDestroyExternalMemory(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
@@ -76,12 +78,14 @@ static int32_t gocuda_cuDeviceGetAttribute(uintptr_t fn, void* a0, int32_t a1, i
 static int32_t gocuda_cuDeviceGetByPCIBusId(uintptr_t fn, void* a0, void* a1) { return ((int32_t (*)(void*, void*))fn)(a0, a1); }
 static int32_t gocuda_cuDeviceGetCount(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
 static int32_t gocuda_cuDeviceGetDefaultMemPool(uintptr_t fn, void* a0, int32_t a1) { return ((int32_t (*)(void*, int32_t))fn)(a0, a1); }
+static int64_t gocuda_in_cuDeviceGetDefaultMemPool(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0, int32_t a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*, int32_t))fn)(a0, a1); }
 static int32_t gocuda_cuDeviceGetDevResource(uintptr_t fn, int32_t a0, void* a1, int32_t a2) { return ((int32_t (*)(int32_t, void*, int32_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuDeviceGetExecAffinitySupport(uintptr_t fn, void* a0, int32_t a1, int32_t a2) { return ((int32_t (*)(void*, int32_t, int32_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuDeviceGetGraphMemAttribute(uintptr_t fn, int32_t a0, int32_t a1, void* a2) { return ((int32_t (*)(int32_t, int32_t, void*))fn)(a0, a1, a2); }
 static int32_t gocuda_cuDeviceGetHostAtomicCapabilities(uintptr_t fn, void* a0, void* a1, uint32_t a2, int32_t a3) { return ((int32_t (*)(void*, void*, uint32_t, int32_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuDeviceGetLuid(uintptr_t fn, void* a0, void* a1, int32_t a2) { return ((int32_t (*)(void*, void*, int32_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuDeviceGetMemPool(uintptr_t fn, void* a0, int32_t a1) { return ((int32_t (*)(void*, int32_t))fn)(a0, a1); }
+static int64_t gocuda_in_cuDeviceGetMemPool(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0, int32_t a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*, int32_t))fn)(a0, a1); }
 static int32_t gocuda_cuDeviceGetName(uintptr_t fn, void* a0, int32_t a1, int32_t a2) { return ((int32_t (*)(void*, int32_t, int32_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuDeviceGetNvSciSyncAttributes(uintptr_t fn, void* a0, int32_t a1, int32_t a2) { return ((int32_t (*)(void*, int32_t, int32_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuDeviceGetP2PAtomicCapabilities(uintptr_t fn, void* a0, void* a1, uint32_t a2, int32_t a3, int32_t a4) { return ((int32_t (*)(void*, void*, uint32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4); }
@@ -103,19 +107,27 @@ static int32_t gocuda_cuDeviceTotalMem_v2(uintptr_t fn, void* a0, int32_t a1) { 
 static int32_t gocuda_cuDeviceUnregisterAsyncNotification(uintptr_t fn, int32_t a0, uintptr_t a1) { return ((int32_t (*)(int32_t, uintptr_t))fn)(a0, a1); }
 static int32_t gocuda_cuDriverGetVersion(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
 static int32_t gocuda_cuEventCreate(uintptr_t fn, void* a0, uint32_t a1) { return ((int32_t (*)(void*, uint32_t))fn)(a0, a1); }
+static int64_t gocuda_in_cuEventCreate(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0, uint32_t a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*, uint32_t))fn)(a0, a1); }
 static int32_t gocuda_cuEventDestroy_v2(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
+static int64_t gocuda_in_cuEventDestroy_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cuEventElapsedTime_v2(uintptr_t fn, void* a0, uintptr_t a1, uintptr_t a2) { return ((int32_t (*)(void*, uintptr_t, uintptr_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuEventQuery(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
+static int64_t gocuda_in_cuEventQuery(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cuEventRecord(uintptr_t fn, uintptr_t a0, uintptr_t a1) { return ((int32_t (*)(uintptr_t, uintptr_t))fn)(a0, a1); }
+static int64_t gocuda_in_cuEventRecord(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, uintptr_t a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, uintptr_t))fn)(a0, a1); }
 static int32_t gocuda_cuEventRecordWithFlags(uintptr_t fn, uintptr_t a0, uintptr_t a1, uint32_t a2) { return ((int32_t (*)(uintptr_t, uintptr_t, uint32_t))fn)(a0, a1, a2); }
+static int64_t gocuda_in_cuEventRecordWithFlags(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, uintptr_t a1, uint32_t a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, uintptr_t, uint32_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuEventSynchronize(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
+static int64_t gocuda_in_cuEventSynchronize(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cuExternalMemoryGetMappedBuffer(uintptr_t fn, void* a0, uintptr_t a1, void* a2) { return ((int32_t (*)(void*, uintptr_t, void*))fn)(a0, a1, a2); }
 static int32_t gocuda_cuExternalMemoryGetMappedMipmappedArray(uintptr_t fn, void* a0, uintptr_t a1, void* a2) { return ((int32_t (*)(void*, uintptr_t, void*))fn)(a0, a1, a2); }
 static int32_t gocuda_cuFlushGPUDirectRDMAWrites(uintptr_t fn, int32_t a0, int32_t a1) { return ((int32_t (*)(int32_t, int32_t))fn)(a0, a1); }
 static int32_t gocuda_cuFuncGetAttribute(uintptr_t fn, void* a0, int32_t a1, uintptr_t a2) { return ((int32_t (*)(void*, int32_t, uintptr_t))fn)(a0, a1, a2); }
+static int64_t gocuda_in_cuFuncGetAttribute(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0, int32_t a1, uintptr_t a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*, int32_t, uintptr_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuFuncGetModule(uintptr_t fn, void* a0, uintptr_t a1) { return ((int32_t (*)(void*, uintptr_t))fn)(a0, a1); }
 static int32_t gocuda_cuFuncGetName(uintptr_t fn, void* a0, uintptr_t a1) { return ((int32_t (*)(void*, uintptr_t))fn)(a0, a1); }
 static int32_t gocuda_cuFuncGetParamInfo(uintptr_t fn, uintptr_t a0, uint64_t a1, void* a2, void* a3) { return ((int32_t (*)(uintptr_t, uint64_t, void*, void*))fn)(a0, a1, a2, a3); }
+static int64_t gocuda_in_cuFuncGetParamInfo(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, uint64_t a1, void* a2, void* a3) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, uint64_t, void*, void*))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuFuncIsLoaded(uintptr_t fn, void* a0, uintptr_t a1) { return ((int32_t (*)(void*, uintptr_t))fn)(a0, a1); }
 static int32_t gocuda_cuFuncLoad(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cuFuncSetAttribute(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2) { return ((int32_t (*)(uintptr_t, int32_t, int32_t))fn)(a0, a1, a2); }
@@ -150,6 +162,7 @@ static int32_t gocuda_cuGraphConditionalHandleCreate(uintptr_t fn, void* a0, uin
 static int32_t gocuda_cuGraphCreate(uintptr_t fn, void* a0, uint32_t a1) { return ((int32_t (*)(void*, uint32_t))fn)(a0, a1); }
 static int32_t gocuda_cuGraphDebugDotPrint(uintptr_t fn, uintptr_t a0, void* a1, uint32_t a2) { return ((int32_t (*)(uintptr_t, void*, uint32_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuGraphDestroy(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
+static int64_t gocuda_in_cuGraphDestroy(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cuGraphDestroyNode(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cuGraphEventRecordNodeGetEvent(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
 static int32_t gocuda_cuGraphEventRecordNodeSetEvent(uintptr_t fn, uintptr_t a0, uintptr_t a1) { return ((int32_t (*)(uintptr_t, uintptr_t))fn)(a0, a1); }
@@ -158,6 +171,7 @@ static int32_t gocuda_cuGraphEventWaitNodeSetEvent(uintptr_t fn, uintptr_t a0, u
 static int32_t gocuda_cuGraphExecBatchMemOpNodeSetParams(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2) { return ((int32_t (*)(uintptr_t, uintptr_t, void*))fn)(a0, a1, a2); }
 static int32_t gocuda_cuGraphExecChildGraphNodeSetParams(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuGraphExecDestroy(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
+static int64_t gocuda_in_cuGraphExecDestroy(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cuGraphExecEventRecordNodeSetEvent(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuGraphExecEventWaitNodeSetEvent(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuGraphExecExternalSemaphoresSignalNodeSetParams(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2) { return ((int32_t (*)(uintptr_t, uintptr_t, void*))fn)(a0, a1, a2); }
@@ -179,6 +193,7 @@ static int32_t gocuda_cuGraphGetRootNodes(uintptr_t fn, uintptr_t a0, void* a1, 
 static int32_t gocuda_cuGraphHostNodeGetParams(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
 static int32_t gocuda_cuGraphHostNodeSetParams(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
 static int32_t gocuda_cuGraphInstantiateWithFlags(uintptr_t fn, void* a0, uintptr_t a1, uint64_t a2) { return ((int32_t (*)(void*, uintptr_t, uint64_t))fn)(a0, a1, a2); }
+static int64_t gocuda_in_cuGraphInstantiateWithFlags(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0, uintptr_t a1, uint64_t a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*, uintptr_t, uint64_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuGraphInstantiateWithParams(uintptr_t fn, void* a0, uintptr_t a1, void* a2) { return ((int32_t (*)(void*, uintptr_t, void*))fn)(a0, a1, a2); }
 static int32_t gocuda_cuGraphKernelNodeCopyAttributes(uintptr_t fn, uintptr_t a0, uintptr_t a1) { return ((int32_t (*)(uintptr_t, uintptr_t))fn)(a0, a1); }
 static int32_t gocuda_cuGraphKernelNodeGetAttribute(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2) { return ((int32_t (*)(uintptr_t, int32_t, void*))fn)(a0, a1, a2); }
@@ -186,6 +201,7 @@ static int32_t gocuda_cuGraphKernelNodeGetParams_v2(uintptr_t fn, uintptr_t a0, 
 static int32_t gocuda_cuGraphKernelNodeSetAttribute(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2) { return ((int32_t (*)(uintptr_t, int32_t, void*))fn)(a0, a1, a2); }
 static int32_t gocuda_cuGraphKernelNodeSetParams_v2(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
 static int32_t gocuda_cuGraphLaunch(uintptr_t fn, uintptr_t a0, uintptr_t a1) { return ((int32_t (*)(uintptr_t, uintptr_t))fn)(a0, a1); }
+static int64_t gocuda_in_cuGraphLaunch(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, uintptr_t a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, uintptr_t))fn)(a0, a1); }
 static int32_t gocuda_cuGraphMemAllocNodeGetParams(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
 static int32_t gocuda_cuGraphMemFreeNodeGetParams(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
 static int32_t gocuda_cuGraphMemcpyNodeGetParams(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
@@ -238,8 +254,11 @@ static int32_t gocuda_cuLaunchCooperativeKernelMultiDevice(uintptr_t fn, void* a
 static int32_t gocuda_cuLaunchGrid(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2) { return ((int32_t (*)(uintptr_t, int32_t, int32_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuLaunchGridAsync(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuLaunchHostFunc(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2) { return ((int32_t (*)(uintptr_t, uintptr_t, void*))fn)(a0, a1, a2); }
+static int64_t gocuda_in_cuLaunchHostFunc(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, uintptr_t a1, void* a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, uintptr_t, void*))fn)(a0, a1, a2); }
 static int32_t gocuda_cuLaunchKernel(uintptr_t fn, uintptr_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t a4, uint32_t a5, uint32_t a6, uint32_t a7, uintptr_t a8, void* a9, void* a10) { return ((int32_t (*)(uintptr_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uintptr_t, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int64_t gocuda_in_cuLaunchKernel(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t a4, uint32_t a5, uint32_t a6, uint32_t a7, uintptr_t a8, void* a9, void* a10) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uintptr_t, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cuLaunchKernelEx(uintptr_t fn, void* a0, uintptr_t a1, void* a2, void* a3) { return ((int32_t (*)(void*, uintptr_t, void*, void*))fn)(a0, a1, a2, a3); }
+static int64_t gocuda_in_cuLaunchKernelEx(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0, uintptr_t a1, void* a2, void* a3) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*, uintptr_t, void*, void*))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuLibraryEnumerateKernels(uintptr_t fn, void* a0, uint32_t a1, uintptr_t a2) { return ((int32_t (*)(void*, uint32_t, uintptr_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuLibraryGetGlobal(uintptr_t fn, void* a0, void* a1, uintptr_t a2, void* a3) { return ((int32_t (*)(void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuLibraryGetKernel(uintptr_t fn, void* a0, uintptr_t a1, void* a2) { return ((int32_t (*)(void*, uintptr_t, void*))fn)(a0, a1, a2); }
@@ -264,19 +283,27 @@ static int32_t gocuda_cuMemAddressFree(uintptr_t fn, uint64_t a0, uint64_t a1) {
 static int32_t gocuda_cuMemAddressReserve(uintptr_t fn, void* a0, uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4) { return ((int32_t (*)(void*, uint64_t, uint64_t, uint64_t, uint64_t))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cuMemAdvise_v2(uintptr_t fn, uint64_t a0, uint64_t a1, int32_t a2, gocuda_CUmemLocation a3) { return ((int32_t (*)(uint64_t, uint64_t, int32_t, gocuda_CUmemLocation))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuMemAllocAsync(uintptr_t fn, void* a0, uint64_t a1, uintptr_t a2) { return ((int32_t (*)(void*, uint64_t, uintptr_t))fn)(a0, a1, a2); }
+static int64_t gocuda_in_cuMemAllocAsync(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0, uint64_t a1, uintptr_t a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*, uint64_t, uintptr_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuMemAllocFromPoolAsync(uintptr_t fn, void* a0, uint64_t a1, uintptr_t a2, uintptr_t a3) { return ((int32_t (*)(void*, uint64_t, uintptr_t, uintptr_t))fn)(a0, a1, a2, a3); }
+static int64_t gocuda_in_cuMemAllocFromPoolAsync(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0, uint64_t a1, uintptr_t a2, uintptr_t a3) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*, uint64_t, uintptr_t, uintptr_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuMemAllocHost_v2(uintptr_t fn, void* a0, uint64_t a1) { return ((int32_t (*)(void*, uint64_t))fn)(a0, a1); }
+static int64_t gocuda_in_cuMemAllocHost_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0, uint64_t a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*, uint64_t))fn)(a0, a1); }
 static int32_t gocuda_cuMemAllocManaged(uintptr_t fn, void* a0, uint64_t a1, uint32_t a2) { return ((int32_t (*)(void*, uint64_t, uint32_t))fn)(a0, a1, a2); }
+static int64_t gocuda_in_cuMemAllocManaged(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0, uint64_t a1, uint32_t a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*, uint64_t, uint32_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuMemAllocPitch_v2(uintptr_t fn, void* a0, void* a1, uint64_t a2, uint64_t a3, uint32_t a4) { return ((int32_t (*)(void*, void*, uint64_t, uint64_t, uint32_t))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cuMemAlloc_v2(uintptr_t fn, void* a0, uint64_t a1) { return ((int32_t (*)(void*, uint64_t))fn)(a0, a1); }
+static int64_t gocuda_in_cuMemAlloc_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0, uint64_t a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*, uint64_t))fn)(a0, a1); }
 static int32_t gocuda_cuMemBatchDecompressAsync(uintptr_t fn, void* a0, uint64_t a1, uint32_t a2, void* a3, uintptr_t a4) { return ((int32_t (*)(void*, uint64_t, uint32_t, void*, uintptr_t))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cuMemCreate(uintptr_t fn, void* a0, uint64_t a1, void* a2, uint64_t a3) { return ((int32_t (*)(void*, uint64_t, void*, uint64_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuMemDiscardAndPrefetchBatchAsync(uintptr_t fn, void* a0, void* a1, uint64_t a2, void* a3, void* a4, uint64_t a5, uint64_t a6, uintptr_t a7) { return ((int32_t (*)(void*, void*, uint64_t, void*, void*, uint64_t, uint64_t, uintptr_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cuMemDiscardBatchAsync(uintptr_t fn, void* a0, void* a1, uint64_t a2, uint64_t a3, uintptr_t a4) { return ((int32_t (*)(void*, void*, uint64_t, uint64_t, uintptr_t))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cuMemExportToShareableHandle(uintptr_t fn, void* a0, uint64_t a1, int32_t a2, uint64_t a3) { return ((int32_t (*)(void*, uint64_t, int32_t, uint64_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuMemFreeAsync(uintptr_t fn, uint64_t a0, uintptr_t a1) { return ((int32_t (*)(uint64_t, uintptr_t))fn)(a0, a1); }
+static int64_t gocuda_in_cuMemFreeAsync(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint64_t a0, uintptr_t a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint64_t, uintptr_t))fn)(a0, a1); }
 static int32_t gocuda_cuMemFreeHost(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
+static int64_t gocuda_in_cuMemFreeHost(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*))fn)(a0); }
 static int32_t gocuda_cuMemFree_v2(uintptr_t fn, uint64_t a0) { return ((int32_t (*)(uint64_t))fn)(a0); }
+static int64_t gocuda_in_cuMemFree_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint64_t a0) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint64_t))fn)(a0); }
 static int32_t gocuda_cuMemGetAccess(uintptr_t fn, void* a0, void* a1, uint64_t a2) { return ((int32_t (*)(void*, void*, uint64_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuMemGetAddressRange_v2(uintptr_t fn, void* a0, void* a1, uint64_t a2) { return ((int32_t (*)(void*, void*, uint64_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuMemGetAllocationGranularity(uintptr_t fn, void* a0, void* a1, int32_t a2) { return ((int32_t (*)(void*, void*, int32_t))fn)(a0, a1, a2); }
@@ -284,27 +311,36 @@ static int32_t gocuda_cuMemGetAllocationPropertiesFromHandle(uintptr_t fn, void*
 static int32_t gocuda_cuMemGetDefaultMemPool(uintptr_t fn, void* a0, void* a1, int32_t a2) { return ((int32_t (*)(void*, void*, int32_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuMemGetHandleForAddressRange(uintptr_t fn, void* a0, uint64_t a1, uint64_t a2, int32_t a3, uint64_t a4) { return ((int32_t (*)(void*, uint64_t, uint64_t, int32_t, uint64_t))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cuMemGetInfo_v2(uintptr_t fn, void* a0, void* a1) { return ((int32_t (*)(void*, void*))fn)(a0, a1); }
+static int64_t gocuda_in_cuMemGetInfo_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0, void* a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*, void*))fn)(a0, a1); }
 static int32_t gocuda_cuMemGetMemPool(uintptr_t fn, void* a0, void* a1, int32_t a2) { return ((int32_t (*)(void*, void*, int32_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuMemHostAlloc(uintptr_t fn, void* a0, uint64_t a1, uint32_t a2) { return ((int32_t (*)(void*, uint64_t, uint32_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuMemHostGetDevicePointer_v2(uintptr_t fn, void* a0, void* a1, uint32_t a2) { return ((int32_t (*)(void*, void*, uint32_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuMemHostGetFlags(uintptr_t fn, void* a0, void* a1) { return ((int32_t (*)(void*, void*))fn)(a0, a1); }
 static int32_t gocuda_cuMemHostRegister_v2(uintptr_t fn, void* a0, uint64_t a1, uint32_t a2) { return ((int32_t (*)(void*, uint64_t, uint32_t))fn)(a0, a1, a2); }
+static int64_t gocuda_in_cuMemHostRegister_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0, uint64_t a1, uint32_t a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*, uint64_t, uint32_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuMemHostUnregister(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
+static int64_t gocuda_in_cuMemHostUnregister(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*))fn)(a0); }
 static int32_t gocuda_cuMemImportFromShareableHandle(uintptr_t fn, void* a0, void* a1, int32_t a2) { return ((int32_t (*)(void*, void*, int32_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuMemMap(uintptr_t fn, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4) { return ((int32_t (*)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cuMemMapArrayAsync(uintptr_t fn, void* a0, uint32_t a1, uintptr_t a2) { return ((int32_t (*)(void*, uint32_t, uintptr_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuMemPoolCreate(uintptr_t fn, void* a0, void* a1) { return ((int32_t (*)(void*, void*))fn)(a0, a1); }
+static int64_t gocuda_in_cuMemPoolCreate(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0, void* a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*, void*))fn)(a0, a1); }
 static int32_t gocuda_cuMemPoolDestroy(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
+static int64_t gocuda_in_cuMemPoolDestroy(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cuMemPoolExportPointer(uintptr_t fn, void* a0, uint64_t a1) { return ((int32_t (*)(void*, uint64_t))fn)(a0, a1); }
 static int32_t gocuda_cuMemPoolExportToShareableHandle(uintptr_t fn, void* a0, uintptr_t a1, int32_t a2, uint64_t a3) { return ((int32_t (*)(void*, uintptr_t, int32_t, uint64_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuMemPoolGetAccess(uintptr_t fn, void* a0, uintptr_t a1, void* a2) { return ((int32_t (*)(void*, uintptr_t, void*))fn)(a0, a1, a2); }
 static int32_t gocuda_cuMemPoolGetAttribute(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2) { return ((int32_t (*)(uintptr_t, int32_t, void*))fn)(a0, a1, a2); }
+static int64_t gocuda_in_cuMemPoolGetAttribute(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, void* a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, void*))fn)(a0, a1, a2); }
 static int32_t gocuda_cuMemPoolImportFromShareableHandle(uintptr_t fn, void* a0, void* a1, int32_t a2, uint64_t a3) { return ((int32_t (*)(void*, void*, int32_t, uint64_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuMemPoolImportPointer(uintptr_t fn, void* a0, uintptr_t a1, void* a2) { return ((int32_t (*)(void*, uintptr_t, void*))fn)(a0, a1, a2); }
 static int32_t gocuda_cuMemPoolSetAccess(uintptr_t fn, uintptr_t a0, void* a1, uint64_t a2) { return ((int32_t (*)(uintptr_t, void*, uint64_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuMemPoolSetAttribute(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2) { return ((int32_t (*)(uintptr_t, int32_t, void*))fn)(a0, a1, a2); }
+static int64_t gocuda_in_cuMemPoolSetAttribute(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, void* a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, void*))fn)(a0, a1, a2); }
 static int32_t gocuda_cuMemPoolTrimTo(uintptr_t fn, uintptr_t a0, uint64_t a1) { return ((int32_t (*)(uintptr_t, uint64_t))fn)(a0, a1); }
+static int64_t gocuda_in_cuMemPoolTrimTo(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, uint64_t a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, uint64_t))fn)(a0, a1); }
 static int32_t gocuda_cuMemPrefetchAsync_v2(uintptr_t fn, uint64_t a0, uint64_t a1, gocuda_CUmemLocation a2, uint32_t a3, uintptr_t a4) { return ((int32_t (*)(uint64_t, uint64_t, gocuda_CUmemLocation, uint32_t, uintptr_t))fn)(a0, a1, a2, a3, a4); }
+static int64_t gocuda_in_cuMemPrefetchAsync_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint64_t a0, uint64_t a1, gocuda_CUmemLocation a2, uint32_t a3, uintptr_t a4) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint64_t, uint64_t, gocuda_CUmemLocation, uint32_t, uintptr_t))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cuMemPrefetchBatchAsync(uintptr_t fn, void* a0, void* a1, uint64_t a2, void* a3, void* a4, uint64_t a5, uint64_t a6, uintptr_t a7) { return ((int32_t (*)(void*, void*, uint64_t, void*, void*, uint64_t, uint64_t, uintptr_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cuMemRangeGetAttribute(uintptr_t fn, void* a0, uint64_t a1, int32_t a2, uint64_t a3, uint64_t a4) { return ((int32_t (*)(void*, uint64_t, int32_t, uint64_t, uint64_t))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cuMemRangeGetAttributes(uintptr_t fn, void* a0, void* a1, void* a2, uint64_t a3, uint64_t a4, uint64_t a5) { return ((int32_t (*)(void*, void*, void*, uint64_t, uint64_t, uint64_t))fn)(a0, a1, a2, a3, a4, a5); }
@@ -323,6 +359,7 @@ static int32_t gocuda_cuMemcpy3DPeer(uintptr_t fn, void* a0) { return ((int32_t 
 static int32_t gocuda_cuMemcpy3DPeerAsync(uintptr_t fn, void* a0, uintptr_t a1) { return ((int32_t (*)(void*, uintptr_t))fn)(a0, a1); }
 static int32_t gocuda_cuMemcpy3D_v2(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
 static int32_t gocuda_cuMemcpyAsync(uintptr_t fn, uint64_t a0, uint64_t a1, uint64_t a2, uintptr_t a3) { return ((int32_t (*)(uint64_t, uint64_t, uint64_t, uintptr_t))fn)(a0, a1, a2, a3); }
+static int64_t gocuda_in_cuMemcpyAsync(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint64_t a0, uint64_t a1, uint64_t a2, uintptr_t a3) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint64_t, uint64_t, uint64_t, uintptr_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuMemcpyAtoA_v2(uintptr_t fn, uintptr_t a0, uint64_t a1, uintptr_t a2, uint64_t a3, uint64_t a4) { return ((int32_t (*)(uintptr_t, uint64_t, uintptr_t, uint64_t, uint64_t))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cuMemcpyAtoD_v2(uintptr_t fn, uint64_t a0, uintptr_t a1, uint64_t a2, uint64_t a3) { return ((int32_t (*)(uint64_t, uintptr_t, uint64_t, uint64_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuMemcpyAtoHAsync_v2(uintptr_t fn, void* a0, uintptr_t a1, uint64_t a2, uint64_t a3, uintptr_t a4) { return ((int32_t (*)(void*, uintptr_t, uint64_t, uint64_t, uintptr_t))fn)(a0, a1, a2, a3, a4); }
@@ -330,16 +367,23 @@ static int32_t gocuda_cuMemcpyAtoH_v2(uintptr_t fn, void* a0, uintptr_t a1, uint
 static int32_t gocuda_cuMemcpyBatchAsync_v2(uintptr_t fn, void* a0, void* a1, void* a2, uint64_t a3, void* a4, void* a5, uint64_t a6, uintptr_t a7) { return ((int32_t (*)(void*, void*, void*, uint64_t, void*, void*, uint64_t, uintptr_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cuMemcpyDtoA_v2(uintptr_t fn, uintptr_t a0, uint64_t a1, uint64_t a2, uint64_t a3) { return ((int32_t (*)(uintptr_t, uint64_t, uint64_t, uint64_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuMemcpyDtoDAsync_v2(uintptr_t fn, uint64_t a0, uint64_t a1, uint64_t a2, uintptr_t a3) { return ((int32_t (*)(uint64_t, uint64_t, uint64_t, uintptr_t))fn)(a0, a1, a2, a3); }
+static int64_t gocuda_in_cuMemcpyDtoDAsync_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint64_t a0, uint64_t a1, uint64_t a2, uintptr_t a3) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint64_t, uint64_t, uint64_t, uintptr_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuMemcpyDtoD_v2(uintptr_t fn, uint64_t a0, uint64_t a1, uint64_t a2) { return ((int32_t (*)(uint64_t, uint64_t, uint64_t))fn)(a0, a1, a2); }
+static int64_t gocuda_in_cuMemcpyDtoD_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint64_t a0, uint64_t a1, uint64_t a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint64_t, uint64_t, uint64_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuMemcpyDtoHAsync_v2(uintptr_t fn, void* a0, uint64_t a1, uint64_t a2, uintptr_t a3) { return ((int32_t (*)(void*, uint64_t, uint64_t, uintptr_t))fn)(a0, a1, a2, a3); }
+static int64_t gocuda_in_cuMemcpyDtoHAsync_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0, uint64_t a1, uint64_t a2, uintptr_t a3) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*, uint64_t, uint64_t, uintptr_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuMemcpyDtoH_v2(uintptr_t fn, void* a0, uint64_t a1, uint64_t a2) { return ((int32_t (*)(void*, uint64_t, uint64_t))fn)(a0, a1, a2); }
+static int64_t gocuda_in_cuMemcpyDtoH_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0, uint64_t a1, uint64_t a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*, uint64_t, uint64_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuMemcpyHtoAAsync_v2(uintptr_t fn, uintptr_t a0, uint64_t a1, void* a2, uint64_t a3, uintptr_t a4) { return ((int32_t (*)(uintptr_t, uint64_t, void*, uint64_t, uintptr_t))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cuMemcpyHtoA_v2(uintptr_t fn, uintptr_t a0, uint64_t a1, void* a2, uint64_t a3) { return ((int32_t (*)(uintptr_t, uint64_t, void*, uint64_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuMemcpyHtoDAsync_v2(uintptr_t fn, uint64_t a0, void* a1, uint64_t a2, uintptr_t a3) { return ((int32_t (*)(uint64_t, void*, uint64_t, uintptr_t))fn)(a0, a1, a2, a3); }
+static int64_t gocuda_in_cuMemcpyHtoDAsync_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint64_t a0, void* a1, uint64_t a2, uintptr_t a3) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint64_t, void*, uint64_t, uintptr_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuMemcpyHtoD_v2(uintptr_t fn, uint64_t a0, void* a1, uint64_t a2) { return ((int32_t (*)(uint64_t, void*, uint64_t))fn)(a0, a1, a2); }
+static int64_t gocuda_in_cuMemcpyHtoD_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint64_t a0, void* a1, uint64_t a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint64_t, void*, uint64_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuMemcpyPeer(uintptr_t fn, uint64_t a0, uintptr_t a1, uint64_t a2, uintptr_t a3, uint64_t a4) { return ((int32_t (*)(uint64_t, uintptr_t, uint64_t, uintptr_t, uint64_t))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cuMemcpyPeerAsync(uintptr_t fn, uint64_t a0, uintptr_t a1, uint64_t a2, uintptr_t a3, uint64_t a4, uintptr_t a5) { return ((int32_t (*)(uint64_t, uintptr_t, uint64_t, uintptr_t, uint64_t, uintptr_t))fn)(a0, a1, a2, a3, a4, a5); }
 static int32_t gocuda_cuMemsetD16Async(uintptr_t fn, uint64_t a0, uint16_t a1, uint64_t a2, uintptr_t a3) { return ((int32_t (*)(uint64_t, uint16_t, uint64_t, uintptr_t))fn)(a0, a1, a2, a3); }
+static int64_t gocuda_in_cuMemsetD16Async(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint64_t a0, uint16_t a1, uint64_t a2, uintptr_t a3) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint64_t, uint16_t, uint64_t, uintptr_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuMemsetD16_v2(uintptr_t fn, uint64_t a0, uint16_t a1, uint64_t a2) { return ((int32_t (*)(uint64_t, uint16_t, uint64_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuMemsetD2D16Async(uintptr_t fn, uint64_t a0, uint64_t a1, uint16_t a2, uint64_t a3, uint64_t a4, uintptr_t a5) { return ((int32_t (*)(uint64_t, uint64_t, uint16_t, uint64_t, uint64_t, uintptr_t))fn)(a0, a1, a2, a3, a4, a5); }
 static int32_t gocuda_cuMemsetD2D16_v2(uintptr_t fn, uint64_t a0, uint64_t a1, uint16_t a2, uint64_t a3, uint64_t a4) { return ((int32_t (*)(uint64_t, uint64_t, uint16_t, uint64_t, uint64_t))fn)(a0, a1, a2, a3, a4); }
@@ -348,8 +392,10 @@ static int32_t gocuda_cuMemsetD2D32_v2(uintptr_t fn, uint64_t a0, uint64_t a1, u
 static int32_t gocuda_cuMemsetD2D8Async(uintptr_t fn, uint64_t a0, uint64_t a1, uint8_t a2, uint64_t a3, uint64_t a4, uintptr_t a5) { return ((int32_t (*)(uint64_t, uint64_t, uint8_t, uint64_t, uint64_t, uintptr_t))fn)(a0, a1, a2, a3, a4, a5); }
 static int32_t gocuda_cuMemsetD2D8_v2(uintptr_t fn, uint64_t a0, uint64_t a1, uint8_t a2, uint64_t a3, uint64_t a4) { return ((int32_t (*)(uint64_t, uint64_t, uint8_t, uint64_t, uint64_t))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cuMemsetD32Async(uintptr_t fn, uint64_t a0, uint32_t a1, uint64_t a2, uintptr_t a3) { return ((int32_t (*)(uint64_t, uint32_t, uint64_t, uintptr_t))fn)(a0, a1, a2, a3); }
+static int64_t gocuda_in_cuMemsetD32Async(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint64_t a0, uint32_t a1, uint64_t a2, uintptr_t a3) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint64_t, uint32_t, uint64_t, uintptr_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuMemsetD32_v2(uintptr_t fn, uint64_t a0, uint32_t a1, uint64_t a2) { return ((int32_t (*)(uint64_t, uint32_t, uint64_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuMemsetD8Async(uintptr_t fn, uint64_t a0, uint8_t a1, uint64_t a2, uintptr_t a3) { return ((int32_t (*)(uint64_t, uint8_t, uint64_t, uintptr_t))fn)(a0, a1, a2, a3); }
+static int64_t gocuda_in_cuMemsetD8Async(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint64_t a0, uint8_t a1, uint64_t a2, uintptr_t a3) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint64_t, uint8_t, uint64_t, uintptr_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuMemsetD8_v2(uintptr_t fn, uint64_t a0, uint8_t a1, uint64_t a2) { return ((int32_t (*)(uint64_t, uint8_t, uint64_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuMipmappedArrayCreate(uintptr_t fn, void* a0, void* a1, uint32_t a2) { return ((int32_t (*)(void*, void*, uint32_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuMipmappedArrayDestroy(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
@@ -358,16 +404,21 @@ static int32_t gocuda_cuMipmappedArrayGetMemoryRequirements(uintptr_t fn, void* 
 static int32_t gocuda_cuMipmappedArrayGetSparseProperties(uintptr_t fn, void* a0, uintptr_t a1) { return ((int32_t (*)(void*, uintptr_t))fn)(a0, a1); }
 static int32_t gocuda_cuModuleEnumerateFunctions(uintptr_t fn, void* a0, uint32_t a1, uintptr_t a2) { return ((int32_t (*)(void*, uint32_t, uintptr_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuModuleGetFunction(uintptr_t fn, void* a0, uintptr_t a1, void* a2) { return ((int32_t (*)(void*, uintptr_t, void*))fn)(a0, a1, a2); }
+static int64_t gocuda_in_cuModuleGetFunction(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0, uintptr_t a1, void* a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*, uintptr_t, void*))fn)(a0, a1, a2); }
 static int32_t gocuda_cuModuleGetFunctionCount(uintptr_t fn, void* a0, uintptr_t a1) { return ((int32_t (*)(void*, uintptr_t))fn)(a0, a1); }
 static int32_t gocuda_cuModuleGetGlobal_v2(uintptr_t fn, void* a0, void* a1, uintptr_t a2, void* a3) { return ((int32_t (*)(void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3); }
+static int64_t gocuda_in_cuModuleGetGlobal_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0, void* a1, uintptr_t a2, void* a3) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuModuleGetLoadingMode(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
 static int32_t gocuda_cuModuleGetSurfRef(uintptr_t fn, void* a0, uintptr_t a1, void* a2) { return ((int32_t (*)(void*, uintptr_t, void*))fn)(a0, a1, a2); }
 static int32_t gocuda_cuModuleGetTexRef(uintptr_t fn, void* a0, uintptr_t a1, void* a2) { return ((int32_t (*)(void*, uintptr_t, void*))fn)(a0, a1, a2); }
 static int32_t gocuda_cuModuleLoad(uintptr_t fn, void* a0, void* a1) { return ((int32_t (*)(void*, void*))fn)(a0, a1); }
 static int32_t gocuda_cuModuleLoadData(uintptr_t fn, void* a0, void* a1) { return ((int32_t (*)(void*, void*))fn)(a0, a1); }
+static int64_t gocuda_in_cuModuleLoadData(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0, void* a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*, void*))fn)(a0, a1); }
 static int32_t gocuda_cuModuleLoadDataEx(uintptr_t fn, void* a0, void* a1, uint32_t a2, void* a3, void* a4) { return ((int32_t (*)(void*, void*, uint32_t, void*, void*))fn)(a0, a1, a2, a3, a4); }
+static int64_t gocuda_in_cuModuleLoadDataEx(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0, void* a1, uint32_t a2, void* a3, void* a4) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*, void*, uint32_t, void*, void*))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cuModuleLoadFatBinary(uintptr_t fn, void* a0, void* a1) { return ((int32_t (*)(void*, void*))fn)(a0, a1); }
 static int32_t gocuda_cuModuleUnload(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
+static int64_t gocuda_in_cuModuleUnload(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cuMulticastAddDevice(uintptr_t fn, uint64_t a0, int32_t a1) { return ((int32_t (*)(uint64_t, int32_t))fn)(a0, a1); }
 static int32_t gocuda_cuMulticastBindAddr(uintptr_t fn, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4) { return ((int32_t (*)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cuMulticastBindMem(uintptr_t fn, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4, uint64_t a5) { return ((int32_t (*)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t))fn)(a0, a1, a2, a3, a4, a5); }
@@ -387,6 +438,7 @@ static int32_t gocuda_cuParamSetf(uintptr_t fn, uintptr_t a0, int32_t a1, float 
 static int32_t gocuda_cuParamSeti(uintptr_t fn, uintptr_t a0, int32_t a1, uint32_t a2) { return ((int32_t (*)(uintptr_t, int32_t, uint32_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuParamSetv(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, uint32_t a3) { return ((int32_t (*)(uintptr_t, int32_t, void*, uint32_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuPointerGetAttribute(uintptr_t fn, void* a0, int32_t a1, uint64_t a2) { return ((int32_t (*)(void*, int32_t, uint64_t))fn)(a0, a1, a2); }
+static int64_t gocuda_in_cuPointerGetAttribute(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0, int32_t a1, uint64_t a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*, int32_t, uint64_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuPointerGetAttributes(uintptr_t fn, uint32_t a0, void* a1, void* a2, uint64_t a3) { return ((int32_t (*)(uint32_t, void*, void*, uint64_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuPointerSetAttribute(uintptr_t fn, void* a0, int32_t a1, uint64_t a2) { return ((int32_t (*)(void*, int32_t, uint64_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuSignalExternalSemaphoresAsync(uintptr_t fn, void* a0, void* a1, uint32_t a2, uintptr_t a3) { return ((int32_t (*)(void*, void*, uint32_t, uintptr_t))fn)(a0, a1, a2, a3); }
@@ -395,11 +447,16 @@ static int32_t gocuda_cuStreamAttachMemAsync(uintptr_t fn, uintptr_t a0, uint64_
 static int32_t gocuda_cuStreamBatchMemOp_v2(uintptr_t fn, uintptr_t a0, uint32_t a1, void* a2, uint32_t a3) { return ((int32_t (*)(uintptr_t, uint32_t, void*, uint32_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuStreamBeginCaptureToGraph(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2, void* a3, uint64_t a4, int32_t a5) { return ((int32_t (*)(uintptr_t, uintptr_t, void*, void*, uint64_t, int32_t))fn)(a0, a1, a2, a3, a4, a5); }
 static int32_t gocuda_cuStreamBeginCapture_v2(uintptr_t fn, uintptr_t a0, int32_t a1) { return ((int32_t (*)(uintptr_t, int32_t))fn)(a0, a1); }
+static int64_t gocuda_in_cuStreamBeginCapture_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t))fn)(a0, a1); }
 static int32_t gocuda_cuStreamCopyAttributes(uintptr_t fn, uintptr_t a0, uintptr_t a1) { return ((int32_t (*)(uintptr_t, uintptr_t))fn)(a0, a1); }
 static int32_t gocuda_cuStreamCreate(uintptr_t fn, void* a0, uint32_t a1) { return ((int32_t (*)(void*, uint32_t))fn)(a0, a1); }
+static int64_t gocuda_in_cuStreamCreate(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0, uint32_t a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*, uint32_t))fn)(a0, a1); }
 static int32_t gocuda_cuStreamCreateWithPriority(uintptr_t fn, void* a0, uint32_t a1, int32_t a2) { return ((int32_t (*)(void*, uint32_t, int32_t))fn)(a0, a1, a2); }
+static int64_t gocuda_in_cuStreamCreateWithPriority(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0, uint32_t a1, int32_t a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*, uint32_t, int32_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuStreamDestroy_v2(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
+static int64_t gocuda_in_cuStreamDestroy_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cuStreamEndCapture(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
+static int64_t gocuda_in_cuStreamEndCapture(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, void* a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
 static int32_t gocuda_cuStreamGetAttribute(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2) { return ((int32_t (*)(uintptr_t, int32_t, void*))fn)(a0, a1, a2); }
 static int32_t gocuda_cuStreamGetCaptureInfo_v3(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, void* a6) { return ((int32_t (*)(uintptr_t, void*, void*, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6); }
 static int32_t gocuda_cuStreamGetCtx(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
@@ -411,10 +468,13 @@ static int32_t gocuda_cuStreamGetId(uintptr_t fn, uintptr_t a0, void* a1) { retu
 static int32_t gocuda_cuStreamGetPriority(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
 static int32_t gocuda_cuStreamIsCapturing(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
 static int32_t gocuda_cuStreamQuery(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
+static int64_t gocuda_in_cuStreamQuery(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cuStreamSetAttribute(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2) { return ((int32_t (*)(uintptr_t, int32_t, void*))fn)(a0, a1, a2); }
 static int32_t gocuda_cuStreamSynchronize(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
+static int64_t gocuda_in_cuStreamSynchronize(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cuStreamUpdateCaptureDependencies_v2(uintptr_t fn, uintptr_t a0, void* a1, void* a2, uint64_t a3, uint32_t a4) { return ((int32_t (*)(uintptr_t, void*, void*, uint64_t, uint32_t))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cuStreamWaitEvent(uintptr_t fn, uintptr_t a0, uintptr_t a1, uint32_t a2) { return ((int32_t (*)(uintptr_t, uintptr_t, uint32_t))fn)(a0, a1, a2); }
+static int64_t gocuda_in_cuStreamWaitEvent(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, uintptr_t a1, uint32_t a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, uintptr_t, uint32_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuStreamWaitValue32_v2(uintptr_t fn, uintptr_t a0, uint64_t a1, uint32_t a2, uint32_t a3) { return ((int32_t (*)(uintptr_t, uint64_t, uint32_t, uint32_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuStreamWaitValue64_v2(uintptr_t fn, uintptr_t a0, uint64_t a1, uint64_t a2, uint32_t a3) { return ((int32_t (*)(uintptr_t, uint64_t, uint64_t, uint32_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuStreamWriteValue32_v2(uintptr_t fn, uintptr_t a0, uint64_t a1, uint32_t a2, uint32_t a3) { return ((int32_t (*)(uintptr_t, uint64_t, uint32_t, uint32_t))fn)(a0, a1, a2, a3); }
@@ -1409,6 +1469,23 @@ func CtxGetStreamPriorityRange(leastPriority *int32, greatestPriority *int32) er
 	return Result(C.gocuda_cuCtxGetStreamPriorityRange(C.uintptr_t(fn), unsafe.Pointer(leastPriority), unsafe.Pointer(greatestPriority))).err()
 }
 
+// inCtxGetStreamPriorityRange calls cuCtxGetStreamPriorityRange with the CUDA context ctx current on the calling thread.
+func inCtxGetStreamPriorityRange(ctx CUcontext, leastPriority *int32, greatestPriority *int32) error {
+	fn, err := proc_cuCtxGetStreamPriorityRange.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuCtxGetStreamPriorityRange(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), unsafe.Pointer(leastPriority), unsafe.Pointer(greatestPriority)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
+}
+
 // CtxPopCurrent calls cuCtxPopCurrent_v2:
 //
 //	CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
@@ -1537,6 +1614,23 @@ func CtxSynchronize() error {
 		return err
 	}
 	return Result(C.gocuda_cuCtxSynchronize(C.uintptr_t(fn))).err()
+}
+
+// inCtxSynchronize calls cuCtxSynchronize with the CUDA context ctx current on the calling thread.
+func inCtxSynchronize(ctx CUcontext) error {
+	fn, err := proc_cuCtxSynchronize.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuCtxSynchronize(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
 }
 
 // CtxSynchronizeV2 calls cuCtxSynchronize_v2:
@@ -1708,6 +1802,23 @@ func DeviceGetDefaultMemPool(pool_out *CUmemoryPool, dev CUdevice) error {
 	return Result(C.gocuda_cuDeviceGetDefaultMemPool(C.uintptr_t(fn), unsafe.Pointer(pool_out), C.int32_t(dev))).err()
 }
 
+// inDeviceGetDefaultMemPool calls cuDeviceGetDefaultMemPool with the CUDA context ctx current on the calling thread.
+func inDeviceGetDefaultMemPool(ctx CUcontext, pool_out *CUmemoryPool, dev CUdevice) error {
+	fn, err := proc_cuDeviceGetDefaultMemPool.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuDeviceGetDefaultMemPool(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), unsafe.Pointer(pool_out), C.int32_t(dev)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
+}
+
 // DeviceGetDevResource calls cuDeviceGetDevResource:
 //
 //	CUresult cuDeviceGetDevResource(CUdevice device, CUdevResource *resource, CUdevResourceType type)
@@ -1784,6 +1895,23 @@ func DeviceGetMemPool(pool *CUmemoryPool, dev CUdevice) error {
 		return err
 	}
 	return Result(C.gocuda_cuDeviceGetMemPool(C.uintptr_t(fn), unsafe.Pointer(pool), C.int32_t(dev))).err()
+}
+
+// inDeviceGetMemPool calls cuDeviceGetMemPool with the CUDA context ctx current on the calling thread.
+func inDeviceGetMemPool(ctx CUcontext, pool *CUmemoryPool, dev CUdevice) error {
+	fn, err := proc_cuDeviceGetMemPool.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuDeviceGetMemPool(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), unsafe.Pointer(pool), C.int32_t(dev)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
 }
 
 // DeviceGetName calls cuDeviceGetName:
@@ -2059,6 +2187,23 @@ func EventCreate(phEvent *CUevent, Flags uint32) error {
 	return Result(C.gocuda_cuEventCreate(C.uintptr_t(fn), unsafe.Pointer(phEvent), C.uint32_t(Flags))).err()
 }
 
+// inEventCreate calls cuEventCreate with the CUDA context ctx current on the calling thread.
+func inEventCreate(ctx CUcontext, phEvent *CUevent, Flags uint32) error {
+	fn, err := proc_cuEventCreate.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuEventCreate(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), unsafe.Pointer(phEvent), C.uint32_t(Flags)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
+}
+
 // EventDestroy calls cuEventDestroy_v2:
 //
 //	CUresult cuEventDestroy_v2(CUevent hEvent)
@@ -2070,6 +2215,23 @@ func EventDestroy(hEvent CUevent) error {
 		return err
 	}
 	return Result(C.gocuda_cuEventDestroy_v2(C.uintptr_t(fn), C.uintptr_t(hEvent))).err()
+}
+
+// inEventDestroy calls cuEventDestroy_v2 with the CUDA context ctx current on the calling thread.
+func inEventDestroy(ctx CUcontext, hEvent CUevent) error {
+	fn, err := proc_cuEventDestroy_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuEventDestroy_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(hEvent)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
 }
 
 // EventElapsedTime calls cuEventElapsedTime_v2:
@@ -2098,6 +2260,23 @@ func EventQuery(hEvent CUevent) error {
 	return Result(C.gocuda_cuEventQuery(C.uintptr_t(fn), C.uintptr_t(hEvent))).err()
 }
 
+// inEventQuery calls cuEventQuery with the CUDA context ctx current on the calling thread.
+func inEventQuery(ctx CUcontext, hEvent CUevent) error {
+	fn, err := proc_cuEventQuery.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuEventQuery(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(hEvent)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
+}
+
 // EventRecord calls cuEventRecord:
 //
 //	CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
@@ -2109,6 +2288,23 @@ func EventRecord(hEvent CUevent, hStream CUstream) error {
 		return err
 	}
 	return Result(C.gocuda_cuEventRecord(C.uintptr_t(fn), C.uintptr_t(hEvent), C.uintptr_t(hStream))).err()
+}
+
+// inEventRecord calls cuEventRecord with the CUDA context ctx current on the calling thread.
+func inEventRecord(ctx CUcontext, hEvent CUevent, hStream CUstream) error {
+	fn, err := proc_cuEventRecord.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuEventRecord(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(hEvent), C.uintptr_t(hStream)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
 }
 
 // EventRecordWithFlags calls cuEventRecordWithFlags:
@@ -2124,6 +2320,23 @@ func EventRecordWithFlags(hEvent CUevent, hStream CUstream, flags uint32) error 
 	return Result(C.gocuda_cuEventRecordWithFlags(C.uintptr_t(fn), C.uintptr_t(hEvent), C.uintptr_t(hStream), C.uint32_t(flags))).err()
 }
 
+// inEventRecordWithFlags calls cuEventRecordWithFlags with the CUDA context ctx current on the calling thread.
+func inEventRecordWithFlags(ctx CUcontext, hEvent CUevent, hStream CUstream, flags uint32) error {
+	fn, err := proc_cuEventRecordWithFlags.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuEventRecordWithFlags(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(hEvent), C.uintptr_t(hStream), C.uint32_t(flags)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
+}
+
 // EventSynchronize calls cuEventSynchronize:
 //
 //	CUresult cuEventSynchronize(CUevent hEvent)
@@ -2135,6 +2348,23 @@ func EventSynchronize(hEvent CUevent) error {
 		return err
 	}
 	return Result(C.gocuda_cuEventSynchronize(C.uintptr_t(fn), C.uintptr_t(hEvent))).err()
+}
+
+// inEventSynchronize calls cuEventSynchronize with the CUDA context ctx current on the calling thread.
+func inEventSynchronize(ctx CUcontext, hEvent CUevent) error {
+	fn, err := proc_cuEventSynchronize.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuEventSynchronize(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(hEvent)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
 }
 
 // ExternalMemoryGetMappedBuffer calls cuExternalMemoryGetMappedBuffer:
@@ -2189,6 +2419,23 @@ func FuncGetAttribute(pi *int32, attrib CUfunction_attribute, hfunc CUfunction) 
 	return Result(C.gocuda_cuFuncGetAttribute(C.uintptr_t(fn), unsafe.Pointer(pi), C.int32_t(attrib), C.uintptr_t(hfunc))).err()
 }
 
+// inFuncGetAttribute calls cuFuncGetAttribute with the CUDA context ctx current on the calling thread.
+func inFuncGetAttribute(ctx CUcontext, pi *int32, attrib CUfunction_attribute, hfunc CUfunction) error {
+	fn, err := proc_cuFuncGetAttribute.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuFuncGetAttribute(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), unsafe.Pointer(pi), C.int32_t(attrib), C.uintptr_t(hfunc)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
+}
+
 // FuncGetModule calls cuFuncGetModule:
 //
 //	CUresult cuFuncGetModule(CUmodule *hmod, CUfunction hfunc)
@@ -2226,6 +2473,23 @@ func FuncGetParamInfo(func_ CUfunction, paramIndex uint64, paramOffset *uint64, 
 		return err
 	}
 	return Result(C.gocuda_cuFuncGetParamInfo(C.uintptr_t(fn), C.uintptr_t(func_), C.uint64_t(paramIndex), unsafe.Pointer(paramOffset), unsafe.Pointer(paramSize))).err()
+}
+
+// inFuncGetParamInfo calls cuFuncGetParamInfo with the CUDA context ctx current on the calling thread.
+func inFuncGetParamInfo(ctx CUcontext, func_ CUfunction, paramIndex uint64, paramOffset *uint64, paramSize *uint64) error {
+	fn, err := proc_cuFuncGetParamInfo.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuFuncGetParamInfo(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(func_), C.uint64_t(paramIndex), unsafe.Pointer(paramOffset), unsafe.Pointer(paramSize)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
 }
 
 // FuncIsLoaded calls cuFuncIsLoaded:
@@ -2670,6 +2934,23 @@ func GraphDestroy(hGraph CUgraph) error {
 	return Result(C.gocuda_cuGraphDestroy(C.uintptr_t(fn), C.uintptr_t(hGraph))).err()
 }
 
+// inGraphDestroy calls cuGraphDestroy with the CUDA context ctx current on the calling thread.
+func inGraphDestroy(ctx CUcontext, hGraph CUgraph) error {
+	fn, err := proc_cuGraphDestroy.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuGraphDestroy(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(hGraph)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
+}
+
 // GraphDestroyNode calls cuGraphDestroyNode:
 //
 //	CUresult cuGraphDestroyNode(CUgraphNode hNode)
@@ -2772,6 +3053,23 @@ func GraphExecDestroy(hGraphExec CUgraphExec) error {
 		return err
 	}
 	return Result(C.gocuda_cuGraphExecDestroy(C.uintptr_t(fn), C.uintptr_t(hGraphExec))).err()
+}
+
+// inGraphExecDestroy calls cuGraphExecDestroy with the CUDA context ctx current on the calling thread.
+func inGraphExecDestroy(ctx CUcontext, hGraphExec CUgraphExec) error {
+	fn, err := proc_cuGraphExecDestroy.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuGraphExecDestroy(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(hGraphExec)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
 }
 
 // GraphExecEventRecordNodeSetEvent calls cuGraphExecEventRecordNodeSetEvent:
@@ -3047,6 +3345,23 @@ func GraphInstantiateWithFlags(phGraphExec *CUgraphExec, hGraph CUgraph, flags u
 	return Result(C.gocuda_cuGraphInstantiateWithFlags(C.uintptr_t(fn), unsafe.Pointer(phGraphExec), C.uintptr_t(hGraph), C.uint64_t(flags))).err()
 }
 
+// inGraphInstantiateWithFlags calls cuGraphInstantiateWithFlags with the CUDA context ctx current on the calling thread.
+func inGraphInstantiateWithFlags(ctx CUcontext, phGraphExec *CUgraphExec, hGraph CUgraph, flags uint64) error {
+	fn, err := proc_cuGraphInstantiateWithFlags.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuGraphInstantiateWithFlags(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), unsafe.Pointer(phGraphExec), C.uintptr_t(hGraph), C.uint64_t(flags)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
+}
+
 // GraphInstantiateWithParams calls cuGraphInstantiateWithParams:
 //
 //	CUresult cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
@@ -3136,6 +3451,23 @@ func GraphLaunch(hGraphExec CUgraphExec, hStream CUstream) error {
 		return err
 	}
 	return Result(C.gocuda_cuGraphLaunch(C.uintptr_t(fn), C.uintptr_t(hGraphExec), C.uintptr_t(hStream))).err()
+}
+
+// inGraphLaunch calls cuGraphLaunch with the CUDA context ctx current on the calling thread.
+func inGraphLaunch(ctx CUcontext, hGraphExec CUgraphExec, hStream CUstream) error {
+	fn, err := proc_cuGraphLaunch.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuGraphLaunch(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(hGraphExec), C.uintptr_t(hStream)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
 }
 
 // GraphMemAllocNodeGetParams calls cuGraphMemAllocNodeGetParams:
@@ -3814,6 +4146,23 @@ func LaunchHostFunc(hStream CUstream, fn_ CUhostFn, userData unsafe.Pointer) err
 	return Result(C.gocuda_cuLaunchHostFunc(C.uintptr_t(fn), C.uintptr_t(hStream), C.uintptr_t(fn_), unsafe.Pointer(userData))).err()
 }
 
+// inLaunchHostFunc calls cuLaunchHostFunc with the CUDA context ctx current on the calling thread.
+func inLaunchHostFunc(ctx CUcontext, hStream CUstream, fn_ CUhostFn, userData unsafe.Pointer) error {
+	fn, err := proc_cuLaunchHostFunc.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuLaunchHostFunc(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(hStream), C.uintptr_t(fn_), unsafe.Pointer(userData)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
+}
+
 // LaunchKernel calls cuLaunchKernel:
 //
 //	CUresult cuLaunchKernel(CUfunction f, unsigned gridDimX, unsigned gridDimY, unsigned gridDimZ, unsigned blockDimX, unsigned blockDimY, unsigned blockDimZ, unsigned sharedMemBytes, CUstream hStream, void **kernelParams, void **extra)
@@ -3827,6 +4176,23 @@ func LaunchKernel(f CUfunction, gridDimX uint32, gridDimY uint32, gridDimZ uint3
 	return Result(C.gocuda_cuLaunchKernel(C.uintptr_t(fn), C.uintptr_t(f), C.uint32_t(gridDimX), C.uint32_t(gridDimY), C.uint32_t(gridDimZ), C.uint32_t(blockDimX), C.uint32_t(blockDimY), C.uint32_t(blockDimZ), C.uint32_t(sharedMemBytes), C.uintptr_t(hStream), unsafe.Pointer(kernelParams), unsafe.Pointer(extra))).err()
 }
 
+// inLaunchKernel calls cuLaunchKernel with the CUDA context ctx current on the calling thread.
+func inLaunchKernel(ctx CUcontext, f CUfunction, gridDimX uint32, gridDimY uint32, gridDimZ uint32, blockDimX uint32, blockDimY uint32, blockDimZ uint32, sharedMemBytes uint32, hStream CUstream, kernelParams *unsafe.Pointer, extra *unsafe.Pointer) error {
+	fn, err := proc_cuLaunchKernel.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuLaunchKernel(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(f), C.uint32_t(gridDimX), C.uint32_t(gridDimY), C.uint32_t(gridDimZ), C.uint32_t(blockDimX), C.uint32_t(blockDimY), C.uint32_t(blockDimZ), C.uint32_t(sharedMemBytes), C.uintptr_t(hStream), unsafe.Pointer(kernelParams), unsafe.Pointer(extra)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
+}
+
 // LaunchKernelEx calls cuLaunchKernelEx:
 //
 //	CUresult cuLaunchKernelEx(CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
@@ -3838,6 +4204,23 @@ func LaunchKernelEx(config *CUlaunchConfig, f CUfunction, kernelParams *unsafe.P
 		return err
 	}
 	return Result(C.gocuda_cuLaunchKernelEx(C.uintptr_t(fn), unsafe.Pointer(config), C.uintptr_t(f), unsafe.Pointer(kernelParams), unsafe.Pointer(extra))).err()
+}
+
+// inLaunchKernelEx calls cuLaunchKernelEx with the CUDA context ctx current on the calling thread.
+func inLaunchKernelEx(ctx CUcontext, config *CUlaunchConfig, f CUfunction, kernelParams *unsafe.Pointer, extra *unsafe.Pointer) error {
+	fn, err := proc_cuLaunchKernelEx.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuLaunchKernelEx(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), unsafe.Pointer(config), C.uintptr_t(f), unsafe.Pointer(kernelParams), unsafe.Pointer(extra)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
 }
 
 // LibraryEnumerateKernels calls cuLibraryEnumerateKernels:
@@ -4152,6 +4535,23 @@ func MemAllocAsync(dptr *CUdeviceptr, bytesize uint64, hStream CUstream) error {
 	return Result(C.gocuda_cuMemAllocAsync(C.uintptr_t(fn), unsafe.Pointer(dptr), C.uint64_t(bytesize), C.uintptr_t(hStream))).err()
 }
 
+// inMemAllocAsync calls cuMemAllocAsync with the CUDA context ctx current on the calling thread.
+func inMemAllocAsync(ctx CUcontext, dptr *CUdeviceptr, bytesize uint64, hStream CUstream) error {
+	fn, err := proc_cuMemAllocAsync.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuMemAllocAsync(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), unsafe.Pointer(dptr), C.uint64_t(bytesize), C.uintptr_t(hStream)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
+}
+
 // MemAllocFromPoolAsync calls cuMemAllocFromPoolAsync:
 //
 //	CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream)
@@ -4163,6 +4563,23 @@ func MemAllocFromPoolAsync(dptr *CUdeviceptr, bytesize uint64, pool CUmemoryPool
 		return err
 	}
 	return Result(C.gocuda_cuMemAllocFromPoolAsync(C.uintptr_t(fn), unsafe.Pointer(dptr), C.uint64_t(bytesize), C.uintptr_t(pool), C.uintptr_t(hStream))).err()
+}
+
+// inMemAllocFromPoolAsync calls cuMemAllocFromPoolAsync with the CUDA context ctx current on the calling thread.
+func inMemAllocFromPoolAsync(ctx CUcontext, dptr *CUdeviceptr, bytesize uint64, pool CUmemoryPool, hStream CUstream) error {
+	fn, err := proc_cuMemAllocFromPoolAsync.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuMemAllocFromPoolAsync(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), unsafe.Pointer(dptr), C.uint64_t(bytesize), C.uintptr_t(pool), C.uintptr_t(hStream)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
 }
 
 // MemAllocHost calls cuMemAllocHost_v2:
@@ -4178,6 +4595,23 @@ func MemAllocHost(pp *unsafe.Pointer, bytesize uint64) error {
 	return Result(C.gocuda_cuMemAllocHost_v2(C.uintptr_t(fn), unsafe.Pointer(pp), C.uint64_t(bytesize))).err()
 }
 
+// inMemAllocHost calls cuMemAllocHost_v2 with the CUDA context ctx current on the calling thread.
+func inMemAllocHost(ctx CUcontext, pp *unsafe.Pointer, bytesize uint64) error {
+	fn, err := proc_cuMemAllocHost_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuMemAllocHost_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), unsafe.Pointer(pp), C.uint64_t(bytesize)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
+}
+
 // MemAllocManaged calls cuMemAllocManaged:
 //
 //	CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned flags)
@@ -4189,6 +4623,23 @@ func MemAllocManaged(dptr *CUdeviceptr, bytesize uint64, flags uint32) error {
 		return err
 	}
 	return Result(C.gocuda_cuMemAllocManaged(C.uintptr_t(fn), unsafe.Pointer(dptr), C.uint64_t(bytesize), C.uint32_t(flags))).err()
+}
+
+// inMemAllocManaged calls cuMemAllocManaged with the CUDA context ctx current on the calling thread.
+func inMemAllocManaged(ctx CUcontext, dptr *CUdeviceptr, bytesize uint64, flags uint32) error {
+	fn, err := proc_cuMemAllocManaged.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuMemAllocManaged(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), unsafe.Pointer(dptr), C.uint64_t(bytesize), C.uint32_t(flags)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
 }
 
 // MemAllocPitch calls cuMemAllocPitch_v2:
@@ -4215,6 +4666,23 @@ func MemAlloc(dptr *CUdeviceptr, bytesize uint64) error {
 		return err
 	}
 	return Result(C.gocuda_cuMemAlloc_v2(C.uintptr_t(fn), unsafe.Pointer(dptr), C.uint64_t(bytesize))).err()
+}
+
+// inMemAlloc calls cuMemAlloc_v2 with the CUDA context ctx current on the calling thread.
+func inMemAlloc(ctx CUcontext, dptr *CUdeviceptr, bytesize uint64) error {
+	fn, err := proc_cuMemAlloc_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuMemAlloc_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), unsafe.Pointer(dptr), C.uint64_t(bytesize)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
 }
 
 // MemBatchDecompressAsync calls cuMemBatchDecompressAsync:
@@ -4295,6 +4763,23 @@ func MemFreeAsync(dptr CUdeviceptr, hStream CUstream) error {
 	return Result(C.gocuda_cuMemFreeAsync(C.uintptr_t(fn), C.uint64_t(dptr), C.uintptr_t(hStream))).err()
 }
 
+// inMemFreeAsync calls cuMemFreeAsync with the CUDA context ctx current on the calling thread.
+func inMemFreeAsync(ctx CUcontext, dptr CUdeviceptr, hStream CUstream) error {
+	fn, err := proc_cuMemFreeAsync.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuMemFreeAsync(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uint64_t(dptr), C.uintptr_t(hStream)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
+}
+
 // MemFreeHost calls cuMemFreeHost:
 //
 //	CUresult cuMemFreeHost(void *p)
@@ -4308,6 +4793,23 @@ func MemFreeHost(p unsafe.Pointer) error {
 	return Result(C.gocuda_cuMemFreeHost(C.uintptr_t(fn), unsafe.Pointer(p))).err()
 }
 
+// inMemFreeHost calls cuMemFreeHost with the CUDA context ctx current on the calling thread.
+func inMemFreeHost(ctx CUcontext, p unsafe.Pointer) error {
+	fn, err := proc_cuMemFreeHost.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuMemFreeHost(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), unsafe.Pointer(p)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
+}
+
 // MemFree calls cuMemFree_v2:
 //
 //	CUresult cuMemFree_v2(CUdeviceptr dptr)
@@ -4319,6 +4821,23 @@ func MemFree(dptr CUdeviceptr) error {
 		return err
 	}
 	return Result(C.gocuda_cuMemFree_v2(C.uintptr_t(fn), C.uint64_t(dptr))).err()
+}
+
+// inMemFree calls cuMemFree_v2 with the CUDA context ctx current on the calling thread.
+func inMemFree(ctx CUcontext, dptr CUdeviceptr) error {
+	fn, err := proc_cuMemFree_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuMemFree_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uint64_t(dptr)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
 }
 
 // MemGetAccess calls cuMemGetAccess:
@@ -4412,6 +4931,23 @@ func MemGetInfo(free *uint64, total *uint64) error {
 	return Result(C.gocuda_cuMemGetInfo_v2(C.uintptr_t(fn), unsafe.Pointer(free), unsafe.Pointer(total))).err()
 }
 
+// inMemGetInfo calls cuMemGetInfo_v2 with the CUDA context ctx current on the calling thread.
+func inMemGetInfo(ctx CUcontext, free *uint64, total *uint64) error {
+	fn, err := proc_cuMemGetInfo_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuMemGetInfo_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), unsafe.Pointer(free), unsafe.Pointer(total)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
+}
+
 // MemGetMemPool calls cuMemGetMemPool:
 //
 //	CUresult cuMemGetMemPool(CUmemoryPool *pool, CUmemLocation *location, CUmemAllocationType type)
@@ -4477,6 +5013,23 @@ func MemHostRegister(p unsafe.Pointer, bytesize uint64, Flags uint32) error {
 	return Result(C.gocuda_cuMemHostRegister_v2(C.uintptr_t(fn), unsafe.Pointer(p), C.uint64_t(bytesize), C.uint32_t(Flags))).err()
 }
 
+// inMemHostRegister calls cuMemHostRegister_v2 with the CUDA context ctx current on the calling thread.
+func inMemHostRegister(ctx CUcontext, p unsafe.Pointer, bytesize uint64, Flags uint32) error {
+	fn, err := proc_cuMemHostRegister_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuMemHostRegister_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), unsafe.Pointer(p), C.uint64_t(bytesize), C.uint32_t(Flags)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
+}
+
 // MemHostUnregister calls cuMemHostUnregister:
 //
 //	CUresult cuMemHostUnregister(void *p)
@@ -4488,6 +5041,23 @@ func MemHostUnregister(p unsafe.Pointer) error {
 		return err
 	}
 	return Result(C.gocuda_cuMemHostUnregister(C.uintptr_t(fn), unsafe.Pointer(p))).err()
+}
+
+// inMemHostUnregister calls cuMemHostUnregister with the CUDA context ctx current on the calling thread.
+func inMemHostUnregister(ctx CUcontext, p unsafe.Pointer) error {
+	fn, err := proc_cuMemHostUnregister.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuMemHostUnregister(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), unsafe.Pointer(p)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
 }
 
 // MemImportFromShareableHandle calls cuMemImportFromShareableHandle:
@@ -4542,6 +5112,23 @@ func MemPoolCreate(pool *CUmemoryPool, poolProps *CUmemPoolProps) error {
 	return Result(C.gocuda_cuMemPoolCreate(C.uintptr_t(fn), unsafe.Pointer(pool), unsafe.Pointer(poolProps))).err()
 }
 
+// inMemPoolCreate calls cuMemPoolCreate with the CUDA context ctx current on the calling thread.
+func inMemPoolCreate(ctx CUcontext, pool *CUmemoryPool, poolProps *CUmemPoolProps) error {
+	fn, err := proc_cuMemPoolCreate.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuMemPoolCreate(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), unsafe.Pointer(pool), unsafe.Pointer(poolProps)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
+}
+
 // MemPoolDestroy calls cuMemPoolDestroy:
 //
 //	CUresult cuMemPoolDestroy(CUmemoryPool pool)
@@ -4553,6 +5140,23 @@ func MemPoolDestroy(pool CUmemoryPool) error {
 		return err
 	}
 	return Result(C.gocuda_cuMemPoolDestroy(C.uintptr_t(fn), C.uintptr_t(pool))).err()
+}
+
+// inMemPoolDestroy calls cuMemPoolDestroy with the CUDA context ctx current on the calling thread.
+func inMemPoolDestroy(ctx CUcontext, pool CUmemoryPool) error {
+	fn, err := proc_cuMemPoolDestroy.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuMemPoolDestroy(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(pool)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
 }
 
 // MemPoolExportPointer calls cuMemPoolExportPointer:
@@ -4607,6 +5211,23 @@ func MemPoolGetAttribute(pool CUmemoryPool, attr CUmemPool_attribute, value unsa
 	return Result(C.gocuda_cuMemPoolGetAttribute(C.uintptr_t(fn), C.uintptr_t(pool), C.int32_t(attr), unsafe.Pointer(value))).err()
 }
 
+// inMemPoolGetAttribute calls cuMemPoolGetAttribute with the CUDA context ctx current on the calling thread.
+func inMemPoolGetAttribute(ctx CUcontext, pool CUmemoryPool, attr CUmemPool_attribute, value unsafe.Pointer) error {
+	fn, err := proc_cuMemPoolGetAttribute.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuMemPoolGetAttribute(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(pool), C.int32_t(attr), unsafe.Pointer(value)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
+}
+
 // MemPoolImportFromShareableHandle calls cuMemPoolImportFromShareableHandle:
 //
 //	CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool *pool_out, void *handle, CUmemAllocationHandleType handleType, unsigned long long flags)
@@ -4659,6 +5280,23 @@ func MemPoolSetAttribute(pool CUmemoryPool, attr CUmemPool_attribute, value unsa
 	return Result(C.gocuda_cuMemPoolSetAttribute(C.uintptr_t(fn), C.uintptr_t(pool), C.int32_t(attr), unsafe.Pointer(value))).err()
 }
 
+// inMemPoolSetAttribute calls cuMemPoolSetAttribute with the CUDA context ctx current on the calling thread.
+func inMemPoolSetAttribute(ctx CUcontext, pool CUmemoryPool, attr CUmemPool_attribute, value unsafe.Pointer) error {
+	fn, err := proc_cuMemPoolSetAttribute.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuMemPoolSetAttribute(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(pool), C.int32_t(attr), unsafe.Pointer(value)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
+}
+
 // MemPoolTrimTo calls cuMemPoolTrimTo:
 //
 //	CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
@@ -4672,6 +5310,23 @@ func MemPoolTrimTo(pool CUmemoryPool, minBytesToKeep uint64) error {
 	return Result(C.gocuda_cuMemPoolTrimTo(C.uintptr_t(fn), C.uintptr_t(pool), C.uint64_t(minBytesToKeep))).err()
 }
 
+// inMemPoolTrimTo calls cuMemPoolTrimTo with the CUDA context ctx current on the calling thread.
+func inMemPoolTrimTo(ctx CUcontext, pool CUmemoryPool, minBytesToKeep uint64) error {
+	fn, err := proc_cuMemPoolTrimTo.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuMemPoolTrimTo(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(pool), C.uint64_t(minBytesToKeep)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
+}
+
 // MemPrefetchAsync calls cuMemPrefetchAsync_v2:
 //
 //	CUresult cuMemPrefetchAsync_v2(CUdeviceptr devPtr, size_t count, CUmemLocation location, unsigned flags, CUstream hStream)
@@ -4683,6 +5338,23 @@ func MemPrefetchAsync(devPtr CUdeviceptr, count uint64, location CUmemLocation, 
 		return err
 	}
 	return Result(C.gocuda_cuMemPrefetchAsync_v2(C.uintptr_t(fn), C.uint64_t(devPtr), C.uint64_t(count), *(*C.gocuda_CUmemLocation)(unsafe.Pointer(&location)), C.uint32_t(flags), C.uintptr_t(hStream))).err()
+}
+
+// inMemPrefetchAsync calls cuMemPrefetchAsync_v2 with the CUDA context ctx current on the calling thread.
+func inMemPrefetchAsync(ctx CUcontext, devPtr CUdeviceptr, count uint64, location CUmemLocation, flags uint32, hStream CUstream) error {
+	fn, err := proc_cuMemPrefetchAsync_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuMemPrefetchAsync_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uint64_t(devPtr), C.uint64_t(count), *(*C.gocuda_CUmemLocation)(unsafe.Pointer(&location)), C.uint32_t(flags), C.uintptr_t(hStream)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
 }
 
 // MemPrefetchBatchAsync calls cuMemPrefetchBatchAsync:
@@ -4919,6 +5591,23 @@ func MemcpyAsync(dst CUdeviceptr, src CUdeviceptr, ByteCount uint64, hStream CUs
 	return Result(C.gocuda_cuMemcpyAsync(C.uintptr_t(fn), C.uint64_t(dst), C.uint64_t(src), C.uint64_t(ByteCount), C.uintptr_t(hStream))).err()
 }
 
+// inMemcpyAsync calls cuMemcpyAsync with the CUDA context ctx current on the calling thread.
+func inMemcpyAsync(ctx CUcontext, dst CUdeviceptr, src CUdeviceptr, ByteCount uint64, hStream CUstream) error {
+	fn, err := proc_cuMemcpyAsync.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuMemcpyAsync(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uint64_t(dst), C.uint64_t(src), C.uint64_t(ByteCount), C.uintptr_t(hStream)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
+}
+
 // MemcpyAtoA calls cuMemcpyAtoA_v2:
 //
 //	CUresult cuMemcpyAtoA_v2(CUarray dstArray, size_t dstOffset, CUarray srcArray, size_t srcOffset, size_t ByteCount)
@@ -5010,6 +5699,23 @@ func MemcpyDtoDAsync(dstDevice CUdeviceptr, srcDevice CUdeviceptr, ByteCount uin
 	return Result(C.gocuda_cuMemcpyDtoDAsync_v2(C.uintptr_t(fn), C.uint64_t(dstDevice), C.uint64_t(srcDevice), C.uint64_t(ByteCount), C.uintptr_t(hStream))).err()
 }
 
+// inMemcpyDtoDAsync calls cuMemcpyDtoDAsync_v2 with the CUDA context ctx current on the calling thread.
+func inMemcpyDtoDAsync(ctx CUcontext, dstDevice CUdeviceptr, srcDevice CUdeviceptr, ByteCount uint64, hStream CUstream) error {
+	fn, err := proc_cuMemcpyDtoDAsync_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuMemcpyDtoDAsync_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uint64_t(dstDevice), C.uint64_t(srcDevice), C.uint64_t(ByteCount), C.uintptr_t(hStream)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
+}
+
 // MemcpyDtoD calls cuMemcpyDtoD_v2:
 //
 //	CUresult cuMemcpyDtoD_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount)
@@ -5021,6 +5727,23 @@ func MemcpyDtoD(dstDevice CUdeviceptr, srcDevice CUdeviceptr, ByteCount uint64) 
 		return err
 	}
 	return Result(C.gocuda_cuMemcpyDtoD_v2(C.uintptr_t(fn), C.uint64_t(dstDevice), C.uint64_t(srcDevice), C.uint64_t(ByteCount))).err()
+}
+
+// inMemcpyDtoD calls cuMemcpyDtoD_v2 with the CUDA context ctx current on the calling thread.
+func inMemcpyDtoD(ctx CUcontext, dstDevice CUdeviceptr, srcDevice CUdeviceptr, ByteCount uint64) error {
+	fn, err := proc_cuMemcpyDtoD_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuMemcpyDtoD_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uint64_t(dstDevice), C.uint64_t(srcDevice), C.uint64_t(ByteCount)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
 }
 
 // MemcpyDtoHAsync calls cuMemcpyDtoHAsync_v2:
@@ -5036,6 +5759,23 @@ func MemcpyDtoHAsync(dstHost unsafe.Pointer, srcDevice CUdeviceptr, ByteCount ui
 	return Result(C.gocuda_cuMemcpyDtoHAsync_v2(C.uintptr_t(fn), unsafe.Pointer(dstHost), C.uint64_t(srcDevice), C.uint64_t(ByteCount), C.uintptr_t(hStream))).err()
 }
 
+// inMemcpyDtoHAsync calls cuMemcpyDtoHAsync_v2 with the CUDA context ctx current on the calling thread.
+func inMemcpyDtoHAsync(ctx CUcontext, dstHost unsafe.Pointer, srcDevice CUdeviceptr, ByteCount uint64, hStream CUstream) error {
+	fn, err := proc_cuMemcpyDtoHAsync_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuMemcpyDtoHAsync_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), unsafe.Pointer(dstHost), C.uint64_t(srcDevice), C.uint64_t(ByteCount), C.uintptr_t(hStream)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
+}
+
 // MemcpyDtoH calls cuMemcpyDtoH_v2:
 //
 //	CUresult cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
@@ -5047,6 +5787,23 @@ func MemcpyDtoH(dstHost unsafe.Pointer, srcDevice CUdeviceptr, ByteCount uint64)
 		return err
 	}
 	return Result(C.gocuda_cuMemcpyDtoH_v2(C.uintptr_t(fn), unsafe.Pointer(dstHost), C.uint64_t(srcDevice), C.uint64_t(ByteCount))).err()
+}
+
+// inMemcpyDtoH calls cuMemcpyDtoH_v2 with the CUDA context ctx current on the calling thread.
+func inMemcpyDtoH(ctx CUcontext, dstHost unsafe.Pointer, srcDevice CUdeviceptr, ByteCount uint64) error {
+	fn, err := proc_cuMemcpyDtoH_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuMemcpyDtoH_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), unsafe.Pointer(dstHost), C.uint64_t(srcDevice), C.uint64_t(ByteCount)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
 }
 
 // MemcpyHtoAAsync calls cuMemcpyHtoAAsync_v2:
@@ -5088,6 +5845,23 @@ func MemcpyHtoDAsync(dstDevice CUdeviceptr, srcHost unsafe.Pointer, ByteCount ui
 	return Result(C.gocuda_cuMemcpyHtoDAsync_v2(C.uintptr_t(fn), C.uint64_t(dstDevice), unsafe.Pointer(srcHost), C.uint64_t(ByteCount), C.uintptr_t(hStream))).err()
 }
 
+// inMemcpyHtoDAsync calls cuMemcpyHtoDAsync_v2 with the CUDA context ctx current on the calling thread.
+func inMemcpyHtoDAsync(ctx CUcontext, dstDevice CUdeviceptr, srcHost unsafe.Pointer, ByteCount uint64, hStream CUstream) error {
+	fn, err := proc_cuMemcpyHtoDAsync_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuMemcpyHtoDAsync_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uint64_t(dstDevice), unsafe.Pointer(srcHost), C.uint64_t(ByteCount), C.uintptr_t(hStream)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
+}
+
 // MemcpyHtoD calls cuMemcpyHtoD_v2:
 //
 //	CUresult cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
@@ -5099,6 +5873,23 @@ func MemcpyHtoD(dstDevice CUdeviceptr, srcHost unsafe.Pointer, ByteCount uint64)
 		return err
 	}
 	return Result(C.gocuda_cuMemcpyHtoD_v2(C.uintptr_t(fn), C.uint64_t(dstDevice), unsafe.Pointer(srcHost), C.uint64_t(ByteCount))).err()
+}
+
+// inMemcpyHtoD calls cuMemcpyHtoD_v2 with the CUDA context ctx current on the calling thread.
+func inMemcpyHtoD(ctx CUcontext, dstDevice CUdeviceptr, srcHost unsafe.Pointer, ByteCount uint64) error {
+	fn, err := proc_cuMemcpyHtoD_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuMemcpyHtoD_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uint64_t(dstDevice), unsafe.Pointer(srcHost), C.uint64_t(ByteCount)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
 }
 
 // MemcpyPeer calls cuMemcpyPeer:
@@ -5138,6 +5929,23 @@ func MemsetD16Async(dstDevice CUdeviceptr, us uint16, N uint64, hStream CUstream
 		return err
 	}
 	return Result(C.gocuda_cuMemsetD16Async(C.uintptr_t(fn), C.uint64_t(dstDevice), C.uint16_t(us), C.uint64_t(N), C.uintptr_t(hStream))).err()
+}
+
+// inMemsetD16Async calls cuMemsetD16Async with the CUDA context ctx current on the calling thread.
+func inMemsetD16Async(ctx CUcontext, dstDevice CUdeviceptr, us uint16, N uint64, hStream CUstream) error {
+	fn, err := proc_cuMemsetD16Async.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuMemsetD16Async(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uint64_t(dstDevice), C.uint16_t(us), C.uint64_t(N), C.uintptr_t(hStream)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
 }
 
 // MemsetD16 calls cuMemsetD16_v2:
@@ -5244,6 +6052,23 @@ func MemsetD32Async(dstDevice CUdeviceptr, ui uint32, N uint64, hStream CUstream
 	return Result(C.gocuda_cuMemsetD32Async(C.uintptr_t(fn), C.uint64_t(dstDevice), C.uint32_t(ui), C.uint64_t(N), C.uintptr_t(hStream))).err()
 }
 
+// inMemsetD32Async calls cuMemsetD32Async with the CUDA context ctx current on the calling thread.
+func inMemsetD32Async(ctx CUcontext, dstDevice CUdeviceptr, ui uint32, N uint64, hStream CUstream) error {
+	fn, err := proc_cuMemsetD32Async.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuMemsetD32Async(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uint64_t(dstDevice), C.uint32_t(ui), C.uint64_t(N), C.uintptr_t(hStream)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
+}
+
 // MemsetD32 calls cuMemsetD32_v2:
 //
 //	CUresult cuMemsetD32_v2(CUdeviceptr dstDevice, unsigned ui, size_t N)
@@ -5268,6 +6093,23 @@ func MemsetD8Async(dstDevice CUdeviceptr, uc uint8, N uint64, hStream CUstream) 
 		return err
 	}
 	return Result(C.gocuda_cuMemsetD8Async(C.uintptr_t(fn), C.uint64_t(dstDevice), C.uint8_t(uc), C.uint64_t(N), C.uintptr_t(hStream))).err()
+}
+
+// inMemsetD8Async calls cuMemsetD8Async with the CUDA context ctx current on the calling thread.
+func inMemsetD8Async(ctx CUcontext, dstDevice CUdeviceptr, uc uint8, N uint64, hStream CUstream) error {
+	fn, err := proc_cuMemsetD8Async.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuMemsetD8Async(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uint64_t(dstDevice), C.uint8_t(uc), C.uint64_t(N), C.uintptr_t(hStream)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
 }
 
 // MemsetD8 calls cuMemsetD8_v2:
@@ -5374,6 +6216,23 @@ func ModuleGetFunction(hfunc *CUfunction, hmod CUmodule, name *byte) error {
 	return Result(C.gocuda_cuModuleGetFunction(C.uintptr_t(fn), unsafe.Pointer(hfunc), C.uintptr_t(hmod), unsafe.Pointer(name))).err()
 }
 
+// inModuleGetFunction calls cuModuleGetFunction with the CUDA context ctx current on the calling thread.
+func inModuleGetFunction(ctx CUcontext, hfunc *CUfunction, hmod CUmodule, name *byte) error {
+	fn, err := proc_cuModuleGetFunction.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuModuleGetFunction(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), unsafe.Pointer(hfunc), C.uintptr_t(hmod), unsafe.Pointer(name)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
+}
+
 // ModuleGetFunctionCount calls cuModuleGetFunctionCount:
 //
 //	CUresult cuModuleGetFunctionCount(unsigned *count, CUmodule mod)
@@ -5398,6 +6257,23 @@ func ModuleGetGlobal(dptr *CUdeviceptr, bytes *uint64, hmod CUmodule, name *byte
 		return err
 	}
 	return Result(C.gocuda_cuModuleGetGlobal_v2(C.uintptr_t(fn), unsafe.Pointer(dptr), unsafe.Pointer(bytes), C.uintptr_t(hmod), unsafe.Pointer(name))).err()
+}
+
+// inModuleGetGlobal calls cuModuleGetGlobal_v2 with the CUDA context ctx current on the calling thread.
+func inModuleGetGlobal(ctx CUcontext, dptr *CUdeviceptr, bytes *uint64, hmod CUmodule, name *byte) error {
+	fn, err := proc_cuModuleGetGlobal_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuModuleGetGlobal_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), unsafe.Pointer(dptr), unsafe.Pointer(bytes), C.uintptr_t(hmod), unsafe.Pointer(name)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
 }
 
 // ModuleGetLoadingMode calls cuModuleGetLoadingMode:
@@ -5465,6 +6341,23 @@ func ModuleLoadData(module *CUmodule, image unsafe.Pointer) error {
 	return Result(C.gocuda_cuModuleLoadData(C.uintptr_t(fn), unsafe.Pointer(module), unsafe.Pointer(image))).err()
 }
 
+// inModuleLoadData calls cuModuleLoadData with the CUDA context ctx current on the calling thread.
+func inModuleLoadData(ctx CUcontext, module *CUmodule, image unsafe.Pointer) error {
+	fn, err := proc_cuModuleLoadData.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuModuleLoadData(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), unsafe.Pointer(module), unsafe.Pointer(image)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
+}
+
 // ModuleLoadDataEx calls cuModuleLoadDataEx:
 //
 //	CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned numOptions, CUjit_option *options, void **optionValues)
@@ -5476,6 +6369,23 @@ func ModuleLoadDataEx(module *CUmodule, image unsafe.Pointer, numOptions uint32,
 		return err
 	}
 	return Result(C.gocuda_cuModuleLoadDataEx(C.uintptr_t(fn), unsafe.Pointer(module), unsafe.Pointer(image), C.uint32_t(numOptions), unsafe.Pointer(options), unsafe.Pointer(optionValues))).err()
+}
+
+// inModuleLoadDataEx calls cuModuleLoadDataEx with the CUDA context ctx current on the calling thread.
+func inModuleLoadDataEx(ctx CUcontext, module *CUmodule, image unsafe.Pointer, numOptions uint32, options *CUjit_option, optionValues *unsafe.Pointer) error {
+	fn, err := proc_cuModuleLoadDataEx.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuModuleLoadDataEx(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), unsafe.Pointer(module), unsafe.Pointer(image), C.uint32_t(numOptions), unsafe.Pointer(options), unsafe.Pointer(optionValues)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
 }
 
 // ModuleLoadFatBinary calls cuModuleLoadFatBinary:
@@ -5502,6 +6412,23 @@ func ModuleUnload(hmod CUmodule) error {
 		return err
 	}
 	return Result(C.gocuda_cuModuleUnload(C.uintptr_t(fn), C.uintptr_t(hmod))).err()
+}
+
+// inModuleUnload calls cuModuleUnload with the CUDA context ctx current on the calling thread.
+func inModuleUnload(ctx CUcontext, hmod CUmodule) error {
+	fn, err := proc_cuModuleUnload.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuModuleUnload(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(hmod)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
 }
 
 // MulticastAddDevice calls cuMulticastAddDevice:
@@ -5751,6 +6678,23 @@ func PointerGetAttribute(data unsafe.Pointer, attribute CUpointer_attribute, ptr
 	return Result(C.gocuda_cuPointerGetAttribute(C.uintptr_t(fn), unsafe.Pointer(data), C.int32_t(attribute), C.uint64_t(ptr))).err()
 }
 
+// inPointerGetAttribute calls cuPointerGetAttribute with the CUDA context ctx current on the calling thread.
+func inPointerGetAttribute(ctx CUcontext, data unsafe.Pointer, attribute CUpointer_attribute, ptr CUdeviceptr) error {
+	fn, err := proc_cuPointerGetAttribute.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuPointerGetAttribute(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), unsafe.Pointer(data), C.int32_t(attribute), C.uint64_t(ptr)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
+}
+
 // PointerGetAttributes calls cuPointerGetAttributes:
 //
 //	CUresult cuPointerGetAttributes(unsigned numAttributes, CUpointer_attribute *attributes, void **data, CUdeviceptr ptr)
@@ -5855,6 +6799,23 @@ func StreamBeginCapture(hStream CUstream, mode CUstreamCaptureMode) error {
 	return Result(C.gocuda_cuStreamBeginCapture_v2(C.uintptr_t(fn), C.uintptr_t(hStream), C.int32_t(mode))).err()
 }
 
+// inStreamBeginCapture calls cuStreamBeginCapture_v2 with the CUDA context ctx current on the calling thread.
+func inStreamBeginCapture(ctx CUcontext, hStream CUstream, mode CUstreamCaptureMode) error {
+	fn, err := proc_cuStreamBeginCapture_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuStreamBeginCapture_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(hStream), C.int32_t(mode)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
+}
+
 // StreamCopyAttributes calls cuStreamCopyAttributes:
 //
 //	CUresult cuStreamCopyAttributes(CUstream dst, CUstream src)
@@ -5881,6 +6842,23 @@ func StreamCreate(phStream *CUstream, Flags uint32) error {
 	return Result(C.gocuda_cuStreamCreate(C.uintptr_t(fn), unsafe.Pointer(phStream), C.uint32_t(Flags))).err()
 }
 
+// inStreamCreate calls cuStreamCreate with the CUDA context ctx current on the calling thread.
+func inStreamCreate(ctx CUcontext, phStream *CUstream, Flags uint32) error {
+	fn, err := proc_cuStreamCreate.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuStreamCreate(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), unsafe.Pointer(phStream), C.uint32_t(Flags)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
+}
+
 // StreamCreateWithPriority calls cuStreamCreateWithPriority:
 //
 //	CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned flags, int priority)
@@ -5892,6 +6870,23 @@ func StreamCreateWithPriority(phStream *CUstream, flags uint32, priority int32) 
 		return err
 	}
 	return Result(C.gocuda_cuStreamCreateWithPriority(C.uintptr_t(fn), unsafe.Pointer(phStream), C.uint32_t(flags), C.int32_t(priority))).err()
+}
+
+// inStreamCreateWithPriority calls cuStreamCreateWithPriority with the CUDA context ctx current on the calling thread.
+func inStreamCreateWithPriority(ctx CUcontext, phStream *CUstream, flags uint32, priority int32) error {
+	fn, err := proc_cuStreamCreateWithPriority.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuStreamCreateWithPriority(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), unsafe.Pointer(phStream), C.uint32_t(flags), C.int32_t(priority)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
 }
 
 // StreamDestroy calls cuStreamDestroy_v2:
@@ -5907,6 +6902,23 @@ func StreamDestroy(hStream CUstream) error {
 	return Result(C.gocuda_cuStreamDestroy_v2(C.uintptr_t(fn), C.uintptr_t(hStream))).err()
 }
 
+// inStreamDestroy calls cuStreamDestroy_v2 with the CUDA context ctx current on the calling thread.
+func inStreamDestroy(ctx CUcontext, hStream CUstream) error {
+	fn, err := proc_cuStreamDestroy_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuStreamDestroy_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(hStream)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
+}
+
 // StreamEndCapture calls cuStreamEndCapture:
 //
 //	CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
@@ -5918,6 +6930,23 @@ func StreamEndCapture(hStream CUstream, phGraph *CUgraph) error {
 		return err
 	}
 	return Result(C.gocuda_cuStreamEndCapture(C.uintptr_t(fn), C.uintptr_t(hStream), unsafe.Pointer(phGraph))).err()
+}
+
+// inStreamEndCapture calls cuStreamEndCapture with the CUDA context ctx current on the calling thread.
+func inStreamEndCapture(ctx CUcontext, hStream CUstream, phGraph *CUgraph) error {
+	fn, err := proc_cuStreamEndCapture.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuStreamEndCapture(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(hStream), unsafe.Pointer(phGraph)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
 }
 
 // StreamGetAttribute calls cuStreamGetAttribute:
@@ -6063,6 +7092,23 @@ func StreamQuery(hStream CUstream) error {
 	return Result(C.gocuda_cuStreamQuery(C.uintptr_t(fn), C.uintptr_t(hStream))).err()
 }
 
+// inStreamQuery calls cuStreamQuery with the CUDA context ctx current on the calling thread.
+func inStreamQuery(ctx CUcontext, hStream CUstream) error {
+	fn, err := proc_cuStreamQuery.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuStreamQuery(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(hStream)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
+}
+
 // StreamSetAttribute calls cuStreamSetAttribute:
 //
 //	CUresult cuStreamSetAttribute(CUstream hStream, CUstreamAttrID attr, CUstreamAttrValue *value)
@@ -6089,6 +7135,23 @@ func StreamSynchronize(hStream CUstream) error {
 	return Result(C.gocuda_cuStreamSynchronize(C.uintptr_t(fn), C.uintptr_t(hStream))).err()
 }
 
+// inStreamSynchronize calls cuStreamSynchronize with the CUDA context ctx current on the calling thread.
+func inStreamSynchronize(ctx CUcontext, hStream CUstream) error {
+	fn, err := proc_cuStreamSynchronize.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuStreamSynchronize(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(hStream)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
+}
+
 // StreamUpdateCaptureDependencies calls cuStreamUpdateCaptureDependencies_v2:
 //
 //	CUresult cuStreamUpdateCaptureDependencies_v2(CUstream hStream, CUgraphNode *dependencies, CUgraphEdgeData *dependencyData, size_t numDependencies, unsigned flags)
@@ -6113,6 +7176,23 @@ func StreamWaitEvent(hStream CUstream, hEvent CUevent, Flags uint32) error {
 		return err
 	}
 	return Result(C.gocuda_cuStreamWaitEvent(C.uintptr_t(fn), C.uintptr_t(hStream), C.uintptr_t(hEvent), C.uint32_t(Flags))).err()
+}
+
+// inStreamWaitEvent calls cuStreamWaitEvent with the CUDA context ctx current on the calling thread.
+func inStreamWaitEvent(ctx CUcontext, hStream CUstream, hEvent CUevent, Flags uint32) error {
+	fn, err := proc_cuStreamWaitEvent.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuStreamWaitEvent(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(hStream), C.uintptr_t(hEvent), C.uint32_t(Flags)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
 }
 
 // StreamWaitValue32 calls cuStreamWaitValue32_v2:

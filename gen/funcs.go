@@ -122,7 +122,7 @@ func (g *gen) emitFuncs(f *jen.File) error {
 }
 
 // function emits one binding and returns its C trampoline.
-func (g *gen) function(fn *Func, status *TypeDecl) (jen.Code, string, error) {
+func (g *gen) function(fn *Func, status *TypeDecl) (code jen.Code, trampoline string, err error) {
 	var params, args []jen.Code
 	var cparams, cargs, ctypes []string
 	args = append(args, jen.Qual("C", "uintptr_t").Call(jen.Id("fn")))
@@ -187,7 +187,7 @@ func (g *gen) function(fn *Func, status *TypeDecl) (jen.Code, string, error) {
 	if rv.pass == passVoid {
 		body = call + ";"
 	}
-	trampoline := fmt.Sprintf("static %s gocuda_%s(%s) { %s }\n", cret, fn.CName, cp, body)
+	trampoline = fmt.Sprintf("static %s gocuda_%s(%s) { %s }\n", cret, fn.CName, cp, body)
 
 	ccall := jen.Qual("C", "gocuda_"+fn.CName).Call(args...)
 	var results jen.Code
@@ -227,6 +227,15 @@ func (g *gen) function(fn *Func, status *TypeDecl) (jen.Code, string, error) {
 		stmts = append([]jen.Code{jen.Var().Id("r").Add(goResultType(rv, rt))}, stmts...)
 	}
 
+	if g.inContext(fn.CName) {
+		if !isStatus {
+			return nil, "", fmt.Errorf("in_context lists %s, which does not return %s", fn.CName, g.lib.Spec.Status)
+		}
+		inCode, inTramp := g.inContextVariant(fn, status, params, args[1:], cparams, cargs, ctypes, cret)
+		defer func() { code = jen.Add(code).Line().Line().Add(inCode) }()
+		trampoline += inTramp
+	}
+
 	doc := fmt.Sprintf("%s calls %s:\n\n\t%s", fn.GoName, fn.CName, cProto(fn))
 	switch {
 	case isStatus:
@@ -234,8 +243,60 @@ func (g *gen) function(fn *Func, status *TypeDecl) (jen.Code, string, error) {
 	case rv.pass != passVoid:
 		doc += "\n\nThe error is non-nil only when the library or symbol cannot be loaded."
 	}
-	code := docComment(doc).Line().Func().Id(fn.GoName).Params(params...).Add(results).Block(stmts...)
+	code = docComment(doc).Line().Func().Id(fn.GoName).Params(params...).Add(results).Block(stmts...)
 	return code, trampoline, nil
+}
+
+// inContext reports whether the spec asks for a context-switching variant of c.
+func (g *gen) inContext(c string) bool {
+	for _, n := range g.lib.Spec.InContext {
+		if n == "*" || n == c {
+			return true
+		}
+	}
+	return false
+}
+
+// inContextVariant emits inX(ctx, ...): X called with the CUDA context ctx current on the
+// calling thread. The C side makes ctx current only when cuCtxGetCurrent says it is not,
+// in the same cgo call as X, so a goroutine that moves between threads never runs X in
+// the wrong context. A failure to switch comes back as a cuda.Result (flagged in bit 32).
+func (g *gen) inContextVariant(fn *Func, status *TypeDecl, params, args []jen.Code, cparams, cargs, ctypes []string, cret string) (jen.Code, string) {
+	cuda := g.m.libs["cuda"]
+	ctxT := jen.Qual(cuda.Spec.Import, "CUcontext")
+	result := jen.Qual(cuda.Spec.Import, "Result")
+	procs := jen.Qual(cuda.Spec.Import, "ContextSwitchProcs")
+	if g.lib == cuda {
+		ctxT, result, procs = jen.Id("CUcontext"), jen.Id("Result"), jen.Id("ContextSwitchProcs")
+	}
+	cp := "uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx"
+	if len(cparams) != 0 {
+		cp += ", " + strings.Join(cparams, ", ")
+	}
+	ct := strings.Join(ctypes, ", ")
+	if ct == "" {
+		ct = "void"
+	}
+	tramp := fmt.Sprintf("static int64_t gocuda_in_%s(%s) { "+
+		"uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); "+
+		"if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); "+
+		"if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; "+
+		"return (uint32_t)((%s (*)(%s))fn)(%s); }\n", fn.CName, cp, cret, ct, strings.Join(cargs, ", "))
+	name := "in" + fn.GoName
+	cargsGo := append([]jen.Code{jen.Qual("C", "uintptr_t").Call(jen.Id("fn")), jen.Qual("C", "uintptr_t").Call(jen.Id("get")),
+		jen.Qual("C", "uintptr_t").Call(jen.Id("set")), jen.Qual("C", "uintptr_t").Call(jen.Id("ctx"))}, args...)
+	body := []jen.Code{
+		jen.List(jen.Id("fn"), jen.Err()).Op(":=").Id(procVar(fn.CName)).Dot("Addr").Call(),
+		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
+		jen.List(jen.Id("get"), jen.Id("set"), jen.Err()).Op(":=").Add(procs).Call(),
+		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
+		jen.Id("r").Op(":=").Int64().Call(jen.Qual("C", "gocuda_in_"+fn.CName).Call(cargsGo...)),
+		jen.If(jen.Id("r").Op(">>").Lit(32).Op("!=").Lit(0)).Block(jen.Return(jen.Add(result).Call(jen.Int32().Call(jen.Id("r"))))),
+		jen.Return(jen.Id(status.GoName).Call(jen.Id("r")).Dot("err").Call()),
+	}
+	doc := fmt.Sprintf("%s calls %s with the CUDA context ctx current on the calling thread.", name, fn.CName)
+	code := docComment(doc).Line().Func().Id(name).Params(append([]jen.Code{jen.Id("ctx").Add(ctxT)}, params...)...).Error().Block(body...)
+	return code, tramp
 }
 
 func goResultType(rv cval, rt cc.Type) jen.Code {

@@ -46,9 +46,15 @@ type Spec struct {
 	Rename map[string]string `toml:"rename"`
 	// Exclude lists functions that are not bound, each with its reason.
 	Exclude []Exclusion `toml:"exclude"`
+	// InContext lists functions (or "*" for all) that also get an unexported variant
+	// inX(ctx, ...) which runs X with a given CUDA context current on the calling thread.
+	InContext []string `toml:"in_context"`
 	// Resources is the resource table: handle types with create/destroy and their
 	// blocking class.
 	Resources []Resource `toml:"resource"`
+	// ImportPath overrides the Go import path derived from the module and Name
+	// (golden test packages live under gen/internal/golden).
+	ImportPath string `toml:"import"`
 
 	// Import is the Go import path of the generated package (set by the loader).
 	Import string `toml:"-"`
@@ -103,6 +109,9 @@ func loadSpecs(dir, module string) ([]*Spec, error) {
 			return nil, fmt.Errorf("%s: %v", f, err)
 		}
 		s.Import = module + "/" + s.Name
+		if s.ImportPath != "" {
+			s.Import = s.ImportPath
+		}
 		specs = append(specs, &s)
 	}
 	sort.Slice(specs, func(i, j int) bool {

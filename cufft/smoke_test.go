@@ -1,0 +1,63 @@
+package cufft_test
+
+import (
+	"math"
+	"math/cmplx"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cufft"
+	"github.com/gocuda/gocuda/internal/gputest"
+)
+
+// TestSmokeFFT1d runs a forward 1-D complex-to-complex FFT of size 256 and
+// compares it with a float64 DFT computed on the CPU.
+func TestSmokeFFT1d(t *testing.T) {
+	g := gputest.Require(t)
+
+	var ver int32
+	require.NoError(t, cufft.GetVersion(&ver))
+	p, err := cufft.Library().Path()
+	require.NoError(t, err)
+	t.Logf("cuFFT version %d (headers %d), loaded from %s", ver, cufft.CUFFT_VERSION, p)
+
+	const n = 256
+	plan, err := cufft.NewOwnedPlan()
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, plan.Close()) }()
+	var work uint64
+	require.NoError(t, cufft.MakePlan1d(plan.Handle(), n, cufft.CUFFT_C2C, 1, &work))
+	t.Logf("plan work area %d bytes", work)
+
+	r := gputest.Rand(3)
+	in := make([]cuda.CuComplex, n)
+	for i := range in {
+		in[i] = cuda.CuComplex{X: 2*r.Float32() - 1, Y: 2*r.Float32() - 1}
+	}
+	dIn := gputest.ToDevice(t, g, in)
+	dOut := gputest.Alloc[cuda.CuComplex](t, g, n)
+	require.NoError(t, cufft.ExecC2C(plan.Handle(), gputest.DevPtr[cuda.CuComplex](dIn),
+		gputest.DevPtr[cuda.CuComplex](dOut), cufft.CUFFT_FORWARD))
+	got := gputest.FromDevice[cuda.CuComplex](t, dOut, n)
+
+	// Input is left alone by an out-of-place transform.
+	assert.Equal(t, in, gputest.FromDevice[cuda.CuComplex](t, dIn, n))
+
+	var maxErr, maxAbs float64
+	for k := 0; k < n; k++ {
+		var s complex128
+		for j := 0; j < n; j++ {
+			x := complex(float64(in[j].X), float64(in[j].Y))
+			s += x * cmplx.Exp(complex(0, -2*math.Pi*float64(j*k%n)/n))
+		}
+		d := cmplx.Abs(complex(float64(got[k].X), float64(got[k].Y)) - s)
+		maxErr = math.Max(maxErr, d)
+		maxAbs = math.Max(maxAbs, cmplx.Abs(s))
+	}
+	rel := maxErr / maxAbs
+	t.Logf("FFT C2C n=%d forward: max abs error %.3g, relative to max |X| %.3g", n, maxErr, rel)
+	assert.Less(t, rel, 1e-5)
+}

@@ -1,0 +1,94 @@
+package cusparse_test
+
+import (
+	"math"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cusparse"
+	"github.com/gocuda/gocuda/internal/gputest"
+)
+
+// TestSmokeSpMV multiplies a random 100x80 CSR matrix (about 10% full) by a
+// random vector with cusparseSpMV, y = alpha*A*x + beta*y, and compares with
+// the CPU.
+func TestSmokeSpMV(t *testing.T) {
+	g := gputest.Require(t)
+	h, err := cusparse.NewOwnedHandle()
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, h.Close()) }()
+
+	var ver int32
+	require.NoError(t, cusparse.GetVersion(h.Handle(), &ver))
+	p, err := cusparse.Library().Path()
+	require.NoError(t, err)
+	t.Logf("cuSPARSE version %d, loaded from %s", ver, p)
+
+	const rows, cols = 100, 80
+	r := gputest.Rand(4)
+	rowPtr := make([]int32, 0, rows+1)
+	var colInd []int32
+	var vals []float32
+	rowPtr = append(rowPtr, 0)
+	for i := 0; i < rows; i++ {
+		for j := 0; j < cols; j++ {
+			if r.Float64() < 0.1 {
+				colInd = append(colInd, int32(j))
+				vals = append(vals, 2*r.Float32()-1)
+			}
+		}
+		rowPtr = append(rowPtr, int32(len(colInd)))
+	}
+	nnz := len(vals)
+	require.Positive(t, nnz)
+	x := gputest.RandFloat32s(r, cols)
+	y := gputest.RandFloat32s(r, rows)
+	alpha, beta := float32(0.75), float32(2)
+
+	dRow := gputest.ToDevice(t, g, rowPtr)
+	dCol := gputest.ToDevice(t, g, colInd)
+	dVal := gputest.ToDevice(t, g, vals)
+	dX := gputest.ToDevice(t, g, x)
+	dY := gputest.ToDevice(t, g, y)
+
+	var a cusparse.CusparseSpMatDescr
+	require.NoError(t, cusparse.CreateCsr(&a, rows, cols, int64(nnz),
+		gputest.DevUnsafe(dRow), gputest.DevUnsafe(dCol), gputest.DevUnsafe(dVal),
+		cusparse.CUSPARSE_INDEX_32I, cusparse.CUSPARSE_INDEX_32I, cusparse.CUSPARSE_INDEX_BASE_ZERO, cuda.CUDA_R_32F))
+	mat := cusparse.OwnSpMat(a)
+	defer func() { assert.NoError(t, mat.Close()) }()
+	var vx, vy cusparse.CusparseDnVecDescr
+	require.NoError(t, cusparse.CreateDnVec(&vx, cols, gputest.DevUnsafe(dX), cuda.CUDA_R_32F))
+	vecX := cusparse.OwnDnVec(vx)
+	defer func() { assert.NoError(t, vecX.Close()) }()
+	require.NoError(t, cusparse.CreateDnVec(&vy, rows, gputest.DevUnsafe(dY), cuda.CUDA_R_32F))
+	vecY := cusparse.OwnDnVec(vy)
+	defer func() { assert.NoError(t, vecY.Close()) }()
+
+	var bufSize uint64
+	require.NoError(t, cusparse.SpMVBufferSize(h.Handle(), cusparse.CUSPARSE_OPERATION_NON_TRANSPOSE,
+		unsafe.Pointer(&alpha), mat.Handle(), vecX.Handle(), unsafe.Pointer(&beta), vecY.Handle(),
+		cuda.CUDA_R_32F, cusparse.CUSPARSE_SPMV_ALG_DEFAULT, &bufSize))
+	buf := gputest.Alloc[byte](t, g, int(bufSize))
+	require.NoError(t, cusparse.SpMV(h.Handle(), cusparse.CUSPARSE_OPERATION_NON_TRANSPOSE,
+		unsafe.Pointer(&alpha), mat.Handle(), vecX.Handle(), unsafe.Pointer(&beta), vecY.Handle(),
+		cuda.CUDA_R_32F, cusparse.CUSPARSE_SPMV_ALG_DEFAULT, gputest.DevUnsafe(buf)))
+	got := gputest.Float32sFromDevice(t, dY, rows)
+
+	var maxErr, maxAbs float64
+	for i := 0; i < rows; i++ {
+		var s float64
+		for q := rowPtr[i]; q < rowPtr[i+1]; q++ {
+			s += float64(vals[q]) * float64(x[colInd[q]])
+		}
+		want := float64(alpha)*s + float64(beta)*float64(y[i])
+		maxErr = math.Max(maxErr, math.Abs(float64(got[i])-want))
+		maxAbs = math.Max(maxAbs, math.Abs(want))
+	}
+	t.Logf("SpMV CSR %dx%d nnz=%d (buffer %d bytes): max abs error %.3g (max |y| %.3g)", rows, cols, nnz, bufSize, maxErr, maxAbs)
+	assert.Less(t, maxErr/maxAbs, 1e-5)
+}
