@@ -1,0 +1,130 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/gocuda/gocuda/dl"
+)
+
+// Errors of the idiomatic layer. They wrap with details (the object, the sizes) and
+// match with errors.Is.
+var (
+	// ErrClosed is returned by any use of an object after its Close.
+	ErrClosed = errors.New("cuda: use of a closed object")
+	// ErrInvalidArgument is returned for bad input: sizes, lengths, nil objects.
+	ErrInvalidArgument = errors.New("cuda: invalid argument")
+	// ErrWrongContext is returned when objects of different contexts are mixed.
+	ErrWrongContext = errors.New("cuda: objects belong to different contexts")
+	// ErrNoDriver is returned by every call when the CUDA driver cannot be loaded or
+	// initialized; it wraps the loader's or the driver's error.
+	ErrNoDriver = errors.New("cuda: no usable CUDA driver")
+)
+
+var driver struct {
+	once sync.Once
+	err  error
+}
+
+// initDriver runs cuInit once. Every idiomatic entry point calls it, so users never
+// have to.
+func initDriver() error {
+	driver.once.Do(func() {
+		err := Init(0)
+		switch {
+		case err == nil:
+			installHooks()
+		case errors.Is(err, dl.ErrLibraryNotFound):
+			driver.err = fmt.Errorf("%w: %w", ErrNoDriver, err)
+		default:
+			driver.err = fmt.Errorf("%w: cuInit failed: %w", ErrNoDriver, err)
+		}
+	})
+	return driver.err
+}
+
+// Device is a GPU, by ordinal: cuda.Device(0) is the first. Its methods initialize
+// the driver on first use.
+type Device int
+
+// DeviceCount returns the number of CUDA devices.
+func DeviceCount() (int, error) {
+	if err := initDriver(); err != nil {
+		return 0, err
+	}
+	var n int32
+	if err := DeviceGetCount(&n); err != nil {
+		return 0, err
+	}
+	return int(n), nil
+}
+
+// handle returns the driver's device handle.
+func (d Device) handle() (CUdevice, error) {
+	if err := initDriver(); err != nil {
+		return 0, err
+	}
+	var h CUdevice
+	if err := DeviceGet(&h, int32(d)); err != nil {
+		return 0, fmt.Errorf("cuda: device %d: %w", int(d), err)
+	}
+	return h, nil
+}
+
+// Name returns the device's name, such as "NVIDIA H200".
+func (d Device) Name() (string, error) {
+	h, err := d.handle()
+	if err != nil {
+		return "", err
+	}
+	buf := make([]byte, 256)
+	if err := DeviceGetName(&buf[0], int32(len(buf)), h); err != nil {
+		return "", err
+	}
+	return cString(buf), nil
+}
+
+// TotalMemory returns the device's memory in bytes.
+func (d Device) TotalMemory() (uint64, error) {
+	h, err := d.handle()
+	if err != nil {
+		return 0, err
+	}
+	var n uint64
+	if err := DeviceTotalMem(&n, h); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// Attribute returns one of the device's attributes.
+func (d Device) Attribute(a CUdevice_attribute) (int, error) {
+	h, err := d.handle()
+	if err != nil {
+		return 0, err
+	}
+	var v int32
+	if err := DeviceGetAttribute(&v, a, h); err != nil {
+		return 0, fmt.Errorf("cuda: device %d attribute %v: %w", int(d), a, err)
+	}
+	return int(v), nil
+}
+
+// ComputeCapability returns the device's compute capability (9, 0 for an H200).
+func (d Device) ComputeCapability() (major, minor int, err error) {
+	if major, err = d.Attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR); err != nil {
+		return 0, 0, err
+	}
+	minor, err = d.Attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
+	return major, minor, err
+}
+
+func cString(b []byte) string {
+	for i, c := range b {
+		if c == 0 {
+			return string(b[:i])
+		}
+	}
+	return string(b)
+}
