@@ -4928,7 +4928,7 @@ func (v Cl_event_flags) String() string {
 	return "Cl_event_flags(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// CuComplex is the C type cuComplex (also cuFloatComplex, cufftComplex) from cuComplex.h.
+// CuComplex is the C type cuComplex (also cuFloatComplex) from cuComplex.h.
 type CuComplex struct {
 	_ [0]uint64
 	X float32
@@ -4938,19 +4938,13 @@ type CuComplex struct {
 // CuFloatComplex is the C name cuFloatComplex of CuComplex.
 type CuFloatComplex = CuComplex
 
-// CufftComplex is the C name cufftComplex of CuComplex.
-type CufftComplex = CuComplex
-
-// CuDoubleComplex is the C type cuDoubleComplex (also cufftDoubleComplex) from cuComplex.h. C aligns it to 16 bytes, which Go cannot express: memory holding one for the library must be aligned by the caller.
+// CuDoubleComplex is the C type cuDoubleComplex from cuComplex.h. C aligns it to 16 bytes, which Go cannot express: memory holding one for the library must be aligned by the caller.
 type CuDoubleComplex struct {
 	X float64
 	Y float64
 }
 
-// CufftDoubleComplex is the C name cufftDoubleComplex of CuDoubleComplex.
-type CufftDoubleComplex = CuDoubleComplex
-
-// CudaDataType is the C type cudaDataType (also cublasDataType_t, cudaDataType_t) from library_types.h.
+// CudaDataType is the C type cudaDataType (also cudaDataType_t) from library_types.h.
 type CudaDataType int32
 
 // Values of CudaDataType.
@@ -5066,9 +5060,6 @@ func (v CudaDataType) String() string {
 	}
 	return "CudaDataType(" + strconv.FormatInt(int64(v), 10) + ")"
 }
-
-// CublasDataType is the C name cublasDataType_t of CudaDataType.
-type CublasDataType = CudaDataType
 
 // CudaEmulationMantissaControl is the C type cudaEmulationMantissaControl (also cudaEmulationMantissaControl_t) from library_types.h.
 type CudaEmulationMantissaControl int32
@@ -5488,14 +5479,14 @@ func (v Result) String() string {
 	return "Result(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// an anonymous C struct nested in another declaration
+// CUDA_ARRAY_SPARSE_PROPERTIES_TileExtent is an anonymous C struct nested in another declaration.
 type CUDA_ARRAY_SPARSE_PROPERTIES_TileExtent struct {
 	Width  uint32
 	Height uint32
 	Depth  uint32
 }
 
-// an anonymous C union nested in another declaration Go has no unions: Raw holds the bytes and the methods view them as each member.
+// CUDA_EXTERNAL_MEMORY_HANDLE_DESC_Handle is an anonymous C union nested in another declaration. Go has no unions: Raw holds the bytes and the methods view them as each member.
 type CUDA_EXTERNAL_MEMORY_HANDLE_DESC_Handle struct {
 	_   [0]uint64
 	Raw [16]byte
@@ -5516,7 +5507,7 @@ func (u *CUDA_EXTERNAL_MEMORY_HANDLE_DESC_Handle) NvSciBufObject() *unsafe.Point
 	return (*unsafe.Pointer)(unsafe.Pointer(&u.Raw))
 }
 
-// an anonymous C union nested in another declaration Go has no unions: Raw holds the bytes and the methods view them as each member.
+// CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_Handle is an anonymous C union nested in another declaration. Go has no unions: Raw holds the bytes and the methods view them as each member.
 type CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_Handle struct {
 	_   [0]uint64
 	Raw [16]byte
@@ -5537,7 +5528,7 @@ func (u *CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_Handle) NvSciSyncObj() *unsafe.Poin
 	return (*unsafe.Pointer)(unsafe.Pointer(&u.Raw))
 }
 
-// an anonymous C struct nested in another declaration
+// CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_Params is an anonymous C struct nested in another declaration.
 type CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_Params struct {
 	Fence      CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_Params_Fence
 	NvSciSync  CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_Params_NvSciSync
@@ -5545,7 +5536,7 @@ type CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_Params struct {
 	Reserved   [12]uint32
 }
 
-// an anonymous C struct nested in another declaration
+// CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_Params is an anonymous C struct nested in another declaration.
 type CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_Params struct {
 	Fence      CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_Params_Fence
 	NvSciSync  CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_Params_NvSciSync
@@ -5553,7 +5544,7 @@ type CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_Params struct {
 	Reserved   [10]uint32
 }
 
-// an anonymous C union nested in another declaration Go has no unions: Raw holds the bytes and the methods view them as each member.
+// CUDA_RESOURCE_DESC_Res is an anonymous C union nested in another declaration. Go has no unions: Raw holds the bytes and the methods view them as each member.
 type CUDA_RESOURCE_DESC_Res struct {
 	_   [0]uint64
 	Raw [128]byte
@@ -5584,7 +5575,7 @@ func (u *CUDA_RESOURCE_DESC_Res) Reserved() *CUDA_RESOURCE_DESC_Res_Reserved {
 	return (*CUDA_RESOURCE_DESC_Res_Reserved)(unsafe.Pointer(&u.Raw))
 }
 
-// an anonymous C union nested in another declaration Go has no unions: Raw holds the bytes and the methods view them as each member.
+// CUarrayMapInfo_Resource is an anonymous C union nested in another declaration. Go has no unions: Raw holds the bytes and the methods view them as each member.
 type CUarrayMapInfo_Resource struct {
 	_   [0]uint64
 	Raw [8]byte
@@ -5600,7 +5591,7 @@ func (u *CUarrayMapInfo_Resource) Array() *CUarray {
 	return (*CUarray)(unsafe.Pointer(&u.Raw))
 }
 
-// an anonymous C union nested in another declaration Go has no unions: Raw holds the bytes and the methods view them as each member.
+// CUarrayMapInfo_Subresource is an anonymous C union nested in another declaration. Go has no unions: Raw holds the bytes and the methods view them as each member.
 type CUarrayMapInfo_Subresource struct {
 	_   [0]uint64
 	Raw [32]byte
@@ -5616,7 +5607,7 @@ func (u *CUarrayMapInfo_Subresource) Miptail() *CUarrayMapInfo_Subresource_Mipta
 	return (*CUarrayMapInfo_Subresource_Miptail)(unsafe.Pointer(&u.Raw))
 }
 
-// an anonymous C union nested in another declaration Go has no unions: Raw holds the bytes and the methods view them as each member.
+// CUarrayMapInfo_MemHandle is an anonymous C union nested in another declaration. Go has no unions: Raw holds the bytes and the methods view them as each member.
 type CUarrayMapInfo_MemHandle struct {
 	_   [0]uint64
 	Raw [8]byte
@@ -5627,7 +5618,7 @@ func (u *CUarrayMapInfo_MemHandle) MemHandle() *CUmemGenericAllocationHandle {
 	return (*CUmemGenericAllocationHandle)(unsafe.Pointer(&u.Raw))
 }
 
-// an anonymous C union nested in another declaration Go has no unions: Raw holds the bytes and the methods view them as each member.
+// CUasyncNotificationInfo_Info is an anonymous C union nested in another declaration. Go has no unions: Raw holds the bytes and the methods view them as each member.
 type CUasyncNotificationInfo_Info struct {
 	_   [0]uint64
 	Raw [8]byte
@@ -5638,7 +5629,7 @@ func (u *CUasyncNotificationInfo_Info) OverBudget() *CUasyncNotificationInfo_Inf
 	return (*CUasyncNotificationInfo_Info_OverBudget)(unsafe.Pointer(&u.Raw))
 }
 
-// an anonymous C union nested in another declaration Go has no unions: Raw holds the bytes and the methods view them as each member.
+// CUdevResource_Anon2 is an anonymous C union nested in another declaration. Go has no unions: Raw holds the bytes and the methods view them as each member.
 type CUdevResource_Anon2 struct {
 	_   [0]uint32
 	Raw [48]byte
@@ -5654,7 +5645,7 @@ func (u *CUdevResource_Anon2) _oversize() *[48]uint8 {
 	return (*[48]uint8)(unsafe.Pointer(&u.Raw))
 }
 
-// an anonymous C union nested in another declaration Go has no unions: Raw holds the bytes and the methods view them as each member.
+// CUexecAffinityParam_Param is an anonymous C union nested in another declaration. Go has no unions: Raw holds the bytes and the methods view them as each member.
 type CUexecAffinityParam_Param struct {
 	_   [0]uint32
 	Raw [4]byte
@@ -5665,7 +5656,7 @@ func (u *CUexecAffinityParam_Param) SmCount() *CUexecAffinitySmCount {
 	return (*CUexecAffinitySmCount)(unsafe.Pointer(&u.Raw))
 }
 
-// an anonymous C union nested in another declaration Go has no unions: Raw holds the bytes and the methods view them as each member.
+// CUgraphNodeParams_Anon2 is an anonymous C union nested in another declaration. Go has no unions: Raw holds the bytes and the methods view them as each member.
 type CUgraphNodeParams_Anon2 struct {
 	_   [0]uint64
 	Raw [232]byte
@@ -5741,41 +5732,41 @@ func (u *CUgraphNodeParams_Anon2) Conditional() *CUDA_CONDITIONAL_NODE_PARAMS {
 	return (*CUDA_CONDITIONAL_NODE_PARAMS)(unsafe.Pointer(&u.Raw))
 }
 
-// an anonymous C struct nested in another declaration
+// CUlaunchAttributeValue_ClusterDim is an anonymous C struct nested in another declaration.
 type CUlaunchAttributeValue_ClusterDim struct {
 	X uint32
 	Y uint32
 	Z uint32
 }
 
-// an anonymous C struct nested in another declaration
+// CUlaunchAttributeValue_ProgrammaticEvent is an anonymous C struct nested in another declaration.
 type CUlaunchAttributeValue_ProgrammaticEvent struct {
 	Event               CUevent
 	Flags               int32
 	TriggerAtBlockStart int32
 }
 
-// an anonymous C struct nested in another declaration
+// CUlaunchAttributeValue_LaunchCompletionEvent is an anonymous C struct nested in another declaration.
 type CUlaunchAttributeValue_LaunchCompletionEvent struct {
 	Event CUevent
 	Flags int32
 	_     [4]byte
 }
 
-// an anonymous C struct nested in another declaration
+// CUlaunchAttributeValue_PreferredClusterDim is an anonymous C struct nested in another declaration.
 type CUlaunchAttributeValue_PreferredClusterDim struct {
 	X uint32
 	Y uint32
 	Z uint32
 }
 
-// an anonymous C struct nested in another declaration
+// CUlaunchAttributeValue_DeviceUpdatableKernelNode is an anonymous C struct nested in another declaration.
 type CUlaunchAttributeValue_DeviceUpdatableKernelNode struct {
 	DeviceUpdatable int32
 	DevNode         CUgraphDeviceNode
 }
 
-// an anonymous C struct nested in another declaration
+// CUmemAllocationProp_AllocFlags is an anonymous C struct nested in another declaration.
 type CUmemAllocationProp_AllocFlags struct {
 	CompressionType      uint8
 	GpuDirectRDMACapable uint8
@@ -5783,7 +5774,7 @@ type CUmemAllocationProp_AllocFlags struct {
 	Reserved             [4]uint8
 }
 
-// an anonymous C union nested in another declaration Go has no unions: Raw holds the bytes and the methods view them as each member.
+// CUmemcpy3DOperand_Op is an anonymous C union nested in another declaration. Go has no unions: Raw holds the bytes and the methods view them as each member.
 type CUmemcpy3DOperand_Op struct {
 	_   [0]uint64
 	Raw [32]byte
@@ -5799,7 +5790,7 @@ func (u *CUmemcpy3DOperand_Op) Array() *CUmemcpy3DOperand_Op_Array {
 	return (*CUmemcpy3DOperand_Op_Array)(unsafe.Pointer(&u.Raw))
 }
 
-// an anonymous C struct nested in another declaration
+// CUstreamBatchMemOpParams_WaitValue is an anonymous C struct nested in another declaration.
 type CUstreamBatchMemOpParams_WaitValue struct {
 	Operation CUstreamBatchMemOpType
 	Address   CUdeviceptr
@@ -5808,7 +5799,7 @@ type CUstreamBatchMemOpParams_WaitValue struct {
 	Alias     CUdeviceptr
 }
 
-// an anonymous C struct nested in another declaration
+// CUstreamBatchMemOpParams_WriteValue is an anonymous C struct nested in another declaration.
 type CUstreamBatchMemOpParams_WriteValue struct {
 	Operation CUstreamBatchMemOpType
 	Address   CUdeviceptr
@@ -5817,36 +5808,36 @@ type CUstreamBatchMemOpParams_WriteValue struct {
 	Alias     CUdeviceptr
 }
 
-// an anonymous C struct nested in another declaration
+// CUstreamBatchMemOpParams_FlushRemoteWrites is an anonymous C struct nested in another declaration.
 type CUstreamBatchMemOpParams_FlushRemoteWrites struct {
 	Operation CUstreamBatchMemOpType
 	Flags     uint32
 }
 
-// an anonymous C struct nested in another declaration
+// CUstreamBatchMemOpParams_MemoryBarrier is an anonymous C struct nested in another declaration.
 type CUstreamBatchMemOpParams_MemoryBarrier struct {
 	Operation CUstreamBatchMemOpType
 	Flags     uint32
 }
 
-// an anonymous C struct nested in another declaration
+// CUDA_EXTERNAL_MEMORY_HANDLE_DESC_Handle_Win32 is an anonymous C struct nested in another declaration.
 type CUDA_EXTERNAL_MEMORY_HANDLE_DESC_Handle_Win32 struct {
 	Handle unsafe.Pointer
 	Name   unsafe.Pointer
 }
 
-// an anonymous C struct nested in another declaration
+// CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_Handle_Win32 is an anonymous C struct nested in another declaration.
 type CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_Handle_Win32 struct {
 	Handle unsafe.Pointer
 	Name   unsafe.Pointer
 }
 
-// an anonymous C struct nested in another declaration
+// CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_Params_Fence is an anonymous C struct nested in another declaration.
 type CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_Params_Fence struct {
 	Value uint64
 }
 
-// an anonymous C union nested in another declaration Go has no unions: Raw holds the bytes and the methods view them as each member.
+// CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_Params_NvSciSync is an anonymous C union nested in another declaration. Go has no unions: Raw holds the bytes and the methods view them as each member.
 type CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_Params_NvSciSync struct {
 	_   [0]uint64
 	Raw [8]byte
@@ -5862,17 +5853,17 @@ func (u *CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_Params_NvSciSync) Reserved() *uin
 	return (*uint64)(unsafe.Pointer(&u.Raw))
 }
 
-// an anonymous C struct nested in another declaration
+// CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_Params_KeyedMutex is an anonymous C struct nested in another declaration.
 type CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_Params_KeyedMutex struct {
 	Key uint64
 }
 
-// an anonymous C struct nested in another declaration
+// CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_Params_Fence is an anonymous C struct nested in another declaration.
 type CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_Params_Fence struct {
 	Value uint64
 }
 
-// an anonymous C union nested in another declaration Go has no unions: Raw holds the bytes and the methods view them as each member.
+// CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_Params_NvSciSync is an anonymous C union nested in another declaration. Go has no unions: Raw holds the bytes and the methods view them as each member.
 type CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_Params_NvSciSync struct {
 	_   [0]uint64
 	Raw [8]byte
@@ -5888,24 +5879,24 @@ func (u *CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_Params_NvSciSync) Reserved() *uint6
 	return (*uint64)(unsafe.Pointer(&u.Raw))
 }
 
-// an anonymous C struct nested in another declaration
+// CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_Params_KeyedMutex is an anonymous C struct nested in another declaration.
 type CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_Params_KeyedMutex struct {
 	Key       uint64
 	TimeoutMs uint32
 	_         [4]byte
 }
 
-// an anonymous C struct nested in another declaration
+// CUDA_RESOURCE_DESC_Res_Array is an anonymous C struct nested in another declaration.
 type CUDA_RESOURCE_DESC_Res_Array struct {
 	HArray CUarray
 }
 
-// an anonymous C struct nested in another declaration
+// CUDA_RESOURCE_DESC_Res_Mipmap is an anonymous C struct nested in another declaration.
 type CUDA_RESOURCE_DESC_Res_Mipmap struct {
 	HMipmappedArray CUmipmappedArray
 }
 
-// an anonymous C struct nested in another declaration
+// CUDA_RESOURCE_DESC_Res_Linear is an anonymous C struct nested in another declaration.
 type CUDA_RESOURCE_DESC_Res_Linear struct {
 	DevPtr      CUdeviceptr
 	Format      CUarray_format
@@ -5913,7 +5904,7 @@ type CUDA_RESOURCE_DESC_Res_Linear struct {
 	SizeInBytes uint64
 }
 
-// an anonymous C struct nested in another declaration
+// CUDA_RESOURCE_DESC_Res_Pitch2D is an anonymous C struct nested in another declaration.
 type CUDA_RESOURCE_DESC_Res_Pitch2D struct {
 	DevPtr       CUdeviceptr
 	Format       CUarray_format
@@ -5923,12 +5914,12 @@ type CUDA_RESOURCE_DESC_Res_Pitch2D struct {
 	PitchInBytes uint64
 }
 
-// an anonymous C struct nested in another declaration
+// CUDA_RESOURCE_DESC_Res_Reserved is an anonymous C struct nested in another declaration.
 type CUDA_RESOURCE_DESC_Res_Reserved struct {
 	Reserved [32]int32
 }
 
-// an anonymous C struct nested in another declaration
+// CUarrayMapInfo_Subresource_SparseLevel is an anonymous C struct nested in another declaration.
 type CUarrayMapInfo_Subresource_SparseLevel struct {
 	Level        uint32
 	Layer        uint32
@@ -5940,19 +5931,19 @@ type CUarrayMapInfo_Subresource_SparseLevel struct {
 	ExtentDepth  uint32
 }
 
-// an anonymous C struct nested in another declaration
+// CUarrayMapInfo_Subresource_Miptail is an anonymous C struct nested in another declaration.
 type CUarrayMapInfo_Subresource_Miptail struct {
 	Layer  uint32
 	Offset uint64
 	Size   uint64
 }
 
-// an anonymous C struct nested in another declaration
+// CUasyncNotificationInfo_Info_OverBudget is an anonymous C struct nested in another declaration.
 type CUasyncNotificationInfo_Info_OverBudget struct {
 	BytesOverBudget uint64
 }
 
-// an anonymous C struct nested in another declaration
+// CUmemcpy3DOperand_Op_Ptr is an anonymous C struct nested in another declaration.
 type CUmemcpy3DOperand_Op_Ptr struct {
 	Ptr         CUdeviceptr
 	RowLength   uint64
@@ -5960,13 +5951,13 @@ type CUmemcpy3DOperand_Op_Ptr struct {
 	LocHint     CUmemLocation
 }
 
-// an anonymous C struct nested in another declaration
+// CUmemcpy3DOperand_Op_Array is an anonymous C struct nested in another declaration.
 type CUmemcpy3DOperand_Op_Array struct {
 	Array  CUarray
 	Offset CUoffset3D
 }
 
-// an anonymous C union nested in another declaration Go has no unions: Raw holds the bytes and the methods view them as each member.
+// CUstreamBatchMemOpParams_WaitValue_Anon2 is an anonymous C union nested in another declaration. Go has no unions: Raw holds the bytes and the methods view them as each member.
 type CUstreamBatchMemOpParams_WaitValue_Anon2 struct {
 	_   [0]uint64
 	Raw [8]byte
@@ -5982,7 +5973,7 @@ func (u *CUstreamBatchMemOpParams_WaitValue_Anon2) Value64() *Cuuint64 {
 	return (*Cuuint64)(unsafe.Pointer(&u.Raw))
 }
 
-// an anonymous C union nested in another declaration Go has no unions: Raw holds the bytes and the methods view them as each member.
+// CUstreamBatchMemOpParams_WriteValue_Anon2 is an anonymous C union nested in another declaration. Go has no unions: Raw holds the bytes and the methods view them as each member.
 type CUstreamBatchMemOpParams_WriteValue_Anon2 struct {
 	_   [0]uint64
 	Raw [8]byte

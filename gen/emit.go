@@ -85,7 +85,7 @@ func (g *gen) emitTypes(f *jen.File) error {
 	// Anonymous nested types, in the order met (which is deterministic).
 	for i := 0; i < len(g.nestedOrd); i++ {
 		n := g.nestedOrd[i]
-		if err := g.emitRecord(f, n.name, n.t, "an anonymous C "+kindWord(n.t)+" nested in another declaration"); err != nil {
+		if err := g.emitRecord(f, n.name, n.t, n.name+" is an anonymous C "+kindWord(n.t)+" nested in another declaration."); err != nil {
 			return fmt.Errorf("%s: %v", n.name, err)
 		}
 	}
@@ -333,13 +333,19 @@ func (g *gen) emitRecord(f *jen.File, name string, t cc.Type, doc string) error 
 				fn := exportName(bf.Name())
 				cname := bf.Name()
 				accessors = append(accessors, func() {
+					get := jen.Qual(cgenImport, "GetBits").Call(jen.Id("s").Dot(store).Index(jen.Empty(), jen.Empty()), jen.Lit(int(bit)), jen.Lit(int(width)), jen.Lit(signed))
+					val := jen.Uint64().Call(jen.Id("v"))
+					var ret jen.Code = jen.Id(gt).Call(get)
+					if gt == "bool" {
+						// A _Bool bit field holds 0 or 1.
+						ret = get.Op("!=").Lit(0)
+						val = jen.Qual(cgenImport, "BoolBit").Call(jen.Id("v"))
+					}
 					f.Comment(fmt.Sprintf("%s returns the %d-bit field %s.", fn, width, cname))
-					f.Func().Params(jen.Id("s").Op("*").Id(name)).Id(fn).Params().Id(gt).Block(
-						jen.Return(jen.Id(gt).Call(jen.Qual(cgenImport, "GetBits").Call(jen.Id("s").Dot(store).Index(jen.Empty(), jen.Empty()), jen.Lit(int(bit)), jen.Lit(int(width)), jen.Lit(signed)))),
-					)
+					f.Func().Params(jen.Id("s").Op("*").Id(name)).Id(fn).Params().Id(gt).Block(jen.Return(ret))
 					f.Comment(fmt.Sprintf("Set%s sets the %d-bit field %s, truncating v to its width.", fn, width, cname))
 					f.Func().Params(jen.Id("s").Op("*").Id(name)).Id("Set" + fn).Params(jen.Id("v").Id(gt)).Block(
-						jen.Qual(cgenImport, "SetBits").Call(jen.Id("s").Dot(store).Index(jen.Empty(), jen.Empty()), jen.Lit(int(bit)), jen.Lit(int(width)), jen.Uint64().Call(jen.Id("v"))),
+						jen.Qual(cgenImport, "SetBits").Call(jen.Id("s").Dot(store).Index(jen.Empty(), jen.Empty()), jen.Lit(int(bit)), jen.Lit(int(width)), val),
 					)
 				})
 			}

@@ -155,29 +155,38 @@ func readGenerated(t *testing.T, dir string) map[string][]byte {
 	return files
 }
 
-// firstDiff shows the first differing line of two texts with a few lines of context.
+// firstDiff shows where two texts differ: the lines between their common prefix and
+// common suffix (golden -, generated +), with a few lines of context.
 func firstDiff(want, got []byte) string {
 	w := strings.Split(string(want), "\n")
 	g := strings.Split(string(got), "\n")
-	i := 0
-	for i < len(w) && i < len(g) && w[i] == g[i] {
-		i++
+	pre := 0
+	for pre < len(w) && pre < len(g) && w[pre] == g[pre] {
+		pre++
 	}
+	suf := 0
+	for suf < len(w)-pre && suf < len(g)-pre && w[len(w)-1-suf] == g[len(g)-1-suf] {
+		suf++
+	}
+	const context, most = 3, 12
 	var b strings.Builder
-	from := max(i-3, 0)
-	for k := from; k < i; k++ {
+	for k := max(pre-context, 0); k < pre; k++ {
 		fmt.Fprintf(&b, "  %5d   %s\n", k+1, w[k])
 	}
-	show := func(sign string, lines []string) {
-		for k := i; k < len(lines) && k < i+4; k++ {
+	hunk := func(sign string, lines []string) {
+		end := len(lines) - suf
+		for k := pre; k < end && k < pre+most; k++ {
 			fmt.Fprintf(&b, "  %5d %s %s\n", k+1, sign, lines[k])
 		}
-		if i >= len(lines) {
-			fmt.Fprintf(&b, "  %5d %s <end of file>\n", len(lines), sign)
+		if end-pre > most {
+			fmt.Fprintf(&b, "        %s ... %d more lines\n", sign, end-pre-most)
 		}
 	}
-	show("-", w)
-	show("+", g)
+	hunk("-", w)
+	hunk("+", g)
+	for k := len(w) - suf; k < len(w) && k < len(w)-suf+context; k++ {
+		fmt.Fprintf(&b, "  %5d   %s\n", k+1, w[k])
+	}
 	fmt.Fprintf(&b, "  (golden %d lines, generated %d lines)", len(w), len(g))
 	return b.String()
 }

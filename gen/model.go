@@ -332,7 +332,7 @@ func buildModel(ast *cc.AST, specs []*Spec) (*Model, error) {
 		c := owned[0]
 		d := &TypeDecl{Key: k, CName: c.name, Lib: owner, File: c.file, Pos: c.pos, Type: c.typ}
 		for _, td := range g.names {
-			if td.name != c.name && ownerOf(td.name, td.file) != nil {
+			if td.name != c.name && ownerOf(td.name, td.file) == owner {
 				d.Aliases = append(d.Aliases, td.name)
 			}
 		}

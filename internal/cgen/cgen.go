@@ -29,3 +29,11 @@ func SetBits(b []byte, bit, width int, v uint64) {
 		}
 	}
 }
+
+// BoolBit converts a bool to the 0 or 1 a _Bool bit field stores.
+func BoolBit(v bool) uint64 {
+	if v {
+		return 1
+	}
+	return 0
+}

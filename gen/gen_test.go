@@ -1,0 +1,304 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestGoFuncName(t *testing.T) {
+	for _, c := range []struct{ prefix, c, want string }{
+		{"cu", "cuMemAlloc_v2", "MemAlloc"},
+		{"cu", "cuCtxCreate_v4", "CtxCreate"},
+		{"cu", "cuInit", "Init"},
+		{"cublas", "cublasSgemm_v2_64", "Sgemm64"},
+		{"cublas", "cublasSgemm_v2", "Sgemm"},
+		{"cublas", "cublasGemmEx_64", "GemmEx64"},
+		{"cusparse", "cusparseSpMV_bufferSize", "SpMVBufferSize"},
+		{"cusparse", "cusparseSpGEMM_workEstimation", "SpGEMMWorkEstimation"},
+		{"cufft", "cufftPlan1d", "Plan1d"},
+		{"cudnn", "cudnnGetVersion", "GetVersion"},
+		{"gold", "goldFoo_v2", "Foo"},
+		{"gold", "goldScale_64", "Scale64"},
+	} {
+		assert.Equal(t, c.want, goFuncName(c.prefix, c.c), "goFuncName(%q, %q)", c.prefix, c.c)
+	}
+}
+
+func TestGoTypeName(t *testing.T) {
+	s := &Spec{Rename: map[string]string{"CUresult": "Result", "goldStatus_t": "Status"}}
+	for _, c := range []struct{ c, want string }{
+		{"CUresult", "Result"},
+		{"goldStatus_t", "Status"},
+		{"cublasHandle_t", "CublasHandle"},
+		{"cudaDataType_t", "CudaDataType"},
+		{"CUdeviceptr", "CUdeviceptr"},
+		{"CUdeviceptr_v2", "CUdeviceptr_v2"},
+		{"goldptr", "Goldptr"},
+		{"x_t_t", "X_t"},
+		{"", ""},
+	} {
+		assert.Equal(t, c.want, goTypeName(s, c.c), "goTypeName(%q)", c.c)
+	}
+}
+
+func TestBetterName(t *testing.T) {
+	assert.True(t, betterName("goldptr", "goldptr_v2"), "no version suffix wins")
+	assert.True(t, betterName("CUdeviceptr_long_name", "CUdeviceptr_v2"), "even when longer")
+	assert.True(t, betterName("CUcontext", "CUctx_st"), "no _st suffix wins")
+	assert.True(t, betterName("abc", "abcd"), "shorter wins")
+	assert.True(t, betterName("abc", "abd"), "then alphabetical")
+	assert.False(t, betterName("abd", "abc"))
+}
+
+func TestErrNameDescribe(t *testing.T) {
+	for _, c := range []struct {
+		prefixes      []string
+		c, name, desc string
+	}{
+		{[]string{"CUDA_ERROR_"}, "CUDA_ERROR_OUT_OF_MEMORY", "ErrOutOfMemory", "out of memory"},
+		{[]string{"CUDA_ERROR_"}, "CUDA_ERROR_INVALID_VALUE", "ErrInvalidValue", "invalid value"},
+		{[]string{"CUBLAS_STATUS_"}, "CUBLAS_STATUS_NOT_INITIALIZED", "ErrNotInitialized", "not initialized"},
+		{[]string{"CUFFT_"}, "CUFFT_INVALID_PLAN", "ErrInvalidPlan", "invalid plan"},
+		// Only the first matching prefix is stripped.
+		{[]string{"GOLDB_ERR_", "GOLDB_"}, "GOLDB_ERR_BUSY", "ErrBusy", "busy"},
+		{[]string{"GOLDB_ERR_", "GOLDB_"}, "GOLDB_LOST", "ErrLost", "lost"},
+		// No prefix matches: the whole name; doubled underscores collapse in the name.
+		{[]string{"X_"}, "FOO__BAR", "ErrFooBar", "foo  bar"},
+		{nil, "ERR", "ErrErr", "err"},
+	} {
+		assert.Equal(t, c.name, errName(c.prefixes, c.c), "errName(%q)", c.c)
+		assert.Equal(t, c.desc, describe(c.prefixes, c.c), "describe(%q)", c.c)
+	}
+}
+
+// fakeCUDA makes a directory that looks like a CUDA toolkit to findCUDA.
+func fakeCUDA(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "include"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "include", "cuda.h"), nil, 0o644))
+	return root
+}
+
+func TestFindCUDA(t *testing.T) {
+	t.Setenv("CUDA_PATH", "")
+	t.Setenv("CUDA_HOME", "")
+	bogus := filepath.Join(t.TempDir(), "no-cuda")
+	if _, err := os.Stat("/usr/local/cuda/include/cuda.h"); err == nil {
+		t.Log("/usr/local/cuda has cuda.h: the not-found case is not checked")
+	} else {
+		_, err := findCUDA(bogus)
+		require.Error(t, err)
+		msg := err.Error()
+		assert.Contains(t, msg, filepath.Join(bogus, "include", "cuda.h")+" (-cuda-path)")
+		assert.Contains(t, msg, "/usr/local/cuda/include/cuda.h (default)")
+		assert.Contains(t, msg, "CUDA_PATH", "the error says how to fix it")
+		assert.NotContains(t, msg, "$CUDA_HOME", "unset variables are not listed")
+
+		// Set but empty toolkits are listed with where they came from.
+		t.Setenv("CUDA_HOME", bogus+"-home")
+		_, err = findCUDA("")
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), filepath.Join(bogus+"-home", "include", "cuda.h")+" ($CUDA_HOME)")
+		t.Setenv("CUDA_HOME", "")
+
+		// run reports it without -include.
+		err = run([]string{"-cuda-path", bogus, "-specs", goldenSpecs, "-lib", "golda", "-out", t.TempDir()}, io.Discard)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "CUDA headers not found")
+	}
+
+	// The order: the flag, $CUDA_PATH, $CUDA_HOME.
+	flag, path, home := fakeCUDA(t), fakeCUDA(t), fakeCUDA(t)
+	t.Setenv("CUDA_PATH", path)
+	t.Setenv("CUDA_HOME", home)
+	got, err := findCUDA(flag)
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(flag, "include"), got)
+	got, err = findCUDA("")
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(path, "include"), got)
+	got, err = findCUDA(bogus)
+	require.NoError(t, err, "a bogus flag falls back to the environment")
+	assert.Equal(t, filepath.Join(path, "include"), got)
+	t.Setenv("CUDA_PATH", "")
+	got, err = findCUDA("")
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(home, "include"), got)
+}
+
+// A minimal valid spec for the bad-input tests; each test appends or replaces lines.
+const badSpec = `name = "bad"
+title = "Bad"
+entry = ["bad.h"]
+files = ["bad.h"]
+prefix = "bad"
+macro_prefixes = ["BAD_"]
+soname = "libbad.so.1"
+env = "GOCUDA_BAD_LIB"
+`
+
+// badTree writes an include directory with bad.h and a specs directory with bad.toml.
+func badTree(t *testing.T, header, spec string) (inc, specs string) {
+	t.Helper()
+	dir := t.TempDir()
+	inc, specs = filepath.Join(dir, "include"), filepath.Join(dir, "specs")
+	require.NoError(t, os.MkdirAll(inc, 0o755))
+	require.NoError(t, os.MkdirAll(specs, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(inc, "bad.h"), []byte(header), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(specs, "bad.toml"), []byte(spec), 0o644))
+	return inc, specs
+}
+
+func runBad(t *testing.T, header, spec string) error {
+	t.Helper()
+	inc, specs := badTree(t, header, spec)
+	out := t.TempDir()
+	err := run([]string{"-include", inc, "-specs", specs, "-lib", "bad", "-out", out}, io.Discard)
+	ents, rerr := os.ReadDir(out)
+	require.NoError(t, rerr)
+	if err != nil {
+		assert.Empty(t, ents, "a failing run writes nothing")
+	}
+	return err
+}
+
+const okHeader = "int badOk(int x);\n"
+
+func TestBadSpec(t *testing.T) {
+	require.NoError(t, runBad(t, okHeader, badSpec), "the base spec is valid")
+	for _, c := range []struct {
+		name, spec string
+		want       []string
+	}{
+		{"exclusion without reason", badSpec + "[[exclude]]\nfunction = \"badOk\"\n", []string{"exclusion of badOk has no reason"}},
+		{"exclusion with blank reason", badSpec + "[[exclude]]\nfunction = \"badOk\"\nreason = \"  \"\n", []string{"exclusion of badOk has no reason"}},
+		{"excluded twice", badSpec + "[[exclude]]\nfunction = \"badOk\"\nreason = \"r\"\n[[exclude]]\nfunction = \"badOk\"\nreason = \"r\"\n", []string{"badOk excluded twice"}},
+		{"unknown key", badSpec + "colour = \"red\"\n", []string{"unknown keys", "colour"}},
+		{"unknown key in a table", badSpec + "[[exclude]]\nfunction = \"badOk\"\nreason = \"r\"\nwhy = \"x\"\n", []string{"unknown keys", "exclude.why"}},
+		{"syntax error", badSpec + "prefix = \n", []string{"bad.toml"}},
+		{"missing soname", strings.Replace(badSpec, "soname = \"libbad.so.1\"\n", "", 1), []string{"soname is empty"}},
+		{"resource without why", badSpec + "[[resource]]\ntype = \"x\"\ngo = \"X\"\ndestroy = \"badOk\"\n", []string{"resource x: why is empty"}},
+		{"excluded function not declared", badSpec + "[[exclude]]\nfunction = \"badGone\"\nreason = \"r\"\n", []string{"excluded function badGone is not declared"}},
+		{"soname macro not defined", strings.Replace(badSpec, "libbad.so.1", "libbad.so.{BAD_MAJOR}", 1), []string{"soname macro BAD_MAJOR is not defined"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := runBad(t, okHeader, c.spec)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "bad.toml", "the error names the spec file")
+			for _, w := range c.want {
+				assert.Contains(t, err.Error(), w)
+			}
+		})
+	}
+
+	t.Run("status not declared", func(t *testing.T) {
+		// Found while emitting: the error names the library, not the spec file.
+		err := runBad(t, okHeader, badSpec+"status = \"badStatus\"\nsuccess = \"BAD_OK\"\n")
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "bad: status type badStatus is not declared by the headers")
+	})
+
+	t.Run("loadSpecs", func(t *testing.T) {
+		_, specs := badTree(t, okHeader, badSpec+"[[exclude]]\nfunction = \"badOk\"\n")
+		_, err := loadSpecs(specs, module)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), filepath.Join(specs, "bad.toml")+": exclusion of badOk has no reason")
+		_, err = loadSpecs(t.TempDir(), module)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "no specs")
+	})
+
+	t.Run("import override", func(t *testing.T) {
+		_, specs := badTree(t, okHeader, badSpec+"import = \"example.com/x/bad\"\n")
+		s, err := loadSpecs(specs, module)
+		require.NoError(t, err)
+		assert.Equal(t, "example.com/x/bad", s[0].Import)
+		_, specs = badTree(t, okHeader, badSpec)
+		s, err = loadSpecs(specs, module)
+		require.NoError(t, err)
+		assert.Equal(t, module+"/bad", s[0].Import)
+	})
+}
+
+// TestBadHeader checks that failures on C input report the header position and that run
+// returns an error (writing nothing).
+func TestBadHeader(t *testing.T) {
+	for _, c := range []struct {
+		name, header string
+		want         []string
+	}{
+		{"syntax error", "int badOk(int x);\n\nint badBroken(int x;\nint badOther(void);\n", []string{"bad.h:3"}},
+		{"unknown type", "int badOk(int x);\nbadUnknown badF(void);\n", []string{"bad.h:2"}},
+		{"variadic not excluded", "int badOk(int x);\nint badLog(const char *f, ...);\n", []string{"bad.h:2", "badLog is variadic; exclude it with a reason"}},
+		{"function typedef", "typedef int badFn(int);\nint badOk(badFn *f);\n", []string{"bad.h:1", "function typedef badFn is not supported"}},
+		{"Go name clash", "int badOk(int x);\nint badOk_v2(int x);\nint bad_ok(int x);\nint badOK(int x);\nint bad_Ok(int x);\n", []string{"bad.h:", "both map to Go name Ok"}},
+		{"bit field in union", "typedef union { int a : 3; int b; } badU;\nint badOk(badU *u);\n", []string{"bad.h:1", "badU", "bit fields in unions are not supported"}},
+		{"type no spec owns", "#include <other.h>\nint badOk(otherT x);\n", []string{"otherT", "other.h:1", "no spec owns it"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			inc, specs := badTree(t, c.header, badSpec)
+			require.NoError(t, os.WriteFile(filepath.Join(inc, "other.h"), []byte("typedef struct { int v; } otherT;\n"), 0o644))
+			err := run([]string{"-include", inc, "-specs", specs, "-lib", "bad", "-out", t.TempDir()}, io.Discard)
+			require.Error(t, err)
+			t.Log(err)
+			for _, w := range c.want {
+				assert.Contains(t, err.Error(), w)
+			}
+		})
+	}
+}
+
+// TestRunErrors covers run's own argument errors.
+func TestRunErrors(t *testing.T) {
+	inc, err := filepath.Abs(goldenInclude)
+	require.NoError(t, err)
+	err = run([]string{"-include", inc, "-specs", goldenSpecs, "-lib", "nosuch", "-out", t.TempDir()}, io.Discard)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `no spec for library "nosuch"`)
+
+	// A library whose entry headers are missing is an error when asked for, and is
+	// skipped (and said so) by -stats.
+	empty := t.TempDir()
+	err = run([]string{"-include", empty, "-specs", goldenSpecs, "-lib", "golda", "-out", t.TempDir()}, io.Discard)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "golda: entry headers [golda.h] not found in "+empty)
+}
+
+// TestGeneratedUpToDate regenerates every library in ../headers with -check: the
+// committed zz_generated_* files must be exactly what go generate writes.
+func TestGeneratedUpToDate(t *testing.T) {
+	inc, err := findCUDA("")
+	if err != nil {
+		t.Skipf("no CUDA headers (set CUDA_PATH to a CUDA toolkit to check the generated packages): %v", err)
+	}
+	root := filepath.Dir(inc)
+	specs, err := loadSpecs("../headers", module)
+	require.NoError(t, err)
+	require.NotEmpty(t, specs)
+	start := time.Now()
+	t.Cleanup(func() { t.Logf("%d libraries checked in %v", len(specs), time.Since(start).Round(time.Millisecond)) })
+	for _, s := range specs {
+		t.Run(s.Name, func(t *testing.T) {
+			t.Parallel()
+			for _, e := range s.Entry {
+				if _, err := os.Stat(filepath.Join(inc, e)); err != nil {
+					t.Skipf("%s not in %s (CUDA_PATH=%s)", e, inc, os.Getenv("CUDA_PATH"))
+				}
+			}
+			begin := time.Now()
+			var out bytes.Buffer
+			err := run([]string{"-cuda-path", root, "-specs", "../headers", "-check", "-lib", s.Name, "-out", filepath.Join("..", s.Name)}, &out)
+			require.NoError(t, err, "the generated files of %s are stale: run go generate ./%s (with CUDA_PATH=%s)", s.Name, s.Name, root)
+			t.Logf("%s in %v", strings.TrimSpace(out.String()), time.Since(begin).Round(time.Millisecond))
+		})
+	}
+}
