@@ -18,15 +18,14 @@ import (
 // the CPU.
 func TestSmokeSpMV(t *testing.T) {
 	g := gputest.Require(t)
+	gputest.RequireLibrary(t, cusparse.Library())
 	h, err := cusparse.NewOwnedHandle()
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, h.Close()) }()
 
 	var ver int32
 	require.NoError(t, cusparse.GetVersion(h.Handle(), &ver))
-	p, err := cusparse.Library().Path()
-	require.NoError(t, err)
-	t.Logf("cuSPARSE version %d, loaded from %s", ver, p)
+	t.Logf("cuSPARSE version %d", ver)
 
 	const rows, cols = 100, 80
 	r := gputest.Rand(4)
