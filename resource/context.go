@@ -2,8 +2,9 @@ package resource
 
 // Context is an opaque CUDA context handle as seen by this package. The
 // cuda package decides what it is (typically a pointer to its context
-// type); it must be comparable and must not reference the objects whose
-// releases are registered under it. A nil Context means "no context".
+// type); it must not reference the objects whose releases are registered
+// under it, or they would never become unreachable. A nil Context means
+// "no context".
 type Context any
 
 // ContextHooks connect this package to a context-aware layer (the cuda

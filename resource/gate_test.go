@@ -181,3 +181,27 @@ func TestBeginCaptureFromInsideRelease(t *testing.T) {
 	}
 	assert.Equal(t, 1, rec.count(1))
 }
+
+// Release during a capture of a record the finalizer already queued: it
+// becomes an explicit release that runs when the capture ends.
+func TestReleaseDuringCaptureOfQueuedRecord(t *testing.T) {
+	q := newTestQueue(t, time.Hour)
+	rec := newRecorder()
+	reg := func() *Registration {
+		o := &fakeRes{id: 5}
+		o.reg = ResourceFinalizer(rec.release, o, false, withQueue(q))
+		return o.reg
+	}()
+	waitFired(t, q, 1)
+	require.NoError(t, q.beginCapture())
+	require.NoError(t, reg.Release())
+	assert.ErrorIs(t, reg.Release(), ErrReleased)
+	assert.False(t, reg.Cancel())
+	assert.Zero(t, rec.total())
+	q.endCapture()
+	assert.Equal(t, 1, rec.count(5))
+	s := q.status()
+	assert.Equal(t, uint64(1), s.Explicit)
+	assert.Zero(t, s.ReleasedNonBlocking)
+	assert.Zero(t, s.Live())
+}

@@ -151,15 +151,15 @@ func (q *queue) fire(r *Registration, p unsafe.Pointer) {
 	// Store obj first: if Release or Cancel won the state, this keeps obj
 	// alive for as long as they may still use r.target().
 	atomic.StorePointer(&r.obj, p)
+	l := r.lane()
+	// Count it pending before it can be claimed, so that a Release or
+	// Cancel claiming it right away never drives pending negative.
+	q.lanes[l].pending.Add(1)
 	if !r.state.CompareAndSwap(stateArmed, stateQueued) {
+		q.lanes[l].pending.Add(-1)
 		return
 	}
 	q.fired.Add(1)
-	l := laneNonBlocking
-	if r.blocking {
-		l = laneBlocking
-	}
-	q.lanes[l].pending.Add(1)
 	q.push(l, r, l == laneNonBlocking)
 }
 
@@ -203,6 +203,14 @@ func (q *queue) pushBack(l int, list *Registration) {
 	q.inflight -= n
 	q.signal()
 	q.mu.Unlock()
+	if l == laneNonBlocking {
+		// Later pushes find the lane non-empty and do not wake the
+		// worker: wake it now (it does nothing while the gate is closed).
+		select {
+		case q.wake <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // signal wakes cond waiters; q.mu must be held.
@@ -282,16 +290,29 @@ func (q *queue) drainLane(l int) (ran int) {
 		r := rest
 		rest = r.next
 		r.next = nil
-		if q.runQueued(l, r) {
-			ran++
+		switch {
+		case r.state.CompareAndSwap(stateQueued, stateDone):
+			if q.runQueued(l, r, false) {
+				ran++
+			}
+		case r.state.CompareAndSwap(stateDeferred, stateDone):
+			if q.runQueued(l, r, true) {
+				ran++
+			}
+		default:
+			// Claimed by Release or Cancel after it was queued; they did
+			// the accounting.
+			q.leave(true)
 		}
 	}
 	return ran
 }
 
-// runQueued runs one record taken from lane l; q.enter has succeeded. It
-// reports whether the release function ran (false if dropped).
-func (q *queue) runQueued(l int, r *Registration) (ran bool) {
+// runQueued runs one record taken and claimed from lane l, as an explicit
+// release if explicit (deferred by a capture), otherwise as a finalizer
+// path release; q.enter has succeeded. It reports whether the release
+// function ran (false if dropped).
+func (q *queue) runQueued(l int, r *Registration, explicit bool) (ran bool) {
 	p := atomic.LoadPointer(&r.obj)
 	var err error
 	dropped, finished := false, false
@@ -303,16 +324,16 @@ func (q *queue) runQueued(l int, r *Registration) (ran bool) {
 		switch {
 		case dropped:
 			q.dropped.Add(1)
-		case r.explicit:
+		case explicit:
 			q.explicit.Add(1)
 		default:
 			q.lanes[l].released.Add(1)
 		}
 		if err != nil {
 			q.failed.Add(1)
-			q.report(Failure{Kind: r.kindName(), Err: err, Blocking: r.blocking, Explicit: r.explicit})
+			q.report(Failure{Kind: r.kindName(), Err: err, Blocking: r.blocking, Explicit: explicit})
 		}
-		if !r.explicit && r.site != nil {
+		if !explicit && r.site != nil {
 			q.countLeak(r)
 		}
 		atomic.StorePointer(&r.obj, nil)

@@ -32,12 +32,13 @@ var (
 	ErrContextDestroyed = errors.New("resource: context destroyed")
 )
 
-// Registration states.
+// Registration states. Every transition is a CAS; the goroutine that wins
+// the transition to stateDone owns the release (runs it or cancels it).
 const (
-	stateArmed     uint32 = iota // finalizer set, nothing happened yet
-	stateQueued                  // finalizer fired, record queued in a lane
-	stateExplicit                // Release claimed it
-	stateCancelled               // Cancel claimed it
+	stateArmed    uint32 = iota // finalizer set, nothing happened yet
+	stateQueued                 // finalizer fired, record waiting in a lane
+	stateDeferred               // Release during a capture, record waiting in a lane
+	stateDone                   // claimed: released, being released, or cancelled
 )
 
 // Registration is the handle returned by ResourceFinalizer. It is the
@@ -50,12 +51,11 @@ type Registration struct {
 	q        *queue
 	state    atomic.Uint32
 	blocking bool // lane: blocking releases wait for Reclaim
-	explicit bool // queued by Release during a capture, not by the finalizer
 
 	// addr is obj's address, hidden from the garbage collector so that the
 	// registration (usually stored inside obj) does not keep obj alive. It
-	// is turned back into a pointer only by the goroutine that won the
-	// state transition out of stateArmed; see target.
+	// is turned back into a pointer only by the goroutine that moved the
+	// state out of stateArmed; see target.
 	addr uintptr
 	// obj holds the object strongly once the finalizer fired (resurrection)
 	// or once Release deferred it. Accessed atomically.
@@ -215,48 +215,128 @@ func (r *Registration) target() unsafe.Pointer {
 	return *(*unsafe.Pointer)(unsafe.Pointer(&r.addr))
 }
 
+// lane returns the index of r's lane.
+func (r *Registration) lane() int {
+	if r.blocking {
+		return laneBlocking
+	}
+	return laneNonBlocking
+}
+
 // Cancel stops the release: f will not run, through the finalizer or
-// through Release. It removes obj's finalizer. It reports whether it
-// stopped anything: false if the registration was already released,
-// queued for release, or cancelled.
+// through Release, and obj's finalizer is removed. It reports whether it
+// stopped anything: false if the registration was already released, is
+// being released, or was cancelled. A release that the finalizer queued but
+// that has not started yet is still cancelled.
 func (r *Registration) Cancel() bool {
-	if r == nil || !r.state.CompareAndSwap(stateArmed, stateCancelled) {
+	if r == nil {
 		return false
 	}
-	r.fn.unset(r.target())
-	r.fn, r.ctx = nil, nil
-	r.q.cancelled.Add(1)
-	return true
+	for {
+		switch r.state.Load() {
+		case stateArmed:
+			if r.state.CompareAndSwap(stateArmed, stateDone) {
+				r.fn.unset(r.target())
+				r.fn, r.ctx = nil, nil
+				r.q.cancelled.Add(1)
+				return true
+			}
+		case stateQueued:
+			if r.state.CompareAndSwap(stateQueued, stateDone) {
+				// The record stays in its lane; the drainer skips it.
+				r.q.lanes[r.lane()].pending.Add(-1)
+				atomic.StorePointer(&r.obj, nil)
+				r.fn, r.ctx = nil, nil
+				r.q.cancelled.Add(1)
+				return true
+			}
+		default:
+			return false
+		}
+	}
 }
 
 // Release runs the release function now, synchronously, with the
 // registration's context current, and removes obj's finalizer: the
-// explicit Close path. It runs f at most once over the registration's
-// life; later calls (and calls after the finalizer fired or after Cancel)
-// return ErrReleased and do nothing. It returns f's error, a *PanicError if
-// f panicked, or ErrContextDestroyed if the context is gone (f is then not
-// run and the release is counted as dropped). Failures are counted but not
-// sent to the failure handler, since the caller gets them.
+// explicit Close path. f runs at most once over the registration's life;
+// later calls (and calls after Cancel or after the finalizer path ran f)
+// return ErrReleased and do nothing. Release returns f's error, a
+// *PanicError if f panicked, or ErrContextDestroyed if the context is gone
+// (f is then not run and the release is counted as dropped). Failures are
+// counted but not sent to the failure handler, since the caller gets them.
+// An explicit release never counts as a leak.
 //
 // While a graph capture is in progress (or about to start) the release is
 // deferred instead: it is queued, runs when the last capture ends, and
 // Release returns nil; a failure is then reported through the failure
-// handler.
+// handler. (If the finalizer had already queued it in the blocking lane,
+// it runs at the next Reclaim instead.)
+//
+// As with any finalizer, the object may become unreachable, and its
+// finalizer fire, while a method that only uses its registration is still
+// running. If the finalizer queued the release but it has not started,
+// Release still runs it here, synchronously; to rule out that the
+// background worker started it first (Release then returns ErrReleased),
+// keep the object alive until Release returns:
+//
+//	func (h *Handle) Close() error {
+//		err := h.reg.Release()
+//		runtime.KeepAlive(h)
+//		return err
+//	}
 func (r *Registration) Release() error {
-	if r == nil || !r.state.CompareAndSwap(stateArmed, stateExplicit) {
+	if r == nil {
 		return ErrReleased
 	}
 	q := r.q
-	p := r.target()
-	r.fn.unset(p)
 	if !q.enter() {
-		r.explicit = true
-		atomic.StorePointer(&r.obj, p)
-		q.lanes[laneNonBlocking].pending.Add(1)
-		q.push(laneNonBlocking, r, false)
-		return nil
+		return r.deferRelease()
 	}
-	return q.runExplicit(r, p)
+	for {
+		switch r.state.Load() {
+		case stateArmed:
+			if r.state.CompareAndSwap(stateArmed, stateDone) {
+				p := r.target()
+				r.fn.unset(p)
+				return q.runExplicit(r, p)
+			}
+		case stateQueued:
+			if r.state.CompareAndSwap(stateQueued, stateDone) {
+				// Queued by the finalizer, not started: run it here. The
+				// record stays in its lane; the drainer skips it.
+				q.lanes[r.lane()].pending.Add(-1)
+				return q.runExplicit(r, atomic.LoadPointer(&r.obj))
+			}
+		default:
+			q.leave(false)
+			return ErrReleased
+		}
+	}
+}
+
+// deferRelease queues an explicit release while the capture gate is closed.
+func (r *Registration) deferRelease() error {
+	q := r.q
+	for {
+		switch r.state.Load() {
+		case stateArmed:
+			if r.state.CompareAndSwap(stateArmed, stateDeferred) {
+				p := r.target()
+				r.fn.unset(p)
+				atomic.StorePointer(&r.obj, p)
+				q.lanes[laneNonBlocking].pending.Add(1)
+				q.push(laneNonBlocking, r, true)
+				return nil
+			}
+		case stateQueued:
+			// Already in a lane: it now runs as an explicit release.
+			if r.state.CompareAndSwap(stateQueued, stateDeferred) {
+				return nil
+			}
+		default:
+			return ErrReleased
+		}
+	}
 }
 
 // releaser is a release function together with the per-type operations

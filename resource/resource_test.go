@@ -282,6 +282,7 @@ func TestExactlyOnceUnderConcurrency(t *testing.T) {
 	const G, N = 64, 60
 	q := newTestQueue(t, 0)
 	var calls [G * N]atomic.Int32
+	var cancelled [G * N]atomic.Bool
 	f := func(o *fakeRes) { calls[o.id].Add(1) }
 	stop := make(chan struct{})
 	var gcDone sync.WaitGroup
@@ -307,16 +308,26 @@ func TestExactlyOnceUnderConcurrency(t *testing.T) {
 				id := g*N + i
 				o := &fakeRes{id: id}
 				o.reg = ResourceFinalizer(f, o, id%2 == 0, withQueue(q))
-				switch id % 5 {
-				case 0:
+				switch id % 6 {
+				case 0: // Close, object kept alive
 					assert.NoError(t, o.reg.Release())
 					assert.ErrorIs(t, o.reg.Release(), ErrReleased)
-				case 1:
+					runtime.KeepAlive(o)
+				case 1: // Cancel, object kept alive
 					assert.True(t, o.reg.Cancel())
-				case 2:
+					cancelled[id].Store(true)
+					runtime.KeepAlive(o)
+				case 2, 3: // dropped: finalizer path
 					if i%10 == 0 {
 						runtime.Gosched()
 					}
+				case 4: // Close racing with the finalizer (o dead once o.reg is loaded)
+					err := o.reg.Release()
+					if err != nil {
+						assert.ErrorIs(t, err, ErrReleased)
+					}
+				case 5: // Cancel racing with the finalizer
+					cancelled[id].Store(o.reg.Cancel())
 				}
 			}
 		}()
@@ -329,19 +340,61 @@ func TestExactlyOnceUnderConcurrency(t *testing.T) {
 		require.NoError(t, err)
 		return q.status().Live() == 0
 	}, 10*time.Second, time.Millisecond, "%v", q.status())
+	nCancelled := 0
 	for id := range calls {
 		want := int32(1)
-		if id%5 == 1 {
+		if cancelled[id].Load() {
 			want = 0
+			nCancelled++
 		}
 		require.Equal(t, want, calls[id].Load(), "id %d", id)
 	}
 	s := q.status()
 	assert.Equal(t, uint64(G*N), s.Registered)
-	assert.Equal(t, uint64(G*N/5), s.Cancelled)
-	assert.Equal(t, uint64(G*N/5), s.Explicit)
-	assert.Equal(t, uint64(G*N*3/5), s.ReleasedBlocking+s.ReleasedNonBlocking)
+	assert.Equal(t, uint64(nCancelled), s.Cancelled)
+	assert.GreaterOrEqual(t, s.Explicit, uint64(G*N/6))
+	assert.Equal(t, uint64(G*N-nCancelled), s.Explicit+s.ReleasedBlocking+s.ReleasedNonBlocking)
 	assert.Zero(t, s.Failed+s.Dropped)
+	assert.Zero(t, s.PendingBlocking+s.PendingNonBlocking)
+}
+
+// A release that the finalizer queued but that has not started yet is
+// still run (or cancelled) by an explicit call.
+func TestReleaseAndCancelClaimQueuedRecords(t *testing.T) {
+	q := newTestQueue(t, time.Hour)
+	rec := newRecorder()
+	regs := func() []*Registration {
+		var regs []*Registration
+		for i := 0; i < 4; i++ {
+			o := &fakeRes{id: i}
+			o.reg = ResourceFinalizer(rec.release, o, i%2 == 0, withQueue(q))
+			regs = append(regs, o.reg) // the registration does not keep o alive
+		}
+		return regs
+	}()
+	waitFired(t, q, 4)
+	s := q.status()
+	assert.Equal(t, int64(2), s.PendingBlocking)
+	assert.Equal(t, int64(2), s.PendingNonBlocking)
+
+	require.NoError(t, regs[0].Release()) // blocking, queued: runs now
+	require.NoError(t, regs[1].Release()) // non-blocking, queued: runs now
+	assert.Equal(t, 2, rec.total())
+	assert.True(t, regs[2].Cancel())
+	assert.True(t, regs[3].Cancel())
+	assert.ErrorIs(t, regs[0].Release(), ErrReleased)
+	assert.False(t, regs[1].Cancel())
+	s = q.status()
+	assert.Zero(t, s.PendingBlocking+s.PendingNonBlocking)
+	assert.Equal(t, uint64(2), s.Explicit)
+	assert.Equal(t, uint64(2), s.Cancelled)
+	assert.Zero(t, s.Live())
+
+	n, err := q.reclaim() // the stale records are skipped
+	require.NoError(t, err)
+	assert.Zero(t, n)
+	assert.Equal(t, 2, rec.total())
+	assert.Equal(t, s, q.status())
 }
 
 func TestFailuresAreIsolatedAndReported(t *testing.T) {
