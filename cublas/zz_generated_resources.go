@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/gocuda/gocuda/resource"
+	"runtime"
 )
 
 // OwnedHandle owns a cublasHandle_t (created by cublasCreate_v2) and releases it with cublasDestroy_v2.
@@ -59,10 +60,12 @@ func (o *OwnedHandle) Close() error {
 	if o == nil || o.ownedHandle == nil {
 		return fmt.Errorf("cublas: Close of a nil OwnedHandle: %w", resource.ErrReleased)
 	}
-	if err := o.reg.Release(); errors.Is(err, resource.ErrReleased) {
+	err := o.reg.Release()
+	// The finalizer must not see o unreachable while Release runs.
+	runtime.KeepAlive(o.ownedHandle)
+	if errors.Is(err, resource.ErrReleased) {
 		return fmt.Errorf("cublas: OwnedHandle already closed: %w", err)
-	} else {
-		o.h = 0
-		return err
 	}
+	o.h = 0
+	return err
 }

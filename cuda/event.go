@@ -3,6 +3,7 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -132,9 +133,10 @@ func (e *Event) Close() error {
 		return fmt.Errorf("%w: nil *cuda.Event", ErrInvalidArgument)
 	}
 	e.closed.Store(true)
-	if err := e.reg.Release(); errors.Is(err, resource.ErrReleased) {
+	err := e.reg.Release()
+	runtime.KeepAlive(e.event) // the finalizer must not run while Release does
+	if errors.Is(err, resource.ErrReleased) {
 		return fmt.Errorf("cuda: event: %w", ErrClosed)
-	} else {
-		return err
 	}
+	return err
 }

@@ -208,11 +208,12 @@ func (s *Stream) Close() error {
 	if s == nil || s.stream == nil {
 		return fmt.Errorf("%w: nil *cuda.Stream", ErrInvalidArgument)
 	}
-	if err := s.reg.Release(); errors.Is(err, resource.ErrReleased) {
+	err := s.reg.Release()
+	runtime.KeepAlive(s.stream) // the finalizer must not run while Release does
+	if errors.Is(err, resource.ErrReleased) {
 		return fmt.Errorf("cuda: stream: %w", ErrClosed)
-	} else {
-		return err
 	}
+	return err
 }
 
 // destroy records the final event and destroys the stream; it runs once, from Close

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/gocuda/gocuda/resource"
+	"runtime"
 )
 
 // OwnedStream owns a CUstream (created by cuStreamCreate, cuStreamCreateWithPriority) and releases it with cuStreamDestroy_v2.
@@ -50,12 +51,14 @@ func (o *OwnedStream) Close() error {
 	if o == nil || o.ownedStream == nil {
 		return fmt.Errorf("cuda: Close of a nil OwnedStream: %w", resource.ErrReleased)
 	}
-	if err := o.reg.Release(); errors.Is(err, resource.ErrReleased) {
+	err := o.reg.Release()
+	// The finalizer must not see o unreachable while Release runs.
+	runtime.KeepAlive(o.ownedStream)
+	if errors.Is(err, resource.ErrReleased) {
 		return fmt.Errorf("cuda: OwnedStream already closed: %w", err)
-	} else {
-		o.h = 0
-		return err
 	}
+	o.h = 0
+	return err
 }
 
 // OwnedEvent owns a CUevent (created by cuEventCreate) and releases it with cuEventDestroy_v2.
@@ -100,12 +103,14 @@ func (o *OwnedEvent) Close() error {
 	if o == nil || o.ownedEvent == nil {
 		return fmt.Errorf("cuda: Close of a nil OwnedEvent: %w", resource.ErrReleased)
 	}
-	if err := o.reg.Release(); errors.Is(err, resource.ErrReleased) {
+	err := o.reg.Release()
+	// The finalizer must not see o unreachable while Release runs.
+	runtime.KeepAlive(o.ownedEvent)
+	if errors.Is(err, resource.ErrReleased) {
 		return fmt.Errorf("cuda: OwnedEvent already closed: %w", err)
-	} else {
-		o.h = 0
-		return err
 	}
+	o.h = 0
+	return err
 }
 
 // OwnedModule owns a CUmodule (created by cuModuleLoadData, cuModuleLoadDataEx, cuModuleLoadFatBinary, cuModuleLoad) and releases it with cuModuleUnload.
@@ -150,12 +155,14 @@ func (o *OwnedModule) Close() error {
 	if o == nil || o.ownedModule == nil {
 		return fmt.Errorf("cuda: Close of a nil OwnedModule: %w", resource.ErrReleased)
 	}
-	if err := o.reg.Release(); errors.Is(err, resource.ErrReleased) {
+	err := o.reg.Release()
+	// The finalizer must not see o unreachable while Release runs.
+	runtime.KeepAlive(o.ownedModule)
+	if errors.Is(err, resource.ErrReleased) {
 		return fmt.Errorf("cuda: OwnedModule already closed: %w", err)
-	} else {
-		o.h = 0
-		return err
 	}
+	o.h = 0
+	return err
 }
 
 // OwnedGraphExec owns a CUgraphExec (created by cuGraphInstantiateWithFlags, cuGraphInstantiateWithParams) and releases it with cuGraphExecDestroy.
@@ -200,12 +207,14 @@ func (o *OwnedGraphExec) Close() error {
 	if o == nil || o.ownedGraphExec == nil {
 		return fmt.Errorf("cuda: Close of a nil OwnedGraphExec: %w", resource.ErrReleased)
 	}
-	if err := o.reg.Release(); errors.Is(err, resource.ErrReleased) {
+	err := o.reg.Release()
+	// The finalizer must not see o unreachable while Release runs.
+	runtime.KeepAlive(o.ownedGraphExec)
+	if errors.Is(err, resource.ErrReleased) {
 		return fmt.Errorf("cuda: OwnedGraphExec already closed: %w", err)
-	} else {
-		o.h = 0
-		return err
 	}
+	o.h = 0
+	return err
 }
 
 // OwnedGraph owns a CUgraph (created by cuGraphCreate) and releases it with cuGraphDestroy.
@@ -250,12 +259,14 @@ func (o *OwnedGraph) Close() error {
 	if o == nil || o.ownedGraph == nil {
 		return fmt.Errorf("cuda: Close of a nil OwnedGraph: %w", resource.ErrReleased)
 	}
-	if err := o.reg.Release(); errors.Is(err, resource.ErrReleased) {
+	err := o.reg.Release()
+	// The finalizer must not see o unreachable while Release runs.
+	runtime.KeepAlive(o.ownedGraph)
+	if errors.Is(err, resource.ErrReleased) {
 		return fmt.Errorf("cuda: OwnedGraph already closed: %w", err)
-	} else {
-		o.h = 0
-		return err
 	}
+	o.h = 0
+	return err
 }
 
 // OwnedDeviceMemory owns a CUdeviceptr (created by cuMemAlloc_v2, cuMemAllocPitch_v2, cuMemAllocManaged) and releases it with cuMemFree_v2.
@@ -300,12 +311,14 @@ func (o *OwnedDeviceMemory) Close() error {
 	if o == nil || o.ownedDeviceMemory == nil {
 		return fmt.Errorf("cuda: Close of a nil OwnedDeviceMemory: %w", resource.ErrReleased)
 	}
-	if err := o.reg.Release(); errors.Is(err, resource.ErrReleased) {
+	err := o.reg.Release()
+	// The finalizer must not see o unreachable while Release runs.
+	runtime.KeepAlive(o.ownedDeviceMemory)
+	if errors.Is(err, resource.ErrReleased) {
 		return fmt.Errorf("cuda: OwnedDeviceMemory already closed: %w", err)
-	} else {
-		o.h = 0
-		return err
 	}
+	o.h = 0
+	return err
 }
 
 // OwnedMemPool owns a CUmemoryPool (created by cuMemPoolCreate) and releases it with cuMemPoolDestroy.
@@ -350,12 +363,14 @@ func (o *OwnedMemPool) Close() error {
 	if o == nil || o.ownedMemPool == nil {
 		return fmt.Errorf("cuda: Close of a nil OwnedMemPool: %w", resource.ErrReleased)
 	}
-	if err := o.reg.Release(); errors.Is(err, resource.ErrReleased) {
+	err := o.reg.Release()
+	// The finalizer must not see o unreachable while Release runs.
+	runtime.KeepAlive(o.ownedMemPool)
+	if errors.Is(err, resource.ErrReleased) {
 		return fmt.Errorf("cuda: OwnedMemPool already closed: %w", err)
-	} else {
-		o.h = 0
-		return err
 	}
+	o.h = 0
+	return err
 }
 
 // OwnedLinkState owns a CUlinkState (created by cuLinkCreate_v2) and releases it with cuLinkDestroy.
@@ -400,12 +415,14 @@ func (o *OwnedLinkState) Close() error {
 	if o == nil || o.ownedLinkState == nil {
 		return fmt.Errorf("cuda: Close of a nil OwnedLinkState: %w", resource.ErrReleased)
 	}
-	if err := o.reg.Release(); errors.Is(err, resource.ErrReleased) {
+	err := o.reg.Release()
+	// The finalizer must not see o unreachable while Release runs.
+	runtime.KeepAlive(o.ownedLinkState)
+	if errors.Is(err, resource.ErrReleased) {
 		return fmt.Errorf("cuda: OwnedLinkState already closed: %w", err)
-	} else {
-		o.h = 0
-		return err
 	}
+	o.h = 0
+	return err
 }
 
 // OwnedLibrary owns a CUlibrary (created by cuLibraryLoadData, cuLibraryLoadFromFile) and releases it with cuLibraryUnload.
@@ -450,12 +467,14 @@ func (o *OwnedLibrary) Close() error {
 	if o == nil || o.ownedLibrary == nil {
 		return fmt.Errorf("cuda: Close of a nil OwnedLibrary: %w", resource.ErrReleased)
 	}
-	if err := o.reg.Release(); errors.Is(err, resource.ErrReleased) {
+	err := o.reg.Release()
+	// The finalizer must not see o unreachable while Release runs.
+	runtime.KeepAlive(o.ownedLibrary)
+	if errors.Is(err, resource.ErrReleased) {
 		return fmt.Errorf("cuda: OwnedLibrary already closed: %w", err)
-	} else {
-		o.h = 0
-		return err
 	}
+	o.h = 0
+	return err
 }
 
 // OwnedContext owns a CUcontext (created by cuCtxCreate_v4) and releases it with cuCtxDestroy_v2.
@@ -500,10 +519,12 @@ func (o *OwnedContext) Close() error {
 	if o == nil || o.ownedContext == nil {
 		return fmt.Errorf("cuda: Close of a nil OwnedContext: %w", resource.ErrReleased)
 	}
-	if err := o.reg.Release(); errors.Is(err, resource.ErrReleased) {
+	err := o.reg.Release()
+	// The finalizer must not see o unreachable while Release runs.
+	runtime.KeepAlive(o.ownedContext)
+	if errors.Is(err, resource.ErrReleased) {
 		return fmt.Errorf("cuda: OwnedContext already closed: %w", err)
-	} else {
-		o.h = 0
-		return err
 	}
+	o.h = 0
+	return err
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/gocuda/gocuda/resource"
+	"runtime"
 )
 
 // OwnedHandle owns a cudnnHandle_t (created by cudnnCreate) and releases it with cudnnDestroy.
@@ -59,12 +60,14 @@ func (o *OwnedHandle) Close() error {
 	if o == nil || o.ownedHandle == nil {
 		return fmt.Errorf("cudnn: Close of a nil OwnedHandle: %w", resource.ErrReleased)
 	}
-	if err := o.reg.Release(); errors.Is(err, resource.ErrReleased) {
+	err := o.reg.Release()
+	// The finalizer must not see o unreachable while Release runs.
+	runtime.KeepAlive(o.ownedHandle)
+	if errors.Is(err, resource.ErrReleased) {
 		return fmt.Errorf("cudnn: OwnedHandle already closed: %w", err)
-	} else {
-		o.h = 0
-		return err
 	}
+	o.h = 0
+	return err
 }
 
 // OwnedTensorDescriptor owns a cudnnTensorDescriptor_t (created by cudnnCreateTensorDescriptor) and releases it with cudnnDestroyTensorDescriptor.
@@ -118,12 +121,14 @@ func (o *OwnedTensorDescriptor) Close() error {
 	if o == nil || o.ownedTensorDescriptor == nil {
 		return fmt.Errorf("cudnn: Close of a nil OwnedTensorDescriptor: %w", resource.ErrReleased)
 	}
-	if err := o.reg.Release(); errors.Is(err, resource.ErrReleased) {
+	err := o.reg.Release()
+	// The finalizer must not see o unreachable while Release runs.
+	runtime.KeepAlive(o.ownedTensorDescriptor)
+	if errors.Is(err, resource.ErrReleased) {
 		return fmt.Errorf("cudnn: OwnedTensorDescriptor already closed: %w", err)
-	} else {
-		o.h = 0
-		return err
 	}
+	o.h = 0
+	return err
 }
 
 // OwnedActivationDescriptor owns a cudnnActivationDescriptor_t (created by cudnnCreateActivationDescriptor) and releases it with cudnnDestroyActivationDescriptor.
@@ -177,10 +182,12 @@ func (o *OwnedActivationDescriptor) Close() error {
 	if o == nil || o.ownedActivationDescriptor == nil {
 		return fmt.Errorf("cudnn: Close of a nil OwnedActivationDescriptor: %w", resource.ErrReleased)
 	}
-	if err := o.reg.Release(); errors.Is(err, resource.ErrReleased) {
+	err := o.reg.Release()
+	// The finalizer must not see o unreachable while Release runs.
+	runtime.KeepAlive(o.ownedActivationDescriptor)
+	if errors.Is(err, resource.ErrReleased) {
 		return fmt.Errorf("cudnn: OwnedActivationDescriptor already closed: %w", err)
-	} else {
-		o.h = 0
-		return err
 	}
+	o.h = 0
+	return err
 }

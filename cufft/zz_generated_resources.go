@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/gocuda/gocuda/resource"
+	"runtime"
 )
 
 // OwnedPlan owns a cufftHandle (created by cufftCreate, cufftPlan1d, cufftPlan2d, cufftPlan3d, cufftPlanMany) and releases it with cufftDestroy.
@@ -59,10 +60,12 @@ func (o *OwnedPlan) Close() error {
 	if o == nil || o.ownedPlan == nil {
 		return fmt.Errorf("cufft: Close of a nil OwnedPlan: %w", resource.ErrReleased)
 	}
-	if err := o.reg.Release(); errors.Is(err, resource.ErrReleased) {
+	err := o.reg.Release()
+	// The finalizer must not see o unreachable while Release runs.
+	runtime.KeepAlive(o.ownedPlan)
+	if errors.Is(err, resource.ErrReleased) {
 		return fmt.Errorf("cufft: OwnedPlan already closed: %w", err)
-	} else {
-		o.h = 0
-		return err
 	}
+	o.h = 0
+	return err
 }

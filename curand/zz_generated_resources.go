@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/gocuda/gocuda/resource"
+	"runtime"
 )
 
 // OwnedGenerator owns a curandGenerator_t (created by curandCreateGenerator, curandCreateGeneratorHost) and releases it with curandDestroyGenerator.
@@ -50,10 +51,12 @@ func (o *OwnedGenerator) Close() error {
 	if o == nil || o.ownedGenerator == nil {
 		return fmt.Errorf("curand: Close of a nil OwnedGenerator: %w", resource.ErrReleased)
 	}
-	if err := o.reg.Release(); errors.Is(err, resource.ErrReleased) {
+	err := o.reg.Release()
+	// The finalizer must not see o unreachable while Release runs.
+	runtime.KeepAlive(o.ownedGenerator)
+	if errors.Is(err, resource.ErrReleased) {
 		return fmt.Errorf("curand: OwnedGenerator already closed: %w", err)
-	} else {
-		o.h = 0
-		return err
 	}
+	o.h = 0
+	return err
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/gocuda/gocuda/resource"
+	"runtime"
 )
 
 // OwnedHandle owns a cusparseHandle_t (created by cusparseCreate) and releases it with cusparseDestroy.
@@ -59,12 +60,14 @@ func (o *OwnedHandle) Close() error {
 	if o == nil || o.ownedHandle == nil {
 		return fmt.Errorf("cusparse: Close of a nil OwnedHandle: %w", resource.ErrReleased)
 	}
-	if err := o.reg.Release(); errors.Is(err, resource.ErrReleased) {
+	err := o.reg.Release()
+	// The finalizer must not see o unreachable while Release runs.
+	runtime.KeepAlive(o.ownedHandle)
+	if errors.Is(err, resource.ErrReleased) {
 		return fmt.Errorf("cusparse: OwnedHandle already closed: %w", err)
-	} else {
-		o.h = 0
-		return err
 	}
+	o.h = 0
+	return err
 }
 
 // OwnedSpMat owns a cusparseSpMatDescr_t (created by cusparseCreateCsr, cusparseCreateCoo, cusparseCreateCsc, cusparseCreateBlockedEll, cusparseCreateBsr, cusparseCreateSlicedEll) and releases it with cusparseDestroySpMat.
@@ -109,12 +112,14 @@ func (o *OwnedSpMat) Close() error {
 	if o == nil || o.ownedSpMat == nil {
 		return fmt.Errorf("cusparse: Close of a nil OwnedSpMat: %w", resource.ErrReleased)
 	}
-	if err := o.reg.Release(); errors.Is(err, resource.ErrReleased) {
+	err := o.reg.Release()
+	// The finalizer must not see o unreachable while Release runs.
+	runtime.KeepAlive(o.ownedSpMat)
+	if errors.Is(err, resource.ErrReleased) {
 		return fmt.Errorf("cusparse: OwnedSpMat already closed: %w", err)
-	} else {
-		o.h = 0
-		return err
 	}
+	o.h = 0
+	return err
 }
 
 // OwnedDnVec owns a cusparseDnVecDescr_t (created by cusparseCreateDnVec) and releases it with cusparseDestroyDnVec.
@@ -159,12 +164,14 @@ func (o *OwnedDnVec) Close() error {
 	if o == nil || o.ownedDnVec == nil {
 		return fmt.Errorf("cusparse: Close of a nil OwnedDnVec: %w", resource.ErrReleased)
 	}
-	if err := o.reg.Release(); errors.Is(err, resource.ErrReleased) {
+	err := o.reg.Release()
+	// The finalizer must not see o unreachable while Release runs.
+	runtime.KeepAlive(o.ownedDnVec)
+	if errors.Is(err, resource.ErrReleased) {
 		return fmt.Errorf("cusparse: OwnedDnVec already closed: %w", err)
-	} else {
-		o.h = 0
-		return err
 	}
+	o.h = 0
+	return err
 }
 
 // OwnedDnMat owns a cusparseDnMatDescr_t (created by cusparseCreateDnMat) and releases it with cusparseDestroyDnMat.
@@ -209,12 +216,14 @@ func (o *OwnedDnMat) Close() error {
 	if o == nil || o.ownedDnMat == nil {
 		return fmt.Errorf("cusparse: Close of a nil OwnedDnMat: %w", resource.ErrReleased)
 	}
-	if err := o.reg.Release(); errors.Is(err, resource.ErrReleased) {
+	err := o.reg.Release()
+	// The finalizer must not see o unreachable while Release runs.
+	runtime.KeepAlive(o.ownedDnMat)
+	if errors.Is(err, resource.ErrReleased) {
 		return fmt.Errorf("cusparse: OwnedDnMat already closed: %w", err)
-	} else {
-		o.h = 0
-		return err
 	}
+	o.h = 0
+	return err
 }
 
 // OwnedSpVec owns a cusparseSpVecDescr_t (created by cusparseCreateSpVec) and releases it with cusparseDestroySpVec.
@@ -259,10 +268,12 @@ func (o *OwnedSpVec) Close() error {
 	if o == nil || o.ownedSpVec == nil {
 		return fmt.Errorf("cusparse: Close of a nil OwnedSpVec: %w", resource.ErrReleased)
 	}
-	if err := o.reg.Release(); errors.Is(err, resource.ErrReleased) {
+	err := o.reg.Release()
+	// The finalizer must not see o unreachable while Release runs.
+	runtime.KeepAlive(o.ownedSpVec)
+	if errors.Is(err, resource.ErrReleased) {
 		return fmt.Errorf("cusparse: OwnedSpVec already closed: %w", err)
-	} else {
-		o.h = 0
-		return err
 	}
+	o.h = 0
+	return err
 }

@@ -124,11 +124,13 @@ func (g *gen) emitOwner(f *jen.File, r Resource, d *TypeDecl, destroy, simple *F
 		jen.If(jen.Id("o").Op("==").Nil().Op("||").Id("o").Dot(inner).Op("==").Nil()).Block(
 			jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit(l.Spec.Name+": Close of a nil "+outer+": %w"), jen.Qual(resourceImport, "ErrReleased"))),
 		),
-		jen.If(jen.Err().Op(":=").Id("o").Dot("reg").Dot("Release").Call(), jen.Qual("errors", "Is").Call(jen.Err(), jen.Qual(resourceImport, "ErrReleased"))).Block(
+		jen.Err().Op(":=").Id("o").Dot("reg").Dot("Release").Call(),
+		jen.Comment("The finalizer must not see o unreachable while Release runs."),
+		jen.Qual("runtime", "KeepAlive").Call(jen.Id("o").Dot(inner)),
+		jen.If(jen.Qual("errors", "Is").Call(jen.Err(), jen.Qual(resourceImport, "ErrReleased"))).Block(
 			jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit(l.Spec.Name+": "+outer+" already closed: %w"), jen.Err())),
-		).Else().Block(
-			jen.Id("o").Dot("h").Op("=").Lit(0),
-			jen.Return(jen.Err()),
 		),
+		jen.Id("o").Dot("h").Op("=").Lit(0),
+		jen.Return(jen.Err()),
 	)
 }

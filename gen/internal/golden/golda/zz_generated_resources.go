@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/gocuda/gocuda/resource"
+	"runtime"
 )
 
 // OwnedCtx owns a goldCtx_t (created by goldCreate) and releases it with goldDestroy.
@@ -59,10 +60,12 @@ func (o *OwnedCtx) Close() error {
 	if o == nil || o.ownedCtx == nil {
 		return fmt.Errorf("golda: Close of a nil OwnedCtx: %w", resource.ErrReleased)
 	}
-	if err := o.reg.Release(); errors.Is(err, resource.ErrReleased) {
+	err := o.reg.Release()
+	// The finalizer must not see o unreachable while Release runs.
+	runtime.KeepAlive(o.ownedCtx)
+	if errors.Is(err, resource.ErrReleased) {
 		return fmt.Errorf("golda: OwnedCtx already closed: %w", err)
-	} else {
-		o.h = 0
-		return err
 	}
+	o.h = 0
+	return err
 }
