@@ -15,283 +15,283 @@ static int32_t gocuda_cublasAsumEx(uintptr_t fn, uintptr_t a0, int32_t a1, void*
 static int32_t gocuda_cublasAsumEx_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int32_t a3, int64_t a4, void* a5, int32_t a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int64_t, void*, int32_t, int64_t, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cublasAxpyEx(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4, int32_t a5, int32_t a6, void* a7, int32_t a8, int32_t a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*, int32_t, int32_t, void*, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cublasAxpyEx_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int32_t a3, void* a4, int32_t a5, int64_t a6, void* a7, int32_t a8, int64_t a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int64_t, void*, int32_t, void*, int32_t, int64_t, void*, int32_t, int64_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cublasCaxpy_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, void* a3, int32_t a4, void* a5, int32_t a6) { return ((int32_t (*)(uintptr_t, int32_t, void*, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cublasCaxpy_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, void* a3, int64_t a4, void* a5, int64_t a6) { return ((int32_t (*)(uintptr_t, int64_t, void*, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cublasCcopy_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4, int32_t a5) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cublasCcopy_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int64_t a3, void* a4, int64_t a5) { return ((int32_t (*)(uintptr_t, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cublasCdgmm(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, int32_t a5, void* a6, int32_t a7, void* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasCdgmm_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, void* a4, int64_t a5, void* a6, int64_t a7, void* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, void*, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasCdotc_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4, int32_t a5, void* a6) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cublasCdotc_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int64_t a3, void* a4, int64_t a5, void* a6) { return ((int32_t (*)(uintptr_t, int64_t, void*, int64_t, void*, int64_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cublasCdotu_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4, int32_t a5, void* a6) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cublasCdotu_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int64_t a3, void* a4, int64_t a5, void* a6) { return ((int32_t (*)(uintptr_t, int64_t, void*, int64_t, void*, int64_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cublasCgbmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, void* a6, void* a7, int32_t a8, void* a9, int32_t a10, void* a11, void* a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cublasCgbmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, int64_t a4, int64_t a5, void* a6, void* a7, int64_t a8, void* a9, int64_t a10, void* a11, void* a12, int64_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cublasCgeam(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, void* a6, int32_t a7, void* a8, void* a9, int32_t a10, void* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasCgeam_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, void* a5, void* a6, int64_t a7, void* a8, void* a9, int64_t a10, void* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasCgelsBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, int32_t a6, void* a7, int32_t a8, void* a9, void* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cublasCgemm3m(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, void* a6, void* a7, int32_t a8, void* a9, int32_t a10, void* a11, void* a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cublasCgemm3mBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, void* a6, void* a7, int32_t a8, void* a9, int32_t a10, void* a11, void* a12, int32_t a13, int32_t a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
-static int32_t gocuda_cublasCgemm3mBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, void* a6, void* a7, int64_t a8, void* a9, int64_t a10, void* a11, void* a12, int64_t a13, int64_t a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
-static int32_t gocuda_cublasCgemm3mEx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, void* a6, void* a7, int32_t a8, int32_t a9, void* a10, int32_t a11, int32_t a12, void* a13, void* a14, int32_t a15, int32_t a16) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, int32_t, void*, int32_t, int32_t, void*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16); }
-static int32_t gocuda_cublasCgemm3mEx_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, void* a6, void* a7, int32_t a8, int64_t a9, void* a10, int32_t a11, int64_t a12, void* a13, void* a14, int32_t a15, int64_t a16) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, void*, void*, int32_t, int64_t, void*, int32_t, int64_t, void*, void*, int32_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16); }
-static int32_t gocuda_cublasCgemm3mStridedBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, void* a6, void* a7, int32_t a8, int64_t a9, void* a10, int32_t a11, int64_t a12, void* a13, void* a14, int32_t a15, int64_t a16, int32_t a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, int64_t, void*, int32_t, int64_t, void*, void*, int32_t, int64_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
-static int32_t gocuda_cublasCgemm3mStridedBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, void* a6, void* a7, int64_t a8, int64_t a9, void* a10, int64_t a11, int64_t a12, void* a13, void* a14, int64_t a15, int64_t a16, int64_t a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, void*, void*, int64_t, int64_t, void*, int64_t, int64_t, void*, void*, int64_t, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
-static int32_t gocuda_cublasCgemm3m_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, void* a6, void* a7, int64_t a8, void* a9, int64_t a10, void* a11, void* a12, int64_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cublasCgemmBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, void* a6, void* a7, int32_t a8, void* a9, int32_t a10, void* a11, void* a12, int32_t a13, int32_t a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
-static int32_t gocuda_cublasCgemmBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, void* a6, void* a7, int64_t a8, void* a9, int64_t a10, void* a11, void* a12, int64_t a13, int64_t a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
-static int32_t gocuda_cublasCgemmEx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, void* a6, void* a7, int32_t a8, int32_t a9, void* a10, int32_t a11, int32_t a12, void* a13, void* a14, int32_t a15, int32_t a16) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, int32_t, void*, int32_t, int32_t, void*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16); }
-static int32_t gocuda_cublasCgemmEx_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, void* a6, void* a7, int32_t a8, int64_t a9, void* a10, int32_t a11, int64_t a12, void* a13, void* a14, int32_t a15, int64_t a16) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, void*, void*, int32_t, int64_t, void*, int32_t, int64_t, void*, void*, int32_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16); }
-static int32_t gocuda_cublasCgemmStridedBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, void* a6, void* a7, int32_t a8, int64_t a9, void* a10, int32_t a11, int64_t a12, void* a13, void* a14, int32_t a15, int64_t a16, int32_t a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, int64_t, void*, int32_t, int64_t, void*, void*, int32_t, int64_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
-static int32_t gocuda_cublasCgemmStridedBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, void* a6, void* a7, int64_t a8, int64_t a9, void* a10, int64_t a11, int64_t a12, void* a13, void* a14, int64_t a15, int64_t a16, int64_t a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, void*, void*, int64_t, int64_t, void*, int64_t, int64_t, void*, void*, int64_t, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
-static int32_t gocuda_cublasCgemm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, void* a6, void* a7, int32_t a8, void* a9, int32_t a10, void* a11, void* a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cublasCgemm_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, void* a6, void* a7, int64_t a8, void* a9, int64_t a10, void* a11, void* a12, int64_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cublasCgemvBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, int32_t a6, void* a7, int32_t a8, void* a9, void* a10, int32_t a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasCgemvBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, void* a4, void* a5, int64_t a6, void* a7, int64_t a8, void* a9, void* a10, int64_t a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasCgemvStridedBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, int32_t a6, int64_t a7, void* a8, int32_t a9, int64_t a10, void* a11, void* a12, int32_t a13, int64_t a14, int32_t a15) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, int32_t, int64_t, void*, int32_t, int64_t, void*, void*, int32_t, int64_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
-static int32_t gocuda_cublasCgemvStridedBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, void* a4, void* a5, int64_t a6, int64_t a7, void* a8, int64_t a9, int64_t a10, void* a11, void* a12, int64_t a13, int64_t a14, int64_t a15) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, void*, void*, int64_t, int64_t, void*, int64_t, int64_t, void*, void*, int64_t, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
-static int32_t gocuda_cublasCgemv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, int32_t a6, void* a7, int32_t a8, void* a9, void* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cublasCgemv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, void* a4, void* a5, int64_t a6, void* a7, int64_t a8, void* a9, void* a10, int64_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cublasCgeqrfBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, int32_t a4, void* a5, void* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasCgerc_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, int32_t a5, void* a6, int32_t a7, void* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasCgerc_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, int64_t a2, void* a3, void* a4, int64_t a5, void* a6, int64_t a7, void* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasCgeru_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, int32_t a5, void* a6, int32_t a7, void* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasCgeru_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, int64_t a2, void* a3, void* a4, int64_t a5, void* a6, int64_t a7, void* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasCgetrfBatched(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4, void* a5, int32_t a6) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cublasCgetriBatched(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4, void* a5, int32_t a6, void* a7, int32_t a8) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cublasCgetrsBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, int32_t a5, void* a6, void* a7, int32_t a8, void* a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, int32_t, void*, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cublasChbmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, int32_t a6, void* a7, int32_t a8, void* a9, void* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cublasChbmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, void* a4, void* a5, int64_t a6, void* a7, int64_t a8, void* a9, void* a10, int64_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cublasChemm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, void* a6, int32_t a7, void* a8, int32_t a9, void* a10, void* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasChemm_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, void* a5, void* a6, int64_t a7, void* a8, int64_t a9, void* a10, void* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasChemv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, int32_t a5, void* a6, int32_t a7, void* a8, void* a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cublasChemv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, void* a3, void* a4, int64_t a5, void* a6, int64_t a7, void* a8, void* a9, int64_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cublasCher2_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, int32_t a5, void* a6, int32_t a7, void* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasCher2_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, void* a3, void* a4, int64_t a5, void* a6, int64_t a7, void* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasCher2k_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, void* a6, int32_t a7, void* a8, int32_t a9, void* a10, void* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasCher2k_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, void* a5, void* a6, int64_t a7, void* a8, int64_t a9, void* a10, void* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasCher_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, int32_t a5, void* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasCher_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, void* a3, void* a4, int64_t a5, void* a6, int64_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, void*, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasCherk3mEx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, void* a6, int32_t a7, int32_t a8, void* a9, void* a10, int32_t a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, int32_t, void*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasCherk3mEx_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, void* a5, void* a6, int32_t a7, int64_t a8, void* a9, void* a10, int32_t a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, void*, void*, int32_t, int64_t, void*, void*, int32_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasCherkEx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, void* a6, int32_t a7, int32_t a8, void* a9, void* a10, int32_t a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, int32_t, void*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasCherkEx_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, void* a5, void* a6, int32_t a7, int64_t a8, void* a9, void* a10, int32_t a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, void*, void*, int32_t, int64_t, void*, void*, int32_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasCherk_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, void* a6, int32_t a7, void* a8, void* a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cublasCherk_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, void* a5, void* a6, int64_t a7, void* a8, void* a9, int64_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cublasCherkx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, void* a6, int32_t a7, void* a8, int32_t a9, void* a10, void* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasCherkx_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, void* a5, void* a6, int64_t a7, void* a8, int64_t a9, void* a10, void* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasChpmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, void* a5, int32_t a6, void* a7, void* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasChpmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, void* a3, void* a4, void* a5, int64_t a6, void* a7, void* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, void*, void*, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasChpr2_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, int32_t a5, void* a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cublasChpr2_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, void* a3, void* a4, int64_t a5, void* a6, int64_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, void*, void*, int64_t, void*, int64_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cublasChpr_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, int32_t a5, void* a6) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cublasChpr_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, void* a3, void* a4, int64_t a5, void* a6) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, void*, void*, int64_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cublasCmatinvBatched(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4, int32_t a5, void* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasCaxpy_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, uint8_t* a3, int32_t a4, uint8_t* a5, int32_t a6) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cublasCaxpy_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, uint8_t* a3, int64_t a4, uint8_t* a5, int64_t a6) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cublasCcopy_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4, int32_t a5) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cublasCcopy_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4, int64_t a5) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cublasCdgmm(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasCdgmm_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, uint8_t* a4, int64_t a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasCdotc_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cublasCdotc_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4, int64_t a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cublasCdotu_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cublasCdotu_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4, int64_t a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cublasCgbmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, int32_t a10, uint8_t* a11, uint8_t* a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cublasCgbmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, uint8_t* a7, int64_t a8, uint8_t* a9, int64_t a10, uint8_t* a11, uint8_t* a12, int64_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cublasCgeam(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10, uint8_t* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasCgeam_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7, uint8_t* a8, uint8_t* a9, int64_t a10, uint8_t* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasCgelsBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, int32_t a6, void* a7, int32_t a8, uint8_t* a9, uint8_t* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, int32_t, void*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cublasCgemm3m(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, int32_t a10, uint8_t* a11, uint8_t* a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cublasCgemm3mBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, void* a7, int32_t a8, void* a9, int32_t a10, uint8_t* a11, void* a12, int32_t a13, int32_t a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, void*, int32_t, void*, int32_t, uint8_t*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
+static int32_t gocuda_cublasCgemm3mBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, void* a7, int64_t a8, void* a9, int64_t a10, uint8_t* a11, void* a12, int64_t a13, int64_t a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, uint8_t*, void*, int64_t, void*, int64_t, uint8_t*, void*, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
+static int32_t gocuda_cublasCgemm3mEx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, void* a7, int32_t a8, int32_t a9, void* a10, int32_t a11, int32_t a12, uint8_t* a13, void* a14, int32_t a15, int32_t a16) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, void*, int32_t, int32_t, void*, int32_t, int32_t, uint8_t*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16); }
+static int32_t gocuda_cublasCgemm3mEx_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, void* a7, int32_t a8, int64_t a9, void* a10, int32_t a11, int64_t a12, uint8_t* a13, void* a14, int32_t a15, int64_t a16) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, uint8_t*, void*, int32_t, int64_t, void*, int32_t, int64_t, uint8_t*, void*, int32_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16); }
+static int32_t gocuda_cublasCgemm3mStridedBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, int64_t a9, uint8_t* a10, int32_t a11, int64_t a12, uint8_t* a13, uint8_t* a14, int32_t a15, int64_t a16, int32_t a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, int64_t, uint8_t*, int32_t, int64_t, uint8_t*, uint8_t*, int32_t, int64_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
+static int32_t gocuda_cublasCgemm3mStridedBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, uint8_t* a7, int64_t a8, int64_t a9, uint8_t* a10, int64_t a11, int64_t a12, uint8_t* a13, uint8_t* a14, int64_t a15, int64_t a16, int64_t a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, int64_t, uint8_t*, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
+static int32_t gocuda_cublasCgemm3m_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, uint8_t* a7, int64_t a8, uint8_t* a9, int64_t a10, uint8_t* a11, uint8_t* a12, int64_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cublasCgemmBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, void* a7, int32_t a8, void* a9, int32_t a10, uint8_t* a11, void* a12, int32_t a13, int32_t a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, void*, int32_t, void*, int32_t, uint8_t*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
+static int32_t gocuda_cublasCgemmBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, void* a7, int64_t a8, void* a9, int64_t a10, uint8_t* a11, void* a12, int64_t a13, int64_t a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, uint8_t*, void*, int64_t, void*, int64_t, uint8_t*, void*, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
+static int32_t gocuda_cublasCgemmEx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, void* a7, int32_t a8, int32_t a9, void* a10, int32_t a11, int32_t a12, uint8_t* a13, void* a14, int32_t a15, int32_t a16) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, void*, int32_t, int32_t, void*, int32_t, int32_t, uint8_t*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16); }
+static int32_t gocuda_cublasCgemmEx_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, void* a7, int32_t a8, int64_t a9, void* a10, int32_t a11, int64_t a12, uint8_t* a13, void* a14, int32_t a15, int64_t a16) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, uint8_t*, void*, int32_t, int64_t, void*, int32_t, int64_t, uint8_t*, void*, int32_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16); }
+static int32_t gocuda_cublasCgemmStridedBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, int64_t a9, uint8_t* a10, int32_t a11, int64_t a12, uint8_t* a13, uint8_t* a14, int32_t a15, int64_t a16, int32_t a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, int64_t, uint8_t*, int32_t, int64_t, uint8_t*, uint8_t*, int32_t, int64_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
+static int32_t gocuda_cublasCgemmStridedBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, uint8_t* a7, int64_t a8, int64_t a9, uint8_t* a10, int64_t a11, int64_t a12, uint8_t* a13, uint8_t* a14, int64_t a15, int64_t a16, int64_t a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, int64_t, uint8_t*, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
+static int32_t gocuda_cublasCgemm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, int32_t a10, uint8_t* a11, uint8_t* a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cublasCgemm_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, uint8_t* a7, int64_t a8, uint8_t* a9, int64_t a10, uint8_t* a11, uint8_t* a12, int64_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cublasCgemvBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, void* a5, int32_t a6, void* a7, int32_t a8, uint8_t* a9, void* a10, int32_t a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, void*, int32_t, void*, int32_t, uint8_t*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasCgemvBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, uint8_t* a4, void* a5, int64_t a6, void* a7, int64_t a8, uint8_t* a9, void* a10, int64_t a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, uint8_t*, void*, int64_t, void*, int64_t, uint8_t*, void*, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasCgemvStridedBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, int32_t a6, int64_t a7, uint8_t* a8, int32_t a9, int64_t a10, uint8_t* a11, uint8_t* a12, int32_t a13, int64_t a14, int32_t a15) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, int64_t, uint8_t*, int32_t, int64_t, uint8_t*, uint8_t*, int32_t, int64_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
+static int32_t gocuda_cublasCgemvStridedBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, uint8_t* a4, uint8_t* a5, int64_t a6, int64_t a7, uint8_t* a8, int64_t a9, int64_t a10, uint8_t* a11, uint8_t* a12, int64_t a13, int64_t a14, int64_t a15) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, int64_t, uint8_t*, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
+static int32_t gocuda_cublasCgemv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, int32_t a6, uint8_t* a7, int32_t a8, uint8_t* a9, uint8_t* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cublasCgemv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, uint8_t* a4, uint8_t* a5, int64_t a6, uint8_t* a7, int64_t a8, uint8_t* a9, uint8_t* a10, int64_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cublasCgeqrfBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, int32_t a4, void* a5, uint8_t* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, int32_t, void*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasCgerc_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasCgerc_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, int64_t a2, uint8_t* a3, uint8_t* a4, int64_t a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasCgeru_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasCgeru_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, int64_t a2, uint8_t* a3, uint8_t* a4, int64_t a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasCgetrfBatched(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, uint8_t* a4, uint8_t* a5, int32_t a6) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cublasCgetriBatched(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, uint8_t* a4, void* a5, int32_t a6, uint8_t* a7, int32_t a8) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, uint8_t*, void*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cublasCgetrsBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, int32_t a5, uint8_t* a6, void* a7, int32_t a8, uint8_t* a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, int32_t, uint8_t*, void*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cublasChbmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, int32_t a6, uint8_t* a7, int32_t a8, uint8_t* a9, uint8_t* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cublasChbmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, uint8_t* a4, uint8_t* a5, int64_t a6, uint8_t* a7, int64_t a8, uint8_t* a9, uint8_t* a10, int64_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cublasChemm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9, uint8_t* a10, uint8_t* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasChemm_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9, uint8_t* a10, uint8_t* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasChemv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cublasChemv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, uint8_t* a3, uint8_t* a4, int64_t a5, uint8_t* a6, int64_t a7, uint8_t* a8, uint8_t* a9, int64_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cublasCher2_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasCher2_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, uint8_t* a3, uint8_t* a4, int64_t a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasCher2k_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9, uint8_t* a10, uint8_t* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasCher2k_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9, uint8_t* a10, uint8_t* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasCher_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, int32_t a5, uint8_t* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasCher_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, uint8_t* a3, uint8_t* a4, int64_t a5, uint8_t* a6, int64_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasCherk3mEx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, void* a6, int32_t a7, int32_t a8, uint8_t* a9, void* a10, int32_t a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, void*, int32_t, int32_t, uint8_t*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasCherk3mEx_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, void* a6, int32_t a7, int64_t a8, uint8_t* a9, void* a10, int32_t a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, void*, int32_t, int64_t, uint8_t*, void*, int32_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasCherkEx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, void* a6, int32_t a7, int32_t a8, uint8_t* a9, void* a10, int32_t a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, void*, int32_t, int32_t, uint8_t*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasCherkEx_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, void* a6, int32_t a7, int64_t a8, uint8_t* a9, void* a10, int32_t a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, void*, int32_t, int64_t, uint8_t*, void*, int32_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasCherk_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cublasCherk_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7, uint8_t* a8, uint8_t* a9, int64_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cublasCherkx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9, uint8_t* a10, uint8_t* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasCherkx_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9, uint8_t* a10, uint8_t* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasChpmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, int32_t a6, uint8_t* a7, uint8_t* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasChpmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, int64_t a6, uint8_t* a7, uint8_t* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, uint8_t*, uint8_t*, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasChpr2_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cublasChpr2_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, uint8_t* a3, uint8_t* a4, int64_t a5, uint8_t* a6, int64_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cublasChpr_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, int32_t a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cublasChpr_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, uint8_t* a3, uint8_t* a4, int64_t a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cublasCmatinvBatched(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4, int32_t a5, uint8_t* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cublasCopyEx(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, int32_t a4, void* a5, int32_t a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, int32_t, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cublasCopyEx_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int32_t a3, int64_t a4, void* a5, int32_t a6, int64_t a7) { return ((int32_t (*)(uintptr_t, int64_t, void*, int32_t, int64_t, void*, int32_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasCreate_v2(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
-static int32_t gocuda_cublasCrot_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4, int32_t a5, void* a6, void* a7) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*, int32_t, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasCrot_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int64_t a3, void* a4, int64_t a5, void* a6, void* a7) { return ((int32_t (*)(uintptr_t, int64_t, void*, int64_t, void*, int64_t, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasCrotg_v2(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3, void* a4) { return ((int32_t (*)(uintptr_t, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cublasCscal_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, void* a3, int32_t a4) { return ((int32_t (*)(uintptr_t, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cublasCscal_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, void* a3, int64_t a4) { return ((int32_t (*)(uintptr_t, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cublasCsrot_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4, int32_t a5, void* a6, void* a7) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*, int32_t, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasCsrot_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int64_t a3, void* a4, int64_t a5, void* a6, void* a7) { return ((int32_t (*)(uintptr_t, int64_t, void*, int64_t, void*, int64_t, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasCsscal_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, void* a3, int32_t a4) { return ((int32_t (*)(uintptr_t, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cublasCsscal_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, void* a3, int64_t a4) { return ((int32_t (*)(uintptr_t, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cublasCswap_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4, int32_t a5) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cublasCswap_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int64_t a3, void* a4, int64_t a5) { return ((int32_t (*)(uintptr_t, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cublasCsymm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, void* a6, int32_t a7, void* a8, int32_t a9, void* a10, void* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasCsymm_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, void* a5, void* a6, int64_t a7, void* a8, int64_t a9, void* a10, void* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasCsymv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, int32_t a5, void* a6, int32_t a7, void* a8, void* a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cublasCsymv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, void* a3, void* a4, int64_t a5, void* a6, int64_t a7, void* a8, void* a9, int64_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cublasCsyr2_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, int32_t a5, void* a6, int32_t a7, void* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasCsyr2_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, void* a3, void* a4, int64_t a5, void* a6, int64_t a7, void* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasCsyr2k_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, void* a6, int32_t a7, void* a8, int32_t a9, void* a10, void* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasCsyr2k_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, void* a5, void* a6, int64_t a7, void* a8, int64_t a9, void* a10, void* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasCsyr_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, int32_t a5, void* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasCsyr_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, void* a3, void* a4, int64_t a5, void* a6, int64_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, void*, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasCsyrk3mEx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, void* a6, int32_t a7, int32_t a8, void* a9, void* a10, int32_t a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, int32_t, void*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasCsyrk3mEx_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, void* a5, void* a6, int32_t a7, int64_t a8, void* a9, void* a10, int32_t a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, void*, void*, int32_t, int64_t, void*, void*, int32_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasCsyrkEx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, void* a6, int32_t a7, int32_t a8, void* a9, void* a10, int32_t a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, int32_t, void*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasCsyrkEx_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, void* a5, void* a6, int32_t a7, int64_t a8, void* a9, void* a10, int32_t a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, void*, void*, int32_t, int64_t, void*, void*, int32_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasCsyrk_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, void* a6, int32_t a7, void* a8, void* a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cublasCsyrk_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, void* a5, void* a6, int64_t a7, void* a8, void* a9, int64_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cublasCsyrkx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, void* a6, int32_t a7, void* a8, int32_t a9, void* a10, void* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasCsyrkx_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, void* a5, void* a6, int64_t a7, void* a8, int64_t a9, void* a10, void* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasCtbmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, void* a6, int32_t a7, void* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasCtbmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, int64_t a5, void* a6, int64_t a7, void* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasCtbsv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, void* a6, int32_t a7, void* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasCtbsv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, int64_t a5, void* a6, int64_t a7, void* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasCtpmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, void* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasCtpmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, void* a5, void* a6, int64_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasCtpsv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, void* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasCtpsv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, void* a5, void* a6, int64_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasCtpttr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, int32_t a5) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cublasCtrmm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, void* a7, void* a8, int32_t a9, void* a10, int32_t a11, void* a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cublasCtrmm_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int64_t a5, int64_t a6, void* a7, void* a8, int64_t a9, void* a10, int64_t a11, void* a12, int64_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cublasCtrmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, int32_t a6, void* a7, int32_t a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cublasCtrmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, void* a5, int64_t a6, void* a7, int64_t a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cublasCtrsmBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, void* a7, void* a8, int32_t a9, void* a10, int32_t a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasCtrsmBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int64_t a5, int64_t a6, void* a7, void* a8, int64_t a9, void* a10, int64_t a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasCtrsm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, void* a7, void* a8, int32_t a9, void* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cublasCtrsm_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int64_t a5, int64_t a6, void* a7, void* a8, int64_t a9, void* a10, int64_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cublasCtrsv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, int32_t a6, void* a7, int32_t a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cublasCtrsv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, void* a5, int64_t a6, void* a7, int64_t a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cublasCtrttp(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, int32_t a4, void* a5) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cublasDasum_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cublasDasum_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int64_t a3, void* a4) { return ((int32_t (*)(uintptr_t, int64_t, void*, int64_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cublasDaxpy_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, void* a3, int32_t a4, void* a5, int32_t a6) { return ((int32_t (*)(uintptr_t, int32_t, void*, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cublasDaxpy_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, void* a3, int64_t a4, void* a5, int64_t a6) { return ((int32_t (*)(uintptr_t, int64_t, void*, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cublasDcopy_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4, int32_t a5) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cublasDcopy_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int64_t a3, void* a4, int64_t a5) { return ((int32_t (*)(uintptr_t, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cublasDdgmm(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, int32_t a5, void* a6, int32_t a7, void* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasDdgmm_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, void* a4, int64_t a5, void* a6, int64_t a7, void* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, void*, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasDdot_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4, int32_t a5, void* a6) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cublasDdot_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int64_t a3, void* a4, int64_t a5, void* a6) { return ((int32_t (*)(uintptr_t, int64_t, void*, int64_t, void*, int64_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cublasCreate_v2(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
+static int32_t gocuda_cublasCrot_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasCrot_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4, int64_t a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasCrotg_v2(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasCscal_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, uint8_t* a3, int32_t a4) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasCscal_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, uint8_t* a3, int64_t a4) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasCsrot_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasCsrot_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4, int64_t a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasCsscal_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, uint8_t* a3, int32_t a4) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasCsscal_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, uint8_t* a3, int64_t a4) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasCswap_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4, int32_t a5) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cublasCswap_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4, int64_t a5) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cublasCsymm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9, uint8_t* a10, uint8_t* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasCsymm_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9, uint8_t* a10, uint8_t* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasCsymv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cublasCsymv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, uint8_t* a3, uint8_t* a4, int64_t a5, uint8_t* a6, int64_t a7, uint8_t* a8, uint8_t* a9, int64_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cublasCsyr2_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasCsyr2_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, uint8_t* a3, uint8_t* a4, int64_t a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasCsyr2k_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9, uint8_t* a10, uint8_t* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasCsyr2k_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9, uint8_t* a10, uint8_t* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasCsyr_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, int32_t a5, uint8_t* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasCsyr_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, uint8_t* a3, uint8_t* a4, int64_t a5, uint8_t* a6, int64_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasCsyrk3mEx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, void* a6, int32_t a7, int32_t a8, uint8_t* a9, void* a10, int32_t a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, void*, int32_t, int32_t, uint8_t*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasCsyrk3mEx_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, void* a6, int32_t a7, int64_t a8, uint8_t* a9, void* a10, int32_t a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, void*, int32_t, int64_t, uint8_t*, void*, int32_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasCsyrkEx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, void* a6, int32_t a7, int32_t a8, uint8_t* a9, void* a10, int32_t a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, void*, int32_t, int32_t, uint8_t*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasCsyrkEx_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, void* a6, int32_t a7, int64_t a8, uint8_t* a9, void* a10, int32_t a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, void*, int32_t, int64_t, uint8_t*, void*, int32_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasCsyrk_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cublasCsyrk_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7, uint8_t* a8, uint8_t* a9, int64_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cublasCsyrkx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9, uint8_t* a10, uint8_t* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasCsyrkx_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9, uint8_t* a10, uint8_t* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasCtbmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasCtbmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, int64_t a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasCtbsv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasCtbsv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, int64_t a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasCtpmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasCtpmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasCtpsv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasCtpsv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasCtpttr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, int32_t a5) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cublasCtrmm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uint8_t* a7, uint8_t* a8, int32_t a9, uint8_t* a10, int32_t a11, uint8_t* a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cublasCtrmm_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int64_t a5, int64_t a6, uint8_t* a7, uint8_t* a8, int64_t a9, uint8_t* a10, int64_t a11, uint8_t* a12, int64_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cublasCtrmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, int32_t a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cublasCtrmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, uint8_t* a5, int64_t a6, uint8_t* a7, int64_t a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cublasCtrsmBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uint8_t* a7, void* a8, int32_t a9, void* a10, int32_t a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, void*, int32_t, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasCtrsmBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int64_t a5, int64_t a6, uint8_t* a7, void* a8, int64_t a9, void* a10, int64_t a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, void*, int64_t, void*, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasCtrsm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uint8_t* a7, uint8_t* a8, int32_t a9, uint8_t* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cublasCtrsm_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int64_t a5, int64_t a6, uint8_t* a7, uint8_t* a8, int64_t a9, uint8_t* a10, int64_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cublasCtrsv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, int32_t a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cublasCtrsv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, uint8_t* a5, int64_t a6, uint8_t* a7, int64_t a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cublasCtrttp(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cublasDasum_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasDasum_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasDaxpy_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, uint8_t* a3, int32_t a4, uint8_t* a5, int32_t a6) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cublasDaxpy_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, uint8_t* a3, int64_t a4, uint8_t* a5, int64_t a6) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cublasDcopy_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4, int32_t a5) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cublasDcopy_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4, int64_t a5) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cublasDdgmm(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasDdgmm_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, uint8_t* a4, int64_t a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasDdot_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cublasDdot_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4, int64_t a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
 static int32_t gocuda_cublasDestroy_v2(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
-static int32_t gocuda_cublasDgbmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, void* a6, void* a7, int32_t a8, void* a9, int32_t a10, void* a11, void* a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cublasDgbmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, int64_t a4, int64_t a5, void* a6, void* a7, int64_t a8, void* a9, int64_t a10, void* a11, void* a12, int64_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cublasDgeam(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, void* a6, int32_t a7, void* a8, void* a9, int32_t a10, void* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasDgeam_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, void* a5, void* a6, int64_t a7, void* a8, void* a9, int64_t a10, void* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasDgelsBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, int32_t a6, void* a7, int32_t a8, void* a9, void* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cublasDgemmBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, void* a6, void* a7, int32_t a8, void* a9, int32_t a10, void* a11, void* a12, int32_t a13, int32_t a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
-static int32_t gocuda_cublasDgemmBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, void* a6, void* a7, int64_t a8, void* a9, int64_t a10, void* a11, void* a12, int64_t a13, int64_t a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
-static int32_t gocuda_cublasDgemmGroupedBatched(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, void* a6, void* a7, void* a8, void* a9, void* a10, void* a11, void* a12, void* a13, int32_t a14, void* a15) { return ((int32_t (*)(uintptr_t, void*, void*, void*, void*, void*, void*, void*, void*, void*, void*, void*, void*, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
-static int32_t gocuda_cublasDgemmGroupedBatched_64(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, void* a6, void* a7, void* a8, void* a9, void* a10, void* a11, void* a12, void* a13, int64_t a14, void* a15) { return ((int32_t (*)(uintptr_t, void*, void*, void*, void*, void*, void*, void*, void*, void*, void*, void*, void*, void*, int64_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
-static int32_t gocuda_cublasDgemmStridedBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, void* a6, void* a7, int32_t a8, int64_t a9, void* a10, int32_t a11, int64_t a12, void* a13, void* a14, int32_t a15, int64_t a16, int32_t a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, int64_t, void*, int32_t, int64_t, void*, void*, int32_t, int64_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
-static int32_t gocuda_cublasDgemmStridedBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, void* a6, void* a7, int64_t a8, int64_t a9, void* a10, int64_t a11, int64_t a12, void* a13, void* a14, int64_t a15, int64_t a16, int64_t a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, void*, void*, int64_t, int64_t, void*, int64_t, int64_t, void*, void*, int64_t, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
-static int32_t gocuda_cublasDgemm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, void* a6, void* a7, int32_t a8, void* a9, int32_t a10, void* a11, void* a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cublasDgemm_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, void* a6, void* a7, int64_t a8, void* a9, int64_t a10, void* a11, void* a12, int64_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cublasDgemvBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, int32_t a6, void* a7, int32_t a8, void* a9, void* a10, int32_t a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasDgemvBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, void* a4, void* a5, int64_t a6, void* a7, int64_t a8, void* a9, void* a10, int64_t a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasDgemvStridedBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, int32_t a6, int64_t a7, void* a8, int32_t a9, int64_t a10, void* a11, void* a12, int32_t a13, int64_t a14, int32_t a15) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, int32_t, int64_t, void*, int32_t, int64_t, void*, void*, int32_t, int64_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
-static int32_t gocuda_cublasDgemvStridedBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, void* a4, void* a5, int64_t a6, int64_t a7, void* a8, int64_t a9, int64_t a10, void* a11, void* a12, int64_t a13, int64_t a14, int64_t a15) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, void*, void*, int64_t, int64_t, void*, int64_t, int64_t, void*, void*, int64_t, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
-static int32_t gocuda_cublasDgemv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, int32_t a6, void* a7, int32_t a8, void* a9, void* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cublasDgemv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, void* a4, void* a5, int64_t a6, void* a7, int64_t a8, void* a9, void* a10, int64_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cublasDgeqrfBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, int32_t a4, void* a5, void* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasDger_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, int32_t a5, void* a6, int32_t a7, void* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasDger_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, int64_t a2, void* a3, void* a4, int64_t a5, void* a6, int64_t a7, void* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasDgetrfBatched(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4, void* a5, int32_t a6) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cublasDgetriBatched(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4, void* a5, int32_t a6, void* a7, int32_t a8) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cublasDgetrsBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, int32_t a5, void* a6, void* a7, int32_t a8, void* a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, int32_t, void*, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cublasDmatinvBatched(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4, int32_t a5, void* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasDnrm2_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cublasDnrm2_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int64_t a3, void* a4) { return ((int32_t (*)(uintptr_t, int64_t, void*, int64_t, void*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasDgbmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, int32_t a10, uint8_t* a11, uint8_t* a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cublasDgbmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, uint8_t* a7, int64_t a8, uint8_t* a9, int64_t a10, uint8_t* a11, uint8_t* a12, int64_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cublasDgeam(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10, uint8_t* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasDgeam_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7, uint8_t* a8, uint8_t* a9, int64_t a10, uint8_t* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasDgelsBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, int32_t a6, void* a7, int32_t a8, uint8_t* a9, uint8_t* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, int32_t, void*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cublasDgemmBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, void* a7, int32_t a8, void* a9, int32_t a10, uint8_t* a11, void* a12, int32_t a13, int32_t a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, void*, int32_t, void*, int32_t, uint8_t*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
+static int32_t gocuda_cublasDgemmBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, void* a7, int64_t a8, void* a9, int64_t a10, uint8_t* a11, void* a12, int64_t a13, int64_t a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, uint8_t*, void*, int64_t, void*, int64_t, uint8_t*, void*, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
+static int32_t gocuda_cublasDgemmGroupedBatched(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, void* a7, uint8_t* a8, void* a9, uint8_t* a10, uint8_t* a11, void* a12, uint8_t* a13, int32_t a14, uint8_t* a15) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, void*, uint8_t*, void*, uint8_t*, uint8_t*, void*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
+static int32_t gocuda_cublasDgemmGroupedBatched_64(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, void* a7, uint8_t* a8, void* a9, uint8_t* a10, uint8_t* a11, void* a12, uint8_t* a13, int64_t a14, uint8_t* a15) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, void*, uint8_t*, void*, uint8_t*, uint8_t*, void*, uint8_t*, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
+static int32_t gocuda_cublasDgemmStridedBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, int64_t a9, uint8_t* a10, int32_t a11, int64_t a12, uint8_t* a13, uint8_t* a14, int32_t a15, int64_t a16, int32_t a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, int64_t, uint8_t*, int32_t, int64_t, uint8_t*, uint8_t*, int32_t, int64_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
+static int32_t gocuda_cublasDgemmStridedBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, uint8_t* a7, int64_t a8, int64_t a9, uint8_t* a10, int64_t a11, int64_t a12, uint8_t* a13, uint8_t* a14, int64_t a15, int64_t a16, int64_t a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, int64_t, uint8_t*, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
+static int32_t gocuda_cublasDgemm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, int32_t a10, uint8_t* a11, uint8_t* a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cublasDgemm_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, uint8_t* a7, int64_t a8, uint8_t* a9, int64_t a10, uint8_t* a11, uint8_t* a12, int64_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cublasDgemvBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, void* a5, int32_t a6, void* a7, int32_t a8, uint8_t* a9, void* a10, int32_t a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, void*, int32_t, void*, int32_t, uint8_t*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasDgemvBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, uint8_t* a4, void* a5, int64_t a6, void* a7, int64_t a8, uint8_t* a9, void* a10, int64_t a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, uint8_t*, void*, int64_t, void*, int64_t, uint8_t*, void*, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasDgemvStridedBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, int32_t a6, int64_t a7, uint8_t* a8, int32_t a9, int64_t a10, uint8_t* a11, uint8_t* a12, int32_t a13, int64_t a14, int32_t a15) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, int64_t, uint8_t*, int32_t, int64_t, uint8_t*, uint8_t*, int32_t, int64_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
+static int32_t gocuda_cublasDgemvStridedBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, uint8_t* a4, uint8_t* a5, int64_t a6, int64_t a7, uint8_t* a8, int64_t a9, int64_t a10, uint8_t* a11, uint8_t* a12, int64_t a13, int64_t a14, int64_t a15) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, int64_t, uint8_t*, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
+static int32_t gocuda_cublasDgemv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, int32_t a6, uint8_t* a7, int32_t a8, uint8_t* a9, uint8_t* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cublasDgemv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, uint8_t* a4, uint8_t* a5, int64_t a6, uint8_t* a7, int64_t a8, uint8_t* a9, uint8_t* a10, int64_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cublasDgeqrfBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, int32_t a4, void* a5, uint8_t* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, int32_t, void*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasDger_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasDger_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, int64_t a2, uint8_t* a3, uint8_t* a4, int64_t a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasDgetrfBatched(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, uint8_t* a4, uint8_t* a5, int32_t a6) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cublasDgetriBatched(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, uint8_t* a4, void* a5, int32_t a6, uint8_t* a7, int32_t a8) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, uint8_t*, void*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cublasDgetrsBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, int32_t a5, uint8_t* a6, void* a7, int32_t a8, uint8_t* a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, int32_t, uint8_t*, void*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cublasDmatinvBatched(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4, int32_t a5, uint8_t* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasDnrm2_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasDnrm2_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cublasDotEx(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, int32_t a4, void* a5, int32_t a6, int32_t a7, void* a8, int32_t a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, int32_t, void*, int32_t, int32_t, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cublasDotEx_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int32_t a3, int64_t a4, void* a5, int32_t a6, int64_t a7, void* a8, int32_t a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int64_t, void*, int32_t, int64_t, void*, int32_t, int64_t, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cublasDotcEx(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, int32_t a4, void* a5, int32_t a6, int32_t a7, void* a8, int32_t a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, int32_t, void*, int32_t, int32_t, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cublasDotcEx_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int32_t a3, int64_t a4, void* a5, int32_t a6, int64_t a7, void* a8, int32_t a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int64_t, void*, int32_t, int64_t, void*, int32_t, int64_t, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cublasDrot_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4, int32_t a5, void* a6, void* a7) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*, int32_t, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasDrot_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int64_t a3, void* a4, int64_t a5, void* a6, void* a7) { return ((int32_t (*)(uintptr_t, int64_t, void*, int64_t, void*, int64_t, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasDrotg_v2(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3, void* a4) { return ((int32_t (*)(uintptr_t, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cublasDrotm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4, int32_t a5, void* a6) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cublasDrotm_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int64_t a3, void* a4, int64_t a5, void* a6) { return ((int32_t (*)(uintptr_t, int64_t, void*, int64_t, void*, int64_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cublasDrotmg_v2(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5) { return ((int32_t (*)(uintptr_t, void*, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cublasDsbmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, int32_t a6, void* a7, int32_t a8, void* a9, void* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cublasDsbmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, void* a4, void* a5, int64_t a6, void* a7, int64_t a8, void* a9, void* a10, int64_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cublasDscal_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, void* a3, int32_t a4) { return ((int32_t (*)(uintptr_t, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cublasDscal_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, void* a3, int64_t a4) { return ((int32_t (*)(uintptr_t, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cublasDspmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, void* a5, int32_t a6, void* a7, void* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasDspmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, void* a3, void* a4, void* a5, int64_t a6, void* a7, void* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, void*, void*, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasDspr2_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, int32_t a5, void* a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cublasDspr2_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, void* a3, void* a4, int64_t a5, void* a6, int64_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, void*, void*, int64_t, void*, int64_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cublasDspr_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, int32_t a5, void* a6) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cublasDspr_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, void* a3, void* a4, int64_t a5, void* a6) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, void*, void*, int64_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cublasDswap_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4, int32_t a5) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cublasDswap_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int64_t a3, void* a4, int64_t a5) { return ((int32_t (*)(uintptr_t, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cublasDsymm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, void* a6, int32_t a7, void* a8, int32_t a9, void* a10, void* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasDsymm_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, void* a5, void* a6, int64_t a7, void* a8, int64_t a9, void* a10, void* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasDsymv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, int32_t a5, void* a6, int32_t a7, void* a8, void* a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cublasDsymv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, void* a3, void* a4, int64_t a5, void* a6, int64_t a7, void* a8, void* a9, int64_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cublasDsyr2_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, int32_t a5, void* a6, int32_t a7, void* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasDsyr2_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, void* a3, void* a4, int64_t a5, void* a6, int64_t a7, void* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasDsyr2k_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, void* a6, int32_t a7, void* a8, int32_t a9, void* a10, void* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasDsyr2k_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, void* a5, void* a6, int64_t a7, void* a8, int64_t a9, void* a10, void* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasDsyr_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, int32_t a5, void* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasDsyr_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, void* a3, void* a4, int64_t a5, void* a6, int64_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, void*, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasDsyrk_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, void* a6, int32_t a7, void* a8, void* a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cublasDsyrk_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, void* a5, void* a6, int64_t a7, void* a8, void* a9, int64_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cublasDsyrkx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, void* a6, int32_t a7, void* a8, int32_t a9, void* a10, void* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasDsyrkx_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, void* a5, void* a6, int64_t a7, void* a8, int64_t a9, void* a10, void* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasDtbmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, void* a6, int32_t a7, void* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasDtbmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, int64_t a5, void* a6, int64_t a7, void* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasDtbsv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, void* a6, int32_t a7, void* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasDtbsv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, int64_t a5, void* a6, int64_t a7, void* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasDtpmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, void* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasDtpmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, void* a5, void* a6, int64_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasDtpsv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, void* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasDtpsv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, void* a5, void* a6, int64_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasDtpttr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, int32_t a5) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cublasDtrmm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, void* a7, void* a8, int32_t a9, void* a10, int32_t a11, void* a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cublasDtrmm_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int64_t a5, int64_t a6, void* a7, void* a8, int64_t a9, void* a10, int64_t a11, void* a12, int64_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cublasDtrmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, int32_t a6, void* a7, int32_t a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cublasDtrmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, void* a5, int64_t a6, void* a7, int64_t a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cublasDtrsmBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, void* a7, void* a8, int32_t a9, void* a10, int32_t a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasDtrsmBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int64_t a5, int64_t a6, void* a7, void* a8, int64_t a9, void* a10, int64_t a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasDtrsm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, void* a7, void* a8, int32_t a9, void* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cublasDtrsm_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int64_t a5, int64_t a6, void* a7, void* a8, int64_t a9, void* a10, int64_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cublasDtrsv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, int32_t a6, void* a7, int32_t a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cublasDtrsv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, void* a5, int64_t a6, void* a7, int64_t a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cublasDtrttp(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, int32_t a4, void* a5) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cublasDzasum_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cublasDzasum_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int64_t a3, void* a4) { return ((int32_t (*)(uintptr_t, int64_t, void*, int64_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cublasDznrm2_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cublasDznrm2_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int64_t a3, void* a4) { return ((int32_t (*)(uintptr_t, int64_t, void*, int64_t, void*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasDrot_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasDrot_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4, int64_t a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasDrotg_v2(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasDrotm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cublasDrotm_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4, int64_t a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cublasDrotmg_v2(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, uint8_t* a4, uint8_t* a5) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cublasDsbmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, int32_t a6, uint8_t* a7, int32_t a8, uint8_t* a9, uint8_t* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cublasDsbmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, uint8_t* a4, uint8_t* a5, int64_t a6, uint8_t* a7, int64_t a8, uint8_t* a9, uint8_t* a10, int64_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cublasDscal_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, uint8_t* a3, int32_t a4) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasDscal_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, uint8_t* a3, int64_t a4) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasDspmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, int32_t a6, uint8_t* a7, uint8_t* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasDspmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, int64_t a6, uint8_t* a7, uint8_t* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, uint8_t*, uint8_t*, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasDspr2_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cublasDspr2_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, uint8_t* a3, uint8_t* a4, int64_t a5, uint8_t* a6, int64_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cublasDspr_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, int32_t a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cublasDspr_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, uint8_t* a3, uint8_t* a4, int64_t a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cublasDswap_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4, int32_t a5) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cublasDswap_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4, int64_t a5) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cublasDsymm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9, uint8_t* a10, uint8_t* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasDsymm_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9, uint8_t* a10, uint8_t* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasDsymv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cublasDsymv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, uint8_t* a3, uint8_t* a4, int64_t a5, uint8_t* a6, int64_t a7, uint8_t* a8, uint8_t* a9, int64_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cublasDsyr2_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasDsyr2_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, uint8_t* a3, uint8_t* a4, int64_t a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasDsyr2k_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9, uint8_t* a10, uint8_t* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasDsyr2k_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9, uint8_t* a10, uint8_t* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasDsyr_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, int32_t a5, uint8_t* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasDsyr_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, uint8_t* a3, uint8_t* a4, int64_t a5, uint8_t* a6, int64_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasDsyrk_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cublasDsyrk_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7, uint8_t* a8, uint8_t* a9, int64_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cublasDsyrkx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9, uint8_t* a10, uint8_t* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasDsyrkx_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9, uint8_t* a10, uint8_t* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasDtbmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasDtbmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, int64_t a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasDtbsv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasDtbsv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, int64_t a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasDtpmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasDtpmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasDtpsv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasDtpsv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasDtpttr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, int32_t a5) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cublasDtrmm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uint8_t* a7, uint8_t* a8, int32_t a9, uint8_t* a10, int32_t a11, uint8_t* a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cublasDtrmm_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int64_t a5, int64_t a6, uint8_t* a7, uint8_t* a8, int64_t a9, uint8_t* a10, int64_t a11, uint8_t* a12, int64_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cublasDtrmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, int32_t a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cublasDtrmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, uint8_t* a5, int64_t a6, uint8_t* a7, int64_t a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cublasDtrsmBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uint8_t* a7, void* a8, int32_t a9, void* a10, int32_t a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, void*, int32_t, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasDtrsmBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int64_t a5, int64_t a6, uint8_t* a7, void* a8, int64_t a9, void* a10, int64_t a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, void*, int64_t, void*, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasDtrsm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uint8_t* a7, uint8_t* a8, int32_t a9, uint8_t* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cublasDtrsm_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int64_t a5, int64_t a6, uint8_t* a7, uint8_t* a8, int64_t a9, uint8_t* a10, int64_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cublasDtrsv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, int32_t a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cublasDtrsv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, uint8_t* a5, int64_t a6, uint8_t* a7, int64_t a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cublasDtrttp(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cublasDzasum_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasDzasum_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasDznrm2_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasDznrm2_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cublasGemmBatchedEx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, void* a6, void* a7, int32_t a8, int32_t a9, void* a10, int32_t a11, int32_t a12, void* a13, void* a14, int32_t a15, int32_t a16, int32_t a17, int32_t a18, int32_t a19) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, int32_t, void*, int32_t, int32_t, void*, void*, int32_t, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19); }
 static int32_t gocuda_cublasGemmBatchedEx_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, void* a6, void* a7, int32_t a8, int64_t a9, void* a10, int32_t a11, int64_t a12, void* a13, void* a14, int32_t a15, int64_t a16, int64_t a17, int32_t a18, int32_t a19) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, void*, void*, int32_t, int64_t, void*, int32_t, int64_t, void*, void*, int32_t, int64_t, int64_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19); }
 static int32_t gocuda_cublasGemmEx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, void* a6, void* a7, int32_t a8, int32_t a9, void* a10, int32_t a11, int32_t a12, void* a13, void* a14, int32_t a15, int32_t a16, int32_t a17, int32_t a18) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, int32_t, void*, int32_t, int32_t, void*, void*, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18); }
 static int32_t gocuda_cublasGemmEx_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, void* a6, void* a7, int32_t a8, int64_t a9, void* a10, int32_t a11, int64_t a12, void* a13, void* a14, int32_t a15, int64_t a16, int32_t a17, int32_t a18) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, void*, void*, int32_t, int64_t, void*, int32_t, int64_t, void*, void*, int32_t, int64_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18); }
-static int32_t gocuda_cublasGemmGroupedBatchedEx(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, void* a6, void* a7, int32_t a8, void* a9, void* a10, int32_t a11, void* a12, void* a13, void* a14, int32_t a15, void* a16, int32_t a17, void* a18, int32_t a19) { return ((int32_t (*)(uintptr_t, void*, void*, void*, void*, void*, void*, void*, int32_t, void*, void*, int32_t, void*, void*, void*, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19); }
-static int32_t gocuda_cublasGemmGroupedBatchedEx_64(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, void* a6, void* a7, int32_t a8, void* a9, void* a10, int32_t a11, void* a12, void* a13, void* a14, int32_t a15, void* a16, int64_t a17, void* a18, int32_t a19) { return ((int32_t (*)(uintptr_t, void*, void*, void*, void*, void*, void*, void*, int32_t, void*, void*, int32_t, void*, void*, void*, int32_t, void*, int64_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19); }
+static int32_t gocuda_cublasGemmGroupedBatchedEx(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, void* a6, void* a7, int32_t a8, uint8_t* a9, void* a10, int32_t a11, uint8_t* a12, void* a13, void* a14, int32_t a15, uint8_t* a16, int32_t a17, uint8_t* a18, int32_t a19) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, void*, void*, int32_t, uint8_t*, void*, int32_t, uint8_t*, void*, void*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19); }
+static int32_t gocuda_cublasGemmGroupedBatchedEx_64(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, void* a6, void* a7, int32_t a8, uint8_t* a9, void* a10, int32_t a11, uint8_t* a12, void* a13, void* a14, int32_t a15, uint8_t* a16, int64_t a17, uint8_t* a18, int32_t a19) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, void*, void*, int32_t, uint8_t*, void*, int32_t, uint8_t*, void*, void*, int32_t, uint8_t*, int64_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19); }
 static int32_t gocuda_cublasGemmStridedBatchedEx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, void* a6, void* a7, int32_t a8, int32_t a9, int64_t a10, void* a11, int32_t a12, int32_t a13, int64_t a14, void* a15, void* a16, int32_t a17, int32_t a18, int64_t a19, int32_t a20, int32_t a21, int32_t a22) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, int32_t, int64_t, void*, int32_t, int32_t, int64_t, void*, void*, int32_t, int32_t, int64_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, a20, a21, a22); }
 static int32_t gocuda_cublasGemmStridedBatchedEx_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, void* a6, void* a7, int32_t a8, int64_t a9, int64_t a10, void* a11, int32_t a12, int64_t a13, int64_t a14, void* a15, void* a16, int32_t a17, int64_t a18, int64_t a19, int64_t a20, int32_t a21, int32_t a22) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, void*, void*, int32_t, int64_t, int64_t, void*, int32_t, int64_t, int64_t, void*, void*, int32_t, int64_t, int64_t, int64_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, a20, a21, a22); }
-static int32_t gocuda_cublasGetAtomicsMode(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
+static int32_t gocuda_cublasGetAtomicsMode(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
 static uint64_t gocuda_cublasGetCudartVersion(uintptr_t fn) { return ((uint64_t (*)(void))fn)(); }
-static int32_t gocuda_cublasGetEmulationSpecialValuesSupport(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cublasGetEmulationStrategy(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
+static int32_t gocuda_cublasGetEmulationSpecialValuesSupport(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cublasGetEmulationStrategy(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
 static int32_t gocuda_cublasGetFixedPointEmulationMantissaBitCountPointer(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cublasGetFixedPointEmulationMantissaBitOffset(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cublasGetFixedPointEmulationMantissaControl(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cublasGetFixedPointEmulationMaxMantissaBitCount(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cublasGetLoggerCallback(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
-static int32_t gocuda_cublasGetMathMode(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
+static int32_t gocuda_cublasGetFixedPointEmulationMantissaBitOffset(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cublasGetFixedPointEmulationMantissaControl(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cublasGetFixedPointEmulationMaxMantissaBitCount(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cublasGetLoggerCallback(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
+static int32_t gocuda_cublasGetMathMode(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
 static int32_t gocuda_cublasGetMatrix(uintptr_t fn, int32_t a0, int32_t a1, int32_t a2, void* a3, int32_t a4, void* a5, int32_t a6) { return ((int32_t (*)(int32_t, int32_t, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
 static int32_t gocuda_cublasGetMatrixAsync(uintptr_t fn, int32_t a0, int32_t a1, int32_t a2, void* a3, int32_t a4, void* a5, int32_t a6, uintptr_t a7) { return ((int32_t (*)(int32_t, int32_t, int32_t, void*, int32_t, void*, int32_t, uintptr_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cublasGetMatrixAsync_64(uintptr_t fn, int64_t a0, int64_t a1, int64_t a2, void* a3, int64_t a4, void* a5, int64_t a6, uintptr_t a7) { return ((int32_t (*)(int64_t, int64_t, int64_t, void*, int64_t, void*, int64_t, uintptr_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cublasGetMatrix_64(uintptr_t fn, int64_t a0, int64_t a1, int64_t a2, void* a3, int64_t a4, void* a5, int64_t a6) { return ((int32_t (*)(int64_t, int64_t, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cublasGetPointerMode_v2(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cublasGetProperty(uintptr_t fn, int32_t a0, void* a1) { return ((int32_t (*)(int32_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cublasGetSmCountTarget(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
+static int32_t gocuda_cublasGetPointerMode_v2(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cublasGetProperty(uintptr_t fn, int32_t a0, uint8_t* a1) { return ((int32_t (*)(int32_t, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cublasGetSmCountTarget(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
 static void* gocuda_cublasGetStatusName(uintptr_t fn, int32_t a0) { return ((void* (*)(int32_t))fn)(a0); }
 static void* gocuda_cublasGetStatusString(uintptr_t fn, int32_t a0) { return ((void* (*)(int32_t))fn)(a0); }
-static int32_t gocuda_cublasGetStream_v2(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
+static int32_t gocuda_cublasGetStream_v2(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
 static int32_t gocuda_cublasGetVector(uintptr_t fn, int32_t a0, int32_t a1, void* a2, int32_t a3, void* a4, int32_t a5) { return ((int32_t (*)(int32_t, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5); }
 static int32_t gocuda_cublasGetVectorAsync(uintptr_t fn, int32_t a0, int32_t a1, void* a2, int32_t a3, void* a4, int32_t a5, uintptr_t a6) { return ((int32_t (*)(int32_t, int32_t, void*, int32_t, void*, int32_t, uintptr_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
 static int32_t gocuda_cublasGetVectorAsync_64(uintptr_t fn, int64_t a0, int64_t a1, void* a2, int64_t a3, void* a4, int64_t a5, uintptr_t a6) { return ((int32_t (*)(int64_t, int64_t, void*, int64_t, void*, int64_t, uintptr_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
 static int32_t gocuda_cublasGetVector_64(uintptr_t fn, int64_t a0, int64_t a1, void* a2, int64_t a3, void* a4, int64_t a5) { return ((int32_t (*)(int64_t, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cublasGetVersion_v2(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cublasIamaxEx(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, int32_t a4, void* a5) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cublasIamaxEx_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int32_t a3, int64_t a4, void* a5) { return ((int32_t (*)(uintptr_t, int64_t, void*, int32_t, int64_t, void*))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cublasIaminEx(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, int32_t a4, void* a5) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cublasIaminEx_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int32_t a3, int64_t a4, void* a5) { return ((int32_t (*)(uintptr_t, int64_t, void*, int32_t, int64_t, void*))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cublasIcamax_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cublasIcamax_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int64_t a3, void* a4) { return ((int32_t (*)(uintptr_t, int64_t, void*, int64_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cublasIcamin_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cublasIcamin_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int64_t a3, void* a4) { return ((int32_t (*)(uintptr_t, int64_t, void*, int64_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cublasIdamax_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cublasIdamax_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int64_t a3, void* a4) { return ((int32_t (*)(uintptr_t, int64_t, void*, int64_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cublasIdamin_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cublasIdamin_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int64_t a3, void* a4) { return ((int32_t (*)(uintptr_t, int64_t, void*, int64_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cublasIsamax_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cublasIsamax_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int64_t a3, void* a4) { return ((int32_t (*)(uintptr_t, int64_t, void*, int64_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cublasIsamin_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cublasIsamin_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int64_t a3, void* a4) { return ((int32_t (*)(uintptr_t, int64_t, void*, int64_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cublasIzamax_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cublasIzamax_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int64_t a3, void* a4) { return ((int32_t (*)(uintptr_t, int64_t, void*, int64_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cublasIzamin_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cublasIzamin_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int64_t a3, void* a4) { return ((int32_t (*)(uintptr_t, int64_t, void*, int64_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cublasLoggerConfigure(uintptr_t fn, int32_t a0, int32_t a1, int32_t a2, void* a3) { return ((int32_t (*)(int32_t, int32_t, int32_t, void*))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cublasGetVersion_v2(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cublasIamaxEx(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, int32_t a4, uint8_t* a5) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cublasIamaxEx_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int32_t a3, int64_t a4, uint8_t* a5) { return ((int32_t (*)(uintptr_t, int64_t, void*, int32_t, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cublasIaminEx(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, int32_t a4, uint8_t* a5) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cublasIaminEx_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int32_t a3, int64_t a4, uint8_t* a5) { return ((int32_t (*)(uintptr_t, int64_t, void*, int32_t, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cublasIcamax_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasIcamax_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasIcamin_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasIcamin_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasIdamax_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasIdamax_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasIdamin_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasIdamin_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasIsamax_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasIsamax_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasIsamin_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasIsamin_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasIzamax_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasIzamax_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasIzamin_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasIzamin_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasLoggerConfigure(uintptr_t fn, int32_t a0, int32_t a1, int32_t a2, uint8_t* a3) { return ((int32_t (*)(int32_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cublasNrm2Ex(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, int32_t a4, void* a5, int32_t a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, int32_t, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cublasNrm2Ex_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int32_t a3, int64_t a4, void* a5, int32_t a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int64_t, void*, int32_t, int64_t, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cublasRotEx(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, int32_t a4, void* a5, int32_t a6, int32_t a7, void* a8, void* a9, int32_t a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, int32_t, void*, int32_t, int32_t, void*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
@@ -300,26 +300,26 @@ static int32_t gocuda_cublasRotgEx(uintptr_t fn, uintptr_t a0, void* a1, void* a
 static int32_t gocuda_cublasRotmEx(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, int32_t a4, void* a5, int32_t a6, int32_t a7, void* a8, int32_t a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, int32_t, void*, int32_t, int32_t, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cublasRotmEx_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int32_t a3, int64_t a4, void* a5, int32_t a6, int64_t a7, void* a8, int32_t a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int64_t, void*, int32_t, int64_t, void*, int32_t, int64_t, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cublasRotmgEx(uintptr_t fn, uintptr_t a0, void* a1, int32_t a2, void* a3, int32_t a4, void* a5, int32_t a6, void* a7, int32_t a8, void* a9, int32_t a10, int32_t a11) { return ((int32_t (*)(uintptr_t, void*, int32_t, void*, int32_t, void*, int32_t, void*, int32_t, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cublasSasum_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cublasSasum_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int64_t a3, void* a4) { return ((int32_t (*)(uintptr_t, int64_t, void*, int64_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cublasSaxpy_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, void* a3, int32_t a4, void* a5, int32_t a6) { return ((int32_t (*)(uintptr_t, int32_t, void*, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cublasSaxpy_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, void* a3, int64_t a4, void* a5, int64_t a6) { return ((int32_t (*)(uintptr_t, int64_t, void*, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cublasSasum_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasSasum_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasSaxpy_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, uint8_t* a3, int32_t a4, uint8_t* a5, int32_t a6) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cublasSaxpy_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, uint8_t* a3, int64_t a4, uint8_t* a5, int64_t a6) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
 static int32_t gocuda_cublasScalEx(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4, int32_t a5, int32_t a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cublasScalEx_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int32_t a3, void* a4, int32_t a5, int64_t a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int64_t, void*, int32_t, void*, int32_t, int64_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasScasum_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cublasScasum_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int64_t a3, void* a4) { return ((int32_t (*)(uintptr_t, int64_t, void*, int64_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cublasScnrm2_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cublasScnrm2_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int64_t a3, void* a4) { return ((int32_t (*)(uintptr_t, int64_t, void*, int64_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cublasScopy_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4, int32_t a5) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cublasScopy_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int64_t a3, void* a4, int64_t a5) { return ((int32_t (*)(uintptr_t, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cublasSdgmm(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, int32_t a5, void* a6, int32_t a7, void* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasSdgmm_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, void* a4, int64_t a5, void* a6, int64_t a7, void* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, void*, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasSdot_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4, int32_t a5, void* a6) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cublasSdot_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int64_t a3, void* a4, int64_t a5, void* a6) { return ((int32_t (*)(uintptr_t, int64_t, void*, int64_t, void*, int64_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cublasScasum_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasScasum_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasScnrm2_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasScnrm2_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasScopy_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4, int32_t a5) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cublasScopy_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4, int64_t a5) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cublasSdgmm(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasSdgmm_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, uint8_t* a4, int64_t a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasSdot_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cublasSdot_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4, int64_t a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
 static int32_t gocuda_cublasSetAtomicsMode(uintptr_t fn, uintptr_t a0, int32_t a1) { return ((int32_t (*)(uintptr_t, int32_t))fn)(a0, a1); }
 static int32_t gocuda_cublasSetEmulationSpecialValuesSupport(uintptr_t fn, uintptr_t a0, int32_t a1) { return ((int32_t (*)(uintptr_t, int32_t))fn)(a0, a1); }
 static int32_t gocuda_cublasSetEmulationStrategy(uintptr_t fn, uintptr_t a0, int32_t a1) { return ((int32_t (*)(uintptr_t, int32_t))fn)(a0, a1); }
-static int32_t gocuda_cublasSetFixedPointEmulationMantissaBitCountPointer(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
+static int32_t gocuda_cublasSetFixedPointEmulationMantissaBitCountPointer(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
 static int32_t gocuda_cublasSetFixedPointEmulationMantissaBitOffset(uintptr_t fn, uintptr_t a0, int32_t a1) { return ((int32_t (*)(uintptr_t, int32_t))fn)(a0, a1); }
 static int32_t gocuda_cublasSetFixedPointEmulationMantissaControl(uintptr_t fn, uintptr_t a0, int32_t a1) { return ((int32_t (*)(uintptr_t, int32_t))fn)(a0, a1); }
 static int32_t gocuda_cublasSetFixedPointEmulationMaxMantissaBitCount(uintptr_t fn, uintptr_t a0, int32_t a1) { return ((int32_t (*)(uintptr_t, int32_t))fn)(a0, a1); }
@@ -337,197 +337,197 @@ static int32_t gocuda_cublasSetVectorAsync(uintptr_t fn, int32_t a0, int32_t a1,
 static int32_t gocuda_cublasSetVectorAsync_64(uintptr_t fn, int64_t a0, int64_t a1, void* a2, int64_t a3, void* a4, int64_t a5, uintptr_t a6) { return ((int32_t (*)(int64_t, int64_t, void*, int64_t, void*, int64_t, uintptr_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
 static int32_t gocuda_cublasSetVector_64(uintptr_t fn, int64_t a0, int64_t a1, void* a2, int64_t a3, void* a4, int64_t a5) { return ((int32_t (*)(int64_t, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5); }
 static int32_t gocuda_cublasSetWorkspace_v2(uintptr_t fn, uintptr_t a0, void* a1, uint64_t a2) { return ((int32_t (*)(uintptr_t, void*, uint64_t))fn)(a0, a1, a2); }
-static int32_t gocuda_cublasSgbmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, void* a6, void* a7, int32_t a8, void* a9, int32_t a10, void* a11, void* a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cublasSgbmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, int64_t a4, int64_t a5, void* a6, void* a7, int64_t a8, void* a9, int64_t a10, void* a11, void* a12, int64_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cublasSgeam(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, void* a6, int32_t a7, void* a8, void* a9, int32_t a10, void* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasSgeam_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, void* a5, void* a6, int64_t a7, void* a8, void* a9, int64_t a10, void* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasSgelsBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, int32_t a6, void* a7, int32_t a8, void* a9, void* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cublasSgemmBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, void* a6, void* a7, int32_t a8, void* a9, int32_t a10, void* a11, void* a12, int32_t a13, int32_t a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
-static int32_t gocuda_cublasSgemmBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, void* a6, void* a7, int64_t a8, void* a9, int64_t a10, void* a11, void* a12, int64_t a13, int64_t a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
-static int32_t gocuda_cublasSgemmEx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, void* a6, void* a7, int32_t a8, int32_t a9, void* a10, int32_t a11, int32_t a12, void* a13, void* a14, int32_t a15, int32_t a16) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, int32_t, void*, int32_t, int32_t, void*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16); }
-static int32_t gocuda_cublasSgemmEx_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, void* a6, void* a7, int32_t a8, int64_t a9, void* a10, int32_t a11, int64_t a12, void* a13, void* a14, int32_t a15, int64_t a16) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, void*, void*, int32_t, int64_t, void*, int32_t, int64_t, void*, void*, int32_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16); }
-static int32_t gocuda_cublasSgemmGroupedBatched(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, void* a6, void* a7, void* a8, void* a9, void* a10, void* a11, void* a12, void* a13, int32_t a14, void* a15) { return ((int32_t (*)(uintptr_t, void*, void*, void*, void*, void*, void*, void*, void*, void*, void*, void*, void*, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
-static int32_t gocuda_cublasSgemmGroupedBatched_64(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, void* a6, void* a7, void* a8, void* a9, void* a10, void* a11, void* a12, void* a13, int64_t a14, void* a15) { return ((int32_t (*)(uintptr_t, void*, void*, void*, void*, void*, void*, void*, void*, void*, void*, void*, void*, void*, int64_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
-static int32_t gocuda_cublasSgemmStridedBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, void* a6, void* a7, int32_t a8, int64_t a9, void* a10, int32_t a11, int64_t a12, void* a13, void* a14, int32_t a15, int64_t a16, int32_t a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, int64_t, void*, int32_t, int64_t, void*, void*, int32_t, int64_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
-static int32_t gocuda_cublasSgemmStridedBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, void* a6, void* a7, int64_t a8, int64_t a9, void* a10, int64_t a11, int64_t a12, void* a13, void* a14, int64_t a15, int64_t a16, int64_t a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, void*, void*, int64_t, int64_t, void*, int64_t, int64_t, void*, void*, int64_t, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
-static int32_t gocuda_cublasSgemm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, void* a6, void* a7, int32_t a8, void* a9, int32_t a10, void* a11, void* a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cublasSgemm_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, void* a6, void* a7, int64_t a8, void* a9, int64_t a10, void* a11, void* a12, int64_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cublasSgemvBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, int32_t a6, void* a7, int32_t a8, void* a9, void* a10, int32_t a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasSgemvBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, void* a4, void* a5, int64_t a6, void* a7, int64_t a8, void* a9, void* a10, int64_t a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasSgemvStridedBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, int32_t a6, int64_t a7, void* a8, int32_t a9, int64_t a10, void* a11, void* a12, int32_t a13, int64_t a14, int32_t a15) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, int32_t, int64_t, void*, int32_t, int64_t, void*, void*, int32_t, int64_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
-static int32_t gocuda_cublasSgemvStridedBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, void* a4, void* a5, int64_t a6, int64_t a7, void* a8, int64_t a9, int64_t a10, void* a11, void* a12, int64_t a13, int64_t a14, int64_t a15) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, void*, void*, int64_t, int64_t, void*, int64_t, int64_t, void*, void*, int64_t, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
-static int32_t gocuda_cublasSgemv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, int32_t a6, void* a7, int32_t a8, void* a9, void* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cublasSgemv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, void* a4, void* a5, int64_t a6, void* a7, int64_t a8, void* a9, void* a10, int64_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cublasSgeqrfBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, int32_t a4, void* a5, void* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasSger_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, int32_t a5, void* a6, int32_t a7, void* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasSger_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, int64_t a2, void* a3, void* a4, int64_t a5, void* a6, int64_t a7, void* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasSgetrfBatched(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4, void* a5, int32_t a6) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cublasSgetriBatched(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4, void* a5, int32_t a6, void* a7, int32_t a8) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cublasSgetrsBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, int32_t a5, void* a6, void* a7, int32_t a8, void* a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, int32_t, void*, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cublasSmatinvBatched(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4, int32_t a5, void* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasSnrm2_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cublasSnrm2_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int64_t a3, void* a4) { return ((int32_t (*)(uintptr_t, int64_t, void*, int64_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cublasSrot_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4, int32_t a5, void* a6, void* a7) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*, int32_t, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasSrot_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int64_t a3, void* a4, int64_t a5, void* a6, void* a7) { return ((int32_t (*)(uintptr_t, int64_t, void*, int64_t, void*, int64_t, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasSrotg_v2(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3, void* a4) { return ((int32_t (*)(uintptr_t, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cublasSrotm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4, int32_t a5, void* a6) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cublasSrotm_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int64_t a3, void* a4, int64_t a5, void* a6) { return ((int32_t (*)(uintptr_t, int64_t, void*, int64_t, void*, int64_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cublasSrotmg_v2(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5) { return ((int32_t (*)(uintptr_t, void*, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cublasSsbmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, int32_t a6, void* a7, int32_t a8, void* a9, void* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cublasSsbmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, void* a4, void* a5, int64_t a6, void* a7, int64_t a8, void* a9, void* a10, int64_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cublasSscal_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, void* a3, int32_t a4) { return ((int32_t (*)(uintptr_t, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cublasSscal_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, void* a3, int64_t a4) { return ((int32_t (*)(uintptr_t, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cublasSspmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, void* a5, int32_t a6, void* a7, void* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasSspmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, void* a3, void* a4, void* a5, int64_t a6, void* a7, void* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, void*, void*, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasSspr2_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, int32_t a5, void* a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cublasSspr2_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, void* a3, void* a4, int64_t a5, void* a6, int64_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, void*, void*, int64_t, void*, int64_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cublasSspr_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, int32_t a5, void* a6) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cublasSspr_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, void* a3, void* a4, int64_t a5, void* a6) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, void*, void*, int64_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cublasSswap_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4, int32_t a5) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cublasSswap_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int64_t a3, void* a4, int64_t a5) { return ((int32_t (*)(uintptr_t, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cublasSsymm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, void* a6, int32_t a7, void* a8, int32_t a9, void* a10, void* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasSsymm_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, void* a5, void* a6, int64_t a7, void* a8, int64_t a9, void* a10, void* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasSsymv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, int32_t a5, void* a6, int32_t a7, void* a8, void* a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cublasSsymv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, void* a3, void* a4, int64_t a5, void* a6, int64_t a7, void* a8, void* a9, int64_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cublasSsyr2_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, int32_t a5, void* a6, int32_t a7, void* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasSsyr2_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, void* a3, void* a4, int64_t a5, void* a6, int64_t a7, void* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasSsyr2k_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, void* a6, int32_t a7, void* a8, int32_t a9, void* a10, void* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasSsyr2k_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, void* a5, void* a6, int64_t a7, void* a8, int64_t a9, void* a10, void* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasSsyr_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, int32_t a5, void* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasSsyr_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, void* a3, void* a4, int64_t a5, void* a6, int64_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, void*, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasSsyrk_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, void* a6, int32_t a7, void* a8, void* a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cublasSsyrk_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, void* a5, void* a6, int64_t a7, void* a8, void* a9, int64_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cublasSsyrkx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, void* a6, int32_t a7, void* a8, int32_t a9, void* a10, void* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasSsyrkx_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, void* a5, void* a6, int64_t a7, void* a8, int64_t a9, void* a10, void* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasStbmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, void* a6, int32_t a7, void* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasStbmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, int64_t a5, void* a6, int64_t a7, void* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasStbsv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, void* a6, int32_t a7, void* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasStbsv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, int64_t a5, void* a6, int64_t a7, void* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasStpmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, void* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasStpmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, void* a5, void* a6, int64_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasStpsv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, void* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasStpsv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, void* a5, void* a6, int64_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasStpttr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, int32_t a5) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cublasStrmm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, void* a7, void* a8, int32_t a9, void* a10, int32_t a11, void* a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cublasStrmm_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int64_t a5, int64_t a6, void* a7, void* a8, int64_t a9, void* a10, int64_t a11, void* a12, int64_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cublasStrmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, int32_t a6, void* a7, int32_t a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cublasStrmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, void* a5, int64_t a6, void* a7, int64_t a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cublasStrsmBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, void* a7, void* a8, int32_t a9, void* a10, int32_t a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasStrsmBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int64_t a5, int64_t a6, void* a7, void* a8, int64_t a9, void* a10, int64_t a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasStrsm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, void* a7, void* a8, int32_t a9, void* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cublasStrsm_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int64_t a5, int64_t a6, void* a7, void* a8, int64_t a9, void* a10, int64_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cublasStrsv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, int32_t a6, void* a7, int32_t a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cublasStrsv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, void* a5, int64_t a6, void* a7, int64_t a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cublasStrttp(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, int32_t a4, void* a5) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cublasSgbmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, int32_t a10, uint8_t* a11, uint8_t* a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cublasSgbmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, uint8_t* a7, int64_t a8, uint8_t* a9, int64_t a10, uint8_t* a11, uint8_t* a12, int64_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cublasSgeam(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10, uint8_t* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasSgeam_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7, uint8_t* a8, uint8_t* a9, int64_t a10, uint8_t* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasSgelsBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, int32_t a6, void* a7, int32_t a8, uint8_t* a9, uint8_t* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, int32_t, void*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cublasSgemmBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, void* a7, int32_t a8, void* a9, int32_t a10, uint8_t* a11, void* a12, int32_t a13, int32_t a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, void*, int32_t, void*, int32_t, uint8_t*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
+static int32_t gocuda_cublasSgemmBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, void* a7, int64_t a8, void* a9, int64_t a10, uint8_t* a11, void* a12, int64_t a13, int64_t a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, uint8_t*, void*, int64_t, void*, int64_t, uint8_t*, void*, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
+static int32_t gocuda_cublasSgemmEx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, void* a7, int32_t a8, int32_t a9, void* a10, int32_t a11, int32_t a12, uint8_t* a13, void* a14, int32_t a15, int32_t a16) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, void*, int32_t, int32_t, void*, int32_t, int32_t, uint8_t*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16); }
+static int32_t gocuda_cublasSgemmEx_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, void* a7, int32_t a8, int64_t a9, void* a10, int32_t a11, int64_t a12, uint8_t* a13, void* a14, int32_t a15, int64_t a16) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, uint8_t*, void*, int32_t, int64_t, void*, int32_t, int64_t, uint8_t*, void*, int32_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16); }
+static int32_t gocuda_cublasSgemmGroupedBatched(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, void* a7, uint8_t* a8, void* a9, uint8_t* a10, uint8_t* a11, void* a12, uint8_t* a13, int32_t a14, uint8_t* a15) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, void*, uint8_t*, void*, uint8_t*, uint8_t*, void*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
+static int32_t gocuda_cublasSgemmGroupedBatched_64(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, void* a7, uint8_t* a8, void* a9, uint8_t* a10, uint8_t* a11, void* a12, uint8_t* a13, int64_t a14, uint8_t* a15) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, void*, uint8_t*, void*, uint8_t*, uint8_t*, void*, uint8_t*, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
+static int32_t gocuda_cublasSgemmStridedBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, int64_t a9, uint8_t* a10, int32_t a11, int64_t a12, uint8_t* a13, uint8_t* a14, int32_t a15, int64_t a16, int32_t a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, int64_t, uint8_t*, int32_t, int64_t, uint8_t*, uint8_t*, int32_t, int64_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
+static int32_t gocuda_cublasSgemmStridedBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, uint8_t* a7, int64_t a8, int64_t a9, uint8_t* a10, int64_t a11, int64_t a12, uint8_t* a13, uint8_t* a14, int64_t a15, int64_t a16, int64_t a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, int64_t, uint8_t*, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
+static int32_t gocuda_cublasSgemm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, int32_t a10, uint8_t* a11, uint8_t* a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cublasSgemm_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, uint8_t* a7, int64_t a8, uint8_t* a9, int64_t a10, uint8_t* a11, uint8_t* a12, int64_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cublasSgemvBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, void* a5, int32_t a6, void* a7, int32_t a8, uint8_t* a9, void* a10, int32_t a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, void*, int32_t, void*, int32_t, uint8_t*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasSgemvBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, uint8_t* a4, void* a5, int64_t a6, void* a7, int64_t a8, uint8_t* a9, void* a10, int64_t a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, uint8_t*, void*, int64_t, void*, int64_t, uint8_t*, void*, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasSgemvStridedBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, int32_t a6, int64_t a7, uint8_t* a8, int32_t a9, int64_t a10, uint8_t* a11, uint8_t* a12, int32_t a13, int64_t a14, int32_t a15) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, int64_t, uint8_t*, int32_t, int64_t, uint8_t*, uint8_t*, int32_t, int64_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
+static int32_t gocuda_cublasSgemvStridedBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, uint8_t* a4, uint8_t* a5, int64_t a6, int64_t a7, uint8_t* a8, int64_t a9, int64_t a10, uint8_t* a11, uint8_t* a12, int64_t a13, int64_t a14, int64_t a15) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, int64_t, uint8_t*, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
+static int32_t gocuda_cublasSgemv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, int32_t a6, uint8_t* a7, int32_t a8, uint8_t* a9, uint8_t* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cublasSgemv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, uint8_t* a4, uint8_t* a5, int64_t a6, uint8_t* a7, int64_t a8, uint8_t* a9, uint8_t* a10, int64_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cublasSgeqrfBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, int32_t a4, void* a5, uint8_t* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, int32_t, void*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasSger_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasSger_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, int64_t a2, uint8_t* a3, uint8_t* a4, int64_t a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasSgetrfBatched(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, uint8_t* a4, uint8_t* a5, int32_t a6) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cublasSgetriBatched(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, uint8_t* a4, void* a5, int32_t a6, uint8_t* a7, int32_t a8) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, uint8_t*, void*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cublasSgetrsBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, int32_t a5, uint8_t* a6, void* a7, int32_t a8, uint8_t* a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, int32_t, uint8_t*, void*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cublasSmatinvBatched(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4, int32_t a5, uint8_t* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasSnrm2_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasSnrm2_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasSrot_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasSrot_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4, int64_t a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasSrotg_v2(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasSrotm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cublasSrotm_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4, int64_t a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cublasSrotmg_v2(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, uint8_t* a4, uint8_t* a5) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cublasSsbmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, int32_t a6, uint8_t* a7, int32_t a8, uint8_t* a9, uint8_t* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cublasSsbmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, uint8_t* a4, uint8_t* a5, int64_t a6, uint8_t* a7, int64_t a8, uint8_t* a9, uint8_t* a10, int64_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cublasSscal_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, uint8_t* a3, int32_t a4) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasSscal_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, uint8_t* a3, int64_t a4) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasSspmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, int32_t a6, uint8_t* a7, uint8_t* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasSspmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, int64_t a6, uint8_t* a7, uint8_t* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, uint8_t*, uint8_t*, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasSspr2_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cublasSspr2_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, uint8_t* a3, uint8_t* a4, int64_t a5, uint8_t* a6, int64_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cublasSspr_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, int32_t a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cublasSspr_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, uint8_t* a3, uint8_t* a4, int64_t a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cublasSswap_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4, int32_t a5) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cublasSswap_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4, int64_t a5) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cublasSsymm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9, uint8_t* a10, uint8_t* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasSsymm_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9, uint8_t* a10, uint8_t* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasSsymv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cublasSsymv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, uint8_t* a3, uint8_t* a4, int64_t a5, uint8_t* a6, int64_t a7, uint8_t* a8, uint8_t* a9, int64_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cublasSsyr2_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasSsyr2_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, uint8_t* a3, uint8_t* a4, int64_t a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasSsyr2k_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9, uint8_t* a10, uint8_t* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasSsyr2k_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9, uint8_t* a10, uint8_t* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasSsyr_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, int32_t a5, uint8_t* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasSsyr_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, uint8_t* a3, uint8_t* a4, int64_t a5, uint8_t* a6, int64_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasSsyrk_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cublasSsyrk_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7, uint8_t* a8, uint8_t* a9, int64_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cublasSsyrkx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9, uint8_t* a10, uint8_t* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasSsyrkx_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9, uint8_t* a10, uint8_t* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasStbmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasStbmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, int64_t a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasStbsv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasStbsv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, int64_t a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasStpmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasStpmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasStpsv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasStpsv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasStpttr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, int32_t a5) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cublasStrmm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uint8_t* a7, uint8_t* a8, int32_t a9, uint8_t* a10, int32_t a11, uint8_t* a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cublasStrmm_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int64_t a5, int64_t a6, uint8_t* a7, uint8_t* a8, int64_t a9, uint8_t* a10, int64_t a11, uint8_t* a12, int64_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cublasStrmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, int32_t a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cublasStrmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, uint8_t* a5, int64_t a6, uint8_t* a7, int64_t a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cublasStrsmBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uint8_t* a7, void* a8, int32_t a9, void* a10, int32_t a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, void*, int32_t, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasStrsmBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int64_t a5, int64_t a6, uint8_t* a7, void* a8, int64_t a9, void* a10, int64_t a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, void*, int64_t, void*, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasStrsm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uint8_t* a7, uint8_t* a8, int32_t a9, uint8_t* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cublasStrsm_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int64_t a5, int64_t a6, uint8_t* a7, uint8_t* a8, int64_t a9, uint8_t* a10, int64_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cublasStrsv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, int32_t a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cublasStrsv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, uint8_t* a5, int64_t a6, uint8_t* a7, int64_t a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cublasStrttp(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5); }
 static int32_t gocuda_cublasSwapEx(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, int32_t a4, void* a5, int32_t a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, int32_t, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cublasSwapEx_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int32_t a3, int64_t a4, void* a5, int32_t a6, int64_t a7) { return ((int32_t (*)(uintptr_t, int64_t, void*, int32_t, int64_t, void*, int32_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasUint8gemmBias(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, void* a7, int32_t a8, int32_t a9, void* a10, int32_t a11, int32_t a12, void* a13, int32_t a14, int32_t a15, int32_t a16, int32_t a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, int32_t, int32_t, void*, int32_t, int32_t, void*, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
-static void gocuda_cublasXerbla(uintptr_t fn, void* a0, int32_t a1) { ((void (*)(void*, int32_t))fn)(a0, a1); }
-static int32_t gocuda_cublasZaxpy_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, void* a3, int32_t a4, void* a5, int32_t a6) { return ((int32_t (*)(uintptr_t, int32_t, void*, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cublasZaxpy_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, void* a3, int64_t a4, void* a5, int64_t a6) { return ((int32_t (*)(uintptr_t, int64_t, void*, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cublasZcopy_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4, int32_t a5) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cublasZcopy_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int64_t a3, void* a4, int64_t a5) { return ((int32_t (*)(uintptr_t, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cublasZdgmm(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, int32_t a5, void* a6, int32_t a7, void* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasZdgmm_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, void* a4, int64_t a5, void* a6, int64_t a7, void* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, void*, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasZdotc_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4, int32_t a5, void* a6) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cublasZdotc_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int64_t a3, void* a4, int64_t a5, void* a6) { return ((int32_t (*)(uintptr_t, int64_t, void*, int64_t, void*, int64_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cublasZdotu_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4, int32_t a5, void* a6) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cublasZdotu_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int64_t a3, void* a4, int64_t a5, void* a6) { return ((int32_t (*)(uintptr_t, int64_t, void*, int64_t, void*, int64_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cublasZdrot_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4, int32_t a5, void* a6, void* a7) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*, int32_t, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasZdrot_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int64_t a3, void* a4, int64_t a5, void* a6, void* a7) { return ((int32_t (*)(uintptr_t, int64_t, void*, int64_t, void*, int64_t, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasZdscal_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, void* a3, int32_t a4) { return ((int32_t (*)(uintptr_t, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cublasZdscal_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, void* a3, int64_t a4) { return ((int32_t (*)(uintptr_t, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cublasZgbmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, void* a6, void* a7, int32_t a8, void* a9, int32_t a10, void* a11, void* a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cublasZgbmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, int64_t a4, int64_t a5, void* a6, void* a7, int64_t a8, void* a9, int64_t a10, void* a11, void* a12, int64_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cublasZgeam(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, void* a6, int32_t a7, void* a8, void* a9, int32_t a10, void* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasZgeam_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, void* a5, void* a6, int64_t a7, void* a8, void* a9, int64_t a10, void* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasZgelsBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, int32_t a6, void* a7, int32_t a8, void* a9, void* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cublasZgemm3m(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, void* a6, void* a7, int32_t a8, void* a9, int32_t a10, void* a11, void* a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cublasZgemm3m_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, void* a6, void* a7, int64_t a8, void* a9, int64_t a10, void* a11, void* a12, int64_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cublasZgemmBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, void* a6, void* a7, int32_t a8, void* a9, int32_t a10, void* a11, void* a12, int32_t a13, int32_t a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
-static int32_t gocuda_cublasZgemmBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, void* a6, void* a7, int64_t a8, void* a9, int64_t a10, void* a11, void* a12, int64_t a13, int64_t a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
-static int32_t gocuda_cublasZgemmStridedBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, void* a6, void* a7, int32_t a8, int64_t a9, void* a10, int32_t a11, int64_t a12, void* a13, void* a14, int32_t a15, int64_t a16, int32_t a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, int64_t, void*, int32_t, int64_t, void*, void*, int32_t, int64_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
-static int32_t gocuda_cublasZgemmStridedBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, void* a6, void* a7, int64_t a8, int64_t a9, void* a10, int64_t a11, int64_t a12, void* a13, void* a14, int64_t a15, int64_t a16, int64_t a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, void*, void*, int64_t, int64_t, void*, int64_t, int64_t, void*, void*, int64_t, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
-static int32_t gocuda_cublasZgemm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, void* a6, void* a7, int32_t a8, void* a9, int32_t a10, void* a11, void* a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cublasZgemm_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, void* a6, void* a7, int64_t a8, void* a9, int64_t a10, void* a11, void* a12, int64_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cublasZgemvBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, int32_t a6, void* a7, int32_t a8, void* a9, void* a10, int32_t a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasZgemvBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, void* a4, void* a5, int64_t a6, void* a7, int64_t a8, void* a9, void* a10, int64_t a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasZgemvStridedBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, int32_t a6, int64_t a7, void* a8, int32_t a9, int64_t a10, void* a11, void* a12, int32_t a13, int64_t a14, int32_t a15) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, int32_t, int64_t, void*, int32_t, int64_t, void*, void*, int32_t, int64_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
-static int32_t gocuda_cublasZgemvStridedBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, void* a4, void* a5, int64_t a6, int64_t a7, void* a8, int64_t a9, int64_t a10, void* a11, void* a12, int64_t a13, int64_t a14, int64_t a15) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, void*, void*, int64_t, int64_t, void*, int64_t, int64_t, void*, void*, int64_t, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
-static int32_t gocuda_cublasZgemv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, int32_t a6, void* a7, int32_t a8, void* a9, void* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cublasZgemv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, void* a4, void* a5, int64_t a6, void* a7, int64_t a8, void* a9, void* a10, int64_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cublasZgeqrfBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, int32_t a4, void* a5, void* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasZgerc_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, int32_t a5, void* a6, int32_t a7, void* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasZgerc_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, int64_t a2, void* a3, void* a4, int64_t a5, void* a6, int64_t a7, void* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasZgeru_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, int32_t a5, void* a6, int32_t a7, void* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasZgeru_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, int64_t a2, void* a3, void* a4, int64_t a5, void* a6, int64_t a7, void* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasZgetrfBatched(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4, void* a5, int32_t a6) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cublasZgetriBatched(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4, void* a5, int32_t a6, void* a7, int32_t a8) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cublasZgetrsBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, int32_t a5, void* a6, void* a7, int32_t a8, void* a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, int32_t, void*, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cublasZhbmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, int32_t a6, void* a7, int32_t a8, void* a9, void* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cublasZhbmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, void* a4, void* a5, int64_t a6, void* a7, int64_t a8, void* a9, void* a10, int64_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cublasZhemm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, void* a6, int32_t a7, void* a8, int32_t a9, void* a10, void* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasZhemm_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, void* a5, void* a6, int64_t a7, void* a8, int64_t a9, void* a10, void* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasZhemv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, int32_t a5, void* a6, int32_t a7, void* a8, void* a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cublasZhemv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, void* a3, void* a4, int64_t a5, void* a6, int64_t a7, void* a8, void* a9, int64_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cublasZher2_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, int32_t a5, void* a6, int32_t a7, void* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasZher2_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, void* a3, void* a4, int64_t a5, void* a6, int64_t a7, void* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasZher2k_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, void* a6, int32_t a7, void* a8, int32_t a9, void* a10, void* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasZher2k_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, void* a5, void* a6, int64_t a7, void* a8, int64_t a9, void* a10, void* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasZher_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, int32_t a5, void* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasZher_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, void* a3, void* a4, int64_t a5, void* a6, int64_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, void*, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasZherk_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, void* a6, int32_t a7, void* a8, void* a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cublasZherk_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, void* a5, void* a6, int64_t a7, void* a8, void* a9, int64_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cublasZherkx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, void* a6, int32_t a7, void* a8, int32_t a9, void* a10, void* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasZherkx_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, void* a5, void* a6, int64_t a7, void* a8, int64_t a9, void* a10, void* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasZhpmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, void* a5, int32_t a6, void* a7, void* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasZhpmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, void* a3, void* a4, void* a5, int64_t a6, void* a7, void* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, void*, void*, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasZhpr2_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, int32_t a5, void* a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cublasZhpr2_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, void* a3, void* a4, int64_t a5, void* a6, int64_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, void*, void*, int64_t, void*, int64_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cublasZhpr_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, int32_t a5, void* a6) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cublasZhpr_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, void* a3, void* a4, int64_t a5, void* a6) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, void*, void*, int64_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cublasZmatinvBatched(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4, int32_t a5, void* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasZrot_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4, int32_t a5, void* a6, void* a7) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*, int32_t, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasZrot_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int64_t a3, void* a4, int64_t a5, void* a6, void* a7) { return ((int32_t (*)(uintptr_t, int64_t, void*, int64_t, void*, int64_t, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasZrotg_v2(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3, void* a4) { return ((int32_t (*)(uintptr_t, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cublasZscal_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, void* a3, int32_t a4) { return ((int32_t (*)(uintptr_t, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cublasZscal_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, void* a3, int64_t a4) { return ((int32_t (*)(uintptr_t, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cublasZswap_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4, int32_t a5) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cublasZswap_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int64_t a3, void* a4, int64_t a5) { return ((int32_t (*)(uintptr_t, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cublasZsymm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, void* a6, int32_t a7, void* a8, int32_t a9, void* a10, void* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasZsymm_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, void* a5, void* a6, int64_t a7, void* a8, int64_t a9, void* a10, void* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasZsymv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, int32_t a5, void* a6, int32_t a7, void* a8, void* a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cublasZsymv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, void* a3, void* a4, int64_t a5, void* a6, int64_t a7, void* a8, void* a9, int64_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cublasZsyr2_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, int32_t a5, void* a6, int32_t a7, void* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasZsyr2_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, void* a3, void* a4, int64_t a5, void* a6, int64_t a7, void* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasZsyr2k_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, void* a6, int32_t a7, void* a8, int32_t a9, void* a10, void* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasZsyr2k_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, void* a5, void* a6, int64_t a7, void* a8, int64_t a9, void* a10, void* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasZsyr_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, int32_t a5, void* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasZsyr_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, void* a3, void* a4, int64_t a5, void* a6, int64_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, void*, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasZsyrk_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, void* a6, int32_t a7, void* a8, void* a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cublasZsyrk_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, void* a5, void* a6, int64_t a7, void* a8, void* a9, int64_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cublasZsyrkx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, void* a6, int32_t a7, void* a8, int32_t a9, void* a10, void* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasZsyrkx_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, void* a5, void* a6, int64_t a7, void* a8, int64_t a9, void* a10, void* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasZtbmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, void* a6, int32_t a7, void* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasZtbmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, int64_t a5, void* a6, int64_t a7, void* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasZtbsv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, void* a6, int32_t a7, void* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasZtbsv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, int64_t a5, void* a6, int64_t a7, void* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cublasZtpmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, void* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasZtpmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, void* a5, void* a6, int64_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasZtpsv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, void* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasZtpsv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, void* a5, void* a6, int64_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, void*, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cublasZtpttr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, int32_t a5) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cublasZtrmm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, void* a7, void* a8, int32_t a9, void* a10, int32_t a11, void* a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cublasZtrmm_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int64_t a5, int64_t a6, void* a7, void* a8, int64_t a9, void* a10, int64_t a11, void* a12, int64_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cublasZtrmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, int32_t a6, void* a7, int32_t a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cublasZtrmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, void* a5, int64_t a6, void* a7, int64_t a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cublasZtrsmBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, void* a7, void* a8, int32_t a9, void* a10, int32_t a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasZtrsmBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int64_t a5, int64_t a6, void* a7, void* a8, int64_t a9, void* a10, int64_t a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cublasZtrsm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, void* a7, void* a8, int32_t a9, void* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cublasZtrsm_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int64_t a5, int64_t a6, void* a7, void* a8, int64_t a9, void* a10, int64_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int64_t, int64_t, void*, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cublasZtrsv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, int32_t a6, void* a7, int32_t a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cublasZtrsv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, void* a5, int64_t a6, void* a7, int64_t a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cublasZtrttp(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, int32_t a4, void* a5) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cublasUint8gemmBias(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uint8_t* a7, int32_t a8, int32_t a9, uint8_t* a10, int32_t a11, int32_t a12, uint8_t* a13, int32_t a14, int32_t a15, int32_t a16, int32_t a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, int32_t, uint8_t*, int32_t, int32_t, uint8_t*, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
+static void gocuda_cublasXerbla(uintptr_t fn, uint8_t* a0, int32_t a1) { ((void (*)(uint8_t*, int32_t))fn)(a0, a1); }
+static int32_t gocuda_cublasZaxpy_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, uint8_t* a3, int32_t a4, uint8_t* a5, int32_t a6) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cublasZaxpy_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, uint8_t* a3, int64_t a4, uint8_t* a5, int64_t a6) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cublasZcopy_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4, int32_t a5) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cublasZcopy_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4, int64_t a5) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cublasZdgmm(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasZdgmm_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, uint8_t* a4, int64_t a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasZdotc_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cublasZdotc_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4, int64_t a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cublasZdotu_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cublasZdotu_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4, int64_t a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cublasZdrot_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasZdrot_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4, int64_t a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasZdscal_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, uint8_t* a3, int32_t a4) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasZdscal_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, uint8_t* a3, int64_t a4) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasZgbmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, int32_t a10, uint8_t* a11, uint8_t* a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cublasZgbmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, uint8_t* a7, int64_t a8, uint8_t* a9, int64_t a10, uint8_t* a11, uint8_t* a12, int64_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cublasZgeam(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10, uint8_t* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasZgeam_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7, uint8_t* a8, uint8_t* a9, int64_t a10, uint8_t* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasZgelsBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, int32_t a6, void* a7, int32_t a8, uint8_t* a9, uint8_t* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, int32_t, void*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cublasZgemm3m(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, int32_t a10, uint8_t* a11, uint8_t* a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cublasZgemm3m_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, uint8_t* a7, int64_t a8, uint8_t* a9, int64_t a10, uint8_t* a11, uint8_t* a12, int64_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cublasZgemmBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, void* a7, int32_t a8, void* a9, int32_t a10, uint8_t* a11, void* a12, int32_t a13, int32_t a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, void*, int32_t, void*, int32_t, uint8_t*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
+static int32_t gocuda_cublasZgemmBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, void* a7, int64_t a8, void* a9, int64_t a10, uint8_t* a11, void* a12, int64_t a13, int64_t a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, uint8_t*, void*, int64_t, void*, int64_t, uint8_t*, void*, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
+static int32_t gocuda_cublasZgemmStridedBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, int64_t a9, uint8_t* a10, int32_t a11, int64_t a12, uint8_t* a13, uint8_t* a14, int32_t a15, int64_t a16, int32_t a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, int64_t, uint8_t*, int32_t, int64_t, uint8_t*, uint8_t*, int32_t, int64_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
+static int32_t gocuda_cublasZgemmStridedBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, uint8_t* a7, int64_t a8, int64_t a9, uint8_t* a10, int64_t a11, int64_t a12, uint8_t* a13, uint8_t* a14, int64_t a15, int64_t a16, int64_t a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, int64_t, uint8_t*, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
+static int32_t gocuda_cublasZgemm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, int32_t a10, uint8_t* a11, uint8_t* a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cublasZgemm_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, uint8_t* a7, int64_t a8, uint8_t* a9, int64_t a10, uint8_t* a11, uint8_t* a12, int64_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cublasZgemvBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, void* a5, int32_t a6, void* a7, int32_t a8, uint8_t* a9, void* a10, int32_t a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, void*, int32_t, void*, int32_t, uint8_t*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasZgemvBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, uint8_t* a4, void* a5, int64_t a6, void* a7, int64_t a8, uint8_t* a9, void* a10, int64_t a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, uint8_t*, void*, int64_t, void*, int64_t, uint8_t*, void*, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasZgemvStridedBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, int32_t a6, int64_t a7, uint8_t* a8, int32_t a9, int64_t a10, uint8_t* a11, uint8_t* a12, int32_t a13, int64_t a14, int32_t a15) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, int64_t, uint8_t*, int32_t, int64_t, uint8_t*, uint8_t*, int32_t, int64_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
+static int32_t gocuda_cublasZgemvStridedBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, uint8_t* a4, uint8_t* a5, int64_t a6, int64_t a7, uint8_t* a8, int64_t a9, int64_t a10, uint8_t* a11, uint8_t* a12, int64_t a13, int64_t a14, int64_t a15) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, int64_t, uint8_t*, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
+static int32_t gocuda_cublasZgemv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, int32_t a6, uint8_t* a7, int32_t a8, uint8_t* a9, uint8_t* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cublasZgemv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, uint8_t* a4, uint8_t* a5, int64_t a6, uint8_t* a7, int64_t a8, uint8_t* a9, uint8_t* a10, int64_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cublasZgeqrfBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, int32_t a4, void* a5, uint8_t* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, int32_t, void*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasZgerc_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasZgerc_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, int64_t a2, uint8_t* a3, uint8_t* a4, int64_t a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasZgeru_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasZgeru_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, int64_t a2, uint8_t* a3, uint8_t* a4, int64_t a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasZgetrfBatched(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, uint8_t* a4, uint8_t* a5, int32_t a6) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cublasZgetriBatched(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, uint8_t* a4, void* a5, int32_t a6, uint8_t* a7, int32_t a8) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, uint8_t*, void*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cublasZgetrsBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, int32_t a5, uint8_t* a6, void* a7, int32_t a8, uint8_t* a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, int32_t, uint8_t*, void*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cublasZhbmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, int32_t a6, uint8_t* a7, int32_t a8, uint8_t* a9, uint8_t* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cublasZhbmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, uint8_t* a4, uint8_t* a5, int64_t a6, uint8_t* a7, int64_t a8, uint8_t* a9, uint8_t* a10, int64_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cublasZhemm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9, uint8_t* a10, uint8_t* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasZhemm_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9, uint8_t* a10, uint8_t* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasZhemv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cublasZhemv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, uint8_t* a3, uint8_t* a4, int64_t a5, uint8_t* a6, int64_t a7, uint8_t* a8, uint8_t* a9, int64_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cublasZher2_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasZher2_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, uint8_t* a3, uint8_t* a4, int64_t a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasZher2k_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9, uint8_t* a10, uint8_t* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasZher2k_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9, uint8_t* a10, uint8_t* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasZher_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, int32_t a5, uint8_t* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasZher_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, uint8_t* a3, uint8_t* a4, int64_t a5, uint8_t* a6, int64_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasZherk_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cublasZherk_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7, uint8_t* a8, uint8_t* a9, int64_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cublasZherkx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9, uint8_t* a10, uint8_t* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasZherkx_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9, uint8_t* a10, uint8_t* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasZhpmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, int32_t a6, uint8_t* a7, uint8_t* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasZhpmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, int64_t a6, uint8_t* a7, uint8_t* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, uint8_t*, uint8_t*, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasZhpr2_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cublasZhpr2_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, uint8_t* a3, uint8_t* a4, int64_t a5, uint8_t* a6, int64_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cublasZhpr_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, int32_t a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cublasZhpr_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, uint8_t* a3, uint8_t* a4, int64_t a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cublasZmatinvBatched(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4, int32_t a5, uint8_t* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasZrot_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasZrot_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4, int64_t a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasZrotg_v2(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasZscal_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, uint8_t* a3, int32_t a4) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasZscal_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, uint8_t* a3, int64_t a4) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cublasZswap_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4, int32_t a5) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cublasZswap_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4, int64_t a5) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cublasZsymm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9, uint8_t* a10, uint8_t* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasZsymm_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9, uint8_t* a10, uint8_t* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasZsymv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cublasZsymv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, uint8_t* a3, uint8_t* a4, int64_t a5, uint8_t* a6, int64_t a7, uint8_t* a8, uint8_t* a9, int64_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cublasZsyr2_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasZsyr2_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, uint8_t* a3, uint8_t* a4, int64_t a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasZsyr2k_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9, uint8_t* a10, uint8_t* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasZsyr2k_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9, uint8_t* a10, uint8_t* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasZsyr_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, int32_t a5, uint8_t* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasZsyr_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, uint8_t* a3, uint8_t* a4, int64_t a5, uint8_t* a6, int64_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasZsyrk_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cublasZsyrk_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7, uint8_t* a8, uint8_t* a9, int64_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cublasZsyrkx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9, uint8_t* a10, uint8_t* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasZsyrkx_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9, uint8_t* a10, uint8_t* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasZtbmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasZtbmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, int64_t a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasZtbsv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasZtbsv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, int64_t a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cublasZtpmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasZtpmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasZtpsv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasZtpsv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cublasZtpttr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, int32_t a5) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cublasZtrmm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uint8_t* a7, uint8_t* a8, int32_t a9, uint8_t* a10, int32_t a11, uint8_t* a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cublasZtrmm_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int64_t a5, int64_t a6, uint8_t* a7, uint8_t* a8, int64_t a9, uint8_t* a10, int64_t a11, uint8_t* a12, int64_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cublasZtrmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, int32_t a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cublasZtrmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, uint8_t* a5, int64_t a6, uint8_t* a7, int64_t a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cublasZtrsmBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uint8_t* a7, void* a8, int32_t a9, void* a10, int32_t a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, void*, int32_t, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasZtrsmBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int64_t a5, int64_t a6, uint8_t* a7, void* a8, int64_t a9, void* a10, int64_t a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, void*, int64_t, void*, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cublasZtrsm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uint8_t* a7, uint8_t* a8, int32_t a9, uint8_t* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cublasZtrsm_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int64_t a5, int64_t a6, uint8_t* a7, uint8_t* a8, int64_t a9, uint8_t* a10, int64_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cublasZtrsv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, int32_t a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cublasZtrsv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, uint8_t* a5, int64_t a6, uint8_t* a7, int64_t a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cublasZtrttp(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5); }
 */
 import "C"
 
@@ -1121,7 +1121,7 @@ func Caxpy(handle CublasHandle, n int32, alpha *cuda.CuComplex, x *cuda.CuComple
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCaxpy_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(y), C.int32_t(incy))).err()
+	return Status(C.gocuda_cublasCaxpy_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy))).err()
 }
 
 // Caxpy64 calls cublasCaxpy_v2_64:
@@ -1134,7 +1134,7 @@ func Caxpy64(handle CublasHandle, n int64, alpha *cuda.CuComplex, x *cuda.CuComp
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCaxpy_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy))).err()
+	return Status(C.gocuda_cublasCaxpy_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy))).err()
 }
 
 // Ccopy calls cublasCcopy_v2:
@@ -1147,7 +1147,7 @@ func Ccopy(handle CublasHandle, n int32, x *cuda.CuComplex, incx int32, y *cuda.
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCcopy_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(y), C.int32_t(incy))).err()
+	return Status(C.gocuda_cublasCcopy_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy))).err()
 }
 
 // Ccopy64 calls cublasCcopy_v2_64:
@@ -1160,7 +1160,7 @@ func Ccopy64(handle CublasHandle, n int64, x *cuda.CuComplex, incx int64, y *cud
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCcopy_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy))).err()
+	return Status(C.gocuda_cublasCcopy_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy))).err()
 }
 
 // Cdgmm calls cublasCdgmm:
@@ -1173,7 +1173,7 @@ func Cdgmm(handle CublasHandle, mode CublasSideMode, m int32, n int32, A *cuda.C
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCdgmm(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mode), C.int32_t(m), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(C_), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasCdgmm(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mode), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
 }
 
 // Cdgmm64 calls cublasCdgmm_64:
@@ -1186,7 +1186,7 @@ func Cdgmm64(handle CublasHandle, mode CublasSideMode, m int64, n int64, A *cuda
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCdgmm_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mode), C.int64_t(m), C.int64_t(n), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(C_), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasCdgmm_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mode), C.int64_t(m), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc))).err()
 }
 
 // Cdotc calls cublasCdotc_v2:
@@ -1199,7 +1199,7 @@ func Cdotc(handle CublasHandle, n int32, x *cuda.CuComplex, incx int32, y *cuda.
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCdotc_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(y), C.int32_t(incy), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasCdotc_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // Cdotc64 calls cublasCdotc_v2_64:
@@ -1212,7 +1212,7 @@ func Cdotc64(handle CublasHandle, n int64, x *cuda.CuComplex, incx int64, y *cud
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCdotc_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasCdotc_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // Cdotu calls cublasCdotu_v2:
@@ -1225,7 +1225,7 @@ func Cdotu(handle CublasHandle, n int32, x *cuda.CuComplex, incx int32, y *cuda.
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCdotu_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(y), C.int32_t(incy), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasCdotu_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // Cdotu64 calls cublasCdotu_v2_64:
@@ -1238,7 +1238,7 @@ func Cdotu64(handle CublasHandle, n int64, x *cuda.CuComplex, incx int64, y *cud
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCdotu_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasCdotu_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // Cgbmv calls cublasCgbmv_v2:
@@ -1251,7 +1251,7 @@ func Cgbmv(handle CublasHandle, trans CublasOperation, m int32, n int32, kl int3
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCgbmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), C.int32_t(kl), C.int32_t(ku), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int32_t(incy))).err()
+	return Status(C.gocuda_cublasCgbmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), C.int32_t(kl), C.int32_t(ku), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy))).err()
 }
 
 // Cgbmv64 calls cublasCgbmv_v2_64:
@@ -1264,7 +1264,7 @@ func Cgbmv64(handle CublasHandle, trans CublasOperation, m int64, n int64, kl in
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCgbmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int64_t(m), C.int64_t(n), C.int64_t(kl), C.int64_t(ku), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy))).err()
+	return Status(C.gocuda_cublasCgbmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int64_t(m), C.int64_t(n), C.int64_t(kl), C.int64_t(ku), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy))).err()
 }
 
 // Cgeam calls cublasCgeam:
@@ -1277,7 +1277,7 @@ func Cgeam(handle CublasHandle, transa CublasOperation, transb CublasOperation, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCgeam(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(beta), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(C_), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasCgeam(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
 }
 
 // Cgeam64 calls cublasCgeam_64:
@@ -1290,7 +1290,7 @@ func Cgeam64(handle CublasHandle, transa CublasOperation, transb CublasOperation
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCgeam_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(beta), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(C_), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasCgeam_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int64_t(m), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc))).err()
 }
 
 // CgelsBatched calls cublasCgelsBatched:
@@ -1303,7 +1303,7 @@ func CgelsBatched(handle CublasHandle, trans CublasOperation, m int32, n int32, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCgelsBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), C.int32_t(nrhs), unsafe.Pointer(Aarray), C.int32_t(lda), unsafe.Pointer(Carray), C.int32_t(ldc), unsafe.Pointer(info), unsafe.Pointer(devInfoArray), C.int32_t(batchSize))).err()
+	return Status(C.gocuda_cublasCgelsBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), C.int32_t(nrhs), unsafe.Pointer(Aarray), C.int32_t(lda), unsafe.Pointer(Carray), C.int32_t(ldc), (*C.uint8_t)(unsafe.Pointer(info)), (*C.uint8_t)(unsafe.Pointer(devInfoArray)), C.int32_t(batchSize))).err()
 }
 
 // Cgemm3m calls cublasCgemm3m:
@@ -1316,7 +1316,7 @@ func Cgemm3m(handle CublasHandle, transa CublasOperation, transb CublasOperation
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCgemm3m(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasCgemm3m(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
 }
 
 // Cgemm3mBatched calls cublasCgemm3mBatched:
@@ -1329,7 +1329,7 @@ func Cgemm3mBatched(handle CublasHandle, transa CublasOperation, transb CublasOp
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCgemm3mBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(Aarray), C.int32_t(lda), unsafe.Pointer(Barray), C.int32_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(Carray), C.int32_t(ldc), C.int32_t(batchCount))).err()
+	return Status(C.gocuda_cublasCgemm3mBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(Aarray), C.int32_t(lda), unsafe.Pointer(Barray), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), unsafe.Pointer(Carray), C.int32_t(ldc), C.int32_t(batchCount))).err()
 }
 
 // Cgemm3mBatched64 calls cublasCgemm3mBatched_64:
@@ -1342,7 +1342,7 @@ func Cgemm3mBatched64(handle CublasHandle, transa CublasOperation, transb Cublas
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCgemm3mBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(Aarray), C.int64_t(lda), unsafe.Pointer(Barray), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(Carray), C.int64_t(ldc), C.int64_t(batchCount))).err()
+	return Status(C.gocuda_cublasCgemm3mBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(Aarray), C.int64_t(lda), unsafe.Pointer(Barray), C.int64_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), unsafe.Pointer(Carray), C.int64_t(ldc), C.int64_t(batchCount))).err()
 }
 
 // Cgemm3mEx calls cublasCgemm3mEx:
@@ -1355,7 +1355,7 @@ func Cgemm3mEx(handle CublasHandle, transa CublasOperation, transb CublasOperati
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCgemm3mEx(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(Atype), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(Btype), C.int32_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(Ctype), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasCgemm3mEx(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int32_t(Atype), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(Btype), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int32_t(Ctype), C.int32_t(ldc))).err()
 }
 
 // Cgemm3mEx64 calls cublasCgemm3mEx_64:
@@ -1368,7 +1368,7 @@ func Cgemm3mEx64(handle CublasHandle, transa CublasOperation, transb CublasOpera
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCgemm3mEx_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(Atype), C.int64_t(lda), unsafe.Pointer(B), C.int32_t(Btype), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(Ctype), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasCgemm3mEx_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int32_t(Atype), C.int64_t(lda), unsafe.Pointer(B), C.int32_t(Btype), C.int64_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int32_t(Ctype), C.int64_t(ldc))).err()
 }
 
 // Cgemm3mStridedBatched calls cublasCgemm3mStridedBatched:
@@ -1381,7 +1381,7 @@ func Cgemm3mStridedBatched(handle CublasHandle, transa CublasOperation, transb C
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCgemm3mStridedBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), C.int64_t(strideA), unsafe.Pointer(B), C.int32_t(ldb), C.int64_t(strideB), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(ldc), C.int64_t(strideC), C.int32_t(batchCount))).err()
+	return Status(C.gocuda_cublasCgemm3mStridedBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), C.int64_t(strideA), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), C.int64_t(strideB), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc), C.int64_t(strideC), C.int32_t(batchCount))).err()
 }
 
 // Cgemm3mStridedBatched64 calls cublasCgemm3mStridedBatched_64:
@@ -1394,7 +1394,7 @@ func Cgemm3mStridedBatched64(handle CublasHandle, transa CublasOperation, transb
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCgemm3mStridedBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), C.int64_t(strideA), unsafe.Pointer(B), C.int64_t(ldb), C.int64_t(strideB), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc), C.int64_t(strideC), C.int64_t(batchCount))).err()
+	return Status(C.gocuda_cublasCgemm3mStridedBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), C.int64_t(strideA), (*C.uint8_t)(unsafe.Pointer(B)), C.int64_t(ldb), C.int64_t(strideB), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc), C.int64_t(strideC), C.int64_t(batchCount))).err()
 }
 
 // Cgemm3m64 calls cublasCgemm3m_64:
@@ -1407,7 +1407,7 @@ func Cgemm3m64(handle CublasHandle, transa CublasOperation, transb CublasOperati
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCgemm3m_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasCgemm3m_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc))).err()
 }
 
 // CgemmBatched calls cublasCgemmBatched:
@@ -1420,7 +1420,7 @@ func CgemmBatched(handle CublasHandle, transa CublasOperation, transb CublasOper
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCgemmBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(Aarray), C.int32_t(lda), unsafe.Pointer(Barray), C.int32_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(Carray), C.int32_t(ldc), C.int32_t(batchCount))).err()
+	return Status(C.gocuda_cublasCgemmBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(Aarray), C.int32_t(lda), unsafe.Pointer(Barray), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), unsafe.Pointer(Carray), C.int32_t(ldc), C.int32_t(batchCount))).err()
 }
 
 // CgemmBatched64 calls cublasCgemmBatched_64:
@@ -1433,7 +1433,7 @@ func CgemmBatched64(handle CublasHandle, transa CublasOperation, transb CublasOp
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCgemmBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(Aarray), C.int64_t(lda), unsafe.Pointer(Barray), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(Carray), C.int64_t(ldc), C.int64_t(batchCount))).err()
+	return Status(C.gocuda_cublasCgemmBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(Aarray), C.int64_t(lda), unsafe.Pointer(Barray), C.int64_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), unsafe.Pointer(Carray), C.int64_t(ldc), C.int64_t(batchCount))).err()
 }
 
 // CgemmEx calls cublasCgemmEx:
@@ -1446,7 +1446,7 @@ func CgemmEx(handle CublasHandle, transa CublasOperation, transb CublasOperation
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCgemmEx(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(Atype), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(Btype), C.int32_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(Ctype), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasCgemmEx(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int32_t(Atype), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(Btype), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int32_t(Ctype), C.int32_t(ldc))).err()
 }
 
 // CgemmEx64 calls cublasCgemmEx_64:
@@ -1459,7 +1459,7 @@ func CgemmEx64(handle CublasHandle, transa CublasOperation, transb CublasOperati
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCgemmEx_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(Atype), C.int64_t(lda), unsafe.Pointer(B), C.int32_t(Btype), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(Ctype), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasCgemmEx_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int32_t(Atype), C.int64_t(lda), unsafe.Pointer(B), C.int32_t(Btype), C.int64_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int32_t(Ctype), C.int64_t(ldc))).err()
 }
 
 // CgemmStridedBatched calls cublasCgemmStridedBatched:
@@ -1472,7 +1472,7 @@ func CgemmStridedBatched(handle CublasHandle, transa CublasOperation, transb Cub
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCgemmStridedBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), C.int64_t(strideA), unsafe.Pointer(B), C.int32_t(ldb), C.int64_t(strideB), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(ldc), C.int64_t(strideC), C.int32_t(batchCount))).err()
+	return Status(C.gocuda_cublasCgemmStridedBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), C.int64_t(strideA), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), C.int64_t(strideB), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc), C.int64_t(strideC), C.int32_t(batchCount))).err()
 }
 
 // CgemmStridedBatched64 calls cublasCgemmStridedBatched_64:
@@ -1485,7 +1485,7 @@ func CgemmStridedBatched64(handle CublasHandle, transa CublasOperation, transb C
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCgemmStridedBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), C.int64_t(strideA), unsafe.Pointer(B), C.int64_t(ldb), C.int64_t(strideB), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc), C.int64_t(strideC), C.int64_t(batchCount))).err()
+	return Status(C.gocuda_cublasCgemmStridedBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), C.int64_t(strideA), (*C.uint8_t)(unsafe.Pointer(B)), C.int64_t(ldb), C.int64_t(strideB), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc), C.int64_t(strideC), C.int64_t(batchCount))).err()
 }
 
 // Cgemm calls cublasCgemm_v2:
@@ -1498,7 +1498,7 @@ func Cgemm(handle CublasHandle, transa CublasOperation, transb CublasOperation, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCgemm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasCgemm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
 }
 
 // Cgemm64 calls cublasCgemm_v2_64:
@@ -1511,7 +1511,7 @@ func Cgemm64(handle CublasHandle, transa CublasOperation, transb CublasOperation
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCgemm_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasCgemm_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc))).err()
 }
 
 // CgemvBatched calls cublasCgemvBatched:
@@ -1524,7 +1524,7 @@ func CgemvBatched(handle CublasHandle, trans CublasOperation, m int32, n int32, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCgemvBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(Aarray), C.int32_t(lda), unsafe.Pointer(xarray), C.int32_t(incx), unsafe.Pointer(beta), unsafe.Pointer(yarray), C.int32_t(incy), C.int32_t(batchCount))).err()
+	return Status(C.gocuda_cublasCgemvBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(Aarray), C.int32_t(lda), unsafe.Pointer(xarray), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), unsafe.Pointer(yarray), C.int32_t(incy), C.int32_t(batchCount))).err()
 }
 
 // CgemvBatched64 calls cublasCgemvBatched_64:
@@ -1537,7 +1537,7 @@ func CgemvBatched64(handle CublasHandle, trans CublasOperation, m int64, n int64
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCgemvBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(Aarray), C.int64_t(lda), unsafe.Pointer(xarray), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(yarray), C.int64_t(incy), C.int64_t(batchCount))).err()
+	return Status(C.gocuda_cublasCgemvBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int64_t(m), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(Aarray), C.int64_t(lda), unsafe.Pointer(xarray), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), unsafe.Pointer(yarray), C.int64_t(incy), C.int64_t(batchCount))).err()
 }
 
 // CgemvStridedBatched calls cublasCgemvStridedBatched:
@@ -1550,7 +1550,7 @@ func CgemvStridedBatched(handle CublasHandle, trans CublasOperation, m int32, n 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCgemvStridedBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), C.int64_t(strideA), unsafe.Pointer(x), C.int32_t(incx), C.int64_t(stridex), unsafe.Pointer(beta), unsafe.Pointer(y), C.int32_t(incy), C.int64_t(stridey), C.int32_t(batchCount))).err()
+	return Status(C.gocuda_cublasCgemvStridedBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), C.int64_t(strideA), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), C.int64_t(stridex), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy), C.int64_t(stridey), C.int32_t(batchCount))).err()
 }
 
 // CgemvStridedBatched64 calls cublasCgemvStridedBatched_64:
@@ -1563,7 +1563,7 @@ func CgemvStridedBatched64(handle CublasHandle, trans CublasOperation, m int64, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCgemvStridedBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), C.int64_t(strideA), unsafe.Pointer(x), C.int64_t(incx), C.int64_t(stridex), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy), C.int64_t(stridey), C.int64_t(batchCount))).err()
+	return Status(C.gocuda_cublasCgemvStridedBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int64_t(m), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), C.int64_t(strideA), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), C.int64_t(stridex), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy), C.int64_t(stridey), C.int64_t(batchCount))).err()
 }
 
 // Cgemv calls cublasCgemv_v2:
@@ -1576,7 +1576,7 @@ func Cgemv(handle CublasHandle, trans CublasOperation, m int32, n int32, alpha *
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCgemv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int32_t(incy))).err()
+	return Status(C.gocuda_cublasCgemv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy))).err()
 }
 
 // Cgemv64 calls cublasCgemv_v2_64:
@@ -1589,7 +1589,7 @@ func Cgemv64(handle CublasHandle, trans CublasOperation, m int64, n int64, alpha
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCgemv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy))).err()
+	return Status(C.gocuda_cublasCgemv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int64_t(m), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy))).err()
 }
 
 // CgeqrfBatched calls cublasCgeqrfBatched:
@@ -1602,7 +1602,7 @@ func CgeqrfBatched(handle CublasHandle, m int32, n int32, Aarray **cuda.CuComple
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCgeqrfBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(Aarray), C.int32_t(lda), unsafe.Pointer(TauArray), unsafe.Pointer(info), C.int32_t(batchSize))).err()
+	return Status(C.gocuda_cublasCgeqrfBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(Aarray), C.int32_t(lda), unsafe.Pointer(TauArray), (*C.uint8_t)(unsafe.Pointer(info)), C.int32_t(batchSize))).err()
 }
 
 // Cgerc calls cublasCgerc_v2:
@@ -1615,7 +1615,7 @@ func Cgerc(handle CublasHandle, m int32, n int32, alpha *cuda.CuComplex, x *cuda
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCgerc_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(y), C.int32_t(incy), unsafe.Pointer(A), C.int32_t(lda))).err()
+	return Status(C.gocuda_cublasCgerc_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda))).err()
 }
 
 // Cgerc64 calls cublasCgerc_v2_64:
@@ -1628,7 +1628,7 @@ func Cgerc64(handle CublasHandle, m int64, n int64, alpha *cuda.CuComplex, x *cu
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCgerc_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(A), C.int64_t(lda))).err()
+	return Status(C.gocuda_cublasCgerc_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(m), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda))).err()
 }
 
 // Cgeru calls cublasCgeru_v2:
@@ -1641,7 +1641,7 @@ func Cgeru(handle CublasHandle, m int32, n int32, alpha *cuda.CuComplex, x *cuda
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCgeru_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(y), C.int32_t(incy), unsafe.Pointer(A), C.int32_t(lda))).err()
+	return Status(C.gocuda_cublasCgeru_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda))).err()
 }
 
 // Cgeru64 calls cublasCgeru_v2_64:
@@ -1654,7 +1654,7 @@ func Cgeru64(handle CublasHandle, m int64, n int64, alpha *cuda.CuComplex, x *cu
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCgeru_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(A), C.int64_t(lda))).err()
+	return Status(C.gocuda_cublasCgeru_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(m), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda))).err()
 }
 
 // CgetrfBatched calls cublasCgetrfBatched:
@@ -1667,7 +1667,7 @@ func CgetrfBatched(handle CublasHandle, n int32, A **cuda.CuComplex, lda int32, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCgetrfBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(P), unsafe.Pointer(info), C.int32_t(batchSize))).err()
+	return Status(C.gocuda_cublasCgetrfBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(P)), (*C.uint8_t)(unsafe.Pointer(info)), C.int32_t(batchSize))).err()
 }
 
 // CgetriBatched calls cublasCgetriBatched:
@@ -1680,7 +1680,7 @@ func CgetriBatched(handle CublasHandle, n int32, A **cuda.CuComplex, lda int32, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCgetriBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(P), unsafe.Pointer(C_), C.int32_t(ldc), unsafe.Pointer(info), C.int32_t(batchSize))).err()
+	return Status(C.gocuda_cublasCgetriBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(P)), unsafe.Pointer(C_), C.int32_t(ldc), (*C.uint8_t)(unsafe.Pointer(info)), C.int32_t(batchSize))).err()
 }
 
 // CgetrsBatched calls cublasCgetrsBatched:
@@ -1693,7 +1693,7 @@ func CgetrsBatched(handle CublasHandle, trans CublasOperation, n int32, nrhs int
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCgetrsBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(n), C.int32_t(nrhs), unsafe.Pointer(Aarray), C.int32_t(lda), unsafe.Pointer(devIpiv), unsafe.Pointer(Barray), C.int32_t(ldb), unsafe.Pointer(info), C.int32_t(batchSize))).err()
+	return Status(C.gocuda_cublasCgetrsBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(n), C.int32_t(nrhs), unsafe.Pointer(Aarray), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(devIpiv)), unsafe.Pointer(Barray), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(info)), C.int32_t(batchSize))).err()
 }
 
 // Chbmv calls cublasChbmv_v2:
@@ -1706,7 +1706,7 @@ func Chbmv(handle CublasHandle, uplo CublasFillMode, n int32, k int32, alpha *cu
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasChbmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int32_t(incy))).err()
+	return Status(C.gocuda_cublasChbmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy))).err()
 }
 
 // Chbmv64 calls cublasChbmv_v2_64:
@@ -1719,7 +1719,7 @@ func Chbmv64(handle CublasHandle, uplo CublasFillMode, n int64, k int64, alpha *
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasChbmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy))).err()
+	return Status(C.gocuda_cublasChbmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy))).err()
 }
 
 // Chemm calls cublasChemm_v2:
@@ -1732,7 +1732,7 @@ func Chemm(handle CublasHandle, side CublasSideMode, uplo CublasFillMode, m int3
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasChemm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasChemm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
 }
 
 // Chemm64 calls cublasChemm_v2_64:
@@ -1745,7 +1745,7 @@ func Chemm64(handle CublasHandle, side CublasSideMode, uplo CublasFillMode, m in
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasChemm_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasChemm_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int64_t(m), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc))).err()
 }
 
 // Chemv calls cublasChemv_v2:
@@ -1758,7 +1758,7 @@ func Chemv(handle CublasHandle, uplo CublasFillMode, n int32, alpha *cuda.CuComp
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasChemv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int32_t(incy))).err()
+	return Status(C.gocuda_cublasChemv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy))).err()
 }
 
 // Chemv64 calls cublasChemv_v2_64:
@@ -1771,7 +1771,7 @@ func Chemv64(handle CublasHandle, uplo CublasFillMode, n int64, alpha *cuda.CuCo
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasChemv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy))).err()
+	return Status(C.gocuda_cublasChemv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy))).err()
 }
 
 // Cher2 calls cublasCher2_v2:
@@ -1784,7 +1784,7 @@ func Cher2(handle CublasHandle, uplo CublasFillMode, n int32, alpha *cuda.CuComp
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCher2_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(y), C.int32_t(incy), unsafe.Pointer(A), C.int32_t(lda))).err()
+	return Status(C.gocuda_cublasCher2_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda))).err()
 }
 
 // Cher264 calls cublasCher2_v2_64:
@@ -1797,7 +1797,7 @@ func Cher264(handle CublasHandle, uplo CublasFillMode, n int64, alpha *cuda.CuCo
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCher2_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(A), C.int64_t(lda))).err()
+	return Status(C.gocuda_cublasCher2_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda))).err()
 }
 
 // Cher2k calls cublasCher2k_v2:
@@ -1810,7 +1810,7 @@ func Cher2k(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n i
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCher2k_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasCher2k_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
 }
 
 // Cher2k64 calls cublasCher2k_v2_64:
@@ -1823,7 +1823,7 @@ func Cher2k64(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCher2k_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasCher2k_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc))).err()
 }
 
 // Cher calls cublasCher_v2:
@@ -1836,7 +1836,7 @@ func Cher(handle CublasHandle, uplo CublasFillMode, n int32, alpha *float32, x *
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCher_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(A), C.int32_t(lda))).err()
+	return Status(C.gocuda_cublasCher_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda))).err()
 }
 
 // Cher64 calls cublasCher_v2_64:
@@ -1849,7 +1849,7 @@ func Cher64(handle CublasHandle, uplo CublasFillMode, n int64, alpha *float32, x
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCher_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(A), C.int64_t(lda))).err()
+	return Status(C.gocuda_cublasCher_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda))).err()
 }
 
 // Cherk3mEx calls cublasCherk3mEx:
@@ -1862,7 +1862,7 @@ func Cherk3mEx(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCherk3mEx(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(Atype), C.int32_t(lda), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(Ctype), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasCherk3mEx(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int32_t(Atype), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int32_t(Ctype), C.int32_t(ldc))).err()
 }
 
 // Cherk3mEx64 calls cublasCherk3mEx_64:
@@ -1875,7 +1875,7 @@ func Cherk3mEx64(handle CublasHandle, uplo CublasFillMode, trans CublasOperation
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCherk3mEx_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(Atype), C.int64_t(lda), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(Ctype), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasCherk3mEx_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int32_t(Atype), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int32_t(Ctype), C.int64_t(ldc))).err()
 }
 
 // CherkEx calls cublasCherkEx:
@@ -1888,7 +1888,7 @@ func CherkEx(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCherkEx(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(Atype), C.int32_t(lda), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(Ctype), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasCherkEx(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int32_t(Atype), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int32_t(Ctype), C.int32_t(ldc))).err()
 }
 
 // CherkEx64 calls cublasCherkEx_64:
@@ -1901,7 +1901,7 @@ func CherkEx64(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCherkEx_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(Atype), C.int64_t(lda), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(Ctype), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasCherkEx_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int32_t(Atype), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int32_t(Ctype), C.int64_t(ldc))).err()
 }
 
 // Cherk calls cublasCherk_v2:
@@ -1914,7 +1914,7 @@ func Cherk(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n in
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCherk_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasCherk_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
 }
 
 // Cherk64 calls cublasCherk_v2_64:
@@ -1927,7 +1927,7 @@ func Cherk64(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCherk_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasCherk_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc))).err()
 }
 
 // Cherkx calls cublasCherkx:
@@ -1940,7 +1940,7 @@ func Cherkx(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n i
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCherkx(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasCherkx(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
 }
 
 // Cherkx64 calls cublasCherkx_64:
@@ -1953,7 +1953,7 @@ func Cherkx64(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCherkx_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasCherkx_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc))).err()
 }
 
 // Chpmv calls cublasChpmv_v2:
@@ -1966,7 +1966,7 @@ func Chpmv(handle CublasHandle, uplo CublasFillMode, n int32, alpha *cuda.CuComp
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasChpmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(AP), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int32_t(incy))).err()
+	return Status(C.gocuda_cublasChpmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(AP)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy))).err()
 }
 
 // Chpmv64 calls cublasChpmv_v2_64:
@@ -1979,7 +1979,7 @@ func Chpmv64(handle CublasHandle, uplo CublasFillMode, n int64, alpha *cuda.CuCo
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasChpmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(AP), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy))).err()
+	return Status(C.gocuda_cublasChpmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(AP)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy))).err()
 }
 
 // Chpr2 calls cublasChpr2_v2:
@@ -1992,7 +1992,7 @@ func Chpr2(handle CublasHandle, uplo CublasFillMode, n int32, alpha *cuda.CuComp
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasChpr2_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(y), C.int32_t(incy), unsafe.Pointer(AP))).err()
+	return Status(C.gocuda_cublasChpr2_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy), (*C.uint8_t)(unsafe.Pointer(AP)))).err()
 }
 
 // Chpr264 calls cublasChpr2_v2_64:
@@ -2005,7 +2005,7 @@ func Chpr264(handle CublasHandle, uplo CublasFillMode, n int64, alpha *cuda.CuCo
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasChpr2_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(AP))).err()
+	return Status(C.gocuda_cublasChpr2_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy), (*C.uint8_t)(unsafe.Pointer(AP)))).err()
 }
 
 // Chpr calls cublasChpr_v2:
@@ -2018,7 +2018,7 @@ func Chpr(handle CublasHandle, uplo CublasFillMode, n int32, alpha *float32, x *
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasChpr_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(AP))).err()
+	return Status(C.gocuda_cublasChpr_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(AP)))).err()
 }
 
 // Chpr64 calls cublasChpr_v2_64:
@@ -2031,7 +2031,7 @@ func Chpr64(handle CublasHandle, uplo CublasFillMode, n int64, alpha *float32, x
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasChpr_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(AP))).err()
+	return Status(C.gocuda_cublasChpr_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(AP)))).err()
 }
 
 // CmatinvBatched calls cublasCmatinvBatched:
@@ -2044,7 +2044,7 @@ func CmatinvBatched(handle CublasHandle, n int32, A **cuda.CuComplex, lda int32,
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCmatinvBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(Ainv), C.int32_t(lda_inv), unsafe.Pointer(info), C.int32_t(batchSize))).err()
+	return Status(C.gocuda_cublasCmatinvBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(Ainv), C.int32_t(lda_inv), (*C.uint8_t)(unsafe.Pointer(info)), C.int32_t(batchSize))).err()
 }
 
 // CopyEx calls cublasCopyEx:
@@ -2083,7 +2083,7 @@ func Create(handle *CublasHandle) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCreate_v2(C.uintptr_t(fn), unsafe.Pointer(handle))).err()
+	return Status(C.gocuda_cublasCreate_v2(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(handle)))).err()
 }
 
 // Crot calls cublasCrot_v2:
@@ -2096,7 +2096,7 @@ func Crot(handle CublasHandle, n int32, x *cuda.CuComplex, incx int32, y *cuda.C
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCrot_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(y), C.int32_t(incy), unsafe.Pointer(c), unsafe.Pointer(s))).err()
+	return Status(C.gocuda_cublasCrot_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy), (*C.uint8_t)(unsafe.Pointer(c)), (*C.uint8_t)(unsafe.Pointer(s)))).err()
 }
 
 // Crot64 calls cublasCrot_v2_64:
@@ -2109,7 +2109,7 @@ func Crot64(handle CublasHandle, n int64, x *cuda.CuComplex, incx int64, y *cuda
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCrot_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(c), unsafe.Pointer(s))).err()
+	return Status(C.gocuda_cublasCrot_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy), (*C.uint8_t)(unsafe.Pointer(c)), (*C.uint8_t)(unsafe.Pointer(s)))).err()
 }
 
 // Crotg calls cublasCrotg_v2:
@@ -2122,7 +2122,7 @@ func Crotg(handle CublasHandle, a *cuda.CuComplex, b *cuda.CuComplex, c *float32
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCrotg_v2(C.uintptr_t(fn), C.uintptr_t(handle), unsafe.Pointer(a), unsafe.Pointer(b), unsafe.Pointer(c), unsafe.Pointer(s))).err()
+	return Status(C.gocuda_cublasCrotg_v2(C.uintptr_t(fn), C.uintptr_t(handle), (*C.uint8_t)(unsafe.Pointer(a)), (*C.uint8_t)(unsafe.Pointer(b)), (*C.uint8_t)(unsafe.Pointer(c)), (*C.uint8_t)(unsafe.Pointer(s)))).err()
 }
 
 // Cscal calls cublasCscal_v2:
@@ -2135,7 +2135,7 @@ func Cscal(handle CublasHandle, n int32, alpha *cuda.CuComplex, x *cuda.CuComple
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCscal_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int32_t(incx))).err()
+	return Status(C.gocuda_cublasCscal_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx))).err()
 }
 
 // Cscal64 calls cublasCscal_v2_64:
@@ -2148,7 +2148,7 @@ func Cscal64(handle CublasHandle, n int64, alpha *cuda.CuComplex, x *cuda.CuComp
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCscal_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx))).err()
+	return Status(C.gocuda_cublasCscal_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx))).err()
 }
 
 // Csrot calls cublasCsrot_v2:
@@ -2161,7 +2161,7 @@ func Csrot(handle CublasHandle, n int32, x *cuda.CuComplex, incx int32, y *cuda.
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCsrot_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(y), C.int32_t(incy), unsafe.Pointer(c), unsafe.Pointer(s))).err()
+	return Status(C.gocuda_cublasCsrot_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy), (*C.uint8_t)(unsafe.Pointer(c)), (*C.uint8_t)(unsafe.Pointer(s)))).err()
 }
 
 // Csrot64 calls cublasCsrot_v2_64:
@@ -2174,7 +2174,7 @@ func Csrot64(handle CublasHandle, n int64, x *cuda.CuComplex, incx int64, y *cud
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCsrot_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(c), unsafe.Pointer(s))).err()
+	return Status(C.gocuda_cublasCsrot_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy), (*C.uint8_t)(unsafe.Pointer(c)), (*C.uint8_t)(unsafe.Pointer(s)))).err()
 }
 
 // Csscal calls cublasCsscal_v2:
@@ -2187,7 +2187,7 @@ func Csscal(handle CublasHandle, n int32, alpha *float32, x *cuda.CuComplex, inc
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCsscal_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int32_t(incx))).err()
+	return Status(C.gocuda_cublasCsscal_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx))).err()
 }
 
 // Csscal64 calls cublasCsscal_v2_64:
@@ -2200,7 +2200,7 @@ func Csscal64(handle CublasHandle, n int64, alpha *float32, x *cuda.CuComplex, i
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCsscal_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx))).err()
+	return Status(C.gocuda_cublasCsscal_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx))).err()
 }
 
 // Cswap calls cublasCswap_v2:
@@ -2213,7 +2213,7 @@ func Cswap(handle CublasHandle, n int32, x *cuda.CuComplex, incx int32, y *cuda.
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCswap_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(y), C.int32_t(incy))).err()
+	return Status(C.gocuda_cublasCswap_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy))).err()
 }
 
 // Cswap64 calls cublasCswap_v2_64:
@@ -2226,7 +2226,7 @@ func Cswap64(handle CublasHandle, n int64, x *cuda.CuComplex, incx int64, y *cud
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCswap_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy))).err()
+	return Status(C.gocuda_cublasCswap_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy))).err()
 }
 
 // Csymm calls cublasCsymm_v2:
@@ -2239,7 +2239,7 @@ func Csymm(handle CublasHandle, side CublasSideMode, uplo CublasFillMode, m int3
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCsymm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasCsymm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
 }
 
 // Csymm64 calls cublasCsymm_v2_64:
@@ -2252,7 +2252,7 @@ func Csymm64(handle CublasHandle, side CublasSideMode, uplo CublasFillMode, m in
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCsymm_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasCsymm_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int64_t(m), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc))).err()
 }
 
 // Csymv calls cublasCsymv_v2:
@@ -2265,7 +2265,7 @@ func Csymv(handle CublasHandle, uplo CublasFillMode, n int32, alpha *cuda.CuComp
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCsymv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int32_t(incy))).err()
+	return Status(C.gocuda_cublasCsymv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy))).err()
 }
 
 // Csymv64 calls cublasCsymv_v2_64:
@@ -2278,7 +2278,7 @@ func Csymv64(handle CublasHandle, uplo CublasFillMode, n int64, alpha *cuda.CuCo
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCsymv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy))).err()
+	return Status(C.gocuda_cublasCsymv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy))).err()
 }
 
 // Csyr2 calls cublasCsyr2_v2:
@@ -2291,7 +2291,7 @@ func Csyr2(handle CublasHandle, uplo CublasFillMode, n int32, alpha *cuda.CuComp
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCsyr2_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(y), C.int32_t(incy), unsafe.Pointer(A), C.int32_t(lda))).err()
+	return Status(C.gocuda_cublasCsyr2_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda))).err()
 }
 
 // Csyr264 calls cublasCsyr2_v2_64:
@@ -2304,7 +2304,7 @@ func Csyr264(handle CublasHandle, uplo CublasFillMode, n int64, alpha *cuda.CuCo
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCsyr2_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(A), C.int64_t(lda))).err()
+	return Status(C.gocuda_cublasCsyr2_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda))).err()
 }
 
 // Csyr2k calls cublasCsyr2k_v2:
@@ -2317,7 +2317,7 @@ func Csyr2k(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n i
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCsyr2k_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasCsyr2k_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
 }
 
 // Csyr2k64 calls cublasCsyr2k_v2_64:
@@ -2330,7 +2330,7 @@ func Csyr2k64(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCsyr2k_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasCsyr2k_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc))).err()
 }
 
 // Csyr calls cublasCsyr_v2:
@@ -2343,7 +2343,7 @@ func Csyr(handle CublasHandle, uplo CublasFillMode, n int32, alpha *cuda.CuCompl
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCsyr_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(A), C.int32_t(lda))).err()
+	return Status(C.gocuda_cublasCsyr_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda))).err()
 }
 
 // Csyr64 calls cublasCsyr_v2_64:
@@ -2356,7 +2356,7 @@ func Csyr64(handle CublasHandle, uplo CublasFillMode, n int64, alpha *cuda.CuCom
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCsyr_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(A), C.int64_t(lda))).err()
+	return Status(C.gocuda_cublasCsyr_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda))).err()
 }
 
 // Csyrk3mEx calls cublasCsyrk3mEx:
@@ -2369,7 +2369,7 @@ func Csyrk3mEx(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCsyrk3mEx(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(Atype), C.int32_t(lda), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(Ctype), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasCsyrk3mEx(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int32_t(Atype), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int32_t(Ctype), C.int32_t(ldc))).err()
 }
 
 // Csyrk3mEx64 calls cublasCsyrk3mEx_64:
@@ -2382,7 +2382,7 @@ func Csyrk3mEx64(handle CublasHandle, uplo CublasFillMode, trans CublasOperation
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCsyrk3mEx_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(Atype), C.int64_t(lda), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(Ctype), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasCsyrk3mEx_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int32_t(Atype), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int32_t(Ctype), C.int64_t(ldc))).err()
 }
 
 // CsyrkEx calls cublasCsyrkEx:
@@ -2395,7 +2395,7 @@ func CsyrkEx(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCsyrkEx(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(Atype), C.int32_t(lda), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(Ctype), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasCsyrkEx(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int32_t(Atype), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int32_t(Ctype), C.int32_t(ldc))).err()
 }
 
 // CsyrkEx64 calls cublasCsyrkEx_64:
@@ -2408,7 +2408,7 @@ func CsyrkEx64(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCsyrkEx_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(Atype), C.int64_t(lda), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(Ctype), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasCsyrkEx_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int32_t(Atype), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int32_t(Ctype), C.int64_t(ldc))).err()
 }
 
 // Csyrk calls cublasCsyrk_v2:
@@ -2421,7 +2421,7 @@ func Csyrk(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n in
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCsyrk_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasCsyrk_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
 }
 
 // Csyrk64 calls cublasCsyrk_v2_64:
@@ -2434,7 +2434,7 @@ func Csyrk64(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCsyrk_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasCsyrk_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc))).err()
 }
 
 // Csyrkx calls cublasCsyrkx:
@@ -2447,7 +2447,7 @@ func Csyrkx(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n i
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCsyrkx(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasCsyrkx(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
 }
 
 // Csyrkx64 calls cublasCsyrkx_64:
@@ -2460,7 +2460,7 @@ func Csyrkx64(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCsyrkx_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasCsyrkx_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc))).err()
 }
 
 // Ctbmv calls cublasCtbmv_v2:
@@ -2473,7 +2473,7 @@ func Ctbmv(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, diag
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCtbmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), C.int32_t(k), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(x), C.int32_t(incx))).err()
+	return Status(C.gocuda_cublasCtbmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx))).err()
 }
 
 // Ctbmv64 calls cublasCtbmv_v2_64:
@@ -2486,7 +2486,7 @@ func Ctbmv64(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, di
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCtbmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), C.int64_t(k), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx))).err()
+	return Status(C.gocuda_cublasCtbmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx))).err()
 }
 
 // Ctbsv calls cublasCtbsv_v2:
@@ -2499,7 +2499,7 @@ func Ctbsv(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, diag
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCtbsv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), C.int32_t(k), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(x), C.int32_t(incx))).err()
+	return Status(C.gocuda_cublasCtbsv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx))).err()
 }
 
 // Ctbsv64 calls cublasCtbsv_v2_64:
@@ -2512,7 +2512,7 @@ func Ctbsv64(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, di
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCtbsv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), C.int64_t(k), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx))).err()
+	return Status(C.gocuda_cublasCtbsv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx))).err()
 }
 
 // Ctpmv calls cublasCtpmv_v2:
@@ -2525,7 +2525,7 @@ func Ctpmv(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, diag
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCtpmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), unsafe.Pointer(AP), unsafe.Pointer(x), C.int32_t(incx))).err()
+	return Status(C.gocuda_cublasCtpmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(AP)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx))).err()
 }
 
 // Ctpmv64 calls cublasCtpmv_v2_64:
@@ -2538,7 +2538,7 @@ func Ctpmv64(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, di
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCtpmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), unsafe.Pointer(AP), unsafe.Pointer(x), C.int64_t(incx))).err()
+	return Status(C.gocuda_cublasCtpmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(AP)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx))).err()
 }
 
 // Ctpsv calls cublasCtpsv_v2:
@@ -2551,7 +2551,7 @@ func Ctpsv(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, diag
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCtpsv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), unsafe.Pointer(AP), unsafe.Pointer(x), C.int32_t(incx))).err()
+	return Status(C.gocuda_cublasCtpsv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(AP)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx))).err()
 }
 
 // Ctpsv64 calls cublasCtpsv_v2_64:
@@ -2564,7 +2564,7 @@ func Ctpsv64(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, di
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCtpsv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), unsafe.Pointer(AP), unsafe.Pointer(x), C.int64_t(incx))).err()
+	return Status(C.gocuda_cublasCtpsv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(AP)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx))).err()
 }
 
 // Ctpttr calls cublasCtpttr:
@@ -2577,7 +2577,7 @@ func Ctpttr(handle CublasHandle, uplo CublasFillMode, n int32, AP *cuda.CuComple
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCtpttr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), unsafe.Pointer(AP), unsafe.Pointer(A), C.int32_t(lda))).err()
+	return Status(C.gocuda_cublasCtpttr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(AP)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda))).err()
 }
 
 // Ctrmm calls cublasCtrmm_v2:
@@ -2590,7 +2590,7 @@ func Ctrmm(handle CublasHandle, side CublasSideMode, uplo CublasFillMode, trans 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCtrmm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(C_), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasCtrmm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
 }
 
 // Ctrmm64 calls cublasCtrmm_v2_64:
@@ -2603,7 +2603,7 @@ func Ctrmm64(handle CublasHandle, side CublasSideMode, uplo CublasFillMode, tran
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCtrmm_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(C_), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasCtrmm_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(m), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc))).err()
 }
 
 // Ctrmv calls cublasCtrmv_v2:
@@ -2616,7 +2616,7 @@ func Ctrmv(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, diag
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCtrmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(x), C.int32_t(incx))).err()
+	return Status(C.gocuda_cublasCtrmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx))).err()
 }
 
 // Ctrmv64 calls cublasCtrmv_v2_64:
@@ -2629,7 +2629,7 @@ func Ctrmv64(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, di
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCtrmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx))).err()
+	return Status(C.gocuda_cublasCtrmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx))).err()
 }
 
 // CtrsmBatched calls cublasCtrsmBatched:
@@ -2642,7 +2642,7 @@ func CtrsmBatched(handle CublasHandle, side CublasSideMode, uplo CublasFillMode,
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCtrsmBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(ldb), C.int32_t(batchCount))).err()
+	return Status(C.gocuda_cublasCtrsmBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(ldb), C.int32_t(batchCount))).err()
 }
 
 // CtrsmBatched64 calls cublasCtrsmBatched_64:
@@ -2655,7 +2655,7 @@ func CtrsmBatched64(handle CublasHandle, side CublasSideMode, uplo CublasFillMod
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCtrsmBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), C.int64_t(batchCount))).err()
+	return Status(C.gocuda_cublasCtrsmBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(m), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), C.int64_t(batchCount))).err()
 }
 
 // Ctrsm calls cublasCtrsm_v2:
@@ -2668,7 +2668,7 @@ func Ctrsm(handle CublasHandle, side CublasSideMode, uplo CublasFillMode, trans 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCtrsm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(ldb))).err()
+	return Status(C.gocuda_cublasCtrsm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb))).err()
 }
 
 // Ctrsm64 calls cublasCtrsm_v2_64:
@@ -2681,7 +2681,7 @@ func Ctrsm64(handle CublasHandle, side CublasSideMode, uplo CublasFillMode, tran
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCtrsm_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb))).err()
+	return Status(C.gocuda_cublasCtrsm_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(m), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int64_t(ldb))).err()
 }
 
 // Ctrsv calls cublasCtrsv_v2:
@@ -2694,7 +2694,7 @@ func Ctrsv(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, diag
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCtrsv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(x), C.int32_t(incx))).err()
+	return Status(C.gocuda_cublasCtrsv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx))).err()
 }
 
 // Ctrsv64 calls cublasCtrsv_v2_64:
@@ -2707,7 +2707,7 @@ func Ctrsv64(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, di
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCtrsv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx))).err()
+	return Status(C.gocuda_cublasCtrsv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx))).err()
 }
 
 // Ctrttp calls cublasCtrttp:
@@ -2720,7 +2720,7 @@ func Ctrttp(handle CublasHandle, uplo CublasFillMode, n int32, A *cuda.CuComplex
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasCtrttp(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(AP))).err()
+	return Status(C.gocuda_cublasCtrttp(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(AP)))).err()
 }
 
 // Dasum calls cublasDasum_v2:
@@ -2733,7 +2733,7 @@ func Dasum(handle CublasHandle, n int32, x *float64, incx int32, result *float64
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDasum_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasDasum_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // Dasum64 calls cublasDasum_v2_64:
@@ -2746,7 +2746,7 @@ func Dasum64(handle CublasHandle, n int64, x *float64, incx int64, result *float
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDasum_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasDasum_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // Daxpy calls cublasDaxpy_v2:
@@ -2759,7 +2759,7 @@ func Daxpy(handle CublasHandle, n int32, alpha *float64, x *float64, incx int32,
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDaxpy_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(y), C.int32_t(incy))).err()
+	return Status(C.gocuda_cublasDaxpy_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy))).err()
 }
 
 // Daxpy64 calls cublasDaxpy_v2_64:
@@ -2772,7 +2772,7 @@ func Daxpy64(handle CublasHandle, n int64, alpha *float64, x *float64, incx int6
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDaxpy_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy))).err()
+	return Status(C.gocuda_cublasDaxpy_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy))).err()
 }
 
 // Dcopy calls cublasDcopy_v2:
@@ -2785,7 +2785,7 @@ func Dcopy(handle CublasHandle, n int32, x *float64, incx int32, y *float64, inc
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDcopy_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(y), C.int32_t(incy))).err()
+	return Status(C.gocuda_cublasDcopy_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy))).err()
 }
 
 // Dcopy64 calls cublasDcopy_v2_64:
@@ -2798,7 +2798,7 @@ func Dcopy64(handle CublasHandle, n int64, x *float64, incx int64, y *float64, i
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDcopy_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy))).err()
+	return Status(C.gocuda_cublasDcopy_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy))).err()
 }
 
 // Ddgmm calls cublasDdgmm:
@@ -2811,7 +2811,7 @@ func Ddgmm(handle CublasHandle, mode CublasSideMode, m int32, n int32, A *float6
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDdgmm(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mode), C.int32_t(m), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(C_), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasDdgmm(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mode), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
 }
 
 // Ddgmm64 calls cublasDdgmm_64:
@@ -2824,7 +2824,7 @@ func Ddgmm64(handle CublasHandle, mode CublasSideMode, m int64, n int64, A *floa
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDdgmm_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mode), C.int64_t(m), C.int64_t(n), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(C_), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasDdgmm_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mode), C.int64_t(m), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc))).err()
 }
 
 // Ddot calls cublasDdot_v2:
@@ -2837,7 +2837,7 @@ func Ddot(handle CublasHandle, n int32, x *float64, incx int32, y *float64, incy
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDdot_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(y), C.int32_t(incy), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasDdot_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // Ddot64 calls cublasDdot_v2_64:
@@ -2850,7 +2850,7 @@ func Ddot64(handle CublasHandle, n int64, x *float64, incx int64, y *float64, in
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDdot_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasDdot_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // Destroy calls cublasDestroy_v2:
@@ -2876,7 +2876,7 @@ func Dgbmv(handle CublasHandle, trans CublasOperation, m int32, n int32, kl int3
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDgbmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), C.int32_t(kl), C.int32_t(ku), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int32_t(incy))).err()
+	return Status(C.gocuda_cublasDgbmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), C.int32_t(kl), C.int32_t(ku), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy))).err()
 }
 
 // Dgbmv64 calls cublasDgbmv_v2_64:
@@ -2889,7 +2889,7 @@ func Dgbmv64(handle CublasHandle, trans CublasOperation, m int64, n int64, kl in
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDgbmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int64_t(m), C.int64_t(n), C.int64_t(kl), C.int64_t(ku), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy))).err()
+	return Status(C.gocuda_cublasDgbmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int64_t(m), C.int64_t(n), C.int64_t(kl), C.int64_t(ku), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy))).err()
 }
 
 // Dgeam calls cublasDgeam:
@@ -2902,7 +2902,7 @@ func Dgeam(handle CublasHandle, transa CublasOperation, transb CublasOperation, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDgeam(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(beta), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(C_), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasDgeam(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
 }
 
 // Dgeam64 calls cublasDgeam_64:
@@ -2915,7 +2915,7 @@ func Dgeam64(handle CublasHandle, transa CublasOperation, transb CublasOperation
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDgeam_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(beta), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(C_), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasDgeam_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int64_t(m), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc))).err()
 }
 
 // DgelsBatched calls cublasDgelsBatched:
@@ -2928,7 +2928,7 @@ func DgelsBatched(handle CublasHandle, trans CublasOperation, m int32, n int32, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDgelsBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), C.int32_t(nrhs), unsafe.Pointer(Aarray), C.int32_t(lda), unsafe.Pointer(Carray), C.int32_t(ldc), unsafe.Pointer(info), unsafe.Pointer(devInfoArray), C.int32_t(batchSize))).err()
+	return Status(C.gocuda_cublasDgelsBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), C.int32_t(nrhs), unsafe.Pointer(Aarray), C.int32_t(lda), unsafe.Pointer(Carray), C.int32_t(ldc), (*C.uint8_t)(unsafe.Pointer(info)), (*C.uint8_t)(unsafe.Pointer(devInfoArray)), C.int32_t(batchSize))).err()
 }
 
 // DgemmBatched calls cublasDgemmBatched:
@@ -2941,7 +2941,7 @@ func DgemmBatched(handle CublasHandle, transa CublasOperation, transb CublasOper
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDgemmBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(Aarray), C.int32_t(lda), unsafe.Pointer(Barray), C.int32_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(Carray), C.int32_t(ldc), C.int32_t(batchCount))).err()
+	return Status(C.gocuda_cublasDgemmBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(Aarray), C.int32_t(lda), unsafe.Pointer(Barray), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), unsafe.Pointer(Carray), C.int32_t(ldc), C.int32_t(batchCount))).err()
 }
 
 // DgemmBatched64 calls cublasDgemmBatched_64:
@@ -2954,7 +2954,7 @@ func DgemmBatched64(handle CublasHandle, transa CublasOperation, transb CublasOp
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDgemmBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(Aarray), C.int64_t(lda), unsafe.Pointer(Barray), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(Carray), C.int64_t(ldc), C.int64_t(batchCount))).err()
+	return Status(C.gocuda_cublasDgemmBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(Aarray), C.int64_t(lda), unsafe.Pointer(Barray), C.int64_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), unsafe.Pointer(Carray), C.int64_t(ldc), C.int64_t(batchCount))).err()
 }
 
 // DgemmGroupedBatched calls cublasDgemmGroupedBatched:
@@ -2967,7 +2967,7 @@ func DgemmGroupedBatched(handle CublasHandle, transa_array *CublasOperation, tra
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDgemmGroupedBatched(C.uintptr_t(fn), C.uintptr_t(handle), unsafe.Pointer(transa_array), unsafe.Pointer(transb_array), unsafe.Pointer(m_array), unsafe.Pointer(n_array), unsafe.Pointer(k_array), unsafe.Pointer(alpha_array), unsafe.Pointer(Aarray), unsafe.Pointer(lda_array), unsafe.Pointer(Barray), unsafe.Pointer(ldb_array), unsafe.Pointer(beta_array), unsafe.Pointer(Carray), unsafe.Pointer(ldc_array), C.int32_t(group_count), unsafe.Pointer(group_size))).err()
+	return Status(C.gocuda_cublasDgemmGroupedBatched(C.uintptr_t(fn), C.uintptr_t(handle), (*C.uint8_t)(unsafe.Pointer(transa_array)), (*C.uint8_t)(unsafe.Pointer(transb_array)), (*C.uint8_t)(unsafe.Pointer(m_array)), (*C.uint8_t)(unsafe.Pointer(n_array)), (*C.uint8_t)(unsafe.Pointer(k_array)), (*C.uint8_t)(unsafe.Pointer(alpha_array)), unsafe.Pointer(Aarray), (*C.uint8_t)(unsafe.Pointer(lda_array)), unsafe.Pointer(Barray), (*C.uint8_t)(unsafe.Pointer(ldb_array)), (*C.uint8_t)(unsafe.Pointer(beta_array)), unsafe.Pointer(Carray), (*C.uint8_t)(unsafe.Pointer(ldc_array)), C.int32_t(group_count), (*C.uint8_t)(unsafe.Pointer(group_size)))).err()
 }
 
 // DgemmGroupedBatched64 calls cublasDgemmGroupedBatched_64:
@@ -2980,7 +2980,7 @@ func DgemmGroupedBatched64(handle CublasHandle, transa_array *CublasOperation, t
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDgemmGroupedBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), unsafe.Pointer(transa_array), unsafe.Pointer(transb_array), unsafe.Pointer(m_array), unsafe.Pointer(n_array), unsafe.Pointer(k_array), unsafe.Pointer(alpha_array), unsafe.Pointer(Aarray), unsafe.Pointer(lda_array), unsafe.Pointer(Barray), unsafe.Pointer(ldb_array), unsafe.Pointer(beta_array), unsafe.Pointer(Carray), unsafe.Pointer(ldc_array), C.int64_t(group_count), unsafe.Pointer(group_size))).err()
+	return Status(C.gocuda_cublasDgemmGroupedBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), (*C.uint8_t)(unsafe.Pointer(transa_array)), (*C.uint8_t)(unsafe.Pointer(transb_array)), (*C.uint8_t)(unsafe.Pointer(m_array)), (*C.uint8_t)(unsafe.Pointer(n_array)), (*C.uint8_t)(unsafe.Pointer(k_array)), (*C.uint8_t)(unsafe.Pointer(alpha_array)), unsafe.Pointer(Aarray), (*C.uint8_t)(unsafe.Pointer(lda_array)), unsafe.Pointer(Barray), (*C.uint8_t)(unsafe.Pointer(ldb_array)), (*C.uint8_t)(unsafe.Pointer(beta_array)), unsafe.Pointer(Carray), (*C.uint8_t)(unsafe.Pointer(ldc_array)), C.int64_t(group_count), (*C.uint8_t)(unsafe.Pointer(group_size)))).err()
 }
 
 // DgemmStridedBatched calls cublasDgemmStridedBatched:
@@ -2993,7 +2993,7 @@ func DgemmStridedBatched(handle CublasHandle, transa CublasOperation, transb Cub
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDgemmStridedBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), C.int64_t(strideA), unsafe.Pointer(B), C.int32_t(ldb), C.int64_t(strideB), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(ldc), C.int64_t(strideC), C.int32_t(batchCount))).err()
+	return Status(C.gocuda_cublasDgemmStridedBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), C.int64_t(strideA), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), C.int64_t(strideB), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc), C.int64_t(strideC), C.int32_t(batchCount))).err()
 }
 
 // DgemmStridedBatched64 calls cublasDgemmStridedBatched_64:
@@ -3006,7 +3006,7 @@ func DgemmStridedBatched64(handle CublasHandle, transa CublasOperation, transb C
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDgemmStridedBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), C.int64_t(strideA), unsafe.Pointer(B), C.int64_t(ldb), C.int64_t(strideB), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc), C.int64_t(strideC), C.int64_t(batchCount))).err()
+	return Status(C.gocuda_cublasDgemmStridedBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), C.int64_t(strideA), (*C.uint8_t)(unsafe.Pointer(B)), C.int64_t(ldb), C.int64_t(strideB), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc), C.int64_t(strideC), C.int64_t(batchCount))).err()
 }
 
 // Dgemm calls cublasDgemm_v2:
@@ -3019,7 +3019,7 @@ func Dgemm(handle CublasHandle, transa CublasOperation, transb CublasOperation, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDgemm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasDgemm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
 }
 
 // Dgemm64 calls cublasDgemm_v2_64:
@@ -3032,7 +3032,7 @@ func Dgemm64(handle CublasHandle, transa CublasOperation, transb CublasOperation
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDgemm_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasDgemm_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc))).err()
 }
 
 // DgemvBatched calls cublasDgemvBatched:
@@ -3045,7 +3045,7 @@ func DgemvBatched(handle CublasHandle, trans CublasOperation, m int32, n int32, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDgemvBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(Aarray), C.int32_t(lda), unsafe.Pointer(xarray), C.int32_t(incx), unsafe.Pointer(beta), unsafe.Pointer(yarray), C.int32_t(incy), C.int32_t(batchCount))).err()
+	return Status(C.gocuda_cublasDgemvBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(Aarray), C.int32_t(lda), unsafe.Pointer(xarray), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), unsafe.Pointer(yarray), C.int32_t(incy), C.int32_t(batchCount))).err()
 }
 
 // DgemvBatched64 calls cublasDgemvBatched_64:
@@ -3058,7 +3058,7 @@ func DgemvBatched64(handle CublasHandle, trans CublasOperation, m int64, n int64
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDgemvBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(Aarray), C.int64_t(lda), unsafe.Pointer(xarray), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(yarray), C.int64_t(incy), C.int64_t(batchCount))).err()
+	return Status(C.gocuda_cublasDgemvBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int64_t(m), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(Aarray), C.int64_t(lda), unsafe.Pointer(xarray), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), unsafe.Pointer(yarray), C.int64_t(incy), C.int64_t(batchCount))).err()
 }
 
 // DgemvStridedBatched calls cublasDgemvStridedBatched:
@@ -3071,7 +3071,7 @@ func DgemvStridedBatched(handle CublasHandle, trans CublasOperation, m int32, n 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDgemvStridedBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), C.int64_t(strideA), unsafe.Pointer(x), C.int32_t(incx), C.int64_t(stridex), unsafe.Pointer(beta), unsafe.Pointer(y), C.int32_t(incy), C.int64_t(stridey), C.int32_t(batchCount))).err()
+	return Status(C.gocuda_cublasDgemvStridedBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), C.int64_t(strideA), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), C.int64_t(stridex), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy), C.int64_t(stridey), C.int32_t(batchCount))).err()
 }
 
 // DgemvStridedBatched64 calls cublasDgemvStridedBatched_64:
@@ -3084,7 +3084,7 @@ func DgemvStridedBatched64(handle CublasHandle, trans CublasOperation, m int64, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDgemvStridedBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), C.int64_t(strideA), unsafe.Pointer(x), C.int64_t(incx), C.int64_t(stridex), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy), C.int64_t(stridey), C.int64_t(batchCount))).err()
+	return Status(C.gocuda_cublasDgemvStridedBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int64_t(m), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), C.int64_t(strideA), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), C.int64_t(stridex), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy), C.int64_t(stridey), C.int64_t(batchCount))).err()
 }
 
 // Dgemv calls cublasDgemv_v2:
@@ -3097,7 +3097,7 @@ func Dgemv(handle CublasHandle, trans CublasOperation, m int32, n int32, alpha *
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDgemv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int32_t(incy))).err()
+	return Status(C.gocuda_cublasDgemv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy))).err()
 }
 
 // Dgemv64 calls cublasDgemv_v2_64:
@@ -3110,7 +3110,7 @@ func Dgemv64(handle CublasHandle, trans CublasOperation, m int64, n int64, alpha
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDgemv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy))).err()
+	return Status(C.gocuda_cublasDgemv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int64_t(m), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy))).err()
 }
 
 // DgeqrfBatched calls cublasDgeqrfBatched:
@@ -3123,7 +3123,7 @@ func DgeqrfBatched(handle CublasHandle, m int32, n int32, Aarray **float64, lda 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDgeqrfBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(Aarray), C.int32_t(lda), unsafe.Pointer(TauArray), unsafe.Pointer(info), C.int32_t(batchSize))).err()
+	return Status(C.gocuda_cublasDgeqrfBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(Aarray), C.int32_t(lda), unsafe.Pointer(TauArray), (*C.uint8_t)(unsafe.Pointer(info)), C.int32_t(batchSize))).err()
 }
 
 // Dger calls cublasDger_v2:
@@ -3136,7 +3136,7 @@ func Dger(handle CublasHandle, m int32, n int32, alpha *float64, x *float64, inc
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDger_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(y), C.int32_t(incy), unsafe.Pointer(A), C.int32_t(lda))).err()
+	return Status(C.gocuda_cublasDger_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda))).err()
 }
 
 // Dger64 calls cublasDger_v2_64:
@@ -3149,7 +3149,7 @@ func Dger64(handle CublasHandle, m int64, n int64, alpha *float64, x *float64, i
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDger_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(A), C.int64_t(lda))).err()
+	return Status(C.gocuda_cublasDger_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(m), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda))).err()
 }
 
 // DgetrfBatched calls cublasDgetrfBatched:
@@ -3162,7 +3162,7 @@ func DgetrfBatched(handle CublasHandle, n int32, A **float64, lda int32, P *int3
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDgetrfBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(P), unsafe.Pointer(info), C.int32_t(batchSize))).err()
+	return Status(C.gocuda_cublasDgetrfBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(P)), (*C.uint8_t)(unsafe.Pointer(info)), C.int32_t(batchSize))).err()
 }
 
 // DgetriBatched calls cublasDgetriBatched:
@@ -3175,7 +3175,7 @@ func DgetriBatched(handle CublasHandle, n int32, A **float64, lda int32, P *int3
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDgetriBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(P), unsafe.Pointer(C_), C.int32_t(ldc), unsafe.Pointer(info), C.int32_t(batchSize))).err()
+	return Status(C.gocuda_cublasDgetriBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(P)), unsafe.Pointer(C_), C.int32_t(ldc), (*C.uint8_t)(unsafe.Pointer(info)), C.int32_t(batchSize))).err()
 }
 
 // DgetrsBatched calls cublasDgetrsBatched:
@@ -3188,7 +3188,7 @@ func DgetrsBatched(handle CublasHandle, trans CublasOperation, n int32, nrhs int
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDgetrsBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(n), C.int32_t(nrhs), unsafe.Pointer(Aarray), C.int32_t(lda), unsafe.Pointer(devIpiv), unsafe.Pointer(Barray), C.int32_t(ldb), unsafe.Pointer(info), C.int32_t(batchSize))).err()
+	return Status(C.gocuda_cublasDgetrsBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(n), C.int32_t(nrhs), unsafe.Pointer(Aarray), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(devIpiv)), unsafe.Pointer(Barray), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(info)), C.int32_t(batchSize))).err()
 }
 
 // DmatinvBatched calls cublasDmatinvBatched:
@@ -3201,7 +3201,7 @@ func DmatinvBatched(handle CublasHandle, n int32, A **float64, lda int32, Ainv *
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDmatinvBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(Ainv), C.int32_t(lda_inv), unsafe.Pointer(info), C.int32_t(batchSize))).err()
+	return Status(C.gocuda_cublasDmatinvBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(Ainv), C.int32_t(lda_inv), (*C.uint8_t)(unsafe.Pointer(info)), C.int32_t(batchSize))).err()
 }
 
 // Dnrm2 calls cublasDnrm2_v2:
@@ -3214,7 +3214,7 @@ func Dnrm2(handle CublasHandle, n int32, x *float64, incx int32, result *float64
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDnrm2_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasDnrm2_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // Dnrm264 calls cublasDnrm2_v2_64:
@@ -3227,7 +3227,7 @@ func Dnrm264(handle CublasHandle, n int64, x *float64, incx int64, result *float
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDnrm2_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasDnrm2_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // DotEx calls cublasDotEx:
@@ -3292,7 +3292,7 @@ func Drot(handle CublasHandle, n int32, x *float64, incx int32, y *float64, incy
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDrot_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(y), C.int32_t(incy), unsafe.Pointer(c), unsafe.Pointer(s))).err()
+	return Status(C.gocuda_cublasDrot_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy), (*C.uint8_t)(unsafe.Pointer(c)), (*C.uint8_t)(unsafe.Pointer(s)))).err()
 }
 
 // Drot64 calls cublasDrot_v2_64:
@@ -3305,7 +3305,7 @@ func Drot64(handle CublasHandle, n int64, x *float64, incx int64, y *float64, in
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDrot_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(c), unsafe.Pointer(s))).err()
+	return Status(C.gocuda_cublasDrot_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy), (*C.uint8_t)(unsafe.Pointer(c)), (*C.uint8_t)(unsafe.Pointer(s)))).err()
 }
 
 // Drotg calls cublasDrotg_v2:
@@ -3318,7 +3318,7 @@ func Drotg(handle CublasHandle, a *float64, b *float64, c *float64, s *float64) 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDrotg_v2(C.uintptr_t(fn), C.uintptr_t(handle), unsafe.Pointer(a), unsafe.Pointer(b), unsafe.Pointer(c), unsafe.Pointer(s))).err()
+	return Status(C.gocuda_cublasDrotg_v2(C.uintptr_t(fn), C.uintptr_t(handle), (*C.uint8_t)(unsafe.Pointer(a)), (*C.uint8_t)(unsafe.Pointer(b)), (*C.uint8_t)(unsafe.Pointer(c)), (*C.uint8_t)(unsafe.Pointer(s)))).err()
 }
 
 // Drotm calls cublasDrotm_v2:
@@ -3331,7 +3331,7 @@ func Drotm(handle CublasHandle, n int32, x *float64, incx int32, y *float64, inc
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDrotm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(y), C.int32_t(incy), unsafe.Pointer(param))).err()
+	return Status(C.gocuda_cublasDrotm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy), (*C.uint8_t)(unsafe.Pointer(param)))).err()
 }
 
 // Drotm64 calls cublasDrotm_v2_64:
@@ -3344,7 +3344,7 @@ func Drotm64(handle CublasHandle, n int64, x *float64, incx int64, y *float64, i
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDrotm_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(param))).err()
+	return Status(C.gocuda_cublasDrotm_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy), (*C.uint8_t)(unsafe.Pointer(param)))).err()
 }
 
 // Drotmg calls cublasDrotmg_v2:
@@ -3357,7 +3357,7 @@ func Drotmg(handle CublasHandle, d1 *float64, d2 *float64, x1 *float64, y1 *floa
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDrotmg_v2(C.uintptr_t(fn), C.uintptr_t(handle), unsafe.Pointer(d1), unsafe.Pointer(d2), unsafe.Pointer(x1), unsafe.Pointer(y1), unsafe.Pointer(param))).err()
+	return Status(C.gocuda_cublasDrotmg_v2(C.uintptr_t(fn), C.uintptr_t(handle), (*C.uint8_t)(unsafe.Pointer(d1)), (*C.uint8_t)(unsafe.Pointer(d2)), (*C.uint8_t)(unsafe.Pointer(x1)), (*C.uint8_t)(unsafe.Pointer(y1)), (*C.uint8_t)(unsafe.Pointer(param)))).err()
 }
 
 // Dsbmv calls cublasDsbmv_v2:
@@ -3370,7 +3370,7 @@ func Dsbmv(handle CublasHandle, uplo CublasFillMode, n int32, k int32, alpha *fl
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDsbmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int32_t(incy))).err()
+	return Status(C.gocuda_cublasDsbmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy))).err()
 }
 
 // Dsbmv64 calls cublasDsbmv_v2_64:
@@ -3383,7 +3383,7 @@ func Dsbmv64(handle CublasHandle, uplo CublasFillMode, n int64, k int64, alpha *
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDsbmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy))).err()
+	return Status(C.gocuda_cublasDsbmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy))).err()
 }
 
 // Dscal calls cublasDscal_v2:
@@ -3396,7 +3396,7 @@ func Dscal(handle CublasHandle, n int32, alpha *float64, x *float64, incx int32)
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDscal_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int32_t(incx))).err()
+	return Status(C.gocuda_cublasDscal_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx))).err()
 }
 
 // Dscal64 calls cublasDscal_v2_64:
@@ -3409,7 +3409,7 @@ func Dscal64(handle CublasHandle, n int64, alpha *float64, x *float64, incx int6
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDscal_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx))).err()
+	return Status(C.gocuda_cublasDscal_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx))).err()
 }
 
 // Dspmv calls cublasDspmv_v2:
@@ -3422,7 +3422,7 @@ func Dspmv(handle CublasHandle, uplo CublasFillMode, n int32, alpha *float64, AP
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDspmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(AP), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int32_t(incy))).err()
+	return Status(C.gocuda_cublasDspmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(AP)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy))).err()
 }
 
 // Dspmv64 calls cublasDspmv_v2_64:
@@ -3435,7 +3435,7 @@ func Dspmv64(handle CublasHandle, uplo CublasFillMode, n int64, alpha *float64, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDspmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(AP), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy))).err()
+	return Status(C.gocuda_cublasDspmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(AP)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy))).err()
 }
 
 // Dspr2 calls cublasDspr2_v2:
@@ -3448,7 +3448,7 @@ func Dspr2(handle CublasHandle, uplo CublasFillMode, n int32, alpha *float64, x 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDspr2_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(y), C.int32_t(incy), unsafe.Pointer(AP))).err()
+	return Status(C.gocuda_cublasDspr2_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy), (*C.uint8_t)(unsafe.Pointer(AP)))).err()
 }
 
 // Dspr264 calls cublasDspr2_v2_64:
@@ -3461,7 +3461,7 @@ func Dspr264(handle CublasHandle, uplo CublasFillMode, n int64, alpha *float64, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDspr2_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(AP))).err()
+	return Status(C.gocuda_cublasDspr2_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy), (*C.uint8_t)(unsafe.Pointer(AP)))).err()
 }
 
 // Dspr calls cublasDspr_v2:
@@ -3474,7 +3474,7 @@ func Dspr(handle CublasHandle, uplo CublasFillMode, n int32, alpha *float64, x *
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDspr_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(AP))).err()
+	return Status(C.gocuda_cublasDspr_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(AP)))).err()
 }
 
 // Dspr64 calls cublasDspr_v2_64:
@@ -3487,7 +3487,7 @@ func Dspr64(handle CublasHandle, uplo CublasFillMode, n int64, alpha *float64, x
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDspr_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(AP))).err()
+	return Status(C.gocuda_cublasDspr_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(AP)))).err()
 }
 
 // Dswap calls cublasDswap_v2:
@@ -3500,7 +3500,7 @@ func Dswap(handle CublasHandle, n int32, x *float64, incx int32, y *float64, inc
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDswap_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(y), C.int32_t(incy))).err()
+	return Status(C.gocuda_cublasDswap_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy))).err()
 }
 
 // Dswap64 calls cublasDswap_v2_64:
@@ -3513,7 +3513,7 @@ func Dswap64(handle CublasHandle, n int64, x *float64, incx int64, y *float64, i
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDswap_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy))).err()
+	return Status(C.gocuda_cublasDswap_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy))).err()
 }
 
 // Dsymm calls cublasDsymm_v2:
@@ -3526,7 +3526,7 @@ func Dsymm(handle CublasHandle, side CublasSideMode, uplo CublasFillMode, m int3
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDsymm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasDsymm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
 }
 
 // Dsymm64 calls cublasDsymm_v2_64:
@@ -3539,7 +3539,7 @@ func Dsymm64(handle CublasHandle, side CublasSideMode, uplo CublasFillMode, m in
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDsymm_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasDsymm_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int64_t(m), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc))).err()
 }
 
 // Dsymv calls cublasDsymv_v2:
@@ -3552,7 +3552,7 @@ func Dsymv(handle CublasHandle, uplo CublasFillMode, n int32, alpha *float64, A 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDsymv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int32_t(incy))).err()
+	return Status(C.gocuda_cublasDsymv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy))).err()
 }
 
 // Dsymv64 calls cublasDsymv_v2_64:
@@ -3565,7 +3565,7 @@ func Dsymv64(handle CublasHandle, uplo CublasFillMode, n int64, alpha *float64, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDsymv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy))).err()
+	return Status(C.gocuda_cublasDsymv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy))).err()
 }
 
 // Dsyr2 calls cublasDsyr2_v2:
@@ -3578,7 +3578,7 @@ func Dsyr2(handle CublasHandle, uplo CublasFillMode, n int32, alpha *float64, x 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDsyr2_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(y), C.int32_t(incy), unsafe.Pointer(A), C.int32_t(lda))).err()
+	return Status(C.gocuda_cublasDsyr2_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda))).err()
 }
 
 // Dsyr264 calls cublasDsyr2_v2_64:
@@ -3591,7 +3591,7 @@ func Dsyr264(handle CublasHandle, uplo CublasFillMode, n int64, alpha *float64, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDsyr2_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(A), C.int64_t(lda))).err()
+	return Status(C.gocuda_cublasDsyr2_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda))).err()
 }
 
 // Dsyr2k calls cublasDsyr2k_v2:
@@ -3604,7 +3604,7 @@ func Dsyr2k(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n i
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDsyr2k_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasDsyr2k_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
 }
 
 // Dsyr2k64 calls cublasDsyr2k_v2_64:
@@ -3617,7 +3617,7 @@ func Dsyr2k64(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDsyr2k_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasDsyr2k_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc))).err()
 }
 
 // Dsyr calls cublasDsyr_v2:
@@ -3630,7 +3630,7 @@ func Dsyr(handle CublasHandle, uplo CublasFillMode, n int32, alpha *float64, x *
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDsyr_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(A), C.int32_t(lda))).err()
+	return Status(C.gocuda_cublasDsyr_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda))).err()
 }
 
 // Dsyr64 calls cublasDsyr_v2_64:
@@ -3643,7 +3643,7 @@ func Dsyr64(handle CublasHandle, uplo CublasFillMode, n int64, alpha *float64, x
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDsyr_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(A), C.int64_t(lda))).err()
+	return Status(C.gocuda_cublasDsyr_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda))).err()
 }
 
 // Dsyrk calls cublasDsyrk_v2:
@@ -3656,7 +3656,7 @@ func Dsyrk(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n in
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDsyrk_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasDsyrk_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
 }
 
 // Dsyrk64 calls cublasDsyrk_v2_64:
@@ -3669,7 +3669,7 @@ func Dsyrk64(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDsyrk_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasDsyrk_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc))).err()
 }
 
 // Dsyrkx calls cublasDsyrkx:
@@ -3682,7 +3682,7 @@ func Dsyrkx(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n i
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDsyrkx(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasDsyrkx(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
 }
 
 // Dsyrkx64 calls cublasDsyrkx_64:
@@ -3695,7 +3695,7 @@ func Dsyrkx64(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDsyrkx_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasDsyrkx_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc))).err()
 }
 
 // Dtbmv calls cublasDtbmv_v2:
@@ -3708,7 +3708,7 @@ func Dtbmv(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, diag
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDtbmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), C.int32_t(k), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(x), C.int32_t(incx))).err()
+	return Status(C.gocuda_cublasDtbmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx))).err()
 }
 
 // Dtbmv64 calls cublasDtbmv_v2_64:
@@ -3721,7 +3721,7 @@ func Dtbmv64(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, di
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDtbmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), C.int64_t(k), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx))).err()
+	return Status(C.gocuda_cublasDtbmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx))).err()
 }
 
 // Dtbsv calls cublasDtbsv_v2:
@@ -3734,7 +3734,7 @@ func Dtbsv(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, diag
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDtbsv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), C.int32_t(k), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(x), C.int32_t(incx))).err()
+	return Status(C.gocuda_cublasDtbsv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx))).err()
 }
 
 // Dtbsv64 calls cublasDtbsv_v2_64:
@@ -3747,7 +3747,7 @@ func Dtbsv64(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, di
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDtbsv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), C.int64_t(k), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx))).err()
+	return Status(C.gocuda_cublasDtbsv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx))).err()
 }
 
 // Dtpmv calls cublasDtpmv_v2:
@@ -3760,7 +3760,7 @@ func Dtpmv(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, diag
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDtpmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), unsafe.Pointer(AP), unsafe.Pointer(x), C.int32_t(incx))).err()
+	return Status(C.gocuda_cublasDtpmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(AP)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx))).err()
 }
 
 // Dtpmv64 calls cublasDtpmv_v2_64:
@@ -3773,7 +3773,7 @@ func Dtpmv64(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, di
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDtpmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), unsafe.Pointer(AP), unsafe.Pointer(x), C.int64_t(incx))).err()
+	return Status(C.gocuda_cublasDtpmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(AP)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx))).err()
 }
 
 // Dtpsv calls cublasDtpsv_v2:
@@ -3786,7 +3786,7 @@ func Dtpsv(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, diag
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDtpsv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), unsafe.Pointer(AP), unsafe.Pointer(x), C.int32_t(incx))).err()
+	return Status(C.gocuda_cublasDtpsv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(AP)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx))).err()
 }
 
 // Dtpsv64 calls cublasDtpsv_v2_64:
@@ -3799,7 +3799,7 @@ func Dtpsv64(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, di
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDtpsv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), unsafe.Pointer(AP), unsafe.Pointer(x), C.int64_t(incx))).err()
+	return Status(C.gocuda_cublasDtpsv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(AP)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx))).err()
 }
 
 // Dtpttr calls cublasDtpttr:
@@ -3812,7 +3812,7 @@ func Dtpttr(handle CublasHandle, uplo CublasFillMode, n int32, AP *float64, A *f
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDtpttr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), unsafe.Pointer(AP), unsafe.Pointer(A), C.int32_t(lda))).err()
+	return Status(C.gocuda_cublasDtpttr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(AP)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda))).err()
 }
 
 // Dtrmm calls cublasDtrmm_v2:
@@ -3825,7 +3825,7 @@ func Dtrmm(handle CublasHandle, side CublasSideMode, uplo CublasFillMode, trans 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDtrmm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(C_), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasDtrmm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
 }
 
 // Dtrmm64 calls cublasDtrmm_v2_64:
@@ -3838,7 +3838,7 @@ func Dtrmm64(handle CublasHandle, side CublasSideMode, uplo CublasFillMode, tran
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDtrmm_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(C_), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasDtrmm_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(m), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc))).err()
 }
 
 // Dtrmv calls cublasDtrmv_v2:
@@ -3851,7 +3851,7 @@ func Dtrmv(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, diag
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDtrmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(x), C.int32_t(incx))).err()
+	return Status(C.gocuda_cublasDtrmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx))).err()
 }
 
 // Dtrmv64 calls cublasDtrmv_v2_64:
@@ -3864,7 +3864,7 @@ func Dtrmv64(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, di
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDtrmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx))).err()
+	return Status(C.gocuda_cublasDtrmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx))).err()
 }
 
 // DtrsmBatched calls cublasDtrsmBatched:
@@ -3877,7 +3877,7 @@ func DtrsmBatched(handle CublasHandle, side CublasSideMode, uplo CublasFillMode,
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDtrsmBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(ldb), C.int32_t(batchCount))).err()
+	return Status(C.gocuda_cublasDtrsmBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(ldb), C.int32_t(batchCount))).err()
 }
 
 // DtrsmBatched64 calls cublasDtrsmBatched_64:
@@ -3890,7 +3890,7 @@ func DtrsmBatched64(handle CublasHandle, side CublasSideMode, uplo CublasFillMod
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDtrsmBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), C.int64_t(batchCount))).err()
+	return Status(C.gocuda_cublasDtrsmBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(m), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), C.int64_t(batchCount))).err()
 }
 
 // Dtrsm calls cublasDtrsm_v2:
@@ -3903,7 +3903,7 @@ func Dtrsm(handle CublasHandle, side CublasSideMode, uplo CublasFillMode, trans 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDtrsm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(ldb))).err()
+	return Status(C.gocuda_cublasDtrsm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb))).err()
 }
 
 // Dtrsm64 calls cublasDtrsm_v2_64:
@@ -3916,7 +3916,7 @@ func Dtrsm64(handle CublasHandle, side CublasSideMode, uplo CublasFillMode, tran
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDtrsm_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb))).err()
+	return Status(C.gocuda_cublasDtrsm_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(m), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int64_t(ldb))).err()
 }
 
 // Dtrsv calls cublasDtrsv_v2:
@@ -3929,7 +3929,7 @@ func Dtrsv(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, diag
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDtrsv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(x), C.int32_t(incx))).err()
+	return Status(C.gocuda_cublasDtrsv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx))).err()
 }
 
 // Dtrsv64 calls cublasDtrsv_v2_64:
@@ -3942,7 +3942,7 @@ func Dtrsv64(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, di
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDtrsv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx))).err()
+	return Status(C.gocuda_cublasDtrsv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx))).err()
 }
 
 // Dtrttp calls cublasDtrttp:
@@ -3955,7 +3955,7 @@ func Dtrttp(handle CublasHandle, uplo CublasFillMode, n int32, A *float64, lda i
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDtrttp(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(AP))).err()
+	return Status(C.gocuda_cublasDtrttp(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(AP)))).err()
 }
 
 // Dzasum calls cublasDzasum_v2:
@@ -3968,7 +3968,7 @@ func Dzasum(handle CublasHandle, n int32, x *cuda.CuDoubleComplex, incx int32, r
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDzasum_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasDzasum_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // Dzasum64 calls cublasDzasum_v2_64:
@@ -3981,7 +3981,7 @@ func Dzasum64(handle CublasHandle, n int64, x *cuda.CuDoubleComplex, incx int64,
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDzasum_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasDzasum_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // Dznrm2 calls cublasDznrm2_v2:
@@ -3994,7 +3994,7 @@ func Dznrm2(handle CublasHandle, n int32, x *cuda.CuDoubleComplex, incx int32, r
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDznrm2_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasDznrm2_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // Dznrm264 calls cublasDznrm2_v2_64:
@@ -4007,7 +4007,7 @@ func Dznrm264(handle CublasHandle, n int64, x *cuda.CuDoubleComplex, incx int64,
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasDznrm2_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasDznrm2_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // GemmBatchedEx calls cublasGemmBatchedEx:
@@ -4072,7 +4072,7 @@ func GemmGroupedBatchedEx(handle CublasHandle, transa_array *CublasOperation, tr
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasGemmGroupedBatchedEx(C.uintptr_t(fn), C.uintptr_t(handle), unsafe.Pointer(transa_array), unsafe.Pointer(transb_array), unsafe.Pointer(m_array), unsafe.Pointer(n_array), unsafe.Pointer(k_array), unsafe.Pointer(alpha_array), unsafe.Pointer(Aarray), C.int32_t(Atype), unsafe.Pointer(lda_array), unsafe.Pointer(Barray), C.int32_t(Btype), unsafe.Pointer(ldb_array), unsafe.Pointer(beta_array), unsafe.Pointer(Carray), C.int32_t(Ctype), unsafe.Pointer(ldc_array), C.int32_t(group_count), unsafe.Pointer(group_size), C.int32_t(computeType))).err()
+	return Status(C.gocuda_cublasGemmGroupedBatchedEx(C.uintptr_t(fn), C.uintptr_t(handle), (*C.uint8_t)(unsafe.Pointer(transa_array)), (*C.uint8_t)(unsafe.Pointer(transb_array)), (*C.uint8_t)(unsafe.Pointer(m_array)), (*C.uint8_t)(unsafe.Pointer(n_array)), (*C.uint8_t)(unsafe.Pointer(k_array)), unsafe.Pointer(alpha_array), unsafe.Pointer(Aarray), C.int32_t(Atype), (*C.uint8_t)(unsafe.Pointer(lda_array)), unsafe.Pointer(Barray), C.int32_t(Btype), (*C.uint8_t)(unsafe.Pointer(ldb_array)), unsafe.Pointer(beta_array), unsafe.Pointer(Carray), C.int32_t(Ctype), (*C.uint8_t)(unsafe.Pointer(ldc_array)), C.int32_t(group_count), (*C.uint8_t)(unsafe.Pointer(group_size)), C.int32_t(computeType))).err()
 }
 
 // GemmGroupedBatchedEx64 calls cublasGemmGroupedBatchedEx_64:
@@ -4085,7 +4085,7 @@ func GemmGroupedBatchedEx64(handle CublasHandle, transa_array *CublasOperation, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasGemmGroupedBatchedEx_64(C.uintptr_t(fn), C.uintptr_t(handle), unsafe.Pointer(transa_array), unsafe.Pointer(transb_array), unsafe.Pointer(m_array), unsafe.Pointer(n_array), unsafe.Pointer(k_array), unsafe.Pointer(alpha_array), unsafe.Pointer(Aarray), C.int32_t(Atype), unsafe.Pointer(lda_array), unsafe.Pointer(Barray), C.int32_t(Btype), unsafe.Pointer(ldb_array), unsafe.Pointer(beta_array), unsafe.Pointer(Carray), C.int32_t(Ctype), unsafe.Pointer(ldc_array), C.int64_t(group_count), unsafe.Pointer(group_size), C.int32_t(computeType))).err()
+	return Status(C.gocuda_cublasGemmGroupedBatchedEx_64(C.uintptr_t(fn), C.uintptr_t(handle), (*C.uint8_t)(unsafe.Pointer(transa_array)), (*C.uint8_t)(unsafe.Pointer(transb_array)), (*C.uint8_t)(unsafe.Pointer(m_array)), (*C.uint8_t)(unsafe.Pointer(n_array)), (*C.uint8_t)(unsafe.Pointer(k_array)), unsafe.Pointer(alpha_array), unsafe.Pointer(Aarray), C.int32_t(Atype), (*C.uint8_t)(unsafe.Pointer(lda_array)), unsafe.Pointer(Barray), C.int32_t(Btype), (*C.uint8_t)(unsafe.Pointer(ldb_array)), unsafe.Pointer(beta_array), unsafe.Pointer(Carray), C.int32_t(Ctype), (*C.uint8_t)(unsafe.Pointer(ldc_array)), C.int64_t(group_count), (*C.uint8_t)(unsafe.Pointer(group_size)), C.int32_t(computeType))).err()
 }
 
 // GemmStridedBatchedEx calls cublasGemmStridedBatchedEx:
@@ -4124,7 +4124,7 @@ func GetAtomicsMode(handle CublasHandle, mode *CublasAtomicsMode) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasGetAtomicsMode(C.uintptr_t(fn), C.uintptr_t(handle), unsafe.Pointer(mode))).err()
+	return Status(C.gocuda_cublasGetAtomicsMode(C.uintptr_t(fn), C.uintptr_t(handle), (*C.uint8_t)(unsafe.Pointer(mode)))).err()
 }
 
 // GetCudartVersion calls cublasGetCudartVersion:
@@ -4151,7 +4151,7 @@ func GetEmulationSpecialValuesSupport(handle CublasHandle, mask *cuda.CudaEmulat
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasGetEmulationSpecialValuesSupport(C.uintptr_t(fn), C.uintptr_t(handle), unsafe.Pointer(mask))).err()
+	return Status(C.gocuda_cublasGetEmulationSpecialValuesSupport(C.uintptr_t(fn), C.uintptr_t(handle), (*C.uint8_t)(unsafe.Pointer(mask)))).err()
 }
 
 // GetEmulationStrategy calls cublasGetEmulationStrategy:
@@ -4164,7 +4164,7 @@ func GetEmulationStrategy(handle CublasHandle, emulationStrategy *CublasEmulatio
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasGetEmulationStrategy(C.uintptr_t(fn), C.uintptr_t(handle), unsafe.Pointer(emulationStrategy))).err()
+	return Status(C.gocuda_cublasGetEmulationStrategy(C.uintptr_t(fn), C.uintptr_t(handle), (*C.uint8_t)(unsafe.Pointer(emulationStrategy)))).err()
 }
 
 // GetFixedPointEmulationMantissaBitCountPointer calls cublasGetFixedPointEmulationMantissaBitCountPointer:
@@ -4190,7 +4190,7 @@ func GetFixedPointEmulationMantissaBitOffset(handle CublasHandle, mantissaBitOff
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasGetFixedPointEmulationMantissaBitOffset(C.uintptr_t(fn), C.uintptr_t(handle), unsafe.Pointer(mantissaBitOffset))).err()
+	return Status(C.gocuda_cublasGetFixedPointEmulationMantissaBitOffset(C.uintptr_t(fn), C.uintptr_t(handle), (*C.uint8_t)(unsafe.Pointer(mantissaBitOffset)))).err()
 }
 
 // GetFixedPointEmulationMantissaControl calls cublasGetFixedPointEmulationMantissaControl:
@@ -4203,7 +4203,7 @@ func GetFixedPointEmulationMantissaControl(handle CublasHandle, mantissaControl 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasGetFixedPointEmulationMantissaControl(C.uintptr_t(fn), C.uintptr_t(handle), unsafe.Pointer(mantissaControl))).err()
+	return Status(C.gocuda_cublasGetFixedPointEmulationMantissaControl(C.uintptr_t(fn), C.uintptr_t(handle), (*C.uint8_t)(unsafe.Pointer(mantissaControl)))).err()
 }
 
 // GetFixedPointEmulationMaxMantissaBitCount calls cublasGetFixedPointEmulationMaxMantissaBitCount:
@@ -4216,7 +4216,7 @@ func GetFixedPointEmulationMaxMantissaBitCount(handle CublasHandle, maxMantissaB
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasGetFixedPointEmulationMaxMantissaBitCount(C.uintptr_t(fn), C.uintptr_t(handle), unsafe.Pointer(maxMantissaBitCount))).err()
+	return Status(C.gocuda_cublasGetFixedPointEmulationMaxMantissaBitCount(C.uintptr_t(fn), C.uintptr_t(handle), (*C.uint8_t)(unsafe.Pointer(maxMantissaBitCount)))).err()
 }
 
 // GetLoggerCallback calls cublasGetLoggerCallback:
@@ -4229,7 +4229,7 @@ func GetLoggerCallback(userCallback *CublasLogCallback) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasGetLoggerCallback(C.uintptr_t(fn), unsafe.Pointer(userCallback))).err()
+	return Status(C.gocuda_cublasGetLoggerCallback(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(userCallback)))).err()
 }
 
 // GetMathMode calls cublasGetMathMode:
@@ -4242,7 +4242,7 @@ func GetMathMode(handle CublasHandle, mode *CublasMath) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasGetMathMode(C.uintptr_t(fn), C.uintptr_t(handle), unsafe.Pointer(mode))).err()
+	return Status(C.gocuda_cublasGetMathMode(C.uintptr_t(fn), C.uintptr_t(handle), (*C.uint8_t)(unsafe.Pointer(mode)))).err()
 }
 
 // GetMatrix calls cublasGetMatrix:
@@ -4307,7 +4307,7 @@ func GetPointerMode(handle CublasHandle, mode *CublasPointerMode) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasGetPointerMode_v2(C.uintptr_t(fn), C.uintptr_t(handle), unsafe.Pointer(mode))).err()
+	return Status(C.gocuda_cublasGetPointerMode_v2(C.uintptr_t(fn), C.uintptr_t(handle), (*C.uint8_t)(unsafe.Pointer(mode)))).err()
 }
 
 // GetProperty calls cublasGetProperty:
@@ -4320,7 +4320,7 @@ func GetProperty(type_ cuda.LibraryPropertyType, value *int32) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasGetProperty(C.uintptr_t(fn), C.int32_t(type_), unsafe.Pointer(value))).err()
+	return Status(C.gocuda_cublasGetProperty(C.uintptr_t(fn), C.int32_t(type_), (*C.uint8_t)(unsafe.Pointer(value)))).err()
 }
 
 // GetSmCountTarget calls cublasGetSmCountTarget:
@@ -4333,7 +4333,7 @@ func GetSmCountTarget(handle CublasHandle, smCountTarget *int32) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasGetSmCountTarget(C.uintptr_t(fn), C.uintptr_t(handle), unsafe.Pointer(smCountTarget))).err()
+	return Status(C.gocuda_cublasGetSmCountTarget(C.uintptr_t(fn), C.uintptr_t(handle), (*C.uint8_t)(unsafe.Pointer(smCountTarget)))).err()
 }
 
 // GetStatusName calls cublasGetStatusName:
@@ -4374,7 +4374,7 @@ func GetStream(handle CublasHandle, streamId *cuda.CUstream) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasGetStream_v2(C.uintptr_t(fn), C.uintptr_t(handle), unsafe.Pointer(streamId))).err()
+	return Status(C.gocuda_cublasGetStream_v2(C.uintptr_t(fn), C.uintptr_t(handle), (*C.uint8_t)(unsafe.Pointer(streamId)))).err()
 }
 
 // GetVector calls cublasGetVector:
@@ -4439,7 +4439,7 @@ func GetVersion(handle CublasHandle, version *int32) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasGetVersion_v2(C.uintptr_t(fn), C.uintptr_t(handle), unsafe.Pointer(version))).err()
+	return Status(C.gocuda_cublasGetVersion_v2(C.uintptr_t(fn), C.uintptr_t(handle), (*C.uint8_t)(unsafe.Pointer(version)))).err()
 }
 
 // IamaxEx calls cublasIamaxEx:
@@ -4452,7 +4452,7 @@ func IamaxEx(handle CublasHandle, n int32, x unsafe.Pointer, xType cuda.CudaData
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasIamaxEx(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(x), C.int32_t(xType), C.int32_t(incx), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasIamaxEx(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(x), C.int32_t(xType), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // IamaxEx64 calls cublasIamaxEx_64:
@@ -4465,7 +4465,7 @@ func IamaxEx64(handle CublasHandle, n int64, x unsafe.Pointer, xType cuda.CudaDa
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasIamaxEx_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int32_t(xType), C.int64_t(incx), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasIamaxEx_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int32_t(xType), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // IaminEx calls cublasIaminEx:
@@ -4478,7 +4478,7 @@ func IaminEx(handle CublasHandle, n int32, x unsafe.Pointer, xType cuda.CudaData
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasIaminEx(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(x), C.int32_t(xType), C.int32_t(incx), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasIaminEx(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(x), C.int32_t(xType), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // IaminEx64 calls cublasIaminEx_64:
@@ -4491,7 +4491,7 @@ func IaminEx64(handle CublasHandle, n int64, x unsafe.Pointer, xType cuda.CudaDa
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasIaminEx_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int32_t(xType), C.int64_t(incx), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasIaminEx_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int32_t(xType), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // Icamax calls cublasIcamax_v2:
@@ -4504,7 +4504,7 @@ func Icamax(handle CublasHandle, n int32, x *cuda.CuComplex, incx int32, result 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasIcamax_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasIcamax_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // Icamax64 calls cublasIcamax_v2_64:
@@ -4517,7 +4517,7 @@ func Icamax64(handle CublasHandle, n int64, x *cuda.CuComplex, incx int64, resul
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasIcamax_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasIcamax_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // Icamin calls cublasIcamin_v2:
@@ -4530,7 +4530,7 @@ func Icamin(handle CublasHandle, n int32, x *cuda.CuComplex, incx int32, result 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasIcamin_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasIcamin_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // Icamin64 calls cublasIcamin_v2_64:
@@ -4543,7 +4543,7 @@ func Icamin64(handle CublasHandle, n int64, x *cuda.CuComplex, incx int64, resul
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasIcamin_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasIcamin_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // Idamax calls cublasIdamax_v2:
@@ -4556,7 +4556,7 @@ func Idamax(handle CublasHandle, n int32, x *float64, incx int32, result *int32)
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasIdamax_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasIdamax_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // Idamax64 calls cublasIdamax_v2_64:
@@ -4569,7 +4569,7 @@ func Idamax64(handle CublasHandle, n int64, x *float64, incx int64, result *int6
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasIdamax_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasIdamax_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // Idamin calls cublasIdamin_v2:
@@ -4582,7 +4582,7 @@ func Idamin(handle CublasHandle, n int32, x *float64, incx int32, result *int32)
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasIdamin_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasIdamin_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // Idamin64 calls cublasIdamin_v2_64:
@@ -4595,7 +4595,7 @@ func Idamin64(handle CublasHandle, n int64, x *float64, incx int64, result *int6
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasIdamin_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasIdamin_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // Isamax calls cublasIsamax_v2:
@@ -4608,7 +4608,7 @@ func Isamax(handle CublasHandle, n int32, x *float32, incx int32, result *int32)
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasIsamax_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasIsamax_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // Isamax64 calls cublasIsamax_v2_64:
@@ -4621,7 +4621,7 @@ func Isamax64(handle CublasHandle, n int64, x *float32, incx int64, result *int6
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasIsamax_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasIsamax_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // Isamin calls cublasIsamin_v2:
@@ -4634,7 +4634,7 @@ func Isamin(handle CublasHandle, n int32, x *float32, incx int32, result *int32)
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasIsamin_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasIsamin_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // Isamin64 calls cublasIsamin_v2_64:
@@ -4647,7 +4647,7 @@ func Isamin64(handle CublasHandle, n int64, x *float32, incx int64, result *int6
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasIsamin_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasIsamin_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // Izamax calls cublasIzamax_v2:
@@ -4660,7 +4660,7 @@ func Izamax(handle CublasHandle, n int32, x *cuda.CuDoubleComplex, incx int32, r
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasIzamax_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasIzamax_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // Izamax64 calls cublasIzamax_v2_64:
@@ -4673,7 +4673,7 @@ func Izamax64(handle CublasHandle, n int64, x *cuda.CuDoubleComplex, incx int64,
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasIzamax_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasIzamax_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // Izamin calls cublasIzamin_v2:
@@ -4686,7 +4686,7 @@ func Izamin(handle CublasHandle, n int32, x *cuda.CuDoubleComplex, incx int32, r
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasIzamin_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasIzamin_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // Izamin64 calls cublasIzamin_v2_64:
@@ -4699,7 +4699,7 @@ func Izamin64(handle CublasHandle, n int64, x *cuda.CuDoubleComplex, incx int64,
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasIzamin_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasIzamin_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // LoggerConfigure calls cublasLoggerConfigure:
@@ -4712,7 +4712,7 @@ func LoggerConfigure(logIsOn int32, logToStdOut int32, logToStdErr int32, logFil
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasLoggerConfigure(C.uintptr_t(fn), C.int32_t(logIsOn), C.int32_t(logToStdOut), C.int32_t(logToStdErr), unsafe.Pointer(logFileName))).err()
+	return Status(C.gocuda_cublasLoggerConfigure(C.uintptr_t(fn), C.int32_t(logIsOn), C.int32_t(logToStdOut), C.int32_t(logToStdErr), (*C.uint8_t)(unsafe.Pointer(logFileName)))).err()
 }
 
 // Nrm2Ex calls cublasNrm2Ex:
@@ -4829,7 +4829,7 @@ func Sasum(handle CublasHandle, n int32, x *float32, incx int32, result *float32
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSasum_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasSasum_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // Sasum64 calls cublasSasum_v2_64:
@@ -4842,7 +4842,7 @@ func Sasum64(handle CublasHandle, n int64, x *float32, incx int64, result *float
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSasum_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasSasum_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // Saxpy calls cublasSaxpy_v2:
@@ -4855,7 +4855,7 @@ func Saxpy(handle CublasHandle, n int32, alpha *float32, x *float32, incx int32,
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSaxpy_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(y), C.int32_t(incy))).err()
+	return Status(C.gocuda_cublasSaxpy_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy))).err()
 }
 
 // Saxpy64 calls cublasSaxpy_v2_64:
@@ -4868,7 +4868,7 @@ func Saxpy64(handle CublasHandle, n int64, alpha *float32, x *float32, incx int6
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSaxpy_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy))).err()
+	return Status(C.gocuda_cublasSaxpy_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy))).err()
 }
 
 // ScalEx calls cublasScalEx:
@@ -4907,7 +4907,7 @@ func Scasum(handle CublasHandle, n int32, x *cuda.CuComplex, incx int32, result 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasScasum_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasScasum_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // Scasum64 calls cublasScasum_v2_64:
@@ -4920,7 +4920,7 @@ func Scasum64(handle CublasHandle, n int64, x *cuda.CuComplex, incx int64, resul
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasScasum_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasScasum_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // Scnrm2 calls cublasScnrm2_v2:
@@ -4933,7 +4933,7 @@ func Scnrm2(handle CublasHandle, n int32, x *cuda.CuComplex, incx int32, result 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasScnrm2_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasScnrm2_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // Scnrm264 calls cublasScnrm2_v2_64:
@@ -4946,7 +4946,7 @@ func Scnrm264(handle CublasHandle, n int64, x *cuda.CuComplex, incx int64, resul
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasScnrm2_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasScnrm2_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // Scopy calls cublasScopy_v2:
@@ -4959,7 +4959,7 @@ func Scopy(handle CublasHandle, n int32, x *float32, incx int32, y *float32, inc
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasScopy_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(y), C.int32_t(incy))).err()
+	return Status(C.gocuda_cublasScopy_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy))).err()
 }
 
 // Scopy64 calls cublasScopy_v2_64:
@@ -4972,7 +4972,7 @@ func Scopy64(handle CublasHandle, n int64, x *float32, incx int64, y *float32, i
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasScopy_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy))).err()
+	return Status(C.gocuda_cublasScopy_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy))).err()
 }
 
 // Sdgmm calls cublasSdgmm:
@@ -4985,7 +4985,7 @@ func Sdgmm(handle CublasHandle, mode CublasSideMode, m int32, n int32, A *float3
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSdgmm(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mode), C.int32_t(m), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(C_), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasSdgmm(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mode), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
 }
 
 // Sdgmm64 calls cublasSdgmm_64:
@@ -4998,7 +4998,7 @@ func Sdgmm64(handle CublasHandle, mode CublasSideMode, m int64, n int64, A *floa
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSdgmm_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mode), C.int64_t(m), C.int64_t(n), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(C_), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasSdgmm_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mode), C.int64_t(m), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc))).err()
 }
 
 // Sdot calls cublasSdot_v2:
@@ -5011,7 +5011,7 @@ func Sdot(handle CublasHandle, n int32, x *float32, incx int32, y *float32, incy
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSdot_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(y), C.int32_t(incy), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasSdot_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // Sdot64 calls cublasSdot_v2_64:
@@ -5024,7 +5024,7 @@ func Sdot64(handle CublasHandle, n int64, x *float32, incx int64, y *float32, in
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSdot_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasSdot_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // SetAtomicsMode calls cublasSetAtomicsMode:
@@ -5076,7 +5076,7 @@ func SetFixedPointEmulationMantissaBitCountPointer(handle CublasHandle, mantissa
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSetFixedPointEmulationMantissaBitCountPointer(C.uintptr_t(fn), C.uintptr_t(handle), unsafe.Pointer(mantissaBitCount))).err()
+	return Status(C.gocuda_cublasSetFixedPointEmulationMantissaBitCountPointer(C.uintptr_t(fn), C.uintptr_t(handle), (*C.uint8_t)(unsafe.Pointer(mantissaBitCount)))).err()
 }
 
 // SetFixedPointEmulationMantissaBitOffset calls cublasSetFixedPointEmulationMantissaBitOffset:
@@ -5310,7 +5310,7 @@ func Sgbmv(handle CublasHandle, trans CublasOperation, m int32, n int32, kl int3
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSgbmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), C.int32_t(kl), C.int32_t(ku), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int32_t(incy))).err()
+	return Status(C.gocuda_cublasSgbmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), C.int32_t(kl), C.int32_t(ku), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy))).err()
 }
 
 // Sgbmv64 calls cublasSgbmv_v2_64:
@@ -5323,7 +5323,7 @@ func Sgbmv64(handle CublasHandle, trans CublasOperation, m int64, n int64, kl in
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSgbmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int64_t(m), C.int64_t(n), C.int64_t(kl), C.int64_t(ku), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy))).err()
+	return Status(C.gocuda_cublasSgbmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int64_t(m), C.int64_t(n), C.int64_t(kl), C.int64_t(ku), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy))).err()
 }
 
 // Sgeam calls cublasSgeam:
@@ -5336,7 +5336,7 @@ func Sgeam(handle CublasHandle, transa CublasOperation, transb CublasOperation, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSgeam(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(beta), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(C_), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasSgeam(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
 }
 
 // Sgeam64 calls cublasSgeam_64:
@@ -5349,7 +5349,7 @@ func Sgeam64(handle CublasHandle, transa CublasOperation, transb CublasOperation
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSgeam_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(beta), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(C_), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasSgeam_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int64_t(m), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc))).err()
 }
 
 // SgelsBatched calls cublasSgelsBatched:
@@ -5362,7 +5362,7 @@ func SgelsBatched(handle CublasHandle, trans CublasOperation, m int32, n int32, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSgelsBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), C.int32_t(nrhs), unsafe.Pointer(Aarray), C.int32_t(lda), unsafe.Pointer(Carray), C.int32_t(ldc), unsafe.Pointer(info), unsafe.Pointer(devInfoArray), C.int32_t(batchSize))).err()
+	return Status(C.gocuda_cublasSgelsBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), C.int32_t(nrhs), unsafe.Pointer(Aarray), C.int32_t(lda), unsafe.Pointer(Carray), C.int32_t(ldc), (*C.uint8_t)(unsafe.Pointer(info)), (*C.uint8_t)(unsafe.Pointer(devInfoArray)), C.int32_t(batchSize))).err()
 }
 
 // SgemmBatched calls cublasSgemmBatched:
@@ -5375,7 +5375,7 @@ func SgemmBatched(handle CublasHandle, transa CublasOperation, transb CublasOper
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSgemmBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(Aarray), C.int32_t(lda), unsafe.Pointer(Barray), C.int32_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(Carray), C.int32_t(ldc), C.int32_t(batchCount))).err()
+	return Status(C.gocuda_cublasSgemmBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(Aarray), C.int32_t(lda), unsafe.Pointer(Barray), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), unsafe.Pointer(Carray), C.int32_t(ldc), C.int32_t(batchCount))).err()
 }
 
 // SgemmBatched64 calls cublasSgemmBatched_64:
@@ -5388,7 +5388,7 @@ func SgemmBatched64(handle CublasHandle, transa CublasOperation, transb CublasOp
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSgemmBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(Aarray), C.int64_t(lda), unsafe.Pointer(Barray), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(Carray), C.int64_t(ldc), C.int64_t(batchCount))).err()
+	return Status(C.gocuda_cublasSgemmBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(Aarray), C.int64_t(lda), unsafe.Pointer(Barray), C.int64_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), unsafe.Pointer(Carray), C.int64_t(ldc), C.int64_t(batchCount))).err()
 }
 
 // SgemmEx calls cublasSgemmEx:
@@ -5401,7 +5401,7 @@ func SgemmEx(handle CublasHandle, transa CublasOperation, transb CublasOperation
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSgemmEx(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(Atype), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(Btype), C.int32_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(Ctype), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasSgemmEx(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int32_t(Atype), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(Btype), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int32_t(Ctype), C.int32_t(ldc))).err()
 }
 
 // SgemmEx64 calls cublasSgemmEx_64:
@@ -5414,7 +5414,7 @@ func SgemmEx64(handle CublasHandle, transa CublasOperation, transb CublasOperati
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSgemmEx_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(Atype), C.int64_t(lda), unsafe.Pointer(B), C.int32_t(Btype), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(Ctype), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasSgemmEx_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int32_t(Atype), C.int64_t(lda), unsafe.Pointer(B), C.int32_t(Btype), C.int64_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int32_t(Ctype), C.int64_t(ldc))).err()
 }
 
 // SgemmGroupedBatched calls cublasSgemmGroupedBatched:
@@ -5427,7 +5427,7 @@ func SgemmGroupedBatched(handle CublasHandle, transa_array *CublasOperation, tra
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSgemmGroupedBatched(C.uintptr_t(fn), C.uintptr_t(handle), unsafe.Pointer(transa_array), unsafe.Pointer(transb_array), unsafe.Pointer(m_array), unsafe.Pointer(n_array), unsafe.Pointer(k_array), unsafe.Pointer(alpha_array), unsafe.Pointer(Aarray), unsafe.Pointer(lda_array), unsafe.Pointer(Barray), unsafe.Pointer(ldb_array), unsafe.Pointer(beta_array), unsafe.Pointer(Carray), unsafe.Pointer(ldc_array), C.int32_t(group_count), unsafe.Pointer(group_size))).err()
+	return Status(C.gocuda_cublasSgemmGroupedBatched(C.uintptr_t(fn), C.uintptr_t(handle), (*C.uint8_t)(unsafe.Pointer(transa_array)), (*C.uint8_t)(unsafe.Pointer(transb_array)), (*C.uint8_t)(unsafe.Pointer(m_array)), (*C.uint8_t)(unsafe.Pointer(n_array)), (*C.uint8_t)(unsafe.Pointer(k_array)), (*C.uint8_t)(unsafe.Pointer(alpha_array)), unsafe.Pointer(Aarray), (*C.uint8_t)(unsafe.Pointer(lda_array)), unsafe.Pointer(Barray), (*C.uint8_t)(unsafe.Pointer(ldb_array)), (*C.uint8_t)(unsafe.Pointer(beta_array)), unsafe.Pointer(Carray), (*C.uint8_t)(unsafe.Pointer(ldc_array)), C.int32_t(group_count), (*C.uint8_t)(unsafe.Pointer(group_size)))).err()
 }
 
 // SgemmGroupedBatched64 calls cublasSgemmGroupedBatched_64:
@@ -5440,7 +5440,7 @@ func SgemmGroupedBatched64(handle CublasHandle, transa_array *CublasOperation, t
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSgemmGroupedBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), unsafe.Pointer(transa_array), unsafe.Pointer(transb_array), unsafe.Pointer(m_array), unsafe.Pointer(n_array), unsafe.Pointer(k_array), unsafe.Pointer(alpha_array), unsafe.Pointer(Aarray), unsafe.Pointer(lda_array), unsafe.Pointer(Barray), unsafe.Pointer(ldb_array), unsafe.Pointer(beta_array), unsafe.Pointer(Carray), unsafe.Pointer(ldc_array), C.int64_t(group_count), unsafe.Pointer(group_size))).err()
+	return Status(C.gocuda_cublasSgemmGroupedBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), (*C.uint8_t)(unsafe.Pointer(transa_array)), (*C.uint8_t)(unsafe.Pointer(transb_array)), (*C.uint8_t)(unsafe.Pointer(m_array)), (*C.uint8_t)(unsafe.Pointer(n_array)), (*C.uint8_t)(unsafe.Pointer(k_array)), (*C.uint8_t)(unsafe.Pointer(alpha_array)), unsafe.Pointer(Aarray), (*C.uint8_t)(unsafe.Pointer(lda_array)), unsafe.Pointer(Barray), (*C.uint8_t)(unsafe.Pointer(ldb_array)), (*C.uint8_t)(unsafe.Pointer(beta_array)), unsafe.Pointer(Carray), (*C.uint8_t)(unsafe.Pointer(ldc_array)), C.int64_t(group_count), (*C.uint8_t)(unsafe.Pointer(group_size)))).err()
 }
 
 // SgemmStridedBatched calls cublasSgemmStridedBatched:
@@ -5453,7 +5453,7 @@ func SgemmStridedBatched(handle CublasHandle, transa CublasOperation, transb Cub
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSgemmStridedBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), C.int64_t(strideA), unsafe.Pointer(B), C.int32_t(ldb), C.int64_t(strideB), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(ldc), C.int64_t(strideC), C.int32_t(batchCount))).err()
+	return Status(C.gocuda_cublasSgemmStridedBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), C.int64_t(strideA), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), C.int64_t(strideB), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc), C.int64_t(strideC), C.int32_t(batchCount))).err()
 }
 
 // SgemmStridedBatched64 calls cublasSgemmStridedBatched_64:
@@ -5466,7 +5466,7 @@ func SgemmStridedBatched64(handle CublasHandle, transa CublasOperation, transb C
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSgemmStridedBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), C.int64_t(strideA), unsafe.Pointer(B), C.int64_t(ldb), C.int64_t(strideB), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc), C.int64_t(strideC), C.int64_t(batchCount))).err()
+	return Status(C.gocuda_cublasSgemmStridedBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), C.int64_t(strideA), (*C.uint8_t)(unsafe.Pointer(B)), C.int64_t(ldb), C.int64_t(strideB), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc), C.int64_t(strideC), C.int64_t(batchCount))).err()
 }
 
 // Sgemm calls cublasSgemm_v2:
@@ -5479,7 +5479,7 @@ func Sgemm(handle CublasHandle, transa CublasOperation, transb CublasOperation, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSgemm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasSgemm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
 }
 
 // Sgemm64 calls cublasSgemm_v2_64:
@@ -5492,7 +5492,7 @@ func Sgemm64(handle CublasHandle, transa CublasOperation, transb CublasOperation
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSgemm_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasSgemm_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc))).err()
 }
 
 // SgemvBatched calls cublasSgemvBatched:
@@ -5505,7 +5505,7 @@ func SgemvBatched(handle CublasHandle, trans CublasOperation, m int32, n int32, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSgemvBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(Aarray), C.int32_t(lda), unsafe.Pointer(xarray), C.int32_t(incx), unsafe.Pointer(beta), unsafe.Pointer(yarray), C.int32_t(incy), C.int32_t(batchCount))).err()
+	return Status(C.gocuda_cublasSgemvBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(Aarray), C.int32_t(lda), unsafe.Pointer(xarray), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), unsafe.Pointer(yarray), C.int32_t(incy), C.int32_t(batchCount))).err()
 }
 
 // SgemvBatched64 calls cublasSgemvBatched_64:
@@ -5518,7 +5518,7 @@ func SgemvBatched64(handle CublasHandle, trans CublasOperation, m int64, n int64
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSgemvBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(Aarray), C.int64_t(lda), unsafe.Pointer(xarray), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(yarray), C.int64_t(incy), C.int64_t(batchCount))).err()
+	return Status(C.gocuda_cublasSgemvBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int64_t(m), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(Aarray), C.int64_t(lda), unsafe.Pointer(xarray), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), unsafe.Pointer(yarray), C.int64_t(incy), C.int64_t(batchCount))).err()
 }
 
 // SgemvStridedBatched calls cublasSgemvStridedBatched:
@@ -5531,7 +5531,7 @@ func SgemvStridedBatched(handle CublasHandle, trans CublasOperation, m int32, n 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSgemvStridedBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), C.int64_t(strideA), unsafe.Pointer(x), C.int32_t(incx), C.int64_t(stridex), unsafe.Pointer(beta), unsafe.Pointer(y), C.int32_t(incy), C.int64_t(stridey), C.int32_t(batchCount))).err()
+	return Status(C.gocuda_cublasSgemvStridedBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), C.int64_t(strideA), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), C.int64_t(stridex), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy), C.int64_t(stridey), C.int32_t(batchCount))).err()
 }
 
 // SgemvStridedBatched64 calls cublasSgemvStridedBatched_64:
@@ -5544,7 +5544,7 @@ func SgemvStridedBatched64(handle CublasHandle, trans CublasOperation, m int64, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSgemvStridedBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), C.int64_t(strideA), unsafe.Pointer(x), C.int64_t(incx), C.int64_t(stridex), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy), C.int64_t(stridey), C.int64_t(batchCount))).err()
+	return Status(C.gocuda_cublasSgemvStridedBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int64_t(m), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), C.int64_t(strideA), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), C.int64_t(stridex), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy), C.int64_t(stridey), C.int64_t(batchCount))).err()
 }
 
 // Sgemv calls cublasSgemv_v2:
@@ -5557,7 +5557,7 @@ func Sgemv(handle CublasHandle, trans CublasOperation, m int32, n int32, alpha *
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSgemv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int32_t(incy))).err()
+	return Status(C.gocuda_cublasSgemv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy))).err()
 }
 
 // Sgemv64 calls cublasSgemv_v2_64:
@@ -5570,7 +5570,7 @@ func Sgemv64(handle CublasHandle, trans CublasOperation, m int64, n int64, alpha
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSgemv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy))).err()
+	return Status(C.gocuda_cublasSgemv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int64_t(m), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy))).err()
 }
 
 // SgeqrfBatched calls cublasSgeqrfBatched:
@@ -5583,7 +5583,7 @@ func SgeqrfBatched(handle CublasHandle, m int32, n int32, Aarray **float32, lda 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSgeqrfBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(Aarray), C.int32_t(lda), unsafe.Pointer(TauArray), unsafe.Pointer(info), C.int32_t(batchSize))).err()
+	return Status(C.gocuda_cublasSgeqrfBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(Aarray), C.int32_t(lda), unsafe.Pointer(TauArray), (*C.uint8_t)(unsafe.Pointer(info)), C.int32_t(batchSize))).err()
 }
 
 // Sger calls cublasSger_v2:
@@ -5596,7 +5596,7 @@ func Sger(handle CublasHandle, m int32, n int32, alpha *float32, x *float32, inc
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSger_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(y), C.int32_t(incy), unsafe.Pointer(A), C.int32_t(lda))).err()
+	return Status(C.gocuda_cublasSger_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda))).err()
 }
 
 // Sger64 calls cublasSger_v2_64:
@@ -5609,7 +5609,7 @@ func Sger64(handle CublasHandle, m int64, n int64, alpha *float32, x *float32, i
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSger_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(A), C.int64_t(lda))).err()
+	return Status(C.gocuda_cublasSger_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(m), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda))).err()
 }
 
 // SgetrfBatched calls cublasSgetrfBatched:
@@ -5622,7 +5622,7 @@ func SgetrfBatched(handle CublasHandle, n int32, A **float32, lda int32, P *int3
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSgetrfBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(P), unsafe.Pointer(info), C.int32_t(batchSize))).err()
+	return Status(C.gocuda_cublasSgetrfBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(P)), (*C.uint8_t)(unsafe.Pointer(info)), C.int32_t(batchSize))).err()
 }
 
 // SgetriBatched calls cublasSgetriBatched:
@@ -5635,7 +5635,7 @@ func SgetriBatched(handle CublasHandle, n int32, A **float32, lda int32, P *int3
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSgetriBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(P), unsafe.Pointer(C_), C.int32_t(ldc), unsafe.Pointer(info), C.int32_t(batchSize))).err()
+	return Status(C.gocuda_cublasSgetriBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(P)), unsafe.Pointer(C_), C.int32_t(ldc), (*C.uint8_t)(unsafe.Pointer(info)), C.int32_t(batchSize))).err()
 }
 
 // SgetrsBatched calls cublasSgetrsBatched:
@@ -5648,7 +5648,7 @@ func SgetrsBatched(handle CublasHandle, trans CublasOperation, n int32, nrhs int
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSgetrsBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(n), C.int32_t(nrhs), unsafe.Pointer(Aarray), C.int32_t(lda), unsafe.Pointer(devIpiv), unsafe.Pointer(Barray), C.int32_t(ldb), unsafe.Pointer(info), C.int32_t(batchSize))).err()
+	return Status(C.gocuda_cublasSgetrsBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(n), C.int32_t(nrhs), unsafe.Pointer(Aarray), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(devIpiv)), unsafe.Pointer(Barray), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(info)), C.int32_t(batchSize))).err()
 }
 
 // SmatinvBatched calls cublasSmatinvBatched:
@@ -5661,7 +5661,7 @@ func SmatinvBatched(handle CublasHandle, n int32, A **float32, lda int32, Ainv *
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSmatinvBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(Ainv), C.int32_t(lda_inv), unsafe.Pointer(info), C.int32_t(batchSize))).err()
+	return Status(C.gocuda_cublasSmatinvBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(Ainv), C.int32_t(lda_inv), (*C.uint8_t)(unsafe.Pointer(info)), C.int32_t(batchSize))).err()
 }
 
 // Snrm2 calls cublasSnrm2_v2:
@@ -5674,7 +5674,7 @@ func Snrm2(handle CublasHandle, n int32, x *float32, incx int32, result *float32
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSnrm2_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasSnrm2_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // Snrm264 calls cublasSnrm2_v2_64:
@@ -5687,7 +5687,7 @@ func Snrm264(handle CublasHandle, n int64, x *float32, incx int64, result *float
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSnrm2_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasSnrm2_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // Srot calls cublasSrot_v2:
@@ -5700,7 +5700,7 @@ func Srot(handle CublasHandle, n int32, x *float32, incx int32, y *float32, incy
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSrot_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(y), C.int32_t(incy), unsafe.Pointer(c), unsafe.Pointer(s))).err()
+	return Status(C.gocuda_cublasSrot_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy), (*C.uint8_t)(unsafe.Pointer(c)), (*C.uint8_t)(unsafe.Pointer(s)))).err()
 }
 
 // Srot64 calls cublasSrot_v2_64:
@@ -5713,7 +5713,7 @@ func Srot64(handle CublasHandle, n int64, x *float32, incx int64, y *float32, in
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSrot_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(c), unsafe.Pointer(s))).err()
+	return Status(C.gocuda_cublasSrot_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy), (*C.uint8_t)(unsafe.Pointer(c)), (*C.uint8_t)(unsafe.Pointer(s)))).err()
 }
 
 // Srotg calls cublasSrotg_v2:
@@ -5726,7 +5726,7 @@ func Srotg(handle CublasHandle, a *float32, b *float32, c *float32, s *float32) 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSrotg_v2(C.uintptr_t(fn), C.uintptr_t(handle), unsafe.Pointer(a), unsafe.Pointer(b), unsafe.Pointer(c), unsafe.Pointer(s))).err()
+	return Status(C.gocuda_cublasSrotg_v2(C.uintptr_t(fn), C.uintptr_t(handle), (*C.uint8_t)(unsafe.Pointer(a)), (*C.uint8_t)(unsafe.Pointer(b)), (*C.uint8_t)(unsafe.Pointer(c)), (*C.uint8_t)(unsafe.Pointer(s)))).err()
 }
 
 // Srotm calls cublasSrotm_v2:
@@ -5739,7 +5739,7 @@ func Srotm(handle CublasHandle, n int32, x *float32, incx int32, y *float32, inc
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSrotm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(y), C.int32_t(incy), unsafe.Pointer(param))).err()
+	return Status(C.gocuda_cublasSrotm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy), (*C.uint8_t)(unsafe.Pointer(param)))).err()
 }
 
 // Srotm64 calls cublasSrotm_v2_64:
@@ -5752,7 +5752,7 @@ func Srotm64(handle CublasHandle, n int64, x *float32, incx int64, y *float32, i
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSrotm_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(param))).err()
+	return Status(C.gocuda_cublasSrotm_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy), (*C.uint8_t)(unsafe.Pointer(param)))).err()
 }
 
 // Srotmg calls cublasSrotmg_v2:
@@ -5765,7 +5765,7 @@ func Srotmg(handle CublasHandle, d1 *float32, d2 *float32, x1 *float32, y1 *floa
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSrotmg_v2(C.uintptr_t(fn), C.uintptr_t(handle), unsafe.Pointer(d1), unsafe.Pointer(d2), unsafe.Pointer(x1), unsafe.Pointer(y1), unsafe.Pointer(param))).err()
+	return Status(C.gocuda_cublasSrotmg_v2(C.uintptr_t(fn), C.uintptr_t(handle), (*C.uint8_t)(unsafe.Pointer(d1)), (*C.uint8_t)(unsafe.Pointer(d2)), (*C.uint8_t)(unsafe.Pointer(x1)), (*C.uint8_t)(unsafe.Pointer(y1)), (*C.uint8_t)(unsafe.Pointer(param)))).err()
 }
 
 // Ssbmv calls cublasSsbmv_v2:
@@ -5778,7 +5778,7 @@ func Ssbmv(handle CublasHandle, uplo CublasFillMode, n int32, k int32, alpha *fl
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSsbmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int32_t(incy))).err()
+	return Status(C.gocuda_cublasSsbmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy))).err()
 }
 
 // Ssbmv64 calls cublasSsbmv_v2_64:
@@ -5791,7 +5791,7 @@ func Ssbmv64(handle CublasHandle, uplo CublasFillMode, n int64, k int64, alpha *
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSsbmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy))).err()
+	return Status(C.gocuda_cublasSsbmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy))).err()
 }
 
 // Sscal calls cublasSscal_v2:
@@ -5804,7 +5804,7 @@ func Sscal(handle CublasHandle, n int32, alpha *float32, x *float32, incx int32)
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSscal_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int32_t(incx))).err()
+	return Status(C.gocuda_cublasSscal_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx))).err()
 }
 
 // Sscal64 calls cublasSscal_v2_64:
@@ -5817,7 +5817,7 @@ func Sscal64(handle CublasHandle, n int64, alpha *float32, x *float32, incx int6
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSscal_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx))).err()
+	return Status(C.gocuda_cublasSscal_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx))).err()
 }
 
 // Sspmv calls cublasSspmv_v2:
@@ -5830,7 +5830,7 @@ func Sspmv(handle CublasHandle, uplo CublasFillMode, n int32, alpha *float32, AP
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSspmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(AP), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int32_t(incy))).err()
+	return Status(C.gocuda_cublasSspmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(AP)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy))).err()
 }
 
 // Sspmv64 calls cublasSspmv_v2_64:
@@ -5843,7 +5843,7 @@ func Sspmv64(handle CublasHandle, uplo CublasFillMode, n int64, alpha *float32, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSspmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(AP), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy))).err()
+	return Status(C.gocuda_cublasSspmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(AP)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy))).err()
 }
 
 // Sspr2 calls cublasSspr2_v2:
@@ -5856,7 +5856,7 @@ func Sspr2(handle CublasHandle, uplo CublasFillMode, n int32, alpha *float32, x 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSspr2_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(y), C.int32_t(incy), unsafe.Pointer(AP))).err()
+	return Status(C.gocuda_cublasSspr2_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy), (*C.uint8_t)(unsafe.Pointer(AP)))).err()
 }
 
 // Sspr264 calls cublasSspr2_v2_64:
@@ -5869,7 +5869,7 @@ func Sspr264(handle CublasHandle, uplo CublasFillMode, n int64, alpha *float32, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSspr2_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(AP))).err()
+	return Status(C.gocuda_cublasSspr2_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy), (*C.uint8_t)(unsafe.Pointer(AP)))).err()
 }
 
 // Sspr calls cublasSspr_v2:
@@ -5882,7 +5882,7 @@ func Sspr(handle CublasHandle, uplo CublasFillMode, n int32, alpha *float32, x *
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSspr_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(AP))).err()
+	return Status(C.gocuda_cublasSspr_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(AP)))).err()
 }
 
 // Sspr64 calls cublasSspr_v2_64:
@@ -5895,7 +5895,7 @@ func Sspr64(handle CublasHandle, uplo CublasFillMode, n int64, alpha *float32, x
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSspr_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(AP))).err()
+	return Status(C.gocuda_cublasSspr_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(AP)))).err()
 }
 
 // Sswap calls cublasSswap_v2:
@@ -5908,7 +5908,7 @@ func Sswap(handle CublasHandle, n int32, x *float32, incx int32, y *float32, inc
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSswap_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(y), C.int32_t(incy))).err()
+	return Status(C.gocuda_cublasSswap_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy))).err()
 }
 
 // Sswap64 calls cublasSswap_v2_64:
@@ -5921,7 +5921,7 @@ func Sswap64(handle CublasHandle, n int64, x *float32, incx int64, y *float32, i
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSswap_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy))).err()
+	return Status(C.gocuda_cublasSswap_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy))).err()
 }
 
 // Ssymm calls cublasSsymm_v2:
@@ -5934,7 +5934,7 @@ func Ssymm(handle CublasHandle, side CublasSideMode, uplo CublasFillMode, m int3
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSsymm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasSsymm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
 }
 
 // Ssymm64 calls cublasSsymm_v2_64:
@@ -5947,7 +5947,7 @@ func Ssymm64(handle CublasHandle, side CublasSideMode, uplo CublasFillMode, m in
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSsymm_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasSsymm_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int64_t(m), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc))).err()
 }
 
 // Ssymv calls cublasSsymv_v2:
@@ -5960,7 +5960,7 @@ func Ssymv(handle CublasHandle, uplo CublasFillMode, n int32, alpha *float32, A 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSsymv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int32_t(incy))).err()
+	return Status(C.gocuda_cublasSsymv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy))).err()
 }
 
 // Ssymv64 calls cublasSsymv_v2_64:
@@ -5973,7 +5973,7 @@ func Ssymv64(handle CublasHandle, uplo CublasFillMode, n int64, alpha *float32, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSsymv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy))).err()
+	return Status(C.gocuda_cublasSsymv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy))).err()
 }
 
 // Ssyr2 calls cublasSsyr2_v2:
@@ -5986,7 +5986,7 @@ func Ssyr2(handle CublasHandle, uplo CublasFillMode, n int32, alpha *float32, x 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSsyr2_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(y), C.int32_t(incy), unsafe.Pointer(A), C.int32_t(lda))).err()
+	return Status(C.gocuda_cublasSsyr2_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda))).err()
 }
 
 // Ssyr264 calls cublasSsyr2_v2_64:
@@ -5999,7 +5999,7 @@ func Ssyr264(handle CublasHandle, uplo CublasFillMode, n int64, alpha *float32, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSsyr2_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(A), C.int64_t(lda))).err()
+	return Status(C.gocuda_cublasSsyr2_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda))).err()
 }
 
 // Ssyr2k calls cublasSsyr2k_v2:
@@ -6012,7 +6012,7 @@ func Ssyr2k(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n i
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSsyr2k_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasSsyr2k_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
 }
 
 // Ssyr2k64 calls cublasSsyr2k_v2_64:
@@ -6025,7 +6025,7 @@ func Ssyr2k64(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSsyr2k_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasSsyr2k_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc))).err()
 }
 
 // Ssyr calls cublasSsyr_v2:
@@ -6038,7 +6038,7 @@ func Ssyr(handle CublasHandle, uplo CublasFillMode, n int32, alpha *float32, x *
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSsyr_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(A), C.int32_t(lda))).err()
+	return Status(C.gocuda_cublasSsyr_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda))).err()
 }
 
 // Ssyr64 calls cublasSsyr_v2_64:
@@ -6051,7 +6051,7 @@ func Ssyr64(handle CublasHandle, uplo CublasFillMode, n int64, alpha *float32, x
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSsyr_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(A), C.int64_t(lda))).err()
+	return Status(C.gocuda_cublasSsyr_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda))).err()
 }
 
 // Ssyrk calls cublasSsyrk_v2:
@@ -6064,7 +6064,7 @@ func Ssyrk(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n in
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSsyrk_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasSsyrk_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
 }
 
 // Ssyrk64 calls cublasSsyrk_v2_64:
@@ -6077,7 +6077,7 @@ func Ssyrk64(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSsyrk_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasSsyrk_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc))).err()
 }
 
 // Ssyrkx calls cublasSsyrkx:
@@ -6090,7 +6090,7 @@ func Ssyrkx(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n i
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSsyrkx(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasSsyrkx(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
 }
 
 // Ssyrkx64 calls cublasSsyrkx_64:
@@ -6103,7 +6103,7 @@ func Ssyrkx64(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasSsyrkx_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasSsyrkx_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc))).err()
 }
 
 // Stbmv calls cublasStbmv_v2:
@@ -6116,7 +6116,7 @@ func Stbmv(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, diag
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasStbmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), C.int32_t(k), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(x), C.int32_t(incx))).err()
+	return Status(C.gocuda_cublasStbmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx))).err()
 }
 
 // Stbmv64 calls cublasStbmv_v2_64:
@@ -6129,7 +6129,7 @@ func Stbmv64(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, di
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasStbmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), C.int64_t(k), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx))).err()
+	return Status(C.gocuda_cublasStbmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx))).err()
 }
 
 // Stbsv calls cublasStbsv_v2:
@@ -6142,7 +6142,7 @@ func Stbsv(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, diag
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasStbsv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), C.int32_t(k), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(x), C.int32_t(incx))).err()
+	return Status(C.gocuda_cublasStbsv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx))).err()
 }
 
 // Stbsv64 calls cublasStbsv_v2_64:
@@ -6155,7 +6155,7 @@ func Stbsv64(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, di
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasStbsv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), C.int64_t(k), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx))).err()
+	return Status(C.gocuda_cublasStbsv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx))).err()
 }
 
 // Stpmv calls cublasStpmv_v2:
@@ -6168,7 +6168,7 @@ func Stpmv(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, diag
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasStpmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), unsafe.Pointer(AP), unsafe.Pointer(x), C.int32_t(incx))).err()
+	return Status(C.gocuda_cublasStpmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(AP)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx))).err()
 }
 
 // Stpmv64 calls cublasStpmv_v2_64:
@@ -6181,7 +6181,7 @@ func Stpmv64(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, di
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasStpmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), unsafe.Pointer(AP), unsafe.Pointer(x), C.int64_t(incx))).err()
+	return Status(C.gocuda_cublasStpmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(AP)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx))).err()
 }
 
 // Stpsv calls cublasStpsv_v2:
@@ -6194,7 +6194,7 @@ func Stpsv(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, diag
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasStpsv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), unsafe.Pointer(AP), unsafe.Pointer(x), C.int32_t(incx))).err()
+	return Status(C.gocuda_cublasStpsv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(AP)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx))).err()
 }
 
 // Stpsv64 calls cublasStpsv_v2_64:
@@ -6207,7 +6207,7 @@ func Stpsv64(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, di
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasStpsv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), unsafe.Pointer(AP), unsafe.Pointer(x), C.int64_t(incx))).err()
+	return Status(C.gocuda_cublasStpsv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(AP)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx))).err()
 }
 
 // Stpttr calls cublasStpttr:
@@ -6220,7 +6220,7 @@ func Stpttr(handle CublasHandle, uplo CublasFillMode, n int32, AP *float32, A *f
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasStpttr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), unsafe.Pointer(AP), unsafe.Pointer(A), C.int32_t(lda))).err()
+	return Status(C.gocuda_cublasStpttr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(AP)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda))).err()
 }
 
 // Strmm calls cublasStrmm_v2:
@@ -6233,7 +6233,7 @@ func Strmm(handle CublasHandle, side CublasSideMode, uplo CublasFillMode, trans 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasStrmm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(C_), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasStrmm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
 }
 
 // Strmm64 calls cublasStrmm_v2_64:
@@ -6246,7 +6246,7 @@ func Strmm64(handle CublasHandle, side CublasSideMode, uplo CublasFillMode, tran
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasStrmm_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(C_), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasStrmm_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(m), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc))).err()
 }
 
 // Strmv calls cublasStrmv_v2:
@@ -6259,7 +6259,7 @@ func Strmv(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, diag
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasStrmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(x), C.int32_t(incx))).err()
+	return Status(C.gocuda_cublasStrmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx))).err()
 }
 
 // Strmv64 calls cublasStrmv_v2_64:
@@ -6272,7 +6272,7 @@ func Strmv64(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, di
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasStrmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx))).err()
+	return Status(C.gocuda_cublasStrmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx))).err()
 }
 
 // StrsmBatched calls cublasStrsmBatched:
@@ -6285,7 +6285,7 @@ func StrsmBatched(handle CublasHandle, side CublasSideMode, uplo CublasFillMode,
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasStrsmBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(ldb), C.int32_t(batchCount))).err()
+	return Status(C.gocuda_cublasStrsmBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(ldb), C.int32_t(batchCount))).err()
 }
 
 // StrsmBatched64 calls cublasStrsmBatched_64:
@@ -6298,7 +6298,7 @@ func StrsmBatched64(handle CublasHandle, side CublasSideMode, uplo CublasFillMod
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasStrsmBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), C.int64_t(batchCount))).err()
+	return Status(C.gocuda_cublasStrsmBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(m), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), C.int64_t(batchCount))).err()
 }
 
 // Strsm calls cublasStrsm_v2:
@@ -6311,7 +6311,7 @@ func Strsm(handle CublasHandle, side CublasSideMode, uplo CublasFillMode, trans 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasStrsm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(ldb))).err()
+	return Status(C.gocuda_cublasStrsm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb))).err()
 }
 
 // Strsm64 calls cublasStrsm_v2_64:
@@ -6324,7 +6324,7 @@ func Strsm64(handle CublasHandle, side CublasSideMode, uplo CublasFillMode, tran
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasStrsm_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb))).err()
+	return Status(C.gocuda_cublasStrsm_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(m), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int64_t(ldb))).err()
 }
 
 // Strsv calls cublasStrsv_v2:
@@ -6337,7 +6337,7 @@ func Strsv(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, diag
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasStrsv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(x), C.int32_t(incx))).err()
+	return Status(C.gocuda_cublasStrsv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx))).err()
 }
 
 // Strsv64 calls cublasStrsv_v2_64:
@@ -6350,7 +6350,7 @@ func Strsv64(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, di
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasStrsv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx))).err()
+	return Status(C.gocuda_cublasStrsv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx))).err()
 }
 
 // Strttp calls cublasStrttp:
@@ -6363,7 +6363,7 @@ func Strttp(handle CublasHandle, uplo CublasFillMode, n int32, A *float32, lda i
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasStrttp(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(AP))).err()
+	return Status(C.gocuda_cublasStrttp(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(AP)))).err()
 }
 
 // SwapEx calls cublasSwapEx:
@@ -6402,7 +6402,7 @@ func Uint8gemmBias(handle CublasHandle, transa CublasOperation, transb CublasOpe
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasUint8gemmBias(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(transc), C.int32_t(m), C.int32_t(n), C.int32_t(k), unsafe.Pointer(A), C.int32_t(A_bias), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(B_bias), C.int32_t(ldb), unsafe.Pointer(C_), C.int32_t(C_bias), C.int32_t(ldc), C.int32_t(C_mult), C.int32_t(C_shift))).err()
+	return Status(C.gocuda_cublasUint8gemmBias(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(transc), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(A_bias), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(B_bias), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(C_bias), C.int32_t(ldc), C.int32_t(C_mult), C.int32_t(C_shift))).err()
 }
 
 // Xerbla calls cublasXerbla:
@@ -6413,7 +6413,7 @@ func Xerbla(srName *byte, info int32) error {
 	if err != nil {
 		return err
 	}
-	C.gocuda_cublasXerbla(C.uintptr_t(fn), unsafe.Pointer(srName), C.int32_t(info))
+	C.gocuda_cublasXerbla(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(srName)), C.int32_t(info))
 	return nil
 }
 
@@ -6427,7 +6427,7 @@ func Zaxpy(handle CublasHandle, n int32, alpha *cuda.CuDoubleComplex, x *cuda.Cu
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZaxpy_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(y), C.int32_t(incy))).err()
+	return Status(C.gocuda_cublasZaxpy_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy))).err()
 }
 
 // Zaxpy64 calls cublasZaxpy_v2_64:
@@ -6440,7 +6440,7 @@ func Zaxpy64(handle CublasHandle, n int64, alpha *cuda.CuDoubleComplex, x *cuda.
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZaxpy_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy))).err()
+	return Status(C.gocuda_cublasZaxpy_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy))).err()
 }
 
 // Zcopy calls cublasZcopy_v2:
@@ -6453,7 +6453,7 @@ func Zcopy(handle CublasHandle, n int32, x *cuda.CuDoubleComplex, incx int32, y 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZcopy_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(y), C.int32_t(incy))).err()
+	return Status(C.gocuda_cublasZcopy_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy))).err()
 }
 
 // Zcopy64 calls cublasZcopy_v2_64:
@@ -6466,7 +6466,7 @@ func Zcopy64(handle CublasHandle, n int64, x *cuda.CuDoubleComplex, incx int64, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZcopy_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy))).err()
+	return Status(C.gocuda_cublasZcopy_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy))).err()
 }
 
 // Zdgmm calls cublasZdgmm:
@@ -6479,7 +6479,7 @@ func Zdgmm(handle CublasHandle, mode CublasSideMode, m int32, n int32, A *cuda.C
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZdgmm(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mode), C.int32_t(m), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(C_), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasZdgmm(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mode), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
 }
 
 // Zdgmm64 calls cublasZdgmm_64:
@@ -6492,7 +6492,7 @@ func Zdgmm64(handle CublasHandle, mode CublasSideMode, m int64, n int64, A *cuda
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZdgmm_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mode), C.int64_t(m), C.int64_t(n), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(C_), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasZdgmm_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mode), C.int64_t(m), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc))).err()
 }
 
 // Zdotc calls cublasZdotc_v2:
@@ -6505,7 +6505,7 @@ func Zdotc(handle CublasHandle, n int32, x *cuda.CuDoubleComplex, incx int32, y 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZdotc_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(y), C.int32_t(incy), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasZdotc_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // Zdotc64 calls cublasZdotc_v2_64:
@@ -6518,7 +6518,7 @@ func Zdotc64(handle CublasHandle, n int64, x *cuda.CuDoubleComplex, incx int64, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZdotc_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasZdotc_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // Zdotu calls cublasZdotu_v2:
@@ -6531,7 +6531,7 @@ func Zdotu(handle CublasHandle, n int32, x *cuda.CuDoubleComplex, incx int32, y 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZdotu_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(y), C.int32_t(incy), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasZdotu_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // Zdotu64 calls cublasZdotu_v2_64:
@@ -6544,7 +6544,7 @@ func Zdotu64(handle CublasHandle, n int64, x *cuda.CuDoubleComplex, incx int64, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZdotu_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(result))).err()
+	return Status(C.gocuda_cublasZdotu_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
 // Zdrot calls cublasZdrot_v2:
@@ -6557,7 +6557,7 @@ func Zdrot(handle CublasHandle, n int32, x *cuda.CuDoubleComplex, incx int32, y 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZdrot_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(y), C.int32_t(incy), unsafe.Pointer(c), unsafe.Pointer(s))).err()
+	return Status(C.gocuda_cublasZdrot_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy), (*C.uint8_t)(unsafe.Pointer(c)), (*C.uint8_t)(unsafe.Pointer(s)))).err()
 }
 
 // Zdrot64 calls cublasZdrot_v2_64:
@@ -6570,7 +6570,7 @@ func Zdrot64(handle CublasHandle, n int64, x *cuda.CuDoubleComplex, incx int64, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZdrot_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(c), unsafe.Pointer(s))).err()
+	return Status(C.gocuda_cublasZdrot_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy), (*C.uint8_t)(unsafe.Pointer(c)), (*C.uint8_t)(unsafe.Pointer(s)))).err()
 }
 
 // Zdscal calls cublasZdscal_v2:
@@ -6583,7 +6583,7 @@ func Zdscal(handle CublasHandle, n int32, alpha *float64, x *cuda.CuDoubleComple
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZdscal_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int32_t(incx))).err()
+	return Status(C.gocuda_cublasZdscal_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx))).err()
 }
 
 // Zdscal64 calls cublasZdscal_v2_64:
@@ -6596,7 +6596,7 @@ func Zdscal64(handle CublasHandle, n int64, alpha *float64, x *cuda.CuDoubleComp
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZdscal_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx))).err()
+	return Status(C.gocuda_cublasZdscal_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx))).err()
 }
 
 // Zgbmv calls cublasZgbmv_v2:
@@ -6609,7 +6609,7 @@ func Zgbmv(handle CublasHandle, trans CublasOperation, m int32, n int32, kl int3
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZgbmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), C.int32_t(kl), C.int32_t(ku), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int32_t(incy))).err()
+	return Status(C.gocuda_cublasZgbmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), C.int32_t(kl), C.int32_t(ku), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy))).err()
 }
 
 // Zgbmv64 calls cublasZgbmv_v2_64:
@@ -6622,7 +6622,7 @@ func Zgbmv64(handle CublasHandle, trans CublasOperation, m int64, n int64, kl in
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZgbmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int64_t(m), C.int64_t(n), C.int64_t(kl), C.int64_t(ku), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy))).err()
+	return Status(C.gocuda_cublasZgbmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int64_t(m), C.int64_t(n), C.int64_t(kl), C.int64_t(ku), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy))).err()
 }
 
 // Zgeam calls cublasZgeam:
@@ -6635,7 +6635,7 @@ func Zgeam(handle CublasHandle, transa CublasOperation, transb CublasOperation, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZgeam(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(beta), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(C_), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasZgeam(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
 }
 
 // Zgeam64 calls cublasZgeam_64:
@@ -6648,7 +6648,7 @@ func Zgeam64(handle CublasHandle, transa CublasOperation, transb CublasOperation
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZgeam_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(beta), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(C_), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasZgeam_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int64_t(m), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc))).err()
 }
 
 // ZgelsBatched calls cublasZgelsBatched:
@@ -6661,7 +6661,7 @@ func ZgelsBatched(handle CublasHandle, trans CublasOperation, m int32, n int32, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZgelsBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), C.int32_t(nrhs), unsafe.Pointer(Aarray), C.int32_t(lda), unsafe.Pointer(Carray), C.int32_t(ldc), unsafe.Pointer(info), unsafe.Pointer(devInfoArray), C.int32_t(batchSize))).err()
+	return Status(C.gocuda_cublasZgelsBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), C.int32_t(nrhs), unsafe.Pointer(Aarray), C.int32_t(lda), unsafe.Pointer(Carray), C.int32_t(ldc), (*C.uint8_t)(unsafe.Pointer(info)), (*C.uint8_t)(unsafe.Pointer(devInfoArray)), C.int32_t(batchSize))).err()
 }
 
 // Zgemm3m calls cublasZgemm3m:
@@ -6674,7 +6674,7 @@ func Zgemm3m(handle CublasHandle, transa CublasOperation, transb CublasOperation
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZgemm3m(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasZgemm3m(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
 }
 
 // Zgemm3m64 calls cublasZgemm3m_64:
@@ -6687,7 +6687,7 @@ func Zgemm3m64(handle CublasHandle, transa CublasOperation, transb CublasOperati
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZgemm3m_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasZgemm3m_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc))).err()
 }
 
 // ZgemmBatched calls cublasZgemmBatched:
@@ -6700,7 +6700,7 @@ func ZgemmBatched(handle CublasHandle, transa CublasOperation, transb CublasOper
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZgemmBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(Aarray), C.int32_t(lda), unsafe.Pointer(Barray), C.int32_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(Carray), C.int32_t(ldc), C.int32_t(batchCount))).err()
+	return Status(C.gocuda_cublasZgemmBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(Aarray), C.int32_t(lda), unsafe.Pointer(Barray), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), unsafe.Pointer(Carray), C.int32_t(ldc), C.int32_t(batchCount))).err()
 }
 
 // ZgemmBatched64 calls cublasZgemmBatched_64:
@@ -6713,7 +6713,7 @@ func ZgemmBatched64(handle CublasHandle, transa CublasOperation, transb CublasOp
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZgemmBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(Aarray), C.int64_t(lda), unsafe.Pointer(Barray), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(Carray), C.int64_t(ldc), C.int64_t(batchCount))).err()
+	return Status(C.gocuda_cublasZgemmBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(Aarray), C.int64_t(lda), unsafe.Pointer(Barray), C.int64_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), unsafe.Pointer(Carray), C.int64_t(ldc), C.int64_t(batchCount))).err()
 }
 
 // ZgemmStridedBatched calls cublasZgemmStridedBatched:
@@ -6726,7 +6726,7 @@ func ZgemmStridedBatched(handle CublasHandle, transa CublasOperation, transb Cub
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZgemmStridedBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), C.int64_t(strideA), unsafe.Pointer(B), C.int32_t(ldb), C.int64_t(strideB), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(ldc), C.int64_t(strideC), C.int32_t(batchCount))).err()
+	return Status(C.gocuda_cublasZgemmStridedBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), C.int64_t(strideA), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), C.int64_t(strideB), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc), C.int64_t(strideC), C.int32_t(batchCount))).err()
 }
 
 // ZgemmStridedBatched64 calls cublasZgemmStridedBatched_64:
@@ -6739,7 +6739,7 @@ func ZgemmStridedBatched64(handle CublasHandle, transa CublasOperation, transb C
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZgemmStridedBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), C.int64_t(strideA), unsafe.Pointer(B), C.int64_t(ldb), C.int64_t(strideB), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc), C.int64_t(strideC), C.int64_t(batchCount))).err()
+	return Status(C.gocuda_cublasZgemmStridedBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), C.int64_t(strideA), (*C.uint8_t)(unsafe.Pointer(B)), C.int64_t(ldb), C.int64_t(strideB), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc), C.int64_t(strideC), C.int64_t(batchCount))).err()
 }
 
 // Zgemm calls cublasZgemm_v2:
@@ -6752,7 +6752,7 @@ func Zgemm(handle CublasHandle, transa CublasOperation, transb CublasOperation, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZgemm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasZgemm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
 }
 
 // Zgemm64 calls cublasZgemm_v2_64:
@@ -6765,7 +6765,7 @@ func Zgemm64(handle CublasHandle, transa CublasOperation, transb CublasOperation
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZgemm_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasZgemm_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc))).err()
 }
 
 // ZgemvBatched calls cublasZgemvBatched:
@@ -6778,7 +6778,7 @@ func ZgemvBatched(handle CublasHandle, trans CublasOperation, m int32, n int32, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZgemvBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(Aarray), C.int32_t(lda), unsafe.Pointer(xarray), C.int32_t(incx), unsafe.Pointer(beta), unsafe.Pointer(yarray), C.int32_t(incy), C.int32_t(batchCount))).err()
+	return Status(C.gocuda_cublasZgemvBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(Aarray), C.int32_t(lda), unsafe.Pointer(xarray), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), unsafe.Pointer(yarray), C.int32_t(incy), C.int32_t(batchCount))).err()
 }
 
 // ZgemvBatched64 calls cublasZgemvBatched_64:
@@ -6791,7 +6791,7 @@ func ZgemvBatched64(handle CublasHandle, trans CublasOperation, m int64, n int64
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZgemvBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(Aarray), C.int64_t(lda), unsafe.Pointer(xarray), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(yarray), C.int64_t(incy), C.int64_t(batchCount))).err()
+	return Status(C.gocuda_cublasZgemvBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int64_t(m), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(Aarray), C.int64_t(lda), unsafe.Pointer(xarray), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), unsafe.Pointer(yarray), C.int64_t(incy), C.int64_t(batchCount))).err()
 }
 
 // ZgemvStridedBatched calls cublasZgemvStridedBatched:
@@ -6804,7 +6804,7 @@ func ZgemvStridedBatched(handle CublasHandle, trans CublasOperation, m int32, n 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZgemvStridedBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), C.int64_t(strideA), unsafe.Pointer(x), C.int32_t(incx), C.int64_t(stridex), unsafe.Pointer(beta), unsafe.Pointer(y), C.int32_t(incy), C.int64_t(stridey), C.int32_t(batchCount))).err()
+	return Status(C.gocuda_cublasZgemvStridedBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), C.int64_t(strideA), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), C.int64_t(stridex), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy), C.int64_t(stridey), C.int32_t(batchCount))).err()
 }
 
 // ZgemvStridedBatched64 calls cublasZgemvStridedBatched_64:
@@ -6817,7 +6817,7 @@ func ZgemvStridedBatched64(handle CublasHandle, trans CublasOperation, m int64, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZgemvStridedBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), C.int64_t(strideA), unsafe.Pointer(x), C.int64_t(incx), C.int64_t(stridex), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy), C.int64_t(stridey), C.int64_t(batchCount))).err()
+	return Status(C.gocuda_cublasZgemvStridedBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int64_t(m), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), C.int64_t(strideA), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), C.int64_t(stridex), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy), C.int64_t(stridey), C.int64_t(batchCount))).err()
 }
 
 // Zgemv calls cublasZgemv_v2:
@@ -6830,7 +6830,7 @@ func Zgemv(handle CublasHandle, trans CublasOperation, m int32, n int32, alpha *
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZgemv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int32_t(incy))).err()
+	return Status(C.gocuda_cublasZgemv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy))).err()
 }
 
 // Zgemv64 calls cublasZgemv_v2_64:
@@ -6843,7 +6843,7 @@ func Zgemv64(handle CublasHandle, trans CublasOperation, m int64, n int64, alpha
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZgemv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy))).err()
+	return Status(C.gocuda_cublasZgemv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int64_t(m), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy))).err()
 }
 
 // ZgeqrfBatched calls cublasZgeqrfBatched:
@@ -6856,7 +6856,7 @@ func ZgeqrfBatched(handle CublasHandle, m int32, n int32, Aarray **cuda.CuDouble
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZgeqrfBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(Aarray), C.int32_t(lda), unsafe.Pointer(TauArray), unsafe.Pointer(info), C.int32_t(batchSize))).err()
+	return Status(C.gocuda_cublasZgeqrfBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(Aarray), C.int32_t(lda), unsafe.Pointer(TauArray), (*C.uint8_t)(unsafe.Pointer(info)), C.int32_t(batchSize))).err()
 }
 
 // Zgerc calls cublasZgerc_v2:
@@ -6869,7 +6869,7 @@ func Zgerc(handle CublasHandle, m int32, n int32, alpha *cuda.CuDoubleComplex, x
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZgerc_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(y), C.int32_t(incy), unsafe.Pointer(A), C.int32_t(lda))).err()
+	return Status(C.gocuda_cublasZgerc_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda))).err()
 }
 
 // Zgerc64 calls cublasZgerc_v2_64:
@@ -6882,7 +6882,7 @@ func Zgerc64(handle CublasHandle, m int64, n int64, alpha *cuda.CuDoubleComplex,
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZgerc_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(A), C.int64_t(lda))).err()
+	return Status(C.gocuda_cublasZgerc_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(m), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda))).err()
 }
 
 // Zgeru calls cublasZgeru_v2:
@@ -6895,7 +6895,7 @@ func Zgeru(handle CublasHandle, m int32, n int32, alpha *cuda.CuDoubleComplex, x
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZgeru_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(y), C.int32_t(incy), unsafe.Pointer(A), C.int32_t(lda))).err()
+	return Status(C.gocuda_cublasZgeru_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda))).err()
 }
 
 // Zgeru64 calls cublasZgeru_v2_64:
@@ -6908,7 +6908,7 @@ func Zgeru64(handle CublasHandle, m int64, n int64, alpha *cuda.CuDoubleComplex,
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZgeru_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(A), C.int64_t(lda))).err()
+	return Status(C.gocuda_cublasZgeru_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(m), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda))).err()
 }
 
 // ZgetrfBatched calls cublasZgetrfBatched:
@@ -6921,7 +6921,7 @@ func ZgetrfBatched(handle CublasHandle, n int32, A **cuda.CuDoubleComplex, lda i
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZgetrfBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(P), unsafe.Pointer(info), C.int32_t(batchSize))).err()
+	return Status(C.gocuda_cublasZgetrfBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(P)), (*C.uint8_t)(unsafe.Pointer(info)), C.int32_t(batchSize))).err()
 }
 
 // ZgetriBatched calls cublasZgetriBatched:
@@ -6934,7 +6934,7 @@ func ZgetriBatched(handle CublasHandle, n int32, A **cuda.CuDoubleComplex, lda i
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZgetriBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(P), unsafe.Pointer(C_), C.int32_t(ldc), unsafe.Pointer(info), C.int32_t(batchSize))).err()
+	return Status(C.gocuda_cublasZgetriBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(P)), unsafe.Pointer(C_), C.int32_t(ldc), (*C.uint8_t)(unsafe.Pointer(info)), C.int32_t(batchSize))).err()
 }
 
 // ZgetrsBatched calls cublasZgetrsBatched:
@@ -6947,7 +6947,7 @@ func ZgetrsBatched(handle CublasHandle, trans CublasOperation, n int32, nrhs int
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZgetrsBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(n), C.int32_t(nrhs), unsafe.Pointer(Aarray), C.int32_t(lda), unsafe.Pointer(devIpiv), unsafe.Pointer(Barray), C.int32_t(ldb), unsafe.Pointer(info), C.int32_t(batchSize))).err()
+	return Status(C.gocuda_cublasZgetrsBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(n), C.int32_t(nrhs), unsafe.Pointer(Aarray), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(devIpiv)), unsafe.Pointer(Barray), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(info)), C.int32_t(batchSize))).err()
 }
 
 // Zhbmv calls cublasZhbmv_v2:
@@ -6960,7 +6960,7 @@ func Zhbmv(handle CublasHandle, uplo CublasFillMode, n int32, k int32, alpha *cu
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZhbmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int32_t(incy))).err()
+	return Status(C.gocuda_cublasZhbmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy))).err()
 }
 
 // Zhbmv64 calls cublasZhbmv_v2_64:
@@ -6973,7 +6973,7 @@ func Zhbmv64(handle CublasHandle, uplo CublasFillMode, n int64, k int64, alpha *
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZhbmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy))).err()
+	return Status(C.gocuda_cublasZhbmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy))).err()
 }
 
 // Zhemm calls cublasZhemm_v2:
@@ -6986,7 +6986,7 @@ func Zhemm(handle CublasHandle, side CublasSideMode, uplo CublasFillMode, m int3
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZhemm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasZhemm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
 }
 
 // Zhemm64 calls cublasZhemm_v2_64:
@@ -6999,7 +6999,7 @@ func Zhemm64(handle CublasHandle, side CublasSideMode, uplo CublasFillMode, m in
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZhemm_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasZhemm_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int64_t(m), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc))).err()
 }
 
 // Zhemv calls cublasZhemv_v2:
@@ -7012,7 +7012,7 @@ func Zhemv(handle CublasHandle, uplo CublasFillMode, n int32, alpha *cuda.CuDoub
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZhemv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int32_t(incy))).err()
+	return Status(C.gocuda_cublasZhemv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy))).err()
 }
 
 // Zhemv64 calls cublasZhemv_v2_64:
@@ -7025,7 +7025,7 @@ func Zhemv64(handle CublasHandle, uplo CublasFillMode, n int64, alpha *cuda.CuDo
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZhemv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy))).err()
+	return Status(C.gocuda_cublasZhemv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy))).err()
 }
 
 // Zher2 calls cublasZher2_v2:
@@ -7038,7 +7038,7 @@ func Zher2(handle CublasHandle, uplo CublasFillMode, n int32, alpha *cuda.CuDoub
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZher2_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(y), C.int32_t(incy), unsafe.Pointer(A), C.int32_t(lda))).err()
+	return Status(C.gocuda_cublasZher2_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda))).err()
 }
 
 // Zher264 calls cublasZher2_v2_64:
@@ -7051,7 +7051,7 @@ func Zher264(handle CublasHandle, uplo CublasFillMode, n int64, alpha *cuda.CuDo
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZher2_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(A), C.int64_t(lda))).err()
+	return Status(C.gocuda_cublasZher2_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda))).err()
 }
 
 // Zher2k calls cublasZher2k_v2:
@@ -7064,7 +7064,7 @@ func Zher2k(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n i
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZher2k_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasZher2k_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
 }
 
 // Zher2k64 calls cublasZher2k_v2_64:
@@ -7077,7 +7077,7 @@ func Zher2k64(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZher2k_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasZher2k_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc))).err()
 }
 
 // Zher calls cublasZher_v2:
@@ -7090,7 +7090,7 @@ func Zher(handle CublasHandle, uplo CublasFillMode, n int32, alpha *float64, x *
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZher_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(A), C.int32_t(lda))).err()
+	return Status(C.gocuda_cublasZher_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda))).err()
 }
 
 // Zher64 calls cublasZher_v2_64:
@@ -7103,7 +7103,7 @@ func Zher64(handle CublasHandle, uplo CublasFillMode, n int64, alpha *float64, x
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZher_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(A), C.int64_t(lda))).err()
+	return Status(C.gocuda_cublasZher_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda))).err()
 }
 
 // Zherk calls cublasZherk_v2:
@@ -7116,7 +7116,7 @@ func Zherk(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n in
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZherk_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasZherk_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
 }
 
 // Zherk64 calls cublasZherk_v2_64:
@@ -7129,7 +7129,7 @@ func Zherk64(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZherk_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasZherk_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc))).err()
 }
 
 // Zherkx calls cublasZherkx:
@@ -7142,7 +7142,7 @@ func Zherkx(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n i
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZherkx(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasZherkx(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
 }
 
 // Zherkx64 calls cublasZherkx_64:
@@ -7155,7 +7155,7 @@ func Zherkx64(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZherkx_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasZherkx_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc))).err()
 }
 
 // Zhpmv calls cublasZhpmv_v2:
@@ -7168,7 +7168,7 @@ func Zhpmv(handle CublasHandle, uplo CublasFillMode, n int32, alpha *cuda.CuDoub
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZhpmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(AP), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int32_t(incy))).err()
+	return Status(C.gocuda_cublasZhpmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(AP)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy))).err()
 }
 
 // Zhpmv64 calls cublasZhpmv_v2_64:
@@ -7181,7 +7181,7 @@ func Zhpmv64(handle CublasHandle, uplo CublasFillMode, n int64, alpha *cuda.CuDo
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZhpmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(AP), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy))).err()
+	return Status(C.gocuda_cublasZhpmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(AP)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy))).err()
 }
 
 // Zhpr2 calls cublasZhpr2_v2:
@@ -7194,7 +7194,7 @@ func Zhpr2(handle CublasHandle, uplo CublasFillMode, n int32, alpha *cuda.CuDoub
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZhpr2_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(y), C.int32_t(incy), unsafe.Pointer(AP))).err()
+	return Status(C.gocuda_cublasZhpr2_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy), (*C.uint8_t)(unsafe.Pointer(AP)))).err()
 }
 
 // Zhpr264 calls cublasZhpr2_v2_64:
@@ -7207,7 +7207,7 @@ func Zhpr264(handle CublasHandle, uplo CublasFillMode, n int64, alpha *cuda.CuDo
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZhpr2_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(AP))).err()
+	return Status(C.gocuda_cublasZhpr2_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy), (*C.uint8_t)(unsafe.Pointer(AP)))).err()
 }
 
 // Zhpr calls cublasZhpr_v2:
@@ -7220,7 +7220,7 @@ func Zhpr(handle CublasHandle, uplo CublasFillMode, n int32, alpha *float64, x *
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZhpr_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(AP))).err()
+	return Status(C.gocuda_cublasZhpr_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(AP)))).err()
 }
 
 // Zhpr64 calls cublasZhpr_v2_64:
@@ -7233,7 +7233,7 @@ func Zhpr64(handle CublasHandle, uplo CublasFillMode, n int64, alpha *float64, x
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZhpr_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(AP))).err()
+	return Status(C.gocuda_cublasZhpr_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(AP)))).err()
 }
 
 // ZmatinvBatched calls cublasZmatinvBatched:
@@ -7246,7 +7246,7 @@ func ZmatinvBatched(handle CublasHandle, n int32, A **cuda.CuDoubleComplex, lda 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZmatinvBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(Ainv), C.int32_t(lda_inv), unsafe.Pointer(info), C.int32_t(batchSize))).err()
+	return Status(C.gocuda_cublasZmatinvBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(Ainv), C.int32_t(lda_inv), (*C.uint8_t)(unsafe.Pointer(info)), C.int32_t(batchSize))).err()
 }
 
 // Zrot calls cublasZrot_v2:
@@ -7259,7 +7259,7 @@ func Zrot(handle CublasHandle, n int32, x *cuda.CuDoubleComplex, incx int32, y *
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZrot_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(y), C.int32_t(incy), unsafe.Pointer(c), unsafe.Pointer(s))).err()
+	return Status(C.gocuda_cublasZrot_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy), (*C.uint8_t)(unsafe.Pointer(c)), (*C.uint8_t)(unsafe.Pointer(s)))).err()
 }
 
 // Zrot64 calls cublasZrot_v2_64:
@@ -7272,7 +7272,7 @@ func Zrot64(handle CublasHandle, n int64, x *cuda.CuDoubleComplex, incx int64, y
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZrot_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(c), unsafe.Pointer(s))).err()
+	return Status(C.gocuda_cublasZrot_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy), (*C.uint8_t)(unsafe.Pointer(c)), (*C.uint8_t)(unsafe.Pointer(s)))).err()
 }
 
 // Zrotg calls cublasZrotg_v2:
@@ -7285,7 +7285,7 @@ func Zrotg(handle CublasHandle, a *cuda.CuDoubleComplex, b *cuda.CuDoubleComplex
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZrotg_v2(C.uintptr_t(fn), C.uintptr_t(handle), unsafe.Pointer(a), unsafe.Pointer(b), unsafe.Pointer(c), unsafe.Pointer(s))).err()
+	return Status(C.gocuda_cublasZrotg_v2(C.uintptr_t(fn), C.uintptr_t(handle), (*C.uint8_t)(unsafe.Pointer(a)), (*C.uint8_t)(unsafe.Pointer(b)), (*C.uint8_t)(unsafe.Pointer(c)), (*C.uint8_t)(unsafe.Pointer(s)))).err()
 }
 
 // Zscal calls cublasZscal_v2:
@@ -7298,7 +7298,7 @@ func Zscal(handle CublasHandle, n int32, alpha *cuda.CuDoubleComplex, x *cuda.Cu
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZscal_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int32_t(incx))).err()
+	return Status(C.gocuda_cublasZscal_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx))).err()
 }
 
 // Zscal64 calls cublasZscal_v2_64:
@@ -7311,7 +7311,7 @@ func Zscal64(handle CublasHandle, n int64, alpha *cuda.CuDoubleComplex, x *cuda.
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZscal_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx))).err()
+	return Status(C.gocuda_cublasZscal_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx))).err()
 }
 
 // Zswap calls cublasZswap_v2:
@@ -7324,7 +7324,7 @@ func Zswap(handle CublasHandle, n int32, x *cuda.CuDoubleComplex, incx int32, y 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZswap_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(y), C.int32_t(incy))).err()
+	return Status(C.gocuda_cublasZswap_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy))).err()
 }
 
 // Zswap64 calls cublasZswap_v2_64:
@@ -7337,7 +7337,7 @@ func Zswap64(handle CublasHandle, n int64, x *cuda.CuDoubleComplex, incx int64, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZswap_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy))).err()
+	return Status(C.gocuda_cublasZswap_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy))).err()
 }
 
 // Zsymm calls cublasZsymm_v2:
@@ -7350,7 +7350,7 @@ func Zsymm(handle CublasHandle, side CublasSideMode, uplo CublasFillMode, m int3
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZsymm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasZsymm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
 }
 
 // Zsymm64 calls cublasZsymm_v2_64:
@@ -7363,7 +7363,7 @@ func Zsymm64(handle CublasHandle, side CublasSideMode, uplo CublasFillMode, m in
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZsymm_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasZsymm_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int64_t(m), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc))).err()
 }
 
 // Zsymv calls cublasZsymv_v2:
@@ -7376,7 +7376,7 @@ func Zsymv(handle CublasHandle, uplo CublasFillMode, n int32, alpha *cuda.CuDoub
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZsymv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int32_t(incy))).err()
+	return Status(C.gocuda_cublasZsymv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy))).err()
 }
 
 // Zsymv64 calls cublasZsymv_v2_64:
@@ -7389,7 +7389,7 @@ func Zsymv64(handle CublasHandle, uplo CublasFillMode, n int64, alpha *cuda.CuDo
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZsymv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy))).err()
+	return Status(C.gocuda_cublasZsymv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy))).err()
 }
 
 // Zsyr2 calls cublasZsyr2_v2:
@@ -7402,7 +7402,7 @@ func Zsyr2(handle CublasHandle, uplo CublasFillMode, n int32, alpha *cuda.CuDoub
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZsyr2_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(y), C.int32_t(incy), unsafe.Pointer(A), C.int32_t(lda))).err()
+	return Status(C.gocuda_cublasZsyr2_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda))).err()
 }
 
 // Zsyr264 calls cublasZsyr2_v2_64:
@@ -7415,7 +7415,7 @@ func Zsyr264(handle CublasHandle, uplo CublasFillMode, n int64, alpha *cuda.CuDo
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZsyr2_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(A), C.int64_t(lda))).err()
+	return Status(C.gocuda_cublasZsyr2_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int64_t(incy), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda))).err()
 }
 
 // Zsyr2k calls cublasZsyr2k_v2:
@@ -7428,7 +7428,7 @@ func Zsyr2k(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n i
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZsyr2k_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasZsyr2k_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
 }
 
 // Zsyr2k64 calls cublasZsyr2k_v2_64:
@@ -7441,7 +7441,7 @@ func Zsyr2k64(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZsyr2k_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasZsyr2k_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc))).err()
 }
 
 // Zsyr calls cublasZsyr_v2:
@@ -7454,7 +7454,7 @@ func Zsyr(handle CublasHandle, uplo CublasFillMode, n int32, alpha *cuda.CuDoubl
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZsyr_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int32_t(incx), unsafe.Pointer(A), C.int32_t(lda))).err()
+	return Status(C.gocuda_cublasZsyr_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda))).err()
 }
 
 // Zsyr64 calls cublasZsyr_v2_64:
@@ -7467,7 +7467,7 @@ func Zsyr64(handle CublasHandle, uplo CublasFillMode, n int64, alpha *cuda.CuDou
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZsyr_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(A), C.int64_t(lda))).err()
+	return Status(C.gocuda_cublasZsyr_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda))).err()
 }
 
 // Zsyrk calls cublasZsyrk_v2:
@@ -7480,7 +7480,7 @@ func Zsyrk(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n in
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZsyrk_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasZsyrk_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
 }
 
 // Zsyrk64 calls cublasZsyrk_v2_64:
@@ -7493,7 +7493,7 @@ func Zsyrk64(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZsyrk_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasZsyrk_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc))).err()
 }
 
 // Zsyrkx calls cublasZsyrkx:
@@ -7506,7 +7506,7 @@ func Zsyrkx(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n i
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZsyrkx(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasZsyrkx(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
 }
 
 // Zsyrkx64 calls cublasZsyrkx_64:
@@ -7519,7 +7519,7 @@ func Zsyrkx64(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZsyrkx_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasZsyrkx_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc))).err()
 }
 
 // Ztbmv calls cublasZtbmv_v2:
@@ -7532,7 +7532,7 @@ func Ztbmv(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, diag
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZtbmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), C.int32_t(k), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(x), C.int32_t(incx))).err()
+	return Status(C.gocuda_cublasZtbmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx))).err()
 }
 
 // Ztbmv64 calls cublasZtbmv_v2_64:
@@ -7545,7 +7545,7 @@ func Ztbmv64(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, di
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZtbmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), C.int64_t(k), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx))).err()
+	return Status(C.gocuda_cublasZtbmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx))).err()
 }
 
 // Ztbsv calls cublasZtbsv_v2:
@@ -7558,7 +7558,7 @@ func Ztbsv(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, diag
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZtbsv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), C.int32_t(k), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(x), C.int32_t(incx))).err()
+	return Status(C.gocuda_cublasZtbsv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx))).err()
 }
 
 // Ztbsv64 calls cublasZtbsv_v2_64:
@@ -7571,7 +7571,7 @@ func Ztbsv64(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, di
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZtbsv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), C.int64_t(k), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx))).err()
+	return Status(C.gocuda_cublasZtbsv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), C.int64_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx))).err()
 }
 
 // Ztpmv calls cublasZtpmv_v2:
@@ -7584,7 +7584,7 @@ func Ztpmv(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, diag
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZtpmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), unsafe.Pointer(AP), unsafe.Pointer(x), C.int32_t(incx))).err()
+	return Status(C.gocuda_cublasZtpmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(AP)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx))).err()
 }
 
 // Ztpmv64 calls cublasZtpmv_v2_64:
@@ -7597,7 +7597,7 @@ func Ztpmv64(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, di
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZtpmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), unsafe.Pointer(AP), unsafe.Pointer(x), C.int64_t(incx))).err()
+	return Status(C.gocuda_cublasZtpmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(AP)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx))).err()
 }
 
 // Ztpsv calls cublasZtpsv_v2:
@@ -7610,7 +7610,7 @@ func Ztpsv(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, diag
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZtpsv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), unsafe.Pointer(AP), unsafe.Pointer(x), C.int32_t(incx))).err()
+	return Status(C.gocuda_cublasZtpsv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(AP)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx))).err()
 }
 
 // Ztpsv64 calls cublasZtpsv_v2_64:
@@ -7623,7 +7623,7 @@ func Ztpsv64(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, di
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZtpsv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), unsafe.Pointer(AP), unsafe.Pointer(x), C.int64_t(incx))).err()
+	return Status(C.gocuda_cublasZtpsv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(AP)), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx))).err()
 }
 
 // Ztpttr calls cublasZtpttr:
@@ -7636,7 +7636,7 @@ func Ztpttr(handle CublasHandle, uplo CublasFillMode, n int32, AP *cuda.CuDouble
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZtpttr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), unsafe.Pointer(AP), unsafe.Pointer(A), C.int32_t(lda))).err()
+	return Status(C.gocuda_cublasZtpttr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(AP)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda))).err()
 }
 
 // Ztrmm calls cublasZtrmm_v2:
@@ -7649,7 +7649,7 @@ func Ztrmm(handle CublasHandle, side CublasSideMode, uplo CublasFillMode, trans 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZtrmm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(C_), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cublasZtrmm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
 }
 
 // Ztrmm64 calls cublasZtrmm_v2_64:
@@ -7662,7 +7662,7 @@ func Ztrmm64(handle CublasHandle, side CublasSideMode, uplo CublasFillMode, tran
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZtrmm_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(C_), C.int64_t(ldc))).err()
+	return Status(C.gocuda_cublasZtrmm_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(m), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.uint8_t)(unsafe.Pointer(C_)), C.int64_t(ldc))).err()
 }
 
 // Ztrmv calls cublasZtrmv_v2:
@@ -7675,7 +7675,7 @@ func Ztrmv(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, diag
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZtrmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(x), C.int32_t(incx))).err()
+	return Status(C.gocuda_cublasZtrmv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx))).err()
 }
 
 // Ztrmv64 calls cublasZtrmv_v2_64:
@@ -7688,7 +7688,7 @@ func Ztrmv64(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, di
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZtrmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx))).err()
+	return Status(C.gocuda_cublasZtrmv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx))).err()
 }
 
 // ZtrsmBatched calls cublasZtrsmBatched:
@@ -7701,7 +7701,7 @@ func ZtrsmBatched(handle CublasHandle, side CublasSideMode, uplo CublasFillMode,
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZtrsmBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(ldb), C.int32_t(batchCount))).err()
+	return Status(C.gocuda_cublasZtrsmBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(ldb), C.int32_t(batchCount))).err()
 }
 
 // ZtrsmBatched64 calls cublasZtrsmBatched_64:
@@ -7714,7 +7714,7 @@ func ZtrsmBatched64(handle CublasHandle, side CublasSideMode, uplo CublasFillMod
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZtrsmBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), C.int64_t(batchCount))).err()
+	return Status(C.gocuda_cublasZtrsmBatched_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(m), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), C.int64_t(batchCount))).err()
 }
 
 // Ztrsm calls cublasZtrsm_v2:
@@ -7727,7 +7727,7 @@ func Ztrsm(handle CublasHandle, side CublasSideMode, uplo CublasFillMode, trans 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZtrsm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(ldb))).err()
+	return Status(C.gocuda_cublasZtrsm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb))).err()
 }
 
 // Ztrsm64 calls cublasZtrsm_v2_64:
@@ -7740,7 +7740,7 @@ func Ztrsm64(handle CublasHandle, side CublasSideMode, uplo CublasFillMode, tran
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZtrsm_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb))).err()
+	return Status(C.gocuda_cublasZtrsm_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(m), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int64_t(ldb))).err()
 }
 
 // Ztrsv calls cublasZtrsv_v2:
@@ -7753,7 +7753,7 @@ func Ztrsv(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, diag
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZtrsv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(x), C.int32_t(incx))).err()
+	return Status(C.gocuda_cublasZtrsv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx))).err()
 }
 
 // Ztrsv64 calls cublasZtrsv_v2_64:
@@ -7766,7 +7766,7 @@ func Ztrsv64(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, di
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZtrsv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx))).err()
+	return Status(C.gocuda_cublasZtrsv_v2_64(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int64_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int64_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int64_t(incx))).err()
 }
 
 // Ztrttp calls cublasZtrttp:
@@ -7779,5 +7779,5 @@ func Ztrttp(handle CublasHandle, uplo CublasFillMode, n int32, A *cuda.CuDoubleC
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cublasZtrttp(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(AP))).err()
+	return Status(C.gocuda_cublasZtrttp(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(AP)))).err()
 }

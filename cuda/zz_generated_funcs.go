@@ -16,45 +16,45 @@ typedef struct __attribute__((aligned(1))) { char reserved[64]; } gocuda_CUipcMe
 _Static_assert(sizeof(gocuda_CUipcMemHandle) == 64, "layout of CUipcMemHandle");
 typedef struct __attribute__((aligned(4))) { int32_t type; int32_t id; } gocuda_CUmemLocation;
 _Static_assert(sizeof(gocuda_CUmemLocation) == 8, "layout of CUmemLocation");
-static int32_t gocuda_cuArray3DCreate_v2(uintptr_t fn, void* a0, void* a1) { return ((int32_t (*)(void*, void*))fn)(a0, a1); }
-static int32_t gocuda_cuArray3DGetDescriptor_v2(uintptr_t fn, void* a0, uintptr_t a1) { return ((int32_t (*)(void*, uintptr_t))fn)(a0, a1); }
-static int32_t gocuda_cuArrayCreate_v2(uintptr_t fn, void* a0, void* a1) { return ((int32_t (*)(void*, void*))fn)(a0, a1); }
+static int32_t gocuda_cuArray3DCreate_v2(uintptr_t fn, uint8_t* a0, uint8_t* a1) { return ((int32_t (*)(uint8_t*, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cuArray3DGetDescriptor_v2(uintptr_t fn, uint8_t* a0, uintptr_t a1) { return ((int32_t (*)(uint8_t*, uintptr_t))fn)(a0, a1); }
+static int32_t gocuda_cuArrayCreate_v2(uintptr_t fn, uint8_t* a0, uint8_t* a1) { return ((int32_t (*)(uint8_t*, uint8_t*))fn)(a0, a1); }
 static int32_t gocuda_cuArrayDestroy(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
-static int32_t gocuda_cuArrayGetDescriptor_v2(uintptr_t fn, void* a0, uintptr_t a1) { return ((int32_t (*)(void*, uintptr_t))fn)(a0, a1); }
-static int32_t gocuda_cuArrayGetMemoryRequirements(uintptr_t fn, void* a0, uintptr_t a1, int32_t a2) { return ((int32_t (*)(void*, uintptr_t, int32_t))fn)(a0, a1, a2); }
-static int32_t gocuda_cuArrayGetPlane(uintptr_t fn, void* a0, uintptr_t a1, uint32_t a2) { return ((int32_t (*)(void*, uintptr_t, uint32_t))fn)(a0, a1, a2); }
-static int32_t gocuda_cuArrayGetSparseProperties(uintptr_t fn, void* a0, uintptr_t a1) { return ((int32_t (*)(void*, uintptr_t))fn)(a0, a1); }
-static int32_t gocuda_cuCheckpointProcessCheckpoint(uintptr_t fn, int32_t a0, void* a1) { return ((int32_t (*)(int32_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cuCheckpointProcessGetRestoreThreadId(uintptr_t fn, int32_t a0, void* a1) { return ((int32_t (*)(int32_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cuCheckpointProcessGetState(uintptr_t fn, int32_t a0, void* a1) { return ((int32_t (*)(int32_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cuCheckpointProcessLock(uintptr_t fn, int32_t a0, void* a1) { return ((int32_t (*)(int32_t, void*))fn)(a0, a1); }
+static int32_t gocuda_cuArrayGetDescriptor_v2(uintptr_t fn, uint8_t* a0, uintptr_t a1) { return ((int32_t (*)(uint8_t*, uintptr_t))fn)(a0, a1); }
+static int32_t gocuda_cuArrayGetMemoryRequirements(uintptr_t fn, uint8_t* a0, uintptr_t a1, int32_t a2) { return ((int32_t (*)(uint8_t*, uintptr_t, int32_t))fn)(a0, a1, a2); }
+static int32_t gocuda_cuArrayGetPlane(uintptr_t fn, uint8_t* a0, uintptr_t a1, uint32_t a2) { return ((int32_t (*)(uint8_t*, uintptr_t, uint32_t))fn)(a0, a1, a2); }
+static int32_t gocuda_cuArrayGetSparseProperties(uintptr_t fn, uint8_t* a0, uintptr_t a1) { return ((int32_t (*)(uint8_t*, uintptr_t))fn)(a0, a1); }
+static int32_t gocuda_cuCheckpointProcessCheckpoint(uintptr_t fn, int32_t a0, uint8_t* a1) { return ((int32_t (*)(int32_t, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cuCheckpointProcessGetRestoreThreadId(uintptr_t fn, int32_t a0, uint8_t* a1) { return ((int32_t (*)(int32_t, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cuCheckpointProcessGetState(uintptr_t fn, int32_t a0, uint8_t* a1) { return ((int32_t (*)(int32_t, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cuCheckpointProcessLock(uintptr_t fn, int32_t a0, uint8_t* a1) { return ((int32_t (*)(int32_t, uint8_t*))fn)(a0, a1); }
 static int32_t gocuda_cuCheckpointProcessRestore(uintptr_t fn, int32_t a0, void* a1) { return ((int32_t (*)(int32_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cuCheckpointProcessUnlock(uintptr_t fn, int32_t a0, void* a1) { return ((int32_t (*)(int32_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cuCoredumpGetAttribute(uintptr_t fn, int32_t a0, void* a1, void* a2) { return ((int32_t (*)(int32_t, void*, void*))fn)(a0, a1, a2); }
-static int32_t gocuda_cuCoredumpGetAttributeGlobal(uintptr_t fn, int32_t a0, void* a1, void* a2) { return ((int32_t (*)(int32_t, void*, void*))fn)(a0, a1, a2); }
-static int32_t gocuda_cuCoredumpSetAttribute(uintptr_t fn, int32_t a0, void* a1, void* a2) { return ((int32_t (*)(int32_t, void*, void*))fn)(a0, a1, a2); }
-static int32_t gocuda_cuCoredumpSetAttributeGlobal(uintptr_t fn, int32_t a0, void* a1, void* a2) { return ((int32_t (*)(int32_t, void*, void*))fn)(a0, a1, a2); }
-static int32_t gocuda_cuCtxAttach(uintptr_t fn, void* a0, uint32_t a1) { return ((int32_t (*)(void*, uint32_t))fn)(a0, a1); }
-static int32_t gocuda_cuCtxCreate_v4(uintptr_t fn, void* a0, void* a1, uint32_t a2, int32_t a3) { return ((int32_t (*)(void*, void*, uint32_t, int32_t))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cuCheckpointProcessUnlock(uintptr_t fn, int32_t a0, uint8_t* a1) { return ((int32_t (*)(int32_t, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cuCoredumpGetAttribute(uintptr_t fn, int32_t a0, void* a1, uint8_t* a2) { return ((int32_t (*)(int32_t, void*, uint8_t*))fn)(a0, a1, a2); }
+static int32_t gocuda_cuCoredumpGetAttributeGlobal(uintptr_t fn, int32_t a0, void* a1, uint8_t* a2) { return ((int32_t (*)(int32_t, void*, uint8_t*))fn)(a0, a1, a2); }
+static int32_t gocuda_cuCoredumpSetAttribute(uintptr_t fn, int32_t a0, void* a1, uint8_t* a2) { return ((int32_t (*)(int32_t, void*, uint8_t*))fn)(a0, a1, a2); }
+static int32_t gocuda_cuCoredumpSetAttributeGlobal(uintptr_t fn, int32_t a0, void* a1, uint8_t* a2) { return ((int32_t (*)(int32_t, void*, uint8_t*))fn)(a0, a1, a2); }
+static int32_t gocuda_cuCtxAttach(uintptr_t fn, uint8_t* a0, uint32_t a1) { return ((int32_t (*)(uint8_t*, uint32_t))fn)(a0, a1); }
+static int32_t gocuda_cuCtxCreate_v4(uintptr_t fn, uint8_t* a0, void* a1, uint32_t a2, int32_t a3) { return ((int32_t (*)(uint8_t*, void*, uint32_t, int32_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuCtxDestroy_v2(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cuCtxDetach(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cuCtxDisablePeerAccess(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cuCtxEnablePeerAccess(uintptr_t fn, uintptr_t a0, uint32_t a1) { return ((int32_t (*)(uintptr_t, uint32_t))fn)(a0, a1); }
-static int32_t gocuda_cuCtxFromGreenCtx(uintptr_t fn, void* a0, uintptr_t a1) { return ((int32_t (*)(void*, uintptr_t))fn)(a0, a1); }
-static int32_t gocuda_cuCtxGetApiVersion(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cuCtxGetCacheConfig(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
-static int32_t gocuda_cuCtxGetCurrent(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
-static int32_t gocuda_cuCtxGetDevResource(uintptr_t fn, uintptr_t a0, void* a1, int32_t a2) { return ((int32_t (*)(uintptr_t, void*, int32_t))fn)(a0, a1, a2); }
-static int32_t gocuda_cuCtxGetDevice(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
-static int32_t gocuda_cuCtxGetDevice_v2(uintptr_t fn, void* a0, uintptr_t a1) { return ((int32_t (*)(void*, uintptr_t))fn)(a0, a1); }
-static int32_t gocuda_cuCtxGetExecAffinity(uintptr_t fn, void* a0, int32_t a1) { return ((int32_t (*)(void*, int32_t))fn)(a0, a1); }
-static int32_t gocuda_cuCtxGetFlags(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
-static int32_t gocuda_cuCtxGetId(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cuCtxGetLimit(uintptr_t fn, void* a0, int32_t a1) { return ((int32_t (*)(void*, int32_t))fn)(a0, a1); }
-static int32_t gocuda_cuCtxGetSharedMemConfig(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
-static int32_t gocuda_cuCtxGetStreamPriorityRange(uintptr_t fn, void* a0, void* a1) { return ((int32_t (*)(void*, void*))fn)(a0, a1); }
-static int64_t gocuda_in_cuCtxGetStreamPriorityRange(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0, void* a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*, void*))fn)(a0, a1); }
-static int32_t gocuda_cuCtxPopCurrent_v2(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
+static int32_t gocuda_cuCtxFromGreenCtx(uintptr_t fn, uint8_t* a0, uintptr_t a1) { return ((int32_t (*)(uint8_t*, uintptr_t))fn)(a0, a1); }
+static int32_t gocuda_cuCtxGetApiVersion(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cuCtxGetCacheConfig(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
+static int32_t gocuda_cuCtxGetCurrent(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
+static int32_t gocuda_cuCtxGetDevResource(uintptr_t fn, uintptr_t a0, uint8_t* a1, int32_t a2) { return ((int32_t (*)(uintptr_t, uint8_t*, int32_t))fn)(a0, a1, a2); }
+static int32_t gocuda_cuCtxGetDevice(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
+static int32_t gocuda_cuCtxGetDevice_v2(uintptr_t fn, uint8_t* a0, uintptr_t a1) { return ((int32_t (*)(uint8_t*, uintptr_t))fn)(a0, a1); }
+static int32_t gocuda_cuCtxGetExecAffinity(uintptr_t fn, uint8_t* a0, int32_t a1) { return ((int32_t (*)(uint8_t*, int32_t))fn)(a0, a1); }
+static int32_t gocuda_cuCtxGetFlags(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
+static int32_t gocuda_cuCtxGetId(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cuCtxGetLimit(uintptr_t fn, uint8_t* a0, int32_t a1) { return ((int32_t (*)(uint8_t*, int32_t))fn)(a0, a1); }
+static int32_t gocuda_cuCtxGetSharedMemConfig(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
+static int32_t gocuda_cuCtxGetStreamPriorityRange(uintptr_t fn, uint8_t* a0, uint8_t* a1) { return ((int32_t (*)(uint8_t*, uint8_t*))fn)(a0, a1); }
+static int64_t gocuda_in_cuCtxGetStreamPriorityRange(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint8_t* a0, uint8_t* a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint8_t*, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cuCtxPopCurrent_v2(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
 static int32_t gocuda_cuCtxPushCurrent_v2(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cuCtxRecordEvent(uintptr_t fn, uintptr_t a0, uintptr_t a1) { return ((int32_t (*)(uintptr_t, uintptr_t))fn)(a0, a1); }
 static int32_t gocuda_cuCtxResetPersistingL2Cache(uintptr_t fn) { return ((int32_t (*)(void))fn)(); }
@@ -69,48 +69,48 @@ static int32_t gocuda_cuCtxSynchronize_v2(uintptr_t fn, uintptr_t a0) { return (
 static int32_t gocuda_cuCtxWaitEvent(uintptr_t fn, uintptr_t a0, uintptr_t a1) { return ((int32_t (*)(uintptr_t, uintptr_t))fn)(a0, a1); }
 static int32_t gocuda_cuDestroyExternalMemory(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cuDestroyExternalSemaphore(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
-static int32_t gocuda_cuDevResourceGenerateDesc(uintptr_t fn, void* a0, void* a1, uint32_t a2) { return ((int32_t (*)(void*, void*, uint32_t))fn)(a0, a1, a2); }
-static int32_t gocuda_cuDevSmResourceSplitByCount(uintptr_t fn, void* a0, void* a1, void* a2, void* a3, uint32_t a4, uint32_t a5) { return ((int32_t (*)(void*, void*, void*, void*, uint32_t, uint32_t))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cuDeviceCanAccessPeer(uintptr_t fn, void* a0, int32_t a1, int32_t a2) { return ((int32_t (*)(void*, int32_t, int32_t))fn)(a0, a1, a2); }
-static int32_t gocuda_cuDeviceComputeCapability(uintptr_t fn, void* a0, void* a1, int32_t a2) { return ((int32_t (*)(void*, void*, int32_t))fn)(a0, a1, a2); }
-static int32_t gocuda_cuDeviceGet(uintptr_t fn, void* a0, int32_t a1) { return ((int32_t (*)(void*, int32_t))fn)(a0, a1); }
-static int32_t gocuda_cuDeviceGetAttribute(uintptr_t fn, void* a0, int32_t a1, int32_t a2) { return ((int32_t (*)(void*, int32_t, int32_t))fn)(a0, a1, a2); }
-static int32_t gocuda_cuDeviceGetByPCIBusId(uintptr_t fn, void* a0, void* a1) { return ((int32_t (*)(void*, void*))fn)(a0, a1); }
-static int32_t gocuda_cuDeviceGetCount(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
-static int32_t gocuda_cuDeviceGetDefaultMemPool(uintptr_t fn, void* a0, int32_t a1) { return ((int32_t (*)(void*, int32_t))fn)(a0, a1); }
-static int64_t gocuda_in_cuDeviceGetDefaultMemPool(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0, int32_t a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*, int32_t))fn)(a0, a1); }
-static int32_t gocuda_cuDeviceGetDevResource(uintptr_t fn, int32_t a0, void* a1, int32_t a2) { return ((int32_t (*)(int32_t, void*, int32_t))fn)(a0, a1, a2); }
-static int32_t gocuda_cuDeviceGetExecAffinitySupport(uintptr_t fn, void* a0, int32_t a1, int32_t a2) { return ((int32_t (*)(void*, int32_t, int32_t))fn)(a0, a1, a2); }
+static int32_t gocuda_cuDevResourceGenerateDesc(uintptr_t fn, uint8_t* a0, uint8_t* a1, uint32_t a2) { return ((int32_t (*)(uint8_t*, uint8_t*, uint32_t))fn)(a0, a1, a2); }
+static int32_t gocuda_cuDevSmResourceSplitByCount(uintptr_t fn, uint8_t* a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, uint32_t a4, uint32_t a5) { return ((int32_t (*)(uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint32_t, uint32_t))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cuDeviceCanAccessPeer(uintptr_t fn, uint8_t* a0, int32_t a1, int32_t a2) { return ((int32_t (*)(uint8_t*, int32_t, int32_t))fn)(a0, a1, a2); }
+static int32_t gocuda_cuDeviceComputeCapability(uintptr_t fn, uint8_t* a0, uint8_t* a1, int32_t a2) { return ((int32_t (*)(uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2); }
+static int32_t gocuda_cuDeviceGet(uintptr_t fn, uint8_t* a0, int32_t a1) { return ((int32_t (*)(uint8_t*, int32_t))fn)(a0, a1); }
+static int32_t gocuda_cuDeviceGetAttribute(uintptr_t fn, uint8_t* a0, int32_t a1, int32_t a2) { return ((int32_t (*)(uint8_t*, int32_t, int32_t))fn)(a0, a1, a2); }
+static int32_t gocuda_cuDeviceGetByPCIBusId(uintptr_t fn, uint8_t* a0, uint8_t* a1) { return ((int32_t (*)(uint8_t*, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cuDeviceGetCount(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
+static int32_t gocuda_cuDeviceGetDefaultMemPool(uintptr_t fn, uint8_t* a0, int32_t a1) { return ((int32_t (*)(uint8_t*, int32_t))fn)(a0, a1); }
+static int64_t gocuda_in_cuDeviceGetDefaultMemPool(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint8_t* a0, int32_t a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint8_t*, int32_t))fn)(a0, a1); }
+static int32_t gocuda_cuDeviceGetDevResource(uintptr_t fn, int32_t a0, uint8_t* a1, int32_t a2) { return ((int32_t (*)(int32_t, uint8_t*, int32_t))fn)(a0, a1, a2); }
+static int32_t gocuda_cuDeviceGetExecAffinitySupport(uintptr_t fn, uint8_t* a0, int32_t a1, int32_t a2) { return ((int32_t (*)(uint8_t*, int32_t, int32_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuDeviceGetGraphMemAttribute(uintptr_t fn, int32_t a0, int32_t a1, void* a2) { return ((int32_t (*)(int32_t, int32_t, void*))fn)(a0, a1, a2); }
-static int32_t gocuda_cuDeviceGetHostAtomicCapabilities(uintptr_t fn, void* a0, void* a1, uint32_t a2, int32_t a3) { return ((int32_t (*)(void*, void*, uint32_t, int32_t))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_cuDeviceGetLuid(uintptr_t fn, void* a0, void* a1, int32_t a2) { return ((int32_t (*)(void*, void*, int32_t))fn)(a0, a1, a2); }
-static int32_t gocuda_cuDeviceGetMemPool(uintptr_t fn, void* a0, int32_t a1) { return ((int32_t (*)(void*, int32_t))fn)(a0, a1); }
-static int64_t gocuda_in_cuDeviceGetMemPool(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0, int32_t a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*, int32_t))fn)(a0, a1); }
-static int32_t gocuda_cuDeviceGetName(uintptr_t fn, void* a0, int32_t a1, int32_t a2) { return ((int32_t (*)(void*, int32_t, int32_t))fn)(a0, a1, a2); }
+static int32_t gocuda_cuDeviceGetHostAtomicCapabilities(uintptr_t fn, uint8_t* a0, uint8_t* a1, uint32_t a2, int32_t a3) { return ((int32_t (*)(uint8_t*, uint8_t*, uint32_t, int32_t))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cuDeviceGetLuid(uintptr_t fn, uint8_t* a0, uint8_t* a1, int32_t a2) { return ((int32_t (*)(uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2); }
+static int32_t gocuda_cuDeviceGetMemPool(uintptr_t fn, uint8_t* a0, int32_t a1) { return ((int32_t (*)(uint8_t*, int32_t))fn)(a0, a1); }
+static int64_t gocuda_in_cuDeviceGetMemPool(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint8_t* a0, int32_t a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint8_t*, int32_t))fn)(a0, a1); }
+static int32_t gocuda_cuDeviceGetName(uintptr_t fn, uint8_t* a0, int32_t a1, int32_t a2) { return ((int32_t (*)(uint8_t*, int32_t, int32_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuDeviceGetNvSciSyncAttributes(uintptr_t fn, void* a0, int32_t a1, int32_t a2) { return ((int32_t (*)(void*, int32_t, int32_t))fn)(a0, a1, a2); }
-static int32_t gocuda_cuDeviceGetP2PAtomicCapabilities(uintptr_t fn, void* a0, void* a1, uint32_t a2, int32_t a3, int32_t a4) { return ((int32_t (*)(void*, void*, uint32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cuDeviceGetP2PAttribute(uintptr_t fn, void* a0, int32_t a1, int32_t a2, int32_t a3) { return ((int32_t (*)(void*, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_cuDeviceGetPCIBusId(uintptr_t fn, void* a0, int32_t a1, int32_t a2) { return ((int32_t (*)(void*, int32_t, int32_t))fn)(a0, a1, a2); }
-static int32_t gocuda_cuDeviceGetProperties(uintptr_t fn, void* a0, int32_t a1) { return ((int32_t (*)(void*, int32_t))fn)(a0, a1); }
-static int32_t gocuda_cuDeviceGetTexture1DLinearMaxWidth(uintptr_t fn, void* a0, int32_t a1, uint32_t a2, int32_t a3) { return ((int32_t (*)(void*, int32_t, uint32_t, int32_t))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_cuDeviceGetUuid_v2(uintptr_t fn, void* a0, int32_t a1) { return ((int32_t (*)(void*, int32_t))fn)(a0, a1); }
+static int32_t gocuda_cuDeviceGetP2PAtomicCapabilities(uintptr_t fn, uint8_t* a0, uint8_t* a1, uint32_t a2, int32_t a3, int32_t a4) { return ((int32_t (*)(uint8_t*, uint8_t*, uint32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cuDeviceGetP2PAttribute(uintptr_t fn, uint8_t* a0, int32_t a1, int32_t a2, int32_t a3) { return ((int32_t (*)(uint8_t*, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cuDeviceGetPCIBusId(uintptr_t fn, uint8_t* a0, int32_t a1, int32_t a2) { return ((int32_t (*)(uint8_t*, int32_t, int32_t))fn)(a0, a1, a2); }
+static int32_t gocuda_cuDeviceGetProperties(uintptr_t fn, uint8_t* a0, int32_t a1) { return ((int32_t (*)(uint8_t*, int32_t))fn)(a0, a1); }
+static int32_t gocuda_cuDeviceGetTexture1DLinearMaxWidth(uintptr_t fn, uint8_t* a0, int32_t a1, uint32_t a2, int32_t a3) { return ((int32_t (*)(uint8_t*, int32_t, uint32_t, int32_t))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cuDeviceGetUuid_v2(uintptr_t fn, uint8_t* a0, int32_t a1) { return ((int32_t (*)(uint8_t*, int32_t))fn)(a0, a1); }
 static int32_t gocuda_cuDeviceGraphMemTrim(uintptr_t fn, int32_t a0) { return ((int32_t (*)(int32_t))fn)(a0); }
-static int32_t gocuda_cuDevicePrimaryCtxGetState(uintptr_t fn, int32_t a0, void* a1, void* a2) { return ((int32_t (*)(int32_t, void*, void*))fn)(a0, a1, a2); }
+static int32_t gocuda_cuDevicePrimaryCtxGetState(uintptr_t fn, int32_t a0, uint8_t* a1, uint8_t* a2) { return ((int32_t (*)(int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2); }
 static int32_t gocuda_cuDevicePrimaryCtxRelease_v2(uintptr_t fn, int32_t a0) { return ((int32_t (*)(int32_t))fn)(a0); }
 static int32_t gocuda_cuDevicePrimaryCtxReset_v2(uintptr_t fn, int32_t a0) { return ((int32_t (*)(int32_t))fn)(a0); }
-static int32_t gocuda_cuDevicePrimaryCtxRetain(uintptr_t fn, void* a0, int32_t a1) { return ((int32_t (*)(void*, int32_t))fn)(a0, a1); }
+static int32_t gocuda_cuDevicePrimaryCtxRetain(uintptr_t fn, uint8_t* a0, int32_t a1) { return ((int32_t (*)(uint8_t*, int32_t))fn)(a0, a1); }
 static int32_t gocuda_cuDevicePrimaryCtxSetFlags_v2(uintptr_t fn, int32_t a0, uint32_t a1) { return ((int32_t (*)(int32_t, uint32_t))fn)(a0, a1); }
-static int32_t gocuda_cuDeviceRegisterAsyncNotification(uintptr_t fn, int32_t a0, uintptr_t a1, void* a2, void* a3) { return ((int32_t (*)(int32_t, uintptr_t, void*, void*))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cuDeviceRegisterAsyncNotification(uintptr_t fn, int32_t a0, uintptr_t a1, void* a2, uint8_t* a3) { return ((int32_t (*)(int32_t, uintptr_t, void*, uint8_t*))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuDeviceSetGraphMemAttribute(uintptr_t fn, int32_t a0, int32_t a1, void* a2) { return ((int32_t (*)(int32_t, int32_t, void*))fn)(a0, a1, a2); }
 static int32_t gocuda_cuDeviceSetMemPool(uintptr_t fn, int32_t a0, uintptr_t a1) { return ((int32_t (*)(int32_t, uintptr_t))fn)(a0, a1); }
-static int32_t gocuda_cuDeviceTotalMem_v2(uintptr_t fn, void* a0, int32_t a1) { return ((int32_t (*)(void*, int32_t))fn)(a0, a1); }
+static int32_t gocuda_cuDeviceTotalMem_v2(uintptr_t fn, uint8_t* a0, int32_t a1) { return ((int32_t (*)(uint8_t*, int32_t))fn)(a0, a1); }
 static int32_t gocuda_cuDeviceUnregisterAsyncNotification(uintptr_t fn, int32_t a0, uintptr_t a1) { return ((int32_t (*)(int32_t, uintptr_t))fn)(a0, a1); }
-static int32_t gocuda_cuDriverGetVersion(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
-static int32_t gocuda_cuEventCreate(uintptr_t fn, void* a0, uint32_t a1) { return ((int32_t (*)(void*, uint32_t))fn)(a0, a1); }
-static int64_t gocuda_in_cuEventCreate(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0, uint32_t a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*, uint32_t))fn)(a0, a1); }
+static int32_t gocuda_cuDriverGetVersion(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
+static int32_t gocuda_cuEventCreate(uintptr_t fn, uint8_t* a0, uint32_t a1) { return ((int32_t (*)(uint8_t*, uint32_t))fn)(a0, a1); }
+static int64_t gocuda_in_cuEventCreate(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint8_t* a0, uint32_t a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint8_t*, uint32_t))fn)(a0, a1); }
 static int32_t gocuda_cuEventDestroy_v2(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static int64_t gocuda_in_cuEventDestroy_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t))fn)(a0); }
-static int32_t gocuda_cuEventElapsedTime_v2(uintptr_t fn, void* a0, uintptr_t a1, uintptr_t a2) { return ((int32_t (*)(void*, uintptr_t, uintptr_t))fn)(a0, a1, a2); }
+static int32_t gocuda_cuEventElapsedTime_v2(uintptr_t fn, uint8_t* a0, uintptr_t a1, uintptr_t a2) { return ((int32_t (*)(uint8_t*, uintptr_t, uintptr_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuEventQuery(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static int64_t gocuda_in_cuEventQuery(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cuEventRecord(uintptr_t fn, uintptr_t a0, uintptr_t a1) { return ((int32_t (*)(uintptr_t, uintptr_t))fn)(a0, a1); }
@@ -119,16 +119,16 @@ static int32_t gocuda_cuEventRecordWithFlags(uintptr_t fn, uintptr_t a0, uintptr
 static int64_t gocuda_in_cuEventRecordWithFlags(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, uintptr_t a1, uint32_t a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, uintptr_t, uint32_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuEventSynchronize(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static int64_t gocuda_in_cuEventSynchronize(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t))fn)(a0); }
-static int32_t gocuda_cuExternalMemoryGetMappedBuffer(uintptr_t fn, void* a0, uintptr_t a1, void* a2) { return ((int32_t (*)(void*, uintptr_t, void*))fn)(a0, a1, a2); }
-static int32_t gocuda_cuExternalMemoryGetMappedMipmappedArray(uintptr_t fn, void* a0, uintptr_t a1, void* a2) { return ((int32_t (*)(void*, uintptr_t, void*))fn)(a0, a1, a2); }
+static int32_t gocuda_cuExternalMemoryGetMappedBuffer(uintptr_t fn, uint8_t* a0, uintptr_t a1, uint8_t* a2) { return ((int32_t (*)(uint8_t*, uintptr_t, uint8_t*))fn)(a0, a1, a2); }
+static int32_t gocuda_cuExternalMemoryGetMappedMipmappedArray(uintptr_t fn, uint8_t* a0, uintptr_t a1, uint8_t* a2) { return ((int32_t (*)(uint8_t*, uintptr_t, uint8_t*))fn)(a0, a1, a2); }
 static int32_t gocuda_cuFlushGPUDirectRDMAWrites(uintptr_t fn, int32_t a0, int32_t a1) { return ((int32_t (*)(int32_t, int32_t))fn)(a0, a1); }
-static int32_t gocuda_cuFuncGetAttribute(uintptr_t fn, void* a0, int32_t a1, uintptr_t a2) { return ((int32_t (*)(void*, int32_t, uintptr_t))fn)(a0, a1, a2); }
-static int64_t gocuda_in_cuFuncGetAttribute(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0, int32_t a1, uintptr_t a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*, int32_t, uintptr_t))fn)(a0, a1, a2); }
-static int32_t gocuda_cuFuncGetModule(uintptr_t fn, void* a0, uintptr_t a1) { return ((int32_t (*)(void*, uintptr_t))fn)(a0, a1); }
+static int32_t gocuda_cuFuncGetAttribute(uintptr_t fn, uint8_t* a0, int32_t a1, uintptr_t a2) { return ((int32_t (*)(uint8_t*, int32_t, uintptr_t))fn)(a0, a1, a2); }
+static int64_t gocuda_in_cuFuncGetAttribute(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint8_t* a0, int32_t a1, uintptr_t a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint8_t*, int32_t, uintptr_t))fn)(a0, a1, a2); }
+static int32_t gocuda_cuFuncGetModule(uintptr_t fn, uint8_t* a0, uintptr_t a1) { return ((int32_t (*)(uint8_t*, uintptr_t))fn)(a0, a1); }
 static int32_t gocuda_cuFuncGetName(uintptr_t fn, void* a0, uintptr_t a1) { return ((int32_t (*)(void*, uintptr_t))fn)(a0, a1); }
-static int32_t gocuda_cuFuncGetParamInfo(uintptr_t fn, uintptr_t a0, uint64_t a1, void* a2, void* a3) { return ((int32_t (*)(uintptr_t, uint64_t, void*, void*))fn)(a0, a1, a2, a3); }
-static int64_t gocuda_in_cuFuncGetParamInfo(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, uint64_t a1, void* a2, void* a3) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, uint64_t, void*, void*))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_cuFuncIsLoaded(uintptr_t fn, void* a0, uintptr_t a1) { return ((int32_t (*)(void*, uintptr_t))fn)(a0, a1); }
+static int32_t gocuda_cuFuncGetParamInfo(uintptr_t fn, uintptr_t a0, uint64_t a1, uint8_t* a2, uint8_t* a3) { return ((int32_t (*)(uintptr_t, uint64_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3); }
+static int64_t gocuda_in_cuFuncGetParamInfo(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, uint64_t a1, uint8_t* a2, uint8_t* a3) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, uint64_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cuFuncIsLoaded(uintptr_t fn, uint8_t* a0, uintptr_t a1) { return ((int32_t (*)(uint8_t*, uintptr_t))fn)(a0, a1); }
 static int32_t gocuda_cuFuncLoad(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cuFuncSetAttribute(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2) { return ((int32_t (*)(uintptr_t, int32_t, int32_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuFuncSetBlockShape(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3); }
@@ -137,36 +137,36 @@ static int32_t gocuda_cuFuncSetSharedMemConfig(uintptr_t fn, uintptr_t a0, int32
 static int32_t gocuda_cuFuncSetSharedSize(uintptr_t fn, uintptr_t a0, uint32_t a1) { return ((int32_t (*)(uintptr_t, uint32_t))fn)(a0, a1); }
 static int32_t gocuda_cuGetErrorName(uintptr_t fn, int32_t a0, void* a1) { return ((int32_t (*)(int32_t, void*))fn)(a0, a1); }
 static int32_t gocuda_cuGetErrorString(uintptr_t fn, int32_t a0, void* a1) { return ((int32_t (*)(int32_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cuGetExportTable(uintptr_t fn, void* a0, void* a1) { return ((int32_t (*)(void*, void*))fn)(a0, a1); }
-static int32_t gocuda_cuGetProcAddress_v2(uintptr_t fn, void* a0, void* a1, int32_t a2, uint64_t a3, void* a4) { return ((int32_t (*)(void*, void*, int32_t, uint64_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cuGraphAddBatchMemOpNode(uintptr_t fn, void* a0, uintptr_t a1, void* a2, uint64_t a3, void* a4) { return ((int32_t (*)(void*, uintptr_t, void*, uint64_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cuGraphAddChildGraphNode(uintptr_t fn, void* a0, uintptr_t a1, void* a2, uint64_t a3, uintptr_t a4) { return ((int32_t (*)(void*, uintptr_t, void*, uint64_t, uintptr_t))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cuGraphAddDependencies_v2(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3, uint64_t a4) { return ((int32_t (*)(uintptr_t, void*, void*, void*, uint64_t))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cuGraphAddEmptyNode(uintptr_t fn, void* a0, uintptr_t a1, void* a2, uint64_t a3) { return ((int32_t (*)(void*, uintptr_t, void*, uint64_t))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_cuGraphAddEventRecordNode(uintptr_t fn, void* a0, uintptr_t a1, void* a2, uint64_t a3, uintptr_t a4) { return ((int32_t (*)(void*, uintptr_t, void*, uint64_t, uintptr_t))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cuGraphAddEventWaitNode(uintptr_t fn, void* a0, uintptr_t a1, void* a2, uint64_t a3, uintptr_t a4) { return ((int32_t (*)(void*, uintptr_t, void*, uint64_t, uintptr_t))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cuGraphAddExternalSemaphoresSignalNode(uintptr_t fn, void* a0, uintptr_t a1, void* a2, uint64_t a3, void* a4) { return ((int32_t (*)(void*, uintptr_t, void*, uint64_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cuGraphAddExternalSemaphoresWaitNode(uintptr_t fn, void* a0, uintptr_t a1, void* a2, uint64_t a3, void* a4) { return ((int32_t (*)(void*, uintptr_t, void*, uint64_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cuGraphAddHostNode(uintptr_t fn, void* a0, uintptr_t a1, void* a2, uint64_t a3, void* a4) { return ((int32_t (*)(void*, uintptr_t, void*, uint64_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cuGraphAddKernelNode_v2(uintptr_t fn, void* a0, uintptr_t a1, void* a2, uint64_t a3, void* a4) { return ((int32_t (*)(void*, uintptr_t, void*, uint64_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cuGraphAddMemAllocNode(uintptr_t fn, void* a0, uintptr_t a1, void* a2, uint64_t a3, void* a4) { return ((int32_t (*)(void*, uintptr_t, void*, uint64_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cuGraphAddMemFreeNode(uintptr_t fn, void* a0, uintptr_t a1, void* a2, uint64_t a3, uint64_t a4) { return ((int32_t (*)(void*, uintptr_t, void*, uint64_t, uint64_t))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cuGraphAddMemcpyNode(uintptr_t fn, void* a0, uintptr_t a1, void* a2, uint64_t a3, void* a4, uintptr_t a5) { return ((int32_t (*)(void*, uintptr_t, void*, uint64_t, void*, uintptr_t))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cuGraphAddMemsetNode(uintptr_t fn, void* a0, uintptr_t a1, void* a2, uint64_t a3, void* a4, uintptr_t a5) { return ((int32_t (*)(void*, uintptr_t, void*, uint64_t, void*, uintptr_t))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cuGraphAddNode_v2(uintptr_t fn, void* a0, uintptr_t a1, void* a2, void* a3, uint64_t a4, void* a5) { return ((int32_t (*)(void*, uintptr_t, void*, void*, uint64_t, void*))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cuGetExportTable(uintptr_t fn, void* a0, uint8_t* a1) { return ((int32_t (*)(void*, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cuGetProcAddress_v2(uintptr_t fn, uint8_t* a0, void* a1, int32_t a2, uint64_t a3, uint8_t* a4) { return ((int32_t (*)(uint8_t*, void*, int32_t, uint64_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cuGraphAddBatchMemOpNode(uintptr_t fn, uint8_t* a0, uintptr_t a1, uint8_t* a2, uint64_t a3, void* a4) { return ((int32_t (*)(uint8_t*, uintptr_t, uint8_t*, uint64_t, void*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cuGraphAddChildGraphNode(uintptr_t fn, uint8_t* a0, uintptr_t a1, uint8_t* a2, uint64_t a3, uintptr_t a4) { return ((int32_t (*)(uint8_t*, uintptr_t, uint8_t*, uint64_t, uintptr_t))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cuGraphAddDependencies_v2(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, uint64_t a4) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint64_t))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cuGraphAddEmptyNode(uintptr_t fn, uint8_t* a0, uintptr_t a1, uint8_t* a2, uint64_t a3) { return ((int32_t (*)(uint8_t*, uintptr_t, uint8_t*, uint64_t))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cuGraphAddEventRecordNode(uintptr_t fn, uint8_t* a0, uintptr_t a1, uint8_t* a2, uint64_t a3, uintptr_t a4) { return ((int32_t (*)(uint8_t*, uintptr_t, uint8_t*, uint64_t, uintptr_t))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cuGraphAddEventWaitNode(uintptr_t fn, uint8_t* a0, uintptr_t a1, uint8_t* a2, uint64_t a3, uintptr_t a4) { return ((int32_t (*)(uint8_t*, uintptr_t, uint8_t*, uint64_t, uintptr_t))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cuGraphAddExternalSemaphoresSignalNode(uintptr_t fn, uint8_t* a0, uintptr_t a1, uint8_t* a2, uint64_t a3, void* a4) { return ((int32_t (*)(uint8_t*, uintptr_t, uint8_t*, uint64_t, void*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cuGraphAddExternalSemaphoresWaitNode(uintptr_t fn, uint8_t* a0, uintptr_t a1, uint8_t* a2, uint64_t a3, void* a4) { return ((int32_t (*)(uint8_t*, uintptr_t, uint8_t*, uint64_t, void*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cuGraphAddHostNode(uintptr_t fn, uint8_t* a0, uintptr_t a1, uint8_t* a2, uint64_t a3, void* a4) { return ((int32_t (*)(uint8_t*, uintptr_t, uint8_t*, uint64_t, void*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cuGraphAddKernelNode_v2(uintptr_t fn, uint8_t* a0, uintptr_t a1, uint8_t* a2, uint64_t a3, void* a4) { return ((int32_t (*)(uint8_t*, uintptr_t, uint8_t*, uint64_t, void*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cuGraphAddMemAllocNode(uintptr_t fn, uint8_t* a0, uintptr_t a1, uint8_t* a2, uint64_t a3, void* a4) { return ((int32_t (*)(uint8_t*, uintptr_t, uint8_t*, uint64_t, void*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cuGraphAddMemFreeNode(uintptr_t fn, uint8_t* a0, uintptr_t a1, uint8_t* a2, uint64_t a3, uint64_t a4) { return ((int32_t (*)(uint8_t*, uintptr_t, uint8_t*, uint64_t, uint64_t))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cuGraphAddMemcpyNode(uintptr_t fn, uint8_t* a0, uintptr_t a1, uint8_t* a2, uint64_t a3, void* a4, uintptr_t a5) { return ((int32_t (*)(uint8_t*, uintptr_t, uint8_t*, uint64_t, void*, uintptr_t))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cuGraphAddMemsetNode(uintptr_t fn, uint8_t* a0, uintptr_t a1, uint8_t* a2, uint64_t a3, uint8_t* a4, uintptr_t a5) { return ((int32_t (*)(uint8_t*, uintptr_t, uint8_t*, uint64_t, uint8_t*, uintptr_t))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cuGraphAddNode_v2(uintptr_t fn, uint8_t* a0, uintptr_t a1, uint8_t* a2, uint8_t* a3, uint64_t a4, uint8_t* a5) { return ((int32_t (*)(uint8_t*, uintptr_t, uint8_t*, uint8_t*, uint64_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5); }
 static int32_t gocuda_cuGraphBatchMemOpNodeGetParams(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
 static int32_t gocuda_cuGraphBatchMemOpNodeSetParams(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cuGraphChildGraphNodeGetGraph(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cuGraphClone(uintptr_t fn, void* a0, uintptr_t a1) { return ((int32_t (*)(void*, uintptr_t))fn)(a0, a1); }
-static int32_t gocuda_cuGraphConditionalHandleCreate(uintptr_t fn, void* a0, uintptr_t a1, uintptr_t a2, uint32_t a3, uint32_t a4) { return ((int32_t (*)(void*, uintptr_t, uintptr_t, uint32_t, uint32_t))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cuGraphCreate(uintptr_t fn, void* a0, uint32_t a1) { return ((int32_t (*)(void*, uint32_t))fn)(a0, a1); }
-static int32_t gocuda_cuGraphDebugDotPrint(uintptr_t fn, uintptr_t a0, void* a1, uint32_t a2) { return ((int32_t (*)(uintptr_t, void*, uint32_t))fn)(a0, a1, a2); }
+static int32_t gocuda_cuGraphChildGraphNodeGetGraph(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cuGraphClone(uintptr_t fn, uint8_t* a0, uintptr_t a1) { return ((int32_t (*)(uint8_t*, uintptr_t))fn)(a0, a1); }
+static int32_t gocuda_cuGraphConditionalHandleCreate(uintptr_t fn, uint8_t* a0, uintptr_t a1, uintptr_t a2, uint32_t a3, uint32_t a4) { return ((int32_t (*)(uint8_t*, uintptr_t, uintptr_t, uint32_t, uint32_t))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cuGraphCreate(uintptr_t fn, uint8_t* a0, uint32_t a1) { return ((int32_t (*)(uint8_t*, uint32_t))fn)(a0, a1); }
+static int32_t gocuda_cuGraphDebugDotPrint(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint32_t a2) { return ((int32_t (*)(uintptr_t, uint8_t*, uint32_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuGraphDestroy(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static int64_t gocuda_in_cuGraphDestroy(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cuGraphDestroyNode(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
-static int32_t gocuda_cuGraphEventRecordNodeGetEvent(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
+static int32_t gocuda_cuGraphEventRecordNodeGetEvent(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
 static int32_t gocuda_cuGraphEventRecordNodeSetEvent(uintptr_t fn, uintptr_t a0, uintptr_t a1) { return ((int32_t (*)(uintptr_t, uintptr_t))fn)(a0, a1); }
-static int32_t gocuda_cuGraphEventWaitNodeGetEvent(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
+static int32_t gocuda_cuGraphEventWaitNodeGetEvent(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
 static int32_t gocuda_cuGraphEventWaitNodeSetEvent(uintptr_t fn, uintptr_t a0, uintptr_t a1) { return ((int32_t (*)(uintptr_t, uintptr_t))fn)(a0, a1); }
 static int32_t gocuda_cuGraphExecBatchMemOpNodeSetParams(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2) { return ((int32_t (*)(uintptr_t, uintptr_t, void*))fn)(a0, a1, a2); }
 static int32_t gocuda_cuGraphExecChildGraphNodeSetParams(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t))fn)(a0, a1, a2); }
@@ -176,76 +176,76 @@ static int32_t gocuda_cuGraphExecEventRecordNodeSetEvent(uintptr_t fn, uintptr_t
 static int32_t gocuda_cuGraphExecEventWaitNodeSetEvent(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuGraphExecExternalSemaphoresSignalNodeSetParams(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2) { return ((int32_t (*)(uintptr_t, uintptr_t, void*))fn)(a0, a1, a2); }
 static int32_t gocuda_cuGraphExecExternalSemaphoresWaitNodeSetParams(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2) { return ((int32_t (*)(uintptr_t, uintptr_t, void*))fn)(a0, a1, a2); }
-static int32_t gocuda_cuGraphExecGetFlags(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
+static int32_t gocuda_cuGraphExecGetFlags(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
 static int32_t gocuda_cuGraphExecHostNodeSetParams(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2) { return ((int32_t (*)(uintptr_t, uintptr_t, void*))fn)(a0, a1, a2); }
 static int32_t gocuda_cuGraphExecKernelNodeSetParams_v2(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2) { return ((int32_t (*)(uintptr_t, uintptr_t, void*))fn)(a0, a1, a2); }
 static int32_t gocuda_cuGraphExecMemcpyNodeSetParams(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2, uintptr_t a3) { return ((int32_t (*)(uintptr_t, uintptr_t, void*, uintptr_t))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_cuGraphExecMemsetNodeSetParams(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2, uintptr_t a3) { return ((int32_t (*)(uintptr_t, uintptr_t, void*, uintptr_t))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_cuGraphExecNodeSetParams(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2) { return ((int32_t (*)(uintptr_t, uintptr_t, void*))fn)(a0, a1, a2); }
-static int32_t gocuda_cuGraphExecUpdate_v2(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2) { return ((int32_t (*)(uintptr_t, uintptr_t, void*))fn)(a0, a1, a2); }
+static int32_t gocuda_cuGraphExecMemsetNodeSetParams(uintptr_t fn, uintptr_t a0, uintptr_t a1, uint8_t* a2, uintptr_t a3) { return ((int32_t (*)(uintptr_t, uintptr_t, uint8_t*, uintptr_t))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cuGraphExecNodeSetParams(uintptr_t fn, uintptr_t a0, uintptr_t a1, uint8_t* a2) { return ((int32_t (*)(uintptr_t, uintptr_t, uint8_t*))fn)(a0, a1, a2); }
+static int32_t gocuda_cuGraphExecUpdate_v2(uintptr_t fn, uintptr_t a0, uintptr_t a1, uint8_t* a2) { return ((int32_t (*)(uintptr_t, uintptr_t, uint8_t*))fn)(a0, a1, a2); }
 static int32_t gocuda_cuGraphExternalSemaphoresSignalNodeGetParams(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
 static int32_t gocuda_cuGraphExternalSemaphoresSignalNodeSetParams(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
 static int32_t gocuda_cuGraphExternalSemaphoresWaitNodeGetParams(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
 static int32_t gocuda_cuGraphExternalSemaphoresWaitNodeSetParams(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cuGraphGetEdges_v2(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3, void* a4) { return ((int32_t (*)(uintptr_t, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cuGraphGetNodes(uintptr_t fn, uintptr_t a0, void* a1, void* a2) { return ((int32_t (*)(uintptr_t, void*, void*))fn)(a0, a1, a2); }
-static int32_t gocuda_cuGraphGetRootNodes(uintptr_t fn, uintptr_t a0, void* a1, void* a2) { return ((int32_t (*)(uintptr_t, void*, void*))fn)(a0, a1, a2); }
+static int32_t gocuda_cuGraphGetEdges_v2(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cuGraphGetNodes(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*))fn)(a0, a1, a2); }
+static int32_t gocuda_cuGraphGetRootNodes(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*))fn)(a0, a1, a2); }
 static int32_t gocuda_cuGraphHostNodeGetParams(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
 static int32_t gocuda_cuGraphHostNodeSetParams(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cuGraphInstantiateWithFlags(uintptr_t fn, void* a0, uintptr_t a1, uint64_t a2) { return ((int32_t (*)(void*, uintptr_t, uint64_t))fn)(a0, a1, a2); }
-static int64_t gocuda_in_cuGraphInstantiateWithFlags(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0, uintptr_t a1, uint64_t a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*, uintptr_t, uint64_t))fn)(a0, a1, a2); }
-static int32_t gocuda_cuGraphInstantiateWithParams(uintptr_t fn, void* a0, uintptr_t a1, void* a2) { return ((int32_t (*)(void*, uintptr_t, void*))fn)(a0, a1, a2); }
+static int32_t gocuda_cuGraphInstantiateWithFlags(uintptr_t fn, uint8_t* a0, uintptr_t a1, uint64_t a2) { return ((int32_t (*)(uint8_t*, uintptr_t, uint64_t))fn)(a0, a1, a2); }
+static int64_t gocuda_in_cuGraphInstantiateWithFlags(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint8_t* a0, uintptr_t a1, uint64_t a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint8_t*, uintptr_t, uint64_t))fn)(a0, a1, a2); }
+static int32_t gocuda_cuGraphInstantiateWithParams(uintptr_t fn, uint8_t* a0, uintptr_t a1, uint8_t* a2) { return ((int32_t (*)(uint8_t*, uintptr_t, uint8_t*))fn)(a0, a1, a2); }
 static int32_t gocuda_cuGraphKernelNodeCopyAttributes(uintptr_t fn, uintptr_t a0, uintptr_t a1) { return ((int32_t (*)(uintptr_t, uintptr_t))fn)(a0, a1); }
-static int32_t gocuda_cuGraphKernelNodeGetAttribute(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2) { return ((int32_t (*)(uintptr_t, int32_t, void*))fn)(a0, a1, a2); }
+static int32_t gocuda_cuGraphKernelNodeGetAttribute(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*))fn)(a0, a1, a2); }
 static int32_t gocuda_cuGraphKernelNodeGetParams_v2(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cuGraphKernelNodeSetAttribute(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2) { return ((int32_t (*)(uintptr_t, int32_t, void*))fn)(a0, a1, a2); }
+static int32_t gocuda_cuGraphKernelNodeSetAttribute(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*))fn)(a0, a1, a2); }
 static int32_t gocuda_cuGraphKernelNodeSetParams_v2(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
 static int32_t gocuda_cuGraphLaunch(uintptr_t fn, uintptr_t a0, uintptr_t a1) { return ((int32_t (*)(uintptr_t, uintptr_t))fn)(a0, a1); }
 static int64_t gocuda_in_cuGraphLaunch(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, uintptr_t a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, uintptr_t))fn)(a0, a1); }
 static int32_t gocuda_cuGraphMemAllocNodeGetParams(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cuGraphMemFreeNodeGetParams(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
+static int32_t gocuda_cuGraphMemFreeNodeGetParams(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
 static int32_t gocuda_cuGraphMemcpyNodeGetParams(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
 static int32_t gocuda_cuGraphMemcpyNodeSetParams(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cuGraphMemsetNodeGetParams(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cuGraphMemsetNodeSetParams(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cuGraphNodeFindInClone(uintptr_t fn, void* a0, uintptr_t a1, uintptr_t a2) { return ((int32_t (*)(void*, uintptr_t, uintptr_t))fn)(a0, a1, a2); }
-static int32_t gocuda_cuGraphNodeGetDependencies_v2(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3) { return ((int32_t (*)(uintptr_t, void*, void*, void*))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_cuGraphNodeGetDependentNodes_v2(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3) { return ((int32_t (*)(uintptr_t, void*, void*, void*))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_cuGraphNodeGetEnabled(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2) { return ((int32_t (*)(uintptr_t, uintptr_t, void*))fn)(a0, a1, a2); }
-static int32_t gocuda_cuGraphNodeGetType(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
+static int32_t gocuda_cuGraphMemsetNodeGetParams(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cuGraphMemsetNodeSetParams(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cuGraphNodeFindInClone(uintptr_t fn, uint8_t* a0, uintptr_t a1, uintptr_t a2) { return ((int32_t (*)(uint8_t*, uintptr_t, uintptr_t))fn)(a0, a1, a2); }
+static int32_t gocuda_cuGraphNodeGetDependencies_v2(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cuGraphNodeGetDependentNodes_v2(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cuGraphNodeGetEnabled(uintptr_t fn, uintptr_t a0, uintptr_t a1, uint8_t* a2) { return ((int32_t (*)(uintptr_t, uintptr_t, uint8_t*))fn)(a0, a1, a2); }
+static int32_t gocuda_cuGraphNodeGetType(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
 static int32_t gocuda_cuGraphNodeSetEnabled(uintptr_t fn, uintptr_t a0, uintptr_t a1, uint32_t a2) { return ((int32_t (*)(uintptr_t, uintptr_t, uint32_t))fn)(a0, a1, a2); }
-static int32_t gocuda_cuGraphNodeSetParams(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
+static int32_t gocuda_cuGraphNodeSetParams(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
 static int32_t gocuda_cuGraphReleaseUserObject(uintptr_t fn, uintptr_t a0, uintptr_t a1, uint32_t a2) { return ((int32_t (*)(uintptr_t, uintptr_t, uint32_t))fn)(a0, a1, a2); }
-static int32_t gocuda_cuGraphRemoveDependencies_v2(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3, uint64_t a4) { return ((int32_t (*)(uintptr_t, void*, void*, void*, uint64_t))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cuGraphRemoveDependencies_v2(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, uint64_t a4) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint64_t))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cuGraphRetainUserObject(uintptr_t fn, uintptr_t a0, uintptr_t a1, uint32_t a2, uint32_t a3) { return ((int32_t (*)(uintptr_t, uintptr_t, uint32_t, uint32_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuGraphUpload(uintptr_t fn, uintptr_t a0, uintptr_t a1) { return ((int32_t (*)(uintptr_t, uintptr_t))fn)(a0, a1); }
-static int32_t gocuda_cuGraphicsMapResources(uintptr_t fn, uint32_t a0, void* a1, uintptr_t a2) { return ((int32_t (*)(uint32_t, void*, uintptr_t))fn)(a0, a1, a2); }
-static int32_t gocuda_cuGraphicsResourceGetMappedMipmappedArray(uintptr_t fn, void* a0, uintptr_t a1) { return ((int32_t (*)(void*, uintptr_t))fn)(a0, a1); }
-static int32_t gocuda_cuGraphicsResourceGetMappedPointer_v2(uintptr_t fn, void* a0, void* a1, uintptr_t a2) { return ((int32_t (*)(void*, void*, uintptr_t))fn)(a0, a1, a2); }
+static int32_t gocuda_cuGraphicsMapResources(uintptr_t fn, uint32_t a0, uint8_t* a1, uintptr_t a2) { return ((int32_t (*)(uint32_t, uint8_t*, uintptr_t))fn)(a0, a1, a2); }
+static int32_t gocuda_cuGraphicsResourceGetMappedMipmappedArray(uintptr_t fn, uint8_t* a0, uintptr_t a1) { return ((int32_t (*)(uint8_t*, uintptr_t))fn)(a0, a1); }
+static int32_t gocuda_cuGraphicsResourceGetMappedPointer_v2(uintptr_t fn, uint8_t* a0, uint8_t* a1, uintptr_t a2) { return ((int32_t (*)(uint8_t*, uint8_t*, uintptr_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuGraphicsResourceSetMapFlags_v2(uintptr_t fn, uintptr_t a0, uint32_t a1) { return ((int32_t (*)(uintptr_t, uint32_t))fn)(a0, a1); }
-static int32_t gocuda_cuGraphicsSubResourceGetMappedArray(uintptr_t fn, void* a0, uintptr_t a1, uint32_t a2, uint32_t a3) { return ((int32_t (*)(void*, uintptr_t, uint32_t, uint32_t))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_cuGraphicsUnmapResources(uintptr_t fn, uint32_t a0, void* a1, uintptr_t a2) { return ((int32_t (*)(uint32_t, void*, uintptr_t))fn)(a0, a1, a2); }
+static int32_t gocuda_cuGraphicsSubResourceGetMappedArray(uintptr_t fn, uint8_t* a0, uintptr_t a1, uint32_t a2, uint32_t a3) { return ((int32_t (*)(uint8_t*, uintptr_t, uint32_t, uint32_t))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cuGraphicsUnmapResources(uintptr_t fn, uint32_t a0, uint8_t* a1, uintptr_t a2) { return ((int32_t (*)(uint32_t, uint8_t*, uintptr_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuGraphicsUnregisterResource(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
-static int32_t gocuda_cuGreenCtxCreate(uintptr_t fn, void* a0, uintptr_t a1, int32_t a2, uint32_t a3) { return ((int32_t (*)(void*, uintptr_t, int32_t, uint32_t))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cuGreenCtxCreate(uintptr_t fn, uint8_t* a0, uintptr_t a1, int32_t a2, uint32_t a3) { return ((int32_t (*)(uint8_t*, uintptr_t, int32_t, uint32_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuGreenCtxDestroy(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
-static int32_t gocuda_cuGreenCtxGetDevResource(uintptr_t fn, uintptr_t a0, void* a1, int32_t a2) { return ((int32_t (*)(uintptr_t, void*, int32_t))fn)(a0, a1, a2); }
-static int32_t gocuda_cuGreenCtxGetId(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
+static int32_t gocuda_cuGreenCtxGetDevResource(uintptr_t fn, uintptr_t a0, uint8_t* a1, int32_t a2) { return ((int32_t (*)(uintptr_t, uint8_t*, int32_t))fn)(a0, a1, a2); }
+static int32_t gocuda_cuGreenCtxGetId(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
 static int32_t gocuda_cuGreenCtxRecordEvent(uintptr_t fn, uintptr_t a0, uintptr_t a1) { return ((int32_t (*)(uintptr_t, uintptr_t))fn)(a0, a1); }
-static int32_t gocuda_cuGreenCtxStreamCreate(uintptr_t fn, void* a0, uintptr_t a1, uint32_t a2, int32_t a3) { return ((int32_t (*)(void*, uintptr_t, uint32_t, int32_t))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cuGreenCtxStreamCreate(uintptr_t fn, uint8_t* a0, uintptr_t a1, uint32_t a2, int32_t a3) { return ((int32_t (*)(uint8_t*, uintptr_t, uint32_t, int32_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuGreenCtxWaitEvent(uintptr_t fn, uintptr_t a0, uintptr_t a1) { return ((int32_t (*)(uintptr_t, uintptr_t))fn)(a0, a1); }
-static int32_t gocuda_cuImportExternalMemory(uintptr_t fn, void* a0, void* a1) { return ((int32_t (*)(void*, void*))fn)(a0, a1); }
-static int32_t gocuda_cuImportExternalSemaphore(uintptr_t fn, void* a0, void* a1) { return ((int32_t (*)(void*, void*))fn)(a0, a1); }
+static int32_t gocuda_cuImportExternalMemory(uintptr_t fn, uint8_t* a0, uint8_t* a1) { return ((int32_t (*)(uint8_t*, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cuImportExternalSemaphore(uintptr_t fn, uint8_t* a0, uint8_t* a1) { return ((int32_t (*)(uint8_t*, uint8_t*))fn)(a0, a1); }
 static int32_t gocuda_cuInit(uintptr_t fn, uint32_t a0) { return ((int32_t (*)(uint32_t))fn)(a0); }
 static int32_t gocuda_cuIpcCloseMemHandle(uintptr_t fn, uint64_t a0) { return ((int32_t (*)(uint64_t))fn)(a0); }
-static int32_t gocuda_cuIpcGetEventHandle(uintptr_t fn, void* a0, uintptr_t a1) { return ((int32_t (*)(void*, uintptr_t))fn)(a0, a1); }
-static int32_t gocuda_cuIpcGetMemHandle(uintptr_t fn, void* a0, uint64_t a1) { return ((int32_t (*)(void*, uint64_t))fn)(a0, a1); }
-static int32_t gocuda_cuIpcOpenEventHandle(uintptr_t fn, void* a0, gocuda_CUipcEventHandle a1) { return ((int32_t (*)(void*, gocuda_CUipcEventHandle))fn)(a0, a1); }
-static int32_t gocuda_cuIpcOpenMemHandle_v2(uintptr_t fn, void* a0, gocuda_CUipcMemHandle a1, uint32_t a2) { return ((int32_t (*)(void*, gocuda_CUipcMemHandle, uint32_t))fn)(a0, a1, a2); }
-static int32_t gocuda_cuKernelGetAttribute(uintptr_t fn, void* a0, int32_t a1, uintptr_t a2, int32_t a3) { return ((int32_t (*)(void*, int32_t, uintptr_t, int32_t))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_cuKernelGetFunction(uintptr_t fn, void* a0, uintptr_t a1) { return ((int32_t (*)(void*, uintptr_t))fn)(a0, a1); }
-static int32_t gocuda_cuKernelGetLibrary(uintptr_t fn, void* a0, uintptr_t a1) { return ((int32_t (*)(void*, uintptr_t))fn)(a0, a1); }
+static int32_t gocuda_cuIpcGetEventHandle(uintptr_t fn, uint8_t* a0, uintptr_t a1) { return ((int32_t (*)(uint8_t*, uintptr_t))fn)(a0, a1); }
+static int32_t gocuda_cuIpcGetMemHandle(uintptr_t fn, uint8_t* a0, uint64_t a1) { return ((int32_t (*)(uint8_t*, uint64_t))fn)(a0, a1); }
+static int32_t gocuda_cuIpcOpenEventHandle(uintptr_t fn, uint8_t* a0, gocuda_CUipcEventHandle a1) { return ((int32_t (*)(uint8_t*, gocuda_CUipcEventHandle))fn)(a0, a1); }
+static int32_t gocuda_cuIpcOpenMemHandle_v2(uintptr_t fn, uint8_t* a0, gocuda_CUipcMemHandle a1, uint32_t a2) { return ((int32_t (*)(uint8_t*, gocuda_CUipcMemHandle, uint32_t))fn)(a0, a1, a2); }
+static int32_t gocuda_cuKernelGetAttribute(uintptr_t fn, uint8_t* a0, int32_t a1, uintptr_t a2, int32_t a3) { return ((int32_t (*)(uint8_t*, int32_t, uintptr_t, int32_t))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cuKernelGetFunction(uintptr_t fn, uint8_t* a0, uintptr_t a1) { return ((int32_t (*)(uint8_t*, uintptr_t))fn)(a0, a1); }
+static int32_t gocuda_cuKernelGetLibrary(uintptr_t fn, uint8_t* a0, uintptr_t a1) { return ((int32_t (*)(uint8_t*, uintptr_t))fn)(a0, a1); }
 static int32_t gocuda_cuKernelGetName(uintptr_t fn, void* a0, uintptr_t a1) { return ((int32_t (*)(void*, uintptr_t))fn)(a0, a1); }
-static int32_t gocuda_cuKernelGetParamInfo(uintptr_t fn, uintptr_t a0, uint64_t a1, void* a2, void* a3) { return ((int32_t (*)(uintptr_t, uint64_t, void*, void*))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cuKernelGetParamInfo(uintptr_t fn, uintptr_t a0, uint64_t a1, uint8_t* a2, uint8_t* a3) { return ((int32_t (*)(uintptr_t, uint64_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuKernelSetAttribute(uintptr_t fn, int32_t a0, int32_t a1, uintptr_t a2, int32_t a3) { return ((int32_t (*)(int32_t, int32_t, uintptr_t, int32_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuKernelSetCacheConfig(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2) { return ((int32_t (*)(uintptr_t, int32_t, int32_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuLaunch(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
@@ -259,44 +259,44 @@ static int32_t gocuda_cuLaunchKernel(uintptr_t fn, uintptr_t a0, uint32_t a1, ui
 static int64_t gocuda_in_cuLaunchKernel(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t a4, uint32_t a5, uint32_t a6, uint32_t a7, uintptr_t a8, void* a9, void* a10) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uintptr_t, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cuLaunchKernelEx(uintptr_t fn, void* a0, uintptr_t a1, void* a2, void* a3) { return ((int32_t (*)(void*, uintptr_t, void*, void*))fn)(a0, a1, a2, a3); }
 static int64_t gocuda_in_cuLaunchKernelEx(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0, uintptr_t a1, void* a2, void* a3) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*, uintptr_t, void*, void*))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_cuLibraryEnumerateKernels(uintptr_t fn, void* a0, uint32_t a1, uintptr_t a2) { return ((int32_t (*)(void*, uint32_t, uintptr_t))fn)(a0, a1, a2); }
-static int32_t gocuda_cuLibraryGetGlobal(uintptr_t fn, void* a0, void* a1, uintptr_t a2, void* a3) { return ((int32_t (*)(void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_cuLibraryGetKernel(uintptr_t fn, void* a0, uintptr_t a1, void* a2) { return ((int32_t (*)(void*, uintptr_t, void*))fn)(a0, a1, a2); }
-static int32_t gocuda_cuLibraryGetKernelCount(uintptr_t fn, void* a0, uintptr_t a1) { return ((int32_t (*)(void*, uintptr_t))fn)(a0, a1); }
-static int32_t gocuda_cuLibraryGetManaged(uintptr_t fn, void* a0, void* a1, uintptr_t a2, void* a3) { return ((int32_t (*)(void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_cuLibraryGetModule(uintptr_t fn, void* a0, uintptr_t a1) { return ((int32_t (*)(void*, uintptr_t))fn)(a0, a1); }
-static int32_t gocuda_cuLibraryGetUnifiedFunction(uintptr_t fn, void* a0, uintptr_t a1, void* a2) { return ((int32_t (*)(void*, uintptr_t, void*))fn)(a0, a1, a2); }
-static int32_t gocuda_cuLibraryLoadData(uintptr_t fn, void* a0, void* a1, void* a2, void* a3, uint32_t a4, void* a5, void* a6, uint32_t a7) { return ((int32_t (*)(void*, void*, void*, void*, uint32_t, void*, void*, uint32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cuLibraryLoadFromFile(uintptr_t fn, void* a0, void* a1, void* a2, void* a3, uint32_t a4, void* a5, void* a6, uint32_t a7) { return ((int32_t (*)(void*, void*, void*, void*, uint32_t, void*, void*, uint32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cuLibraryEnumerateKernels(uintptr_t fn, uint8_t* a0, uint32_t a1, uintptr_t a2) { return ((int32_t (*)(uint8_t*, uint32_t, uintptr_t))fn)(a0, a1, a2); }
+static int32_t gocuda_cuLibraryGetGlobal(uintptr_t fn, uint8_t* a0, uint8_t* a1, uintptr_t a2, uint8_t* a3) { return ((int32_t (*)(uint8_t*, uint8_t*, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cuLibraryGetKernel(uintptr_t fn, uint8_t* a0, uintptr_t a1, uint8_t* a2) { return ((int32_t (*)(uint8_t*, uintptr_t, uint8_t*))fn)(a0, a1, a2); }
+static int32_t gocuda_cuLibraryGetKernelCount(uintptr_t fn, uint8_t* a0, uintptr_t a1) { return ((int32_t (*)(uint8_t*, uintptr_t))fn)(a0, a1); }
+static int32_t gocuda_cuLibraryGetManaged(uintptr_t fn, uint8_t* a0, uint8_t* a1, uintptr_t a2, uint8_t* a3) { return ((int32_t (*)(uint8_t*, uint8_t*, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cuLibraryGetModule(uintptr_t fn, uint8_t* a0, uintptr_t a1) { return ((int32_t (*)(uint8_t*, uintptr_t))fn)(a0, a1); }
+static int32_t gocuda_cuLibraryGetUnifiedFunction(uintptr_t fn, void* a0, uintptr_t a1, uint8_t* a2) { return ((int32_t (*)(void*, uintptr_t, uint8_t*))fn)(a0, a1, a2); }
+static int32_t gocuda_cuLibraryLoadData(uintptr_t fn, uint8_t* a0, void* a1, uint8_t* a2, void* a3, uint32_t a4, uint8_t* a5, void* a6, uint32_t a7) { return ((int32_t (*)(uint8_t*, void*, uint8_t*, void*, uint32_t, uint8_t*, void*, uint32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cuLibraryLoadFromFile(uintptr_t fn, uint8_t* a0, uint8_t* a1, uint8_t* a2, void* a3, uint32_t a4, uint8_t* a5, void* a6, uint32_t a7) { return ((int32_t (*)(uint8_t*, uint8_t*, uint8_t*, void*, uint32_t, uint8_t*, void*, uint32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cuLibraryUnload(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
-static int32_t gocuda_cuLinkAddData_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, uint64_t a3, void* a4, uint32_t a5, void* a6, void* a7) { return ((int32_t (*)(uintptr_t, int32_t, void*, uint64_t, void*, uint32_t, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cuLinkAddFile_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, uint32_t a3, void* a4, void* a5) { return ((int32_t (*)(uintptr_t, int32_t, void*, uint32_t, void*, void*))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cuLinkComplete(uintptr_t fn, uintptr_t a0, void* a1, void* a2) { return ((int32_t (*)(uintptr_t, void*, void*))fn)(a0, a1, a2); }
-static int32_t gocuda_cuLinkCreate_v2(uintptr_t fn, uint32_t a0, void* a1, void* a2, void* a3) { return ((int32_t (*)(uint32_t, void*, void*, void*))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cuLinkAddData_v2(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, uint64_t a3, uint8_t* a4, uint32_t a5, uint8_t* a6, void* a7) { return ((int32_t (*)(uintptr_t, int32_t, void*, uint64_t, uint8_t*, uint32_t, uint8_t*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cuLinkAddFile_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, uint32_t a3, uint8_t* a4, void* a5) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, uint32_t, uint8_t*, void*))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cuLinkComplete(uintptr_t fn, uintptr_t a0, void* a1, uint8_t* a2) { return ((int32_t (*)(uintptr_t, void*, uint8_t*))fn)(a0, a1, a2); }
+static int32_t gocuda_cuLinkCreate_v2(uintptr_t fn, uint32_t a0, uint8_t* a1, void* a2, uint8_t* a3) { return ((int32_t (*)(uint32_t, uint8_t*, void*, uint8_t*))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuLinkDestroy(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
-static int32_t gocuda_cuLogsCurrent(uintptr_t fn, void* a0, uint32_t a1) { return ((int32_t (*)(void*, uint32_t))fn)(a0, a1); }
-static int32_t gocuda_cuLogsDumpToFile(uintptr_t fn, void* a0, void* a1, uint32_t a2) { return ((int32_t (*)(void*, void*, uint32_t))fn)(a0, a1, a2); }
-static int32_t gocuda_cuLogsDumpToMemory(uintptr_t fn, void* a0, void* a1, void* a2, uint32_t a3) { return ((int32_t (*)(void*, void*, void*, uint32_t))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_cuLogsRegisterCallback(uintptr_t fn, uintptr_t a0, void* a1, void* a2) { return ((int32_t (*)(uintptr_t, void*, void*))fn)(a0, a1, a2); }
+static int32_t gocuda_cuLogsCurrent(uintptr_t fn, uint8_t* a0, uint32_t a1) { return ((int32_t (*)(uint8_t*, uint32_t))fn)(a0, a1); }
+static int32_t gocuda_cuLogsDumpToFile(uintptr_t fn, uint8_t* a0, uint8_t* a1, uint32_t a2) { return ((int32_t (*)(uint8_t*, uint8_t*, uint32_t))fn)(a0, a1, a2); }
+static int32_t gocuda_cuLogsDumpToMemory(uintptr_t fn, uint8_t* a0, uint8_t* a1, uint8_t* a2, uint32_t a3) { return ((int32_t (*)(uint8_t*, uint8_t*, uint8_t*, uint32_t))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cuLogsRegisterCallback(uintptr_t fn, uintptr_t a0, void* a1, uint8_t* a2) { return ((int32_t (*)(uintptr_t, void*, uint8_t*))fn)(a0, a1, a2); }
 static int32_t gocuda_cuLogsUnregisterCallback(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cuMemAddressFree(uintptr_t fn, uint64_t a0, uint64_t a1) { return ((int32_t (*)(uint64_t, uint64_t))fn)(a0, a1); }
-static int32_t gocuda_cuMemAddressReserve(uintptr_t fn, void* a0, uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4) { return ((int32_t (*)(void*, uint64_t, uint64_t, uint64_t, uint64_t))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cuMemAddressReserve(uintptr_t fn, uint8_t* a0, uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4) { return ((int32_t (*)(uint8_t*, uint64_t, uint64_t, uint64_t, uint64_t))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cuMemAdvise_v2(uintptr_t fn, uint64_t a0, uint64_t a1, int32_t a2, gocuda_CUmemLocation a3) { return ((int32_t (*)(uint64_t, uint64_t, int32_t, gocuda_CUmemLocation))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_cuMemAllocAsync(uintptr_t fn, void* a0, uint64_t a1, uintptr_t a2) { return ((int32_t (*)(void*, uint64_t, uintptr_t))fn)(a0, a1, a2); }
-static int64_t gocuda_in_cuMemAllocAsync(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0, uint64_t a1, uintptr_t a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*, uint64_t, uintptr_t))fn)(a0, a1, a2); }
-static int32_t gocuda_cuMemAllocFromPoolAsync(uintptr_t fn, void* a0, uint64_t a1, uintptr_t a2, uintptr_t a3) { return ((int32_t (*)(void*, uint64_t, uintptr_t, uintptr_t))fn)(a0, a1, a2, a3); }
-static int64_t gocuda_in_cuMemAllocFromPoolAsync(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0, uint64_t a1, uintptr_t a2, uintptr_t a3) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*, uint64_t, uintptr_t, uintptr_t))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cuMemAllocAsync(uintptr_t fn, uint8_t* a0, uint64_t a1, uintptr_t a2) { return ((int32_t (*)(uint8_t*, uint64_t, uintptr_t))fn)(a0, a1, a2); }
+static int64_t gocuda_in_cuMemAllocAsync(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint8_t* a0, uint64_t a1, uintptr_t a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint8_t*, uint64_t, uintptr_t))fn)(a0, a1, a2); }
+static int32_t gocuda_cuMemAllocFromPoolAsync(uintptr_t fn, uint8_t* a0, uint64_t a1, uintptr_t a2, uintptr_t a3) { return ((int32_t (*)(uint8_t*, uint64_t, uintptr_t, uintptr_t))fn)(a0, a1, a2, a3); }
+static int64_t gocuda_in_cuMemAllocFromPoolAsync(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint8_t* a0, uint64_t a1, uintptr_t a2, uintptr_t a3) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint8_t*, uint64_t, uintptr_t, uintptr_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuMemAllocHost_v2(uintptr_t fn, void* a0, uint64_t a1) { return ((int32_t (*)(void*, uint64_t))fn)(a0, a1); }
 static int64_t gocuda_in_cuMemAllocHost_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0, uint64_t a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*, uint64_t))fn)(a0, a1); }
-static int32_t gocuda_cuMemAllocManaged(uintptr_t fn, void* a0, uint64_t a1, uint32_t a2) { return ((int32_t (*)(void*, uint64_t, uint32_t))fn)(a0, a1, a2); }
-static int64_t gocuda_in_cuMemAllocManaged(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0, uint64_t a1, uint32_t a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*, uint64_t, uint32_t))fn)(a0, a1, a2); }
-static int32_t gocuda_cuMemAllocPitch_v2(uintptr_t fn, void* a0, void* a1, uint64_t a2, uint64_t a3, uint32_t a4) { return ((int32_t (*)(void*, void*, uint64_t, uint64_t, uint32_t))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cuMemAlloc_v2(uintptr_t fn, void* a0, uint64_t a1) { return ((int32_t (*)(void*, uint64_t))fn)(a0, a1); }
-static int64_t gocuda_in_cuMemAlloc_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0, uint64_t a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*, uint64_t))fn)(a0, a1); }
-static int32_t gocuda_cuMemBatchDecompressAsync(uintptr_t fn, void* a0, uint64_t a1, uint32_t a2, void* a3, uintptr_t a4) { return ((int32_t (*)(void*, uint64_t, uint32_t, void*, uintptr_t))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cuMemCreate(uintptr_t fn, void* a0, uint64_t a1, void* a2, uint64_t a3) { return ((int32_t (*)(void*, uint64_t, void*, uint64_t))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_cuMemDiscardAndPrefetchBatchAsync(uintptr_t fn, void* a0, void* a1, uint64_t a2, void* a3, void* a4, uint64_t a5, uint64_t a6, uintptr_t a7) { return ((int32_t (*)(void*, void*, uint64_t, void*, void*, uint64_t, uint64_t, uintptr_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cuMemDiscardBatchAsync(uintptr_t fn, void* a0, void* a1, uint64_t a2, uint64_t a3, uintptr_t a4) { return ((int32_t (*)(void*, void*, uint64_t, uint64_t, uintptr_t))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cuMemAllocManaged(uintptr_t fn, uint8_t* a0, uint64_t a1, uint32_t a2) { return ((int32_t (*)(uint8_t*, uint64_t, uint32_t))fn)(a0, a1, a2); }
+static int64_t gocuda_in_cuMemAllocManaged(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint8_t* a0, uint64_t a1, uint32_t a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint8_t*, uint64_t, uint32_t))fn)(a0, a1, a2); }
+static int32_t gocuda_cuMemAllocPitch_v2(uintptr_t fn, uint8_t* a0, uint8_t* a1, uint64_t a2, uint64_t a3, uint32_t a4) { return ((int32_t (*)(uint8_t*, uint8_t*, uint64_t, uint64_t, uint32_t))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cuMemAlloc_v2(uintptr_t fn, uint8_t* a0, uint64_t a1) { return ((int32_t (*)(uint8_t*, uint64_t))fn)(a0, a1); }
+static int64_t gocuda_in_cuMemAlloc_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint8_t* a0, uint64_t a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint8_t*, uint64_t))fn)(a0, a1); }
+static int32_t gocuda_cuMemBatchDecompressAsync(uintptr_t fn, void* a0, uint64_t a1, uint32_t a2, uint8_t* a3, uintptr_t a4) { return ((int32_t (*)(void*, uint64_t, uint32_t, uint8_t*, uintptr_t))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cuMemCreate(uintptr_t fn, uint8_t* a0, uint64_t a1, void* a2, uint64_t a3) { return ((int32_t (*)(uint8_t*, uint64_t, void*, uint64_t))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cuMemDiscardAndPrefetchBatchAsync(uintptr_t fn, uint8_t* a0, uint8_t* a1, uint64_t a2, uint8_t* a3, uint8_t* a4, uint64_t a5, uint64_t a6, uintptr_t a7) { return ((int32_t (*)(uint8_t*, uint8_t*, uint64_t, uint8_t*, uint8_t*, uint64_t, uint64_t, uintptr_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cuMemDiscardBatchAsync(uintptr_t fn, uint8_t* a0, uint8_t* a1, uint64_t a2, uint64_t a3, uintptr_t a4) { return ((int32_t (*)(uint8_t*, uint8_t*, uint64_t, uint64_t, uintptr_t))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cuMemExportToShareableHandle(uintptr_t fn, void* a0, uint64_t a1, int32_t a2, uint64_t a3) { return ((int32_t (*)(void*, uint64_t, int32_t, uint64_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuMemFreeAsync(uintptr_t fn, uint64_t a0, uintptr_t a1) { return ((int32_t (*)(uint64_t, uintptr_t))fn)(a0, a1); }
 static int64_t gocuda_in_cuMemFreeAsync(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint64_t a0, uintptr_t a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint64_t, uintptr_t))fn)(a0, a1); }
@@ -304,57 +304,59 @@ static int32_t gocuda_cuMemFreeHost(uintptr_t fn, void* a0) { return ((int32_t (
 static int64_t gocuda_in_cuMemFreeHost(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*))fn)(a0); }
 static int32_t gocuda_cuMemFree_v2(uintptr_t fn, uint64_t a0) { return ((int32_t (*)(uint64_t))fn)(a0); }
 static int64_t gocuda_in_cuMemFree_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint64_t a0) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint64_t))fn)(a0); }
-static int32_t gocuda_cuMemGetAccess(uintptr_t fn, void* a0, void* a1, uint64_t a2) { return ((int32_t (*)(void*, void*, uint64_t))fn)(a0, a1, a2); }
-static int32_t gocuda_cuMemGetAddressRange_v2(uintptr_t fn, void* a0, void* a1, uint64_t a2) { return ((int32_t (*)(void*, void*, uint64_t))fn)(a0, a1, a2); }
-static int32_t gocuda_cuMemGetAllocationGranularity(uintptr_t fn, void* a0, void* a1, int32_t a2) { return ((int32_t (*)(void*, void*, int32_t))fn)(a0, a1, a2); }
+static int32_t gocuda_cuMemGetAccess(uintptr_t fn, uint8_t* a0, uint8_t* a1, uint64_t a2) { return ((int32_t (*)(uint8_t*, uint8_t*, uint64_t))fn)(a0, a1, a2); }
+static int32_t gocuda_cuMemGetAddressRange_v2(uintptr_t fn, uint8_t* a0, uint8_t* a1, uint64_t a2) { return ((int32_t (*)(uint8_t*, uint8_t*, uint64_t))fn)(a0, a1, a2); }
+static int32_t gocuda_cuMemGetAllocationGranularity(uintptr_t fn, uint8_t* a0, void* a1, int32_t a2) { return ((int32_t (*)(uint8_t*, void*, int32_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuMemGetAllocationPropertiesFromHandle(uintptr_t fn, void* a0, uint64_t a1) { return ((int32_t (*)(void*, uint64_t))fn)(a0, a1); }
-static int32_t gocuda_cuMemGetDefaultMemPool(uintptr_t fn, void* a0, void* a1, int32_t a2) { return ((int32_t (*)(void*, void*, int32_t))fn)(a0, a1, a2); }
+static int32_t gocuda_cuMemGetDefaultMemPool(uintptr_t fn, uint8_t* a0, uint8_t* a1, int32_t a2) { return ((int32_t (*)(uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuMemGetHandleForAddressRange(uintptr_t fn, void* a0, uint64_t a1, uint64_t a2, int32_t a3, uint64_t a4) { return ((int32_t (*)(void*, uint64_t, uint64_t, int32_t, uint64_t))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cuMemGetInfo_v2(uintptr_t fn, void* a0, void* a1) { return ((int32_t (*)(void*, void*))fn)(a0, a1); }
-static int64_t gocuda_in_cuMemGetInfo_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0, void* a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*, void*))fn)(a0, a1); }
-static int32_t gocuda_cuMemGetMemPool(uintptr_t fn, void* a0, void* a1, int32_t a2) { return ((int32_t (*)(void*, void*, int32_t))fn)(a0, a1, a2); }
+static int32_t gocuda_cuMemGetInfo_v2(uintptr_t fn, uint8_t* a0, uint8_t* a1) { return ((int32_t (*)(uint8_t*, uint8_t*))fn)(a0, a1); }
+static int64_t gocuda_in_cuMemGetInfo_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint8_t* a0, uint8_t* a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint8_t*, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cuMemGetMemPool(uintptr_t fn, uint8_t* a0, uint8_t* a1, int32_t a2) { return ((int32_t (*)(uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuMemHostAlloc(uintptr_t fn, void* a0, uint64_t a1, uint32_t a2) { return ((int32_t (*)(void*, uint64_t, uint32_t))fn)(a0, a1, a2); }
-static int32_t gocuda_cuMemHostGetDevicePointer_v2(uintptr_t fn, void* a0, void* a1, uint32_t a2) { return ((int32_t (*)(void*, void*, uint32_t))fn)(a0, a1, a2); }
-static int32_t gocuda_cuMemHostGetFlags(uintptr_t fn, void* a0, void* a1) { return ((int32_t (*)(void*, void*))fn)(a0, a1); }
+static int32_t gocuda_cuMemHostGetDevicePointer_v2(uintptr_t fn, uint8_t* a0, void* a1, uint32_t a2) { return ((int32_t (*)(uint8_t*, void*, uint32_t))fn)(a0, a1, a2); }
+static int64_t gocuda_in_cuMemHostGetDevicePointer_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint8_t* a0, void* a1, uint32_t a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint8_t*, void*, uint32_t))fn)(a0, a1, a2); }
+static int32_t gocuda_cuMemHostGetFlags(uintptr_t fn, uint8_t* a0, void* a1) { return ((int32_t (*)(uint8_t*, void*))fn)(a0, a1); }
 static int32_t gocuda_cuMemHostRegister_v2(uintptr_t fn, void* a0, uint64_t a1, uint32_t a2) { return ((int32_t (*)(void*, uint64_t, uint32_t))fn)(a0, a1, a2); }
 static int64_t gocuda_in_cuMemHostRegister_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0, uint64_t a1, uint32_t a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*, uint64_t, uint32_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuMemHostUnregister(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
 static int64_t gocuda_in_cuMemHostUnregister(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*))fn)(a0); }
-static int32_t gocuda_cuMemImportFromShareableHandle(uintptr_t fn, void* a0, void* a1, int32_t a2) { return ((int32_t (*)(void*, void*, int32_t))fn)(a0, a1, a2); }
+static int32_t gocuda_cuMemImportFromShareableHandle(uintptr_t fn, uint8_t* a0, void* a1, int32_t a2) { return ((int32_t (*)(uint8_t*, void*, int32_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuMemMap(uintptr_t fn, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4) { return ((int32_t (*)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cuMemMapArrayAsync(uintptr_t fn, void* a0, uint32_t a1, uintptr_t a2) { return ((int32_t (*)(void*, uint32_t, uintptr_t))fn)(a0, a1, a2); }
-static int32_t gocuda_cuMemPoolCreate(uintptr_t fn, void* a0, void* a1) { return ((int32_t (*)(void*, void*))fn)(a0, a1); }
-static int64_t gocuda_in_cuMemPoolCreate(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0, void* a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*, void*))fn)(a0, a1); }
+static int32_t gocuda_cuMemMapArrayAsync(uintptr_t fn, uint8_t* a0, uint32_t a1, uintptr_t a2) { return ((int32_t (*)(uint8_t*, uint32_t, uintptr_t))fn)(a0, a1, a2); }
+static int32_t gocuda_cuMemPoolCreate(uintptr_t fn, uint8_t* a0, void* a1) { return ((int32_t (*)(uint8_t*, void*))fn)(a0, a1); }
+static int64_t gocuda_in_cuMemPoolCreate(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint8_t* a0, void* a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint8_t*, void*))fn)(a0, a1); }
 static int32_t gocuda_cuMemPoolDestroy(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static int64_t gocuda_in_cuMemPoolDestroy(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t))fn)(a0); }
-static int32_t gocuda_cuMemPoolExportPointer(uintptr_t fn, void* a0, uint64_t a1) { return ((int32_t (*)(void*, uint64_t))fn)(a0, a1); }
+static int32_t gocuda_cuMemPoolExportPointer(uintptr_t fn, uint8_t* a0, uint64_t a1) { return ((int32_t (*)(uint8_t*, uint64_t))fn)(a0, a1); }
 static int32_t gocuda_cuMemPoolExportToShareableHandle(uintptr_t fn, void* a0, uintptr_t a1, int32_t a2, uint64_t a3) { return ((int32_t (*)(void*, uintptr_t, int32_t, uint64_t))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_cuMemPoolGetAccess(uintptr_t fn, void* a0, uintptr_t a1, void* a2) { return ((int32_t (*)(void*, uintptr_t, void*))fn)(a0, a1, a2); }
+static int32_t gocuda_cuMemPoolGetAccess(uintptr_t fn, uint8_t* a0, uintptr_t a1, uint8_t* a2) { return ((int32_t (*)(uint8_t*, uintptr_t, uint8_t*))fn)(a0, a1, a2); }
 static int32_t gocuda_cuMemPoolGetAttribute(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2) { return ((int32_t (*)(uintptr_t, int32_t, void*))fn)(a0, a1, a2); }
 static int64_t gocuda_in_cuMemPoolGetAttribute(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, void* a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, void*))fn)(a0, a1, a2); }
-static int32_t gocuda_cuMemPoolImportFromShareableHandle(uintptr_t fn, void* a0, void* a1, int32_t a2, uint64_t a3) { return ((int32_t (*)(void*, void*, int32_t, uint64_t))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_cuMemPoolImportPointer(uintptr_t fn, void* a0, uintptr_t a1, void* a2) { return ((int32_t (*)(void*, uintptr_t, void*))fn)(a0, a1, a2); }
-static int32_t gocuda_cuMemPoolSetAccess(uintptr_t fn, uintptr_t a0, void* a1, uint64_t a2) { return ((int32_t (*)(uintptr_t, void*, uint64_t))fn)(a0, a1, a2); }
+static int32_t gocuda_cuMemPoolImportFromShareableHandle(uintptr_t fn, uint8_t* a0, void* a1, int32_t a2, uint64_t a3) { return ((int32_t (*)(uint8_t*, void*, int32_t, uint64_t))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cuMemPoolImportPointer(uintptr_t fn, uint8_t* a0, uintptr_t a1, uint8_t* a2) { return ((int32_t (*)(uint8_t*, uintptr_t, uint8_t*))fn)(a0, a1, a2); }
+static int32_t gocuda_cuMemPoolSetAccess(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint64_t a2) { return ((int32_t (*)(uintptr_t, uint8_t*, uint64_t))fn)(a0, a1, a2); }
+static int64_t gocuda_in_cuMemPoolSetAccess(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, uint8_t* a1, uint64_t a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, uint8_t*, uint64_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuMemPoolSetAttribute(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2) { return ((int32_t (*)(uintptr_t, int32_t, void*))fn)(a0, a1, a2); }
 static int64_t gocuda_in_cuMemPoolSetAttribute(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, void* a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, void*))fn)(a0, a1, a2); }
 static int32_t gocuda_cuMemPoolTrimTo(uintptr_t fn, uintptr_t a0, uint64_t a1) { return ((int32_t (*)(uintptr_t, uint64_t))fn)(a0, a1); }
 static int64_t gocuda_in_cuMemPoolTrimTo(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, uint64_t a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, uint64_t))fn)(a0, a1); }
 static int32_t gocuda_cuMemPrefetchAsync_v2(uintptr_t fn, uint64_t a0, uint64_t a1, gocuda_CUmemLocation a2, uint32_t a3, uintptr_t a4) { return ((int32_t (*)(uint64_t, uint64_t, gocuda_CUmemLocation, uint32_t, uintptr_t))fn)(a0, a1, a2, a3, a4); }
 static int64_t gocuda_in_cuMemPrefetchAsync_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint64_t a0, uint64_t a1, gocuda_CUmemLocation a2, uint32_t a3, uintptr_t a4) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint64_t, uint64_t, gocuda_CUmemLocation, uint32_t, uintptr_t))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cuMemPrefetchBatchAsync(uintptr_t fn, void* a0, void* a1, uint64_t a2, void* a3, void* a4, uint64_t a5, uint64_t a6, uintptr_t a7) { return ((int32_t (*)(void*, void*, uint64_t, void*, void*, uint64_t, uint64_t, uintptr_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cuMemPrefetchBatchAsync(uintptr_t fn, uint8_t* a0, uint8_t* a1, uint64_t a2, uint8_t* a3, uint8_t* a4, uint64_t a5, uint64_t a6, uintptr_t a7) { return ((int32_t (*)(uint8_t*, uint8_t*, uint64_t, uint8_t*, uint8_t*, uint64_t, uint64_t, uintptr_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cuMemRangeGetAttribute(uintptr_t fn, void* a0, uint64_t a1, int32_t a2, uint64_t a3, uint64_t a4) { return ((int32_t (*)(void*, uint64_t, int32_t, uint64_t, uint64_t))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cuMemRangeGetAttributes(uintptr_t fn, void* a0, void* a1, void* a2, uint64_t a3, uint64_t a4, uint64_t a5) { return ((int32_t (*)(void*, void*, void*, uint64_t, uint64_t, uint64_t))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cuMemRangeGetAttributes(uintptr_t fn, void* a0, uint8_t* a1, uint8_t* a2, uint64_t a3, uint64_t a4, uint64_t a5) { return ((int32_t (*)(void*, uint8_t*, uint8_t*, uint64_t, uint64_t, uint64_t))fn)(a0, a1, a2, a3, a4, a5); }
 static int32_t gocuda_cuMemRelease(uintptr_t fn, uint64_t a0) { return ((int32_t (*)(uint64_t))fn)(a0); }
-static int32_t gocuda_cuMemRetainAllocationHandle(uintptr_t fn, void* a0, void* a1) { return ((int32_t (*)(void*, void*))fn)(a0, a1); }
-static int32_t gocuda_cuMemSetAccess(uintptr_t fn, uint64_t a0, uint64_t a1, void* a2, uint64_t a3) { return ((int32_t (*)(uint64_t, uint64_t, void*, uint64_t))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_cuMemSetMemPool(uintptr_t fn, void* a0, int32_t a1, uintptr_t a2) { return ((int32_t (*)(void*, int32_t, uintptr_t))fn)(a0, a1, a2); }
+static int32_t gocuda_cuMemRetainAllocationHandle(uintptr_t fn, uint8_t* a0, void* a1) { return ((int32_t (*)(uint8_t*, void*))fn)(a0, a1); }
+static int32_t gocuda_cuMemSetAccess(uintptr_t fn, uint64_t a0, uint64_t a1, uint8_t* a2, uint64_t a3) { return ((int32_t (*)(uint64_t, uint64_t, uint8_t*, uint64_t))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cuMemSetMemPool(uintptr_t fn, uint8_t* a0, int32_t a1, uintptr_t a2) { return ((int32_t (*)(uint8_t*, int32_t, uintptr_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuMemUnmap(uintptr_t fn, uint64_t a0, uint64_t a1) { return ((int32_t (*)(uint64_t, uint64_t))fn)(a0, a1); }
 static int32_t gocuda_cuMemcpy(uintptr_t fn, uint64_t a0, uint64_t a1, uint64_t a2) { return ((int32_t (*)(uint64_t, uint64_t, uint64_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuMemcpy2DAsync_v2(uintptr_t fn, void* a0, uintptr_t a1) { return ((int32_t (*)(void*, uintptr_t))fn)(a0, a1); }
 static int32_t gocuda_cuMemcpy2DUnaligned_v2(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
 static int32_t gocuda_cuMemcpy2D_v2(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
 static int32_t gocuda_cuMemcpy3DAsync_v2(uintptr_t fn, void* a0, uintptr_t a1) { return ((int32_t (*)(void*, uintptr_t))fn)(a0, a1); }
-static int32_t gocuda_cuMemcpy3DBatchAsync_v2(uintptr_t fn, uint64_t a0, void* a1, uint64_t a2, uintptr_t a3) { return ((int32_t (*)(uint64_t, void*, uint64_t, uintptr_t))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cuMemcpy3DBatchAsync_v2(uintptr_t fn, uint64_t a0, uint8_t* a1, uint64_t a2, uintptr_t a3) { return ((int32_t (*)(uint64_t, uint8_t*, uint64_t, uintptr_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuMemcpy3DPeer(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
 static int32_t gocuda_cuMemcpy3DPeerAsync(uintptr_t fn, void* a0, uintptr_t a1) { return ((int32_t (*)(void*, uintptr_t))fn)(a0, a1); }
 static int32_t gocuda_cuMemcpy3D_v2(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
@@ -364,7 +366,7 @@ static int32_t gocuda_cuMemcpyAtoA_v2(uintptr_t fn, uintptr_t a0, uint64_t a1, u
 static int32_t gocuda_cuMemcpyAtoD_v2(uintptr_t fn, uint64_t a0, uintptr_t a1, uint64_t a2, uint64_t a3) { return ((int32_t (*)(uint64_t, uintptr_t, uint64_t, uint64_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuMemcpyAtoHAsync_v2(uintptr_t fn, void* a0, uintptr_t a1, uint64_t a2, uint64_t a3, uintptr_t a4) { return ((int32_t (*)(void*, uintptr_t, uint64_t, uint64_t, uintptr_t))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cuMemcpyAtoH_v2(uintptr_t fn, void* a0, uintptr_t a1, uint64_t a2, uint64_t a3) { return ((int32_t (*)(void*, uintptr_t, uint64_t, uint64_t))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_cuMemcpyBatchAsync_v2(uintptr_t fn, void* a0, void* a1, void* a2, uint64_t a3, void* a4, void* a5, uint64_t a6, uintptr_t a7) { return ((int32_t (*)(void*, void*, void*, uint64_t, void*, void*, uint64_t, uintptr_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cuMemcpyBatchAsync_v2(uintptr_t fn, uint8_t* a0, uint8_t* a1, uint8_t* a2, uint64_t a3, uint8_t* a4, uint8_t* a5, uint64_t a6, uintptr_t a7) { return ((int32_t (*)(uint8_t*, uint8_t*, uint8_t*, uint64_t, uint8_t*, uint8_t*, uint64_t, uintptr_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cuMemcpyDtoA_v2(uintptr_t fn, uintptr_t a0, uint64_t a1, uint64_t a2, uint64_t a3) { return ((int32_t (*)(uintptr_t, uint64_t, uint64_t, uint64_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuMemcpyDtoDAsync_v2(uintptr_t fn, uint64_t a0, uint64_t a1, uint64_t a2, uintptr_t a3) { return ((int32_t (*)(uint64_t, uint64_t, uint64_t, uintptr_t))fn)(a0, a1, a2, a3); }
 static int64_t gocuda_in_cuMemcpyDtoDAsync_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint64_t a0, uint64_t a1, uint64_t a2, uintptr_t a3) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint64_t, uint64_t, uint64_t, uintptr_t))fn)(a0, a1, a2, a3); }
@@ -397,41 +399,41 @@ static int32_t gocuda_cuMemsetD32_v2(uintptr_t fn, uint64_t a0, uint32_t a1, uin
 static int32_t gocuda_cuMemsetD8Async(uintptr_t fn, uint64_t a0, uint8_t a1, uint64_t a2, uintptr_t a3) { return ((int32_t (*)(uint64_t, uint8_t, uint64_t, uintptr_t))fn)(a0, a1, a2, a3); }
 static int64_t gocuda_in_cuMemsetD8Async(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint64_t a0, uint8_t a1, uint64_t a2, uintptr_t a3) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint64_t, uint8_t, uint64_t, uintptr_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuMemsetD8_v2(uintptr_t fn, uint64_t a0, uint8_t a1, uint64_t a2) { return ((int32_t (*)(uint64_t, uint8_t, uint64_t))fn)(a0, a1, a2); }
-static int32_t gocuda_cuMipmappedArrayCreate(uintptr_t fn, void* a0, void* a1, uint32_t a2) { return ((int32_t (*)(void*, void*, uint32_t))fn)(a0, a1, a2); }
+static int32_t gocuda_cuMipmappedArrayCreate(uintptr_t fn, uint8_t* a0, uint8_t* a1, uint32_t a2) { return ((int32_t (*)(uint8_t*, uint8_t*, uint32_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuMipmappedArrayDestroy(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
-static int32_t gocuda_cuMipmappedArrayGetLevel(uintptr_t fn, void* a0, uintptr_t a1, uint32_t a2) { return ((int32_t (*)(void*, uintptr_t, uint32_t))fn)(a0, a1, a2); }
-static int32_t gocuda_cuMipmappedArrayGetMemoryRequirements(uintptr_t fn, void* a0, uintptr_t a1, int32_t a2) { return ((int32_t (*)(void*, uintptr_t, int32_t))fn)(a0, a1, a2); }
-static int32_t gocuda_cuMipmappedArrayGetSparseProperties(uintptr_t fn, void* a0, uintptr_t a1) { return ((int32_t (*)(void*, uintptr_t))fn)(a0, a1); }
-static int32_t gocuda_cuModuleEnumerateFunctions(uintptr_t fn, void* a0, uint32_t a1, uintptr_t a2) { return ((int32_t (*)(void*, uint32_t, uintptr_t))fn)(a0, a1, a2); }
-static int32_t gocuda_cuModuleGetFunction(uintptr_t fn, void* a0, uintptr_t a1, void* a2) { return ((int32_t (*)(void*, uintptr_t, void*))fn)(a0, a1, a2); }
-static int64_t gocuda_in_cuModuleGetFunction(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0, uintptr_t a1, void* a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*, uintptr_t, void*))fn)(a0, a1, a2); }
-static int32_t gocuda_cuModuleGetFunctionCount(uintptr_t fn, void* a0, uintptr_t a1) { return ((int32_t (*)(void*, uintptr_t))fn)(a0, a1); }
-static int32_t gocuda_cuModuleGetGlobal_v2(uintptr_t fn, void* a0, void* a1, uintptr_t a2, void* a3) { return ((int32_t (*)(void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3); }
-static int64_t gocuda_in_cuModuleGetGlobal_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0, void* a1, uintptr_t a2, void* a3) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_cuModuleGetLoadingMode(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
-static int32_t gocuda_cuModuleGetSurfRef(uintptr_t fn, void* a0, uintptr_t a1, void* a2) { return ((int32_t (*)(void*, uintptr_t, void*))fn)(a0, a1, a2); }
-static int32_t gocuda_cuModuleGetTexRef(uintptr_t fn, void* a0, uintptr_t a1, void* a2) { return ((int32_t (*)(void*, uintptr_t, void*))fn)(a0, a1, a2); }
-static int32_t gocuda_cuModuleLoad(uintptr_t fn, void* a0, void* a1) { return ((int32_t (*)(void*, void*))fn)(a0, a1); }
-static int32_t gocuda_cuModuleLoadData(uintptr_t fn, void* a0, void* a1) { return ((int32_t (*)(void*, void*))fn)(a0, a1); }
-static int64_t gocuda_in_cuModuleLoadData(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0, void* a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*, void*))fn)(a0, a1); }
-static int32_t gocuda_cuModuleLoadDataEx(uintptr_t fn, void* a0, void* a1, uint32_t a2, void* a3, void* a4) { return ((int32_t (*)(void*, void*, uint32_t, void*, void*))fn)(a0, a1, a2, a3, a4); }
-static int64_t gocuda_in_cuModuleLoadDataEx(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0, void* a1, uint32_t a2, void* a3, void* a4) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*, void*, uint32_t, void*, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cuModuleLoadFatBinary(uintptr_t fn, void* a0, void* a1) { return ((int32_t (*)(void*, void*))fn)(a0, a1); }
+static int32_t gocuda_cuMipmappedArrayGetLevel(uintptr_t fn, uint8_t* a0, uintptr_t a1, uint32_t a2) { return ((int32_t (*)(uint8_t*, uintptr_t, uint32_t))fn)(a0, a1, a2); }
+static int32_t gocuda_cuMipmappedArrayGetMemoryRequirements(uintptr_t fn, uint8_t* a0, uintptr_t a1, int32_t a2) { return ((int32_t (*)(uint8_t*, uintptr_t, int32_t))fn)(a0, a1, a2); }
+static int32_t gocuda_cuMipmappedArrayGetSparseProperties(uintptr_t fn, uint8_t* a0, uintptr_t a1) { return ((int32_t (*)(uint8_t*, uintptr_t))fn)(a0, a1); }
+static int32_t gocuda_cuModuleEnumerateFunctions(uintptr_t fn, uint8_t* a0, uint32_t a1, uintptr_t a2) { return ((int32_t (*)(uint8_t*, uint32_t, uintptr_t))fn)(a0, a1, a2); }
+static int32_t gocuda_cuModuleGetFunction(uintptr_t fn, uint8_t* a0, uintptr_t a1, uint8_t* a2) { return ((int32_t (*)(uint8_t*, uintptr_t, uint8_t*))fn)(a0, a1, a2); }
+static int64_t gocuda_in_cuModuleGetFunction(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint8_t* a0, uintptr_t a1, uint8_t* a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint8_t*, uintptr_t, uint8_t*))fn)(a0, a1, a2); }
+static int32_t gocuda_cuModuleGetFunctionCount(uintptr_t fn, uint8_t* a0, uintptr_t a1) { return ((int32_t (*)(uint8_t*, uintptr_t))fn)(a0, a1); }
+static int32_t gocuda_cuModuleGetGlobal_v2(uintptr_t fn, uint8_t* a0, uint8_t* a1, uintptr_t a2, uint8_t* a3) { return ((int32_t (*)(uint8_t*, uint8_t*, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3); }
+static int64_t gocuda_in_cuModuleGetGlobal_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint8_t* a0, uint8_t* a1, uintptr_t a2, uint8_t* a3) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint8_t*, uint8_t*, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cuModuleGetLoadingMode(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
+static int32_t gocuda_cuModuleGetSurfRef(uintptr_t fn, uint8_t* a0, uintptr_t a1, uint8_t* a2) { return ((int32_t (*)(uint8_t*, uintptr_t, uint8_t*))fn)(a0, a1, a2); }
+static int32_t gocuda_cuModuleGetTexRef(uintptr_t fn, uint8_t* a0, uintptr_t a1, uint8_t* a2) { return ((int32_t (*)(uint8_t*, uintptr_t, uint8_t*))fn)(a0, a1, a2); }
+static int32_t gocuda_cuModuleLoad(uintptr_t fn, uint8_t* a0, uint8_t* a1) { return ((int32_t (*)(uint8_t*, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cuModuleLoadData(uintptr_t fn, uint8_t* a0, void* a1) { return ((int32_t (*)(uint8_t*, void*))fn)(a0, a1); }
+static int64_t gocuda_in_cuModuleLoadData(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint8_t* a0, void* a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint8_t*, void*))fn)(a0, a1); }
+static int32_t gocuda_cuModuleLoadDataEx(uintptr_t fn, uint8_t* a0, void* a1, uint32_t a2, uint8_t* a3, void* a4) { return ((int32_t (*)(uint8_t*, void*, uint32_t, uint8_t*, void*))fn)(a0, a1, a2, a3, a4); }
+static int64_t gocuda_in_cuModuleLoadDataEx(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint8_t* a0, void* a1, uint32_t a2, uint8_t* a3, void* a4) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint8_t*, void*, uint32_t, uint8_t*, void*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cuModuleLoadFatBinary(uintptr_t fn, uint8_t* a0, void* a1) { return ((int32_t (*)(uint8_t*, void*))fn)(a0, a1); }
 static int32_t gocuda_cuModuleUnload(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static int64_t gocuda_in_cuModuleUnload(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cuMulticastAddDevice(uintptr_t fn, uint64_t a0, int32_t a1) { return ((int32_t (*)(uint64_t, int32_t))fn)(a0, a1); }
 static int32_t gocuda_cuMulticastBindAddr(uintptr_t fn, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4) { return ((int32_t (*)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cuMulticastBindMem(uintptr_t fn, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4, uint64_t a5) { return ((int32_t (*)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cuMulticastCreate(uintptr_t fn, void* a0, void* a1) { return ((int32_t (*)(void*, void*))fn)(a0, a1); }
-static int32_t gocuda_cuMulticastGetGranularity(uintptr_t fn, void* a0, void* a1, int32_t a2) { return ((int32_t (*)(void*, void*, int32_t))fn)(a0, a1, a2); }
+static int32_t gocuda_cuMulticastCreate(uintptr_t fn, uint8_t* a0, uint8_t* a1) { return ((int32_t (*)(uint8_t*, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cuMulticastGetGranularity(uintptr_t fn, uint8_t* a0, uint8_t* a1, int32_t a2) { return ((int32_t (*)(uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuMulticastUnbind(uintptr_t fn, uint64_t a0, int32_t a1, uint64_t a2, uint64_t a3) { return ((int32_t (*)(uint64_t, int32_t, uint64_t, uint64_t))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_cuOccupancyAvailableDynamicSMemPerBlock(uintptr_t fn, void* a0, uintptr_t a1, int32_t a2, int32_t a3) { return ((int32_t (*)(void*, uintptr_t, int32_t, int32_t))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_cuOccupancyMaxActiveBlocksPerMultiprocessor(uintptr_t fn, void* a0, uintptr_t a1, int32_t a2, uint64_t a3) { return ((int32_t (*)(void*, uintptr_t, int32_t, uint64_t))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(uintptr_t fn, void* a0, uintptr_t a1, int32_t a2, uint64_t a3, uint32_t a4) { return ((int32_t (*)(void*, uintptr_t, int32_t, uint64_t, uint32_t))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cuOccupancyMaxActiveClusters(uintptr_t fn, void* a0, uintptr_t a1, void* a2) { return ((int32_t (*)(void*, uintptr_t, void*))fn)(a0, a1, a2); }
-static int32_t gocuda_cuOccupancyMaxPotentialBlockSize(uintptr_t fn, void* a0, void* a1, uintptr_t a2, uintptr_t a3, uint64_t a4, int32_t a5) { return ((int32_t (*)(void*, void*, uintptr_t, uintptr_t, uint64_t, int32_t))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cuOccupancyMaxPotentialBlockSizeWithFlags(uintptr_t fn, void* a0, void* a1, uintptr_t a2, uintptr_t a3, uint64_t a4, int32_t a5, uint32_t a6) { return ((int32_t (*)(void*, void*, uintptr_t, uintptr_t, uint64_t, int32_t, uint32_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cuOccupancyMaxPotentialClusterSize(uintptr_t fn, void* a0, uintptr_t a1, void* a2) { return ((int32_t (*)(void*, uintptr_t, void*))fn)(a0, a1, a2); }
+static int32_t gocuda_cuOccupancyAvailableDynamicSMemPerBlock(uintptr_t fn, uint8_t* a0, uintptr_t a1, int32_t a2, int32_t a3) { return ((int32_t (*)(uint8_t*, uintptr_t, int32_t, int32_t))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cuOccupancyMaxActiveBlocksPerMultiprocessor(uintptr_t fn, uint8_t* a0, uintptr_t a1, int32_t a2, uint64_t a3) { return ((int32_t (*)(uint8_t*, uintptr_t, int32_t, uint64_t))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(uintptr_t fn, uint8_t* a0, uintptr_t a1, int32_t a2, uint64_t a3, uint32_t a4) { return ((int32_t (*)(uint8_t*, uintptr_t, int32_t, uint64_t, uint32_t))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cuOccupancyMaxActiveClusters(uintptr_t fn, uint8_t* a0, uintptr_t a1, void* a2) { return ((int32_t (*)(uint8_t*, uintptr_t, void*))fn)(a0, a1, a2); }
+static int32_t gocuda_cuOccupancyMaxPotentialBlockSize(uintptr_t fn, uint8_t* a0, uint8_t* a1, uintptr_t a2, uintptr_t a3, uint64_t a4, int32_t a5) { return ((int32_t (*)(uint8_t*, uint8_t*, uintptr_t, uintptr_t, uint64_t, int32_t))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cuOccupancyMaxPotentialBlockSizeWithFlags(uintptr_t fn, uint8_t* a0, uint8_t* a1, uintptr_t a2, uintptr_t a3, uint64_t a4, int32_t a5, uint32_t a6) { return ((int32_t (*)(uint8_t*, uint8_t*, uintptr_t, uintptr_t, uint64_t, int32_t, uint32_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cuOccupancyMaxPotentialClusterSize(uintptr_t fn, uint8_t* a0, uintptr_t a1, void* a2) { return ((int32_t (*)(uint8_t*, uintptr_t, void*))fn)(a0, a1, a2); }
 static int32_t gocuda_cuParamSetSize(uintptr_t fn, uintptr_t a0, uint32_t a1) { return ((int32_t (*)(uintptr_t, uint32_t))fn)(a0, a1); }
 static int32_t gocuda_cuParamSetTexRef(uintptr_t fn, uintptr_t a0, int32_t a1, uintptr_t a2) { return ((int32_t (*)(uintptr_t, int32_t, uintptr_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuParamSetf(uintptr_t fn, uintptr_t a0, int32_t a1, float a2) { return ((int32_t (*)(uintptr_t, int32_t, float))fn)(a0, a1, a2); }
@@ -439,79 +441,79 @@ static int32_t gocuda_cuParamSeti(uintptr_t fn, uintptr_t a0, int32_t a1, uint32
 static int32_t gocuda_cuParamSetv(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, uint32_t a3) { return ((int32_t (*)(uintptr_t, int32_t, void*, uint32_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuPointerGetAttribute(uintptr_t fn, void* a0, int32_t a1, uint64_t a2) { return ((int32_t (*)(void*, int32_t, uint64_t))fn)(a0, a1, a2); }
 static int64_t gocuda_in_cuPointerGetAttribute(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0, int32_t a1, uint64_t a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*, int32_t, uint64_t))fn)(a0, a1, a2); }
-static int32_t gocuda_cuPointerGetAttributes(uintptr_t fn, uint32_t a0, void* a1, void* a2, uint64_t a3) { return ((int32_t (*)(uint32_t, void*, void*, uint64_t))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cuPointerGetAttributes(uintptr_t fn, uint32_t a0, uint8_t* a1, void* a2, uint64_t a3) { return ((int32_t (*)(uint32_t, uint8_t*, void*, uint64_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuPointerSetAttribute(uintptr_t fn, void* a0, int32_t a1, uint64_t a2) { return ((int32_t (*)(void*, int32_t, uint64_t))fn)(a0, a1, a2); }
-static int32_t gocuda_cuSignalExternalSemaphoresAsync(uintptr_t fn, void* a0, void* a1, uint32_t a2, uintptr_t a3) { return ((int32_t (*)(void*, void*, uint32_t, uintptr_t))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cuSignalExternalSemaphoresAsync(uintptr_t fn, uint8_t* a0, uint8_t* a1, uint32_t a2, uintptr_t a3) { return ((int32_t (*)(uint8_t*, uint8_t*, uint32_t, uintptr_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuStreamAddCallback(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2, uint32_t a3) { return ((int32_t (*)(uintptr_t, uintptr_t, void*, uint32_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuStreamAttachMemAsync(uintptr_t fn, uintptr_t a0, uint64_t a1, uint64_t a2, uint32_t a3) { return ((int32_t (*)(uintptr_t, uint64_t, uint64_t, uint32_t))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_cuStreamBatchMemOp_v2(uintptr_t fn, uintptr_t a0, uint32_t a1, void* a2, uint32_t a3) { return ((int32_t (*)(uintptr_t, uint32_t, void*, uint32_t))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_cuStreamBeginCaptureToGraph(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2, void* a3, uint64_t a4, int32_t a5) { return ((int32_t (*)(uintptr_t, uintptr_t, void*, void*, uint64_t, int32_t))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cuStreamBatchMemOp_v2(uintptr_t fn, uintptr_t a0, uint32_t a1, uint8_t* a2, uint32_t a3) { return ((int32_t (*)(uintptr_t, uint32_t, uint8_t*, uint32_t))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cuStreamBeginCaptureToGraph(uintptr_t fn, uintptr_t a0, uintptr_t a1, uint8_t* a2, uint8_t* a3, uint64_t a4, int32_t a5) { return ((int32_t (*)(uintptr_t, uintptr_t, uint8_t*, uint8_t*, uint64_t, int32_t))fn)(a0, a1, a2, a3, a4, a5); }
 static int32_t gocuda_cuStreamBeginCapture_v2(uintptr_t fn, uintptr_t a0, int32_t a1) { return ((int32_t (*)(uintptr_t, int32_t))fn)(a0, a1); }
 static int64_t gocuda_in_cuStreamBeginCapture_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t))fn)(a0, a1); }
 static int32_t gocuda_cuStreamCopyAttributes(uintptr_t fn, uintptr_t a0, uintptr_t a1) { return ((int32_t (*)(uintptr_t, uintptr_t))fn)(a0, a1); }
-static int32_t gocuda_cuStreamCreate(uintptr_t fn, void* a0, uint32_t a1) { return ((int32_t (*)(void*, uint32_t))fn)(a0, a1); }
-static int64_t gocuda_in_cuStreamCreate(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0, uint32_t a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*, uint32_t))fn)(a0, a1); }
-static int32_t gocuda_cuStreamCreateWithPriority(uintptr_t fn, void* a0, uint32_t a1, int32_t a2) { return ((int32_t (*)(void*, uint32_t, int32_t))fn)(a0, a1, a2); }
-static int64_t gocuda_in_cuStreamCreateWithPriority(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, void* a0, uint32_t a1, int32_t a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(void*, uint32_t, int32_t))fn)(a0, a1, a2); }
+static int32_t gocuda_cuStreamCreate(uintptr_t fn, uint8_t* a0, uint32_t a1) { return ((int32_t (*)(uint8_t*, uint32_t))fn)(a0, a1); }
+static int64_t gocuda_in_cuStreamCreate(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint8_t* a0, uint32_t a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint8_t*, uint32_t))fn)(a0, a1); }
+static int32_t gocuda_cuStreamCreateWithPriority(uintptr_t fn, uint8_t* a0, uint32_t a1, int32_t a2) { return ((int32_t (*)(uint8_t*, uint32_t, int32_t))fn)(a0, a1, a2); }
+static int64_t gocuda_in_cuStreamCreateWithPriority(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint8_t* a0, uint32_t a1, int32_t a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint8_t*, uint32_t, int32_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuStreamDestroy_v2(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static int64_t gocuda_in_cuStreamDestroy_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t))fn)(a0); }
-static int32_t gocuda_cuStreamEndCapture(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int64_t gocuda_in_cuStreamEndCapture(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, void* a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cuStreamGetAttribute(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2) { return ((int32_t (*)(uintptr_t, int32_t, void*))fn)(a0, a1, a2); }
-static int32_t gocuda_cuStreamGetCaptureInfo_v3(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, void* a6) { return ((int32_t (*)(uintptr_t, void*, void*, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cuStreamGetCtx(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cuStreamGetCtx_v2(uintptr_t fn, uintptr_t a0, void* a1, void* a2) { return ((int32_t (*)(uintptr_t, void*, void*))fn)(a0, a1, a2); }
-static int32_t gocuda_cuStreamGetDevice(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cuStreamGetFlags(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cuStreamGetGreenCtx(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cuStreamGetId(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cuStreamGetPriority(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cuStreamIsCapturing(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
+static int32_t gocuda_cuStreamEndCapture(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
+static int64_t gocuda_in_cuStreamEndCapture(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, uint8_t* a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cuStreamGetAttribute(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*))fn)(a0, a1, a2); }
+static int32_t gocuda_cuStreamGetCaptureInfo_v3(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, void* a4, void* a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, void*, void*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cuStreamGetCtx(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cuStreamGetCtx_v2(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*))fn)(a0, a1, a2); }
+static int32_t gocuda_cuStreamGetDevice(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cuStreamGetFlags(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cuStreamGetGreenCtx(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cuStreamGetId(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cuStreamGetPriority(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cuStreamIsCapturing(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
 static int32_t gocuda_cuStreamQuery(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static int64_t gocuda_in_cuStreamQuery(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t))fn)(a0); }
-static int32_t gocuda_cuStreamSetAttribute(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2) { return ((int32_t (*)(uintptr_t, int32_t, void*))fn)(a0, a1, a2); }
+static int32_t gocuda_cuStreamSetAttribute(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*))fn)(a0, a1, a2); }
 static int32_t gocuda_cuStreamSynchronize(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static int64_t gocuda_in_cuStreamSynchronize(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t))fn)(a0); }
-static int32_t gocuda_cuStreamUpdateCaptureDependencies_v2(uintptr_t fn, uintptr_t a0, void* a1, void* a2, uint64_t a3, uint32_t a4) { return ((int32_t (*)(uintptr_t, void*, void*, uint64_t, uint32_t))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cuStreamUpdateCaptureDependencies_v2(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint64_t a3, uint32_t a4) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint64_t, uint32_t))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cuStreamWaitEvent(uintptr_t fn, uintptr_t a0, uintptr_t a1, uint32_t a2) { return ((int32_t (*)(uintptr_t, uintptr_t, uint32_t))fn)(a0, a1, a2); }
 static int64_t gocuda_in_cuStreamWaitEvent(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, uintptr_t a1, uint32_t a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, uintptr_t, uint32_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuStreamWaitValue32_v2(uintptr_t fn, uintptr_t a0, uint64_t a1, uint32_t a2, uint32_t a3) { return ((int32_t (*)(uintptr_t, uint64_t, uint32_t, uint32_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuStreamWaitValue64_v2(uintptr_t fn, uintptr_t a0, uint64_t a1, uint64_t a2, uint32_t a3) { return ((int32_t (*)(uintptr_t, uint64_t, uint64_t, uint32_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuStreamWriteValue32_v2(uintptr_t fn, uintptr_t a0, uint64_t a1, uint32_t a2, uint32_t a3) { return ((int32_t (*)(uintptr_t, uint64_t, uint32_t, uint32_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuStreamWriteValue64_v2(uintptr_t fn, uintptr_t a0, uint64_t a1, uint64_t a2, uint32_t a3) { return ((int32_t (*)(uintptr_t, uint64_t, uint64_t, uint32_t))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_cuSurfObjectCreate(uintptr_t fn, void* a0, void* a1) { return ((int32_t (*)(void*, void*))fn)(a0, a1); }
+static int32_t gocuda_cuSurfObjectCreate(uintptr_t fn, uint8_t* a0, uint8_t* a1) { return ((int32_t (*)(uint8_t*, uint8_t*))fn)(a0, a1); }
 static int32_t gocuda_cuSurfObjectDestroy(uintptr_t fn, uint64_t a0) { return ((int32_t (*)(uint64_t))fn)(a0); }
-static int32_t gocuda_cuSurfObjectGetResourceDesc(uintptr_t fn, void* a0, uint64_t a1) { return ((int32_t (*)(void*, uint64_t))fn)(a0, a1); }
-static int32_t gocuda_cuSurfRefGetArray(uintptr_t fn, void* a0, uintptr_t a1) { return ((int32_t (*)(void*, uintptr_t))fn)(a0, a1); }
+static int32_t gocuda_cuSurfObjectGetResourceDesc(uintptr_t fn, uint8_t* a0, uint64_t a1) { return ((int32_t (*)(uint8_t*, uint64_t))fn)(a0, a1); }
+static int32_t gocuda_cuSurfRefGetArray(uintptr_t fn, uint8_t* a0, uintptr_t a1) { return ((int32_t (*)(uint8_t*, uintptr_t))fn)(a0, a1); }
 static int32_t gocuda_cuSurfRefSetArray(uintptr_t fn, uintptr_t a0, uintptr_t a1, uint32_t a2) { return ((int32_t (*)(uintptr_t, uintptr_t, uint32_t))fn)(a0, a1, a2); }
-static int32_t gocuda_cuTensorMapEncodeIm2col(uintptr_t fn, void* a0, int32_t a1, uint32_t a2, void* a3, void* a4, void* a5, void* a6, void* a7, uint32_t a8, uint32_t a9, void* a10, int32_t a11, int32_t a12, int32_t a13, int32_t a14) { return ((int32_t (*)(void*, int32_t, uint32_t, void*, void*, void*, void*, void*, uint32_t, uint32_t, void*, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
-static int32_t gocuda_cuTensorMapEncodeIm2colWide(uintptr_t fn, void* a0, int32_t a1, uint32_t a2, void* a3, void* a4, void* a5, int32_t a6, int32_t a7, uint32_t a8, uint32_t a9, void* a10, int32_t a11, int32_t a12, int32_t a13, int32_t a14, int32_t a15) { return ((int32_t (*)(void*, int32_t, uint32_t, void*, void*, void*, int32_t, int32_t, uint32_t, uint32_t, void*, int32_t, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
-static int32_t gocuda_cuTensorMapEncodeTiled(uintptr_t fn, void* a0, int32_t a1, uint32_t a2, void* a3, void* a4, void* a5, void* a6, void* a7, int32_t a8, int32_t a9, int32_t a10, int32_t a11) { return ((int32_t (*)(void*, int32_t, uint32_t, void*, void*, void*, void*, void*, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cuTensorMapReplaceAddress(uintptr_t fn, void* a0, void* a1) { return ((int32_t (*)(void*, void*))fn)(a0, a1); }
-static int32_t gocuda_cuTexObjectCreate(uintptr_t fn, void* a0, void* a1, void* a2, void* a3) { return ((int32_t (*)(void*, void*, void*, void*))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cuTensorMapEncodeIm2col(uintptr_t fn, uint8_t* a0, int32_t a1, uint32_t a2, void* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, uint32_t a8, uint32_t a9, uint8_t* a10, int32_t a11, int32_t a12, int32_t a13, int32_t a14) { return ((int32_t (*)(uint8_t*, int32_t, uint32_t, void*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint32_t, uint32_t, uint8_t*, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
+static int32_t gocuda_cuTensorMapEncodeIm2colWide(uintptr_t fn, uint8_t* a0, int32_t a1, uint32_t a2, void* a3, uint8_t* a4, uint8_t* a5, int32_t a6, int32_t a7, uint32_t a8, uint32_t a9, uint8_t* a10, int32_t a11, int32_t a12, int32_t a13, int32_t a14, int32_t a15) { return ((int32_t (*)(uint8_t*, int32_t, uint32_t, void*, uint8_t*, uint8_t*, int32_t, int32_t, uint32_t, uint32_t, uint8_t*, int32_t, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
+static int32_t gocuda_cuTensorMapEncodeTiled(uintptr_t fn, uint8_t* a0, int32_t a1, uint32_t a2, void* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, int32_t a9, int32_t a10, int32_t a11) { return ((int32_t (*)(uint8_t*, int32_t, uint32_t, void*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cuTensorMapReplaceAddress(uintptr_t fn, uint8_t* a0, void* a1) { return ((int32_t (*)(uint8_t*, void*))fn)(a0, a1); }
+static int32_t gocuda_cuTexObjectCreate(uintptr_t fn, uint8_t* a0, uint8_t* a1, uint8_t* a2, uint8_t* a3) { return ((int32_t (*)(uint8_t*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuTexObjectDestroy(uintptr_t fn, uint64_t a0) { return ((int32_t (*)(uint64_t))fn)(a0); }
-static int32_t gocuda_cuTexObjectGetResourceDesc(uintptr_t fn, void* a0, uint64_t a1) { return ((int32_t (*)(void*, uint64_t))fn)(a0, a1); }
-static int32_t gocuda_cuTexObjectGetResourceViewDesc(uintptr_t fn, void* a0, uint64_t a1) { return ((int32_t (*)(void*, uint64_t))fn)(a0, a1); }
-static int32_t gocuda_cuTexObjectGetTextureDesc(uintptr_t fn, void* a0, uint64_t a1) { return ((int32_t (*)(void*, uint64_t))fn)(a0, a1); }
-static int32_t gocuda_cuTexRefCreate(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
+static int32_t gocuda_cuTexObjectGetResourceDesc(uintptr_t fn, uint8_t* a0, uint64_t a1) { return ((int32_t (*)(uint8_t*, uint64_t))fn)(a0, a1); }
+static int32_t gocuda_cuTexObjectGetResourceViewDesc(uintptr_t fn, uint8_t* a0, uint64_t a1) { return ((int32_t (*)(uint8_t*, uint64_t))fn)(a0, a1); }
+static int32_t gocuda_cuTexObjectGetTextureDesc(uintptr_t fn, uint8_t* a0, uint64_t a1) { return ((int32_t (*)(uint8_t*, uint64_t))fn)(a0, a1); }
+static int32_t gocuda_cuTexRefCreate(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
 static int32_t gocuda_cuTexRefDestroy(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
-static int32_t gocuda_cuTexRefGetAddressMode(uintptr_t fn, void* a0, uintptr_t a1, int32_t a2) { return ((int32_t (*)(void*, uintptr_t, int32_t))fn)(a0, a1, a2); }
-static int32_t gocuda_cuTexRefGetAddress_v2(uintptr_t fn, void* a0, uintptr_t a1) { return ((int32_t (*)(void*, uintptr_t))fn)(a0, a1); }
-static int32_t gocuda_cuTexRefGetArray(uintptr_t fn, void* a0, uintptr_t a1) { return ((int32_t (*)(void*, uintptr_t))fn)(a0, a1); }
-static int32_t gocuda_cuTexRefGetBorderColor(uintptr_t fn, void* a0, uintptr_t a1) { return ((int32_t (*)(void*, uintptr_t))fn)(a0, a1); }
-static int32_t gocuda_cuTexRefGetFilterMode(uintptr_t fn, void* a0, uintptr_t a1) { return ((int32_t (*)(void*, uintptr_t))fn)(a0, a1); }
-static int32_t gocuda_cuTexRefGetFlags(uintptr_t fn, void* a0, uintptr_t a1) { return ((int32_t (*)(void*, uintptr_t))fn)(a0, a1); }
-static int32_t gocuda_cuTexRefGetFormat(uintptr_t fn, void* a0, void* a1, uintptr_t a2) { return ((int32_t (*)(void*, void*, uintptr_t))fn)(a0, a1, a2); }
-static int32_t gocuda_cuTexRefGetMaxAnisotropy(uintptr_t fn, void* a0, uintptr_t a1) { return ((int32_t (*)(void*, uintptr_t))fn)(a0, a1); }
-static int32_t gocuda_cuTexRefGetMipmapFilterMode(uintptr_t fn, void* a0, uintptr_t a1) { return ((int32_t (*)(void*, uintptr_t))fn)(a0, a1); }
-static int32_t gocuda_cuTexRefGetMipmapLevelBias(uintptr_t fn, void* a0, uintptr_t a1) { return ((int32_t (*)(void*, uintptr_t))fn)(a0, a1); }
-static int32_t gocuda_cuTexRefGetMipmapLevelClamp(uintptr_t fn, void* a0, void* a1, uintptr_t a2) { return ((int32_t (*)(void*, void*, uintptr_t))fn)(a0, a1, a2); }
-static int32_t gocuda_cuTexRefGetMipmappedArray(uintptr_t fn, void* a0, uintptr_t a1) { return ((int32_t (*)(void*, uintptr_t))fn)(a0, a1); }
-static int32_t gocuda_cuTexRefSetAddress2D_v3(uintptr_t fn, uintptr_t a0, void* a1, uint64_t a2, uint64_t a3) { return ((int32_t (*)(uintptr_t, void*, uint64_t, uint64_t))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cuTexRefGetAddressMode(uintptr_t fn, uint8_t* a0, uintptr_t a1, int32_t a2) { return ((int32_t (*)(uint8_t*, uintptr_t, int32_t))fn)(a0, a1, a2); }
+static int32_t gocuda_cuTexRefGetAddress_v2(uintptr_t fn, uint8_t* a0, uintptr_t a1) { return ((int32_t (*)(uint8_t*, uintptr_t))fn)(a0, a1); }
+static int32_t gocuda_cuTexRefGetArray(uintptr_t fn, uint8_t* a0, uintptr_t a1) { return ((int32_t (*)(uint8_t*, uintptr_t))fn)(a0, a1); }
+static int32_t gocuda_cuTexRefGetBorderColor(uintptr_t fn, uint8_t* a0, uintptr_t a1) { return ((int32_t (*)(uint8_t*, uintptr_t))fn)(a0, a1); }
+static int32_t gocuda_cuTexRefGetFilterMode(uintptr_t fn, uint8_t* a0, uintptr_t a1) { return ((int32_t (*)(uint8_t*, uintptr_t))fn)(a0, a1); }
+static int32_t gocuda_cuTexRefGetFlags(uintptr_t fn, uint8_t* a0, uintptr_t a1) { return ((int32_t (*)(uint8_t*, uintptr_t))fn)(a0, a1); }
+static int32_t gocuda_cuTexRefGetFormat(uintptr_t fn, uint8_t* a0, uint8_t* a1, uintptr_t a2) { return ((int32_t (*)(uint8_t*, uint8_t*, uintptr_t))fn)(a0, a1, a2); }
+static int32_t gocuda_cuTexRefGetMaxAnisotropy(uintptr_t fn, uint8_t* a0, uintptr_t a1) { return ((int32_t (*)(uint8_t*, uintptr_t))fn)(a0, a1); }
+static int32_t gocuda_cuTexRefGetMipmapFilterMode(uintptr_t fn, uint8_t* a0, uintptr_t a1) { return ((int32_t (*)(uint8_t*, uintptr_t))fn)(a0, a1); }
+static int32_t gocuda_cuTexRefGetMipmapLevelBias(uintptr_t fn, uint8_t* a0, uintptr_t a1) { return ((int32_t (*)(uint8_t*, uintptr_t))fn)(a0, a1); }
+static int32_t gocuda_cuTexRefGetMipmapLevelClamp(uintptr_t fn, uint8_t* a0, uint8_t* a1, uintptr_t a2) { return ((int32_t (*)(uint8_t*, uint8_t*, uintptr_t))fn)(a0, a1, a2); }
+static int32_t gocuda_cuTexRefGetMipmappedArray(uintptr_t fn, uint8_t* a0, uintptr_t a1) { return ((int32_t (*)(uint8_t*, uintptr_t))fn)(a0, a1); }
+static int32_t gocuda_cuTexRefSetAddress2D_v3(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint64_t a2, uint64_t a3) { return ((int32_t (*)(uintptr_t, uint8_t*, uint64_t, uint64_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuTexRefSetAddressMode(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2) { return ((int32_t (*)(uintptr_t, int32_t, int32_t))fn)(a0, a1, a2); }
-static int32_t gocuda_cuTexRefSetAddress_v2(uintptr_t fn, void* a0, uintptr_t a1, uint64_t a2, uint64_t a3) { return ((int32_t (*)(void*, uintptr_t, uint64_t, uint64_t))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cuTexRefSetAddress_v2(uintptr_t fn, uint8_t* a0, uintptr_t a1, uint64_t a2, uint64_t a3) { return ((int32_t (*)(uint8_t*, uintptr_t, uint64_t, uint64_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuTexRefSetArray(uintptr_t fn, uintptr_t a0, uintptr_t a1, uint32_t a2) { return ((int32_t (*)(uintptr_t, uintptr_t, uint32_t))fn)(a0, a1, a2); }
-static int32_t gocuda_cuTexRefSetBorderColor(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
+static int32_t gocuda_cuTexRefSetBorderColor(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
 static int32_t gocuda_cuTexRefSetFilterMode(uintptr_t fn, uintptr_t a0, int32_t a1) { return ((int32_t (*)(uintptr_t, int32_t))fn)(a0, a1); }
 static int32_t gocuda_cuTexRefSetFlags(uintptr_t fn, uintptr_t a0, uint32_t a1) { return ((int32_t (*)(uintptr_t, uint32_t))fn)(a0, a1); }
 static int32_t gocuda_cuTexRefSetFormat(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2) { return ((int32_t (*)(uintptr_t, int32_t, int32_t))fn)(a0, a1, a2); }
@@ -520,11 +522,11 @@ static int32_t gocuda_cuTexRefSetMipmapFilterMode(uintptr_t fn, uintptr_t a0, in
 static int32_t gocuda_cuTexRefSetMipmapLevelBias(uintptr_t fn, uintptr_t a0, float a1) { return ((int32_t (*)(uintptr_t, float))fn)(a0, a1); }
 static int32_t gocuda_cuTexRefSetMipmapLevelClamp(uintptr_t fn, uintptr_t a0, float a1, float a2) { return ((int32_t (*)(uintptr_t, float, float))fn)(a0, a1, a2); }
 static int32_t gocuda_cuTexRefSetMipmappedArray(uintptr_t fn, uintptr_t a0, uintptr_t a1, uint32_t a2) { return ((int32_t (*)(uintptr_t, uintptr_t, uint32_t))fn)(a0, a1, a2); }
-static int32_t gocuda_cuThreadExchangeStreamCaptureMode(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
-static int32_t gocuda_cuUserObjectCreate(uintptr_t fn, void* a0, void* a1, uintptr_t a2, uint32_t a3, uint32_t a4) { return ((int32_t (*)(void*, void*, uintptr_t, uint32_t, uint32_t))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cuThreadExchangeStreamCaptureMode(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
+static int32_t gocuda_cuUserObjectCreate(uintptr_t fn, uint8_t* a0, void* a1, uintptr_t a2, uint32_t a3, uint32_t a4) { return ((int32_t (*)(uint8_t*, void*, uintptr_t, uint32_t, uint32_t))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cuUserObjectRelease(uintptr_t fn, uintptr_t a0, uint32_t a1) { return ((int32_t (*)(uintptr_t, uint32_t))fn)(a0, a1); }
 static int32_t gocuda_cuUserObjectRetain(uintptr_t fn, uintptr_t a0, uint32_t a1) { return ((int32_t (*)(uintptr_t, uint32_t))fn)(a0, a1); }
-static int32_t gocuda_cuWaitExternalSemaphoresAsync(uintptr_t fn, void* a0, void* a1, uint32_t a2, uintptr_t a3) { return ((int32_t (*)(void*, void*, uint32_t, uintptr_t))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cuWaitExternalSemaphoresAsync(uintptr_t fn, uint8_t* a0, uint8_t* a1, uint32_t a2, uintptr_t a3) { return ((int32_t (*)(uint8_t*, uint8_t*, uint32_t, uintptr_t))fn)(a0, a1, a2, a3); }
 */
 import "C"
 
@@ -998,7 +1000,7 @@ func Array3DCreate(pHandle *CUarray, pAllocateArray *CUDA_ARRAY3D_DESCRIPTOR) er
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuArray3DCreate_v2(C.uintptr_t(fn), unsafe.Pointer(pHandle), unsafe.Pointer(pAllocateArray))).err()
+	return Result(C.gocuda_cuArray3DCreate_v2(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pHandle)), (*C.uint8_t)(unsafe.Pointer(pAllocateArray)))).err()
 }
 
 // Array3DGetDescriptor calls cuArray3DGetDescriptor_v2:
@@ -1011,7 +1013,7 @@ func Array3DGetDescriptor(pArrayDescriptor *CUDA_ARRAY3D_DESCRIPTOR, hArray CUar
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuArray3DGetDescriptor_v2(C.uintptr_t(fn), unsafe.Pointer(pArrayDescriptor), C.uintptr_t(hArray))).err()
+	return Result(C.gocuda_cuArray3DGetDescriptor_v2(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pArrayDescriptor)), C.uintptr_t(hArray))).err()
 }
 
 // ArrayCreate calls cuArrayCreate_v2:
@@ -1024,7 +1026,7 @@ func ArrayCreate(pHandle *CUarray, pAllocateArray *CUDA_ARRAY_DESCRIPTOR) error 
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuArrayCreate_v2(C.uintptr_t(fn), unsafe.Pointer(pHandle), unsafe.Pointer(pAllocateArray))).err()
+	return Result(C.gocuda_cuArrayCreate_v2(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pHandle)), (*C.uint8_t)(unsafe.Pointer(pAllocateArray)))).err()
 }
 
 // ArrayDestroy calls cuArrayDestroy:
@@ -1050,7 +1052,7 @@ func ArrayGetDescriptor(pArrayDescriptor *CUDA_ARRAY_DESCRIPTOR, hArray CUarray)
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuArrayGetDescriptor_v2(C.uintptr_t(fn), unsafe.Pointer(pArrayDescriptor), C.uintptr_t(hArray))).err()
+	return Result(C.gocuda_cuArrayGetDescriptor_v2(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pArrayDescriptor)), C.uintptr_t(hArray))).err()
 }
 
 // ArrayGetMemoryRequirements calls cuArrayGetMemoryRequirements:
@@ -1063,7 +1065,7 @@ func ArrayGetMemoryRequirements(memoryRequirements *CUDA_ARRAY_MEMORY_REQUIREMEN
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuArrayGetMemoryRequirements(C.uintptr_t(fn), unsafe.Pointer(memoryRequirements), C.uintptr_t(array), C.int32_t(device))).err()
+	return Result(C.gocuda_cuArrayGetMemoryRequirements(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(memoryRequirements)), C.uintptr_t(array), C.int32_t(device))).err()
 }
 
 // ArrayGetPlane calls cuArrayGetPlane:
@@ -1076,7 +1078,7 @@ func ArrayGetPlane(pPlaneArray *CUarray, hArray CUarray, planeIdx uint32) error 
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuArrayGetPlane(C.uintptr_t(fn), unsafe.Pointer(pPlaneArray), C.uintptr_t(hArray), C.uint32_t(planeIdx))).err()
+	return Result(C.gocuda_cuArrayGetPlane(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pPlaneArray)), C.uintptr_t(hArray), C.uint32_t(planeIdx))).err()
 }
 
 // ArrayGetSparseProperties calls cuArrayGetSparseProperties:
@@ -1089,7 +1091,7 @@ func ArrayGetSparseProperties(sparseProperties *CUDA_ARRAY_SPARSE_PROPERTIES, ar
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuArrayGetSparseProperties(C.uintptr_t(fn), unsafe.Pointer(sparseProperties), C.uintptr_t(array))).err()
+	return Result(C.gocuda_cuArrayGetSparseProperties(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(sparseProperties)), C.uintptr_t(array))).err()
 }
 
 // CheckpointProcessCheckpoint calls cuCheckpointProcessCheckpoint:
@@ -1102,7 +1104,7 @@ func CheckpointProcessCheckpoint(pid int32, args *CUcheckpointCheckpointArgs) er
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuCheckpointProcessCheckpoint(C.uintptr_t(fn), C.int32_t(pid), unsafe.Pointer(args))).err()
+	return Result(C.gocuda_cuCheckpointProcessCheckpoint(C.uintptr_t(fn), C.int32_t(pid), (*C.uint8_t)(unsafe.Pointer(args)))).err()
 }
 
 // CheckpointProcessGetRestoreThreadId calls cuCheckpointProcessGetRestoreThreadId:
@@ -1115,7 +1117,7 @@ func CheckpointProcessGetRestoreThreadId(pid int32, tid *int32) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuCheckpointProcessGetRestoreThreadId(C.uintptr_t(fn), C.int32_t(pid), unsafe.Pointer(tid))).err()
+	return Result(C.gocuda_cuCheckpointProcessGetRestoreThreadId(C.uintptr_t(fn), C.int32_t(pid), (*C.uint8_t)(unsafe.Pointer(tid)))).err()
 }
 
 // CheckpointProcessGetState calls cuCheckpointProcessGetState:
@@ -1128,7 +1130,7 @@ func CheckpointProcessGetState(pid int32, state *CUprocessState) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuCheckpointProcessGetState(C.uintptr_t(fn), C.int32_t(pid), unsafe.Pointer(state))).err()
+	return Result(C.gocuda_cuCheckpointProcessGetState(C.uintptr_t(fn), C.int32_t(pid), (*C.uint8_t)(unsafe.Pointer(state)))).err()
 }
 
 // CheckpointProcessLock calls cuCheckpointProcessLock:
@@ -1141,7 +1143,7 @@ func CheckpointProcessLock(pid int32, args *CUcheckpointLockArgs) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuCheckpointProcessLock(C.uintptr_t(fn), C.int32_t(pid), unsafe.Pointer(args))).err()
+	return Result(C.gocuda_cuCheckpointProcessLock(C.uintptr_t(fn), C.int32_t(pid), (*C.uint8_t)(unsafe.Pointer(args)))).err()
 }
 
 // CheckpointProcessRestore calls cuCheckpointProcessRestore:
@@ -1167,7 +1169,7 @@ func CheckpointProcessUnlock(pid int32, args *CUcheckpointUnlockArgs) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuCheckpointProcessUnlock(C.uintptr_t(fn), C.int32_t(pid), unsafe.Pointer(args))).err()
+	return Result(C.gocuda_cuCheckpointProcessUnlock(C.uintptr_t(fn), C.int32_t(pid), (*C.uint8_t)(unsafe.Pointer(args)))).err()
 }
 
 // CoredumpGetAttribute calls cuCoredumpGetAttribute:
@@ -1180,7 +1182,7 @@ func CoredumpGetAttribute(attrib CUcoredumpSettings, value unsafe.Pointer, size 
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuCoredumpGetAttribute(C.uintptr_t(fn), C.int32_t(attrib), unsafe.Pointer(value), unsafe.Pointer(size))).err()
+	return Result(C.gocuda_cuCoredumpGetAttribute(C.uintptr_t(fn), C.int32_t(attrib), unsafe.Pointer(value), (*C.uint8_t)(unsafe.Pointer(size)))).err()
 }
 
 // CoredumpGetAttributeGlobal calls cuCoredumpGetAttributeGlobal:
@@ -1193,7 +1195,7 @@ func CoredumpGetAttributeGlobal(attrib CUcoredumpSettings, value unsafe.Pointer,
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuCoredumpGetAttributeGlobal(C.uintptr_t(fn), C.int32_t(attrib), unsafe.Pointer(value), unsafe.Pointer(size))).err()
+	return Result(C.gocuda_cuCoredumpGetAttributeGlobal(C.uintptr_t(fn), C.int32_t(attrib), unsafe.Pointer(value), (*C.uint8_t)(unsafe.Pointer(size)))).err()
 }
 
 // CoredumpSetAttribute calls cuCoredumpSetAttribute:
@@ -1206,7 +1208,7 @@ func CoredumpSetAttribute(attrib CUcoredumpSettings, value unsafe.Pointer, size 
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuCoredumpSetAttribute(C.uintptr_t(fn), C.int32_t(attrib), unsafe.Pointer(value), unsafe.Pointer(size))).err()
+	return Result(C.gocuda_cuCoredumpSetAttribute(C.uintptr_t(fn), C.int32_t(attrib), unsafe.Pointer(value), (*C.uint8_t)(unsafe.Pointer(size)))).err()
 }
 
 // CoredumpSetAttributeGlobal calls cuCoredumpSetAttributeGlobal:
@@ -1219,7 +1221,7 @@ func CoredumpSetAttributeGlobal(attrib CUcoredumpSettings, value unsafe.Pointer,
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuCoredumpSetAttributeGlobal(C.uintptr_t(fn), C.int32_t(attrib), unsafe.Pointer(value), unsafe.Pointer(size))).err()
+	return Result(C.gocuda_cuCoredumpSetAttributeGlobal(C.uintptr_t(fn), C.int32_t(attrib), unsafe.Pointer(value), (*C.uint8_t)(unsafe.Pointer(size)))).err()
 }
 
 // CtxAttach calls cuCtxAttach:
@@ -1232,7 +1234,7 @@ func CtxAttach(pctx *CUcontext, flags uint32) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuCtxAttach(C.uintptr_t(fn), unsafe.Pointer(pctx), C.uint32_t(flags))).err()
+	return Result(C.gocuda_cuCtxAttach(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pctx)), C.uint32_t(flags))).err()
 }
 
 // CtxCreate calls cuCtxCreate_v4:
@@ -1245,7 +1247,7 @@ func CtxCreate(pctx *CUcontext, ctxCreateParams *CUctxCreateParams, flags uint32
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuCtxCreate_v4(C.uintptr_t(fn), unsafe.Pointer(pctx), unsafe.Pointer(ctxCreateParams), C.uint32_t(flags), C.int32_t(dev))).err()
+	return Result(C.gocuda_cuCtxCreate_v4(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pctx)), unsafe.Pointer(ctxCreateParams), C.uint32_t(flags), C.int32_t(dev))).err()
 }
 
 // CtxDestroy calls cuCtxDestroy_v2:
@@ -1310,7 +1312,7 @@ func CtxFromGreenCtx(pContext *CUcontext, hCtx CUgreenCtx) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuCtxFromGreenCtx(C.uintptr_t(fn), unsafe.Pointer(pContext), C.uintptr_t(hCtx))).err()
+	return Result(C.gocuda_cuCtxFromGreenCtx(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pContext)), C.uintptr_t(hCtx))).err()
 }
 
 // CtxGetApiVersion calls cuCtxGetApiVersion:
@@ -1323,7 +1325,7 @@ func CtxGetApiVersion(ctx CUcontext, version *uint32) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuCtxGetApiVersion(C.uintptr_t(fn), C.uintptr_t(ctx), unsafe.Pointer(version))).err()
+	return Result(C.gocuda_cuCtxGetApiVersion(C.uintptr_t(fn), C.uintptr_t(ctx), (*C.uint8_t)(unsafe.Pointer(version)))).err()
 }
 
 // CtxGetCacheConfig calls cuCtxGetCacheConfig:
@@ -1336,7 +1338,7 @@ func CtxGetCacheConfig(pconfig *CUfunc_cache) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuCtxGetCacheConfig(C.uintptr_t(fn), unsafe.Pointer(pconfig))).err()
+	return Result(C.gocuda_cuCtxGetCacheConfig(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pconfig)))).err()
 }
 
 // CtxGetCurrent calls cuCtxGetCurrent:
@@ -1349,7 +1351,7 @@ func CtxGetCurrent(pctx *CUcontext) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuCtxGetCurrent(C.uintptr_t(fn), unsafe.Pointer(pctx))).err()
+	return Result(C.gocuda_cuCtxGetCurrent(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pctx)))).err()
 }
 
 // CtxGetDevResource calls cuCtxGetDevResource:
@@ -1362,7 +1364,7 @@ func CtxGetDevResource(hCtx CUcontext, resource_ *CUdevResource, type_ CUdevReso
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuCtxGetDevResource(C.uintptr_t(fn), C.uintptr_t(hCtx), unsafe.Pointer(resource_), C.int32_t(type_))).err()
+	return Result(C.gocuda_cuCtxGetDevResource(C.uintptr_t(fn), C.uintptr_t(hCtx), (*C.uint8_t)(unsafe.Pointer(resource_)), C.int32_t(type_))).err()
 }
 
 // CtxGetDevice calls cuCtxGetDevice:
@@ -1375,7 +1377,7 @@ func CtxGetDevice(device *CUdevice) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuCtxGetDevice(C.uintptr_t(fn), unsafe.Pointer(device))).err()
+	return Result(C.gocuda_cuCtxGetDevice(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(device)))).err()
 }
 
 // CtxGetDeviceV2 calls cuCtxGetDevice_v2:
@@ -1388,7 +1390,7 @@ func CtxGetDeviceV2(device *CUdevice, ctx CUcontext) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuCtxGetDevice_v2(C.uintptr_t(fn), unsafe.Pointer(device), C.uintptr_t(ctx))).err()
+	return Result(C.gocuda_cuCtxGetDevice_v2(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(device)), C.uintptr_t(ctx))).err()
 }
 
 // CtxGetExecAffinity calls cuCtxGetExecAffinity:
@@ -1401,7 +1403,7 @@ func CtxGetExecAffinity(pExecAffinity *CUexecAffinityParam, type_ CUexecAffinity
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuCtxGetExecAffinity(C.uintptr_t(fn), unsafe.Pointer(pExecAffinity), C.int32_t(type_))).err()
+	return Result(C.gocuda_cuCtxGetExecAffinity(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pExecAffinity)), C.int32_t(type_))).err()
 }
 
 // CtxGetFlags calls cuCtxGetFlags:
@@ -1414,7 +1416,7 @@ func CtxGetFlags(flags *uint32) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuCtxGetFlags(C.uintptr_t(fn), unsafe.Pointer(flags))).err()
+	return Result(C.gocuda_cuCtxGetFlags(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(flags)))).err()
 }
 
 // CtxGetId calls cuCtxGetId:
@@ -1427,7 +1429,7 @@ func CtxGetId(ctx CUcontext, ctxId *uint64) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuCtxGetId(C.uintptr_t(fn), C.uintptr_t(ctx), unsafe.Pointer(ctxId))).err()
+	return Result(C.gocuda_cuCtxGetId(C.uintptr_t(fn), C.uintptr_t(ctx), (*C.uint8_t)(unsafe.Pointer(ctxId)))).err()
 }
 
 // CtxGetLimit calls cuCtxGetLimit:
@@ -1440,7 +1442,7 @@ func CtxGetLimit(pvalue *uint64, limit CUlimit) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuCtxGetLimit(C.uintptr_t(fn), unsafe.Pointer(pvalue), C.int32_t(limit))).err()
+	return Result(C.gocuda_cuCtxGetLimit(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pvalue)), C.int32_t(limit))).err()
 }
 
 // CtxGetSharedMemConfig calls cuCtxGetSharedMemConfig:
@@ -1453,7 +1455,7 @@ func CtxGetSharedMemConfig(pConfig *CUsharedconfig) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuCtxGetSharedMemConfig(C.uintptr_t(fn), unsafe.Pointer(pConfig))).err()
+	return Result(C.gocuda_cuCtxGetSharedMemConfig(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pConfig)))).err()
 }
 
 // CtxGetStreamPriorityRange calls cuCtxGetStreamPriorityRange:
@@ -1466,7 +1468,7 @@ func CtxGetStreamPriorityRange(leastPriority *int32, greatestPriority *int32) er
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuCtxGetStreamPriorityRange(C.uintptr_t(fn), unsafe.Pointer(leastPriority), unsafe.Pointer(greatestPriority))).err()
+	return Result(C.gocuda_cuCtxGetStreamPriorityRange(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(leastPriority)), (*C.uint8_t)(unsafe.Pointer(greatestPriority)))).err()
 }
 
 // inCtxGetStreamPriorityRange calls cuCtxGetStreamPriorityRange with the CUDA context ctx current on the calling thread.
@@ -1479,7 +1481,7 @@ func inCtxGetStreamPriorityRange(ctx CUcontext, leastPriority *int32, greatestPr
 	if err != nil {
 		return err
 	}
-	r := int64(C.gocuda_in_cuCtxGetStreamPriorityRange(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), unsafe.Pointer(leastPriority), unsafe.Pointer(greatestPriority)))
+	r := int64(C.gocuda_in_cuCtxGetStreamPriorityRange(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), (*C.uint8_t)(unsafe.Pointer(leastPriority)), (*C.uint8_t)(unsafe.Pointer(greatestPriority))))
 	if r>>32 != 0 {
 		return Result(int32(r))
 	}
@@ -1496,7 +1498,7 @@ func CtxPopCurrent(pctx *CUcontext) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuCtxPopCurrent_v2(C.uintptr_t(fn), unsafe.Pointer(pctx))).err()
+	return Result(C.gocuda_cuCtxPopCurrent_v2(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pctx)))).err()
 }
 
 // CtxPushCurrent calls cuCtxPushCurrent_v2:
@@ -1695,7 +1697,7 @@ func DevResourceGenerateDesc(phDesc *CUdevResourceDesc, resources *CUdevResource
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuDevResourceGenerateDesc(C.uintptr_t(fn), unsafe.Pointer(phDesc), unsafe.Pointer(resources), C.uint32_t(nbResources))).err()
+	return Result(C.gocuda_cuDevResourceGenerateDesc(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(phDesc)), (*C.uint8_t)(unsafe.Pointer(resources)), C.uint32_t(nbResources))).err()
 }
 
 // DevSmResourceSplitByCount calls cuDevSmResourceSplitByCount:
@@ -1708,7 +1710,7 @@ func DevSmResourceSplitByCount(result *CUdevResource, nbGroups *uint32, input *C
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuDevSmResourceSplitByCount(C.uintptr_t(fn), unsafe.Pointer(result), unsafe.Pointer(nbGroups), unsafe.Pointer(input), unsafe.Pointer(remaining), C.uint32_t(useFlags), C.uint32_t(minCount))).err()
+	return Result(C.gocuda_cuDevSmResourceSplitByCount(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(result)), (*C.uint8_t)(unsafe.Pointer(nbGroups)), (*C.uint8_t)(unsafe.Pointer(input)), (*C.uint8_t)(unsafe.Pointer(remaining)), C.uint32_t(useFlags), C.uint32_t(minCount))).err()
 }
 
 // DeviceCanAccessPeer calls cuDeviceCanAccessPeer:
@@ -1721,7 +1723,7 @@ func DeviceCanAccessPeer(canAccessPeer *int32, dev CUdevice, peerDev CUdevice) e
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuDeviceCanAccessPeer(C.uintptr_t(fn), unsafe.Pointer(canAccessPeer), C.int32_t(dev), C.int32_t(peerDev))).err()
+	return Result(C.gocuda_cuDeviceCanAccessPeer(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(canAccessPeer)), C.int32_t(dev), C.int32_t(peerDev))).err()
 }
 
 // DeviceComputeCapability calls cuDeviceComputeCapability:
@@ -1734,7 +1736,7 @@ func DeviceComputeCapability(major *int32, minor *int32, dev CUdevice) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuDeviceComputeCapability(C.uintptr_t(fn), unsafe.Pointer(major), unsafe.Pointer(minor), C.int32_t(dev))).err()
+	return Result(C.gocuda_cuDeviceComputeCapability(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(major)), (*C.uint8_t)(unsafe.Pointer(minor)), C.int32_t(dev))).err()
 }
 
 // DeviceGet calls cuDeviceGet:
@@ -1747,7 +1749,7 @@ func DeviceGet(device *CUdevice, ordinal int32) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuDeviceGet(C.uintptr_t(fn), unsafe.Pointer(device), C.int32_t(ordinal))).err()
+	return Result(C.gocuda_cuDeviceGet(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(device)), C.int32_t(ordinal))).err()
 }
 
 // DeviceGetAttribute calls cuDeviceGetAttribute:
@@ -1760,7 +1762,7 @@ func DeviceGetAttribute(pi *int32, attrib CUdevice_attribute, dev CUdevice) erro
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuDeviceGetAttribute(C.uintptr_t(fn), unsafe.Pointer(pi), C.int32_t(attrib), C.int32_t(dev))).err()
+	return Result(C.gocuda_cuDeviceGetAttribute(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pi)), C.int32_t(attrib), C.int32_t(dev))).err()
 }
 
 // DeviceGetByPCIBusId calls cuDeviceGetByPCIBusId:
@@ -1773,7 +1775,7 @@ func DeviceGetByPCIBusId(dev *CUdevice, pciBusId *byte) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuDeviceGetByPCIBusId(C.uintptr_t(fn), unsafe.Pointer(dev), unsafe.Pointer(pciBusId))).err()
+	return Result(C.gocuda_cuDeviceGetByPCIBusId(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(dev)), (*C.uint8_t)(unsafe.Pointer(pciBusId)))).err()
 }
 
 // DeviceGetCount calls cuDeviceGetCount:
@@ -1786,7 +1788,7 @@ func DeviceGetCount(count *int32) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuDeviceGetCount(C.uintptr_t(fn), unsafe.Pointer(count))).err()
+	return Result(C.gocuda_cuDeviceGetCount(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(count)))).err()
 }
 
 // DeviceGetDefaultMemPool calls cuDeviceGetDefaultMemPool:
@@ -1799,7 +1801,7 @@ func DeviceGetDefaultMemPool(pool_out *CUmemoryPool, dev CUdevice) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuDeviceGetDefaultMemPool(C.uintptr_t(fn), unsafe.Pointer(pool_out), C.int32_t(dev))).err()
+	return Result(C.gocuda_cuDeviceGetDefaultMemPool(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pool_out)), C.int32_t(dev))).err()
 }
 
 // inDeviceGetDefaultMemPool calls cuDeviceGetDefaultMemPool with the CUDA context ctx current on the calling thread.
@@ -1812,7 +1814,7 @@ func inDeviceGetDefaultMemPool(ctx CUcontext, pool_out *CUmemoryPool, dev CUdevi
 	if err != nil {
 		return err
 	}
-	r := int64(C.gocuda_in_cuDeviceGetDefaultMemPool(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), unsafe.Pointer(pool_out), C.int32_t(dev)))
+	r := int64(C.gocuda_in_cuDeviceGetDefaultMemPool(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), (*C.uint8_t)(unsafe.Pointer(pool_out)), C.int32_t(dev)))
 	if r>>32 != 0 {
 		return Result(int32(r))
 	}
@@ -1829,7 +1831,7 @@ func DeviceGetDevResource(device CUdevice, resource_ *CUdevResource, type_ CUdev
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuDeviceGetDevResource(C.uintptr_t(fn), C.int32_t(device), unsafe.Pointer(resource_), C.int32_t(type_))).err()
+	return Result(C.gocuda_cuDeviceGetDevResource(C.uintptr_t(fn), C.int32_t(device), (*C.uint8_t)(unsafe.Pointer(resource_)), C.int32_t(type_))).err()
 }
 
 // DeviceGetExecAffinitySupport calls cuDeviceGetExecAffinitySupport:
@@ -1842,7 +1844,7 @@ func DeviceGetExecAffinitySupport(pi *int32, type_ CUexecAffinityType, dev CUdev
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuDeviceGetExecAffinitySupport(C.uintptr_t(fn), unsafe.Pointer(pi), C.int32_t(type_), C.int32_t(dev))).err()
+	return Result(C.gocuda_cuDeviceGetExecAffinitySupport(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pi)), C.int32_t(type_), C.int32_t(dev))).err()
 }
 
 // DeviceGetGraphMemAttribute calls cuDeviceGetGraphMemAttribute:
@@ -1868,7 +1870,7 @@ func DeviceGetHostAtomicCapabilities(capabilities *uint32, operations *CUatomicO
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuDeviceGetHostAtomicCapabilities(C.uintptr_t(fn), unsafe.Pointer(capabilities), unsafe.Pointer(operations), C.uint32_t(count), C.int32_t(dev))).err()
+	return Result(C.gocuda_cuDeviceGetHostAtomicCapabilities(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(capabilities)), (*C.uint8_t)(unsafe.Pointer(operations)), C.uint32_t(count), C.int32_t(dev))).err()
 }
 
 // DeviceGetLuid calls cuDeviceGetLuid:
@@ -1881,7 +1883,7 @@ func DeviceGetLuid(luid *byte, deviceNodeMask *uint32, dev CUdevice) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuDeviceGetLuid(C.uintptr_t(fn), unsafe.Pointer(luid), unsafe.Pointer(deviceNodeMask), C.int32_t(dev))).err()
+	return Result(C.gocuda_cuDeviceGetLuid(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(luid)), (*C.uint8_t)(unsafe.Pointer(deviceNodeMask)), C.int32_t(dev))).err()
 }
 
 // DeviceGetMemPool calls cuDeviceGetMemPool:
@@ -1894,7 +1896,7 @@ func DeviceGetMemPool(pool *CUmemoryPool, dev CUdevice) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuDeviceGetMemPool(C.uintptr_t(fn), unsafe.Pointer(pool), C.int32_t(dev))).err()
+	return Result(C.gocuda_cuDeviceGetMemPool(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pool)), C.int32_t(dev))).err()
 }
 
 // inDeviceGetMemPool calls cuDeviceGetMemPool with the CUDA context ctx current on the calling thread.
@@ -1907,7 +1909,7 @@ func inDeviceGetMemPool(ctx CUcontext, pool *CUmemoryPool, dev CUdevice) error {
 	if err != nil {
 		return err
 	}
-	r := int64(C.gocuda_in_cuDeviceGetMemPool(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), unsafe.Pointer(pool), C.int32_t(dev)))
+	r := int64(C.gocuda_in_cuDeviceGetMemPool(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), (*C.uint8_t)(unsafe.Pointer(pool)), C.int32_t(dev)))
 	if r>>32 != 0 {
 		return Result(int32(r))
 	}
@@ -1924,7 +1926,7 @@ func DeviceGetName(name *byte, len_ int32, dev CUdevice) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuDeviceGetName(C.uintptr_t(fn), unsafe.Pointer(name), C.int32_t(len_), C.int32_t(dev))).err()
+	return Result(C.gocuda_cuDeviceGetName(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(name)), C.int32_t(len_), C.int32_t(dev))).err()
 }
 
 // DeviceGetNvSciSyncAttributes calls cuDeviceGetNvSciSyncAttributes:
@@ -1950,7 +1952,7 @@ func DeviceGetP2PAtomicCapabilities(capabilities *uint32, operations *CUatomicOp
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuDeviceGetP2PAtomicCapabilities(C.uintptr_t(fn), unsafe.Pointer(capabilities), unsafe.Pointer(operations), C.uint32_t(count), C.int32_t(srcDevice), C.int32_t(dstDevice))).err()
+	return Result(C.gocuda_cuDeviceGetP2PAtomicCapabilities(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(capabilities)), (*C.uint8_t)(unsafe.Pointer(operations)), C.uint32_t(count), C.int32_t(srcDevice), C.int32_t(dstDevice))).err()
 }
 
 // DeviceGetP2PAttribute calls cuDeviceGetP2PAttribute:
@@ -1963,7 +1965,7 @@ func DeviceGetP2PAttribute(value *int32, attrib CUdevice_P2PAttribute, srcDevice
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuDeviceGetP2PAttribute(C.uintptr_t(fn), unsafe.Pointer(value), C.int32_t(attrib), C.int32_t(srcDevice), C.int32_t(dstDevice))).err()
+	return Result(C.gocuda_cuDeviceGetP2PAttribute(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(value)), C.int32_t(attrib), C.int32_t(srcDevice), C.int32_t(dstDevice))).err()
 }
 
 // DeviceGetPCIBusId calls cuDeviceGetPCIBusId:
@@ -1976,7 +1978,7 @@ func DeviceGetPCIBusId(pciBusId *byte, len_ int32, dev CUdevice) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuDeviceGetPCIBusId(C.uintptr_t(fn), unsafe.Pointer(pciBusId), C.int32_t(len_), C.int32_t(dev))).err()
+	return Result(C.gocuda_cuDeviceGetPCIBusId(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pciBusId)), C.int32_t(len_), C.int32_t(dev))).err()
 }
 
 // DeviceGetProperties calls cuDeviceGetProperties:
@@ -1989,7 +1991,7 @@ func DeviceGetProperties(prop *CUdevprop, dev CUdevice) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuDeviceGetProperties(C.uintptr_t(fn), unsafe.Pointer(prop), C.int32_t(dev))).err()
+	return Result(C.gocuda_cuDeviceGetProperties(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(prop)), C.int32_t(dev))).err()
 }
 
 // DeviceGetTexture1DLinearMaxWidth calls cuDeviceGetTexture1DLinearMaxWidth:
@@ -2002,7 +2004,7 @@ func DeviceGetTexture1DLinearMaxWidth(maxWidthInElements *uint64, format CUarray
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuDeviceGetTexture1DLinearMaxWidth(C.uintptr_t(fn), unsafe.Pointer(maxWidthInElements), C.int32_t(format), C.uint32_t(numChannels), C.int32_t(dev))).err()
+	return Result(C.gocuda_cuDeviceGetTexture1DLinearMaxWidth(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(maxWidthInElements)), C.int32_t(format), C.uint32_t(numChannels), C.int32_t(dev))).err()
 }
 
 // DeviceGetUuid calls cuDeviceGetUuid_v2:
@@ -2015,7 +2017,7 @@ func DeviceGetUuid(uuid *CUuuid, dev CUdevice) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuDeviceGetUuid_v2(C.uintptr_t(fn), unsafe.Pointer(uuid), C.int32_t(dev))).err()
+	return Result(C.gocuda_cuDeviceGetUuid_v2(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(uuid)), C.int32_t(dev))).err()
 }
 
 // DeviceGraphMemTrim calls cuDeviceGraphMemTrim:
@@ -2041,7 +2043,7 @@ func DevicePrimaryCtxGetState(dev CUdevice, flags *uint32, active *int32) error 
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuDevicePrimaryCtxGetState(C.uintptr_t(fn), C.int32_t(dev), unsafe.Pointer(flags), unsafe.Pointer(active))).err()
+	return Result(C.gocuda_cuDevicePrimaryCtxGetState(C.uintptr_t(fn), C.int32_t(dev), (*C.uint8_t)(unsafe.Pointer(flags)), (*C.uint8_t)(unsafe.Pointer(active)))).err()
 }
 
 // DevicePrimaryCtxRelease calls cuDevicePrimaryCtxRelease_v2:
@@ -2080,7 +2082,7 @@ func DevicePrimaryCtxRetain(pctx *CUcontext, dev CUdevice) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuDevicePrimaryCtxRetain(C.uintptr_t(fn), unsafe.Pointer(pctx), C.int32_t(dev))).err()
+	return Result(C.gocuda_cuDevicePrimaryCtxRetain(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pctx)), C.int32_t(dev))).err()
 }
 
 // DevicePrimaryCtxSetFlags calls cuDevicePrimaryCtxSetFlags_v2:
@@ -2106,7 +2108,7 @@ func DeviceRegisterAsyncNotification(device CUdevice, callbackFunc CUasyncCallba
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuDeviceRegisterAsyncNotification(C.uintptr_t(fn), C.int32_t(device), C.uintptr_t(callbackFunc), unsafe.Pointer(userData), unsafe.Pointer(callback))).err()
+	return Result(C.gocuda_cuDeviceRegisterAsyncNotification(C.uintptr_t(fn), C.int32_t(device), C.uintptr_t(callbackFunc), unsafe.Pointer(userData), (*C.uint8_t)(unsafe.Pointer(callback)))).err()
 }
 
 // DeviceSetGraphMemAttribute calls cuDeviceSetGraphMemAttribute:
@@ -2145,7 +2147,7 @@ func DeviceTotalMem(bytes *uint64, dev CUdevice) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuDeviceTotalMem_v2(C.uintptr_t(fn), unsafe.Pointer(bytes), C.int32_t(dev))).err()
+	return Result(C.gocuda_cuDeviceTotalMem_v2(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(bytes)), C.int32_t(dev))).err()
 }
 
 // DeviceUnregisterAsyncNotification calls cuDeviceUnregisterAsyncNotification:
@@ -2171,7 +2173,7 @@ func DriverGetVersion(driverVersion *int32) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuDriverGetVersion(C.uintptr_t(fn), unsafe.Pointer(driverVersion))).err()
+	return Result(C.gocuda_cuDriverGetVersion(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(driverVersion)))).err()
 }
 
 // EventCreate calls cuEventCreate:
@@ -2184,7 +2186,7 @@ func EventCreate(phEvent *CUevent, Flags uint32) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuEventCreate(C.uintptr_t(fn), unsafe.Pointer(phEvent), C.uint32_t(Flags))).err()
+	return Result(C.gocuda_cuEventCreate(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(phEvent)), C.uint32_t(Flags))).err()
 }
 
 // inEventCreate calls cuEventCreate with the CUDA context ctx current on the calling thread.
@@ -2197,7 +2199,7 @@ func inEventCreate(ctx CUcontext, phEvent *CUevent, Flags uint32) error {
 	if err != nil {
 		return err
 	}
-	r := int64(C.gocuda_in_cuEventCreate(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), unsafe.Pointer(phEvent), C.uint32_t(Flags)))
+	r := int64(C.gocuda_in_cuEventCreate(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), (*C.uint8_t)(unsafe.Pointer(phEvent)), C.uint32_t(Flags)))
 	if r>>32 != 0 {
 		return Result(int32(r))
 	}
@@ -2244,7 +2246,7 @@ func EventElapsedTime(pMilliseconds *float32, hStart CUevent, hEnd CUevent) erro
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuEventElapsedTime_v2(C.uintptr_t(fn), unsafe.Pointer(pMilliseconds), C.uintptr_t(hStart), C.uintptr_t(hEnd))).err()
+	return Result(C.gocuda_cuEventElapsedTime_v2(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pMilliseconds)), C.uintptr_t(hStart), C.uintptr_t(hEnd))).err()
 }
 
 // EventQuery calls cuEventQuery:
@@ -2377,7 +2379,7 @@ func ExternalMemoryGetMappedBuffer(devPtr *CUdeviceptr, extMem CUexternalMemory,
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuExternalMemoryGetMappedBuffer(C.uintptr_t(fn), unsafe.Pointer(devPtr), C.uintptr_t(extMem), unsafe.Pointer(bufferDesc))).err()
+	return Result(C.gocuda_cuExternalMemoryGetMappedBuffer(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(devPtr)), C.uintptr_t(extMem), (*C.uint8_t)(unsafe.Pointer(bufferDesc)))).err()
 }
 
 // ExternalMemoryGetMappedMipmappedArray calls cuExternalMemoryGetMappedMipmappedArray:
@@ -2390,7 +2392,7 @@ func ExternalMemoryGetMappedMipmappedArray(mipmap *CUmipmappedArray, extMem CUex
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuExternalMemoryGetMappedMipmappedArray(C.uintptr_t(fn), unsafe.Pointer(mipmap), C.uintptr_t(extMem), unsafe.Pointer(mipmapDesc))).err()
+	return Result(C.gocuda_cuExternalMemoryGetMappedMipmappedArray(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(mipmap)), C.uintptr_t(extMem), (*C.uint8_t)(unsafe.Pointer(mipmapDesc)))).err()
 }
 
 // FlushGPUDirectRDMAWrites calls cuFlushGPUDirectRDMAWrites:
@@ -2416,7 +2418,7 @@ func FuncGetAttribute(pi *int32, attrib CUfunction_attribute, hfunc CUfunction) 
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuFuncGetAttribute(C.uintptr_t(fn), unsafe.Pointer(pi), C.int32_t(attrib), C.uintptr_t(hfunc))).err()
+	return Result(C.gocuda_cuFuncGetAttribute(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pi)), C.int32_t(attrib), C.uintptr_t(hfunc))).err()
 }
 
 // inFuncGetAttribute calls cuFuncGetAttribute with the CUDA context ctx current on the calling thread.
@@ -2429,7 +2431,7 @@ func inFuncGetAttribute(ctx CUcontext, pi *int32, attrib CUfunction_attribute, h
 	if err != nil {
 		return err
 	}
-	r := int64(C.gocuda_in_cuFuncGetAttribute(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), unsafe.Pointer(pi), C.int32_t(attrib), C.uintptr_t(hfunc)))
+	r := int64(C.gocuda_in_cuFuncGetAttribute(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), (*C.uint8_t)(unsafe.Pointer(pi)), C.int32_t(attrib), C.uintptr_t(hfunc)))
 	if r>>32 != 0 {
 		return Result(int32(r))
 	}
@@ -2446,7 +2448,7 @@ func FuncGetModule(hmod *CUmodule, hfunc CUfunction) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuFuncGetModule(C.uintptr_t(fn), unsafe.Pointer(hmod), C.uintptr_t(hfunc))).err()
+	return Result(C.gocuda_cuFuncGetModule(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(hmod)), C.uintptr_t(hfunc))).err()
 }
 
 // FuncGetName calls cuFuncGetName:
@@ -2472,7 +2474,7 @@ func FuncGetParamInfo(func_ CUfunction, paramIndex uint64, paramOffset *uint64, 
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuFuncGetParamInfo(C.uintptr_t(fn), C.uintptr_t(func_), C.uint64_t(paramIndex), unsafe.Pointer(paramOffset), unsafe.Pointer(paramSize))).err()
+	return Result(C.gocuda_cuFuncGetParamInfo(C.uintptr_t(fn), C.uintptr_t(func_), C.uint64_t(paramIndex), (*C.uint8_t)(unsafe.Pointer(paramOffset)), (*C.uint8_t)(unsafe.Pointer(paramSize)))).err()
 }
 
 // inFuncGetParamInfo calls cuFuncGetParamInfo with the CUDA context ctx current on the calling thread.
@@ -2485,7 +2487,7 @@ func inFuncGetParamInfo(ctx CUcontext, func_ CUfunction, paramIndex uint64, para
 	if err != nil {
 		return err
 	}
-	r := int64(C.gocuda_in_cuFuncGetParamInfo(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(func_), C.uint64_t(paramIndex), unsafe.Pointer(paramOffset), unsafe.Pointer(paramSize)))
+	r := int64(C.gocuda_in_cuFuncGetParamInfo(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(func_), C.uint64_t(paramIndex), (*C.uint8_t)(unsafe.Pointer(paramOffset)), (*C.uint8_t)(unsafe.Pointer(paramSize))))
 	if r>>32 != 0 {
 		return Result(int32(r))
 	}
@@ -2502,7 +2504,7 @@ func FuncIsLoaded(state *CUfunctionLoadingState, function CUfunction) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuFuncIsLoaded(C.uintptr_t(fn), unsafe.Pointer(state), C.uintptr_t(function))).err()
+	return Result(C.gocuda_cuFuncIsLoaded(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(state)), C.uintptr_t(function))).err()
 }
 
 // FuncLoad calls cuFuncLoad:
@@ -2619,7 +2621,7 @@ func GetExportTable(ppExportTable *unsafe.Pointer, pExportTableId *CUuuid) error
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGetExportTable(C.uintptr_t(fn), unsafe.Pointer(ppExportTable), unsafe.Pointer(pExportTableId))).err()
+	return Result(C.gocuda_cuGetExportTable(C.uintptr_t(fn), unsafe.Pointer(ppExportTable), (*C.uint8_t)(unsafe.Pointer(pExportTableId)))).err()
 }
 
 // GetProcAddress calls cuGetProcAddress_v2:
@@ -2632,7 +2634,7 @@ func GetProcAddress(symbol *byte, pfn *unsafe.Pointer, cudaVersion int32, flags 
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGetProcAddress_v2(C.uintptr_t(fn), unsafe.Pointer(symbol), unsafe.Pointer(pfn), C.int32_t(cudaVersion), C.uint64_t(flags), unsafe.Pointer(symbolStatus))).err()
+	return Result(C.gocuda_cuGetProcAddress_v2(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(symbol)), unsafe.Pointer(pfn), C.int32_t(cudaVersion), C.uint64_t(flags), (*C.uint8_t)(unsafe.Pointer(symbolStatus)))).err()
 }
 
 // GraphAddBatchMemOpNode calls cuGraphAddBatchMemOpNode:
@@ -2645,7 +2647,7 @@ func GraphAddBatchMemOpNode(phGraphNode *CUgraphNode, hGraph CUgraph, dependenci
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphAddBatchMemOpNode(C.uintptr_t(fn), unsafe.Pointer(phGraphNode), C.uintptr_t(hGraph), unsafe.Pointer(dependencies), C.uint64_t(numDependencies), unsafe.Pointer(nodeParams))).err()
+	return Result(C.gocuda_cuGraphAddBatchMemOpNode(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(phGraphNode)), C.uintptr_t(hGraph), (*C.uint8_t)(unsafe.Pointer(dependencies)), C.uint64_t(numDependencies), unsafe.Pointer(nodeParams))).err()
 }
 
 // GraphAddChildGraphNode calls cuGraphAddChildGraphNode:
@@ -2658,7 +2660,7 @@ func GraphAddChildGraphNode(phGraphNode *CUgraphNode, hGraph CUgraph, dependenci
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphAddChildGraphNode(C.uintptr_t(fn), unsafe.Pointer(phGraphNode), C.uintptr_t(hGraph), unsafe.Pointer(dependencies), C.uint64_t(numDependencies), C.uintptr_t(childGraph))).err()
+	return Result(C.gocuda_cuGraphAddChildGraphNode(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(phGraphNode)), C.uintptr_t(hGraph), (*C.uint8_t)(unsafe.Pointer(dependencies)), C.uint64_t(numDependencies), C.uintptr_t(childGraph))).err()
 }
 
 // GraphAddDependencies calls cuGraphAddDependencies_v2:
@@ -2671,7 +2673,7 @@ func GraphAddDependencies(hGraph CUgraph, from *CUgraphNode, to *CUgraphNode, ed
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphAddDependencies_v2(C.uintptr_t(fn), C.uintptr_t(hGraph), unsafe.Pointer(from), unsafe.Pointer(to), unsafe.Pointer(edgeData), C.uint64_t(numDependencies))).err()
+	return Result(C.gocuda_cuGraphAddDependencies_v2(C.uintptr_t(fn), C.uintptr_t(hGraph), (*C.uint8_t)(unsafe.Pointer(from)), (*C.uint8_t)(unsafe.Pointer(to)), (*C.uint8_t)(unsafe.Pointer(edgeData)), C.uint64_t(numDependencies))).err()
 }
 
 // GraphAddEmptyNode calls cuGraphAddEmptyNode:
@@ -2684,7 +2686,7 @@ func GraphAddEmptyNode(phGraphNode *CUgraphNode, hGraph CUgraph, dependencies *C
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphAddEmptyNode(C.uintptr_t(fn), unsafe.Pointer(phGraphNode), C.uintptr_t(hGraph), unsafe.Pointer(dependencies), C.uint64_t(numDependencies))).err()
+	return Result(C.gocuda_cuGraphAddEmptyNode(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(phGraphNode)), C.uintptr_t(hGraph), (*C.uint8_t)(unsafe.Pointer(dependencies)), C.uint64_t(numDependencies))).err()
 }
 
 // GraphAddEventRecordNode calls cuGraphAddEventRecordNode:
@@ -2697,7 +2699,7 @@ func GraphAddEventRecordNode(phGraphNode *CUgraphNode, hGraph CUgraph, dependenc
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphAddEventRecordNode(C.uintptr_t(fn), unsafe.Pointer(phGraphNode), C.uintptr_t(hGraph), unsafe.Pointer(dependencies), C.uint64_t(numDependencies), C.uintptr_t(event))).err()
+	return Result(C.gocuda_cuGraphAddEventRecordNode(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(phGraphNode)), C.uintptr_t(hGraph), (*C.uint8_t)(unsafe.Pointer(dependencies)), C.uint64_t(numDependencies), C.uintptr_t(event))).err()
 }
 
 // GraphAddEventWaitNode calls cuGraphAddEventWaitNode:
@@ -2710,7 +2712,7 @@ func GraphAddEventWaitNode(phGraphNode *CUgraphNode, hGraph CUgraph, dependencie
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphAddEventWaitNode(C.uintptr_t(fn), unsafe.Pointer(phGraphNode), C.uintptr_t(hGraph), unsafe.Pointer(dependencies), C.uint64_t(numDependencies), C.uintptr_t(event))).err()
+	return Result(C.gocuda_cuGraphAddEventWaitNode(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(phGraphNode)), C.uintptr_t(hGraph), (*C.uint8_t)(unsafe.Pointer(dependencies)), C.uint64_t(numDependencies), C.uintptr_t(event))).err()
 }
 
 // GraphAddExternalSemaphoresSignalNode calls cuGraphAddExternalSemaphoresSignalNode:
@@ -2723,7 +2725,7 @@ func GraphAddExternalSemaphoresSignalNode(phGraphNode *CUgraphNode, hGraph CUgra
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphAddExternalSemaphoresSignalNode(C.uintptr_t(fn), unsafe.Pointer(phGraphNode), C.uintptr_t(hGraph), unsafe.Pointer(dependencies), C.uint64_t(numDependencies), unsafe.Pointer(nodeParams))).err()
+	return Result(C.gocuda_cuGraphAddExternalSemaphoresSignalNode(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(phGraphNode)), C.uintptr_t(hGraph), (*C.uint8_t)(unsafe.Pointer(dependencies)), C.uint64_t(numDependencies), unsafe.Pointer(nodeParams))).err()
 }
 
 // GraphAddExternalSemaphoresWaitNode calls cuGraphAddExternalSemaphoresWaitNode:
@@ -2736,7 +2738,7 @@ func GraphAddExternalSemaphoresWaitNode(phGraphNode *CUgraphNode, hGraph CUgraph
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphAddExternalSemaphoresWaitNode(C.uintptr_t(fn), unsafe.Pointer(phGraphNode), C.uintptr_t(hGraph), unsafe.Pointer(dependencies), C.uint64_t(numDependencies), unsafe.Pointer(nodeParams))).err()
+	return Result(C.gocuda_cuGraphAddExternalSemaphoresWaitNode(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(phGraphNode)), C.uintptr_t(hGraph), (*C.uint8_t)(unsafe.Pointer(dependencies)), C.uint64_t(numDependencies), unsafe.Pointer(nodeParams))).err()
 }
 
 // GraphAddHostNode calls cuGraphAddHostNode:
@@ -2749,7 +2751,7 @@ func GraphAddHostNode(phGraphNode *CUgraphNode, hGraph CUgraph, dependencies *CU
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphAddHostNode(C.uintptr_t(fn), unsafe.Pointer(phGraphNode), C.uintptr_t(hGraph), unsafe.Pointer(dependencies), C.uint64_t(numDependencies), unsafe.Pointer(nodeParams))).err()
+	return Result(C.gocuda_cuGraphAddHostNode(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(phGraphNode)), C.uintptr_t(hGraph), (*C.uint8_t)(unsafe.Pointer(dependencies)), C.uint64_t(numDependencies), unsafe.Pointer(nodeParams))).err()
 }
 
 // GraphAddKernelNode calls cuGraphAddKernelNode_v2:
@@ -2762,7 +2764,7 @@ func GraphAddKernelNode(phGraphNode *CUgraphNode, hGraph CUgraph, dependencies *
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphAddKernelNode_v2(C.uintptr_t(fn), unsafe.Pointer(phGraphNode), C.uintptr_t(hGraph), unsafe.Pointer(dependencies), C.uint64_t(numDependencies), unsafe.Pointer(nodeParams))).err()
+	return Result(C.gocuda_cuGraphAddKernelNode_v2(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(phGraphNode)), C.uintptr_t(hGraph), (*C.uint8_t)(unsafe.Pointer(dependencies)), C.uint64_t(numDependencies), unsafe.Pointer(nodeParams))).err()
 }
 
 // GraphAddMemAllocNode calls cuGraphAddMemAllocNode:
@@ -2775,7 +2777,7 @@ func GraphAddMemAllocNode(phGraphNode *CUgraphNode, hGraph CUgraph, dependencies
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphAddMemAllocNode(C.uintptr_t(fn), unsafe.Pointer(phGraphNode), C.uintptr_t(hGraph), unsafe.Pointer(dependencies), C.uint64_t(numDependencies), unsafe.Pointer(nodeParams))).err()
+	return Result(C.gocuda_cuGraphAddMemAllocNode(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(phGraphNode)), C.uintptr_t(hGraph), (*C.uint8_t)(unsafe.Pointer(dependencies)), C.uint64_t(numDependencies), unsafe.Pointer(nodeParams))).err()
 }
 
 // GraphAddMemFreeNode calls cuGraphAddMemFreeNode:
@@ -2788,7 +2790,7 @@ func GraphAddMemFreeNode(phGraphNode *CUgraphNode, hGraph CUgraph, dependencies 
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphAddMemFreeNode(C.uintptr_t(fn), unsafe.Pointer(phGraphNode), C.uintptr_t(hGraph), unsafe.Pointer(dependencies), C.uint64_t(numDependencies), C.uint64_t(dptr))).err()
+	return Result(C.gocuda_cuGraphAddMemFreeNode(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(phGraphNode)), C.uintptr_t(hGraph), (*C.uint8_t)(unsafe.Pointer(dependencies)), C.uint64_t(numDependencies), C.uint64_t(dptr))).err()
 }
 
 // GraphAddMemcpyNode calls cuGraphAddMemcpyNode:
@@ -2801,7 +2803,7 @@ func GraphAddMemcpyNode(phGraphNode *CUgraphNode, hGraph CUgraph, dependencies *
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphAddMemcpyNode(C.uintptr_t(fn), unsafe.Pointer(phGraphNode), C.uintptr_t(hGraph), unsafe.Pointer(dependencies), C.uint64_t(numDependencies), unsafe.Pointer(copyParams), C.uintptr_t(ctx))).err()
+	return Result(C.gocuda_cuGraphAddMemcpyNode(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(phGraphNode)), C.uintptr_t(hGraph), (*C.uint8_t)(unsafe.Pointer(dependencies)), C.uint64_t(numDependencies), unsafe.Pointer(copyParams), C.uintptr_t(ctx))).err()
 }
 
 // GraphAddMemsetNode calls cuGraphAddMemsetNode:
@@ -2814,7 +2816,7 @@ func GraphAddMemsetNode(phGraphNode *CUgraphNode, hGraph CUgraph, dependencies *
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphAddMemsetNode(C.uintptr_t(fn), unsafe.Pointer(phGraphNode), C.uintptr_t(hGraph), unsafe.Pointer(dependencies), C.uint64_t(numDependencies), unsafe.Pointer(memsetParams), C.uintptr_t(ctx))).err()
+	return Result(C.gocuda_cuGraphAddMemsetNode(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(phGraphNode)), C.uintptr_t(hGraph), (*C.uint8_t)(unsafe.Pointer(dependencies)), C.uint64_t(numDependencies), (*C.uint8_t)(unsafe.Pointer(memsetParams)), C.uintptr_t(ctx))).err()
 }
 
 // GraphAddNode calls cuGraphAddNode_v2:
@@ -2827,7 +2829,7 @@ func GraphAddNode(phGraphNode *CUgraphNode, hGraph CUgraph, dependencies *CUgrap
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphAddNode_v2(C.uintptr_t(fn), unsafe.Pointer(phGraphNode), C.uintptr_t(hGraph), unsafe.Pointer(dependencies), unsafe.Pointer(dependencyData), C.uint64_t(numDependencies), unsafe.Pointer(nodeParams))).err()
+	return Result(C.gocuda_cuGraphAddNode_v2(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(phGraphNode)), C.uintptr_t(hGraph), (*C.uint8_t)(unsafe.Pointer(dependencies)), (*C.uint8_t)(unsafe.Pointer(dependencyData)), C.uint64_t(numDependencies), (*C.uint8_t)(unsafe.Pointer(nodeParams)))).err()
 }
 
 // GraphBatchMemOpNodeGetParams calls cuGraphBatchMemOpNodeGetParams:
@@ -2866,7 +2868,7 @@ func GraphChildGraphNodeGetGraph(hNode CUgraphNode, phGraph *CUgraph) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphChildGraphNodeGetGraph(C.uintptr_t(fn), C.uintptr_t(hNode), unsafe.Pointer(phGraph))).err()
+	return Result(C.gocuda_cuGraphChildGraphNodeGetGraph(C.uintptr_t(fn), C.uintptr_t(hNode), (*C.uint8_t)(unsafe.Pointer(phGraph)))).err()
 }
 
 // GraphClone calls cuGraphClone:
@@ -2879,7 +2881,7 @@ func GraphClone(phGraphClone *CUgraph, originalGraph CUgraph) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphClone(C.uintptr_t(fn), unsafe.Pointer(phGraphClone), C.uintptr_t(originalGraph))).err()
+	return Result(C.gocuda_cuGraphClone(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(phGraphClone)), C.uintptr_t(originalGraph))).err()
 }
 
 // GraphConditionalHandleCreate calls cuGraphConditionalHandleCreate:
@@ -2892,7 +2894,7 @@ func GraphConditionalHandleCreate(pHandle_out *Cuuint64, hGraph CUgraph, ctx CUc
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphConditionalHandleCreate(C.uintptr_t(fn), unsafe.Pointer(pHandle_out), C.uintptr_t(hGraph), C.uintptr_t(ctx), C.uint32_t(defaultLaunchValue), C.uint32_t(flags))).err()
+	return Result(C.gocuda_cuGraphConditionalHandleCreate(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pHandle_out)), C.uintptr_t(hGraph), C.uintptr_t(ctx), C.uint32_t(defaultLaunchValue), C.uint32_t(flags))).err()
 }
 
 // GraphCreate calls cuGraphCreate:
@@ -2905,7 +2907,7 @@ func GraphCreate(phGraph *CUgraph, flags uint32) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphCreate(C.uintptr_t(fn), unsafe.Pointer(phGraph), C.uint32_t(flags))).err()
+	return Result(C.gocuda_cuGraphCreate(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(phGraph)), C.uint32_t(flags))).err()
 }
 
 // GraphDebugDotPrint calls cuGraphDebugDotPrint:
@@ -2918,7 +2920,7 @@ func GraphDebugDotPrint(hGraph CUgraph, path *byte, flags uint32) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphDebugDotPrint(C.uintptr_t(fn), C.uintptr_t(hGraph), unsafe.Pointer(path), C.uint32_t(flags))).err()
+	return Result(C.gocuda_cuGraphDebugDotPrint(C.uintptr_t(fn), C.uintptr_t(hGraph), (*C.uint8_t)(unsafe.Pointer(path)), C.uint32_t(flags))).err()
 }
 
 // GraphDestroy calls cuGraphDestroy:
@@ -2974,7 +2976,7 @@ func GraphEventRecordNodeGetEvent(hNode CUgraphNode, event_out *CUevent) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphEventRecordNodeGetEvent(C.uintptr_t(fn), C.uintptr_t(hNode), unsafe.Pointer(event_out))).err()
+	return Result(C.gocuda_cuGraphEventRecordNodeGetEvent(C.uintptr_t(fn), C.uintptr_t(hNode), (*C.uint8_t)(unsafe.Pointer(event_out)))).err()
 }
 
 // GraphEventRecordNodeSetEvent calls cuGraphEventRecordNodeSetEvent:
@@ -3000,7 +3002,7 @@ func GraphEventWaitNodeGetEvent(hNode CUgraphNode, event_out *CUevent) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphEventWaitNodeGetEvent(C.uintptr_t(fn), C.uintptr_t(hNode), unsafe.Pointer(event_out))).err()
+	return Result(C.gocuda_cuGraphEventWaitNodeGetEvent(C.uintptr_t(fn), C.uintptr_t(hNode), (*C.uint8_t)(unsafe.Pointer(event_out)))).err()
 }
 
 // GraphEventWaitNodeSetEvent calls cuGraphEventWaitNodeSetEvent:
@@ -3134,7 +3136,7 @@ func GraphExecGetFlags(hGraphExec CUgraphExec, flags *Cuuint64) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphExecGetFlags(C.uintptr_t(fn), C.uintptr_t(hGraphExec), unsafe.Pointer(flags))).err()
+	return Result(C.gocuda_cuGraphExecGetFlags(C.uintptr_t(fn), C.uintptr_t(hGraphExec), (*C.uint8_t)(unsafe.Pointer(flags)))).err()
 }
 
 // GraphExecHostNodeSetParams calls cuGraphExecHostNodeSetParams:
@@ -3186,7 +3188,7 @@ func GraphExecMemsetNodeSetParams(hGraphExec CUgraphExec, hNode CUgraphNode, mem
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphExecMemsetNodeSetParams(C.uintptr_t(fn), C.uintptr_t(hGraphExec), C.uintptr_t(hNode), unsafe.Pointer(memsetParams), C.uintptr_t(ctx))).err()
+	return Result(C.gocuda_cuGraphExecMemsetNodeSetParams(C.uintptr_t(fn), C.uintptr_t(hGraphExec), C.uintptr_t(hNode), (*C.uint8_t)(unsafe.Pointer(memsetParams)), C.uintptr_t(ctx))).err()
 }
 
 // GraphExecNodeSetParams calls cuGraphExecNodeSetParams:
@@ -3199,7 +3201,7 @@ func GraphExecNodeSetParams(hGraphExec CUgraphExec, hNode CUgraphNode, nodeParam
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphExecNodeSetParams(C.uintptr_t(fn), C.uintptr_t(hGraphExec), C.uintptr_t(hNode), unsafe.Pointer(nodeParams))).err()
+	return Result(C.gocuda_cuGraphExecNodeSetParams(C.uintptr_t(fn), C.uintptr_t(hGraphExec), C.uintptr_t(hNode), (*C.uint8_t)(unsafe.Pointer(nodeParams)))).err()
 }
 
 // GraphExecUpdate calls cuGraphExecUpdate_v2:
@@ -3212,7 +3214,7 @@ func GraphExecUpdate(hGraphExec CUgraphExec, hGraph CUgraph, resultInfo *CUgraph
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphExecUpdate_v2(C.uintptr_t(fn), C.uintptr_t(hGraphExec), C.uintptr_t(hGraph), unsafe.Pointer(resultInfo))).err()
+	return Result(C.gocuda_cuGraphExecUpdate_v2(C.uintptr_t(fn), C.uintptr_t(hGraphExec), C.uintptr_t(hGraph), (*C.uint8_t)(unsafe.Pointer(resultInfo)))).err()
 }
 
 // GraphExternalSemaphoresSignalNodeGetParams calls cuGraphExternalSemaphoresSignalNodeGetParams:
@@ -3277,7 +3279,7 @@ func GraphGetEdges(hGraph CUgraph, from *CUgraphNode, to *CUgraphNode, edgeData 
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphGetEdges_v2(C.uintptr_t(fn), C.uintptr_t(hGraph), unsafe.Pointer(from), unsafe.Pointer(to), unsafe.Pointer(edgeData), unsafe.Pointer(numEdges))).err()
+	return Result(C.gocuda_cuGraphGetEdges_v2(C.uintptr_t(fn), C.uintptr_t(hGraph), (*C.uint8_t)(unsafe.Pointer(from)), (*C.uint8_t)(unsafe.Pointer(to)), (*C.uint8_t)(unsafe.Pointer(edgeData)), (*C.uint8_t)(unsafe.Pointer(numEdges)))).err()
 }
 
 // GraphGetNodes calls cuGraphGetNodes:
@@ -3290,7 +3292,7 @@ func GraphGetNodes(hGraph CUgraph, nodes *CUgraphNode, numNodes *uint64) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphGetNodes(C.uintptr_t(fn), C.uintptr_t(hGraph), unsafe.Pointer(nodes), unsafe.Pointer(numNodes))).err()
+	return Result(C.gocuda_cuGraphGetNodes(C.uintptr_t(fn), C.uintptr_t(hGraph), (*C.uint8_t)(unsafe.Pointer(nodes)), (*C.uint8_t)(unsafe.Pointer(numNodes)))).err()
 }
 
 // GraphGetRootNodes calls cuGraphGetRootNodes:
@@ -3303,7 +3305,7 @@ func GraphGetRootNodes(hGraph CUgraph, rootNodes *CUgraphNode, numRootNodes *uin
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphGetRootNodes(C.uintptr_t(fn), C.uintptr_t(hGraph), unsafe.Pointer(rootNodes), unsafe.Pointer(numRootNodes))).err()
+	return Result(C.gocuda_cuGraphGetRootNodes(C.uintptr_t(fn), C.uintptr_t(hGraph), (*C.uint8_t)(unsafe.Pointer(rootNodes)), (*C.uint8_t)(unsafe.Pointer(numRootNodes)))).err()
 }
 
 // GraphHostNodeGetParams calls cuGraphHostNodeGetParams:
@@ -3342,7 +3344,7 @@ func GraphInstantiateWithFlags(phGraphExec *CUgraphExec, hGraph CUgraph, flags u
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphInstantiateWithFlags(C.uintptr_t(fn), unsafe.Pointer(phGraphExec), C.uintptr_t(hGraph), C.uint64_t(flags))).err()
+	return Result(C.gocuda_cuGraphInstantiateWithFlags(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(phGraphExec)), C.uintptr_t(hGraph), C.uint64_t(flags))).err()
 }
 
 // inGraphInstantiateWithFlags calls cuGraphInstantiateWithFlags with the CUDA context ctx current on the calling thread.
@@ -3355,7 +3357,7 @@ func inGraphInstantiateWithFlags(ctx CUcontext, phGraphExec *CUgraphExec, hGraph
 	if err != nil {
 		return err
 	}
-	r := int64(C.gocuda_in_cuGraphInstantiateWithFlags(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), unsafe.Pointer(phGraphExec), C.uintptr_t(hGraph), C.uint64_t(flags)))
+	r := int64(C.gocuda_in_cuGraphInstantiateWithFlags(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), (*C.uint8_t)(unsafe.Pointer(phGraphExec)), C.uintptr_t(hGraph), C.uint64_t(flags)))
 	if r>>32 != 0 {
 		return Result(int32(r))
 	}
@@ -3372,7 +3374,7 @@ func GraphInstantiateWithParams(phGraphExec *CUgraphExec, hGraph CUgraph, instan
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphInstantiateWithParams(C.uintptr_t(fn), unsafe.Pointer(phGraphExec), C.uintptr_t(hGraph), unsafe.Pointer(instantiateParams))).err()
+	return Result(C.gocuda_cuGraphInstantiateWithParams(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(phGraphExec)), C.uintptr_t(hGraph), (*C.uint8_t)(unsafe.Pointer(instantiateParams)))).err()
 }
 
 // GraphKernelNodeCopyAttributes calls cuGraphKernelNodeCopyAttributes:
@@ -3398,7 +3400,7 @@ func GraphKernelNodeGetAttribute(hNode CUgraphNode, attr CUlaunchAttributeID, va
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphKernelNodeGetAttribute(C.uintptr_t(fn), C.uintptr_t(hNode), C.int32_t(attr), unsafe.Pointer(value_out))).err()
+	return Result(C.gocuda_cuGraphKernelNodeGetAttribute(C.uintptr_t(fn), C.uintptr_t(hNode), C.int32_t(attr), (*C.uint8_t)(unsafe.Pointer(value_out)))).err()
 }
 
 // GraphKernelNodeGetParams calls cuGraphKernelNodeGetParams_v2:
@@ -3424,7 +3426,7 @@ func GraphKernelNodeSetAttribute(hNode CUgraphNode, attr CUlaunchAttributeID, va
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphKernelNodeSetAttribute(C.uintptr_t(fn), C.uintptr_t(hNode), C.int32_t(attr), unsafe.Pointer(value))).err()
+	return Result(C.gocuda_cuGraphKernelNodeSetAttribute(C.uintptr_t(fn), C.uintptr_t(hNode), C.int32_t(attr), (*C.uint8_t)(unsafe.Pointer(value)))).err()
 }
 
 // GraphKernelNodeSetParams calls cuGraphKernelNodeSetParams_v2:
@@ -3493,7 +3495,7 @@ func GraphMemFreeNodeGetParams(hNode CUgraphNode, dptr_out *CUdeviceptr) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphMemFreeNodeGetParams(C.uintptr_t(fn), C.uintptr_t(hNode), unsafe.Pointer(dptr_out))).err()
+	return Result(C.gocuda_cuGraphMemFreeNodeGetParams(C.uintptr_t(fn), C.uintptr_t(hNode), (*C.uint8_t)(unsafe.Pointer(dptr_out)))).err()
 }
 
 // GraphMemcpyNodeGetParams calls cuGraphMemcpyNodeGetParams:
@@ -3532,7 +3534,7 @@ func GraphMemsetNodeGetParams(hNode CUgraphNode, nodeParams *CUDA_MEMSET_NODE_PA
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphMemsetNodeGetParams(C.uintptr_t(fn), C.uintptr_t(hNode), unsafe.Pointer(nodeParams))).err()
+	return Result(C.gocuda_cuGraphMemsetNodeGetParams(C.uintptr_t(fn), C.uintptr_t(hNode), (*C.uint8_t)(unsafe.Pointer(nodeParams)))).err()
 }
 
 // GraphMemsetNodeSetParams calls cuGraphMemsetNodeSetParams:
@@ -3545,7 +3547,7 @@ func GraphMemsetNodeSetParams(hNode CUgraphNode, nodeParams *CUDA_MEMSET_NODE_PA
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphMemsetNodeSetParams(C.uintptr_t(fn), C.uintptr_t(hNode), unsafe.Pointer(nodeParams))).err()
+	return Result(C.gocuda_cuGraphMemsetNodeSetParams(C.uintptr_t(fn), C.uintptr_t(hNode), (*C.uint8_t)(unsafe.Pointer(nodeParams)))).err()
 }
 
 // GraphNodeFindInClone calls cuGraphNodeFindInClone:
@@ -3558,7 +3560,7 @@ func GraphNodeFindInClone(phNode *CUgraphNode, hOriginalNode CUgraphNode, hClone
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphNodeFindInClone(C.uintptr_t(fn), unsafe.Pointer(phNode), C.uintptr_t(hOriginalNode), C.uintptr_t(hClonedGraph))).err()
+	return Result(C.gocuda_cuGraphNodeFindInClone(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(phNode)), C.uintptr_t(hOriginalNode), C.uintptr_t(hClonedGraph))).err()
 }
 
 // GraphNodeGetDependencies calls cuGraphNodeGetDependencies_v2:
@@ -3571,7 +3573,7 @@ func GraphNodeGetDependencies(hNode CUgraphNode, dependencies *CUgraphNode, edge
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphNodeGetDependencies_v2(C.uintptr_t(fn), C.uintptr_t(hNode), unsafe.Pointer(dependencies), unsafe.Pointer(edgeData), unsafe.Pointer(numDependencies))).err()
+	return Result(C.gocuda_cuGraphNodeGetDependencies_v2(C.uintptr_t(fn), C.uintptr_t(hNode), (*C.uint8_t)(unsafe.Pointer(dependencies)), (*C.uint8_t)(unsafe.Pointer(edgeData)), (*C.uint8_t)(unsafe.Pointer(numDependencies)))).err()
 }
 
 // GraphNodeGetDependentNodes calls cuGraphNodeGetDependentNodes_v2:
@@ -3584,7 +3586,7 @@ func GraphNodeGetDependentNodes(hNode CUgraphNode, dependentNodes *CUgraphNode, 
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphNodeGetDependentNodes_v2(C.uintptr_t(fn), C.uintptr_t(hNode), unsafe.Pointer(dependentNodes), unsafe.Pointer(edgeData), unsafe.Pointer(numDependentNodes))).err()
+	return Result(C.gocuda_cuGraphNodeGetDependentNodes_v2(C.uintptr_t(fn), C.uintptr_t(hNode), (*C.uint8_t)(unsafe.Pointer(dependentNodes)), (*C.uint8_t)(unsafe.Pointer(edgeData)), (*C.uint8_t)(unsafe.Pointer(numDependentNodes)))).err()
 }
 
 // GraphNodeGetEnabled calls cuGraphNodeGetEnabled:
@@ -3597,7 +3599,7 @@ func GraphNodeGetEnabled(hGraphExec CUgraphExec, hNode CUgraphNode, isEnabled *u
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphNodeGetEnabled(C.uintptr_t(fn), C.uintptr_t(hGraphExec), C.uintptr_t(hNode), unsafe.Pointer(isEnabled))).err()
+	return Result(C.gocuda_cuGraphNodeGetEnabled(C.uintptr_t(fn), C.uintptr_t(hGraphExec), C.uintptr_t(hNode), (*C.uint8_t)(unsafe.Pointer(isEnabled)))).err()
 }
 
 // GraphNodeGetType calls cuGraphNodeGetType:
@@ -3610,7 +3612,7 @@ func GraphNodeGetType(hNode CUgraphNode, type_ *CUgraphNodeType) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphNodeGetType(C.uintptr_t(fn), C.uintptr_t(hNode), unsafe.Pointer(type_))).err()
+	return Result(C.gocuda_cuGraphNodeGetType(C.uintptr_t(fn), C.uintptr_t(hNode), (*C.uint8_t)(unsafe.Pointer(type_)))).err()
 }
 
 // GraphNodeSetEnabled calls cuGraphNodeSetEnabled:
@@ -3636,7 +3638,7 @@ func GraphNodeSetParams(hNode CUgraphNode, nodeParams *CUgraphNodeParams) error 
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphNodeSetParams(C.uintptr_t(fn), C.uintptr_t(hNode), unsafe.Pointer(nodeParams))).err()
+	return Result(C.gocuda_cuGraphNodeSetParams(C.uintptr_t(fn), C.uintptr_t(hNode), (*C.uint8_t)(unsafe.Pointer(nodeParams)))).err()
 }
 
 // GraphReleaseUserObject calls cuGraphReleaseUserObject:
@@ -3662,7 +3664,7 @@ func GraphRemoveDependencies(hGraph CUgraph, from *CUgraphNode, to *CUgraphNode,
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphRemoveDependencies_v2(C.uintptr_t(fn), C.uintptr_t(hGraph), unsafe.Pointer(from), unsafe.Pointer(to), unsafe.Pointer(edgeData), C.uint64_t(numDependencies))).err()
+	return Result(C.gocuda_cuGraphRemoveDependencies_v2(C.uintptr_t(fn), C.uintptr_t(hGraph), (*C.uint8_t)(unsafe.Pointer(from)), (*C.uint8_t)(unsafe.Pointer(to)), (*C.uint8_t)(unsafe.Pointer(edgeData)), C.uint64_t(numDependencies))).err()
 }
 
 // GraphRetainUserObject calls cuGraphRetainUserObject:
@@ -3701,7 +3703,7 @@ func GraphicsMapResources(count uint32, resources *CUgraphicsResource, hStream C
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphicsMapResources(C.uintptr_t(fn), C.uint32_t(count), unsafe.Pointer(resources), C.uintptr_t(hStream))).err()
+	return Result(C.gocuda_cuGraphicsMapResources(C.uintptr_t(fn), C.uint32_t(count), (*C.uint8_t)(unsafe.Pointer(resources)), C.uintptr_t(hStream))).err()
 }
 
 // GraphicsResourceGetMappedMipmappedArray calls cuGraphicsResourceGetMappedMipmappedArray:
@@ -3714,7 +3716,7 @@ func GraphicsResourceGetMappedMipmappedArray(pMipmappedArray *CUmipmappedArray, 
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphicsResourceGetMappedMipmappedArray(C.uintptr_t(fn), unsafe.Pointer(pMipmappedArray), C.uintptr_t(resource_))).err()
+	return Result(C.gocuda_cuGraphicsResourceGetMappedMipmappedArray(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pMipmappedArray)), C.uintptr_t(resource_))).err()
 }
 
 // GraphicsResourceGetMappedPointer calls cuGraphicsResourceGetMappedPointer_v2:
@@ -3727,7 +3729,7 @@ func GraphicsResourceGetMappedPointer(pDevPtr *CUdeviceptr, pSize *uint64, resou
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphicsResourceGetMappedPointer_v2(C.uintptr_t(fn), unsafe.Pointer(pDevPtr), unsafe.Pointer(pSize), C.uintptr_t(resource_))).err()
+	return Result(C.gocuda_cuGraphicsResourceGetMappedPointer_v2(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pDevPtr)), (*C.uint8_t)(unsafe.Pointer(pSize)), C.uintptr_t(resource_))).err()
 }
 
 // GraphicsResourceSetMapFlags calls cuGraphicsResourceSetMapFlags_v2:
@@ -3753,7 +3755,7 @@ func GraphicsSubResourceGetMappedArray(pArray *CUarray, resource_ CUgraphicsReso
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphicsSubResourceGetMappedArray(C.uintptr_t(fn), unsafe.Pointer(pArray), C.uintptr_t(resource_), C.uint32_t(arrayIndex), C.uint32_t(mipLevel))).err()
+	return Result(C.gocuda_cuGraphicsSubResourceGetMappedArray(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pArray)), C.uintptr_t(resource_), C.uint32_t(arrayIndex), C.uint32_t(mipLevel))).err()
 }
 
 // GraphicsUnmapResources calls cuGraphicsUnmapResources:
@@ -3766,7 +3768,7 @@ func GraphicsUnmapResources(count uint32, resources *CUgraphicsResource, hStream
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGraphicsUnmapResources(C.uintptr_t(fn), C.uint32_t(count), unsafe.Pointer(resources), C.uintptr_t(hStream))).err()
+	return Result(C.gocuda_cuGraphicsUnmapResources(C.uintptr_t(fn), C.uint32_t(count), (*C.uint8_t)(unsafe.Pointer(resources)), C.uintptr_t(hStream))).err()
 }
 
 // GraphicsUnregisterResource calls cuGraphicsUnregisterResource:
@@ -3792,7 +3794,7 @@ func GreenCtxCreate(phCtx *CUgreenCtx, desc CUdevResourceDesc, dev CUdevice, fla
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGreenCtxCreate(C.uintptr_t(fn), unsafe.Pointer(phCtx), C.uintptr_t(desc), C.int32_t(dev), C.uint32_t(flags))).err()
+	return Result(C.gocuda_cuGreenCtxCreate(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(phCtx)), C.uintptr_t(desc), C.int32_t(dev), C.uint32_t(flags))).err()
 }
 
 // GreenCtxDestroy calls cuGreenCtxDestroy:
@@ -3818,7 +3820,7 @@ func GreenCtxGetDevResource(hCtx CUgreenCtx, resource_ *CUdevResource, type_ CUd
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGreenCtxGetDevResource(C.uintptr_t(fn), C.uintptr_t(hCtx), unsafe.Pointer(resource_), C.int32_t(type_))).err()
+	return Result(C.gocuda_cuGreenCtxGetDevResource(C.uintptr_t(fn), C.uintptr_t(hCtx), (*C.uint8_t)(unsafe.Pointer(resource_)), C.int32_t(type_))).err()
 }
 
 // GreenCtxGetId calls cuGreenCtxGetId:
@@ -3831,7 +3833,7 @@ func GreenCtxGetId(greenCtx CUgreenCtx, greenCtxId *uint64) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGreenCtxGetId(C.uintptr_t(fn), C.uintptr_t(greenCtx), unsafe.Pointer(greenCtxId))).err()
+	return Result(C.gocuda_cuGreenCtxGetId(C.uintptr_t(fn), C.uintptr_t(greenCtx), (*C.uint8_t)(unsafe.Pointer(greenCtxId)))).err()
 }
 
 // GreenCtxRecordEvent calls cuGreenCtxRecordEvent:
@@ -3857,7 +3859,7 @@ func GreenCtxStreamCreate(phStream *CUstream, greenCtx CUgreenCtx, flags uint32,
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuGreenCtxStreamCreate(C.uintptr_t(fn), unsafe.Pointer(phStream), C.uintptr_t(greenCtx), C.uint32_t(flags), C.int32_t(priority))).err()
+	return Result(C.gocuda_cuGreenCtxStreamCreate(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(phStream)), C.uintptr_t(greenCtx), C.uint32_t(flags), C.int32_t(priority))).err()
 }
 
 // GreenCtxWaitEvent calls cuGreenCtxWaitEvent:
@@ -3883,7 +3885,7 @@ func ImportExternalMemory(extMem_out *CUexternalMemory, memHandleDesc *CUDA_EXTE
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuImportExternalMemory(C.uintptr_t(fn), unsafe.Pointer(extMem_out), unsafe.Pointer(memHandleDesc))).err()
+	return Result(C.gocuda_cuImportExternalMemory(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(extMem_out)), (*C.uint8_t)(unsafe.Pointer(memHandleDesc)))).err()
 }
 
 // ImportExternalSemaphore calls cuImportExternalSemaphore:
@@ -3896,7 +3898,7 @@ func ImportExternalSemaphore(extSem_out *CUexternalSemaphore, semHandleDesc *CUD
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuImportExternalSemaphore(C.uintptr_t(fn), unsafe.Pointer(extSem_out), unsafe.Pointer(semHandleDesc))).err()
+	return Result(C.gocuda_cuImportExternalSemaphore(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(extSem_out)), (*C.uint8_t)(unsafe.Pointer(semHandleDesc)))).err()
 }
 
 // Init calls cuInit:
@@ -3935,7 +3937,7 @@ func IpcGetEventHandle(pHandle *CUipcEventHandle, event CUevent) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuIpcGetEventHandle(C.uintptr_t(fn), unsafe.Pointer(pHandle), C.uintptr_t(event))).err()
+	return Result(C.gocuda_cuIpcGetEventHandle(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pHandle)), C.uintptr_t(event))).err()
 }
 
 // IpcGetMemHandle calls cuIpcGetMemHandle:
@@ -3948,7 +3950,7 @@ func IpcGetMemHandle(pHandle *CUipcMemHandle, dptr CUdeviceptr) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuIpcGetMemHandle(C.uintptr_t(fn), unsafe.Pointer(pHandle), C.uint64_t(dptr))).err()
+	return Result(C.gocuda_cuIpcGetMemHandle(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pHandle)), C.uint64_t(dptr))).err()
 }
 
 // IpcOpenEventHandle calls cuIpcOpenEventHandle:
@@ -3961,7 +3963,7 @@ func IpcOpenEventHandle(phEvent *CUevent, handle CUipcEventHandle) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuIpcOpenEventHandle(C.uintptr_t(fn), unsafe.Pointer(phEvent), *(*C.gocuda_CUipcEventHandle)(unsafe.Pointer(&handle)))).err()
+	return Result(C.gocuda_cuIpcOpenEventHandle(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(phEvent)), *(*C.gocuda_CUipcEventHandle)(unsafe.Pointer(&handle)))).err()
 }
 
 // IpcOpenMemHandle calls cuIpcOpenMemHandle_v2:
@@ -3974,7 +3976,7 @@ func IpcOpenMemHandle(pdptr *CUdeviceptr, handle CUipcMemHandle, Flags uint32) e
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuIpcOpenMemHandle_v2(C.uintptr_t(fn), unsafe.Pointer(pdptr), *(*C.gocuda_CUipcMemHandle)(unsafe.Pointer(&handle)), C.uint32_t(Flags))).err()
+	return Result(C.gocuda_cuIpcOpenMemHandle_v2(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pdptr)), *(*C.gocuda_CUipcMemHandle)(unsafe.Pointer(&handle)), C.uint32_t(Flags))).err()
 }
 
 // KernelGetAttribute calls cuKernelGetAttribute:
@@ -3987,7 +3989,7 @@ func KernelGetAttribute(pi *int32, attrib CUfunction_attribute, kernel CUkernel,
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuKernelGetAttribute(C.uintptr_t(fn), unsafe.Pointer(pi), C.int32_t(attrib), C.uintptr_t(kernel), C.int32_t(dev))).err()
+	return Result(C.gocuda_cuKernelGetAttribute(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pi)), C.int32_t(attrib), C.uintptr_t(kernel), C.int32_t(dev))).err()
 }
 
 // KernelGetFunction calls cuKernelGetFunction:
@@ -4000,7 +4002,7 @@ func KernelGetFunction(pFunc *CUfunction, kernel CUkernel) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuKernelGetFunction(C.uintptr_t(fn), unsafe.Pointer(pFunc), C.uintptr_t(kernel))).err()
+	return Result(C.gocuda_cuKernelGetFunction(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pFunc)), C.uintptr_t(kernel))).err()
 }
 
 // KernelGetLibrary calls cuKernelGetLibrary:
@@ -4013,7 +4015,7 @@ func KernelGetLibrary(pLib *CUlibrary, kernel CUkernel) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuKernelGetLibrary(C.uintptr_t(fn), unsafe.Pointer(pLib), C.uintptr_t(kernel))).err()
+	return Result(C.gocuda_cuKernelGetLibrary(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pLib)), C.uintptr_t(kernel))).err()
 }
 
 // KernelGetName calls cuKernelGetName:
@@ -4039,7 +4041,7 @@ func KernelGetParamInfo(kernel CUkernel, paramIndex uint64, paramOffset *uint64,
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuKernelGetParamInfo(C.uintptr_t(fn), C.uintptr_t(kernel), C.uint64_t(paramIndex), unsafe.Pointer(paramOffset), unsafe.Pointer(paramSize))).err()
+	return Result(C.gocuda_cuKernelGetParamInfo(C.uintptr_t(fn), C.uintptr_t(kernel), C.uint64_t(paramIndex), (*C.uint8_t)(unsafe.Pointer(paramOffset)), (*C.uint8_t)(unsafe.Pointer(paramSize)))).err()
 }
 
 // KernelSetAttribute calls cuKernelSetAttribute:
@@ -4233,7 +4235,7 @@ func LibraryEnumerateKernels(kernels *CUkernel, numKernels uint32, lib CUlibrary
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuLibraryEnumerateKernels(C.uintptr_t(fn), unsafe.Pointer(kernels), C.uint32_t(numKernels), C.uintptr_t(lib))).err()
+	return Result(C.gocuda_cuLibraryEnumerateKernels(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(kernels)), C.uint32_t(numKernels), C.uintptr_t(lib))).err()
 }
 
 // LibraryGetGlobal calls cuLibraryGetGlobal:
@@ -4246,7 +4248,7 @@ func LibraryGetGlobal(dptr *CUdeviceptr, bytes *uint64, library CUlibrary, name 
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuLibraryGetGlobal(C.uintptr_t(fn), unsafe.Pointer(dptr), unsafe.Pointer(bytes), C.uintptr_t(library), unsafe.Pointer(name))).err()
+	return Result(C.gocuda_cuLibraryGetGlobal(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(dptr)), (*C.uint8_t)(unsafe.Pointer(bytes)), C.uintptr_t(library), (*C.uint8_t)(unsafe.Pointer(name)))).err()
 }
 
 // LibraryGetKernel calls cuLibraryGetKernel:
@@ -4259,7 +4261,7 @@ func LibraryGetKernel(pKernel *CUkernel, library CUlibrary, name *byte) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuLibraryGetKernel(C.uintptr_t(fn), unsafe.Pointer(pKernel), C.uintptr_t(library), unsafe.Pointer(name))).err()
+	return Result(C.gocuda_cuLibraryGetKernel(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pKernel)), C.uintptr_t(library), (*C.uint8_t)(unsafe.Pointer(name)))).err()
 }
 
 // LibraryGetKernelCount calls cuLibraryGetKernelCount:
@@ -4272,7 +4274,7 @@ func LibraryGetKernelCount(count *uint32, lib CUlibrary) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuLibraryGetKernelCount(C.uintptr_t(fn), unsafe.Pointer(count), C.uintptr_t(lib))).err()
+	return Result(C.gocuda_cuLibraryGetKernelCount(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(count)), C.uintptr_t(lib))).err()
 }
 
 // LibraryGetManaged calls cuLibraryGetManaged:
@@ -4285,7 +4287,7 @@ func LibraryGetManaged(dptr *CUdeviceptr, bytes *uint64, library CUlibrary, name
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuLibraryGetManaged(C.uintptr_t(fn), unsafe.Pointer(dptr), unsafe.Pointer(bytes), C.uintptr_t(library), unsafe.Pointer(name))).err()
+	return Result(C.gocuda_cuLibraryGetManaged(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(dptr)), (*C.uint8_t)(unsafe.Pointer(bytes)), C.uintptr_t(library), (*C.uint8_t)(unsafe.Pointer(name)))).err()
 }
 
 // LibraryGetModule calls cuLibraryGetModule:
@@ -4298,7 +4300,7 @@ func LibraryGetModule(pMod *CUmodule, library CUlibrary) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuLibraryGetModule(C.uintptr_t(fn), unsafe.Pointer(pMod), C.uintptr_t(library))).err()
+	return Result(C.gocuda_cuLibraryGetModule(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pMod)), C.uintptr_t(library))).err()
 }
 
 // LibraryGetUnifiedFunction calls cuLibraryGetUnifiedFunction:
@@ -4311,7 +4313,7 @@ func LibraryGetUnifiedFunction(fptr *unsafe.Pointer, library CUlibrary, symbol *
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuLibraryGetUnifiedFunction(C.uintptr_t(fn), unsafe.Pointer(fptr), C.uintptr_t(library), unsafe.Pointer(symbol))).err()
+	return Result(C.gocuda_cuLibraryGetUnifiedFunction(C.uintptr_t(fn), unsafe.Pointer(fptr), C.uintptr_t(library), (*C.uint8_t)(unsafe.Pointer(symbol)))).err()
 }
 
 // LibraryLoadData calls cuLibraryLoadData:
@@ -4324,7 +4326,7 @@ func LibraryLoadData(library *CUlibrary, code unsafe.Pointer, jitOptions *CUjit_
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuLibraryLoadData(C.uintptr_t(fn), unsafe.Pointer(library), unsafe.Pointer(code), unsafe.Pointer(jitOptions), unsafe.Pointer(jitOptionsValues), C.uint32_t(numJitOptions), unsafe.Pointer(libraryOptions), unsafe.Pointer(libraryOptionValues), C.uint32_t(numLibraryOptions))).err()
+	return Result(C.gocuda_cuLibraryLoadData(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(library)), unsafe.Pointer(code), (*C.uint8_t)(unsafe.Pointer(jitOptions)), unsafe.Pointer(jitOptionsValues), C.uint32_t(numJitOptions), (*C.uint8_t)(unsafe.Pointer(libraryOptions)), unsafe.Pointer(libraryOptionValues), C.uint32_t(numLibraryOptions))).err()
 }
 
 // LibraryLoadFromFile calls cuLibraryLoadFromFile:
@@ -4337,7 +4339,7 @@ func LibraryLoadFromFile(library *CUlibrary, fileName *byte, jitOptions *CUjit_o
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuLibraryLoadFromFile(C.uintptr_t(fn), unsafe.Pointer(library), unsafe.Pointer(fileName), unsafe.Pointer(jitOptions), unsafe.Pointer(jitOptionsValues), C.uint32_t(numJitOptions), unsafe.Pointer(libraryOptions), unsafe.Pointer(libraryOptionValues), C.uint32_t(numLibraryOptions))).err()
+	return Result(C.gocuda_cuLibraryLoadFromFile(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(library)), (*C.uint8_t)(unsafe.Pointer(fileName)), (*C.uint8_t)(unsafe.Pointer(jitOptions)), unsafe.Pointer(jitOptionsValues), C.uint32_t(numJitOptions), (*C.uint8_t)(unsafe.Pointer(libraryOptions)), unsafe.Pointer(libraryOptionValues), C.uint32_t(numLibraryOptions))).err()
 }
 
 // LibraryUnload calls cuLibraryUnload:
@@ -4363,7 +4365,7 @@ func LinkAddData(state CUlinkState, type_ CUjitInputType, data unsafe.Pointer, s
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuLinkAddData_v2(C.uintptr_t(fn), C.uintptr_t(state), C.int32_t(type_), unsafe.Pointer(data), C.uint64_t(size), unsafe.Pointer(name), C.uint32_t(numOptions), unsafe.Pointer(options), unsafe.Pointer(optionValues))).err()
+	return Result(C.gocuda_cuLinkAddData_v2(C.uintptr_t(fn), C.uintptr_t(state), C.int32_t(type_), unsafe.Pointer(data), C.uint64_t(size), (*C.uint8_t)(unsafe.Pointer(name)), C.uint32_t(numOptions), (*C.uint8_t)(unsafe.Pointer(options)), unsafe.Pointer(optionValues))).err()
 }
 
 // LinkAddFile calls cuLinkAddFile_v2:
@@ -4376,7 +4378,7 @@ func LinkAddFile(state CUlinkState, type_ CUjitInputType, path *byte, numOptions
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuLinkAddFile_v2(C.uintptr_t(fn), C.uintptr_t(state), C.int32_t(type_), unsafe.Pointer(path), C.uint32_t(numOptions), unsafe.Pointer(options), unsafe.Pointer(optionValues))).err()
+	return Result(C.gocuda_cuLinkAddFile_v2(C.uintptr_t(fn), C.uintptr_t(state), C.int32_t(type_), (*C.uint8_t)(unsafe.Pointer(path)), C.uint32_t(numOptions), (*C.uint8_t)(unsafe.Pointer(options)), unsafe.Pointer(optionValues))).err()
 }
 
 // LinkComplete calls cuLinkComplete:
@@ -4389,7 +4391,7 @@ func LinkComplete(state CUlinkState, cubinOut *unsafe.Pointer, sizeOut *uint64) 
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuLinkComplete(C.uintptr_t(fn), C.uintptr_t(state), unsafe.Pointer(cubinOut), unsafe.Pointer(sizeOut))).err()
+	return Result(C.gocuda_cuLinkComplete(C.uintptr_t(fn), C.uintptr_t(state), unsafe.Pointer(cubinOut), (*C.uint8_t)(unsafe.Pointer(sizeOut)))).err()
 }
 
 // LinkCreate calls cuLinkCreate_v2:
@@ -4402,7 +4404,7 @@ func LinkCreate(numOptions uint32, options *CUjit_option, optionValues *unsafe.P
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuLinkCreate_v2(C.uintptr_t(fn), C.uint32_t(numOptions), unsafe.Pointer(options), unsafe.Pointer(optionValues), unsafe.Pointer(stateOut))).err()
+	return Result(C.gocuda_cuLinkCreate_v2(C.uintptr_t(fn), C.uint32_t(numOptions), (*C.uint8_t)(unsafe.Pointer(options)), unsafe.Pointer(optionValues), (*C.uint8_t)(unsafe.Pointer(stateOut)))).err()
 }
 
 // LinkDestroy calls cuLinkDestroy:
@@ -4428,7 +4430,7 @@ func LogsCurrent(iterator_out *CUlogIterator, flags uint32) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuLogsCurrent(C.uintptr_t(fn), unsafe.Pointer(iterator_out), C.uint32_t(flags))).err()
+	return Result(C.gocuda_cuLogsCurrent(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(iterator_out)), C.uint32_t(flags))).err()
 }
 
 // LogsDumpToFile calls cuLogsDumpToFile:
@@ -4441,7 +4443,7 @@ func LogsDumpToFile(iterator *CUlogIterator, pathToFile *byte, flags uint32) err
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuLogsDumpToFile(C.uintptr_t(fn), unsafe.Pointer(iterator), unsafe.Pointer(pathToFile), C.uint32_t(flags))).err()
+	return Result(C.gocuda_cuLogsDumpToFile(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(iterator)), (*C.uint8_t)(unsafe.Pointer(pathToFile)), C.uint32_t(flags))).err()
 }
 
 // LogsDumpToMemory calls cuLogsDumpToMemory:
@@ -4454,7 +4456,7 @@ func LogsDumpToMemory(iterator *CUlogIterator, buffer *byte, size *uint64, flags
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuLogsDumpToMemory(C.uintptr_t(fn), unsafe.Pointer(iterator), unsafe.Pointer(buffer), unsafe.Pointer(size), C.uint32_t(flags))).err()
+	return Result(C.gocuda_cuLogsDumpToMemory(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(iterator)), (*C.uint8_t)(unsafe.Pointer(buffer)), (*C.uint8_t)(unsafe.Pointer(size)), C.uint32_t(flags))).err()
 }
 
 // LogsRegisterCallback calls cuLogsRegisterCallback:
@@ -4467,7 +4469,7 @@ func LogsRegisterCallback(callbackFunc CUlogsCallback, userData unsafe.Pointer, 
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuLogsRegisterCallback(C.uintptr_t(fn), C.uintptr_t(callbackFunc), unsafe.Pointer(userData), unsafe.Pointer(callback_out))).err()
+	return Result(C.gocuda_cuLogsRegisterCallback(C.uintptr_t(fn), C.uintptr_t(callbackFunc), unsafe.Pointer(userData), (*C.uint8_t)(unsafe.Pointer(callback_out)))).err()
 }
 
 // LogsUnregisterCallback calls cuLogsUnregisterCallback:
@@ -4506,7 +4508,7 @@ func MemAddressReserve(ptr *CUdeviceptr, size uint64, alignment uint64, addr CUd
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuMemAddressReserve(C.uintptr_t(fn), unsafe.Pointer(ptr), C.uint64_t(size), C.uint64_t(alignment), C.uint64_t(addr), C.uint64_t(flags))).err()
+	return Result(C.gocuda_cuMemAddressReserve(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(ptr)), C.uint64_t(size), C.uint64_t(alignment), C.uint64_t(addr), C.uint64_t(flags))).err()
 }
 
 // MemAdvise calls cuMemAdvise_v2:
@@ -4532,7 +4534,7 @@ func MemAllocAsync(dptr *CUdeviceptr, bytesize uint64, hStream CUstream) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuMemAllocAsync(C.uintptr_t(fn), unsafe.Pointer(dptr), C.uint64_t(bytesize), C.uintptr_t(hStream))).err()
+	return Result(C.gocuda_cuMemAllocAsync(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(dptr)), C.uint64_t(bytesize), C.uintptr_t(hStream))).err()
 }
 
 // inMemAllocAsync calls cuMemAllocAsync with the CUDA context ctx current on the calling thread.
@@ -4545,7 +4547,7 @@ func inMemAllocAsync(ctx CUcontext, dptr *CUdeviceptr, bytesize uint64, hStream 
 	if err != nil {
 		return err
 	}
-	r := int64(C.gocuda_in_cuMemAllocAsync(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), unsafe.Pointer(dptr), C.uint64_t(bytesize), C.uintptr_t(hStream)))
+	r := int64(C.gocuda_in_cuMemAllocAsync(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), (*C.uint8_t)(unsafe.Pointer(dptr)), C.uint64_t(bytesize), C.uintptr_t(hStream)))
 	if r>>32 != 0 {
 		return Result(int32(r))
 	}
@@ -4562,7 +4564,7 @@ func MemAllocFromPoolAsync(dptr *CUdeviceptr, bytesize uint64, pool CUmemoryPool
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuMemAllocFromPoolAsync(C.uintptr_t(fn), unsafe.Pointer(dptr), C.uint64_t(bytesize), C.uintptr_t(pool), C.uintptr_t(hStream))).err()
+	return Result(C.gocuda_cuMemAllocFromPoolAsync(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(dptr)), C.uint64_t(bytesize), C.uintptr_t(pool), C.uintptr_t(hStream))).err()
 }
 
 // inMemAllocFromPoolAsync calls cuMemAllocFromPoolAsync with the CUDA context ctx current on the calling thread.
@@ -4575,7 +4577,7 @@ func inMemAllocFromPoolAsync(ctx CUcontext, dptr *CUdeviceptr, bytesize uint64, 
 	if err != nil {
 		return err
 	}
-	r := int64(C.gocuda_in_cuMemAllocFromPoolAsync(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), unsafe.Pointer(dptr), C.uint64_t(bytesize), C.uintptr_t(pool), C.uintptr_t(hStream)))
+	r := int64(C.gocuda_in_cuMemAllocFromPoolAsync(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), (*C.uint8_t)(unsafe.Pointer(dptr)), C.uint64_t(bytesize), C.uintptr_t(pool), C.uintptr_t(hStream)))
 	if r>>32 != 0 {
 		return Result(int32(r))
 	}
@@ -4622,7 +4624,7 @@ func MemAllocManaged(dptr *CUdeviceptr, bytesize uint64, flags uint32) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuMemAllocManaged(C.uintptr_t(fn), unsafe.Pointer(dptr), C.uint64_t(bytesize), C.uint32_t(flags))).err()
+	return Result(C.gocuda_cuMemAllocManaged(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(dptr)), C.uint64_t(bytesize), C.uint32_t(flags))).err()
 }
 
 // inMemAllocManaged calls cuMemAllocManaged with the CUDA context ctx current on the calling thread.
@@ -4635,7 +4637,7 @@ func inMemAllocManaged(ctx CUcontext, dptr *CUdeviceptr, bytesize uint64, flags 
 	if err != nil {
 		return err
 	}
-	r := int64(C.gocuda_in_cuMemAllocManaged(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), unsafe.Pointer(dptr), C.uint64_t(bytesize), C.uint32_t(flags)))
+	r := int64(C.gocuda_in_cuMemAllocManaged(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), (*C.uint8_t)(unsafe.Pointer(dptr)), C.uint64_t(bytesize), C.uint32_t(flags)))
 	if r>>32 != 0 {
 		return Result(int32(r))
 	}
@@ -4652,7 +4654,7 @@ func MemAllocPitch(dptr *CUdeviceptr, pPitch *uint64, WidthInBytes uint64, Heigh
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuMemAllocPitch_v2(C.uintptr_t(fn), unsafe.Pointer(dptr), unsafe.Pointer(pPitch), C.uint64_t(WidthInBytes), C.uint64_t(Height), C.uint32_t(ElementSizeBytes))).err()
+	return Result(C.gocuda_cuMemAllocPitch_v2(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(dptr)), (*C.uint8_t)(unsafe.Pointer(pPitch)), C.uint64_t(WidthInBytes), C.uint64_t(Height), C.uint32_t(ElementSizeBytes))).err()
 }
 
 // MemAlloc calls cuMemAlloc_v2:
@@ -4665,7 +4667,7 @@ func MemAlloc(dptr *CUdeviceptr, bytesize uint64) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuMemAlloc_v2(C.uintptr_t(fn), unsafe.Pointer(dptr), C.uint64_t(bytesize))).err()
+	return Result(C.gocuda_cuMemAlloc_v2(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(dptr)), C.uint64_t(bytesize))).err()
 }
 
 // inMemAlloc calls cuMemAlloc_v2 with the CUDA context ctx current on the calling thread.
@@ -4678,7 +4680,7 @@ func inMemAlloc(ctx CUcontext, dptr *CUdeviceptr, bytesize uint64) error {
 	if err != nil {
 		return err
 	}
-	r := int64(C.gocuda_in_cuMemAlloc_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), unsafe.Pointer(dptr), C.uint64_t(bytesize)))
+	r := int64(C.gocuda_in_cuMemAlloc_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), (*C.uint8_t)(unsafe.Pointer(dptr)), C.uint64_t(bytesize)))
 	if r>>32 != 0 {
 		return Result(int32(r))
 	}
@@ -4695,7 +4697,7 @@ func MemBatchDecompressAsync(paramsArray *CUmemDecompressParams, count uint64, f
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuMemBatchDecompressAsync(C.uintptr_t(fn), unsafe.Pointer(paramsArray), C.uint64_t(count), C.uint32_t(flags), unsafe.Pointer(errorIndex), C.uintptr_t(stream))).err()
+	return Result(C.gocuda_cuMemBatchDecompressAsync(C.uintptr_t(fn), unsafe.Pointer(paramsArray), C.uint64_t(count), C.uint32_t(flags), (*C.uint8_t)(unsafe.Pointer(errorIndex)), C.uintptr_t(stream))).err()
 }
 
 // MemCreate calls cuMemCreate:
@@ -4708,7 +4710,7 @@ func MemCreate(handle *CUmemGenericAllocationHandle, size uint64, prop *CUmemAll
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuMemCreate(C.uintptr_t(fn), unsafe.Pointer(handle), C.uint64_t(size), unsafe.Pointer(prop), C.uint64_t(flags))).err()
+	return Result(C.gocuda_cuMemCreate(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(handle)), C.uint64_t(size), unsafe.Pointer(prop), C.uint64_t(flags))).err()
 }
 
 // MemDiscardAndPrefetchBatchAsync calls cuMemDiscardAndPrefetchBatchAsync:
@@ -4721,7 +4723,7 @@ func MemDiscardAndPrefetchBatchAsync(dptrs *CUdeviceptr, sizes *uint64, count ui
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuMemDiscardAndPrefetchBatchAsync(C.uintptr_t(fn), unsafe.Pointer(dptrs), unsafe.Pointer(sizes), C.uint64_t(count), unsafe.Pointer(prefetchLocs), unsafe.Pointer(prefetchLocIdxs), C.uint64_t(numPrefetchLocs), C.uint64_t(flags), C.uintptr_t(hStream))).err()
+	return Result(C.gocuda_cuMemDiscardAndPrefetchBatchAsync(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(dptrs)), (*C.uint8_t)(unsafe.Pointer(sizes)), C.uint64_t(count), (*C.uint8_t)(unsafe.Pointer(prefetchLocs)), (*C.uint8_t)(unsafe.Pointer(prefetchLocIdxs)), C.uint64_t(numPrefetchLocs), C.uint64_t(flags), C.uintptr_t(hStream))).err()
 }
 
 // MemDiscardBatchAsync calls cuMemDiscardBatchAsync:
@@ -4734,7 +4736,7 @@ func MemDiscardBatchAsync(dptrs *CUdeviceptr, sizes *uint64, count uint64, flags
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuMemDiscardBatchAsync(C.uintptr_t(fn), unsafe.Pointer(dptrs), unsafe.Pointer(sizes), C.uint64_t(count), C.uint64_t(flags), C.uintptr_t(hStream))).err()
+	return Result(C.gocuda_cuMemDiscardBatchAsync(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(dptrs)), (*C.uint8_t)(unsafe.Pointer(sizes)), C.uint64_t(count), C.uint64_t(flags), C.uintptr_t(hStream))).err()
 }
 
 // MemExportToShareableHandle calls cuMemExportToShareableHandle:
@@ -4850,7 +4852,7 @@ func MemGetAccess(flags *uint64, location *CUmemLocation, ptr CUdeviceptr) error
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuMemGetAccess(C.uintptr_t(fn), unsafe.Pointer(flags), unsafe.Pointer(location), C.uint64_t(ptr))).err()
+	return Result(C.gocuda_cuMemGetAccess(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(flags)), (*C.uint8_t)(unsafe.Pointer(location)), C.uint64_t(ptr))).err()
 }
 
 // MemGetAddressRange calls cuMemGetAddressRange_v2:
@@ -4863,7 +4865,7 @@ func MemGetAddressRange(pbase *CUdeviceptr, psize *uint64, dptr CUdeviceptr) err
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuMemGetAddressRange_v2(C.uintptr_t(fn), unsafe.Pointer(pbase), unsafe.Pointer(psize), C.uint64_t(dptr))).err()
+	return Result(C.gocuda_cuMemGetAddressRange_v2(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pbase)), (*C.uint8_t)(unsafe.Pointer(psize)), C.uint64_t(dptr))).err()
 }
 
 // MemGetAllocationGranularity calls cuMemGetAllocationGranularity:
@@ -4876,7 +4878,7 @@ func MemGetAllocationGranularity(granularity *uint64, prop *CUmemAllocationProp,
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuMemGetAllocationGranularity(C.uintptr_t(fn), unsafe.Pointer(granularity), unsafe.Pointer(prop), C.int32_t(option))).err()
+	return Result(C.gocuda_cuMemGetAllocationGranularity(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(granularity)), unsafe.Pointer(prop), C.int32_t(option))).err()
 }
 
 // MemGetAllocationPropertiesFromHandle calls cuMemGetAllocationPropertiesFromHandle:
@@ -4902,7 +4904,7 @@ func MemGetDefaultMemPool(pool_out *CUmemoryPool, location *CUmemLocation, type_
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuMemGetDefaultMemPool(C.uintptr_t(fn), unsafe.Pointer(pool_out), unsafe.Pointer(location), C.int32_t(type_))).err()
+	return Result(C.gocuda_cuMemGetDefaultMemPool(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pool_out)), (*C.uint8_t)(unsafe.Pointer(location)), C.int32_t(type_))).err()
 }
 
 // MemGetHandleForAddressRange calls cuMemGetHandleForAddressRange:
@@ -4928,7 +4930,7 @@ func MemGetInfo(free *uint64, total *uint64) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuMemGetInfo_v2(C.uintptr_t(fn), unsafe.Pointer(free), unsafe.Pointer(total))).err()
+	return Result(C.gocuda_cuMemGetInfo_v2(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(free)), (*C.uint8_t)(unsafe.Pointer(total)))).err()
 }
 
 // inMemGetInfo calls cuMemGetInfo_v2 with the CUDA context ctx current on the calling thread.
@@ -4941,7 +4943,7 @@ func inMemGetInfo(ctx CUcontext, free *uint64, total *uint64) error {
 	if err != nil {
 		return err
 	}
-	r := int64(C.gocuda_in_cuMemGetInfo_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), unsafe.Pointer(free), unsafe.Pointer(total)))
+	r := int64(C.gocuda_in_cuMemGetInfo_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), (*C.uint8_t)(unsafe.Pointer(free)), (*C.uint8_t)(unsafe.Pointer(total))))
 	if r>>32 != 0 {
 		return Result(int32(r))
 	}
@@ -4958,7 +4960,7 @@ func MemGetMemPool(pool *CUmemoryPool, location *CUmemLocation, type_ CUmemAlloc
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuMemGetMemPool(C.uintptr_t(fn), unsafe.Pointer(pool), unsafe.Pointer(location), C.int32_t(type_))).err()
+	return Result(C.gocuda_cuMemGetMemPool(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pool)), (*C.uint8_t)(unsafe.Pointer(location)), C.int32_t(type_))).err()
 }
 
 // MemHostAlloc calls cuMemHostAlloc:
@@ -4984,7 +4986,24 @@ func MemHostGetDevicePointer(pdptr *CUdeviceptr, p unsafe.Pointer, Flags uint32)
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuMemHostGetDevicePointer_v2(C.uintptr_t(fn), unsafe.Pointer(pdptr), unsafe.Pointer(p), C.uint32_t(Flags))).err()
+	return Result(C.gocuda_cuMemHostGetDevicePointer_v2(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pdptr)), unsafe.Pointer(p), C.uint32_t(Flags))).err()
+}
+
+// inMemHostGetDevicePointer calls cuMemHostGetDevicePointer_v2 with the CUDA context ctx current on the calling thread.
+func inMemHostGetDevicePointer(ctx CUcontext, pdptr *CUdeviceptr, p unsafe.Pointer, Flags uint32) error {
+	fn, err := proc_cuMemHostGetDevicePointer_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuMemHostGetDevicePointer_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), (*C.uint8_t)(unsafe.Pointer(pdptr)), unsafe.Pointer(p), C.uint32_t(Flags)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
 }
 
 // MemHostGetFlags calls cuMemHostGetFlags:
@@ -4997,7 +5016,7 @@ func MemHostGetFlags(pFlags *uint32, p unsafe.Pointer) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuMemHostGetFlags(C.uintptr_t(fn), unsafe.Pointer(pFlags), unsafe.Pointer(p))).err()
+	return Result(C.gocuda_cuMemHostGetFlags(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pFlags)), unsafe.Pointer(p))).err()
 }
 
 // MemHostRegister calls cuMemHostRegister_v2:
@@ -5070,7 +5089,7 @@ func MemImportFromShareableHandle(handle *CUmemGenericAllocationHandle, osHandle
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuMemImportFromShareableHandle(C.uintptr_t(fn), unsafe.Pointer(handle), unsafe.Pointer(osHandle), C.int32_t(shHandleType))).err()
+	return Result(C.gocuda_cuMemImportFromShareableHandle(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(handle)), unsafe.Pointer(osHandle), C.int32_t(shHandleType))).err()
 }
 
 // MemMap calls cuMemMap:
@@ -5096,7 +5115,7 @@ func MemMapArrayAsync(mapInfoList *CUarrayMapInfo, count uint32, hStream CUstrea
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuMemMapArrayAsync(C.uintptr_t(fn), unsafe.Pointer(mapInfoList), C.uint32_t(count), C.uintptr_t(hStream))).err()
+	return Result(C.gocuda_cuMemMapArrayAsync(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(mapInfoList)), C.uint32_t(count), C.uintptr_t(hStream))).err()
 }
 
 // MemPoolCreate calls cuMemPoolCreate:
@@ -5109,7 +5128,7 @@ func MemPoolCreate(pool *CUmemoryPool, poolProps *CUmemPoolProps) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuMemPoolCreate(C.uintptr_t(fn), unsafe.Pointer(pool), unsafe.Pointer(poolProps))).err()
+	return Result(C.gocuda_cuMemPoolCreate(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pool)), unsafe.Pointer(poolProps))).err()
 }
 
 // inMemPoolCreate calls cuMemPoolCreate with the CUDA context ctx current on the calling thread.
@@ -5122,7 +5141,7 @@ func inMemPoolCreate(ctx CUcontext, pool *CUmemoryPool, poolProps *CUmemPoolProp
 	if err != nil {
 		return err
 	}
-	r := int64(C.gocuda_in_cuMemPoolCreate(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), unsafe.Pointer(pool), unsafe.Pointer(poolProps)))
+	r := int64(C.gocuda_in_cuMemPoolCreate(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), (*C.uint8_t)(unsafe.Pointer(pool)), unsafe.Pointer(poolProps)))
 	if r>>32 != 0 {
 		return Result(int32(r))
 	}
@@ -5169,7 +5188,7 @@ func MemPoolExportPointer(shareData_out *CUmemPoolPtrExportData, ptr CUdeviceptr
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuMemPoolExportPointer(C.uintptr_t(fn), unsafe.Pointer(shareData_out), C.uint64_t(ptr))).err()
+	return Result(C.gocuda_cuMemPoolExportPointer(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(shareData_out)), C.uint64_t(ptr))).err()
 }
 
 // MemPoolExportToShareableHandle calls cuMemPoolExportToShareableHandle:
@@ -5195,7 +5214,7 @@ func MemPoolGetAccess(flags *CUmemAccess_flags, memPool CUmemoryPool, location *
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuMemPoolGetAccess(C.uintptr_t(fn), unsafe.Pointer(flags), C.uintptr_t(memPool), unsafe.Pointer(location))).err()
+	return Result(C.gocuda_cuMemPoolGetAccess(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(flags)), C.uintptr_t(memPool), (*C.uint8_t)(unsafe.Pointer(location)))).err()
 }
 
 // MemPoolGetAttribute calls cuMemPoolGetAttribute:
@@ -5238,7 +5257,7 @@ func MemPoolImportFromShareableHandle(pool_out *CUmemoryPool, handle unsafe.Poin
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuMemPoolImportFromShareableHandle(C.uintptr_t(fn), unsafe.Pointer(pool_out), unsafe.Pointer(handle), C.int32_t(handleType), C.uint64_t(flags))).err()
+	return Result(C.gocuda_cuMemPoolImportFromShareableHandle(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pool_out)), unsafe.Pointer(handle), C.int32_t(handleType), C.uint64_t(flags))).err()
 }
 
 // MemPoolImportPointer calls cuMemPoolImportPointer:
@@ -5251,7 +5270,7 @@ func MemPoolImportPointer(ptr_out *CUdeviceptr, pool CUmemoryPool, shareData *CU
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuMemPoolImportPointer(C.uintptr_t(fn), unsafe.Pointer(ptr_out), C.uintptr_t(pool), unsafe.Pointer(shareData))).err()
+	return Result(C.gocuda_cuMemPoolImportPointer(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(ptr_out)), C.uintptr_t(pool), (*C.uint8_t)(unsafe.Pointer(shareData)))).err()
 }
 
 // MemPoolSetAccess calls cuMemPoolSetAccess:
@@ -5264,7 +5283,24 @@ func MemPoolSetAccess(pool CUmemoryPool, map_ *CUmemAccessDesc, count uint64) er
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuMemPoolSetAccess(C.uintptr_t(fn), C.uintptr_t(pool), unsafe.Pointer(map_), C.uint64_t(count))).err()
+	return Result(C.gocuda_cuMemPoolSetAccess(C.uintptr_t(fn), C.uintptr_t(pool), (*C.uint8_t)(unsafe.Pointer(map_)), C.uint64_t(count))).err()
+}
+
+// inMemPoolSetAccess calls cuMemPoolSetAccess with the CUDA context ctx current on the calling thread.
+func inMemPoolSetAccess(ctx CUcontext, pool CUmemoryPool, map_ *CUmemAccessDesc, count uint64) error {
+	fn, err := proc_cuMemPoolSetAccess.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuMemPoolSetAccess(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(pool), (*C.uint8_t)(unsafe.Pointer(map_)), C.uint64_t(count)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
 }
 
 // MemPoolSetAttribute calls cuMemPoolSetAttribute:
@@ -5367,7 +5403,7 @@ func MemPrefetchBatchAsync(dptrs *CUdeviceptr, sizes *uint64, count uint64, pref
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuMemPrefetchBatchAsync(C.uintptr_t(fn), unsafe.Pointer(dptrs), unsafe.Pointer(sizes), C.uint64_t(count), unsafe.Pointer(prefetchLocs), unsafe.Pointer(prefetchLocIdxs), C.uint64_t(numPrefetchLocs), C.uint64_t(flags), C.uintptr_t(hStream))).err()
+	return Result(C.gocuda_cuMemPrefetchBatchAsync(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(dptrs)), (*C.uint8_t)(unsafe.Pointer(sizes)), C.uint64_t(count), (*C.uint8_t)(unsafe.Pointer(prefetchLocs)), (*C.uint8_t)(unsafe.Pointer(prefetchLocIdxs)), C.uint64_t(numPrefetchLocs), C.uint64_t(flags), C.uintptr_t(hStream))).err()
 }
 
 // MemRangeGetAttribute calls cuMemRangeGetAttribute:
@@ -5393,7 +5429,7 @@ func MemRangeGetAttributes(data *unsafe.Pointer, dataSizes *uint64, attributes *
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuMemRangeGetAttributes(C.uintptr_t(fn), unsafe.Pointer(data), unsafe.Pointer(dataSizes), unsafe.Pointer(attributes), C.uint64_t(numAttributes), C.uint64_t(devPtr), C.uint64_t(count))).err()
+	return Result(C.gocuda_cuMemRangeGetAttributes(C.uintptr_t(fn), unsafe.Pointer(data), (*C.uint8_t)(unsafe.Pointer(dataSizes)), (*C.uint8_t)(unsafe.Pointer(attributes)), C.uint64_t(numAttributes), C.uint64_t(devPtr), C.uint64_t(count))).err()
 }
 
 // MemRelease calls cuMemRelease:
@@ -5419,7 +5455,7 @@ func MemRetainAllocationHandle(handle *CUmemGenericAllocationHandle, addr unsafe
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuMemRetainAllocationHandle(C.uintptr_t(fn), unsafe.Pointer(handle), unsafe.Pointer(addr))).err()
+	return Result(C.gocuda_cuMemRetainAllocationHandle(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(handle)), unsafe.Pointer(addr))).err()
 }
 
 // MemSetAccess calls cuMemSetAccess:
@@ -5432,7 +5468,7 @@ func MemSetAccess(ptr CUdeviceptr, size uint64, desc *CUmemAccessDesc, count uin
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuMemSetAccess(C.uintptr_t(fn), C.uint64_t(ptr), C.uint64_t(size), unsafe.Pointer(desc), C.uint64_t(count))).err()
+	return Result(C.gocuda_cuMemSetAccess(C.uintptr_t(fn), C.uint64_t(ptr), C.uint64_t(size), (*C.uint8_t)(unsafe.Pointer(desc)), C.uint64_t(count))).err()
 }
 
 // MemSetMemPool calls cuMemSetMemPool:
@@ -5445,7 +5481,7 @@ func MemSetMemPool(location *CUmemLocation, type_ CUmemAllocationType, pool CUme
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuMemSetMemPool(C.uintptr_t(fn), unsafe.Pointer(location), C.int32_t(type_), C.uintptr_t(pool))).err()
+	return Result(C.gocuda_cuMemSetMemPool(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(location)), C.int32_t(type_), C.uintptr_t(pool))).err()
 }
 
 // MemUnmap calls cuMemUnmap:
@@ -5536,7 +5572,7 @@ func Memcpy3DBatchAsync(numOps uint64, opList *CUDA_MEMCPY3D_BATCH_OP, flags uin
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuMemcpy3DBatchAsync_v2(C.uintptr_t(fn), C.uint64_t(numOps), unsafe.Pointer(opList), C.uint64_t(flags), C.uintptr_t(hStream))).err()
+	return Result(C.gocuda_cuMemcpy3DBatchAsync_v2(C.uintptr_t(fn), C.uint64_t(numOps), (*C.uint8_t)(unsafe.Pointer(opList)), C.uint64_t(flags), C.uintptr_t(hStream))).err()
 }
 
 // Memcpy3DPeer calls cuMemcpy3DPeer:
@@ -5670,7 +5706,7 @@ func MemcpyBatchAsync(dsts *CUdeviceptr, srcs *CUdeviceptr, sizes *uint64, count
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuMemcpyBatchAsync_v2(C.uintptr_t(fn), unsafe.Pointer(dsts), unsafe.Pointer(srcs), unsafe.Pointer(sizes), C.uint64_t(count), unsafe.Pointer(attrs), unsafe.Pointer(attrsIdxs), C.uint64_t(numAttrs), C.uintptr_t(hStream))).err()
+	return Result(C.gocuda_cuMemcpyBatchAsync_v2(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(dsts)), (*C.uint8_t)(unsafe.Pointer(srcs)), (*C.uint8_t)(unsafe.Pointer(sizes)), C.uint64_t(count), (*C.uint8_t)(unsafe.Pointer(attrs)), (*C.uint8_t)(unsafe.Pointer(attrsIdxs)), C.uint64_t(numAttrs), C.uintptr_t(hStream))).err()
 }
 
 // MemcpyDtoA calls cuMemcpyDtoA_v2:
@@ -6135,7 +6171,7 @@ func MipmappedArrayCreate(pHandle *CUmipmappedArray, pMipmappedArrayDesc *CUDA_A
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuMipmappedArrayCreate(C.uintptr_t(fn), unsafe.Pointer(pHandle), unsafe.Pointer(pMipmappedArrayDesc), C.uint32_t(numMipmapLevels))).err()
+	return Result(C.gocuda_cuMipmappedArrayCreate(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pHandle)), (*C.uint8_t)(unsafe.Pointer(pMipmappedArrayDesc)), C.uint32_t(numMipmapLevels))).err()
 }
 
 // MipmappedArrayDestroy calls cuMipmappedArrayDestroy:
@@ -6161,7 +6197,7 @@ func MipmappedArrayGetLevel(pLevelArray *CUarray, hMipmappedArray CUmipmappedArr
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuMipmappedArrayGetLevel(C.uintptr_t(fn), unsafe.Pointer(pLevelArray), C.uintptr_t(hMipmappedArray), C.uint32_t(level))).err()
+	return Result(C.gocuda_cuMipmappedArrayGetLevel(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pLevelArray)), C.uintptr_t(hMipmappedArray), C.uint32_t(level))).err()
 }
 
 // MipmappedArrayGetMemoryRequirements calls cuMipmappedArrayGetMemoryRequirements:
@@ -6174,7 +6210,7 @@ func MipmappedArrayGetMemoryRequirements(memoryRequirements *CUDA_ARRAY_MEMORY_R
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuMipmappedArrayGetMemoryRequirements(C.uintptr_t(fn), unsafe.Pointer(memoryRequirements), C.uintptr_t(mipmap), C.int32_t(device))).err()
+	return Result(C.gocuda_cuMipmappedArrayGetMemoryRequirements(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(memoryRequirements)), C.uintptr_t(mipmap), C.int32_t(device))).err()
 }
 
 // MipmappedArrayGetSparseProperties calls cuMipmappedArrayGetSparseProperties:
@@ -6187,7 +6223,7 @@ func MipmappedArrayGetSparseProperties(sparseProperties *CUDA_ARRAY_SPARSE_PROPE
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuMipmappedArrayGetSparseProperties(C.uintptr_t(fn), unsafe.Pointer(sparseProperties), C.uintptr_t(mipmap))).err()
+	return Result(C.gocuda_cuMipmappedArrayGetSparseProperties(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(sparseProperties)), C.uintptr_t(mipmap))).err()
 }
 
 // ModuleEnumerateFunctions calls cuModuleEnumerateFunctions:
@@ -6200,7 +6236,7 @@ func ModuleEnumerateFunctions(functions *CUfunction, numFunctions uint32, mod CU
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuModuleEnumerateFunctions(C.uintptr_t(fn), unsafe.Pointer(functions), C.uint32_t(numFunctions), C.uintptr_t(mod))).err()
+	return Result(C.gocuda_cuModuleEnumerateFunctions(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(functions)), C.uint32_t(numFunctions), C.uintptr_t(mod))).err()
 }
 
 // ModuleGetFunction calls cuModuleGetFunction:
@@ -6213,7 +6249,7 @@ func ModuleGetFunction(hfunc *CUfunction, hmod CUmodule, name *byte) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuModuleGetFunction(C.uintptr_t(fn), unsafe.Pointer(hfunc), C.uintptr_t(hmod), unsafe.Pointer(name))).err()
+	return Result(C.gocuda_cuModuleGetFunction(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(hfunc)), C.uintptr_t(hmod), (*C.uint8_t)(unsafe.Pointer(name)))).err()
 }
 
 // inModuleGetFunction calls cuModuleGetFunction with the CUDA context ctx current on the calling thread.
@@ -6226,7 +6262,7 @@ func inModuleGetFunction(ctx CUcontext, hfunc *CUfunction, hmod CUmodule, name *
 	if err != nil {
 		return err
 	}
-	r := int64(C.gocuda_in_cuModuleGetFunction(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), unsafe.Pointer(hfunc), C.uintptr_t(hmod), unsafe.Pointer(name)))
+	r := int64(C.gocuda_in_cuModuleGetFunction(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), (*C.uint8_t)(unsafe.Pointer(hfunc)), C.uintptr_t(hmod), (*C.uint8_t)(unsafe.Pointer(name))))
 	if r>>32 != 0 {
 		return Result(int32(r))
 	}
@@ -6243,7 +6279,7 @@ func ModuleGetFunctionCount(count *uint32, mod CUmodule) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuModuleGetFunctionCount(C.uintptr_t(fn), unsafe.Pointer(count), C.uintptr_t(mod))).err()
+	return Result(C.gocuda_cuModuleGetFunctionCount(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(count)), C.uintptr_t(mod))).err()
 }
 
 // ModuleGetGlobal calls cuModuleGetGlobal_v2:
@@ -6256,7 +6292,7 @@ func ModuleGetGlobal(dptr *CUdeviceptr, bytes *uint64, hmod CUmodule, name *byte
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuModuleGetGlobal_v2(C.uintptr_t(fn), unsafe.Pointer(dptr), unsafe.Pointer(bytes), C.uintptr_t(hmod), unsafe.Pointer(name))).err()
+	return Result(C.gocuda_cuModuleGetGlobal_v2(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(dptr)), (*C.uint8_t)(unsafe.Pointer(bytes)), C.uintptr_t(hmod), (*C.uint8_t)(unsafe.Pointer(name)))).err()
 }
 
 // inModuleGetGlobal calls cuModuleGetGlobal_v2 with the CUDA context ctx current on the calling thread.
@@ -6269,7 +6305,7 @@ func inModuleGetGlobal(ctx CUcontext, dptr *CUdeviceptr, bytes *uint64, hmod CUm
 	if err != nil {
 		return err
 	}
-	r := int64(C.gocuda_in_cuModuleGetGlobal_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), unsafe.Pointer(dptr), unsafe.Pointer(bytes), C.uintptr_t(hmod), unsafe.Pointer(name)))
+	r := int64(C.gocuda_in_cuModuleGetGlobal_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), (*C.uint8_t)(unsafe.Pointer(dptr)), (*C.uint8_t)(unsafe.Pointer(bytes)), C.uintptr_t(hmod), (*C.uint8_t)(unsafe.Pointer(name))))
 	if r>>32 != 0 {
 		return Result(int32(r))
 	}
@@ -6286,7 +6322,7 @@ func ModuleGetLoadingMode(mode *CUmoduleLoadingMode) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuModuleGetLoadingMode(C.uintptr_t(fn), unsafe.Pointer(mode))).err()
+	return Result(C.gocuda_cuModuleGetLoadingMode(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(mode)))).err()
 }
 
 // ModuleGetSurfRef calls cuModuleGetSurfRef:
@@ -6299,7 +6335,7 @@ func ModuleGetSurfRef(pSurfRef *CUsurfref, hmod CUmodule, name *byte) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuModuleGetSurfRef(C.uintptr_t(fn), unsafe.Pointer(pSurfRef), C.uintptr_t(hmod), unsafe.Pointer(name))).err()
+	return Result(C.gocuda_cuModuleGetSurfRef(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pSurfRef)), C.uintptr_t(hmod), (*C.uint8_t)(unsafe.Pointer(name)))).err()
 }
 
 // ModuleGetTexRef calls cuModuleGetTexRef:
@@ -6312,7 +6348,7 @@ func ModuleGetTexRef(pTexRef *CUtexref, hmod CUmodule, name *byte) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuModuleGetTexRef(C.uintptr_t(fn), unsafe.Pointer(pTexRef), C.uintptr_t(hmod), unsafe.Pointer(name))).err()
+	return Result(C.gocuda_cuModuleGetTexRef(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pTexRef)), C.uintptr_t(hmod), (*C.uint8_t)(unsafe.Pointer(name)))).err()
 }
 
 // ModuleLoad calls cuModuleLoad:
@@ -6325,7 +6361,7 @@ func ModuleLoad(module *CUmodule, fname *byte) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuModuleLoad(C.uintptr_t(fn), unsafe.Pointer(module), unsafe.Pointer(fname))).err()
+	return Result(C.gocuda_cuModuleLoad(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(module)), (*C.uint8_t)(unsafe.Pointer(fname)))).err()
 }
 
 // ModuleLoadData calls cuModuleLoadData:
@@ -6338,7 +6374,7 @@ func ModuleLoadData(module *CUmodule, image unsafe.Pointer) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuModuleLoadData(C.uintptr_t(fn), unsafe.Pointer(module), unsafe.Pointer(image))).err()
+	return Result(C.gocuda_cuModuleLoadData(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(module)), unsafe.Pointer(image))).err()
 }
 
 // inModuleLoadData calls cuModuleLoadData with the CUDA context ctx current on the calling thread.
@@ -6351,7 +6387,7 @@ func inModuleLoadData(ctx CUcontext, module *CUmodule, image unsafe.Pointer) err
 	if err != nil {
 		return err
 	}
-	r := int64(C.gocuda_in_cuModuleLoadData(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), unsafe.Pointer(module), unsafe.Pointer(image)))
+	r := int64(C.gocuda_in_cuModuleLoadData(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), (*C.uint8_t)(unsafe.Pointer(module)), unsafe.Pointer(image)))
 	if r>>32 != 0 {
 		return Result(int32(r))
 	}
@@ -6368,7 +6404,7 @@ func ModuleLoadDataEx(module *CUmodule, image unsafe.Pointer, numOptions uint32,
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuModuleLoadDataEx(C.uintptr_t(fn), unsafe.Pointer(module), unsafe.Pointer(image), C.uint32_t(numOptions), unsafe.Pointer(options), unsafe.Pointer(optionValues))).err()
+	return Result(C.gocuda_cuModuleLoadDataEx(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(module)), unsafe.Pointer(image), C.uint32_t(numOptions), (*C.uint8_t)(unsafe.Pointer(options)), unsafe.Pointer(optionValues))).err()
 }
 
 // inModuleLoadDataEx calls cuModuleLoadDataEx with the CUDA context ctx current on the calling thread.
@@ -6381,7 +6417,7 @@ func inModuleLoadDataEx(ctx CUcontext, module *CUmodule, image unsafe.Pointer, n
 	if err != nil {
 		return err
 	}
-	r := int64(C.gocuda_in_cuModuleLoadDataEx(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), unsafe.Pointer(module), unsafe.Pointer(image), C.uint32_t(numOptions), unsafe.Pointer(options), unsafe.Pointer(optionValues)))
+	r := int64(C.gocuda_in_cuModuleLoadDataEx(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), (*C.uint8_t)(unsafe.Pointer(module)), unsafe.Pointer(image), C.uint32_t(numOptions), (*C.uint8_t)(unsafe.Pointer(options)), unsafe.Pointer(optionValues)))
 	if r>>32 != 0 {
 		return Result(int32(r))
 	}
@@ -6398,7 +6434,7 @@ func ModuleLoadFatBinary(module *CUmodule, fatCubin unsafe.Pointer) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuModuleLoadFatBinary(C.uintptr_t(fn), unsafe.Pointer(module), unsafe.Pointer(fatCubin))).err()
+	return Result(C.gocuda_cuModuleLoadFatBinary(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(module)), unsafe.Pointer(fatCubin))).err()
 }
 
 // ModuleUnload calls cuModuleUnload:
@@ -6480,7 +6516,7 @@ func MulticastCreate(mcHandle *CUmemGenericAllocationHandle, prop *CUmulticastOb
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuMulticastCreate(C.uintptr_t(fn), unsafe.Pointer(mcHandle), unsafe.Pointer(prop))).err()
+	return Result(C.gocuda_cuMulticastCreate(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(mcHandle)), (*C.uint8_t)(unsafe.Pointer(prop)))).err()
 }
 
 // MulticastGetGranularity calls cuMulticastGetGranularity:
@@ -6493,7 +6529,7 @@ func MulticastGetGranularity(granularity *uint64, prop *CUmulticastObjectProp, o
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuMulticastGetGranularity(C.uintptr_t(fn), unsafe.Pointer(granularity), unsafe.Pointer(prop), C.int32_t(option))).err()
+	return Result(C.gocuda_cuMulticastGetGranularity(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(granularity)), (*C.uint8_t)(unsafe.Pointer(prop)), C.int32_t(option))).err()
 }
 
 // MulticastUnbind calls cuMulticastUnbind:
@@ -6519,7 +6555,7 @@ func OccupancyAvailableDynamicSMemPerBlock(dynamicSmemSize *uint64, func_ CUfunc
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuOccupancyAvailableDynamicSMemPerBlock(C.uintptr_t(fn), unsafe.Pointer(dynamicSmemSize), C.uintptr_t(func_), C.int32_t(numBlocks), C.int32_t(blockSize))).err()
+	return Result(C.gocuda_cuOccupancyAvailableDynamicSMemPerBlock(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(dynamicSmemSize)), C.uintptr_t(func_), C.int32_t(numBlocks), C.int32_t(blockSize))).err()
 }
 
 // OccupancyMaxActiveBlocksPerMultiprocessor calls cuOccupancyMaxActiveBlocksPerMultiprocessor:
@@ -6532,7 +6568,7 @@ func OccupancyMaxActiveBlocksPerMultiprocessor(numBlocks *int32, func_ CUfunctio
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuOccupancyMaxActiveBlocksPerMultiprocessor(C.uintptr_t(fn), unsafe.Pointer(numBlocks), C.uintptr_t(func_), C.int32_t(blockSize), C.uint64_t(dynamicSMemSize))).err()
+	return Result(C.gocuda_cuOccupancyMaxActiveBlocksPerMultiprocessor(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(numBlocks)), C.uintptr_t(func_), C.int32_t(blockSize), C.uint64_t(dynamicSMemSize))).err()
 }
 
 // OccupancyMaxActiveBlocksPerMultiprocessorWithFlags calls cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags:
@@ -6545,7 +6581,7 @@ func OccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks *int32, func_ 
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(C.uintptr_t(fn), unsafe.Pointer(numBlocks), C.uintptr_t(func_), C.int32_t(blockSize), C.uint64_t(dynamicSMemSize), C.uint32_t(flags))).err()
+	return Result(C.gocuda_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(numBlocks)), C.uintptr_t(func_), C.int32_t(blockSize), C.uint64_t(dynamicSMemSize), C.uint32_t(flags))).err()
 }
 
 // OccupancyMaxActiveClusters calls cuOccupancyMaxActiveClusters:
@@ -6558,7 +6594,7 @@ func OccupancyMaxActiveClusters(numClusters *int32, func_ CUfunction, config *CU
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuOccupancyMaxActiveClusters(C.uintptr_t(fn), unsafe.Pointer(numClusters), C.uintptr_t(func_), unsafe.Pointer(config))).err()
+	return Result(C.gocuda_cuOccupancyMaxActiveClusters(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(numClusters)), C.uintptr_t(func_), unsafe.Pointer(config))).err()
 }
 
 // OccupancyMaxPotentialBlockSize calls cuOccupancyMaxPotentialBlockSize:
@@ -6571,7 +6607,7 @@ func OccupancyMaxPotentialBlockSize(minGridSize *int32, blockSize *int32, func_ 
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuOccupancyMaxPotentialBlockSize(C.uintptr_t(fn), unsafe.Pointer(minGridSize), unsafe.Pointer(blockSize), C.uintptr_t(func_), C.uintptr_t(blockSizeToDynamicSMemSize), C.uint64_t(dynamicSMemSize), C.int32_t(blockSizeLimit))).err()
+	return Result(C.gocuda_cuOccupancyMaxPotentialBlockSize(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(minGridSize)), (*C.uint8_t)(unsafe.Pointer(blockSize)), C.uintptr_t(func_), C.uintptr_t(blockSizeToDynamicSMemSize), C.uint64_t(dynamicSMemSize), C.int32_t(blockSizeLimit))).err()
 }
 
 // OccupancyMaxPotentialBlockSizeWithFlags calls cuOccupancyMaxPotentialBlockSizeWithFlags:
@@ -6584,7 +6620,7 @@ func OccupancyMaxPotentialBlockSizeWithFlags(minGridSize *int32, blockSize *int3
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuOccupancyMaxPotentialBlockSizeWithFlags(C.uintptr_t(fn), unsafe.Pointer(minGridSize), unsafe.Pointer(blockSize), C.uintptr_t(func_), C.uintptr_t(blockSizeToDynamicSMemSize), C.uint64_t(dynamicSMemSize), C.int32_t(blockSizeLimit), C.uint32_t(flags))).err()
+	return Result(C.gocuda_cuOccupancyMaxPotentialBlockSizeWithFlags(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(minGridSize)), (*C.uint8_t)(unsafe.Pointer(blockSize)), C.uintptr_t(func_), C.uintptr_t(blockSizeToDynamicSMemSize), C.uint64_t(dynamicSMemSize), C.int32_t(blockSizeLimit), C.uint32_t(flags))).err()
 }
 
 // OccupancyMaxPotentialClusterSize calls cuOccupancyMaxPotentialClusterSize:
@@ -6597,7 +6633,7 @@ func OccupancyMaxPotentialClusterSize(clusterSize *int32, func_ CUfunction, conf
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuOccupancyMaxPotentialClusterSize(C.uintptr_t(fn), unsafe.Pointer(clusterSize), C.uintptr_t(func_), unsafe.Pointer(config))).err()
+	return Result(C.gocuda_cuOccupancyMaxPotentialClusterSize(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(clusterSize)), C.uintptr_t(func_), unsafe.Pointer(config))).err()
 }
 
 // ParamSetSize calls cuParamSetSize:
@@ -6705,7 +6741,7 @@ func PointerGetAttributes(numAttributes uint32, attributes *CUpointer_attribute,
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuPointerGetAttributes(C.uintptr_t(fn), C.uint32_t(numAttributes), unsafe.Pointer(attributes), unsafe.Pointer(data), C.uint64_t(ptr))).err()
+	return Result(C.gocuda_cuPointerGetAttributes(C.uintptr_t(fn), C.uint32_t(numAttributes), (*C.uint8_t)(unsafe.Pointer(attributes)), unsafe.Pointer(data), C.uint64_t(ptr))).err()
 }
 
 // PointerSetAttribute calls cuPointerSetAttribute:
@@ -6731,7 +6767,7 @@ func SignalExternalSemaphoresAsync(extSemArray *CUexternalSemaphore, paramsArray
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuSignalExternalSemaphoresAsync(C.uintptr_t(fn), unsafe.Pointer(extSemArray), unsafe.Pointer(paramsArray), C.uint32_t(numExtSems), C.uintptr_t(stream))).err()
+	return Result(C.gocuda_cuSignalExternalSemaphoresAsync(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(extSemArray)), (*C.uint8_t)(unsafe.Pointer(paramsArray)), C.uint32_t(numExtSems), C.uintptr_t(stream))).err()
 }
 
 // StreamAddCallback calls cuStreamAddCallback:
@@ -6770,7 +6806,7 @@ func StreamBatchMemOp(stream CUstream, count uint32, paramArray *CUstreamBatchMe
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuStreamBatchMemOp_v2(C.uintptr_t(fn), C.uintptr_t(stream), C.uint32_t(count), unsafe.Pointer(paramArray), C.uint32_t(flags))).err()
+	return Result(C.gocuda_cuStreamBatchMemOp_v2(C.uintptr_t(fn), C.uintptr_t(stream), C.uint32_t(count), (*C.uint8_t)(unsafe.Pointer(paramArray)), C.uint32_t(flags))).err()
 }
 
 // StreamBeginCaptureToGraph calls cuStreamBeginCaptureToGraph:
@@ -6783,7 +6819,7 @@ func StreamBeginCaptureToGraph(hStream CUstream, hGraph CUgraph, dependencies *C
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuStreamBeginCaptureToGraph(C.uintptr_t(fn), C.uintptr_t(hStream), C.uintptr_t(hGraph), unsafe.Pointer(dependencies), unsafe.Pointer(dependencyData), C.uint64_t(numDependencies), C.int32_t(mode))).err()
+	return Result(C.gocuda_cuStreamBeginCaptureToGraph(C.uintptr_t(fn), C.uintptr_t(hStream), C.uintptr_t(hGraph), (*C.uint8_t)(unsafe.Pointer(dependencies)), (*C.uint8_t)(unsafe.Pointer(dependencyData)), C.uint64_t(numDependencies), C.int32_t(mode))).err()
 }
 
 // StreamBeginCapture calls cuStreamBeginCapture_v2:
@@ -6839,7 +6875,7 @@ func StreamCreate(phStream *CUstream, Flags uint32) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuStreamCreate(C.uintptr_t(fn), unsafe.Pointer(phStream), C.uint32_t(Flags))).err()
+	return Result(C.gocuda_cuStreamCreate(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(phStream)), C.uint32_t(Flags))).err()
 }
 
 // inStreamCreate calls cuStreamCreate with the CUDA context ctx current on the calling thread.
@@ -6852,7 +6888,7 @@ func inStreamCreate(ctx CUcontext, phStream *CUstream, Flags uint32) error {
 	if err != nil {
 		return err
 	}
-	r := int64(C.gocuda_in_cuStreamCreate(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), unsafe.Pointer(phStream), C.uint32_t(Flags)))
+	r := int64(C.gocuda_in_cuStreamCreate(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), (*C.uint8_t)(unsafe.Pointer(phStream)), C.uint32_t(Flags)))
 	if r>>32 != 0 {
 		return Result(int32(r))
 	}
@@ -6869,7 +6905,7 @@ func StreamCreateWithPriority(phStream *CUstream, flags uint32, priority int32) 
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuStreamCreateWithPriority(C.uintptr_t(fn), unsafe.Pointer(phStream), C.uint32_t(flags), C.int32_t(priority))).err()
+	return Result(C.gocuda_cuStreamCreateWithPriority(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(phStream)), C.uint32_t(flags), C.int32_t(priority))).err()
 }
 
 // inStreamCreateWithPriority calls cuStreamCreateWithPriority with the CUDA context ctx current on the calling thread.
@@ -6882,7 +6918,7 @@ func inStreamCreateWithPriority(ctx CUcontext, phStream *CUstream, flags uint32,
 	if err != nil {
 		return err
 	}
-	r := int64(C.gocuda_in_cuStreamCreateWithPriority(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), unsafe.Pointer(phStream), C.uint32_t(flags), C.int32_t(priority)))
+	r := int64(C.gocuda_in_cuStreamCreateWithPriority(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), (*C.uint8_t)(unsafe.Pointer(phStream)), C.uint32_t(flags), C.int32_t(priority)))
 	if r>>32 != 0 {
 		return Result(int32(r))
 	}
@@ -6929,7 +6965,7 @@ func StreamEndCapture(hStream CUstream, phGraph *CUgraph) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuStreamEndCapture(C.uintptr_t(fn), C.uintptr_t(hStream), unsafe.Pointer(phGraph))).err()
+	return Result(C.gocuda_cuStreamEndCapture(C.uintptr_t(fn), C.uintptr_t(hStream), (*C.uint8_t)(unsafe.Pointer(phGraph)))).err()
 }
 
 // inStreamEndCapture calls cuStreamEndCapture with the CUDA context ctx current on the calling thread.
@@ -6942,7 +6978,7 @@ func inStreamEndCapture(ctx CUcontext, hStream CUstream, phGraph *CUgraph) error
 	if err != nil {
 		return err
 	}
-	r := int64(C.gocuda_in_cuStreamEndCapture(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(hStream), unsafe.Pointer(phGraph)))
+	r := int64(C.gocuda_in_cuStreamEndCapture(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(hStream), (*C.uint8_t)(unsafe.Pointer(phGraph))))
 	if r>>32 != 0 {
 		return Result(int32(r))
 	}
@@ -6959,7 +6995,7 @@ func StreamGetAttribute(hStream CUstream, attr CUlaunchAttributeID, value_out *C
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuStreamGetAttribute(C.uintptr_t(fn), C.uintptr_t(hStream), C.int32_t(attr), unsafe.Pointer(value_out))).err()
+	return Result(C.gocuda_cuStreamGetAttribute(C.uintptr_t(fn), C.uintptr_t(hStream), C.int32_t(attr), (*C.uint8_t)(unsafe.Pointer(value_out)))).err()
 }
 
 // StreamGetCaptureInfo calls cuStreamGetCaptureInfo_v3:
@@ -6972,7 +7008,7 @@ func StreamGetCaptureInfo(hStream CUstream, captureStatus_out *CUstreamCaptureSt
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuStreamGetCaptureInfo_v3(C.uintptr_t(fn), C.uintptr_t(hStream), unsafe.Pointer(captureStatus_out), unsafe.Pointer(id_out), unsafe.Pointer(graph_out), unsafe.Pointer(dependencies_out), unsafe.Pointer(edgeData_out), unsafe.Pointer(numDependencies_out))).err()
+	return Result(C.gocuda_cuStreamGetCaptureInfo_v3(C.uintptr_t(fn), C.uintptr_t(hStream), (*C.uint8_t)(unsafe.Pointer(captureStatus_out)), (*C.uint8_t)(unsafe.Pointer(id_out)), (*C.uint8_t)(unsafe.Pointer(graph_out)), unsafe.Pointer(dependencies_out), unsafe.Pointer(edgeData_out), (*C.uint8_t)(unsafe.Pointer(numDependencies_out)))).err()
 }
 
 // StreamGetCtx calls cuStreamGetCtx:
@@ -6985,7 +7021,7 @@ func StreamGetCtx(hStream CUstream, pctx *CUcontext) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuStreamGetCtx(C.uintptr_t(fn), C.uintptr_t(hStream), unsafe.Pointer(pctx))).err()
+	return Result(C.gocuda_cuStreamGetCtx(C.uintptr_t(fn), C.uintptr_t(hStream), (*C.uint8_t)(unsafe.Pointer(pctx)))).err()
 }
 
 // StreamGetCtxV2 calls cuStreamGetCtx_v2:
@@ -6998,7 +7034,7 @@ func StreamGetCtxV2(hStream CUstream, pCtx *CUcontext, pGreenCtx *CUgreenCtx) er
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuStreamGetCtx_v2(C.uintptr_t(fn), C.uintptr_t(hStream), unsafe.Pointer(pCtx), unsafe.Pointer(pGreenCtx))).err()
+	return Result(C.gocuda_cuStreamGetCtx_v2(C.uintptr_t(fn), C.uintptr_t(hStream), (*C.uint8_t)(unsafe.Pointer(pCtx)), (*C.uint8_t)(unsafe.Pointer(pGreenCtx)))).err()
 }
 
 // StreamGetDevice calls cuStreamGetDevice:
@@ -7011,7 +7047,7 @@ func StreamGetDevice(hStream CUstream, device *CUdevice) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuStreamGetDevice(C.uintptr_t(fn), C.uintptr_t(hStream), unsafe.Pointer(device))).err()
+	return Result(C.gocuda_cuStreamGetDevice(C.uintptr_t(fn), C.uintptr_t(hStream), (*C.uint8_t)(unsafe.Pointer(device)))).err()
 }
 
 // StreamGetFlags calls cuStreamGetFlags:
@@ -7024,7 +7060,7 @@ func StreamGetFlags(hStream CUstream, flags *uint32) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuStreamGetFlags(C.uintptr_t(fn), C.uintptr_t(hStream), unsafe.Pointer(flags))).err()
+	return Result(C.gocuda_cuStreamGetFlags(C.uintptr_t(fn), C.uintptr_t(hStream), (*C.uint8_t)(unsafe.Pointer(flags)))).err()
 }
 
 // StreamGetGreenCtx calls cuStreamGetGreenCtx:
@@ -7037,7 +7073,7 @@ func StreamGetGreenCtx(hStream CUstream, phCtx *CUgreenCtx) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuStreamGetGreenCtx(C.uintptr_t(fn), C.uintptr_t(hStream), unsafe.Pointer(phCtx))).err()
+	return Result(C.gocuda_cuStreamGetGreenCtx(C.uintptr_t(fn), C.uintptr_t(hStream), (*C.uint8_t)(unsafe.Pointer(phCtx)))).err()
 }
 
 // StreamGetId calls cuStreamGetId:
@@ -7050,7 +7086,7 @@ func StreamGetId(hStream CUstream, streamId *uint64) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuStreamGetId(C.uintptr_t(fn), C.uintptr_t(hStream), unsafe.Pointer(streamId))).err()
+	return Result(C.gocuda_cuStreamGetId(C.uintptr_t(fn), C.uintptr_t(hStream), (*C.uint8_t)(unsafe.Pointer(streamId)))).err()
 }
 
 // StreamGetPriority calls cuStreamGetPriority:
@@ -7063,7 +7099,7 @@ func StreamGetPriority(hStream CUstream, priority *int32) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuStreamGetPriority(C.uintptr_t(fn), C.uintptr_t(hStream), unsafe.Pointer(priority))).err()
+	return Result(C.gocuda_cuStreamGetPriority(C.uintptr_t(fn), C.uintptr_t(hStream), (*C.uint8_t)(unsafe.Pointer(priority)))).err()
 }
 
 // StreamIsCapturing calls cuStreamIsCapturing:
@@ -7076,7 +7112,7 @@ func StreamIsCapturing(hStream CUstream, captureStatus *CUstreamCaptureStatus) e
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuStreamIsCapturing(C.uintptr_t(fn), C.uintptr_t(hStream), unsafe.Pointer(captureStatus))).err()
+	return Result(C.gocuda_cuStreamIsCapturing(C.uintptr_t(fn), C.uintptr_t(hStream), (*C.uint8_t)(unsafe.Pointer(captureStatus)))).err()
 }
 
 // StreamQuery calls cuStreamQuery:
@@ -7119,7 +7155,7 @@ func StreamSetAttribute(hStream CUstream, attr CUlaunchAttributeID, value *CUlau
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuStreamSetAttribute(C.uintptr_t(fn), C.uintptr_t(hStream), C.int32_t(attr), unsafe.Pointer(value))).err()
+	return Result(C.gocuda_cuStreamSetAttribute(C.uintptr_t(fn), C.uintptr_t(hStream), C.int32_t(attr), (*C.uint8_t)(unsafe.Pointer(value)))).err()
 }
 
 // StreamSynchronize calls cuStreamSynchronize:
@@ -7162,7 +7198,7 @@ func StreamUpdateCaptureDependencies(hStream CUstream, dependencies *CUgraphNode
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuStreamUpdateCaptureDependencies_v2(C.uintptr_t(fn), C.uintptr_t(hStream), unsafe.Pointer(dependencies), unsafe.Pointer(dependencyData), C.uint64_t(numDependencies), C.uint32_t(flags))).err()
+	return Result(C.gocuda_cuStreamUpdateCaptureDependencies_v2(C.uintptr_t(fn), C.uintptr_t(hStream), (*C.uint8_t)(unsafe.Pointer(dependencies)), (*C.uint8_t)(unsafe.Pointer(dependencyData)), C.uint64_t(numDependencies), C.uint32_t(flags))).err()
 }
 
 // StreamWaitEvent calls cuStreamWaitEvent:
@@ -7257,7 +7293,7 @@ func SurfObjectCreate(pSurfObject *CUsurfObject, pResDesc *CUDA_RESOURCE_DESC) e
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuSurfObjectCreate(C.uintptr_t(fn), unsafe.Pointer(pSurfObject), unsafe.Pointer(pResDesc))).err()
+	return Result(C.gocuda_cuSurfObjectCreate(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pSurfObject)), (*C.uint8_t)(unsafe.Pointer(pResDesc)))).err()
 }
 
 // SurfObjectDestroy calls cuSurfObjectDestroy:
@@ -7283,7 +7319,7 @@ func SurfObjectGetResourceDesc(pResDesc *CUDA_RESOURCE_DESC, surfObject CUsurfOb
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuSurfObjectGetResourceDesc(C.uintptr_t(fn), unsafe.Pointer(pResDesc), C.uint64_t(surfObject))).err()
+	return Result(C.gocuda_cuSurfObjectGetResourceDesc(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pResDesc)), C.uint64_t(surfObject))).err()
 }
 
 // SurfRefGetArray calls cuSurfRefGetArray:
@@ -7296,7 +7332,7 @@ func SurfRefGetArray(phArray *CUarray, hSurfRef CUsurfref) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuSurfRefGetArray(C.uintptr_t(fn), unsafe.Pointer(phArray), C.uintptr_t(hSurfRef))).err()
+	return Result(C.gocuda_cuSurfRefGetArray(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(phArray)), C.uintptr_t(hSurfRef))).err()
 }
 
 // SurfRefSetArray calls cuSurfRefSetArray:
@@ -7322,7 +7358,7 @@ func TensorMapEncodeIm2col(tensorMap *CUtensorMap, tensorDataType CUtensorMapDat
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuTensorMapEncodeIm2col(C.uintptr_t(fn), unsafe.Pointer(tensorMap), C.int32_t(tensorDataType), C.uint32_t(tensorRank), unsafe.Pointer(globalAddress), unsafe.Pointer(globalDim), unsafe.Pointer(globalStrides), unsafe.Pointer(pixelBoxLowerCorner), unsafe.Pointer(pixelBoxUpperCorner), C.uint32_t(channelsPerPixel), C.uint32_t(pixelsPerColumn), unsafe.Pointer(elementStrides), C.int32_t(interleave), C.int32_t(swizzle), C.int32_t(l2Promotion), C.int32_t(oobFill))).err()
+	return Result(C.gocuda_cuTensorMapEncodeIm2col(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(tensorMap)), C.int32_t(tensorDataType), C.uint32_t(tensorRank), unsafe.Pointer(globalAddress), (*C.uint8_t)(unsafe.Pointer(globalDim)), (*C.uint8_t)(unsafe.Pointer(globalStrides)), (*C.uint8_t)(unsafe.Pointer(pixelBoxLowerCorner)), (*C.uint8_t)(unsafe.Pointer(pixelBoxUpperCorner)), C.uint32_t(channelsPerPixel), C.uint32_t(pixelsPerColumn), (*C.uint8_t)(unsafe.Pointer(elementStrides)), C.int32_t(interleave), C.int32_t(swizzle), C.int32_t(l2Promotion), C.int32_t(oobFill))).err()
 }
 
 // TensorMapEncodeIm2colWide calls cuTensorMapEncodeIm2colWide:
@@ -7335,7 +7371,7 @@ func TensorMapEncodeIm2colWide(tensorMap *CUtensorMap, tensorDataType CUtensorMa
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuTensorMapEncodeIm2colWide(C.uintptr_t(fn), unsafe.Pointer(tensorMap), C.int32_t(tensorDataType), C.uint32_t(tensorRank), unsafe.Pointer(globalAddress), unsafe.Pointer(globalDim), unsafe.Pointer(globalStrides), C.int32_t(pixelBoxLowerCornerWidth), C.int32_t(pixelBoxUpperCornerWidth), C.uint32_t(channelsPerPixel), C.uint32_t(pixelsPerColumn), unsafe.Pointer(elementStrides), C.int32_t(interleave), C.int32_t(mode), C.int32_t(swizzle), C.int32_t(l2Promotion), C.int32_t(oobFill))).err()
+	return Result(C.gocuda_cuTensorMapEncodeIm2colWide(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(tensorMap)), C.int32_t(tensorDataType), C.uint32_t(tensorRank), unsafe.Pointer(globalAddress), (*C.uint8_t)(unsafe.Pointer(globalDim)), (*C.uint8_t)(unsafe.Pointer(globalStrides)), C.int32_t(pixelBoxLowerCornerWidth), C.int32_t(pixelBoxUpperCornerWidth), C.uint32_t(channelsPerPixel), C.uint32_t(pixelsPerColumn), (*C.uint8_t)(unsafe.Pointer(elementStrides)), C.int32_t(interleave), C.int32_t(mode), C.int32_t(swizzle), C.int32_t(l2Promotion), C.int32_t(oobFill))).err()
 }
 
 // TensorMapEncodeTiled calls cuTensorMapEncodeTiled:
@@ -7348,7 +7384,7 @@ func TensorMapEncodeTiled(tensorMap *CUtensorMap, tensorDataType CUtensorMapData
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuTensorMapEncodeTiled(C.uintptr_t(fn), unsafe.Pointer(tensorMap), C.int32_t(tensorDataType), C.uint32_t(tensorRank), unsafe.Pointer(globalAddress), unsafe.Pointer(globalDim), unsafe.Pointer(globalStrides), unsafe.Pointer(boxDim), unsafe.Pointer(elementStrides), C.int32_t(interleave), C.int32_t(swizzle), C.int32_t(l2Promotion), C.int32_t(oobFill))).err()
+	return Result(C.gocuda_cuTensorMapEncodeTiled(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(tensorMap)), C.int32_t(tensorDataType), C.uint32_t(tensorRank), unsafe.Pointer(globalAddress), (*C.uint8_t)(unsafe.Pointer(globalDim)), (*C.uint8_t)(unsafe.Pointer(globalStrides)), (*C.uint8_t)(unsafe.Pointer(boxDim)), (*C.uint8_t)(unsafe.Pointer(elementStrides)), C.int32_t(interleave), C.int32_t(swizzle), C.int32_t(l2Promotion), C.int32_t(oobFill))).err()
 }
 
 // TensorMapReplaceAddress calls cuTensorMapReplaceAddress:
@@ -7361,7 +7397,7 @@ func TensorMapReplaceAddress(tensorMap *CUtensorMap, globalAddress unsafe.Pointe
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuTensorMapReplaceAddress(C.uintptr_t(fn), unsafe.Pointer(tensorMap), unsafe.Pointer(globalAddress))).err()
+	return Result(C.gocuda_cuTensorMapReplaceAddress(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(tensorMap)), unsafe.Pointer(globalAddress))).err()
 }
 
 // TexObjectCreate calls cuTexObjectCreate:
@@ -7374,7 +7410,7 @@ func TexObjectCreate(pTexObject *CUtexObject, pResDesc *CUDA_RESOURCE_DESC, pTex
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuTexObjectCreate(C.uintptr_t(fn), unsafe.Pointer(pTexObject), unsafe.Pointer(pResDesc), unsafe.Pointer(pTexDesc), unsafe.Pointer(pResViewDesc))).err()
+	return Result(C.gocuda_cuTexObjectCreate(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pTexObject)), (*C.uint8_t)(unsafe.Pointer(pResDesc)), (*C.uint8_t)(unsafe.Pointer(pTexDesc)), (*C.uint8_t)(unsafe.Pointer(pResViewDesc)))).err()
 }
 
 // TexObjectDestroy calls cuTexObjectDestroy:
@@ -7400,7 +7436,7 @@ func TexObjectGetResourceDesc(pResDesc *CUDA_RESOURCE_DESC, texObject CUtexObjec
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuTexObjectGetResourceDesc(C.uintptr_t(fn), unsafe.Pointer(pResDesc), C.uint64_t(texObject))).err()
+	return Result(C.gocuda_cuTexObjectGetResourceDesc(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pResDesc)), C.uint64_t(texObject))).err()
 }
 
 // TexObjectGetResourceViewDesc calls cuTexObjectGetResourceViewDesc:
@@ -7413,7 +7449,7 @@ func TexObjectGetResourceViewDesc(pResViewDesc *CUDA_RESOURCE_VIEW_DESC, texObje
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuTexObjectGetResourceViewDesc(C.uintptr_t(fn), unsafe.Pointer(pResViewDesc), C.uint64_t(texObject))).err()
+	return Result(C.gocuda_cuTexObjectGetResourceViewDesc(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pResViewDesc)), C.uint64_t(texObject))).err()
 }
 
 // TexObjectGetTextureDesc calls cuTexObjectGetTextureDesc:
@@ -7426,7 +7462,7 @@ func TexObjectGetTextureDesc(pTexDesc *CUDA_TEXTURE_DESC, texObject CUtexObject)
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuTexObjectGetTextureDesc(C.uintptr_t(fn), unsafe.Pointer(pTexDesc), C.uint64_t(texObject))).err()
+	return Result(C.gocuda_cuTexObjectGetTextureDesc(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pTexDesc)), C.uint64_t(texObject))).err()
 }
 
 // TexRefCreate calls cuTexRefCreate:
@@ -7439,7 +7475,7 @@ func TexRefCreate(pTexRef *CUtexref) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuTexRefCreate(C.uintptr_t(fn), unsafe.Pointer(pTexRef))).err()
+	return Result(C.gocuda_cuTexRefCreate(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pTexRef)))).err()
 }
 
 // TexRefDestroy calls cuTexRefDestroy:
@@ -7465,7 +7501,7 @@ func TexRefGetAddressMode(pam *CUaddress_mode, hTexRef CUtexref, dim int32) erro
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuTexRefGetAddressMode(C.uintptr_t(fn), unsafe.Pointer(pam), C.uintptr_t(hTexRef), C.int32_t(dim))).err()
+	return Result(C.gocuda_cuTexRefGetAddressMode(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pam)), C.uintptr_t(hTexRef), C.int32_t(dim))).err()
 }
 
 // TexRefGetAddress calls cuTexRefGetAddress_v2:
@@ -7478,7 +7514,7 @@ func TexRefGetAddress(pdptr *CUdeviceptr, hTexRef CUtexref) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuTexRefGetAddress_v2(C.uintptr_t(fn), unsafe.Pointer(pdptr), C.uintptr_t(hTexRef))).err()
+	return Result(C.gocuda_cuTexRefGetAddress_v2(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pdptr)), C.uintptr_t(hTexRef))).err()
 }
 
 // TexRefGetArray calls cuTexRefGetArray:
@@ -7491,7 +7527,7 @@ func TexRefGetArray(phArray *CUarray, hTexRef CUtexref) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuTexRefGetArray(C.uintptr_t(fn), unsafe.Pointer(phArray), C.uintptr_t(hTexRef))).err()
+	return Result(C.gocuda_cuTexRefGetArray(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(phArray)), C.uintptr_t(hTexRef))).err()
 }
 
 // TexRefGetBorderColor calls cuTexRefGetBorderColor:
@@ -7504,7 +7540,7 @@ func TexRefGetBorderColor(pBorderColor *float32, hTexRef CUtexref) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuTexRefGetBorderColor(C.uintptr_t(fn), unsafe.Pointer(pBorderColor), C.uintptr_t(hTexRef))).err()
+	return Result(C.gocuda_cuTexRefGetBorderColor(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pBorderColor)), C.uintptr_t(hTexRef))).err()
 }
 
 // TexRefGetFilterMode calls cuTexRefGetFilterMode:
@@ -7517,7 +7553,7 @@ func TexRefGetFilterMode(pfm *CUfilter_mode, hTexRef CUtexref) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuTexRefGetFilterMode(C.uintptr_t(fn), unsafe.Pointer(pfm), C.uintptr_t(hTexRef))).err()
+	return Result(C.gocuda_cuTexRefGetFilterMode(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pfm)), C.uintptr_t(hTexRef))).err()
 }
 
 // TexRefGetFlags calls cuTexRefGetFlags:
@@ -7530,7 +7566,7 @@ func TexRefGetFlags(pFlags *uint32, hTexRef CUtexref) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuTexRefGetFlags(C.uintptr_t(fn), unsafe.Pointer(pFlags), C.uintptr_t(hTexRef))).err()
+	return Result(C.gocuda_cuTexRefGetFlags(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pFlags)), C.uintptr_t(hTexRef))).err()
 }
 
 // TexRefGetFormat calls cuTexRefGetFormat:
@@ -7543,7 +7579,7 @@ func TexRefGetFormat(pFormat *CUarray_format, pNumChannels *int32, hTexRef CUtex
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuTexRefGetFormat(C.uintptr_t(fn), unsafe.Pointer(pFormat), unsafe.Pointer(pNumChannels), C.uintptr_t(hTexRef))).err()
+	return Result(C.gocuda_cuTexRefGetFormat(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pFormat)), (*C.uint8_t)(unsafe.Pointer(pNumChannels)), C.uintptr_t(hTexRef))).err()
 }
 
 // TexRefGetMaxAnisotropy calls cuTexRefGetMaxAnisotropy:
@@ -7556,7 +7592,7 @@ func TexRefGetMaxAnisotropy(pmaxAniso *int32, hTexRef CUtexref) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuTexRefGetMaxAnisotropy(C.uintptr_t(fn), unsafe.Pointer(pmaxAniso), C.uintptr_t(hTexRef))).err()
+	return Result(C.gocuda_cuTexRefGetMaxAnisotropy(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pmaxAniso)), C.uintptr_t(hTexRef))).err()
 }
 
 // TexRefGetMipmapFilterMode calls cuTexRefGetMipmapFilterMode:
@@ -7569,7 +7605,7 @@ func TexRefGetMipmapFilterMode(pfm *CUfilter_mode, hTexRef CUtexref) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuTexRefGetMipmapFilterMode(C.uintptr_t(fn), unsafe.Pointer(pfm), C.uintptr_t(hTexRef))).err()
+	return Result(C.gocuda_cuTexRefGetMipmapFilterMode(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pfm)), C.uintptr_t(hTexRef))).err()
 }
 
 // TexRefGetMipmapLevelBias calls cuTexRefGetMipmapLevelBias:
@@ -7582,7 +7618,7 @@ func TexRefGetMipmapLevelBias(pbias *float32, hTexRef CUtexref) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuTexRefGetMipmapLevelBias(C.uintptr_t(fn), unsafe.Pointer(pbias), C.uintptr_t(hTexRef))).err()
+	return Result(C.gocuda_cuTexRefGetMipmapLevelBias(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pbias)), C.uintptr_t(hTexRef))).err()
 }
 
 // TexRefGetMipmapLevelClamp calls cuTexRefGetMipmapLevelClamp:
@@ -7595,7 +7631,7 @@ func TexRefGetMipmapLevelClamp(pminMipmapLevelClamp *float32, pmaxMipmapLevelCla
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuTexRefGetMipmapLevelClamp(C.uintptr_t(fn), unsafe.Pointer(pminMipmapLevelClamp), unsafe.Pointer(pmaxMipmapLevelClamp), C.uintptr_t(hTexRef))).err()
+	return Result(C.gocuda_cuTexRefGetMipmapLevelClamp(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pminMipmapLevelClamp)), (*C.uint8_t)(unsafe.Pointer(pmaxMipmapLevelClamp)), C.uintptr_t(hTexRef))).err()
 }
 
 // TexRefGetMipmappedArray calls cuTexRefGetMipmappedArray:
@@ -7608,7 +7644,7 @@ func TexRefGetMipmappedArray(phMipmappedArray *CUmipmappedArray, hTexRef CUtexre
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuTexRefGetMipmappedArray(C.uintptr_t(fn), unsafe.Pointer(phMipmappedArray), C.uintptr_t(hTexRef))).err()
+	return Result(C.gocuda_cuTexRefGetMipmappedArray(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(phMipmappedArray)), C.uintptr_t(hTexRef))).err()
 }
 
 // TexRefSetAddress2D calls cuTexRefSetAddress2D_v3:
@@ -7621,7 +7657,7 @@ func TexRefSetAddress2D(hTexRef CUtexref, desc *CUDA_ARRAY_DESCRIPTOR, dptr CUde
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuTexRefSetAddress2D_v3(C.uintptr_t(fn), C.uintptr_t(hTexRef), unsafe.Pointer(desc), C.uint64_t(dptr), C.uint64_t(Pitch))).err()
+	return Result(C.gocuda_cuTexRefSetAddress2D_v3(C.uintptr_t(fn), C.uintptr_t(hTexRef), (*C.uint8_t)(unsafe.Pointer(desc)), C.uint64_t(dptr), C.uint64_t(Pitch))).err()
 }
 
 // TexRefSetAddressMode calls cuTexRefSetAddressMode:
@@ -7647,7 +7683,7 @@ func TexRefSetAddress(ByteOffset *uint64, hTexRef CUtexref, dptr CUdeviceptr, by
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuTexRefSetAddress_v2(C.uintptr_t(fn), unsafe.Pointer(ByteOffset), C.uintptr_t(hTexRef), C.uint64_t(dptr), C.uint64_t(bytes))).err()
+	return Result(C.gocuda_cuTexRefSetAddress_v2(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(ByteOffset)), C.uintptr_t(hTexRef), C.uint64_t(dptr), C.uint64_t(bytes))).err()
 }
 
 // TexRefSetArray calls cuTexRefSetArray:
@@ -7673,7 +7709,7 @@ func TexRefSetBorderColor(hTexRef CUtexref, pBorderColor *float32) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuTexRefSetBorderColor(C.uintptr_t(fn), C.uintptr_t(hTexRef), unsafe.Pointer(pBorderColor))).err()
+	return Result(C.gocuda_cuTexRefSetBorderColor(C.uintptr_t(fn), C.uintptr_t(hTexRef), (*C.uint8_t)(unsafe.Pointer(pBorderColor)))).err()
 }
 
 // TexRefSetFilterMode calls cuTexRefSetFilterMode:
@@ -7790,7 +7826,7 @@ func ThreadExchangeStreamCaptureMode(mode *CUstreamCaptureMode) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuThreadExchangeStreamCaptureMode(C.uintptr_t(fn), unsafe.Pointer(mode))).err()
+	return Result(C.gocuda_cuThreadExchangeStreamCaptureMode(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(mode)))).err()
 }
 
 // UserObjectCreate calls cuUserObjectCreate:
@@ -7803,7 +7839,7 @@ func UserObjectCreate(object_out *CUuserObject, ptr unsafe.Pointer, destroy CUho
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuUserObjectCreate(C.uintptr_t(fn), unsafe.Pointer(object_out), unsafe.Pointer(ptr), C.uintptr_t(destroy), C.uint32_t(initialRefcount), C.uint32_t(flags))).err()
+	return Result(C.gocuda_cuUserObjectCreate(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(object_out)), unsafe.Pointer(ptr), C.uintptr_t(destroy), C.uint32_t(initialRefcount), C.uint32_t(flags))).err()
 }
 
 // UserObjectRelease calls cuUserObjectRelease:
@@ -7842,5 +7878,5 @@ func WaitExternalSemaphoresAsync(extSemArray *CUexternalSemaphore, paramsArray *
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cuWaitExternalSemaphoresAsync(C.uintptr_t(fn), unsafe.Pointer(extSemArray), unsafe.Pointer(paramsArray), C.uint32_t(numExtSems), C.uintptr_t(stream))).err()
+	return Result(C.gocuda_cuWaitExternalSemaphoresAsync(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(extSemArray)), (*C.uint8_t)(unsafe.Pointer(paramsArray)), C.uint32_t(numExtSems), C.uintptr_t(stream))).err()
 }

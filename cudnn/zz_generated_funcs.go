@@ -15,11 +15,11 @@ static int32_t gocuda_cudnnActivationBackward(uintptr_t fn, uintptr_t a0, uintpt
 static int32_t gocuda_cudnnActivationForward(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2, uintptr_t a3, void* a4, void* a5, uintptr_t a6, void* a7) { return ((int32_t (*)(uintptr_t, uintptr_t, void*, uintptr_t, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cudnnAddTensor(uintptr_t fn, uintptr_t a0, void* a1, uintptr_t a2, void* a3, void* a4, uintptr_t a5, void* a6) { return ((int32_t (*)(uintptr_t, void*, uintptr_t, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6); }
 static int32_t gocuda_cudnnAdvVersionCheck(uintptr_t fn) { return ((int32_t (*)(void))fn)(); }
-static int32_t gocuda_cudnnBackendCreateDescriptor(uintptr_t fn, int32_t a0, void* a1) { return ((int32_t (*)(int32_t, void*))fn)(a0, a1); }
+static int32_t gocuda_cudnnBackendCreateDescriptor(uintptr_t fn, int32_t a0, uint8_t* a1) { return ((int32_t (*)(int32_t, uint8_t*))fn)(a0, a1); }
 static int32_t gocuda_cudnnBackendDestroyDescriptor(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cudnnBackendExecute(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cudnnBackendFinalize(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
-static int32_t gocuda_cudnnBackendGetAttribute(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, void* a4, void* a5) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, void*, void*))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cudnnBackendGetAttribute(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, uint8_t* a4, void* a5) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, uint8_t*, void*))fn)(a0, a1, a2, a3, a4, a5); }
 static int32_t gocuda_cudnnBackendInitialize(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cudnnBackendPopulateCudaGraph(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, uintptr_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cudnnBackendSetAttribute(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, void* a4) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, void*))fn)(a0, a1, a2, a3, a4); }
@@ -30,34 +30,34 @@ static int32_t gocuda_cudnnBatchNormalizationForwardInference(uintptr_t fn, uint
 static int32_t gocuda_cudnnBatchNormalizationForwardTraining(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, void* a3, uintptr_t a4, void* a5, uintptr_t a6, void* a7, uintptr_t a8, void* a9, void* a10, double a11, void* a12, void* a13, double a14, void* a15, void* a16) { return ((int32_t (*)(uintptr_t, int32_t, void*, void*, uintptr_t, void*, uintptr_t, void*, uintptr_t, void*, void*, double, void*, void*, double, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16); }
 static int32_t gocuda_cudnnBatchNormalizationForwardTrainingEx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, uintptr_t a5, void* a6, uintptr_t a7, void* a8, uintptr_t a9, void* a10, uintptr_t a11, void* a12, void* a13, double a14, void* a15, void* a16, double a17, void* a18, void* a19, uintptr_t a20, void* a21, uint64_t a22, void* a23, uint64_t a24) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, uintptr_t, void*, uintptr_t, void*, uintptr_t, void*, uintptr_t, void*, void*, double, void*, void*, double, void*, void*, uintptr_t, void*, uint64_t, void*, uint64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, a20, a21, a22, a23, a24); }
 static int32_t gocuda_cudnnBuildRNNDynamic(uintptr_t fn, uintptr_t a0, uintptr_t a1, int32_t a2) { return ((int32_t (*)(uintptr_t, uintptr_t, int32_t))fn)(a0, a1, a2); }
-static int32_t gocuda_cudnnCTCLoss(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2, void* a3, void* a4, void* a5, void* a6, uintptr_t a7, void* a8, int32_t a9, uintptr_t a10, void* a11, uint64_t a12) { return ((int32_t (*)(uintptr_t, uintptr_t, void*, void*, void*, void*, void*, uintptr_t, void*, int32_t, uintptr_t, void*, uint64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cudnnCTCLoss_v8(uintptr_t fn, uintptr_t a0, int32_t a1, uintptr_t a2, uintptr_t a3, void* a4, void* a5, void* a6, void* a7, void* a8, uintptr_t a9, void* a10, uint64_t a11, void* a12) { return ((int32_t (*)(uintptr_t, int32_t, uintptr_t, uintptr_t, void*, void*, void*, void*, void*, uintptr_t, void*, uint64_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cudnnCTCLoss(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, void* a6, uintptr_t a7, void* a8, int32_t a9, uintptr_t a10, void* a11, uint64_t a12) { return ((int32_t (*)(uintptr_t, uintptr_t, void*, uint8_t*, uint8_t*, uint8_t*, void*, uintptr_t, void*, int32_t, uintptr_t, void*, uint64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cudnnCTCLoss_v8(uintptr_t fn, uintptr_t a0, int32_t a1, uintptr_t a2, uintptr_t a3, void* a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, void* a8, uintptr_t a9, void* a10, uint64_t a11, void* a12) { return ((int32_t (*)(uintptr_t, int32_t, uintptr_t, uintptr_t, void*, uint8_t*, uint8_t*, uint8_t*, void*, uintptr_t, void*, uint64_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cudnnCnnVersionCheck(uintptr_t fn) { return ((int32_t (*)(void))fn)(); }
 static int32_t gocuda_cudnnConvolutionBackwardBias(uintptr_t fn, uintptr_t a0, void* a1, uintptr_t a2, void* a3, void* a4, uintptr_t a5, void* a6) { return ((int32_t (*)(uintptr_t, void*, uintptr_t, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6); }
 static int32_t gocuda_cudnnConvolutionBackwardData(uintptr_t fn, uintptr_t a0, void* a1, uintptr_t a2, void* a3, uintptr_t a4, void* a5, uintptr_t a6, int32_t a7, void* a8, uint64_t a9, void* a10, uintptr_t a11, void* a12) { return ((int32_t (*)(uintptr_t, void*, uintptr_t, void*, uintptr_t, void*, uintptr_t, int32_t, void*, uint64_t, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cudnnConvolutionBackwardFilter(uintptr_t fn, uintptr_t a0, void* a1, uintptr_t a2, void* a3, uintptr_t a4, void* a5, uintptr_t a6, int32_t a7, void* a8, uint64_t a9, void* a10, uintptr_t a11, void* a12) { return ((int32_t (*)(uintptr_t, void*, uintptr_t, void*, uintptr_t, void*, uintptr_t, int32_t, void*, uint64_t, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cudnnConvolutionBiasActivationForward(uintptr_t fn, uintptr_t a0, void* a1, uintptr_t a2, void* a3, uintptr_t a4, void* a5, uintptr_t a6, int32_t a7, void* a8, uint64_t a9, void* a10, uintptr_t a11, void* a12, uintptr_t a13, void* a14, uintptr_t a15, uintptr_t a16, void* a17) { return ((int32_t (*)(uintptr_t, void*, uintptr_t, void*, uintptr_t, void*, uintptr_t, int32_t, void*, uint64_t, void*, uintptr_t, void*, uintptr_t, void*, uintptr_t, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
 static int32_t gocuda_cudnnConvolutionForward(uintptr_t fn, uintptr_t a0, void* a1, uintptr_t a2, void* a3, uintptr_t a4, void* a5, uintptr_t a6, int32_t a7, void* a8, uint64_t a9, void* a10, uintptr_t a11, void* a12) { return ((int32_t (*)(uintptr_t, void*, uintptr_t, void*, uintptr_t, void*, uintptr_t, int32_t, void*, uint64_t, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cudnnCreate(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
-static int32_t gocuda_cudnnCreateActivationDescriptor(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
-static int32_t gocuda_cudnnCreateAttnDescriptor(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
-static int32_t gocuda_cudnnCreateCTCLossDescriptor(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
-static int32_t gocuda_cudnnCreateConvolutionDescriptor(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
-static int32_t gocuda_cudnnCreateDropoutDescriptor(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
-static int32_t gocuda_cudnnCreateFilterDescriptor(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
-static int32_t gocuda_cudnnCreateFusedOpsConstParamPack(uintptr_t fn, void* a0, int32_t a1) { return ((int32_t (*)(void*, int32_t))fn)(a0, a1); }
-static int32_t gocuda_cudnnCreateFusedOpsPlan(uintptr_t fn, void* a0, int32_t a1) { return ((int32_t (*)(void*, int32_t))fn)(a0, a1); }
-static int32_t gocuda_cudnnCreateFusedOpsVariantParamPack(uintptr_t fn, void* a0, int32_t a1) { return ((int32_t (*)(void*, int32_t))fn)(a0, a1); }
-static int32_t gocuda_cudnnCreateLRNDescriptor(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
-static int32_t gocuda_cudnnCreateOpTensorDescriptor(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
-static int32_t gocuda_cudnnCreatePoolingDescriptor(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
-static int32_t gocuda_cudnnCreateRNNDataDescriptor(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
-static int32_t gocuda_cudnnCreateRNNDescriptor(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
-static int32_t gocuda_cudnnCreateReduceTensorDescriptor(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
-static int32_t gocuda_cudnnCreateSeqDataDescriptor(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
-static int32_t gocuda_cudnnCreateSpatialTransformerDescriptor(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
-static int32_t gocuda_cudnnCreateTensorDescriptor(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
-static int32_t gocuda_cudnnCreateTensorTransformDescriptor(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
+static int32_t gocuda_cudnnCreate(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
+static int32_t gocuda_cudnnCreateActivationDescriptor(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
+static int32_t gocuda_cudnnCreateAttnDescriptor(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
+static int32_t gocuda_cudnnCreateCTCLossDescriptor(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
+static int32_t gocuda_cudnnCreateConvolutionDescriptor(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
+static int32_t gocuda_cudnnCreateDropoutDescriptor(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
+static int32_t gocuda_cudnnCreateFilterDescriptor(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
+static int32_t gocuda_cudnnCreateFusedOpsConstParamPack(uintptr_t fn, uint8_t* a0, int32_t a1) { return ((int32_t (*)(uint8_t*, int32_t))fn)(a0, a1); }
+static int32_t gocuda_cudnnCreateFusedOpsPlan(uintptr_t fn, uint8_t* a0, int32_t a1) { return ((int32_t (*)(uint8_t*, int32_t))fn)(a0, a1); }
+static int32_t gocuda_cudnnCreateFusedOpsVariantParamPack(uintptr_t fn, uint8_t* a0, int32_t a1) { return ((int32_t (*)(uint8_t*, int32_t))fn)(a0, a1); }
+static int32_t gocuda_cudnnCreateLRNDescriptor(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
+static int32_t gocuda_cudnnCreateOpTensorDescriptor(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
+static int32_t gocuda_cudnnCreatePoolingDescriptor(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
+static int32_t gocuda_cudnnCreateRNNDataDescriptor(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
+static int32_t gocuda_cudnnCreateRNNDescriptor(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
+static int32_t gocuda_cudnnCreateReduceTensorDescriptor(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
+static int32_t gocuda_cudnnCreateSeqDataDescriptor(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
+static int32_t gocuda_cudnnCreateSpatialTransformerDescriptor(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
+static int32_t gocuda_cudnnCreateTensorDescriptor(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
+static int32_t gocuda_cudnnCreateTensorTransformDescriptor(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
 static int32_t gocuda_cudnnDeriveBNTensorDescriptor(uintptr_t fn, uintptr_t a0, uintptr_t a1, int32_t a2) { return ((int32_t (*)(uintptr_t, uintptr_t, int32_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cudnnDeriveNormTensorDescriptor(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, int32_t a3, int32_t a4) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cudnnDestroy(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
@@ -84,91 +84,91 @@ static int32_t gocuda_cudnnDivisiveNormalizationBackward(uintptr_t fn, uintptr_t
 static int32_t gocuda_cudnnDivisiveNormalizationForward(uintptr_t fn, uintptr_t a0, uintptr_t a1, int32_t a2, void* a3, uintptr_t a4, void* a5, void* a6, void* a7, void* a8, void* a9, uintptr_t a10, void* a11) { return ((int32_t (*)(uintptr_t, uintptr_t, int32_t, void*, uintptr_t, void*, void*, void*, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
 static int32_t gocuda_cudnnDropoutBackward(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, void* a3, uintptr_t a4, void* a5, void* a6, uint64_t a7) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, void*, uintptr_t, void*, void*, uint64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cudnnDropoutForward(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, void* a3, uintptr_t a4, void* a5, void* a6, uint64_t a7) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, void*, uintptr_t, void*, void*, uint64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cudnnDropoutGetReserveSpaceSize(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cudnnDropoutGetStatesSize(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cudnnFindConvolutionBackwardDataAlgorithm(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4, int32_t a5, void* a6, void* a7) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, int32_t, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cudnnFindConvolutionBackwardDataAlgorithmEx(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2, uintptr_t a3, void* a4, uintptr_t a5, uintptr_t a6, void* a7, int32_t a8, void* a9, void* a10, void* a11, uint64_t a12) { return ((int32_t (*)(uintptr_t, uintptr_t, void*, uintptr_t, void*, uintptr_t, uintptr_t, void*, int32_t, void*, void*, void*, uint64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cudnnFindConvolutionBackwardFilterAlgorithm(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4, int32_t a5, void* a6, void* a7) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, int32_t, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cudnnFindConvolutionBackwardFilterAlgorithmEx(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2, uintptr_t a3, void* a4, uintptr_t a5, uintptr_t a6, void* a7, int32_t a8, void* a9, void* a10, void* a11, uint64_t a12) { return ((int32_t (*)(uintptr_t, uintptr_t, void*, uintptr_t, void*, uintptr_t, uintptr_t, void*, int32_t, void*, void*, void*, uint64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cudnnFindConvolutionForwardAlgorithm(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4, int32_t a5, void* a6, void* a7) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, int32_t, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cudnnFindConvolutionForwardAlgorithmEx(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2, uintptr_t a3, void* a4, uintptr_t a5, uintptr_t a6, void* a7, int32_t a8, void* a9, void* a10, void* a11, uint64_t a12) { return ((int32_t (*)(uintptr_t, uintptr_t, void*, uintptr_t, void*, uintptr_t, uintptr_t, void*, int32_t, void*, void*, void*, uint64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cudnnDropoutGetReserveSpaceSize(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cudnnDropoutGetStatesSize(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cudnnFindConvolutionBackwardDataAlgorithm(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4, int32_t a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cudnnFindConvolutionBackwardDataAlgorithmEx(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2, uintptr_t a3, void* a4, uintptr_t a5, uintptr_t a6, void* a7, int32_t a8, uint8_t* a9, uint8_t* a10, void* a11, uint64_t a12) { return ((int32_t (*)(uintptr_t, uintptr_t, void*, uintptr_t, void*, uintptr_t, uintptr_t, void*, int32_t, uint8_t*, uint8_t*, void*, uint64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cudnnFindConvolutionBackwardFilterAlgorithm(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4, int32_t a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cudnnFindConvolutionBackwardFilterAlgorithmEx(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2, uintptr_t a3, void* a4, uintptr_t a5, uintptr_t a6, void* a7, int32_t a8, uint8_t* a9, uint8_t* a10, void* a11, uint64_t a12) { return ((int32_t (*)(uintptr_t, uintptr_t, void*, uintptr_t, void*, uintptr_t, uintptr_t, void*, int32_t, uint8_t*, uint8_t*, void*, uint64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cudnnFindConvolutionForwardAlgorithm(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4, int32_t a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cudnnFindConvolutionForwardAlgorithmEx(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2, uintptr_t a3, void* a4, uintptr_t a5, uintptr_t a6, void* a7, int32_t a8, uint8_t* a9, uint8_t* a10, void* a11, uint64_t a12) { return ((int32_t (*)(uintptr_t, uintptr_t, void*, uintptr_t, void*, uintptr_t, uintptr_t, void*, int32_t, uint8_t*, uint8_t*, void*, uint64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cudnnFusedOpsExecute(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t))fn)(a0, a1, a2); }
-static int32_t gocuda_cudnnGetActivationDescriptor(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3) { return ((int32_t (*)(uintptr_t, void*, void*, void*))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_cudnnGetActivationDescriptorSwishBeta(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cudnnGetAttnDescriptor(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, void* a6, void* a7, void* a8, void* a9, void* a10, void* a11, void* a12, void* a13, void* a14, void* a15, void* a16, void* a17, void* a18, void* a19) { return ((int32_t (*)(uintptr_t, void*, void*, void*, void*, void*, void*, void*, void*, void*, void*, void*, void*, void*, void*, void*, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19); }
-static int32_t gocuda_cudnnGetBatchNormalizationBackwardExWorkspaceSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uintptr_t a4, uintptr_t a5, uintptr_t a6, uintptr_t a7, uintptr_t a8, uintptr_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uintptr_t a4, uintptr_t a5, uintptr_t a6, uintptr_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cudnnGetBatchNormalizationTrainingExReserveSpaceSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uintptr_t a4, void* a5) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cudnnGetCTCLossDescriptor(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cudnnGetCTCLossDescriptorEx(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3) { return ((int32_t (*)(uintptr_t, void*, void*, void*))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_cudnnGetCTCLossDescriptor_v8(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3, void* a4) { return ((int32_t (*)(uintptr_t, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cudnnGetCTCLossDescriptor_v9(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3, void* a4) { return ((int32_t (*)(uintptr_t, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cudnnGetCTCLossWorkspaceSize(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, void* a3, void* a4, void* a5, int32_t a6, uintptr_t a7, void* a8) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cudnnGetCTCLossWorkspaceSize_v8(uintptr_t fn, uintptr_t a0, int32_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4, void* a5) { return ((int32_t (*)(uintptr_t, int32_t, uintptr_t, uintptr_t, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cudnnGetCallback(uintptr_t fn, void* a0, void* a1, void* a2) { return ((int32_t (*)(void*, void*, void*))fn)(a0, a1, a2); }
-static int32_t gocuda_cudnnGetConvolution2dDescriptor(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, void* a6, void* a7, void* a8) { return ((int32_t (*)(uintptr_t, void*, void*, void*, void*, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cudnnGetConvolution2dForwardOutputDim(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, void* a3, void* a4, void* a5, void* a6) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cudnnGetConvolutionBackwardDataAlgorithmMaxCount(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cudnnGetConvolutionBackwardDataAlgorithm_v7(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4, int32_t a5, void* a6, void* a7) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, int32_t, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cudnnGetConvolutionBackwardDataWorkspaceSize(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4, int32_t a5, void* a6) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cudnnGetConvolutionBackwardFilterAlgorithm_v7(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4, int32_t a5, void* a6, void* a7) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, int32_t, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cudnnGetConvolutionBackwardFilterWorkspaceSize(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4, int32_t a5, void* a6) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cudnnGetConvolutionForwardAlgorithmMaxCount(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cudnnGetConvolutionForwardAlgorithm_v7(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4, int32_t a5, void* a6, void* a7) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, int32_t, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cudnnGetConvolutionForwardWorkspaceSize(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4, int32_t a5, void* a6) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cudnnGetConvolutionGroupCount(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cudnnGetConvolutionMathType(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cudnnGetConvolutionNdDescriptor(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, void* a3, void* a4, void* a5, void* a6, void* a7) { return ((int32_t (*)(uintptr_t, int32_t, void*, void*, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cudnnGetConvolutionNdForwardOutputDim(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, int32_t a3, void* a4) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cudnnGetConvolutionReorderType(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
+static int32_t gocuda_cudnnGetActivationDescriptor(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cudnnGetActivationDescriptorSwishBeta(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cudnnGetAttnDescriptor(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, uint8_t* a9, uint8_t* a10, uint8_t* a11, uint8_t* a12, uint8_t* a13, uint8_t* a14, uint8_t* a15, uint8_t* a16, uint8_t* a17, uint8_t* a18, uint8_t* a19) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19); }
+static int32_t gocuda_cudnnGetBatchNormalizationBackwardExWorkspaceSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uintptr_t a4, uintptr_t a5, uintptr_t a6, uintptr_t a7, uintptr_t a8, uintptr_t a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uintptr_t a4, uintptr_t a5, uintptr_t a6, uintptr_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cudnnGetBatchNormalizationTrainingExReserveSpaceSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uintptr_t a4, uint8_t* a5) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cudnnGetCTCLossDescriptor(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cudnnGetCTCLossDescriptorEx(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cudnnGetCTCLossDescriptor_v8(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cudnnGetCTCLossDescriptor_v9(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cudnnGetCTCLossWorkspaceSize(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, int32_t a6, uintptr_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cudnnGetCTCLossWorkspaceSize_v8(uintptr_t fn, uintptr_t a0, int32_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4, uint8_t* a5) { return ((int32_t (*)(uintptr_t, int32_t, uintptr_t, uintptr_t, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cudnnGetCallback(uintptr_t fn, uint8_t* a0, void* a1, uint8_t* a2) { return ((int32_t (*)(uint8_t*, void*, uint8_t*))fn)(a0, a1, a2); }
+static int32_t gocuda_cudnnGetConvolution2dDescriptor(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cudnnGetConvolution2dForwardOutputDim(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cudnnGetConvolutionBackwardDataAlgorithmMaxCount(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cudnnGetConvolutionBackwardDataAlgorithm_v7(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4, int32_t a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cudnnGetConvolutionBackwardDataWorkspaceSize(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4, int32_t a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cudnnGetConvolutionBackwardFilterAlgorithm_v7(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4, int32_t a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cudnnGetConvolutionBackwardFilterWorkspaceSize(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4, int32_t a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cudnnGetConvolutionForwardAlgorithmMaxCount(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cudnnGetConvolutionForwardAlgorithm_v7(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4, int32_t a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cudnnGetConvolutionForwardWorkspaceSize(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4, int32_t a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cudnnGetConvolutionGroupCount(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cudnnGetConvolutionMathType(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cudnnGetConvolutionNdDescriptor(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cudnnGetConvolutionNdForwardOutputDim(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, int32_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cudnnGetConvolutionReorderType(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
 static uint64_t gocuda_cudnnGetCudartVersion(uintptr_t fn) { return ((uint64_t (*)(void))fn)(); }
-static int32_t gocuda_cudnnGetDropoutDescriptor(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2, void* a3, void* a4) { return ((int32_t (*)(uintptr_t, uintptr_t, void*, void*, void*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cudnnGetDropoutDescriptor(uintptr_t fn, uintptr_t a0, uintptr_t a1, uint8_t* a2, void* a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, uintptr_t, uint8_t*, void*, uint8_t*))fn)(a0, a1, a2, a3, a4); }
 static void* gocuda_cudnnGetErrorString(uintptr_t fn, int32_t a0) { return ((void* (*)(int32_t))fn)(a0); }
-static int32_t gocuda_cudnnGetFilter4dDescriptor(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, void* a6) { return ((int32_t (*)(uintptr_t, void*, void*, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cudnnGetFilterNdDescriptor(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, void* a3, void* a4, void* a5) { return ((int32_t (*)(uintptr_t, int32_t, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cudnnGetFilterSizeInBytes(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
+static int32_t gocuda_cudnnGetFilter4dDescriptor(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cudnnGetFilterNdDescriptor(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, uint8_t* a3, uint8_t* a4, uint8_t* a5) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cudnnGetFilterSizeInBytes(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
 static int32_t gocuda_cudnnGetFoldedConvBackwardDataDescriptors(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4, int32_t a5, uintptr_t a6, uintptr_t a7, uintptr_t a8, uintptr_t a9, uintptr_t a10, uintptr_t a11, uintptr_t a12, uintptr_t a13) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, int32_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cudnnGetFusedOpsConstParamPackAttribute(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, void* a3) { return ((int32_t (*)(uintptr_t, int32_t, void*, void*))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cudnnGetFusedOpsConstParamPackAttribute(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, uint8_t* a3) { return ((int32_t (*)(uintptr_t, int32_t, void*, uint8_t*))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cudnnGetFusedOpsVariantParamPackAttribute(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2) { return ((int32_t (*)(uintptr_t, int32_t, void*))fn)(a0, a1, a2); }
-static int32_t gocuda_cudnnGetLRNDescriptor(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3, void* a4) { return ((int32_t (*)(uintptr_t, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4); }
-static void gocuda_cudnnGetLastErrorString(uintptr_t fn, void* a0, uint64_t a1) { ((void (*)(void*, uint64_t))fn)(a0, a1); }
+static int32_t gocuda_cudnnGetLRNDescriptor(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static void gocuda_cudnnGetLastErrorString(uintptr_t fn, uint8_t* a0, uint64_t a1) { ((void (*)(uint8_t*, uint64_t))fn)(a0, a1); }
 static uint64_t gocuda_cudnnGetMaxDeviceVersion(uintptr_t fn) { return ((uint64_t (*)(void))fn)(); }
-static int32_t gocuda_cudnnGetMultiHeadAttnBuffers(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2, void* a3, void* a4) { return ((int32_t (*)(uintptr_t, uintptr_t, void*, void*, void*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cudnnGetMultiHeadAttnBuffers(uintptr_t fn, uintptr_t a0, uintptr_t a1, uint8_t* a2, uint8_t* a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cudnnGetMultiHeadAttnWeights(uintptr_t fn, uintptr_t a0, uintptr_t a1, int32_t a2, uint64_t a3, void* a4, uintptr_t a5, void* a6) { return ((int32_t (*)(uintptr_t, uintptr_t, int32_t, uint64_t, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cudnnGetNormalizationBackwardWorkspaceSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uintptr_t a5, uintptr_t a6, uintptr_t a7, uintptr_t a8, uintptr_t a9, uintptr_t a10, uintptr_t a11, void* a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cudnnGetNormalizationForwardTrainingWorkspaceSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uintptr_t a5, uintptr_t a6, uintptr_t a7, uintptr_t a8, uintptr_t a9, void* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cudnnGetNormalizationTrainingReserveSpaceSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uintptr_t a5, void* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uintptr_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cudnnGetOpTensorDescriptor(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3) { return ((int32_t (*)(uintptr_t, void*, void*, void*))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_cudnnGetPooling2dDescriptor(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, void* a6, void* a7, void* a8) { return ((int32_t (*)(uintptr_t, void*, void*, void*, void*, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cudnnGetPooling2dForwardOutputDim(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2, void* a3, void* a4, void* a5) { return ((int32_t (*)(uintptr_t, uintptr_t, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cudnnGetPoolingNdDescriptor(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, void* a3, void* a4, void* a5, void* a6, void* a7) { return ((int32_t (*)(uintptr_t, int32_t, void*, void*, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cudnnGetPoolingNdForwardOutputDim(uintptr_t fn, uintptr_t a0, uintptr_t a1, int32_t a2, void* a3) { return ((int32_t (*)(uintptr_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_cudnnGetProperty(uintptr_t fn, int32_t a0, void* a1) { return ((int32_t (*)(int32_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cudnnGetRNNDataDescriptor(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, int32_t a6, void* a7, void* a8) { return ((int32_t (*)(uintptr_t, void*, void*, void*, void*, void*, int32_t, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cudnnGetRNNDescriptor_v8(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, void* a6, void* a7, void* a8, void* a9, void* a10, void* a11, void* a12, void* a13, void* a14) { return ((int32_t (*)(uintptr_t, void*, void*, void*, void*, void*, void*, void*, void*, void*, void*, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
-static int32_t gocuda_cudnnGetRNNTempSpaceSizes(uintptr_t fn, uintptr_t a0, uintptr_t a1, int32_t a2, uintptr_t a3, void* a4, void* a5) { return ((int32_t (*)(uintptr_t, uintptr_t, int32_t, uintptr_t, void*, void*))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cudnnGetNormalizationBackwardWorkspaceSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uintptr_t a5, uintptr_t a6, uintptr_t a7, uintptr_t a8, uintptr_t a9, uintptr_t a10, uintptr_t a11, uint8_t* a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cudnnGetNormalizationForwardTrainingWorkspaceSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uintptr_t a5, uintptr_t a6, uintptr_t a7, uintptr_t a8, uintptr_t a9, uint8_t* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cudnnGetNormalizationTrainingReserveSpaceSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uintptr_t a5, uint8_t* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uintptr_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cudnnGetOpTensorDescriptor(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cudnnGetPooling2dDescriptor(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cudnnGetPooling2dForwardOutputDim(uintptr_t fn, uintptr_t a0, uintptr_t a1, uint8_t* a2, uint8_t* a3, uint8_t* a4, uint8_t* a5) { return ((int32_t (*)(uintptr_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cudnnGetPoolingNdDescriptor(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cudnnGetPoolingNdForwardOutputDim(uintptr_t fn, uintptr_t a0, uintptr_t a1, int32_t a2, uint8_t* a3) { return ((int32_t (*)(uintptr_t, uintptr_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cudnnGetProperty(uintptr_t fn, int32_t a0, uint8_t* a1) { return ((int32_t (*)(int32_t, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cudnnGetRNNDataDescriptor(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, int32_t a6, uint8_t* a7, void* a8) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cudnnGetRNNDescriptor_v8(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, uint8_t* a9, uint8_t* a10, uint8_t* a11, uint8_t* a12, uint8_t* a13, uint8_t* a14) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
+static int32_t gocuda_cudnnGetRNNTempSpaceSizes(uintptr_t fn, uintptr_t a0, uintptr_t a1, int32_t a2, uintptr_t a3, uint8_t* a4, uint8_t* a5) { return ((int32_t (*)(uintptr_t, uintptr_t, int32_t, uintptr_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5); }
 static int32_t gocuda_cudnnGetRNNWeightParams(uintptr_t fn, uintptr_t a0, uintptr_t a1, int32_t a2, uint64_t a3, void* a4, int32_t a5, uintptr_t a6, void* a7, uintptr_t a8, void* a9) { return ((int32_t (*)(uintptr_t, uintptr_t, int32_t, uint64_t, void*, int32_t, uintptr_t, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cudnnGetRNNWeightSpaceSize(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2) { return ((int32_t (*)(uintptr_t, uintptr_t, void*))fn)(a0, a1, a2); }
-static int32_t gocuda_cudnnGetReduceTensorDescriptor(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5) { return ((int32_t (*)(uintptr_t, void*, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cudnnGetReductionIndicesSize(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, void* a4) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, uintptr_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cudnnGetReductionWorkspaceSize(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, void* a4) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, uintptr_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cudnnGetSeqDataDescriptor(uintptr_t fn, uintptr_t a0, void* a1, void* a2, int32_t a3, void* a4, void* a5, void* a6, uint64_t a7, void* a8, void* a9) { return ((int32_t (*)(uintptr_t, void*, void*, int32_t, void*, void*, void*, uint64_t, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cudnnGetStream(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cudnnGetTensor4dDescriptor(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, void* a6, void* a7, void* a8, void* a9) { return ((int32_t (*)(uintptr_t, void*, void*, void*, void*, void*, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cudnnGetTensorNdDescriptor(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, void* a3, void* a4, void* a5) { return ((int32_t (*)(uintptr_t, int32_t, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cudnnGetTensorSizeInBytes(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cudnnGetTensorTransformDescriptor(uintptr_t fn, uintptr_t a0, uint32_t a1, void* a2, void* a3, void* a4, void* a5, void* a6) { return ((int32_t (*)(uintptr_t, uint32_t, void*, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cudnnGetRNNWeightSpaceSize(uintptr_t fn, uintptr_t a0, uintptr_t a1, uint8_t* a2) { return ((int32_t (*)(uintptr_t, uintptr_t, uint8_t*))fn)(a0, a1, a2); }
+static int32_t gocuda_cudnnGetReduceTensorDescriptor(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, uint8_t* a4, uint8_t* a5) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cudnnGetReductionIndicesSize(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cudnnGetReductionWorkspaceSize(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cudnnGetSeqDataDescriptor(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, int32_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uint64_t a7, uint8_t* a8, void* a9) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, uint8_t*, uint64_t, uint8_t*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cudnnGetStream(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cudnnGetTensor4dDescriptor(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, uint8_t* a9) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cudnnGetTensorNdDescriptor(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, uint8_t* a3, uint8_t* a4, uint8_t* a5) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cudnnGetTensorSizeInBytes(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cudnnGetTensorTransformDescriptor(uintptr_t fn, uintptr_t a0, uint32_t a1, uint8_t* a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, uint32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
 static uint64_t gocuda_cudnnGetVersion(uintptr_t fn) { return ((uint64_t (*)(void))fn)(); }
 static int32_t gocuda_cudnnGraphVersionCheck(uintptr_t fn) { return ((int32_t (*)(void))fn)(); }
 static int32_t gocuda_cudnnIm2Col(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2, uintptr_t a3, uintptr_t a4, void* a5) { return ((int32_t (*)(uintptr_t, uintptr_t, void*, uintptr_t, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cudnnInitTransformDest(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, void* a3) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, void*))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cudnnInitTransformDest(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, uint8_t* a3) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cudnnLRNCrossChannelBackward(uintptr_t fn, uintptr_t a0, uintptr_t a1, int32_t a2, void* a3, uintptr_t a4, void* a5, uintptr_t a6, void* a7, uintptr_t a8, void* a9, void* a10, uintptr_t a11, void* a12) { return ((int32_t (*)(uintptr_t, uintptr_t, int32_t, void*, uintptr_t, void*, uintptr_t, void*, uintptr_t, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cudnnLRNCrossChannelForward(uintptr_t fn, uintptr_t a0, uintptr_t a1, int32_t a2, void* a3, uintptr_t a4, void* a5, void* a6, uintptr_t a7, void* a8) { return ((int32_t (*)(uintptr_t, uintptr_t, int32_t, void*, uintptr_t, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cudnnMakeFusedOpsPlan(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, void* a3) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, void*))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_cudnnMultiHeadAttnBackwardData(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2, void* a3, void* a4, void* a5, uintptr_t a6, void* a7, uintptr_t a8, void* a9, void* a10, uintptr_t a11, void* a12, void* a13, uintptr_t a14, void* a15, void* a16, uint64_t a17, void* a18, uint64_t a19, void* a20, uint64_t a21, void* a22) { return ((int32_t (*)(uintptr_t, uintptr_t, void*, void*, void*, void*, uintptr_t, void*, uintptr_t, void*, void*, uintptr_t, void*, void*, uintptr_t, void*, void*, uint64_t, void*, uint64_t, void*, uint64_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, a20, a21, a22); }
+static int32_t gocuda_cudnnMakeFusedOpsPlan(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, uint8_t* a3) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cudnnMultiHeadAttnBackwardData(uintptr_t fn, uintptr_t a0, uintptr_t a1, uint8_t* a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uintptr_t a6, void* a7, uintptr_t a8, void* a9, void* a10, uintptr_t a11, void* a12, void* a13, uintptr_t a14, void* a15, void* a16, uint64_t a17, void* a18, uint64_t a19, void* a20, uint64_t a21, void* a22) { return ((int32_t (*)(uintptr_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uintptr_t, void*, uintptr_t, void*, void*, uintptr_t, void*, void*, uintptr_t, void*, void*, uint64_t, void*, uint64_t, void*, uint64_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, a20, a21, a22); }
 static int32_t gocuda_cudnnMultiHeadAttnBackwardWeights(uintptr_t fn, uintptr_t a0, uintptr_t a1, int32_t a2, uintptr_t a3, void* a4, uintptr_t a5, void* a6, uintptr_t a7, void* a8, uintptr_t a9, void* a10, uint64_t a11, void* a12, void* a13, uint64_t a14, void* a15, uint64_t a16, void* a17) { return ((int32_t (*)(uintptr_t, uintptr_t, int32_t, uintptr_t, void*, uintptr_t, void*, uintptr_t, void*, uintptr_t, void*, uint64_t, void*, void*, uint64_t, void*, uint64_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
-static int32_t gocuda_cudnnMultiHeadAttnForward(uintptr_t fn, uintptr_t a0, uintptr_t a1, int32_t a2, void* a3, void* a4, void* a5, void* a6, uintptr_t a7, void* a8, void* a9, uintptr_t a10, void* a11, uintptr_t a12, void* a13, uintptr_t a14, void* a15, uint64_t a16, void* a17, uint64_t a18, void* a19, uint64_t a20, void* a21) { return ((int32_t (*)(uintptr_t, uintptr_t, int32_t, void*, void*, void*, void*, uintptr_t, void*, void*, uintptr_t, void*, uintptr_t, void*, uintptr_t, void*, uint64_t, void*, uint64_t, void*, uint64_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, a20, a21); }
+static int32_t gocuda_cudnnMultiHeadAttnForward(uintptr_t fn, uintptr_t a0, uintptr_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uintptr_t a7, void* a8, void* a9, uintptr_t a10, void* a11, uintptr_t a12, void* a13, uintptr_t a14, void* a15, uint64_t a16, void* a17, uint64_t a18, void* a19, uint64_t a20, void* a21) { return ((int32_t (*)(uintptr_t, uintptr_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uintptr_t, void*, void*, uintptr_t, void*, uintptr_t, void*, uintptr_t, void*, uint64_t, void*, uint64_t, void*, uint64_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, a20, a21); }
 static int32_t gocuda_cudnnNormalizationBackward(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, void* a6, void* a7, uintptr_t a8, void* a9, uintptr_t a10, void* a11, uintptr_t a12, void* a13, uintptr_t a14, void* a15, uintptr_t a16, void* a17, uintptr_t a18, void* a19, void* a20, void* a21, void* a22, double a23, uintptr_t a24, void* a25, void* a26, uintptr_t a27, void* a28, uint64_t a29, void* a30, uint64_t a31, int32_t a32) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, void*, void*, uintptr_t, void*, uintptr_t, void*, uintptr_t, void*, uintptr_t, void*, uintptr_t, void*, uintptr_t, void*, void*, void*, void*, double, uintptr_t, void*, void*, uintptr_t, void*, uint64_t, void*, uint64_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, a20, a21, a22, a23, a24, a25, a26, a27, a28, a29, a30, a31, a32); }
 static int32_t gocuda_cudnnNormalizationForwardInference(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, uintptr_t a6, void* a7, uintptr_t a8, void* a9, void* a10, uintptr_t a11, void* a12, void* a13, uintptr_t a14, void* a15, uintptr_t a16, uintptr_t a17, void* a18, double a19, int32_t a20) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, uintptr_t, void*, uintptr_t, void*, void*, uintptr_t, void*, void*, uintptr_t, void*, uintptr_t, uintptr_t, void*, double, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, a20); }
 static int32_t gocuda_cudnnNormalizationForwardTraining(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, uintptr_t a6, void* a7, uintptr_t a8, void* a9, void* a10, double a11, uintptr_t a12, void* a13, void* a14, double a15, void* a16, void* a17, uintptr_t a18, uintptr_t a19, void* a20, uintptr_t a21, void* a22, void* a23, uint64_t a24, void* a25, uint64_t a26, int32_t a27) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, uintptr_t, void*, uintptr_t, void*, void*, double, uintptr_t, void*, void*, double, void*, void*, uintptr_t, uintptr_t, void*, uintptr_t, void*, void*, uint64_t, void*, uint64_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, a20, a21, a22, a23, a24, a25, a26, a27); }
@@ -176,12 +176,12 @@ static int32_t gocuda_cudnnOpTensor(uintptr_t fn, uintptr_t a0, uintptr_t a1, vo
 static int32_t gocuda_cudnnOpsVersionCheck(uintptr_t fn) { return ((int32_t (*)(void))fn)(); }
 static int32_t gocuda_cudnnPoolingBackward(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2, uintptr_t a3, void* a4, uintptr_t a5, void* a6, uintptr_t a7, void* a8, void* a9, uintptr_t a10, void* a11) { return ((int32_t (*)(uintptr_t, uintptr_t, void*, uintptr_t, void*, uintptr_t, void*, uintptr_t, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
 static int32_t gocuda_cudnnPoolingForward(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2, uintptr_t a3, void* a4, void* a5, uintptr_t a6, void* a7) { return ((int32_t (*)(uintptr_t, uintptr_t, void*, uintptr_t, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cudnnQueryRuntimeError(uintptr_t fn, uintptr_t a0, void* a1, int32_t a2, void* a3) { return ((int32_t (*)(uintptr_t, void*, int32_t, void*))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_cudnnRNNBackwardData_v8(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2, uintptr_t a3, void* a4, void* a5, uintptr_t a6, void* a7, uintptr_t a8, void* a9, void* a10, void* a11, uintptr_t a12, void* a13, void* a14, void* a15, uint64_t a16, void* a17, uint64_t a18, void* a19, uint64_t a20, void* a21) { return ((int32_t (*)(uintptr_t, uintptr_t, void*, uintptr_t, void*, void*, uintptr_t, void*, uintptr_t, void*, void*, void*, uintptr_t, void*, void*, void*, uint64_t, void*, uint64_t, void*, uint64_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, a20, a21); }
-static int32_t gocuda_cudnnRNNBackwardWeights_v8(uintptr_t fn, uintptr_t a0, uintptr_t a1, int32_t a2, void* a3, uintptr_t a4, void* a5, uintptr_t a6, void* a7, uintptr_t a8, void* a9, uint64_t a10, void* a11, uint64_t a12, void* a13, uint64_t a14, void* a15) { return ((int32_t (*)(uintptr_t, uintptr_t, int32_t, void*, uintptr_t, void*, uintptr_t, void*, uintptr_t, void*, uint64_t, void*, uint64_t, void*, uint64_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
-static int32_t gocuda_cudnnRNNForward(uintptr_t fn, uintptr_t a0, uintptr_t a1, int32_t a2, void* a3, uintptr_t a4, void* a5, uintptr_t a6, void* a7, uintptr_t a8, void* a9, void* a10, uintptr_t a11, void* a12, void* a13, uint64_t a14, void* a15, uint64_t a16, void* a17, uint64_t a18, void* a19) { return ((int32_t (*)(uintptr_t, uintptr_t, int32_t, void*, uintptr_t, void*, uintptr_t, void*, uintptr_t, void*, void*, uintptr_t, void*, void*, uint64_t, void*, uint64_t, void*, uint64_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19); }
-static int32_t gocuda_cudnnRNNGetClip_v8(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3, void* a4) { return ((int32_t (*)(uintptr_t, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cudnnRNNGetClip_v9(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3) { return ((int32_t (*)(uintptr_t, void*, void*, void*))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cudnnQueryRuntimeError(uintptr_t fn, uintptr_t a0, uint8_t* a1, int32_t a2, uint8_t* a3) { return ((int32_t (*)(uintptr_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cudnnRNNBackwardData_v8(uintptr_t fn, uintptr_t a0, uintptr_t a1, uint8_t* a2, uintptr_t a3, void* a4, void* a5, uintptr_t a6, void* a7, uintptr_t a8, void* a9, void* a10, void* a11, uintptr_t a12, void* a13, void* a14, void* a15, uint64_t a16, void* a17, uint64_t a18, void* a19, uint64_t a20, void* a21) { return ((int32_t (*)(uintptr_t, uintptr_t, uint8_t*, uintptr_t, void*, void*, uintptr_t, void*, uintptr_t, void*, void*, void*, uintptr_t, void*, void*, void*, uint64_t, void*, uint64_t, void*, uint64_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, a20, a21); }
+static int32_t gocuda_cudnnRNNBackwardWeights_v8(uintptr_t fn, uintptr_t a0, uintptr_t a1, int32_t a2, uint8_t* a3, uintptr_t a4, void* a5, uintptr_t a6, void* a7, uintptr_t a8, void* a9, uint64_t a10, void* a11, uint64_t a12, void* a13, uint64_t a14, void* a15) { return ((int32_t (*)(uintptr_t, uintptr_t, int32_t, uint8_t*, uintptr_t, void*, uintptr_t, void*, uintptr_t, void*, uint64_t, void*, uint64_t, void*, uint64_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
+static int32_t gocuda_cudnnRNNForward(uintptr_t fn, uintptr_t a0, uintptr_t a1, int32_t a2, uint8_t* a3, uintptr_t a4, void* a5, uintptr_t a6, void* a7, uintptr_t a8, void* a9, void* a10, uintptr_t a11, void* a12, void* a13, uint64_t a14, void* a15, uint64_t a16, void* a17, uint64_t a18, void* a19) { return ((int32_t (*)(uintptr_t, uintptr_t, int32_t, uint8_t*, uintptr_t, void*, uintptr_t, void*, uintptr_t, void*, void*, uintptr_t, void*, void*, uint64_t, void*, uint64_t, void*, uint64_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19); }
+static int32_t gocuda_cudnnRNNGetClip_v8(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cudnnRNNGetClip_v9(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cudnnRNNSetClip_v8(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, double a3, double a4) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, double, double))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cudnnRNNSetClip_v9(uintptr_t fn, uintptr_t a0, int32_t a1, double a2, double a3) { return ((int32_t (*)(uintptr_t, int32_t, double, double))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cudnnReduceTensor(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2, uint64_t a3, void* a4, uint64_t a5, void* a6, uintptr_t a7, void* a8, void* a9, uintptr_t a10, void* a11) { return ((int32_t (*)(uintptr_t, uintptr_t, void*, uint64_t, void*, uint64_t, void*, uintptr_t, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
@@ -199,29 +199,29 @@ static int32_t gocuda_cudnnSetCallback(uintptr_t fn, uint32_t a0, void* a1, uint
 static int32_t gocuda_cudnnSetConvolution2dDescriptor(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, int32_t a7, int32_t a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
 static int32_t gocuda_cudnnSetConvolutionGroupCount(uintptr_t fn, uintptr_t a0, int32_t a1) { return ((int32_t (*)(uintptr_t, int32_t))fn)(a0, a1); }
 static int32_t gocuda_cudnnSetConvolutionMathType(uintptr_t fn, uintptr_t a0, int32_t a1) { return ((int32_t (*)(uintptr_t, int32_t))fn)(a0, a1); }
-static int32_t gocuda_cudnnSetConvolutionNdDescriptor(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, void* a3, void* a4, int32_t a5, int32_t a6) { return ((int32_t (*)(uintptr_t, int32_t, void*, void*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cudnnSetConvolutionNdDescriptor(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, uint8_t* a3, uint8_t* a4, int32_t a5, int32_t a6) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
 static int32_t gocuda_cudnnSetConvolutionReorderType(uintptr_t fn, uintptr_t a0, int32_t a1) { return ((int32_t (*)(uintptr_t, int32_t))fn)(a0, a1); }
 static int32_t gocuda_cudnnSetDropoutDescriptor(uintptr_t fn, uintptr_t a0, uintptr_t a1, float a2, void* a3, uint64_t a4, uint64_t a5) { return ((int32_t (*)(uintptr_t, uintptr_t, float, void*, uint64_t, uint64_t))fn)(a0, a1, a2, a3, a4, a5); }
 static int32_t gocuda_cudnnSetFilter4dDescriptor(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cudnnSetFilterNdDescriptor(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cudnnSetFilterNdDescriptor(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cudnnSetFusedOpsConstParamPackAttribute(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2) { return ((int32_t (*)(uintptr_t, int32_t, void*))fn)(a0, a1, a2); }
 static int32_t gocuda_cudnnSetFusedOpsVariantParamPackAttribute(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2) { return ((int32_t (*)(uintptr_t, int32_t, void*))fn)(a0, a1, a2); }
 static int32_t gocuda_cudnnSetLRNDescriptor(uintptr_t fn, uintptr_t a0, uint32_t a1, double a2, double a3, double a4) { return ((int32_t (*)(uintptr_t, uint32_t, double, double, double))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cudnnSetOpTensorDescriptor(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cudnnSetPooling2dDescriptor(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, int32_t a7, int32_t a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cudnnSetPoolingNdDescriptor(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, void* a6) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cudnnSetRNNDataDescriptor(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, void* a6, void* a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cudnnSetPoolingNdDescriptor(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cudnnSetRNNDataDescriptor(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, void* a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cudnnSetRNNDescriptor_v8(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, int32_t a7, int32_t a8, int32_t a9, int32_t a10, int32_t a11, int32_t a12, uintptr_t a13, uint32_t a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, uint32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
 static int32_t gocuda_cudnnSetReduceTensorDescriptor(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cudnnSetSeqDataDescriptor(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, uint64_t a5, void* a6, void* a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, uint64_t, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cudnnSetSpatialTransformerNdDescriptor(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cudnnSetSeqDataDescriptor(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, uint64_t a5, uint8_t* a6, void* a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, uint64_t, uint8_t*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cudnnSetSpatialTransformerNdDescriptor(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cudnnSetStream(uintptr_t fn, uintptr_t a0, uintptr_t a1) { return ((int32_t (*)(uintptr_t, uintptr_t))fn)(a0, a1); }
 static int32_t gocuda_cudnnSetTensor(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2, void* a3) { return ((int32_t (*)(uintptr_t, uintptr_t, void*, void*))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cudnnSetTensor4dDescriptor(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
 static int32_t gocuda_cudnnSetTensor4dDescriptorEx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, int32_t a7, int32_t a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cudnnSetTensorNdDescriptor(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cudnnSetTensorNdDescriptorEx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cudnnSetTensorTransformDescriptor(uintptr_t fn, uintptr_t a0, uint32_t a1, int32_t a2, void* a3, void* a4, void* a5, int32_t a6) { return ((int32_t (*)(uintptr_t, uint32_t, int32_t, void*, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cudnnSetTensorNdDescriptor(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cudnnSetTensorNdDescriptorEx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cudnnSetTensorTransformDescriptor(uintptr_t fn, uintptr_t a0, uint32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, int32_t a6) { return ((int32_t (*)(uintptr_t, uint32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
 static int32_t gocuda_cudnnSoftmaxBackward(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, uintptr_t a4, void* a5, uintptr_t a6, void* a7, void* a8, uintptr_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, uintptr_t, void*, uintptr_t, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cudnnSoftmaxForward(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, uintptr_t a4, void* a5, void* a6, uintptr_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, uintptr_t, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
 static int32_t gocuda_cudnnSpatialTfGridGeneratorBackward(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2, void* a3) { return ((int32_t (*)(uintptr_t, uintptr_t, void*, void*))fn)(a0, a1, a2, a3); }
@@ -527,7 +527,7 @@ func BackendCreateDescriptor(descriptorType CudnnBackendDescriptorType, descript
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnBackendCreateDescriptor(C.uintptr_t(fn), C.int32_t(descriptorType), unsafe.Pointer(descriptor))).err()
+	return Status(C.gocuda_cudnnBackendCreateDescriptor(C.uintptr_t(fn), C.int32_t(descriptorType), (*C.uint8_t)(unsafe.Pointer(descriptor)))).err()
 }
 
 // BackendDestroyDescriptor calls cudnnBackendDestroyDescriptor:
@@ -579,7 +579,7 @@ func BackendGetAttribute(descriptor CudnnBackendDescriptor, attributeName CudnnB
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnBackendGetAttribute(C.uintptr_t(fn), C.uintptr_t(descriptor), C.int32_t(attributeName), C.int32_t(attributeType), C.int64_t(requestedElementCount), unsafe.Pointer(elementCount), unsafe.Pointer(arrayOfElements))).err()
+	return Status(C.gocuda_cudnnBackendGetAttribute(C.uintptr_t(fn), C.uintptr_t(descriptor), C.int32_t(attributeName), C.int32_t(attributeType), C.int64_t(requestedElementCount), (*C.uint8_t)(unsafe.Pointer(elementCount)), unsafe.Pointer(arrayOfElements))).err()
 }
 
 // BackendInitialize calls cudnnBackendInitialize:
@@ -722,7 +722,7 @@ func CTCLoss(handle CudnnHandle, probsDesc CudnnTensorDescriptor, probs unsafe.P
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnCTCLoss(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(probsDesc), unsafe.Pointer(probs), unsafe.Pointer(hostLabels), unsafe.Pointer(hostLabelLengths), unsafe.Pointer(hostInputLengths), unsafe.Pointer(costs), C.uintptr_t(gradientsDesc), unsafe.Pointer(gradients), C.int32_t(algo), C.uintptr_t(ctcLossDesc), unsafe.Pointer(workspace), C.uint64_t(workSpaceSizeInBytes))).err()
+	return Status(C.gocuda_cudnnCTCLoss(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(probsDesc), unsafe.Pointer(probs), (*C.uint8_t)(unsafe.Pointer(hostLabels)), (*C.uint8_t)(unsafe.Pointer(hostLabelLengths)), (*C.uint8_t)(unsafe.Pointer(hostInputLengths)), unsafe.Pointer(costs), C.uintptr_t(gradientsDesc), unsafe.Pointer(gradients), C.int32_t(algo), C.uintptr_t(ctcLossDesc), unsafe.Pointer(workspace), C.uint64_t(workSpaceSizeInBytes))).err()
 }
 
 // CTCLossV8 calls cudnnCTCLoss_v8:
@@ -735,7 +735,7 @@ func CTCLossV8(handle CudnnHandle, algo CudnnCTCLossAlgo, ctcLossDesc CudnnCTCLo
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnCTCLoss_v8(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(algo), C.uintptr_t(ctcLossDesc), C.uintptr_t(probsDesc), unsafe.Pointer(probs), unsafe.Pointer(labels), unsafe.Pointer(labelLengths), unsafe.Pointer(inputLengths), unsafe.Pointer(costs), C.uintptr_t(gradientsDesc), unsafe.Pointer(gradients), C.uint64_t(workSpaceSizeInBytes), unsafe.Pointer(workspace))).err()
+	return Status(C.gocuda_cudnnCTCLoss_v8(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(algo), C.uintptr_t(ctcLossDesc), C.uintptr_t(probsDesc), unsafe.Pointer(probs), (*C.uint8_t)(unsafe.Pointer(labels)), (*C.uint8_t)(unsafe.Pointer(labelLengths)), (*C.uint8_t)(unsafe.Pointer(inputLengths)), unsafe.Pointer(costs), C.uintptr_t(gradientsDesc), unsafe.Pointer(gradients), C.uint64_t(workSpaceSizeInBytes), unsafe.Pointer(workspace))).err()
 }
 
 // CnnVersionCheck calls cudnnCnnVersionCheck:
@@ -826,7 +826,7 @@ func Create(handle *CudnnHandle) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnCreate(C.uintptr_t(fn), unsafe.Pointer(handle))).err()
+	return Status(C.gocuda_cudnnCreate(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(handle)))).err()
 }
 
 // CreateActivationDescriptor calls cudnnCreateActivationDescriptor:
@@ -839,7 +839,7 @@ func CreateActivationDescriptor(activationDesc *CudnnActivationDescriptor) error
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnCreateActivationDescriptor(C.uintptr_t(fn), unsafe.Pointer(activationDesc))).err()
+	return Status(C.gocuda_cudnnCreateActivationDescriptor(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(activationDesc)))).err()
 }
 
 // CreateAttnDescriptor calls cudnnCreateAttnDescriptor:
@@ -852,7 +852,7 @@ func CreateAttnDescriptor(attnDesc *CudnnAttnDescriptor) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnCreateAttnDescriptor(C.uintptr_t(fn), unsafe.Pointer(attnDesc))).err()
+	return Status(C.gocuda_cudnnCreateAttnDescriptor(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(attnDesc)))).err()
 }
 
 // CreateCTCLossDescriptor calls cudnnCreateCTCLossDescriptor:
@@ -865,7 +865,7 @@ func CreateCTCLossDescriptor(ctcLossDesc *CudnnCTCLossDescriptor) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnCreateCTCLossDescriptor(C.uintptr_t(fn), unsafe.Pointer(ctcLossDesc))).err()
+	return Status(C.gocuda_cudnnCreateCTCLossDescriptor(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(ctcLossDesc)))).err()
 }
 
 // CreateConvolutionDescriptor calls cudnnCreateConvolutionDescriptor:
@@ -878,7 +878,7 @@ func CreateConvolutionDescriptor(convDesc *CudnnConvolutionDescriptor) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnCreateConvolutionDescriptor(C.uintptr_t(fn), unsafe.Pointer(convDesc))).err()
+	return Status(C.gocuda_cudnnCreateConvolutionDescriptor(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(convDesc)))).err()
 }
 
 // CreateDropoutDescriptor calls cudnnCreateDropoutDescriptor:
@@ -891,7 +891,7 @@ func CreateDropoutDescriptor(dropoutDesc *CudnnDropoutDescriptor) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnCreateDropoutDescriptor(C.uintptr_t(fn), unsafe.Pointer(dropoutDesc))).err()
+	return Status(C.gocuda_cudnnCreateDropoutDescriptor(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(dropoutDesc)))).err()
 }
 
 // CreateFilterDescriptor calls cudnnCreateFilterDescriptor:
@@ -904,7 +904,7 @@ func CreateFilterDescriptor(filterDesc *CudnnFilterDescriptor) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnCreateFilterDescriptor(C.uintptr_t(fn), unsafe.Pointer(filterDesc))).err()
+	return Status(C.gocuda_cudnnCreateFilterDescriptor(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(filterDesc)))).err()
 }
 
 // CreateFusedOpsConstParamPack calls cudnnCreateFusedOpsConstParamPack:
@@ -917,7 +917,7 @@ func CreateFusedOpsConstParamPack(constPack *CudnnFusedOpsConstParamPack, ops Cu
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnCreateFusedOpsConstParamPack(C.uintptr_t(fn), unsafe.Pointer(constPack), C.int32_t(ops))).err()
+	return Status(C.gocuda_cudnnCreateFusedOpsConstParamPack(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(constPack)), C.int32_t(ops))).err()
 }
 
 // CreateFusedOpsPlan calls cudnnCreateFusedOpsPlan:
@@ -930,7 +930,7 @@ func CreateFusedOpsPlan(plan *CudnnFusedOpsPlan, ops CudnnFusedOps) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnCreateFusedOpsPlan(C.uintptr_t(fn), unsafe.Pointer(plan), C.int32_t(ops))).err()
+	return Status(C.gocuda_cudnnCreateFusedOpsPlan(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(plan)), C.int32_t(ops))).err()
 }
 
 // CreateFusedOpsVariantParamPack calls cudnnCreateFusedOpsVariantParamPack:
@@ -943,7 +943,7 @@ func CreateFusedOpsVariantParamPack(varPack *CudnnFusedOpsVariantParamPack, ops 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnCreateFusedOpsVariantParamPack(C.uintptr_t(fn), unsafe.Pointer(varPack), C.int32_t(ops))).err()
+	return Status(C.gocuda_cudnnCreateFusedOpsVariantParamPack(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(varPack)), C.int32_t(ops))).err()
 }
 
 // CreateLRNDescriptor calls cudnnCreateLRNDescriptor:
@@ -956,7 +956,7 @@ func CreateLRNDescriptor(normDesc *CudnnLRNDescriptor) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnCreateLRNDescriptor(C.uintptr_t(fn), unsafe.Pointer(normDesc))).err()
+	return Status(C.gocuda_cudnnCreateLRNDescriptor(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(normDesc)))).err()
 }
 
 // CreateOpTensorDescriptor calls cudnnCreateOpTensorDescriptor:
@@ -969,7 +969,7 @@ func CreateOpTensorDescriptor(opTensorDesc *CudnnOpTensorDescriptor) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnCreateOpTensorDescriptor(C.uintptr_t(fn), unsafe.Pointer(opTensorDesc))).err()
+	return Status(C.gocuda_cudnnCreateOpTensorDescriptor(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(opTensorDesc)))).err()
 }
 
 // CreatePoolingDescriptor calls cudnnCreatePoolingDescriptor:
@@ -982,7 +982,7 @@ func CreatePoolingDescriptor(poolingDesc *CudnnPoolingDescriptor) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnCreatePoolingDescriptor(C.uintptr_t(fn), unsafe.Pointer(poolingDesc))).err()
+	return Status(C.gocuda_cudnnCreatePoolingDescriptor(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(poolingDesc)))).err()
 }
 
 // CreateRNNDataDescriptor calls cudnnCreateRNNDataDescriptor:
@@ -995,7 +995,7 @@ func CreateRNNDataDescriptor(rnnDataDesc *CudnnRNNDataDescriptor) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnCreateRNNDataDescriptor(C.uintptr_t(fn), unsafe.Pointer(rnnDataDesc))).err()
+	return Status(C.gocuda_cudnnCreateRNNDataDescriptor(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(rnnDataDesc)))).err()
 }
 
 // CreateRNNDescriptor calls cudnnCreateRNNDescriptor:
@@ -1008,7 +1008,7 @@ func CreateRNNDescriptor(rnnDesc *CudnnRNNDescriptor) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnCreateRNNDescriptor(C.uintptr_t(fn), unsafe.Pointer(rnnDesc))).err()
+	return Status(C.gocuda_cudnnCreateRNNDescriptor(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(rnnDesc)))).err()
 }
 
 // CreateReduceTensorDescriptor calls cudnnCreateReduceTensorDescriptor:
@@ -1021,7 +1021,7 @@ func CreateReduceTensorDescriptor(reduceTensorDesc *CudnnReduceTensorDescriptor)
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnCreateReduceTensorDescriptor(C.uintptr_t(fn), unsafe.Pointer(reduceTensorDesc))).err()
+	return Status(C.gocuda_cudnnCreateReduceTensorDescriptor(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(reduceTensorDesc)))).err()
 }
 
 // CreateSeqDataDescriptor calls cudnnCreateSeqDataDescriptor:
@@ -1034,7 +1034,7 @@ func CreateSeqDataDescriptor(seqDataDesc *CudnnSeqDataDescriptor) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnCreateSeqDataDescriptor(C.uintptr_t(fn), unsafe.Pointer(seqDataDesc))).err()
+	return Status(C.gocuda_cudnnCreateSeqDataDescriptor(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(seqDataDesc)))).err()
 }
 
 // CreateSpatialTransformerDescriptor calls cudnnCreateSpatialTransformerDescriptor:
@@ -1047,7 +1047,7 @@ func CreateSpatialTransformerDescriptor(stDesc *CudnnSpatialTransformerDescripto
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnCreateSpatialTransformerDescriptor(C.uintptr_t(fn), unsafe.Pointer(stDesc))).err()
+	return Status(C.gocuda_cudnnCreateSpatialTransformerDescriptor(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(stDesc)))).err()
 }
 
 // CreateTensorDescriptor calls cudnnCreateTensorDescriptor:
@@ -1060,7 +1060,7 @@ func CreateTensorDescriptor(tensorDesc *CudnnTensorDescriptor) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnCreateTensorDescriptor(C.uintptr_t(fn), unsafe.Pointer(tensorDesc))).err()
+	return Status(C.gocuda_cudnnCreateTensorDescriptor(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(tensorDesc)))).err()
 }
 
 // CreateTensorTransformDescriptor calls cudnnCreateTensorTransformDescriptor:
@@ -1073,7 +1073,7 @@ func CreateTensorTransformDescriptor(transformDesc *CudnnTensorTransformDescript
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnCreateTensorTransformDescriptor(C.uintptr_t(fn), unsafe.Pointer(transformDesc))).err()
+	return Status(C.gocuda_cudnnCreateTensorTransformDescriptor(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(transformDesc)))).err()
 }
 
 // DeriveBNTensorDescriptor calls cudnnDeriveBNTensorDescriptor:
@@ -1424,7 +1424,7 @@ func DropoutGetReserveSpaceSize(xdesc CudnnTensorDescriptor, sizeInBytes *uint64
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnDropoutGetReserveSpaceSize(C.uintptr_t(fn), C.uintptr_t(xdesc), unsafe.Pointer(sizeInBytes))).err()
+	return Status(C.gocuda_cudnnDropoutGetReserveSpaceSize(C.uintptr_t(fn), C.uintptr_t(xdesc), (*C.uint8_t)(unsafe.Pointer(sizeInBytes)))).err()
 }
 
 // DropoutGetStatesSize calls cudnnDropoutGetStatesSize:
@@ -1437,7 +1437,7 @@ func DropoutGetStatesSize(handle CudnnHandle, sizeInBytes *uint64) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnDropoutGetStatesSize(C.uintptr_t(fn), C.uintptr_t(handle), unsafe.Pointer(sizeInBytes))).err()
+	return Status(C.gocuda_cudnnDropoutGetStatesSize(C.uintptr_t(fn), C.uintptr_t(handle), (*C.uint8_t)(unsafe.Pointer(sizeInBytes)))).err()
 }
 
 // FindConvolutionBackwardDataAlgorithm calls cudnnFindConvolutionBackwardDataAlgorithm:
@@ -1450,7 +1450,7 @@ func FindConvolutionBackwardDataAlgorithm(handle CudnnHandle, wDesc CudnnFilterD
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnFindConvolutionBackwardDataAlgorithm(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(wDesc), C.uintptr_t(dyDesc), C.uintptr_t(convDesc), C.uintptr_t(dxDesc), C.int32_t(requestedAlgoCount), unsafe.Pointer(returnedAlgoCount), unsafe.Pointer(perfResults))).err()
+	return Status(C.gocuda_cudnnFindConvolutionBackwardDataAlgorithm(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(wDesc), C.uintptr_t(dyDesc), C.uintptr_t(convDesc), C.uintptr_t(dxDesc), C.int32_t(requestedAlgoCount), (*C.uint8_t)(unsafe.Pointer(returnedAlgoCount)), (*C.uint8_t)(unsafe.Pointer(perfResults)))).err()
 }
 
 // FindConvolutionBackwardDataAlgorithmEx calls cudnnFindConvolutionBackwardDataAlgorithmEx:
@@ -1463,7 +1463,7 @@ func FindConvolutionBackwardDataAlgorithmEx(handle CudnnHandle, wDesc CudnnFilte
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnFindConvolutionBackwardDataAlgorithmEx(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(wDesc), unsafe.Pointer(w), C.uintptr_t(dyDesc), unsafe.Pointer(dy), C.uintptr_t(convDesc), C.uintptr_t(dxDesc), unsafe.Pointer(dx), C.int32_t(requestedAlgoCount), unsafe.Pointer(returnedAlgoCount), unsafe.Pointer(perfResults), unsafe.Pointer(workSpace), C.uint64_t(workSpaceSizeInBytes))).err()
+	return Status(C.gocuda_cudnnFindConvolutionBackwardDataAlgorithmEx(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(wDesc), unsafe.Pointer(w), C.uintptr_t(dyDesc), unsafe.Pointer(dy), C.uintptr_t(convDesc), C.uintptr_t(dxDesc), unsafe.Pointer(dx), C.int32_t(requestedAlgoCount), (*C.uint8_t)(unsafe.Pointer(returnedAlgoCount)), (*C.uint8_t)(unsafe.Pointer(perfResults)), unsafe.Pointer(workSpace), C.uint64_t(workSpaceSizeInBytes))).err()
 }
 
 // FindConvolutionBackwardFilterAlgorithm calls cudnnFindConvolutionBackwardFilterAlgorithm:
@@ -1476,7 +1476,7 @@ func FindConvolutionBackwardFilterAlgorithm(handle CudnnHandle, xDesc CudnnTenso
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnFindConvolutionBackwardFilterAlgorithm(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(xDesc), C.uintptr_t(dyDesc), C.uintptr_t(convDesc), C.uintptr_t(dwDesc), C.int32_t(requestedAlgoCount), unsafe.Pointer(returnedAlgoCount), unsafe.Pointer(perfResults))).err()
+	return Status(C.gocuda_cudnnFindConvolutionBackwardFilterAlgorithm(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(xDesc), C.uintptr_t(dyDesc), C.uintptr_t(convDesc), C.uintptr_t(dwDesc), C.int32_t(requestedAlgoCount), (*C.uint8_t)(unsafe.Pointer(returnedAlgoCount)), (*C.uint8_t)(unsafe.Pointer(perfResults)))).err()
 }
 
 // FindConvolutionBackwardFilterAlgorithmEx calls cudnnFindConvolutionBackwardFilterAlgorithmEx:
@@ -1489,7 +1489,7 @@ func FindConvolutionBackwardFilterAlgorithmEx(handle CudnnHandle, xDesc CudnnTen
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnFindConvolutionBackwardFilterAlgorithmEx(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(xDesc), unsafe.Pointer(x), C.uintptr_t(dyDesc), unsafe.Pointer(y), C.uintptr_t(convDesc), C.uintptr_t(dwDesc), unsafe.Pointer(dw), C.int32_t(requestedAlgoCount), unsafe.Pointer(returnedAlgoCount), unsafe.Pointer(perfResults), unsafe.Pointer(workSpace), C.uint64_t(workSpaceSizeInBytes))).err()
+	return Status(C.gocuda_cudnnFindConvolutionBackwardFilterAlgorithmEx(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(xDesc), unsafe.Pointer(x), C.uintptr_t(dyDesc), unsafe.Pointer(y), C.uintptr_t(convDesc), C.uintptr_t(dwDesc), unsafe.Pointer(dw), C.int32_t(requestedAlgoCount), (*C.uint8_t)(unsafe.Pointer(returnedAlgoCount)), (*C.uint8_t)(unsafe.Pointer(perfResults)), unsafe.Pointer(workSpace), C.uint64_t(workSpaceSizeInBytes))).err()
 }
 
 // FindConvolutionForwardAlgorithm calls cudnnFindConvolutionForwardAlgorithm:
@@ -1502,7 +1502,7 @@ func FindConvolutionForwardAlgorithm(handle CudnnHandle, xDesc CudnnTensorDescri
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnFindConvolutionForwardAlgorithm(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(xDesc), C.uintptr_t(wDesc), C.uintptr_t(convDesc), C.uintptr_t(yDesc), C.int32_t(requestedAlgoCount), unsafe.Pointer(returnedAlgoCount), unsafe.Pointer(perfResults))).err()
+	return Status(C.gocuda_cudnnFindConvolutionForwardAlgorithm(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(xDesc), C.uintptr_t(wDesc), C.uintptr_t(convDesc), C.uintptr_t(yDesc), C.int32_t(requestedAlgoCount), (*C.uint8_t)(unsafe.Pointer(returnedAlgoCount)), (*C.uint8_t)(unsafe.Pointer(perfResults)))).err()
 }
 
 // FindConvolutionForwardAlgorithmEx calls cudnnFindConvolutionForwardAlgorithmEx:
@@ -1515,7 +1515,7 @@ func FindConvolutionForwardAlgorithmEx(handle CudnnHandle, xDesc CudnnTensorDesc
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnFindConvolutionForwardAlgorithmEx(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(xDesc), unsafe.Pointer(x), C.uintptr_t(wDesc), unsafe.Pointer(w), C.uintptr_t(convDesc), C.uintptr_t(yDesc), unsafe.Pointer(y), C.int32_t(requestedAlgoCount), unsafe.Pointer(returnedAlgoCount), unsafe.Pointer(perfResults), unsafe.Pointer(workSpace), C.uint64_t(workSpaceSizeInBytes))).err()
+	return Status(C.gocuda_cudnnFindConvolutionForwardAlgorithmEx(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(xDesc), unsafe.Pointer(x), C.uintptr_t(wDesc), unsafe.Pointer(w), C.uintptr_t(convDesc), C.uintptr_t(yDesc), unsafe.Pointer(y), C.int32_t(requestedAlgoCount), (*C.uint8_t)(unsafe.Pointer(returnedAlgoCount)), (*C.uint8_t)(unsafe.Pointer(perfResults)), unsafe.Pointer(workSpace), C.uint64_t(workSpaceSizeInBytes))).err()
 }
 
 // FusedOpsExecute calls cudnnFusedOpsExecute:
@@ -1541,7 +1541,7 @@ func GetActivationDescriptor(activationDesc CudnnActivationDescriptor, mode *Cud
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetActivationDescriptor(C.uintptr_t(fn), C.uintptr_t(activationDesc), unsafe.Pointer(mode), unsafe.Pointer(reluNanOpt), unsafe.Pointer(coef))).err()
+	return Status(C.gocuda_cudnnGetActivationDescriptor(C.uintptr_t(fn), C.uintptr_t(activationDesc), (*C.uint8_t)(unsafe.Pointer(mode)), (*C.uint8_t)(unsafe.Pointer(reluNanOpt)), (*C.uint8_t)(unsafe.Pointer(coef)))).err()
 }
 
 // GetActivationDescriptorSwishBeta calls cudnnGetActivationDescriptorSwishBeta:
@@ -1554,7 +1554,7 @@ func GetActivationDescriptorSwishBeta(activationDesc CudnnActivationDescriptor, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetActivationDescriptorSwishBeta(C.uintptr_t(fn), C.uintptr_t(activationDesc), unsafe.Pointer(swish_beta))).err()
+	return Status(C.gocuda_cudnnGetActivationDescriptorSwishBeta(C.uintptr_t(fn), C.uintptr_t(activationDesc), (*C.uint8_t)(unsafe.Pointer(swish_beta)))).err()
 }
 
 // GetAttnDescriptor calls cudnnGetAttnDescriptor:
@@ -1567,7 +1567,7 @@ func GetAttnDescriptor(attnDesc CudnnAttnDescriptor, attnMode *uint32, nHeads *i
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetAttnDescriptor(C.uintptr_t(fn), C.uintptr_t(attnDesc), unsafe.Pointer(attnMode), unsafe.Pointer(nHeads), unsafe.Pointer(smScaler), unsafe.Pointer(dataType), unsafe.Pointer(computePrec), unsafe.Pointer(mathType), unsafe.Pointer(attnDropoutDesc), unsafe.Pointer(postDropoutDesc), unsafe.Pointer(qSize), unsafe.Pointer(kSize), unsafe.Pointer(vSize), unsafe.Pointer(qProjSize), unsafe.Pointer(kProjSize), unsafe.Pointer(vProjSize), unsafe.Pointer(oProjSize), unsafe.Pointer(qoMaxSeqLength), unsafe.Pointer(kvMaxSeqLength), unsafe.Pointer(maxBatchSize), unsafe.Pointer(maxBeamSize))).err()
+	return Status(C.gocuda_cudnnGetAttnDescriptor(C.uintptr_t(fn), C.uintptr_t(attnDesc), (*C.uint8_t)(unsafe.Pointer(attnMode)), (*C.uint8_t)(unsafe.Pointer(nHeads)), (*C.uint8_t)(unsafe.Pointer(smScaler)), (*C.uint8_t)(unsafe.Pointer(dataType)), (*C.uint8_t)(unsafe.Pointer(computePrec)), (*C.uint8_t)(unsafe.Pointer(mathType)), (*C.uint8_t)(unsafe.Pointer(attnDropoutDesc)), (*C.uint8_t)(unsafe.Pointer(postDropoutDesc)), (*C.uint8_t)(unsafe.Pointer(qSize)), (*C.uint8_t)(unsafe.Pointer(kSize)), (*C.uint8_t)(unsafe.Pointer(vSize)), (*C.uint8_t)(unsafe.Pointer(qProjSize)), (*C.uint8_t)(unsafe.Pointer(kProjSize)), (*C.uint8_t)(unsafe.Pointer(vProjSize)), (*C.uint8_t)(unsafe.Pointer(oProjSize)), (*C.uint8_t)(unsafe.Pointer(qoMaxSeqLength)), (*C.uint8_t)(unsafe.Pointer(kvMaxSeqLength)), (*C.uint8_t)(unsafe.Pointer(maxBatchSize)), (*C.uint8_t)(unsafe.Pointer(maxBeamSize)))).err()
 }
 
 // GetBatchNormalizationBackwardExWorkspaceSize calls cudnnGetBatchNormalizationBackwardExWorkspaceSize:
@@ -1580,7 +1580,7 @@ func GetBatchNormalizationBackwardExWorkspaceSize(handle CudnnHandle, mode Cudnn
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetBatchNormalizationBackwardExWorkspaceSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mode), C.int32_t(bnOps), C.uintptr_t(xDesc), C.uintptr_t(yDesc), C.uintptr_t(dyDesc), C.uintptr_t(dzDesc), C.uintptr_t(dxDesc), C.uintptr_t(dBnScaleBiasDesc), C.uintptr_t(activationDesc), unsafe.Pointer(sizeInBytes))).err()
+	return Status(C.gocuda_cudnnGetBatchNormalizationBackwardExWorkspaceSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mode), C.int32_t(bnOps), C.uintptr_t(xDesc), C.uintptr_t(yDesc), C.uintptr_t(dyDesc), C.uintptr_t(dzDesc), C.uintptr_t(dxDesc), C.uintptr_t(dBnScaleBiasDesc), C.uintptr_t(activationDesc), (*C.uint8_t)(unsafe.Pointer(sizeInBytes)))).err()
 }
 
 // GetBatchNormalizationForwardTrainingExWorkspaceSize calls cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize:
@@ -1593,7 +1593,7 @@ func GetBatchNormalizationForwardTrainingExWorkspaceSize(handle CudnnHandle, mod
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mode), C.int32_t(bnOps), C.uintptr_t(xDesc), C.uintptr_t(zDesc), C.uintptr_t(yDesc), C.uintptr_t(bnScaleBiasMeanVarDesc), C.uintptr_t(activationDesc), unsafe.Pointer(sizeInBytes))).err()
+	return Status(C.gocuda_cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mode), C.int32_t(bnOps), C.uintptr_t(xDesc), C.uintptr_t(zDesc), C.uintptr_t(yDesc), C.uintptr_t(bnScaleBiasMeanVarDesc), C.uintptr_t(activationDesc), (*C.uint8_t)(unsafe.Pointer(sizeInBytes)))).err()
 }
 
 // GetBatchNormalizationTrainingExReserveSpaceSize calls cudnnGetBatchNormalizationTrainingExReserveSpaceSize:
@@ -1606,7 +1606,7 @@ func GetBatchNormalizationTrainingExReserveSpaceSize(handle CudnnHandle, mode Cu
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetBatchNormalizationTrainingExReserveSpaceSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mode), C.int32_t(bnOps), C.uintptr_t(activationDesc), C.uintptr_t(xDesc), unsafe.Pointer(sizeInBytes))).err()
+	return Status(C.gocuda_cudnnGetBatchNormalizationTrainingExReserveSpaceSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mode), C.int32_t(bnOps), C.uintptr_t(activationDesc), C.uintptr_t(xDesc), (*C.uint8_t)(unsafe.Pointer(sizeInBytes)))).err()
 }
 
 // GetCTCLossDescriptor calls cudnnGetCTCLossDescriptor:
@@ -1619,7 +1619,7 @@ func GetCTCLossDescriptor(ctcLossDesc CudnnCTCLossDescriptor, compType *CudnnDat
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetCTCLossDescriptor(C.uintptr_t(fn), C.uintptr_t(ctcLossDesc), unsafe.Pointer(compType))).err()
+	return Status(C.gocuda_cudnnGetCTCLossDescriptor(C.uintptr_t(fn), C.uintptr_t(ctcLossDesc), (*C.uint8_t)(unsafe.Pointer(compType)))).err()
 }
 
 // GetCTCLossDescriptorEx calls cudnnGetCTCLossDescriptorEx:
@@ -1632,7 +1632,7 @@ func GetCTCLossDescriptorEx(ctcLossDesc CudnnCTCLossDescriptor, compType *CudnnD
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetCTCLossDescriptorEx(C.uintptr_t(fn), C.uintptr_t(ctcLossDesc), unsafe.Pointer(compType), unsafe.Pointer(normMode), unsafe.Pointer(gradMode))).err()
+	return Status(C.gocuda_cudnnGetCTCLossDescriptorEx(C.uintptr_t(fn), C.uintptr_t(ctcLossDesc), (*C.uint8_t)(unsafe.Pointer(compType)), (*C.uint8_t)(unsafe.Pointer(normMode)), (*C.uint8_t)(unsafe.Pointer(gradMode)))).err()
 }
 
 // GetCTCLossDescriptorV8 calls cudnnGetCTCLossDescriptor_v8:
@@ -1645,7 +1645,7 @@ func GetCTCLossDescriptorV8(ctcLossDesc CudnnCTCLossDescriptor, compType *CudnnD
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetCTCLossDescriptor_v8(C.uintptr_t(fn), C.uintptr_t(ctcLossDesc), unsafe.Pointer(compType), unsafe.Pointer(normMode), unsafe.Pointer(gradMode), unsafe.Pointer(maxLabelLength))).err()
+	return Status(C.gocuda_cudnnGetCTCLossDescriptor_v8(C.uintptr_t(fn), C.uintptr_t(ctcLossDesc), (*C.uint8_t)(unsafe.Pointer(compType)), (*C.uint8_t)(unsafe.Pointer(normMode)), (*C.uint8_t)(unsafe.Pointer(gradMode)), (*C.uint8_t)(unsafe.Pointer(maxLabelLength)))).err()
 }
 
 // GetCTCLossDescriptorV9 calls cudnnGetCTCLossDescriptor_v9:
@@ -1658,7 +1658,7 @@ func GetCTCLossDescriptorV9(ctcLossDesc CudnnCTCLossDescriptor, compType *CudnnD
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetCTCLossDescriptor_v9(C.uintptr_t(fn), C.uintptr_t(ctcLossDesc), unsafe.Pointer(compType), unsafe.Pointer(normMode), unsafe.Pointer(ctcGradMode), unsafe.Pointer(maxLabelLength))).err()
+	return Status(C.gocuda_cudnnGetCTCLossDescriptor_v9(C.uintptr_t(fn), C.uintptr_t(ctcLossDesc), (*C.uint8_t)(unsafe.Pointer(compType)), (*C.uint8_t)(unsafe.Pointer(normMode)), (*C.uint8_t)(unsafe.Pointer(ctcGradMode)), (*C.uint8_t)(unsafe.Pointer(maxLabelLength)))).err()
 }
 
 // GetCTCLossWorkspaceSize calls cudnnGetCTCLossWorkspaceSize:
@@ -1671,7 +1671,7 @@ func GetCTCLossWorkspaceSize(handle CudnnHandle, probsDesc CudnnTensorDescriptor
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetCTCLossWorkspaceSize(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(probsDesc), C.uintptr_t(gradientsDesc), unsafe.Pointer(labels), unsafe.Pointer(labelLengths), unsafe.Pointer(inputLengths), C.int32_t(algo), C.uintptr_t(ctcLossDesc), unsafe.Pointer(sizeInBytes))).err()
+	return Status(C.gocuda_cudnnGetCTCLossWorkspaceSize(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(probsDesc), C.uintptr_t(gradientsDesc), (*C.uint8_t)(unsafe.Pointer(labels)), (*C.uint8_t)(unsafe.Pointer(labelLengths)), (*C.uint8_t)(unsafe.Pointer(inputLengths)), C.int32_t(algo), C.uintptr_t(ctcLossDesc), (*C.uint8_t)(unsafe.Pointer(sizeInBytes)))).err()
 }
 
 // GetCTCLossWorkspaceSizeV8 calls cudnnGetCTCLossWorkspaceSize_v8:
@@ -1684,7 +1684,7 @@ func GetCTCLossWorkspaceSizeV8(handle CudnnHandle, algo CudnnCTCLossAlgo, ctcLos
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetCTCLossWorkspaceSize_v8(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(algo), C.uintptr_t(ctcLossDesc), C.uintptr_t(probsDesc), C.uintptr_t(gradientsDesc), unsafe.Pointer(sizeInBytes))).err()
+	return Status(C.gocuda_cudnnGetCTCLossWorkspaceSize_v8(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(algo), C.uintptr_t(ctcLossDesc), C.uintptr_t(probsDesc), C.uintptr_t(gradientsDesc), (*C.uint8_t)(unsafe.Pointer(sizeInBytes)))).err()
 }
 
 // GetCallback calls cudnnGetCallback:
@@ -1697,7 +1697,7 @@ func GetCallback(mask *uint32, udata *unsafe.Pointer, fptr *CudnnCallback) error
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetCallback(C.uintptr_t(fn), unsafe.Pointer(mask), unsafe.Pointer(udata), unsafe.Pointer(fptr))).err()
+	return Status(C.gocuda_cudnnGetCallback(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(mask)), unsafe.Pointer(udata), (*C.uint8_t)(unsafe.Pointer(fptr)))).err()
 }
 
 // GetConvolution2dDescriptor calls cudnnGetConvolution2dDescriptor:
@@ -1710,7 +1710,7 @@ func GetConvolution2dDescriptor(convDesc CudnnConvolutionDescriptor, pad_h *int3
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetConvolution2dDescriptor(C.uintptr_t(fn), C.uintptr_t(convDesc), unsafe.Pointer(pad_h), unsafe.Pointer(pad_w), unsafe.Pointer(u), unsafe.Pointer(v), unsafe.Pointer(dilation_h), unsafe.Pointer(dilation_w), unsafe.Pointer(mode), unsafe.Pointer(computeType))).err()
+	return Status(C.gocuda_cudnnGetConvolution2dDescriptor(C.uintptr_t(fn), C.uintptr_t(convDesc), (*C.uint8_t)(unsafe.Pointer(pad_h)), (*C.uint8_t)(unsafe.Pointer(pad_w)), (*C.uint8_t)(unsafe.Pointer(u)), (*C.uint8_t)(unsafe.Pointer(v)), (*C.uint8_t)(unsafe.Pointer(dilation_h)), (*C.uint8_t)(unsafe.Pointer(dilation_w)), (*C.uint8_t)(unsafe.Pointer(mode)), (*C.uint8_t)(unsafe.Pointer(computeType)))).err()
 }
 
 // GetConvolution2dForwardOutputDim calls cudnnGetConvolution2dForwardOutputDim:
@@ -1723,7 +1723,7 @@ func GetConvolution2dForwardOutputDim(convDesc CudnnConvolutionDescriptor, input
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetConvolution2dForwardOutputDim(C.uintptr_t(fn), C.uintptr_t(convDesc), C.uintptr_t(inputTensorDesc), C.uintptr_t(filterDesc), unsafe.Pointer(n), unsafe.Pointer(c), unsafe.Pointer(h), unsafe.Pointer(w))).err()
+	return Status(C.gocuda_cudnnGetConvolution2dForwardOutputDim(C.uintptr_t(fn), C.uintptr_t(convDesc), C.uintptr_t(inputTensorDesc), C.uintptr_t(filterDesc), (*C.uint8_t)(unsafe.Pointer(n)), (*C.uint8_t)(unsafe.Pointer(c)), (*C.uint8_t)(unsafe.Pointer(h)), (*C.uint8_t)(unsafe.Pointer(w)))).err()
 }
 
 // GetConvolutionBackwardDataAlgorithmMaxCount calls cudnnGetConvolutionBackwardDataAlgorithmMaxCount:
@@ -1736,7 +1736,7 @@ func GetConvolutionBackwardDataAlgorithmMaxCount(handle CudnnHandle, count *int3
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetConvolutionBackwardDataAlgorithmMaxCount(C.uintptr_t(fn), C.uintptr_t(handle), unsafe.Pointer(count))).err()
+	return Status(C.gocuda_cudnnGetConvolutionBackwardDataAlgorithmMaxCount(C.uintptr_t(fn), C.uintptr_t(handle), (*C.uint8_t)(unsafe.Pointer(count)))).err()
 }
 
 // GetConvolutionBackwardDataAlgorithm calls cudnnGetConvolutionBackwardDataAlgorithm_v7:
@@ -1749,7 +1749,7 @@ func GetConvolutionBackwardDataAlgorithm(handle CudnnHandle, filterDesc CudnnFil
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetConvolutionBackwardDataAlgorithm_v7(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(filterDesc), C.uintptr_t(diffDesc), C.uintptr_t(convDesc), C.uintptr_t(gradDesc), C.int32_t(requestedAlgoCount), unsafe.Pointer(returnedAlgoCount), unsafe.Pointer(perfResults))).err()
+	return Status(C.gocuda_cudnnGetConvolutionBackwardDataAlgorithm_v7(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(filterDesc), C.uintptr_t(diffDesc), C.uintptr_t(convDesc), C.uintptr_t(gradDesc), C.int32_t(requestedAlgoCount), (*C.uint8_t)(unsafe.Pointer(returnedAlgoCount)), (*C.uint8_t)(unsafe.Pointer(perfResults)))).err()
 }
 
 // GetConvolutionBackwardDataWorkspaceSize calls cudnnGetConvolutionBackwardDataWorkspaceSize:
@@ -1762,7 +1762,7 @@ func GetConvolutionBackwardDataWorkspaceSize(handle CudnnHandle, wDesc CudnnFilt
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetConvolutionBackwardDataWorkspaceSize(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(wDesc), C.uintptr_t(dyDesc), C.uintptr_t(convDesc), C.uintptr_t(dxDesc), C.int32_t(algo), unsafe.Pointer(sizeInBytes))).err()
+	return Status(C.gocuda_cudnnGetConvolutionBackwardDataWorkspaceSize(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(wDesc), C.uintptr_t(dyDesc), C.uintptr_t(convDesc), C.uintptr_t(dxDesc), C.int32_t(algo), (*C.uint8_t)(unsafe.Pointer(sizeInBytes)))).err()
 }
 
 // GetConvolutionBackwardFilterAlgorithmMaxCount calls cudnnGetConvolutionBackwardFilterAlgorithmMaxCount:
@@ -1775,7 +1775,7 @@ func GetConvolutionBackwardFilterAlgorithmMaxCount(handle CudnnHandle, count *in
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(C.uintptr_t(fn), C.uintptr_t(handle), unsafe.Pointer(count))).err()
+	return Status(C.gocuda_cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(C.uintptr_t(fn), C.uintptr_t(handle), (*C.uint8_t)(unsafe.Pointer(count)))).err()
 }
 
 // GetConvolutionBackwardFilterAlgorithm calls cudnnGetConvolutionBackwardFilterAlgorithm_v7:
@@ -1788,7 +1788,7 @@ func GetConvolutionBackwardFilterAlgorithm(handle CudnnHandle, srcDesc CudnnTens
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetConvolutionBackwardFilterAlgorithm_v7(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(srcDesc), C.uintptr_t(diffDesc), C.uintptr_t(convDesc), C.uintptr_t(gradDesc), C.int32_t(requestedAlgoCount), unsafe.Pointer(returnedAlgoCount), unsafe.Pointer(perfResults))).err()
+	return Status(C.gocuda_cudnnGetConvolutionBackwardFilterAlgorithm_v7(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(srcDesc), C.uintptr_t(diffDesc), C.uintptr_t(convDesc), C.uintptr_t(gradDesc), C.int32_t(requestedAlgoCount), (*C.uint8_t)(unsafe.Pointer(returnedAlgoCount)), (*C.uint8_t)(unsafe.Pointer(perfResults)))).err()
 }
 
 // GetConvolutionBackwardFilterWorkspaceSize calls cudnnGetConvolutionBackwardFilterWorkspaceSize:
@@ -1801,7 +1801,7 @@ func GetConvolutionBackwardFilterWorkspaceSize(handle CudnnHandle, xDesc CudnnTe
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetConvolutionBackwardFilterWorkspaceSize(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(xDesc), C.uintptr_t(dyDesc), C.uintptr_t(convDesc), C.uintptr_t(gradDesc), C.int32_t(algo), unsafe.Pointer(sizeInBytes))).err()
+	return Status(C.gocuda_cudnnGetConvolutionBackwardFilterWorkspaceSize(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(xDesc), C.uintptr_t(dyDesc), C.uintptr_t(convDesc), C.uintptr_t(gradDesc), C.int32_t(algo), (*C.uint8_t)(unsafe.Pointer(sizeInBytes)))).err()
 }
 
 // GetConvolutionForwardAlgorithmMaxCount calls cudnnGetConvolutionForwardAlgorithmMaxCount:
@@ -1814,7 +1814,7 @@ func GetConvolutionForwardAlgorithmMaxCount(handle CudnnHandle, count *int32) er
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetConvolutionForwardAlgorithmMaxCount(C.uintptr_t(fn), C.uintptr_t(handle), unsafe.Pointer(count))).err()
+	return Status(C.gocuda_cudnnGetConvolutionForwardAlgorithmMaxCount(C.uintptr_t(fn), C.uintptr_t(handle), (*C.uint8_t)(unsafe.Pointer(count)))).err()
 }
 
 // GetConvolutionForwardAlgorithm calls cudnnGetConvolutionForwardAlgorithm_v7:
@@ -1827,7 +1827,7 @@ func GetConvolutionForwardAlgorithm(handle CudnnHandle, srcDesc CudnnTensorDescr
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetConvolutionForwardAlgorithm_v7(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(srcDesc), C.uintptr_t(filterDesc), C.uintptr_t(convDesc), C.uintptr_t(destDesc), C.int32_t(requestedAlgoCount), unsafe.Pointer(returnedAlgoCount), unsafe.Pointer(perfResults))).err()
+	return Status(C.gocuda_cudnnGetConvolutionForwardAlgorithm_v7(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(srcDesc), C.uintptr_t(filterDesc), C.uintptr_t(convDesc), C.uintptr_t(destDesc), C.int32_t(requestedAlgoCount), (*C.uint8_t)(unsafe.Pointer(returnedAlgoCount)), (*C.uint8_t)(unsafe.Pointer(perfResults)))).err()
 }
 
 // GetConvolutionForwardWorkspaceSize calls cudnnGetConvolutionForwardWorkspaceSize:
@@ -1840,7 +1840,7 @@ func GetConvolutionForwardWorkspaceSize(handle CudnnHandle, xDesc CudnnTensorDes
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetConvolutionForwardWorkspaceSize(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(xDesc), C.uintptr_t(wDesc), C.uintptr_t(convDesc), C.uintptr_t(yDesc), C.int32_t(algo), unsafe.Pointer(sizeInBytes))).err()
+	return Status(C.gocuda_cudnnGetConvolutionForwardWorkspaceSize(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(xDesc), C.uintptr_t(wDesc), C.uintptr_t(convDesc), C.uintptr_t(yDesc), C.int32_t(algo), (*C.uint8_t)(unsafe.Pointer(sizeInBytes)))).err()
 }
 
 // GetConvolutionGroupCount calls cudnnGetConvolutionGroupCount:
@@ -1853,7 +1853,7 @@ func GetConvolutionGroupCount(convDesc CudnnConvolutionDescriptor, groupCount *i
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetConvolutionGroupCount(C.uintptr_t(fn), C.uintptr_t(convDesc), unsafe.Pointer(groupCount))).err()
+	return Status(C.gocuda_cudnnGetConvolutionGroupCount(C.uintptr_t(fn), C.uintptr_t(convDesc), (*C.uint8_t)(unsafe.Pointer(groupCount)))).err()
 }
 
 // GetConvolutionMathType calls cudnnGetConvolutionMathType:
@@ -1866,7 +1866,7 @@ func GetConvolutionMathType(convDesc CudnnConvolutionDescriptor, mathType *Cudnn
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetConvolutionMathType(C.uintptr_t(fn), C.uintptr_t(convDesc), unsafe.Pointer(mathType))).err()
+	return Status(C.gocuda_cudnnGetConvolutionMathType(C.uintptr_t(fn), C.uintptr_t(convDesc), (*C.uint8_t)(unsafe.Pointer(mathType)))).err()
 }
 
 // GetConvolutionNdDescriptor calls cudnnGetConvolutionNdDescriptor:
@@ -1879,7 +1879,7 @@ func GetConvolutionNdDescriptor(convDesc CudnnConvolutionDescriptor, arrayLength
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetConvolutionNdDescriptor(C.uintptr_t(fn), C.uintptr_t(convDesc), C.int32_t(arrayLengthRequested), unsafe.Pointer(arrayLength), unsafe.Pointer(padA), unsafe.Pointer(strideA), unsafe.Pointer(dilationA), unsafe.Pointer(mode), unsafe.Pointer(computeType))).err()
+	return Status(C.gocuda_cudnnGetConvolutionNdDescriptor(C.uintptr_t(fn), C.uintptr_t(convDesc), C.int32_t(arrayLengthRequested), (*C.uint8_t)(unsafe.Pointer(arrayLength)), (*C.uint8_t)(unsafe.Pointer(padA)), (*C.uint8_t)(unsafe.Pointer(strideA)), (*C.uint8_t)(unsafe.Pointer(dilationA)), (*C.uint8_t)(unsafe.Pointer(mode)), (*C.uint8_t)(unsafe.Pointer(computeType)))).err()
 }
 
 // GetConvolutionNdForwardOutputDim calls cudnnGetConvolutionNdForwardOutputDim:
@@ -1892,7 +1892,7 @@ func GetConvolutionNdForwardOutputDim(convDesc CudnnConvolutionDescriptor, input
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetConvolutionNdForwardOutputDim(C.uintptr_t(fn), C.uintptr_t(convDesc), C.uintptr_t(inputTensorDesc), C.uintptr_t(filterDesc), C.int32_t(nbDims), unsafe.Pointer(tensorOuputDimA))).err()
+	return Status(C.gocuda_cudnnGetConvolutionNdForwardOutputDim(C.uintptr_t(fn), C.uintptr_t(convDesc), C.uintptr_t(inputTensorDesc), C.uintptr_t(filterDesc), C.int32_t(nbDims), (*C.uint8_t)(unsafe.Pointer(tensorOuputDimA)))).err()
 }
 
 // GetConvolutionReorderType calls cudnnGetConvolutionReorderType:
@@ -1905,7 +1905,7 @@ func GetConvolutionReorderType(convDesc CudnnConvolutionDescriptor, reorderType 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetConvolutionReorderType(C.uintptr_t(fn), C.uintptr_t(convDesc), unsafe.Pointer(reorderType))).err()
+	return Status(C.gocuda_cudnnGetConvolutionReorderType(C.uintptr_t(fn), C.uintptr_t(convDesc), (*C.uint8_t)(unsafe.Pointer(reorderType)))).err()
 }
 
 // GetCudartVersion calls cudnnGetCudartVersion:
@@ -1932,7 +1932,7 @@ func GetDropoutDescriptor(dropoutDesc CudnnDropoutDescriptor, handle CudnnHandle
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetDropoutDescriptor(C.uintptr_t(fn), C.uintptr_t(dropoutDesc), C.uintptr_t(handle), unsafe.Pointer(dropout), unsafe.Pointer(states), unsafe.Pointer(seed))).err()
+	return Status(C.gocuda_cudnnGetDropoutDescriptor(C.uintptr_t(fn), C.uintptr_t(dropoutDesc), C.uintptr_t(handle), (*C.uint8_t)(unsafe.Pointer(dropout)), unsafe.Pointer(states), (*C.uint8_t)(unsafe.Pointer(seed)))).err()
 }
 
 // GetErrorString calls cudnnGetErrorString:
@@ -1959,7 +1959,7 @@ func GetFilter4dDescriptor(filterDesc CudnnFilterDescriptor, dataType *CudnnData
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetFilter4dDescriptor(C.uintptr_t(fn), C.uintptr_t(filterDesc), unsafe.Pointer(dataType), unsafe.Pointer(format), unsafe.Pointer(k), unsafe.Pointer(c), unsafe.Pointer(h), unsafe.Pointer(w))).err()
+	return Status(C.gocuda_cudnnGetFilter4dDescriptor(C.uintptr_t(fn), C.uintptr_t(filterDesc), (*C.uint8_t)(unsafe.Pointer(dataType)), (*C.uint8_t)(unsafe.Pointer(format)), (*C.uint8_t)(unsafe.Pointer(k)), (*C.uint8_t)(unsafe.Pointer(c)), (*C.uint8_t)(unsafe.Pointer(h)), (*C.uint8_t)(unsafe.Pointer(w)))).err()
 }
 
 // GetFilterNdDescriptor calls cudnnGetFilterNdDescriptor:
@@ -1972,7 +1972,7 @@ func GetFilterNdDescriptor(filterDesc CudnnFilterDescriptor, nbDimsRequested int
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetFilterNdDescriptor(C.uintptr_t(fn), C.uintptr_t(filterDesc), C.int32_t(nbDimsRequested), unsafe.Pointer(dataType), unsafe.Pointer(format), unsafe.Pointer(nbDims), unsafe.Pointer(filterDimA))).err()
+	return Status(C.gocuda_cudnnGetFilterNdDescriptor(C.uintptr_t(fn), C.uintptr_t(filterDesc), C.int32_t(nbDimsRequested), (*C.uint8_t)(unsafe.Pointer(dataType)), (*C.uint8_t)(unsafe.Pointer(format)), (*C.uint8_t)(unsafe.Pointer(nbDims)), (*C.uint8_t)(unsafe.Pointer(filterDimA)))).err()
 }
 
 // GetFilterSizeInBytes calls cudnnGetFilterSizeInBytes:
@@ -1985,7 +1985,7 @@ func GetFilterSizeInBytes(filterDesc CudnnFilterDescriptor, size *uint64) error 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetFilterSizeInBytes(C.uintptr_t(fn), C.uintptr_t(filterDesc), unsafe.Pointer(size))).err()
+	return Status(C.gocuda_cudnnGetFilterSizeInBytes(C.uintptr_t(fn), C.uintptr_t(filterDesc), (*C.uint8_t)(unsafe.Pointer(size)))).err()
 }
 
 // GetFoldedConvBackwardDataDescriptors calls cudnnGetFoldedConvBackwardDataDescriptors:
@@ -2011,7 +2011,7 @@ func GetFusedOpsConstParamPackAttribute(constPack CudnnFusedOpsConstParamPack, p
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetFusedOpsConstParamPackAttribute(C.uintptr_t(fn), C.uintptr_t(constPack), C.int32_t(paramLabel), unsafe.Pointer(param), unsafe.Pointer(isNULL))).err()
+	return Status(C.gocuda_cudnnGetFusedOpsConstParamPackAttribute(C.uintptr_t(fn), C.uintptr_t(constPack), C.int32_t(paramLabel), unsafe.Pointer(param), (*C.uint8_t)(unsafe.Pointer(isNULL)))).err()
 }
 
 // GetFusedOpsVariantParamPackAttribute calls cudnnGetFusedOpsVariantParamPackAttribute:
@@ -2037,7 +2037,7 @@ func GetLRNDescriptor(normDesc CudnnLRNDescriptor, lrnN *uint32, lrnAlpha *float
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetLRNDescriptor(C.uintptr_t(fn), C.uintptr_t(normDesc), unsafe.Pointer(lrnN), unsafe.Pointer(lrnAlpha), unsafe.Pointer(lrnBeta), unsafe.Pointer(lrnK))).err()
+	return Status(C.gocuda_cudnnGetLRNDescriptor(C.uintptr_t(fn), C.uintptr_t(normDesc), (*C.uint8_t)(unsafe.Pointer(lrnN)), (*C.uint8_t)(unsafe.Pointer(lrnAlpha)), (*C.uint8_t)(unsafe.Pointer(lrnBeta)), (*C.uint8_t)(unsafe.Pointer(lrnK)))).err()
 }
 
 // GetLastErrorString calls cudnnGetLastErrorString:
@@ -2048,7 +2048,7 @@ func GetLastErrorString(message *byte, max_size uint64) error {
 	if err != nil {
 		return err
 	}
-	C.gocuda_cudnnGetLastErrorString(C.uintptr_t(fn), unsafe.Pointer(message), C.uint64_t(max_size))
+	C.gocuda_cudnnGetLastErrorString(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(message)), C.uint64_t(max_size))
 	return nil
 }
 
@@ -2076,7 +2076,7 @@ func GetMultiHeadAttnBuffers(handle CudnnHandle, attnDesc CudnnAttnDescriptor, w
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetMultiHeadAttnBuffers(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(attnDesc), unsafe.Pointer(weightSizeInBytes), unsafe.Pointer(workSpaceSizeInBytes), unsafe.Pointer(reserveSpaceSizeInBytes))).err()
+	return Status(C.gocuda_cudnnGetMultiHeadAttnBuffers(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(attnDesc), (*C.uint8_t)(unsafe.Pointer(weightSizeInBytes)), (*C.uint8_t)(unsafe.Pointer(workSpaceSizeInBytes)), (*C.uint8_t)(unsafe.Pointer(reserveSpaceSizeInBytes)))).err()
 }
 
 // GetMultiHeadAttnWeights calls cudnnGetMultiHeadAttnWeights:
@@ -2102,7 +2102,7 @@ func GetNormalizationBackwardWorkspaceSize(handle CudnnHandle, mode CudnnNormMod
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetNormalizationBackwardWorkspaceSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mode), C.int32_t(normOps), C.int32_t(algo), C.uintptr_t(xDesc), C.uintptr_t(yDesc), C.uintptr_t(dyDesc), C.uintptr_t(dzDesc), C.uintptr_t(dxDesc), C.uintptr_t(dNormScaleBiasDesc), C.uintptr_t(activationDesc), C.uintptr_t(normMeanVarDesc), unsafe.Pointer(sizeInBytes), C.int32_t(groupCnt))).err()
+	return Status(C.gocuda_cudnnGetNormalizationBackwardWorkspaceSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mode), C.int32_t(normOps), C.int32_t(algo), C.uintptr_t(xDesc), C.uintptr_t(yDesc), C.uintptr_t(dyDesc), C.uintptr_t(dzDesc), C.uintptr_t(dxDesc), C.uintptr_t(dNormScaleBiasDesc), C.uintptr_t(activationDesc), C.uintptr_t(normMeanVarDesc), (*C.uint8_t)(unsafe.Pointer(sizeInBytes)), C.int32_t(groupCnt))).err()
 }
 
 // GetNormalizationForwardTrainingWorkspaceSize calls cudnnGetNormalizationForwardTrainingWorkspaceSize:
@@ -2115,7 +2115,7 @@ func GetNormalizationForwardTrainingWorkspaceSize(handle CudnnHandle, mode Cudnn
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetNormalizationForwardTrainingWorkspaceSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mode), C.int32_t(normOps), C.int32_t(algo), C.uintptr_t(xDesc), C.uintptr_t(zDesc), C.uintptr_t(yDesc), C.uintptr_t(normScaleBiasDesc), C.uintptr_t(activationDesc), C.uintptr_t(normMeanVarDesc), unsafe.Pointer(sizeInBytes), C.int32_t(groupCnt))).err()
+	return Status(C.gocuda_cudnnGetNormalizationForwardTrainingWorkspaceSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mode), C.int32_t(normOps), C.int32_t(algo), C.uintptr_t(xDesc), C.uintptr_t(zDesc), C.uintptr_t(yDesc), C.uintptr_t(normScaleBiasDesc), C.uintptr_t(activationDesc), C.uintptr_t(normMeanVarDesc), (*C.uint8_t)(unsafe.Pointer(sizeInBytes)), C.int32_t(groupCnt))).err()
 }
 
 // GetNormalizationTrainingReserveSpaceSize calls cudnnGetNormalizationTrainingReserveSpaceSize:
@@ -2128,7 +2128,7 @@ func GetNormalizationTrainingReserveSpaceSize(handle CudnnHandle, mode CudnnNorm
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetNormalizationTrainingReserveSpaceSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mode), C.int32_t(normOps), C.int32_t(algo), C.uintptr_t(activationDesc), C.uintptr_t(xDesc), unsafe.Pointer(sizeInBytes), C.int32_t(groupCnt))).err()
+	return Status(C.gocuda_cudnnGetNormalizationTrainingReserveSpaceSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mode), C.int32_t(normOps), C.int32_t(algo), C.uintptr_t(activationDesc), C.uintptr_t(xDesc), (*C.uint8_t)(unsafe.Pointer(sizeInBytes)), C.int32_t(groupCnt))).err()
 }
 
 // GetOpTensorDescriptor calls cudnnGetOpTensorDescriptor:
@@ -2141,7 +2141,7 @@ func GetOpTensorDescriptor(opTensorDesc CudnnOpTensorDescriptor, opTensorOp *Cud
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetOpTensorDescriptor(C.uintptr_t(fn), C.uintptr_t(opTensorDesc), unsafe.Pointer(opTensorOp), unsafe.Pointer(opTensorCompType), unsafe.Pointer(opTensorNanOpt))).err()
+	return Status(C.gocuda_cudnnGetOpTensorDescriptor(C.uintptr_t(fn), C.uintptr_t(opTensorDesc), (*C.uint8_t)(unsafe.Pointer(opTensorOp)), (*C.uint8_t)(unsafe.Pointer(opTensorCompType)), (*C.uint8_t)(unsafe.Pointer(opTensorNanOpt)))).err()
 }
 
 // GetPooling2dDescriptor calls cudnnGetPooling2dDescriptor:
@@ -2154,7 +2154,7 @@ func GetPooling2dDescriptor(poolingDesc CudnnPoolingDescriptor, mode *CudnnPooli
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetPooling2dDescriptor(C.uintptr_t(fn), C.uintptr_t(poolingDesc), unsafe.Pointer(mode), unsafe.Pointer(maxpoolingNanOpt), unsafe.Pointer(windowHeight), unsafe.Pointer(windowWidth), unsafe.Pointer(verticalPadding), unsafe.Pointer(horizontalPadding), unsafe.Pointer(verticalStride), unsafe.Pointer(horizontalStride))).err()
+	return Status(C.gocuda_cudnnGetPooling2dDescriptor(C.uintptr_t(fn), C.uintptr_t(poolingDesc), (*C.uint8_t)(unsafe.Pointer(mode)), (*C.uint8_t)(unsafe.Pointer(maxpoolingNanOpt)), (*C.uint8_t)(unsafe.Pointer(windowHeight)), (*C.uint8_t)(unsafe.Pointer(windowWidth)), (*C.uint8_t)(unsafe.Pointer(verticalPadding)), (*C.uint8_t)(unsafe.Pointer(horizontalPadding)), (*C.uint8_t)(unsafe.Pointer(verticalStride)), (*C.uint8_t)(unsafe.Pointer(horizontalStride)))).err()
 }
 
 // GetPooling2dForwardOutputDim calls cudnnGetPooling2dForwardOutputDim:
@@ -2167,7 +2167,7 @@ func GetPooling2dForwardOutputDim(poolingDesc CudnnPoolingDescriptor, inputTenso
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetPooling2dForwardOutputDim(C.uintptr_t(fn), C.uintptr_t(poolingDesc), C.uintptr_t(inputTensorDesc), unsafe.Pointer(n), unsafe.Pointer(c), unsafe.Pointer(h), unsafe.Pointer(w))).err()
+	return Status(C.gocuda_cudnnGetPooling2dForwardOutputDim(C.uintptr_t(fn), C.uintptr_t(poolingDesc), C.uintptr_t(inputTensorDesc), (*C.uint8_t)(unsafe.Pointer(n)), (*C.uint8_t)(unsafe.Pointer(c)), (*C.uint8_t)(unsafe.Pointer(h)), (*C.uint8_t)(unsafe.Pointer(w)))).err()
 }
 
 // GetPoolingNdDescriptor calls cudnnGetPoolingNdDescriptor:
@@ -2180,7 +2180,7 @@ func GetPoolingNdDescriptor(poolingDesc CudnnPoolingDescriptor, nbDimsRequested 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetPoolingNdDescriptor(C.uintptr_t(fn), C.uintptr_t(poolingDesc), C.int32_t(nbDimsRequested), unsafe.Pointer(mode), unsafe.Pointer(maxpoolingNanOpt), unsafe.Pointer(nbDims), unsafe.Pointer(windowDimA), unsafe.Pointer(paddingA), unsafe.Pointer(strideA))).err()
+	return Status(C.gocuda_cudnnGetPoolingNdDescriptor(C.uintptr_t(fn), C.uintptr_t(poolingDesc), C.int32_t(nbDimsRequested), (*C.uint8_t)(unsafe.Pointer(mode)), (*C.uint8_t)(unsafe.Pointer(maxpoolingNanOpt)), (*C.uint8_t)(unsafe.Pointer(nbDims)), (*C.uint8_t)(unsafe.Pointer(windowDimA)), (*C.uint8_t)(unsafe.Pointer(paddingA)), (*C.uint8_t)(unsafe.Pointer(strideA)))).err()
 }
 
 // GetPoolingNdForwardOutputDim calls cudnnGetPoolingNdForwardOutputDim:
@@ -2193,7 +2193,7 @@ func GetPoolingNdForwardOutputDim(poolingDesc CudnnPoolingDescriptor, inputTenso
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetPoolingNdForwardOutputDim(C.uintptr_t(fn), C.uintptr_t(poolingDesc), C.uintptr_t(inputTensorDesc), C.int32_t(nbDims), unsafe.Pointer(outputTensorDimA))).err()
+	return Status(C.gocuda_cudnnGetPoolingNdForwardOutputDim(C.uintptr_t(fn), C.uintptr_t(poolingDesc), C.uintptr_t(inputTensorDesc), C.int32_t(nbDims), (*C.uint8_t)(unsafe.Pointer(outputTensorDimA)))).err()
 }
 
 // GetProperty calls cudnnGetProperty:
@@ -2206,7 +2206,7 @@ func GetProperty(type_ cuda.LibraryPropertyType, value *int32) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetProperty(C.uintptr_t(fn), C.int32_t(type_), unsafe.Pointer(value))).err()
+	return Status(C.gocuda_cudnnGetProperty(C.uintptr_t(fn), C.int32_t(type_), (*C.uint8_t)(unsafe.Pointer(value)))).err()
 }
 
 // GetRNNDataDescriptor calls cudnnGetRNNDataDescriptor:
@@ -2219,7 +2219,7 @@ func GetRNNDataDescriptor(rnnDataDesc CudnnRNNDataDescriptor, dataType *CudnnDat
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetRNNDataDescriptor(C.uintptr_t(fn), C.uintptr_t(rnnDataDesc), unsafe.Pointer(dataType), unsafe.Pointer(layout), unsafe.Pointer(maxSeqLength), unsafe.Pointer(batchSize), unsafe.Pointer(vectorSize), C.int32_t(arrayLengthRequested), unsafe.Pointer(seqLengthArray), unsafe.Pointer(paddingFill))).err()
+	return Status(C.gocuda_cudnnGetRNNDataDescriptor(C.uintptr_t(fn), C.uintptr_t(rnnDataDesc), (*C.uint8_t)(unsafe.Pointer(dataType)), (*C.uint8_t)(unsafe.Pointer(layout)), (*C.uint8_t)(unsafe.Pointer(maxSeqLength)), (*C.uint8_t)(unsafe.Pointer(batchSize)), (*C.uint8_t)(unsafe.Pointer(vectorSize)), C.int32_t(arrayLengthRequested), (*C.uint8_t)(unsafe.Pointer(seqLengthArray)), unsafe.Pointer(paddingFill))).err()
 }
 
 // GetRNNDescriptor calls cudnnGetRNNDescriptor_v8:
@@ -2232,7 +2232,7 @@ func GetRNNDescriptor(rnnDesc CudnnRNNDescriptor, algo *CudnnRNNAlgo, cellMode *
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetRNNDescriptor_v8(C.uintptr_t(fn), C.uintptr_t(rnnDesc), unsafe.Pointer(algo), unsafe.Pointer(cellMode), unsafe.Pointer(biasMode), unsafe.Pointer(dirMode), unsafe.Pointer(inputMode), unsafe.Pointer(dataType), unsafe.Pointer(mathPrec), unsafe.Pointer(mathType), unsafe.Pointer(inputSize), unsafe.Pointer(hiddenSize), unsafe.Pointer(projSize), unsafe.Pointer(numLayers), unsafe.Pointer(dropoutDesc), unsafe.Pointer(auxFlags))).err()
+	return Status(C.gocuda_cudnnGetRNNDescriptor_v8(C.uintptr_t(fn), C.uintptr_t(rnnDesc), (*C.uint8_t)(unsafe.Pointer(algo)), (*C.uint8_t)(unsafe.Pointer(cellMode)), (*C.uint8_t)(unsafe.Pointer(biasMode)), (*C.uint8_t)(unsafe.Pointer(dirMode)), (*C.uint8_t)(unsafe.Pointer(inputMode)), (*C.uint8_t)(unsafe.Pointer(dataType)), (*C.uint8_t)(unsafe.Pointer(mathPrec)), (*C.uint8_t)(unsafe.Pointer(mathType)), (*C.uint8_t)(unsafe.Pointer(inputSize)), (*C.uint8_t)(unsafe.Pointer(hiddenSize)), (*C.uint8_t)(unsafe.Pointer(projSize)), (*C.uint8_t)(unsafe.Pointer(numLayers)), (*C.uint8_t)(unsafe.Pointer(dropoutDesc)), (*C.uint8_t)(unsafe.Pointer(auxFlags)))).err()
 }
 
 // GetRNNTempSpaceSizes calls cudnnGetRNNTempSpaceSizes:
@@ -2245,7 +2245,7 @@ func GetRNNTempSpaceSizes(handle CudnnHandle, rnnDesc CudnnRNNDescriptor, fwdMod
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetRNNTempSpaceSizes(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(rnnDesc), C.int32_t(fwdMode), C.uintptr_t(xDesc), unsafe.Pointer(workSpaceSize), unsafe.Pointer(reserveSpaceSize))).err()
+	return Status(C.gocuda_cudnnGetRNNTempSpaceSizes(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(rnnDesc), C.int32_t(fwdMode), C.uintptr_t(xDesc), (*C.uint8_t)(unsafe.Pointer(workSpaceSize)), (*C.uint8_t)(unsafe.Pointer(reserveSpaceSize)))).err()
 }
 
 // GetRNNWeightParams calls cudnnGetRNNWeightParams:
@@ -2271,7 +2271,7 @@ func GetRNNWeightSpaceSize(handle CudnnHandle, rnnDesc CudnnRNNDescriptor, weigh
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetRNNWeightSpaceSize(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(rnnDesc), unsafe.Pointer(weightSpaceSize))).err()
+	return Status(C.gocuda_cudnnGetRNNWeightSpaceSize(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(rnnDesc), (*C.uint8_t)(unsafe.Pointer(weightSpaceSize)))).err()
 }
 
 // GetReduceTensorDescriptor calls cudnnGetReduceTensorDescriptor:
@@ -2284,7 +2284,7 @@ func GetReduceTensorDescriptor(reduceTensorDesc CudnnReduceTensorDescriptor, red
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetReduceTensorDescriptor(C.uintptr_t(fn), C.uintptr_t(reduceTensorDesc), unsafe.Pointer(reduceTensorOp), unsafe.Pointer(reduceTensorCompType), unsafe.Pointer(reduceTensorNanOpt), unsafe.Pointer(reduceTensorIndices), unsafe.Pointer(reduceTensorIndicesType))).err()
+	return Status(C.gocuda_cudnnGetReduceTensorDescriptor(C.uintptr_t(fn), C.uintptr_t(reduceTensorDesc), (*C.uint8_t)(unsafe.Pointer(reduceTensorOp)), (*C.uint8_t)(unsafe.Pointer(reduceTensorCompType)), (*C.uint8_t)(unsafe.Pointer(reduceTensorNanOpt)), (*C.uint8_t)(unsafe.Pointer(reduceTensorIndices)), (*C.uint8_t)(unsafe.Pointer(reduceTensorIndicesType)))).err()
 }
 
 // GetReductionIndicesSize calls cudnnGetReductionIndicesSize:
@@ -2297,7 +2297,7 @@ func GetReductionIndicesSize(handle CudnnHandle, reduceTensorDesc CudnnReduceTen
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetReductionIndicesSize(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(reduceTensorDesc), C.uintptr_t(aDesc), C.uintptr_t(cDesc), unsafe.Pointer(sizeInBytes))).err()
+	return Status(C.gocuda_cudnnGetReductionIndicesSize(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(reduceTensorDesc), C.uintptr_t(aDesc), C.uintptr_t(cDesc), (*C.uint8_t)(unsafe.Pointer(sizeInBytes)))).err()
 }
 
 // GetReductionWorkspaceSize calls cudnnGetReductionWorkspaceSize:
@@ -2310,7 +2310,7 @@ func GetReductionWorkspaceSize(handle CudnnHandle, reduceTensorDesc CudnnReduceT
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetReductionWorkspaceSize(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(reduceTensorDesc), C.uintptr_t(aDesc), C.uintptr_t(cDesc), unsafe.Pointer(sizeInBytes))).err()
+	return Status(C.gocuda_cudnnGetReductionWorkspaceSize(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(reduceTensorDesc), C.uintptr_t(aDesc), C.uintptr_t(cDesc), (*C.uint8_t)(unsafe.Pointer(sizeInBytes)))).err()
 }
 
 // GetSeqDataDescriptor calls cudnnGetSeqDataDescriptor:
@@ -2323,7 +2323,7 @@ func GetSeqDataDescriptor(seqDataDesc CudnnSeqDataDescriptor, dataType *CudnnDat
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetSeqDataDescriptor(C.uintptr_t(fn), C.uintptr_t(seqDataDesc), unsafe.Pointer(dataType), unsafe.Pointer(nbDims), C.int32_t(nbDimsRequested), unsafe.Pointer(dimA), unsafe.Pointer(axes), unsafe.Pointer(seqLengthArraySize), C.uint64_t(seqLengthSizeRequested), unsafe.Pointer(seqLengthArray), unsafe.Pointer(paddingFill))).err()
+	return Status(C.gocuda_cudnnGetSeqDataDescriptor(C.uintptr_t(fn), C.uintptr_t(seqDataDesc), (*C.uint8_t)(unsafe.Pointer(dataType)), (*C.uint8_t)(unsafe.Pointer(nbDims)), C.int32_t(nbDimsRequested), (*C.uint8_t)(unsafe.Pointer(dimA)), (*C.uint8_t)(unsafe.Pointer(axes)), (*C.uint8_t)(unsafe.Pointer(seqLengthArraySize)), C.uint64_t(seqLengthSizeRequested), (*C.uint8_t)(unsafe.Pointer(seqLengthArray)), unsafe.Pointer(paddingFill))).err()
 }
 
 // GetStream calls cudnnGetStream:
@@ -2336,7 +2336,7 @@ func GetStream(handle CudnnHandle, streamId *cuda.CUstream) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetStream(C.uintptr_t(fn), C.uintptr_t(handle), unsafe.Pointer(streamId))).err()
+	return Status(C.gocuda_cudnnGetStream(C.uintptr_t(fn), C.uintptr_t(handle), (*C.uint8_t)(unsafe.Pointer(streamId)))).err()
 }
 
 // GetTensor4dDescriptor calls cudnnGetTensor4dDescriptor:
@@ -2349,7 +2349,7 @@ func GetTensor4dDescriptor(tensorDesc CudnnTensorDescriptor, dataType *CudnnData
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetTensor4dDescriptor(C.uintptr_t(fn), C.uintptr_t(tensorDesc), unsafe.Pointer(dataType), unsafe.Pointer(n), unsafe.Pointer(c), unsafe.Pointer(h), unsafe.Pointer(w), unsafe.Pointer(nStride), unsafe.Pointer(cStride), unsafe.Pointer(hStride), unsafe.Pointer(wStride))).err()
+	return Status(C.gocuda_cudnnGetTensor4dDescriptor(C.uintptr_t(fn), C.uintptr_t(tensorDesc), (*C.uint8_t)(unsafe.Pointer(dataType)), (*C.uint8_t)(unsafe.Pointer(n)), (*C.uint8_t)(unsafe.Pointer(c)), (*C.uint8_t)(unsafe.Pointer(h)), (*C.uint8_t)(unsafe.Pointer(w)), (*C.uint8_t)(unsafe.Pointer(nStride)), (*C.uint8_t)(unsafe.Pointer(cStride)), (*C.uint8_t)(unsafe.Pointer(hStride)), (*C.uint8_t)(unsafe.Pointer(wStride)))).err()
 }
 
 // GetTensorNdDescriptor calls cudnnGetTensorNdDescriptor:
@@ -2362,7 +2362,7 @@ func GetTensorNdDescriptor(tensorDesc CudnnTensorDescriptor, nbDimsRequested int
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetTensorNdDescriptor(C.uintptr_t(fn), C.uintptr_t(tensorDesc), C.int32_t(nbDimsRequested), unsafe.Pointer(dataType), unsafe.Pointer(nbDims), unsafe.Pointer(dimA), unsafe.Pointer(strideA))).err()
+	return Status(C.gocuda_cudnnGetTensorNdDescriptor(C.uintptr_t(fn), C.uintptr_t(tensorDesc), C.int32_t(nbDimsRequested), (*C.uint8_t)(unsafe.Pointer(dataType)), (*C.uint8_t)(unsafe.Pointer(nbDims)), (*C.uint8_t)(unsafe.Pointer(dimA)), (*C.uint8_t)(unsafe.Pointer(strideA)))).err()
 }
 
 // GetTensorSizeInBytes calls cudnnGetTensorSizeInBytes:
@@ -2375,7 +2375,7 @@ func GetTensorSizeInBytes(tensorDesc CudnnTensorDescriptor, size *uint64) error 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetTensorSizeInBytes(C.uintptr_t(fn), C.uintptr_t(tensorDesc), unsafe.Pointer(size))).err()
+	return Status(C.gocuda_cudnnGetTensorSizeInBytes(C.uintptr_t(fn), C.uintptr_t(tensorDesc), (*C.uint8_t)(unsafe.Pointer(size)))).err()
 }
 
 // GetTensorTransformDescriptor calls cudnnGetTensorTransformDescriptor:
@@ -2388,7 +2388,7 @@ func GetTensorTransformDescriptor(transformDesc CudnnTensorTransformDescriptor, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnGetTensorTransformDescriptor(C.uintptr_t(fn), C.uintptr_t(transformDesc), C.uint32_t(nbDimsRequested), unsafe.Pointer(destFormat), unsafe.Pointer(padBeforeA), unsafe.Pointer(padAfterA), unsafe.Pointer(foldA), unsafe.Pointer(direction))).err()
+	return Status(C.gocuda_cudnnGetTensorTransformDescriptor(C.uintptr_t(fn), C.uintptr_t(transformDesc), C.uint32_t(nbDimsRequested), (*C.uint8_t)(unsafe.Pointer(destFormat)), (*C.uint8_t)(unsafe.Pointer(padBeforeA)), (*C.uint8_t)(unsafe.Pointer(padAfterA)), (*C.uint8_t)(unsafe.Pointer(foldA)), (*C.uint8_t)(unsafe.Pointer(direction)))).err()
 }
 
 // GetVersion calls cudnnGetVersion:
@@ -2441,7 +2441,7 @@ func InitTransformDest(transformDesc CudnnTensorTransformDescriptor, srcDesc Cud
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnInitTransformDest(C.uintptr_t(fn), C.uintptr_t(transformDesc), C.uintptr_t(srcDesc), C.uintptr_t(destDesc), unsafe.Pointer(destSizeInBytes))).err()
+	return Status(C.gocuda_cudnnInitTransformDest(C.uintptr_t(fn), C.uintptr_t(transformDesc), C.uintptr_t(srcDesc), C.uintptr_t(destDesc), (*C.uint8_t)(unsafe.Pointer(destSizeInBytes)))).err()
 }
 
 // LRNCrossChannelBackward calls cudnnLRNCrossChannelBackward:
@@ -2480,7 +2480,7 @@ func MakeFusedOpsPlan(handle CudnnHandle, plan CudnnFusedOpsPlan, constPack Cudn
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnMakeFusedOpsPlan(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(plan), C.uintptr_t(constPack), unsafe.Pointer(workspaceSizeInBytes))).err()
+	return Status(C.gocuda_cudnnMakeFusedOpsPlan(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(plan), C.uintptr_t(constPack), (*C.uint8_t)(unsafe.Pointer(workspaceSizeInBytes)))).err()
 }
 
 // MultiHeadAttnBackwardData calls cudnnMultiHeadAttnBackwardData:
@@ -2493,7 +2493,7 @@ func MultiHeadAttnBackwardData(handle CudnnHandle, attnDesc CudnnAttnDescriptor,
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnMultiHeadAttnBackwardData(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(attnDesc), unsafe.Pointer(loWinIdx), unsafe.Pointer(hiWinIdx), unsafe.Pointer(devSeqLengthsDQDO), unsafe.Pointer(devSeqLengthsDKDV), C.uintptr_t(doDesc), unsafe.Pointer(dout), C.uintptr_t(dqDesc), unsafe.Pointer(dqueries), unsafe.Pointer(queries), C.uintptr_t(dkDesc), unsafe.Pointer(dkeys), unsafe.Pointer(keys), C.uintptr_t(dvDesc), unsafe.Pointer(dvalues), unsafe.Pointer(values), C.uint64_t(weightSizeInBytes), unsafe.Pointer(weights), C.uint64_t(workSpaceSizeInBytes), unsafe.Pointer(workSpace), C.uint64_t(reserveSpaceSizeInBytes), unsafe.Pointer(reserveSpace))).err()
+	return Status(C.gocuda_cudnnMultiHeadAttnBackwardData(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(attnDesc), (*C.uint8_t)(unsafe.Pointer(loWinIdx)), (*C.uint8_t)(unsafe.Pointer(hiWinIdx)), (*C.uint8_t)(unsafe.Pointer(devSeqLengthsDQDO)), (*C.uint8_t)(unsafe.Pointer(devSeqLengthsDKDV)), C.uintptr_t(doDesc), unsafe.Pointer(dout), C.uintptr_t(dqDesc), unsafe.Pointer(dqueries), unsafe.Pointer(queries), C.uintptr_t(dkDesc), unsafe.Pointer(dkeys), unsafe.Pointer(keys), C.uintptr_t(dvDesc), unsafe.Pointer(dvalues), unsafe.Pointer(values), C.uint64_t(weightSizeInBytes), unsafe.Pointer(weights), C.uint64_t(workSpaceSizeInBytes), unsafe.Pointer(workSpace), C.uint64_t(reserveSpaceSizeInBytes), unsafe.Pointer(reserveSpace))).err()
 }
 
 // MultiHeadAttnBackwardWeights calls cudnnMultiHeadAttnBackwardWeights:
@@ -2519,7 +2519,7 @@ func MultiHeadAttnForward(handle CudnnHandle, attnDesc CudnnAttnDescriptor, curr
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnMultiHeadAttnForward(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(attnDesc), C.int32_t(currIdx), unsafe.Pointer(loWinIdx), unsafe.Pointer(hiWinIdx), unsafe.Pointer(devSeqLengthsQO), unsafe.Pointer(devSeqLengthsKV), C.uintptr_t(qDesc), unsafe.Pointer(queries), unsafe.Pointer(residuals), C.uintptr_t(kDesc), unsafe.Pointer(keys), C.uintptr_t(vDesc), unsafe.Pointer(values), C.uintptr_t(oDesc), unsafe.Pointer(out), C.uint64_t(weightSizeInBytes), unsafe.Pointer(weights), C.uint64_t(workSpaceSizeInBytes), unsafe.Pointer(workSpace), C.uint64_t(reserveSpaceSizeInBytes), unsafe.Pointer(reserveSpace))).err()
+	return Status(C.gocuda_cudnnMultiHeadAttnForward(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(attnDesc), C.int32_t(currIdx), (*C.uint8_t)(unsafe.Pointer(loWinIdx)), (*C.uint8_t)(unsafe.Pointer(hiWinIdx)), (*C.uint8_t)(unsafe.Pointer(devSeqLengthsQO)), (*C.uint8_t)(unsafe.Pointer(devSeqLengthsKV)), C.uintptr_t(qDesc), unsafe.Pointer(queries), unsafe.Pointer(residuals), C.uintptr_t(kDesc), unsafe.Pointer(keys), C.uintptr_t(vDesc), unsafe.Pointer(values), C.uintptr_t(oDesc), unsafe.Pointer(out), C.uint64_t(weightSizeInBytes), unsafe.Pointer(weights), C.uint64_t(workSpaceSizeInBytes), unsafe.Pointer(workSpace), C.uint64_t(reserveSpaceSizeInBytes), unsafe.Pointer(reserveSpace))).err()
 }
 
 // NormalizationBackward calls cudnnNormalizationBackward:
@@ -2623,7 +2623,7 @@ func QueryRuntimeError(handle CudnnHandle, rstatus *Status, mode CudnnErrQueryMo
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnQueryRuntimeError(C.uintptr_t(fn), C.uintptr_t(handle), unsafe.Pointer(rstatus), C.int32_t(mode), unsafe.Pointer(tag))).err()
+	return Status(C.gocuda_cudnnQueryRuntimeError(C.uintptr_t(fn), C.uintptr_t(handle), (*C.uint8_t)(unsafe.Pointer(rstatus)), C.int32_t(mode), (*C.uint8_t)(unsafe.Pointer(tag)))).err()
 }
 
 // RNNBackwardData calls cudnnRNNBackwardData_v8:
@@ -2636,7 +2636,7 @@ func RNNBackwardData(handle CudnnHandle, rnnDesc CudnnRNNDescriptor, devSeqLengt
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnRNNBackwardData_v8(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(rnnDesc), unsafe.Pointer(devSeqLengths), C.uintptr_t(yDesc), unsafe.Pointer(y), unsafe.Pointer(dy), C.uintptr_t(xDesc), unsafe.Pointer(dx), C.uintptr_t(hDesc), unsafe.Pointer(hx), unsafe.Pointer(dhy), unsafe.Pointer(dhx), C.uintptr_t(cDesc), unsafe.Pointer(cx), unsafe.Pointer(dcy), unsafe.Pointer(dcx), C.uint64_t(weightSpaceSize), unsafe.Pointer(weightSpace), C.uint64_t(workSpaceSize), unsafe.Pointer(workSpace), C.uint64_t(reserveSpaceSize), unsafe.Pointer(reserveSpace))).err()
+	return Status(C.gocuda_cudnnRNNBackwardData_v8(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(rnnDesc), (*C.uint8_t)(unsafe.Pointer(devSeqLengths)), C.uintptr_t(yDesc), unsafe.Pointer(y), unsafe.Pointer(dy), C.uintptr_t(xDesc), unsafe.Pointer(dx), C.uintptr_t(hDesc), unsafe.Pointer(hx), unsafe.Pointer(dhy), unsafe.Pointer(dhx), C.uintptr_t(cDesc), unsafe.Pointer(cx), unsafe.Pointer(dcy), unsafe.Pointer(dcx), C.uint64_t(weightSpaceSize), unsafe.Pointer(weightSpace), C.uint64_t(workSpaceSize), unsafe.Pointer(workSpace), C.uint64_t(reserveSpaceSize), unsafe.Pointer(reserveSpace))).err()
 }
 
 // RNNBackwardWeights calls cudnnRNNBackwardWeights_v8:
@@ -2649,7 +2649,7 @@ func RNNBackwardWeights(handle CudnnHandle, rnnDesc CudnnRNNDescriptor, addGrad 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnRNNBackwardWeights_v8(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(rnnDesc), C.int32_t(addGrad), unsafe.Pointer(devSeqLengths), C.uintptr_t(xDesc), unsafe.Pointer(x), C.uintptr_t(hDesc), unsafe.Pointer(hx), C.uintptr_t(yDesc), unsafe.Pointer(y), C.uint64_t(weightSpaceSize), unsafe.Pointer(dweightSpace), C.uint64_t(workSpaceSize), unsafe.Pointer(workSpace), C.uint64_t(reserveSpaceSize), unsafe.Pointer(reserveSpace))).err()
+	return Status(C.gocuda_cudnnRNNBackwardWeights_v8(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(rnnDesc), C.int32_t(addGrad), (*C.uint8_t)(unsafe.Pointer(devSeqLengths)), C.uintptr_t(xDesc), unsafe.Pointer(x), C.uintptr_t(hDesc), unsafe.Pointer(hx), C.uintptr_t(yDesc), unsafe.Pointer(y), C.uint64_t(weightSpaceSize), unsafe.Pointer(dweightSpace), C.uint64_t(workSpaceSize), unsafe.Pointer(workSpace), C.uint64_t(reserveSpaceSize), unsafe.Pointer(reserveSpace))).err()
 }
 
 // RNNForward calls cudnnRNNForward:
@@ -2662,7 +2662,7 @@ func RNNForward(handle CudnnHandle, rnnDesc CudnnRNNDescriptor, fwdMode CudnnFor
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnRNNForward(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(rnnDesc), C.int32_t(fwdMode), unsafe.Pointer(devSeqLengths), C.uintptr_t(xDesc), unsafe.Pointer(x), C.uintptr_t(yDesc), unsafe.Pointer(y), C.uintptr_t(hDesc), unsafe.Pointer(hx), unsafe.Pointer(hy), C.uintptr_t(cDesc), unsafe.Pointer(cx), unsafe.Pointer(cy), C.uint64_t(weightSpaceSize), unsafe.Pointer(weightSpace), C.uint64_t(workSpaceSize), unsafe.Pointer(workSpace), C.uint64_t(reserveSpaceSize), unsafe.Pointer(reserveSpace))).err()
+	return Status(C.gocuda_cudnnRNNForward(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(rnnDesc), C.int32_t(fwdMode), (*C.uint8_t)(unsafe.Pointer(devSeqLengths)), C.uintptr_t(xDesc), unsafe.Pointer(x), C.uintptr_t(yDesc), unsafe.Pointer(y), C.uintptr_t(hDesc), unsafe.Pointer(hx), unsafe.Pointer(hy), C.uintptr_t(cDesc), unsafe.Pointer(cx), unsafe.Pointer(cy), C.uint64_t(weightSpaceSize), unsafe.Pointer(weightSpace), C.uint64_t(workSpaceSize), unsafe.Pointer(workSpace), C.uint64_t(reserveSpaceSize), unsafe.Pointer(reserveSpace))).err()
 }
 
 // RNNGetClipV8 calls cudnnRNNGetClip_v8:
@@ -2675,7 +2675,7 @@ func RNNGetClipV8(rnnDesc CudnnRNNDescriptor, clipMode *CudnnRNNClipMode, clipNa
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnRNNGetClip_v8(C.uintptr_t(fn), C.uintptr_t(rnnDesc), unsafe.Pointer(clipMode), unsafe.Pointer(clipNanOpt), unsafe.Pointer(lclip), unsafe.Pointer(rclip))).err()
+	return Status(C.gocuda_cudnnRNNGetClip_v8(C.uintptr_t(fn), C.uintptr_t(rnnDesc), (*C.uint8_t)(unsafe.Pointer(clipMode)), (*C.uint8_t)(unsafe.Pointer(clipNanOpt)), (*C.uint8_t)(unsafe.Pointer(lclip)), (*C.uint8_t)(unsafe.Pointer(rclip)))).err()
 }
 
 // RNNGetClipV9 calls cudnnRNNGetClip_v9:
@@ -2688,7 +2688,7 @@ func RNNGetClipV9(rnnDesc CudnnRNNDescriptor, clipMode *CudnnRNNClipMode, lclip 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnRNNGetClip_v9(C.uintptr_t(fn), C.uintptr_t(rnnDesc), unsafe.Pointer(clipMode), unsafe.Pointer(lclip), unsafe.Pointer(rclip))).err()
+	return Status(C.gocuda_cudnnRNNGetClip_v9(C.uintptr_t(fn), C.uintptr_t(rnnDesc), (*C.uint8_t)(unsafe.Pointer(clipMode)), (*C.uint8_t)(unsafe.Pointer(lclip)), (*C.uint8_t)(unsafe.Pointer(rclip)))).err()
 }
 
 // RNNSetClipV8 calls cudnnRNNSetClip_v8:
@@ -2922,7 +2922,7 @@ func SetConvolutionNdDescriptor(convDesc CudnnConvolutionDescriptor, arrayLength
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnSetConvolutionNdDescriptor(C.uintptr_t(fn), C.uintptr_t(convDesc), C.int32_t(arrayLength), unsafe.Pointer(padA), unsafe.Pointer(filterStrideA), unsafe.Pointer(dilationA), C.int32_t(mode), C.int32_t(computeType))).err()
+	return Status(C.gocuda_cudnnSetConvolutionNdDescriptor(C.uintptr_t(fn), C.uintptr_t(convDesc), C.int32_t(arrayLength), (*C.uint8_t)(unsafe.Pointer(padA)), (*C.uint8_t)(unsafe.Pointer(filterStrideA)), (*C.uint8_t)(unsafe.Pointer(dilationA)), C.int32_t(mode), C.int32_t(computeType))).err()
 }
 
 // SetConvolutionReorderType calls cudnnSetConvolutionReorderType:
@@ -2974,7 +2974,7 @@ func SetFilterNdDescriptor(filterDesc CudnnFilterDescriptor, dataType CudnnDataT
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnSetFilterNdDescriptor(C.uintptr_t(fn), C.uintptr_t(filterDesc), C.int32_t(dataType), C.int32_t(format), C.int32_t(nbDims), unsafe.Pointer(filterDimA))).err()
+	return Status(C.gocuda_cudnnSetFilterNdDescriptor(C.uintptr_t(fn), C.uintptr_t(filterDesc), C.int32_t(dataType), C.int32_t(format), C.int32_t(nbDims), (*C.uint8_t)(unsafe.Pointer(filterDimA)))).err()
 }
 
 // SetFusedOpsConstParamPackAttribute calls cudnnSetFusedOpsConstParamPackAttribute:
@@ -3052,7 +3052,7 @@ func SetPoolingNdDescriptor(poolingDesc CudnnPoolingDescriptor, mode CudnnPoolin
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnSetPoolingNdDescriptor(C.uintptr_t(fn), C.uintptr_t(poolingDesc), C.int32_t(mode), C.int32_t(maxpoolingNanOpt), C.int32_t(nbDims), unsafe.Pointer(windowDimA), unsafe.Pointer(paddingA), unsafe.Pointer(strideA))).err()
+	return Status(C.gocuda_cudnnSetPoolingNdDescriptor(C.uintptr_t(fn), C.uintptr_t(poolingDesc), C.int32_t(mode), C.int32_t(maxpoolingNanOpt), C.int32_t(nbDims), (*C.uint8_t)(unsafe.Pointer(windowDimA)), (*C.uint8_t)(unsafe.Pointer(paddingA)), (*C.uint8_t)(unsafe.Pointer(strideA)))).err()
 }
 
 // SetRNNDataDescriptor calls cudnnSetRNNDataDescriptor:
@@ -3065,7 +3065,7 @@ func SetRNNDataDescriptor(rnnDataDesc CudnnRNNDataDescriptor, dataType CudnnData
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnSetRNNDataDescriptor(C.uintptr_t(fn), C.uintptr_t(rnnDataDesc), C.int32_t(dataType), C.int32_t(layout), C.int32_t(maxSeqLength), C.int32_t(batchSize), C.int32_t(vectorSize), unsafe.Pointer(seqLengthArray), unsafe.Pointer(paddingFill))).err()
+	return Status(C.gocuda_cudnnSetRNNDataDescriptor(C.uintptr_t(fn), C.uintptr_t(rnnDataDesc), C.int32_t(dataType), C.int32_t(layout), C.int32_t(maxSeqLength), C.int32_t(batchSize), C.int32_t(vectorSize), (*C.uint8_t)(unsafe.Pointer(seqLengthArray)), unsafe.Pointer(paddingFill))).err()
 }
 
 // SetRNNDescriptor calls cudnnSetRNNDescriptor_v8:
@@ -3104,7 +3104,7 @@ func SetSeqDataDescriptor(seqDataDesc CudnnSeqDataDescriptor, dataType CudnnData
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnSetSeqDataDescriptor(C.uintptr_t(fn), C.uintptr_t(seqDataDesc), C.int32_t(dataType), C.int32_t(nbDims), unsafe.Pointer(dimA), unsafe.Pointer(axes), C.uint64_t(seqLengthArraySize), unsafe.Pointer(seqLengthArray), unsafe.Pointer(paddingFill))).err()
+	return Status(C.gocuda_cudnnSetSeqDataDescriptor(C.uintptr_t(fn), C.uintptr_t(seqDataDesc), C.int32_t(dataType), C.int32_t(nbDims), (*C.uint8_t)(unsafe.Pointer(dimA)), (*C.uint8_t)(unsafe.Pointer(axes)), C.uint64_t(seqLengthArraySize), (*C.uint8_t)(unsafe.Pointer(seqLengthArray)), unsafe.Pointer(paddingFill))).err()
 }
 
 // SetSpatialTransformerNdDescriptor calls cudnnSetSpatialTransformerNdDescriptor:
@@ -3117,7 +3117,7 @@ func SetSpatialTransformerNdDescriptor(stDesc CudnnSpatialTransformerDescriptor,
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnSetSpatialTransformerNdDescriptor(C.uintptr_t(fn), C.uintptr_t(stDesc), C.int32_t(samplerType), C.int32_t(dataType), C.int32_t(nbDims), unsafe.Pointer(dimA))).err()
+	return Status(C.gocuda_cudnnSetSpatialTransformerNdDescriptor(C.uintptr_t(fn), C.uintptr_t(stDesc), C.int32_t(samplerType), C.int32_t(dataType), C.int32_t(nbDims), (*C.uint8_t)(unsafe.Pointer(dimA)))).err()
 }
 
 // SetStream calls cudnnSetStream:
@@ -3182,7 +3182,7 @@ func SetTensorNdDescriptor(tensorDesc CudnnTensorDescriptor, dataType CudnnDataT
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnSetTensorNdDescriptor(C.uintptr_t(fn), C.uintptr_t(tensorDesc), C.int32_t(dataType), C.int32_t(nbDims), unsafe.Pointer(dimA), unsafe.Pointer(strideA))).err()
+	return Status(C.gocuda_cudnnSetTensorNdDescriptor(C.uintptr_t(fn), C.uintptr_t(tensorDesc), C.int32_t(dataType), C.int32_t(nbDims), (*C.uint8_t)(unsafe.Pointer(dimA)), (*C.uint8_t)(unsafe.Pointer(strideA)))).err()
 }
 
 // SetTensorNdDescriptorEx calls cudnnSetTensorNdDescriptorEx:
@@ -3195,7 +3195,7 @@ func SetTensorNdDescriptorEx(tensorDesc CudnnTensorDescriptor, format CudnnTenso
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnSetTensorNdDescriptorEx(C.uintptr_t(fn), C.uintptr_t(tensorDesc), C.int32_t(format), C.int32_t(dataType), C.int32_t(nbDims), unsafe.Pointer(dimA))).err()
+	return Status(C.gocuda_cudnnSetTensorNdDescriptorEx(C.uintptr_t(fn), C.uintptr_t(tensorDesc), C.int32_t(format), C.int32_t(dataType), C.int32_t(nbDims), (*C.uint8_t)(unsafe.Pointer(dimA)))).err()
 }
 
 // SetTensorTransformDescriptor calls cudnnSetTensorTransformDescriptor:
@@ -3208,7 +3208,7 @@ func SetTensorTransformDescriptor(transformDesc CudnnTensorTransformDescriptor, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cudnnSetTensorTransformDescriptor(C.uintptr_t(fn), C.uintptr_t(transformDesc), C.uint32_t(nbDims), C.int32_t(destFormat), unsafe.Pointer(padBeforeA), unsafe.Pointer(padAfterA), unsafe.Pointer(foldA), C.int32_t(direction))).err()
+	return Status(C.gocuda_cudnnSetTensorTransformDescriptor(C.uintptr_t(fn), C.uintptr_t(transformDesc), C.uint32_t(nbDims), C.int32_t(destFormat), (*C.uint8_t)(unsafe.Pointer(padBeforeA)), (*C.uint8_t)(unsafe.Pointer(padAfterA)), (*C.uint8_t)(unsafe.Pointer(foldA)), C.int32_t(direction))).err()
 }
 
 // SoftmaxBackward calls cudnnSoftmaxBackward:

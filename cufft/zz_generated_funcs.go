@@ -11,36 +11,36 @@ import (
 /*
 #include <stdint.h>
 #include <stddef.h>
-static int32_t gocuda_cufftCreate(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
+static int32_t gocuda_cufftCreate(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
 static int32_t gocuda_cufftDestroy(uintptr_t fn, int32_t a0) { return ((int32_t (*)(int32_t))fn)(a0); }
-static int32_t gocuda_cufftEstimate1d(uintptr_t fn, int32_t a0, int32_t a1, int32_t a2, void* a3) { return ((int32_t (*)(int32_t, int32_t, int32_t, void*))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_cufftEstimate2d(uintptr_t fn, int32_t a0, int32_t a1, int32_t a2, void* a3) { return ((int32_t (*)(int32_t, int32_t, int32_t, void*))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_cufftEstimate3d(uintptr_t fn, int32_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4) { return ((int32_t (*)(int32_t, int32_t, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cufftEstimateMany(uintptr_t fn, int32_t a0, void* a1, void* a2, int32_t a3, int32_t a4, void* a5, int32_t a6, int32_t a7, int32_t a8, int32_t a9, void* a10) { return ((int32_t (*)(int32_t, void*, void*, int32_t, int32_t, void*, int32_t, int32_t, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cufftExecC2C(uintptr_t fn, int32_t a0, void* a1, void* a2, int32_t a3) { return ((int32_t (*)(int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_cufftExecC2R(uintptr_t fn, int32_t a0, void* a1, void* a2) { return ((int32_t (*)(int32_t, void*, void*))fn)(a0, a1, a2); }
-static int32_t gocuda_cufftExecD2Z(uintptr_t fn, int32_t a0, void* a1, void* a2) { return ((int32_t (*)(int32_t, void*, void*))fn)(a0, a1, a2); }
-static int32_t gocuda_cufftExecR2C(uintptr_t fn, int32_t a0, void* a1, void* a2) { return ((int32_t (*)(int32_t, void*, void*))fn)(a0, a1, a2); }
-static int32_t gocuda_cufftExecZ2D(uintptr_t fn, int32_t a0, void* a1, void* a2) { return ((int32_t (*)(int32_t, void*, void*))fn)(a0, a1, a2); }
-static int32_t gocuda_cufftExecZ2Z(uintptr_t fn, int32_t a0, void* a1, void* a2, int32_t a3) { return ((int32_t (*)(int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_cufftGetPlanPropertyInt64(uintptr_t fn, int32_t a0, int32_t a1, void* a2) { return ((int32_t (*)(int32_t, int32_t, void*))fn)(a0, a1, a2); }
-static int32_t gocuda_cufftGetProperty(uintptr_t fn, int32_t a0, void* a1) { return ((int32_t (*)(int32_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cufftGetSize(uintptr_t fn, int32_t a0, void* a1) { return ((int32_t (*)(int32_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cufftGetSize1d(uintptr_t fn, int32_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4) { return ((int32_t (*)(int32_t, int32_t, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cufftGetSize2d(uintptr_t fn, int32_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4) { return ((int32_t (*)(int32_t, int32_t, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cufftGetSize3d(uintptr_t fn, int32_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5) { return ((int32_t (*)(int32_t, int32_t, int32_t, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cufftGetSizeMany(uintptr_t fn, int32_t a0, int32_t a1, void* a2, void* a3, int32_t a4, int32_t a5, void* a6, int32_t a7, int32_t a8, int32_t a9, int32_t a10, void* a11) { return ((int32_t (*)(int32_t, int32_t, void*, void*, int32_t, int32_t, void*, int32_t, int32_t, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cufftGetSizeMany64(uintptr_t fn, int32_t a0, int32_t a1, void* a2, void* a3, int64_t a4, int64_t a5, void* a6, int64_t a7, int64_t a8, int32_t a9, int64_t a10, void* a11) { return ((int32_t (*)(int32_t, int32_t, void*, void*, int64_t, int64_t, void*, int64_t, int64_t, int32_t, int64_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cufftGetVersion(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
-static int32_t gocuda_cufftMakePlan1d(uintptr_t fn, int32_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4) { return ((int32_t (*)(int32_t, int32_t, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cufftMakePlan2d(uintptr_t fn, int32_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4) { return ((int32_t (*)(int32_t, int32_t, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cufftMakePlan3d(uintptr_t fn, int32_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5) { return ((int32_t (*)(int32_t, int32_t, int32_t, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cufftMakePlanMany(uintptr_t fn, int32_t a0, int32_t a1, void* a2, void* a3, int32_t a4, int32_t a5, void* a6, int32_t a7, int32_t a8, int32_t a9, int32_t a10, void* a11) { return ((int32_t (*)(int32_t, int32_t, void*, void*, int32_t, int32_t, void*, int32_t, int32_t, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cufftMakePlanMany64(uintptr_t fn, int32_t a0, int32_t a1, void* a2, void* a3, int64_t a4, int64_t a5, void* a6, int64_t a7, int64_t a8, int32_t a9, int64_t a10, void* a11) { return ((int32_t (*)(int32_t, int32_t, void*, void*, int64_t, int64_t, void*, int64_t, int64_t, int32_t, int64_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cufftPlan1d(uintptr_t fn, void* a0, int32_t a1, int32_t a2, int32_t a3) { return ((int32_t (*)(void*, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_cufftPlan2d(uintptr_t fn, void* a0, int32_t a1, int32_t a2, int32_t a3) { return ((int32_t (*)(void*, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_cufftPlan3d(uintptr_t fn, void* a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4) { return ((int32_t (*)(void*, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cufftPlanMany(uintptr_t fn, void* a0, int32_t a1, void* a2, void* a3, int32_t a4, int32_t a5, void* a6, int32_t a7, int32_t a8, int32_t a9, int32_t a10) { return ((int32_t (*)(void*, int32_t, void*, void*, int32_t, int32_t, void*, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cufftEstimate1d(uintptr_t fn, int32_t a0, int32_t a1, int32_t a2, uint8_t* a3) { return ((int32_t (*)(int32_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cufftEstimate2d(uintptr_t fn, int32_t a0, int32_t a1, int32_t a2, uint8_t* a3) { return ((int32_t (*)(int32_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cufftEstimate3d(uintptr_t fn, int32_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4) { return ((int32_t (*)(int32_t, int32_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cufftEstimateMany(uintptr_t fn, int32_t a0, uint8_t* a1, uint8_t* a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, int32_t a7, int32_t a8, int32_t a9, uint8_t* a10) { return ((int32_t (*)(int32_t, uint8_t*, uint8_t*, int32_t, int32_t, uint8_t*, int32_t, int32_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cufftExecC2C(uintptr_t fn, int32_t a0, uint8_t* a1, uint8_t* a2, int32_t a3) { return ((int32_t (*)(int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cufftExecC2R(uintptr_t fn, int32_t a0, uint8_t* a1, uint8_t* a2) { return ((int32_t (*)(int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2); }
+static int32_t gocuda_cufftExecD2Z(uintptr_t fn, int32_t a0, uint8_t* a1, uint8_t* a2) { return ((int32_t (*)(int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2); }
+static int32_t gocuda_cufftExecR2C(uintptr_t fn, int32_t a0, uint8_t* a1, uint8_t* a2) { return ((int32_t (*)(int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2); }
+static int32_t gocuda_cufftExecZ2D(uintptr_t fn, int32_t a0, uint8_t* a1, uint8_t* a2) { return ((int32_t (*)(int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2); }
+static int32_t gocuda_cufftExecZ2Z(uintptr_t fn, int32_t a0, uint8_t* a1, uint8_t* a2, int32_t a3) { return ((int32_t (*)(int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cufftGetPlanPropertyInt64(uintptr_t fn, int32_t a0, int32_t a1, uint8_t* a2) { return ((int32_t (*)(int32_t, int32_t, uint8_t*))fn)(a0, a1, a2); }
+static int32_t gocuda_cufftGetProperty(uintptr_t fn, int32_t a0, uint8_t* a1) { return ((int32_t (*)(int32_t, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cufftGetSize(uintptr_t fn, int32_t a0, uint8_t* a1) { return ((int32_t (*)(int32_t, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cufftGetSize1d(uintptr_t fn, int32_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4) { return ((int32_t (*)(int32_t, int32_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cufftGetSize2d(uintptr_t fn, int32_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4) { return ((int32_t (*)(int32_t, int32_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cufftGetSize3d(uintptr_t fn, int32_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5) { return ((int32_t (*)(int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cufftGetSizeMany(uintptr_t fn, int32_t a0, int32_t a1, uint8_t* a2, uint8_t* a3, int32_t a4, int32_t a5, uint8_t* a6, int32_t a7, int32_t a8, int32_t a9, int32_t a10, uint8_t* a11) { return ((int32_t (*)(int32_t, int32_t, uint8_t*, uint8_t*, int32_t, int32_t, uint8_t*, int32_t, int32_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cufftGetSizeMany64(uintptr_t fn, int32_t a0, int32_t a1, uint8_t* a2, uint8_t* a3, int64_t a4, int64_t a5, uint8_t* a6, int64_t a7, int64_t a8, int32_t a9, int64_t a10, uint8_t* a11) { return ((int32_t (*)(int32_t, int32_t, uint8_t*, uint8_t*, int64_t, int64_t, uint8_t*, int64_t, int64_t, int32_t, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cufftGetVersion(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
+static int32_t gocuda_cufftMakePlan1d(uintptr_t fn, int32_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4) { return ((int32_t (*)(int32_t, int32_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cufftMakePlan2d(uintptr_t fn, int32_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4) { return ((int32_t (*)(int32_t, int32_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cufftMakePlan3d(uintptr_t fn, int32_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5) { return ((int32_t (*)(int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cufftMakePlanMany(uintptr_t fn, int32_t a0, int32_t a1, uint8_t* a2, uint8_t* a3, int32_t a4, int32_t a5, uint8_t* a6, int32_t a7, int32_t a8, int32_t a9, int32_t a10, uint8_t* a11) { return ((int32_t (*)(int32_t, int32_t, uint8_t*, uint8_t*, int32_t, int32_t, uint8_t*, int32_t, int32_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cufftMakePlanMany64(uintptr_t fn, int32_t a0, int32_t a1, uint8_t* a2, uint8_t* a3, int64_t a4, int64_t a5, uint8_t* a6, int64_t a7, int64_t a8, int32_t a9, int64_t a10, uint8_t* a11) { return ((int32_t (*)(int32_t, int32_t, uint8_t*, uint8_t*, int64_t, int64_t, uint8_t*, int64_t, int64_t, int32_t, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cufftPlan1d(uintptr_t fn, uint8_t* a0, int32_t a1, int32_t a2, int32_t a3) { return ((int32_t (*)(uint8_t*, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cufftPlan2d(uintptr_t fn, uint8_t* a0, int32_t a1, int32_t a2, int32_t a3) { return ((int32_t (*)(uint8_t*, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cufftPlan3d(uintptr_t fn, uint8_t* a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4) { return ((int32_t (*)(uint8_t*, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cufftPlanMany(uintptr_t fn, uint8_t* a0, int32_t a1, uint8_t* a2, uint8_t* a3, int32_t a4, int32_t a5, uint8_t* a6, int32_t a7, int32_t a8, int32_t a9, int32_t a10) { return ((int32_t (*)(uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, int32_t, uint8_t*, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cufftResetPlanProperty(uintptr_t fn, int32_t a0, int32_t a1) { return ((int32_t (*)(int32_t, int32_t))fn)(a0, a1); }
 static int32_t gocuda_cufftSetAutoAllocation(uintptr_t fn, int32_t a0, int32_t a1) { return ((int32_t (*)(int32_t, int32_t))fn)(a0, a1); }
 static int32_t gocuda_cufftSetPlanPropertyInt64(uintptr_t fn, int32_t a0, int32_t a1, int64_t a2) { return ((int32_t (*)(int32_t, int32_t, int64_t))fn)(a0, a1, a2); }
@@ -105,7 +105,7 @@ func Create(handle *CufftHandle) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cufftCreate(C.uintptr_t(fn), unsafe.Pointer(handle))).err()
+	return Result(C.gocuda_cufftCreate(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(handle)))).err()
 }
 
 // Destroy calls cufftDestroy:
@@ -131,7 +131,7 @@ func Estimate1d(nx int32, type_ CufftType, batch int32, workSize *uint64) error 
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cufftEstimate1d(C.uintptr_t(fn), C.int32_t(nx), C.int32_t(type_), C.int32_t(batch), unsafe.Pointer(workSize))).err()
+	return Result(C.gocuda_cufftEstimate1d(C.uintptr_t(fn), C.int32_t(nx), C.int32_t(type_), C.int32_t(batch), (*C.uint8_t)(unsafe.Pointer(workSize)))).err()
 }
 
 // Estimate2d calls cufftEstimate2d:
@@ -144,7 +144,7 @@ func Estimate2d(nx int32, ny int32, type_ CufftType, workSize *uint64) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cufftEstimate2d(C.uintptr_t(fn), C.int32_t(nx), C.int32_t(ny), C.int32_t(type_), unsafe.Pointer(workSize))).err()
+	return Result(C.gocuda_cufftEstimate2d(C.uintptr_t(fn), C.int32_t(nx), C.int32_t(ny), C.int32_t(type_), (*C.uint8_t)(unsafe.Pointer(workSize)))).err()
 }
 
 // Estimate3d calls cufftEstimate3d:
@@ -157,7 +157,7 @@ func Estimate3d(nx int32, ny int32, nz int32, type_ CufftType, workSize *uint64)
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cufftEstimate3d(C.uintptr_t(fn), C.int32_t(nx), C.int32_t(ny), C.int32_t(nz), C.int32_t(type_), unsafe.Pointer(workSize))).err()
+	return Result(C.gocuda_cufftEstimate3d(C.uintptr_t(fn), C.int32_t(nx), C.int32_t(ny), C.int32_t(nz), C.int32_t(type_), (*C.uint8_t)(unsafe.Pointer(workSize)))).err()
 }
 
 // EstimateMany calls cufftEstimateMany:
@@ -170,7 +170,7 @@ func EstimateMany(rank int32, n *int32, inembed *int32, istride int32, idist int
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cufftEstimateMany(C.uintptr_t(fn), C.int32_t(rank), unsafe.Pointer(n), unsafe.Pointer(inembed), C.int32_t(istride), C.int32_t(idist), unsafe.Pointer(onembed), C.int32_t(ostride), C.int32_t(odist), C.int32_t(type_), C.int32_t(batch), unsafe.Pointer(workSize))).err()
+	return Result(C.gocuda_cufftEstimateMany(C.uintptr_t(fn), C.int32_t(rank), (*C.uint8_t)(unsafe.Pointer(n)), (*C.uint8_t)(unsafe.Pointer(inembed)), C.int32_t(istride), C.int32_t(idist), (*C.uint8_t)(unsafe.Pointer(onembed)), C.int32_t(ostride), C.int32_t(odist), C.int32_t(type_), C.int32_t(batch), (*C.uint8_t)(unsafe.Pointer(workSize)))).err()
 }
 
 // ExecC2C calls cufftExecC2C:
@@ -183,7 +183,7 @@ func ExecC2C(plan CufftHandle, idata *cuda.CuComplex, odata *cuda.CuComplex, dir
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cufftExecC2C(C.uintptr_t(fn), C.int32_t(plan), unsafe.Pointer(idata), unsafe.Pointer(odata), C.int32_t(direction))).err()
+	return Result(C.gocuda_cufftExecC2C(C.uintptr_t(fn), C.int32_t(plan), (*C.uint8_t)(unsafe.Pointer(idata)), (*C.uint8_t)(unsafe.Pointer(odata)), C.int32_t(direction))).err()
 }
 
 // ExecC2R calls cufftExecC2R:
@@ -196,7 +196,7 @@ func ExecC2R(plan CufftHandle, idata *cuda.CuComplex, odata *CufftReal) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cufftExecC2R(C.uintptr_t(fn), C.int32_t(plan), unsafe.Pointer(idata), unsafe.Pointer(odata))).err()
+	return Result(C.gocuda_cufftExecC2R(C.uintptr_t(fn), C.int32_t(plan), (*C.uint8_t)(unsafe.Pointer(idata)), (*C.uint8_t)(unsafe.Pointer(odata)))).err()
 }
 
 // ExecD2Z calls cufftExecD2Z:
@@ -209,7 +209,7 @@ func ExecD2Z(plan CufftHandle, idata *CufftDoubleReal, odata *cuda.CuDoubleCompl
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cufftExecD2Z(C.uintptr_t(fn), C.int32_t(plan), unsafe.Pointer(idata), unsafe.Pointer(odata))).err()
+	return Result(C.gocuda_cufftExecD2Z(C.uintptr_t(fn), C.int32_t(plan), (*C.uint8_t)(unsafe.Pointer(idata)), (*C.uint8_t)(unsafe.Pointer(odata)))).err()
 }
 
 // ExecR2C calls cufftExecR2C:
@@ -222,7 +222,7 @@ func ExecR2C(plan CufftHandle, idata *CufftReal, odata *cuda.CuComplex) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cufftExecR2C(C.uintptr_t(fn), C.int32_t(plan), unsafe.Pointer(idata), unsafe.Pointer(odata))).err()
+	return Result(C.gocuda_cufftExecR2C(C.uintptr_t(fn), C.int32_t(plan), (*C.uint8_t)(unsafe.Pointer(idata)), (*C.uint8_t)(unsafe.Pointer(odata)))).err()
 }
 
 // ExecZ2D calls cufftExecZ2D:
@@ -235,7 +235,7 @@ func ExecZ2D(plan CufftHandle, idata *cuda.CuDoubleComplex, odata *CufftDoubleRe
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cufftExecZ2D(C.uintptr_t(fn), C.int32_t(plan), unsafe.Pointer(idata), unsafe.Pointer(odata))).err()
+	return Result(C.gocuda_cufftExecZ2D(C.uintptr_t(fn), C.int32_t(plan), (*C.uint8_t)(unsafe.Pointer(idata)), (*C.uint8_t)(unsafe.Pointer(odata)))).err()
 }
 
 // ExecZ2Z calls cufftExecZ2Z:
@@ -248,7 +248,7 @@ func ExecZ2Z(plan CufftHandle, idata *cuda.CuDoubleComplex, odata *cuda.CuDouble
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cufftExecZ2Z(C.uintptr_t(fn), C.int32_t(plan), unsafe.Pointer(idata), unsafe.Pointer(odata), C.int32_t(direction))).err()
+	return Result(C.gocuda_cufftExecZ2Z(C.uintptr_t(fn), C.int32_t(plan), (*C.uint8_t)(unsafe.Pointer(idata)), (*C.uint8_t)(unsafe.Pointer(odata)), C.int32_t(direction))).err()
 }
 
 // GetPlanPropertyInt64 calls cufftGetPlanPropertyInt64:
@@ -261,7 +261,7 @@ func GetPlanPropertyInt64(plan CufftHandle, property CufftProperty, returnPtrVal
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cufftGetPlanPropertyInt64(C.uintptr_t(fn), C.int32_t(plan), C.int32_t(property), unsafe.Pointer(returnPtrValue))).err()
+	return Result(C.gocuda_cufftGetPlanPropertyInt64(C.uintptr_t(fn), C.int32_t(plan), C.int32_t(property), (*C.uint8_t)(unsafe.Pointer(returnPtrValue)))).err()
 }
 
 // GetProperty calls cufftGetProperty:
@@ -274,7 +274,7 @@ func GetProperty(type_ cuda.LibraryPropertyType, value *int32) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cufftGetProperty(C.uintptr_t(fn), C.int32_t(type_), unsafe.Pointer(value))).err()
+	return Result(C.gocuda_cufftGetProperty(C.uintptr_t(fn), C.int32_t(type_), (*C.uint8_t)(unsafe.Pointer(value)))).err()
 }
 
 // GetSize calls cufftGetSize:
@@ -287,7 +287,7 @@ func GetSize(handle CufftHandle, workSize *uint64) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cufftGetSize(C.uintptr_t(fn), C.int32_t(handle), unsafe.Pointer(workSize))).err()
+	return Result(C.gocuda_cufftGetSize(C.uintptr_t(fn), C.int32_t(handle), (*C.uint8_t)(unsafe.Pointer(workSize)))).err()
 }
 
 // GetSize1d calls cufftGetSize1d:
@@ -300,7 +300,7 @@ func GetSize1d(handle CufftHandle, nx int32, type_ CufftType, batch int32, workS
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cufftGetSize1d(C.uintptr_t(fn), C.int32_t(handle), C.int32_t(nx), C.int32_t(type_), C.int32_t(batch), unsafe.Pointer(workSize))).err()
+	return Result(C.gocuda_cufftGetSize1d(C.uintptr_t(fn), C.int32_t(handle), C.int32_t(nx), C.int32_t(type_), C.int32_t(batch), (*C.uint8_t)(unsafe.Pointer(workSize)))).err()
 }
 
 // GetSize2d calls cufftGetSize2d:
@@ -313,7 +313,7 @@ func GetSize2d(handle CufftHandle, nx int32, ny int32, type_ CufftType, workSize
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cufftGetSize2d(C.uintptr_t(fn), C.int32_t(handle), C.int32_t(nx), C.int32_t(ny), C.int32_t(type_), unsafe.Pointer(workSize))).err()
+	return Result(C.gocuda_cufftGetSize2d(C.uintptr_t(fn), C.int32_t(handle), C.int32_t(nx), C.int32_t(ny), C.int32_t(type_), (*C.uint8_t)(unsafe.Pointer(workSize)))).err()
 }
 
 // GetSize3d calls cufftGetSize3d:
@@ -326,7 +326,7 @@ func GetSize3d(handle CufftHandle, nx int32, ny int32, nz int32, type_ CufftType
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cufftGetSize3d(C.uintptr_t(fn), C.int32_t(handle), C.int32_t(nx), C.int32_t(ny), C.int32_t(nz), C.int32_t(type_), unsafe.Pointer(workSize))).err()
+	return Result(C.gocuda_cufftGetSize3d(C.uintptr_t(fn), C.int32_t(handle), C.int32_t(nx), C.int32_t(ny), C.int32_t(nz), C.int32_t(type_), (*C.uint8_t)(unsafe.Pointer(workSize)))).err()
 }
 
 // GetSizeMany calls cufftGetSizeMany:
@@ -339,7 +339,7 @@ func GetSizeMany(handle CufftHandle, rank int32, n *int32, inembed *int32, istri
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cufftGetSizeMany(C.uintptr_t(fn), C.int32_t(handle), C.int32_t(rank), unsafe.Pointer(n), unsafe.Pointer(inembed), C.int32_t(istride), C.int32_t(idist), unsafe.Pointer(onembed), C.int32_t(ostride), C.int32_t(odist), C.int32_t(type_), C.int32_t(batch), unsafe.Pointer(workArea))).err()
+	return Result(C.gocuda_cufftGetSizeMany(C.uintptr_t(fn), C.int32_t(handle), C.int32_t(rank), (*C.uint8_t)(unsafe.Pointer(n)), (*C.uint8_t)(unsafe.Pointer(inembed)), C.int32_t(istride), C.int32_t(idist), (*C.uint8_t)(unsafe.Pointer(onembed)), C.int32_t(ostride), C.int32_t(odist), C.int32_t(type_), C.int32_t(batch), (*C.uint8_t)(unsafe.Pointer(workArea)))).err()
 }
 
 // GetSizeMany64 calls cufftGetSizeMany64:
@@ -352,7 +352,7 @@ func GetSizeMany64(plan CufftHandle, rank int32, n *int64, inembed *int64, istri
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cufftGetSizeMany64(C.uintptr_t(fn), C.int32_t(plan), C.int32_t(rank), unsafe.Pointer(n), unsafe.Pointer(inembed), C.int64_t(istride), C.int64_t(idist), unsafe.Pointer(onembed), C.int64_t(ostride), C.int64_t(odist), C.int32_t(type_), C.int64_t(batch), unsafe.Pointer(workSize))).err()
+	return Result(C.gocuda_cufftGetSizeMany64(C.uintptr_t(fn), C.int32_t(plan), C.int32_t(rank), (*C.uint8_t)(unsafe.Pointer(n)), (*C.uint8_t)(unsafe.Pointer(inembed)), C.int64_t(istride), C.int64_t(idist), (*C.uint8_t)(unsafe.Pointer(onembed)), C.int64_t(ostride), C.int64_t(odist), C.int32_t(type_), C.int64_t(batch), (*C.uint8_t)(unsafe.Pointer(workSize)))).err()
 }
 
 // GetVersion calls cufftGetVersion:
@@ -365,7 +365,7 @@ func GetVersion(version *int32) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cufftGetVersion(C.uintptr_t(fn), unsafe.Pointer(version))).err()
+	return Result(C.gocuda_cufftGetVersion(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(version)))).err()
 }
 
 // MakePlan1d calls cufftMakePlan1d:
@@ -378,7 +378,7 @@ func MakePlan1d(plan CufftHandle, nx int32, type_ CufftType, batch int32, workSi
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cufftMakePlan1d(C.uintptr_t(fn), C.int32_t(plan), C.int32_t(nx), C.int32_t(type_), C.int32_t(batch), unsafe.Pointer(workSize))).err()
+	return Result(C.gocuda_cufftMakePlan1d(C.uintptr_t(fn), C.int32_t(plan), C.int32_t(nx), C.int32_t(type_), C.int32_t(batch), (*C.uint8_t)(unsafe.Pointer(workSize)))).err()
 }
 
 // MakePlan2d calls cufftMakePlan2d:
@@ -391,7 +391,7 @@ func MakePlan2d(plan CufftHandle, nx int32, ny int32, type_ CufftType, workSize 
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cufftMakePlan2d(C.uintptr_t(fn), C.int32_t(plan), C.int32_t(nx), C.int32_t(ny), C.int32_t(type_), unsafe.Pointer(workSize))).err()
+	return Result(C.gocuda_cufftMakePlan2d(C.uintptr_t(fn), C.int32_t(plan), C.int32_t(nx), C.int32_t(ny), C.int32_t(type_), (*C.uint8_t)(unsafe.Pointer(workSize)))).err()
 }
 
 // MakePlan3d calls cufftMakePlan3d:
@@ -404,7 +404,7 @@ func MakePlan3d(plan CufftHandle, nx int32, ny int32, nz int32, type_ CufftType,
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cufftMakePlan3d(C.uintptr_t(fn), C.int32_t(plan), C.int32_t(nx), C.int32_t(ny), C.int32_t(nz), C.int32_t(type_), unsafe.Pointer(workSize))).err()
+	return Result(C.gocuda_cufftMakePlan3d(C.uintptr_t(fn), C.int32_t(plan), C.int32_t(nx), C.int32_t(ny), C.int32_t(nz), C.int32_t(type_), (*C.uint8_t)(unsafe.Pointer(workSize)))).err()
 }
 
 // MakePlanMany calls cufftMakePlanMany:
@@ -417,7 +417,7 @@ func MakePlanMany(plan CufftHandle, rank int32, n *int32, inembed *int32, istrid
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cufftMakePlanMany(C.uintptr_t(fn), C.int32_t(plan), C.int32_t(rank), unsafe.Pointer(n), unsafe.Pointer(inembed), C.int32_t(istride), C.int32_t(idist), unsafe.Pointer(onembed), C.int32_t(ostride), C.int32_t(odist), C.int32_t(type_), C.int32_t(batch), unsafe.Pointer(workSize))).err()
+	return Result(C.gocuda_cufftMakePlanMany(C.uintptr_t(fn), C.int32_t(plan), C.int32_t(rank), (*C.uint8_t)(unsafe.Pointer(n)), (*C.uint8_t)(unsafe.Pointer(inembed)), C.int32_t(istride), C.int32_t(idist), (*C.uint8_t)(unsafe.Pointer(onembed)), C.int32_t(ostride), C.int32_t(odist), C.int32_t(type_), C.int32_t(batch), (*C.uint8_t)(unsafe.Pointer(workSize)))).err()
 }
 
 // MakePlanMany64 calls cufftMakePlanMany64:
@@ -430,7 +430,7 @@ func MakePlanMany64(plan CufftHandle, rank int32, n *int64, inembed *int64, istr
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cufftMakePlanMany64(C.uintptr_t(fn), C.int32_t(plan), C.int32_t(rank), unsafe.Pointer(n), unsafe.Pointer(inembed), C.int64_t(istride), C.int64_t(idist), unsafe.Pointer(onembed), C.int64_t(ostride), C.int64_t(odist), C.int32_t(type_), C.int64_t(batch), unsafe.Pointer(workSize))).err()
+	return Result(C.gocuda_cufftMakePlanMany64(C.uintptr_t(fn), C.int32_t(plan), C.int32_t(rank), (*C.uint8_t)(unsafe.Pointer(n)), (*C.uint8_t)(unsafe.Pointer(inembed)), C.int64_t(istride), C.int64_t(idist), (*C.uint8_t)(unsafe.Pointer(onembed)), C.int64_t(ostride), C.int64_t(odist), C.int32_t(type_), C.int64_t(batch), (*C.uint8_t)(unsafe.Pointer(workSize)))).err()
 }
 
 // Plan1d calls cufftPlan1d:
@@ -443,7 +443,7 @@ func Plan1d(plan *CufftHandle, nx int32, type_ CufftType, batch int32) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cufftPlan1d(C.uintptr_t(fn), unsafe.Pointer(plan), C.int32_t(nx), C.int32_t(type_), C.int32_t(batch))).err()
+	return Result(C.gocuda_cufftPlan1d(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(plan)), C.int32_t(nx), C.int32_t(type_), C.int32_t(batch))).err()
 }
 
 // Plan2d calls cufftPlan2d:
@@ -456,7 +456,7 @@ func Plan2d(plan *CufftHandle, nx int32, ny int32, type_ CufftType) error {
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cufftPlan2d(C.uintptr_t(fn), unsafe.Pointer(plan), C.int32_t(nx), C.int32_t(ny), C.int32_t(type_))).err()
+	return Result(C.gocuda_cufftPlan2d(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(plan)), C.int32_t(nx), C.int32_t(ny), C.int32_t(type_))).err()
 }
 
 // Plan3d calls cufftPlan3d:
@@ -469,7 +469,7 @@ func Plan3d(plan *CufftHandle, nx int32, ny int32, nz int32, type_ CufftType) er
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cufftPlan3d(C.uintptr_t(fn), unsafe.Pointer(plan), C.int32_t(nx), C.int32_t(ny), C.int32_t(nz), C.int32_t(type_))).err()
+	return Result(C.gocuda_cufftPlan3d(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(plan)), C.int32_t(nx), C.int32_t(ny), C.int32_t(nz), C.int32_t(type_))).err()
 }
 
 // PlanMany calls cufftPlanMany:
@@ -482,7 +482,7 @@ func PlanMany(plan *CufftHandle, rank int32, n *int32, inembed *int32, istride i
 	if err != nil {
 		return err
 	}
-	return Result(C.gocuda_cufftPlanMany(C.uintptr_t(fn), unsafe.Pointer(plan), C.int32_t(rank), unsafe.Pointer(n), unsafe.Pointer(inembed), C.int32_t(istride), C.int32_t(idist), unsafe.Pointer(onembed), C.int32_t(ostride), C.int32_t(odist), C.int32_t(type_), C.int32_t(batch))).err()
+	return Result(C.gocuda_cufftPlanMany(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(plan)), C.int32_t(rank), (*C.uint8_t)(unsafe.Pointer(n)), (*C.uint8_t)(unsafe.Pointer(inembed)), C.int32_t(istride), C.int32_t(idist), (*C.uint8_t)(unsafe.Pointer(onembed)), C.int32_t(ostride), C.int32_t(odist), C.int32_t(type_), C.int32_t(batch))).err()
 }
 
 // ResetPlanProperty calls cufftResetPlanProperty:

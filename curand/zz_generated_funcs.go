@@ -11,30 +11,30 @@ import (
 /*
 #include <stdint.h>
 #include <stddef.h>
-static int32_t gocuda_curandCreateGenerator(uintptr_t fn, void* a0, int32_t a1) { return ((int32_t (*)(void*, int32_t))fn)(a0, a1); }
-static int32_t gocuda_curandCreateGeneratorHost(uintptr_t fn, void* a0, int32_t a1) { return ((int32_t (*)(void*, int32_t))fn)(a0, a1); }
-static int32_t gocuda_curandCreatePoissonDistribution(uintptr_t fn, double a0, void* a1) { return ((int32_t (*)(double, void*))fn)(a0, a1); }
+static int32_t gocuda_curandCreateGenerator(uintptr_t fn, uint8_t* a0, int32_t a1) { return ((int32_t (*)(uint8_t*, int32_t))fn)(a0, a1); }
+static int32_t gocuda_curandCreateGeneratorHost(uintptr_t fn, uint8_t* a0, int32_t a1) { return ((int32_t (*)(uint8_t*, int32_t))fn)(a0, a1); }
+static int32_t gocuda_curandCreatePoissonDistribution(uintptr_t fn, double a0, uint8_t* a1) { return ((int32_t (*)(double, uint8_t*))fn)(a0, a1); }
 static int32_t gocuda_curandDestroyDistribution(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_curandDestroyGenerator(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
-static int32_t gocuda_curandGenerate(uintptr_t fn, uintptr_t a0, void* a1, uint64_t a2) { return ((int32_t (*)(uintptr_t, void*, uint64_t))fn)(a0, a1, a2); }
-static int32_t gocuda_curandGenerateBinomial(uintptr_t fn, uintptr_t a0, void* a1, uint64_t a2, uint32_t a3, double a4) { return ((int32_t (*)(uintptr_t, void*, uint64_t, uint32_t, double))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_curandGenerateBinomialMethod(uintptr_t fn, uintptr_t a0, void* a1, uint64_t a2, uint32_t a3, double a4, int32_t a5) { return ((int32_t (*)(uintptr_t, void*, uint64_t, uint32_t, double, int32_t))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_curandGenerateLogNormal(uintptr_t fn, uintptr_t a0, void* a1, uint64_t a2, float a3, float a4) { return ((int32_t (*)(uintptr_t, void*, uint64_t, float, float))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_curandGenerateLogNormalDouble(uintptr_t fn, uintptr_t a0, void* a1, uint64_t a2, double a3, double a4) { return ((int32_t (*)(uintptr_t, void*, uint64_t, double, double))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_curandGenerateLongLong(uintptr_t fn, uintptr_t a0, void* a1, uint64_t a2) { return ((int32_t (*)(uintptr_t, void*, uint64_t))fn)(a0, a1, a2); }
-static int32_t gocuda_curandGenerateNormal(uintptr_t fn, uintptr_t a0, void* a1, uint64_t a2, float a3, float a4) { return ((int32_t (*)(uintptr_t, void*, uint64_t, float, float))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_curandGenerateNormalDouble(uintptr_t fn, uintptr_t a0, void* a1, uint64_t a2, double a3, double a4) { return ((int32_t (*)(uintptr_t, void*, uint64_t, double, double))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_curandGeneratePoisson(uintptr_t fn, uintptr_t a0, void* a1, uint64_t a2, double a3) { return ((int32_t (*)(uintptr_t, void*, uint64_t, double))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_curandGeneratePoissonMethod(uintptr_t fn, uintptr_t a0, void* a1, uint64_t a2, double a3, int32_t a4) { return ((int32_t (*)(uintptr_t, void*, uint64_t, double, int32_t))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_curandGenerate(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint64_t a2) { return ((int32_t (*)(uintptr_t, uint8_t*, uint64_t))fn)(a0, a1, a2); }
+static int32_t gocuda_curandGenerateBinomial(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint64_t a2, uint32_t a3, double a4) { return ((int32_t (*)(uintptr_t, uint8_t*, uint64_t, uint32_t, double))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_curandGenerateBinomialMethod(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint64_t a2, uint32_t a3, double a4, int32_t a5) { return ((int32_t (*)(uintptr_t, uint8_t*, uint64_t, uint32_t, double, int32_t))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_curandGenerateLogNormal(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint64_t a2, float a3, float a4) { return ((int32_t (*)(uintptr_t, uint8_t*, uint64_t, float, float))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_curandGenerateLogNormalDouble(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint64_t a2, double a3, double a4) { return ((int32_t (*)(uintptr_t, uint8_t*, uint64_t, double, double))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_curandGenerateLongLong(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint64_t a2) { return ((int32_t (*)(uintptr_t, uint8_t*, uint64_t))fn)(a0, a1, a2); }
+static int32_t gocuda_curandGenerateNormal(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint64_t a2, float a3, float a4) { return ((int32_t (*)(uintptr_t, uint8_t*, uint64_t, float, float))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_curandGenerateNormalDouble(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint64_t a2, double a3, double a4) { return ((int32_t (*)(uintptr_t, uint8_t*, uint64_t, double, double))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_curandGeneratePoisson(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint64_t a2, double a3) { return ((int32_t (*)(uintptr_t, uint8_t*, uint64_t, double))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_curandGeneratePoissonMethod(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint64_t a2, double a3, int32_t a4) { return ((int32_t (*)(uintptr_t, uint8_t*, uint64_t, double, int32_t))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_curandGenerateSeeds(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
-static int32_t gocuda_curandGenerateUniform(uintptr_t fn, uintptr_t a0, void* a1, uint64_t a2) { return ((int32_t (*)(uintptr_t, void*, uint64_t))fn)(a0, a1, a2); }
-static int32_t gocuda_curandGenerateUniformDouble(uintptr_t fn, uintptr_t a0, void* a1, uint64_t a2) { return ((int32_t (*)(uintptr_t, void*, uint64_t))fn)(a0, a1, a2); }
+static int32_t gocuda_curandGenerateUniform(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint64_t a2) { return ((int32_t (*)(uintptr_t, uint8_t*, uint64_t))fn)(a0, a1, a2); }
+static int32_t gocuda_curandGenerateUniformDouble(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint64_t a2) { return ((int32_t (*)(uintptr_t, uint8_t*, uint64_t))fn)(a0, a1, a2); }
 static int32_t gocuda_curandGetDirectionVectors32(uintptr_t fn, void* a0, int32_t a1) { return ((int32_t (*)(void*, int32_t))fn)(a0, a1); }
 static int32_t gocuda_curandGetDirectionVectors64(uintptr_t fn, void* a0, int32_t a1) { return ((int32_t (*)(void*, int32_t))fn)(a0, a1); }
-static int32_t gocuda_curandGetProperty(uintptr_t fn, int32_t a0, void* a1) { return ((int32_t (*)(int32_t, void*))fn)(a0, a1); }
+static int32_t gocuda_curandGetProperty(uintptr_t fn, int32_t a0, uint8_t* a1) { return ((int32_t (*)(int32_t, uint8_t*))fn)(a0, a1); }
 static int32_t gocuda_curandGetScrambleConstants32(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
 static int32_t gocuda_curandGetScrambleConstants64(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
-static int32_t gocuda_curandGetVersion(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
+static int32_t gocuda_curandGetVersion(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
 static int32_t gocuda_curandSetGeneratorOffset(uintptr_t fn, uintptr_t a0, uint64_t a1) { return ((int32_t (*)(uintptr_t, uint64_t))fn)(a0, a1); }
 static int32_t gocuda_curandSetGeneratorOrdering(uintptr_t fn, uintptr_t a0, int32_t a1) { return ((int32_t (*)(uintptr_t, int32_t))fn)(a0, a1); }
 static int32_t gocuda_curandSetPseudoRandomGeneratorSeed(uintptr_t fn, uintptr_t a0, uint64_t a1) { return ((int32_t (*)(uintptr_t, uint64_t))fn)(a0, a1); }
@@ -93,7 +93,7 @@ func CreateGenerator(generator *CurandGenerator, rng_type CurandRngType) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_curandCreateGenerator(C.uintptr_t(fn), unsafe.Pointer(generator), C.int32_t(rng_type))).err()
+	return Status(C.gocuda_curandCreateGenerator(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(generator)), C.int32_t(rng_type))).err()
 }
 
 // CreateGeneratorHost calls curandCreateGeneratorHost:
@@ -106,7 +106,7 @@ func CreateGeneratorHost(generator *CurandGenerator, rng_type CurandRngType) err
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_curandCreateGeneratorHost(C.uintptr_t(fn), unsafe.Pointer(generator), C.int32_t(rng_type))).err()
+	return Status(C.gocuda_curandCreateGeneratorHost(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(generator)), C.int32_t(rng_type))).err()
 }
 
 // CreatePoissonDistribution calls curandCreatePoissonDistribution:
@@ -119,7 +119,7 @@ func CreatePoissonDistribution(lambda float64, discrete_distribution *CurandDisc
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_curandCreatePoissonDistribution(C.uintptr_t(fn), C.double(lambda), unsafe.Pointer(discrete_distribution))).err()
+	return Status(C.gocuda_curandCreatePoissonDistribution(C.uintptr_t(fn), C.double(lambda), (*C.uint8_t)(unsafe.Pointer(discrete_distribution)))).err()
 }
 
 // DestroyDistribution calls curandDestroyDistribution:
@@ -158,7 +158,7 @@ func Generate(generator CurandGenerator, outputPtr *uint32, num uint64) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_curandGenerate(C.uintptr_t(fn), C.uintptr_t(generator), unsafe.Pointer(outputPtr), C.uint64_t(num))).err()
+	return Status(C.gocuda_curandGenerate(C.uintptr_t(fn), C.uintptr_t(generator), (*C.uint8_t)(unsafe.Pointer(outputPtr)), C.uint64_t(num))).err()
 }
 
 // GenerateBinomial calls curandGenerateBinomial:
@@ -171,7 +171,7 @@ func GenerateBinomial(generator CurandGenerator, outputPtr *uint32, num uint64, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_curandGenerateBinomial(C.uintptr_t(fn), C.uintptr_t(generator), unsafe.Pointer(outputPtr), C.uint64_t(num), C.uint32_t(n), C.double(p))).err()
+	return Status(C.gocuda_curandGenerateBinomial(C.uintptr_t(fn), C.uintptr_t(generator), (*C.uint8_t)(unsafe.Pointer(outputPtr)), C.uint64_t(num), C.uint32_t(n), C.double(p))).err()
 }
 
 // GenerateBinomialMethod calls curandGenerateBinomialMethod:
@@ -184,7 +184,7 @@ func GenerateBinomialMethod(generator CurandGenerator, outputPtr *uint32, num ui
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_curandGenerateBinomialMethod(C.uintptr_t(fn), C.uintptr_t(generator), unsafe.Pointer(outputPtr), C.uint64_t(num), C.uint32_t(n), C.double(p), C.int32_t(method))).err()
+	return Status(C.gocuda_curandGenerateBinomialMethod(C.uintptr_t(fn), C.uintptr_t(generator), (*C.uint8_t)(unsafe.Pointer(outputPtr)), C.uint64_t(num), C.uint32_t(n), C.double(p), C.int32_t(method))).err()
 }
 
 // GenerateLogNormal calls curandGenerateLogNormal:
@@ -197,7 +197,7 @@ func GenerateLogNormal(generator CurandGenerator, outputPtr *float32, n uint64, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_curandGenerateLogNormal(C.uintptr_t(fn), C.uintptr_t(generator), unsafe.Pointer(outputPtr), C.uint64_t(n), C.float(mean), C.float(stddev))).err()
+	return Status(C.gocuda_curandGenerateLogNormal(C.uintptr_t(fn), C.uintptr_t(generator), (*C.uint8_t)(unsafe.Pointer(outputPtr)), C.uint64_t(n), C.float(mean), C.float(stddev))).err()
 }
 
 // GenerateLogNormalDouble calls curandGenerateLogNormalDouble:
@@ -210,7 +210,7 @@ func GenerateLogNormalDouble(generator CurandGenerator, outputPtr *float64, n ui
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_curandGenerateLogNormalDouble(C.uintptr_t(fn), C.uintptr_t(generator), unsafe.Pointer(outputPtr), C.uint64_t(n), C.double(mean), C.double(stddev))).err()
+	return Status(C.gocuda_curandGenerateLogNormalDouble(C.uintptr_t(fn), C.uintptr_t(generator), (*C.uint8_t)(unsafe.Pointer(outputPtr)), C.uint64_t(n), C.double(mean), C.double(stddev))).err()
 }
 
 // GenerateLongLong calls curandGenerateLongLong:
@@ -223,7 +223,7 @@ func GenerateLongLong(generator CurandGenerator, outputPtr *uint64, num uint64) 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_curandGenerateLongLong(C.uintptr_t(fn), C.uintptr_t(generator), unsafe.Pointer(outputPtr), C.uint64_t(num))).err()
+	return Status(C.gocuda_curandGenerateLongLong(C.uintptr_t(fn), C.uintptr_t(generator), (*C.uint8_t)(unsafe.Pointer(outputPtr)), C.uint64_t(num))).err()
 }
 
 // GenerateNormal calls curandGenerateNormal:
@@ -236,7 +236,7 @@ func GenerateNormal(generator CurandGenerator, outputPtr *float32, n uint64, mea
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_curandGenerateNormal(C.uintptr_t(fn), C.uintptr_t(generator), unsafe.Pointer(outputPtr), C.uint64_t(n), C.float(mean), C.float(stddev))).err()
+	return Status(C.gocuda_curandGenerateNormal(C.uintptr_t(fn), C.uintptr_t(generator), (*C.uint8_t)(unsafe.Pointer(outputPtr)), C.uint64_t(n), C.float(mean), C.float(stddev))).err()
 }
 
 // GenerateNormalDouble calls curandGenerateNormalDouble:
@@ -249,7 +249,7 @@ func GenerateNormalDouble(generator CurandGenerator, outputPtr *float64, n uint6
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_curandGenerateNormalDouble(C.uintptr_t(fn), C.uintptr_t(generator), unsafe.Pointer(outputPtr), C.uint64_t(n), C.double(mean), C.double(stddev))).err()
+	return Status(C.gocuda_curandGenerateNormalDouble(C.uintptr_t(fn), C.uintptr_t(generator), (*C.uint8_t)(unsafe.Pointer(outputPtr)), C.uint64_t(n), C.double(mean), C.double(stddev))).err()
 }
 
 // GeneratePoisson calls curandGeneratePoisson:
@@ -262,7 +262,7 @@ func GeneratePoisson(generator CurandGenerator, outputPtr *uint32, n uint64, lam
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_curandGeneratePoisson(C.uintptr_t(fn), C.uintptr_t(generator), unsafe.Pointer(outputPtr), C.uint64_t(n), C.double(lambda))).err()
+	return Status(C.gocuda_curandGeneratePoisson(C.uintptr_t(fn), C.uintptr_t(generator), (*C.uint8_t)(unsafe.Pointer(outputPtr)), C.uint64_t(n), C.double(lambda))).err()
 }
 
 // GeneratePoissonMethod calls curandGeneratePoissonMethod:
@@ -275,7 +275,7 @@ func GeneratePoissonMethod(generator CurandGenerator, outputPtr *uint32, n uint6
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_curandGeneratePoissonMethod(C.uintptr_t(fn), C.uintptr_t(generator), unsafe.Pointer(outputPtr), C.uint64_t(n), C.double(lambda), C.int32_t(method))).err()
+	return Status(C.gocuda_curandGeneratePoissonMethod(C.uintptr_t(fn), C.uintptr_t(generator), (*C.uint8_t)(unsafe.Pointer(outputPtr)), C.uint64_t(n), C.double(lambda), C.int32_t(method))).err()
 }
 
 // GenerateSeeds calls curandGenerateSeeds:
@@ -301,7 +301,7 @@ func GenerateUniform(generator CurandGenerator, outputPtr *float32, num uint64) 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_curandGenerateUniform(C.uintptr_t(fn), C.uintptr_t(generator), unsafe.Pointer(outputPtr), C.uint64_t(num))).err()
+	return Status(C.gocuda_curandGenerateUniform(C.uintptr_t(fn), C.uintptr_t(generator), (*C.uint8_t)(unsafe.Pointer(outputPtr)), C.uint64_t(num))).err()
 }
 
 // GenerateUniformDouble calls curandGenerateUniformDouble:
@@ -314,7 +314,7 @@ func GenerateUniformDouble(generator CurandGenerator, outputPtr *float64, num ui
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_curandGenerateUniformDouble(C.uintptr_t(fn), C.uintptr_t(generator), unsafe.Pointer(outputPtr), C.uint64_t(num))).err()
+	return Status(C.gocuda_curandGenerateUniformDouble(C.uintptr_t(fn), C.uintptr_t(generator), (*C.uint8_t)(unsafe.Pointer(outputPtr)), C.uint64_t(num))).err()
 }
 
 // GetDirectionVectors32 calls curandGetDirectionVectors32:
@@ -353,7 +353,7 @@ func GetProperty(type_ cuda.LibraryPropertyType, value *int32) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_curandGetProperty(C.uintptr_t(fn), C.int32_t(type_), unsafe.Pointer(value))).err()
+	return Status(C.gocuda_curandGetProperty(C.uintptr_t(fn), C.int32_t(type_), (*C.uint8_t)(unsafe.Pointer(value)))).err()
 }
 
 // GetScrambleConstants32 calls curandGetScrambleConstants32:
@@ -392,7 +392,7 @@ func GetVersion(version *int32) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_curandGetVersion(C.uintptr_t(fn), unsafe.Pointer(version))).err()
+	return Status(C.gocuda_curandGetVersion(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(version)))).err()
 }
 
 // SetGeneratorOffset calls curandSetGeneratorOffset:

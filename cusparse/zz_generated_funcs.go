@@ -16,164 +16,164 @@ _Static_assert(sizeof(gocuda_CuComplex) == 8, "layout of cuComplex");
 typedef struct __attribute__((aligned(16))) { double x; double y; } gocuda_CuDoubleComplex;
 _Static_assert(sizeof(gocuda_CuDoubleComplex) == 16, "layout of cuDoubleComplex");
 static int32_t gocuda_cusparseAxpby(uintptr_t fn, uintptr_t a0, void* a1, uintptr_t a2, void* a3, uintptr_t a4) { return ((int32_t (*)(uintptr_t, void*, uintptr_t, void*, uintptr_t))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cusparseBlockedEllGet(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, void* a6, void* a7, void* a8, void* a9) { return ((int32_t (*)(uintptr_t, void*, void*, void*, void*, void*, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cusparseBlockedEllGet(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, uint8_t* a4, void* a5, void* a6, uint8_t* a7, uint8_t* a8, uint8_t* a9) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, void*, void*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
 static int32_t gocuda_cusparseBsrSetStridedBatch(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, int64_t a4) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, int64_t))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cusparseCbsr2csr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, uintptr_t a9, void* a10, void* a11, void* a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cusparseCbsric02(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, uintptr_t a9, int32_t a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cusparseCbsric02_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, uintptr_t a9, int32_t a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cusparseCbsric02_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, uintptr_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseCbsric02_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, uintptr_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseCbsrilu02(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, uintptr_t a9, int32_t a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cusparseCbsrilu02_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, uintptr_t a9, int32_t a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cusparseCbsrilu02_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, uintptr_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseCbsrilu02_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, uintptr_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseCbsrilu02_numericBoost(uintptr_t fn, uintptr_t a0, uintptr_t a1, int32_t a2, void* a3, void* a4) { return ((int32_t (*)(uintptr_t, uintptr_t, int32_t, void*, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cusparseCbsrmm(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, int32_t a7, void* a8, uintptr_t a9, void* a10, void* a11, void* a12, int32_t a13, void* a14, int32_t a15, void* a16, void* a17, int32_t a18) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, uintptr_t, void*, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18); }
-static int32_t gocuda_cusparseCbsrmv(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, void* a6, uintptr_t a7, void* a8, void* a9, void* a10, int32_t a11, void* a12, void* a13, void* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, uintptr_t, void*, void*, void*, int32_t, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
-static int32_t gocuda_cusparseCbsrsm2_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uintptr_t a7, void* a8, void* a9, void* a10, int32_t a11, uintptr_t a12, int32_t a13, void* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
-static int32_t gocuda_cusparseCbsrsm2_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uintptr_t a7, void* a8, void* a9, void* a10, int32_t a11, uintptr_t a12, void* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cusparseCbsrsm2_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uintptr_t a7, void* a8, void* a9, void* a10, int32_t a11, uintptr_t a12, void* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cusparseCbsrsm2_solve(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, void* a7, uintptr_t a8, void* a9, void* a10, void* a11, int32_t a12, uintptr_t a13, void* a14, int32_t a15, void* a16, int32_t a17, int32_t a18, void* a19) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*, int32_t, void*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19); }
-static int32_t gocuda_cusparseCbsrsv2_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, void* a6, void* a7, void* a8, int32_t a9, uintptr_t a10, int32_t a11, void* a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cusparseCbsrsv2_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, void* a6, void* a7, void* a8, int32_t a9, uintptr_t a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cusparseCbsrsv2_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, void* a6, void* a7, void* a8, int32_t a9, uintptr_t a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cusparseCbsrsv2_solve(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, uintptr_t a6, void* a7, void* a8, void* a9, int32_t a10, uintptr_t a11, void* a12, void* a13, int32_t a14, void* a15) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
-static int32_t gocuda_cusparseCbsrxmv(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, void* a7, uintptr_t a8, void* a9, void* a10, void* a11, void* a12, void* a13, int32_t a14, void* a15, void* a16, void* a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, uintptr_t, void*, void*, void*, void*, void*, int32_t, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
-static int32_t gocuda_cusparseCcsr2bsr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, uintptr_t a9, void* a10, void* a11, void* a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cusparseCcsr2csr_compress(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, void* a4, void* a5, void* a6, int32_t a7, void* a8, void* a9, void* a10, void* a11, gocuda_CuComplex a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, void*, void*, void*, void*, gocuda_CuComplex))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cusparseCcsr2csru(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, uintptr_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cusparseCcsr2gebsr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, uintptr_t a8, void* a9, void* a10, void* a11, int32_t a12, int32_t a13, void* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, uintptr_t, void*, void*, void*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
-static int32_t gocuda_cusparseCcsr2gebsr_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, int32_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseCcsr2gebsr_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, int32_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseCcsrcolor(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, void* a4, void* a5, void* a6, void* a7, void* a8, void* a9, void* a10, uintptr_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, void*, void*, void*, void*, void*, void*, void*, uintptr_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cusparseCcsrgeam2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, uintptr_t a4, int32_t a5, void* a6, void* a7, void* a8, void* a9, uintptr_t a10, int32_t a11, void* a12, void* a13, void* a14, uintptr_t a15, void* a16, void* a17, void* a18, void* a19) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, uintptr_t, int32_t, void*, void*, void*, void*, uintptr_t, int32_t, void*, void*, void*, uintptr_t, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19); }
-static int32_t gocuda_cusparseCcsrgeam2_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, uintptr_t a4, int32_t a5, void* a6, void* a7, void* a8, void* a9, uintptr_t a10, int32_t a11, void* a12, void* a13, void* a14, uintptr_t a15, void* a16, void* a17, void* a18, void* a19) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, uintptr_t, int32_t, void*, void*, void*, void*, uintptr_t, int32_t, void*, void*, void*, uintptr_t, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19); }
-static int32_t gocuda_cusparseCcsric02(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, void* a4, void* a5, void* a6, uintptr_t a7, int32_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, void*, void*, void*, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cusparseCcsric02_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, void* a4, void* a5, void* a6, uintptr_t a7, int32_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, void*, void*, void*, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cusparseCcsric02_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, void* a4, void* a5, void* a6, uintptr_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, void*, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseCcsric02_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, void* a4, void* a5, void* a6, uintptr_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, void*, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseCcsrilu02(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, void* a4, void* a5, void* a6, uintptr_t a7, int32_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, void*, void*, void*, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cusparseCcsrilu02_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, void* a4, void* a5, void* a6, uintptr_t a7, int32_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, void*, void*, void*, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cusparseCcsrilu02_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, void* a4, void* a5, void* a6, uintptr_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, void*, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseCcsrilu02_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, void* a4, void* a5, void* a6, uintptr_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, void*, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseCcsrilu02_numericBoost(uintptr_t fn, uintptr_t a0, uintptr_t a1, int32_t a2, void* a3, void* a4) { return ((int32_t (*)(uintptr_t, uintptr_t, int32_t, void*, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cusparseCcsru2csr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, uintptr_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cusparseCcsru2csr_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, void* a6, uintptr_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseCgebsr2csr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, int32_t a9, uintptr_t a10, void* a11, void* a12, void* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, int32_t, uintptr_t, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cusparseCgebsr2gebsc(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, void* a6, int32_t a7, int32_t a8, void* a9, void* a10, void* a11, int32_t a12, int32_t a13, void* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, void*, int32_t, int32_t, void*, void*, void*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
-static int32_t gocuda_cusparseCgebsr2gebsc_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, void* a6, int32_t a7, int32_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, void*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cusparseCgebsr2gebsc_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, void* a6, int32_t a7, int32_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, void*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cusparseCgebsr2gebsr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, void* a6, void* a7, void* a8, int32_t a9, int32_t a10, uintptr_t a11, void* a12, void* a13, void* a14, int32_t a15, int32_t a16, void* a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
-static int32_t gocuda_cusparseCgebsr2gebsr_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, void* a6, void* a7, void* a8, int32_t a9, int32_t a10, int32_t a11, int32_t a12, void* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, int32_t, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cusparseCgebsr2gebsr_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, void* a6, void* a7, void* a8, int32_t a9, int32_t a10, int32_t a11, int32_t a12, void* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, int32_t, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cusparseCgemvi(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, int32_t a6, int32_t a7, void* a8, void* a9, void* a10, void* a11, int32_t a12, void* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, int32_t, int32_t, void*, void*, void*, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cusparseCgemvi_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cusparseCgpsvInterleavedBatch(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, void* a5, void* a6, void* a7, void* a8, int32_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, void*, void*, void*, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseCgpsvInterleavedBatch_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, void* a5, void* a6, void* a7, void* a8, int32_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, void*, void*, void*, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseCgtsv2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, void* a5, void* a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, void*, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseCgtsv2StridedBatch(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, void* a3, void* a4, void* a5, int32_t a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, void*, void*, void*, void*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseCgtsv2StridedBatch_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, void* a3, void* a4, void* a5, int32_t a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, void*, void*, void*, void*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseCgtsv2_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, void* a5, void* a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, void*, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseCgtsv2_nopivot(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, void* a5, void* a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, void*, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseCgtsv2_nopivot_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, void* a5, void* a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, void*, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseCgtsvInterleavedBatch(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, void* a5, void* a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, void*, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseCgtsvInterleavedBatch_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, void* a5, void* a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, void*, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseCnnz(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, int32_t a6, void* a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, int32_t, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseCnnz_compress(uintptr_t fn, uintptr_t a0, int32_t a1, uintptr_t a2, void* a3, void* a4, void* a5, void* a6, gocuda_CuComplex a7) { return ((int32_t (*)(uintptr_t, int32_t, uintptr_t, void*, void*, void*, void*, gocuda_CuComplex))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cusparseConstBlockedEllGet(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, void* a6, void* a7, void* a8, void* a9) { return ((int32_t (*)(uintptr_t, void*, void*, void*, void*, void*, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cusparseConstCooGet(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, void* a6, void* a7, void* a8, void* a9) { return ((int32_t (*)(uintptr_t, void*, void*, void*, void*, void*, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cusparseConstCscGet(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, void* a6, void* a7, void* a8, void* a9, void* a10) { return ((int32_t (*)(uintptr_t, void*, void*, void*, void*, void*, void*, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseConstCsrGet(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, void* a6, void* a7, void* a8, void* a9, void* a10) { return ((int32_t (*)(uintptr_t, void*, void*, void*, void*, void*, void*, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseConstDnMatGet(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, void* a6) { return ((int32_t (*)(uintptr_t, void*, void*, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cusparseCbsr2csr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, uintptr_t a9, uint8_t* a10, uint8_t* a11, uint8_t* a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cusparseCbsric02(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, uintptr_t a9, int32_t a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cusparseCbsric02_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, uintptr_t a9, int32_t a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cusparseCbsric02_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, uintptr_t a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseCbsric02_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, uintptr_t a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseCbsrilu02(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, uintptr_t a9, int32_t a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cusparseCbsrilu02_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, uintptr_t a9, int32_t a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cusparseCbsrilu02_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, uintptr_t a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseCbsrilu02_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, uintptr_t a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseCbsrilu02_numericBoost(uintptr_t fn, uintptr_t a0, uintptr_t a1, int32_t a2, uint8_t* a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, uintptr_t, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cusparseCbsrmm(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, int32_t a7, uint8_t* a8, uintptr_t a9, uint8_t* a10, uint8_t* a11, uint8_t* a12, int32_t a13, uint8_t* a14, int32_t a15, uint8_t* a16, uint8_t* a17, int32_t a18) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18); }
+static int32_t gocuda_cusparseCbsrmv(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, uintptr_t a7, uint8_t* a8, uint8_t* a9, uint8_t* a10, int32_t a11, uint8_t* a12, uint8_t* a13, uint8_t* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
+static int32_t gocuda_cusparseCbsrsm2_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uintptr_t a7, uint8_t* a8, uint8_t* a9, uint8_t* a10, int32_t a11, uintptr_t a12, int32_t a13, void* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
+static int32_t gocuda_cusparseCbsrsm2_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uintptr_t a7, uint8_t* a8, uint8_t* a9, uint8_t* a10, int32_t a11, uintptr_t a12, uint8_t* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cusparseCbsrsm2_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uintptr_t a7, uint8_t* a8, uint8_t* a9, uint8_t* a10, int32_t a11, uintptr_t a12, uint8_t* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cusparseCbsrsm2_solve(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uint8_t* a7, uintptr_t a8, uint8_t* a9, uint8_t* a10, uint8_t* a11, int32_t a12, uintptr_t a13, uint8_t* a14, int32_t a15, uint8_t* a16, int32_t a17, int32_t a18, void* a19) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*, int32_t, uint8_t*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19); }
+static int32_t gocuda_cusparseCbsrsv2_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, int32_t a9, uintptr_t a10, int32_t a11, void* a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cusparseCbsrsv2_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, int32_t a9, uintptr_t a10, uint8_t* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cusparseCbsrsv2_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, int32_t a9, uintptr_t a10, uint8_t* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cusparseCbsrsv2_solve(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uintptr_t a6, uint8_t* a7, uint8_t* a8, uint8_t* a9, int32_t a10, uintptr_t a11, uint8_t* a12, uint8_t* a13, int32_t a14, void* a15) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*, uint8_t*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
+static int32_t gocuda_cusparseCbsrxmv(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uint8_t* a7, uintptr_t a8, uint8_t* a9, uint8_t* a10, uint8_t* a11, uint8_t* a12, uint8_t* a13, int32_t a14, uint8_t* a15, uint8_t* a16, uint8_t* a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
+static int32_t gocuda_cusparseCcsr2bsr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, uintptr_t a9, uint8_t* a10, uint8_t* a11, uint8_t* a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cusparseCcsr2csr_compress(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, uint8_t* a10, uint8_t* a11, gocuda_CuComplex a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, gocuda_CuComplex))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cusparseCcsr2csru(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, uintptr_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cusparseCcsr2gebsr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, uintptr_t a8, uint8_t* a9, uint8_t* a10, uint8_t* a11, int32_t a12, int32_t a13, void* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
+static int32_t gocuda_cusparseCcsr2gebsr_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, int32_t a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseCcsr2gebsr_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, int32_t a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseCcsrcolor(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, uint8_t* a9, uint8_t* a10, uintptr_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uintptr_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cusparseCcsrgeam2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uintptr_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, uint8_t* a9, uintptr_t a10, int32_t a11, uint8_t* a12, uint8_t* a13, uint8_t* a14, uintptr_t a15, uint8_t* a16, uint8_t* a17, uint8_t* a18, void* a19) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uintptr_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uintptr_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, uint8_t*, uint8_t*, uint8_t*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19); }
+static int32_t gocuda_cusparseCcsrgeam2_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uintptr_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, uint8_t* a9, uintptr_t a10, int32_t a11, uint8_t* a12, uint8_t* a13, uint8_t* a14, uintptr_t a15, uint8_t* a16, uint8_t* a17, uint8_t* a18, uint8_t* a19) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uintptr_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uintptr_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19); }
+static int32_t gocuda_cusparseCcsric02(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uintptr_t a7, int32_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cusparseCcsric02_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uintptr_t a7, int32_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cusparseCcsric02_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uintptr_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseCcsric02_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uintptr_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseCcsrilu02(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uintptr_t a7, int32_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cusparseCcsrilu02_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uintptr_t a7, int32_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cusparseCcsrilu02_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uintptr_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseCcsrilu02_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uintptr_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseCcsrilu02_numericBoost(uintptr_t fn, uintptr_t a0, uintptr_t a1, int32_t a2, uint8_t* a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, uintptr_t, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cusparseCcsru2csr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, uintptr_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cusparseCcsru2csr_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uintptr_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseCgebsr2csr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, int32_t a9, uintptr_t a10, uint8_t* a11, uint8_t* a12, uint8_t* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cusparseCgebsr2gebsc(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, int32_t a7, int32_t a8, uint8_t* a9, uint8_t* a10, uint8_t* a11, int32_t a12, int32_t a13, void* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
+static int32_t gocuda_cusparseCgebsr2gebsc_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, int32_t a7, int32_t a8, uint8_t* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cusparseCgebsr2gebsc_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, int32_t a7, int32_t a8, uint8_t* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cusparseCgebsr2gebsr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, int32_t a9, int32_t a10, uintptr_t a11, uint8_t* a12, uint8_t* a13, uint8_t* a14, int32_t a15, int32_t a16, void* a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
+static int32_t gocuda_cusparseCgebsr2gebsr_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, int32_t a9, int32_t a10, int32_t a11, int32_t a12, uint8_t* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cusparseCgebsr2gebsr_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, int32_t a9, int32_t a10, int32_t a11, int32_t a12, uint8_t* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cusparseCgemvi(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, int32_t a6, int32_t a7, uint8_t* a8, uint8_t* a9, uint8_t* a10, uint8_t* a11, int32_t a12, void* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cusparseCgemvi_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cusparseCgpsvInterleavedBatch(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, int32_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseCgpsvInterleavedBatch_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, int32_t a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseCgtsv2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseCgtsv2StridedBatch(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, int32_t a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseCgtsv2StridedBatch_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, int32_t a6, int32_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseCgtsv2_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseCgtsv2_nopivot(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseCgtsv2_nopivot_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseCgtsvInterleavedBatch(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseCgtsvInterleavedBatch_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseCnnz(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseCnnz_compress(uintptr_t fn, uintptr_t a0, int32_t a1, uintptr_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, gocuda_CuComplex a7) { return ((int32_t (*)(uintptr_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, gocuda_CuComplex))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cusparseConstBlockedEllGet(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, uint8_t* a4, void* a5, void* a6, uint8_t* a7, uint8_t* a8, uint8_t* a9) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, void*, void*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cusparseConstCooGet(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, void* a4, void* a5, void* a6, uint8_t* a7, uint8_t* a8, uint8_t* a9) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, void*, void*, void*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cusparseConstCscGet(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, void* a4, void* a5, void* a6, uint8_t* a7, uint8_t* a8, uint8_t* a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, void*, void*, void*, uint8_t*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseConstCsrGet(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, void* a4, void* a5, void* a6, uint8_t* a7, uint8_t* a8, uint8_t* a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, void*, void*, void*, uint8_t*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseConstDnMatGet(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, void* a4, uint8_t* a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, void*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
 static int32_t gocuda_cusparseConstDnMatGetValues(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cusparseConstDnVecGet(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3) { return ((int32_t (*)(uintptr_t, void*, void*, void*))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cusparseConstDnVecGet(uintptr_t fn, uintptr_t a0, uint8_t* a1, void* a2, uint8_t* a3) { return ((int32_t (*)(uintptr_t, uint8_t*, void*, uint8_t*))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cusparseConstDnVecGetValues(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
 static int32_t gocuda_cusparseConstSpMatGetValues(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cusparseConstSpVecGet(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, void* a6, void* a7) { return ((int32_t (*)(uintptr_t, void*, void*, void*, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cusparseConstSpVecGet(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, void* a3, void* a4, uint8_t* a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, void*, void*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cusparseConstSpVecGetValues(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cusparseCooGet(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, void* a6, void* a7, void* a8, void* a9) { return ((int32_t (*)(uintptr_t, void*, void*, void*, void*, void*, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cusparseCooGet(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, void* a4, void* a5, void* a6, uint8_t* a7, uint8_t* a8, uint8_t* a9) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, void*, void*, void*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
 static int32_t gocuda_cusparseCooSetPointers(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3) { return ((int32_t (*)(uintptr_t, void*, void*, void*))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cusparseCooSetStridedBatch(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2) { return ((int32_t (*)(uintptr_t, int32_t, int64_t))fn)(a0, a1, a2); }
-static int32_t gocuda_cusparseCreate(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
-static int32_t gocuda_cusparseCreateBlockedEll(uintptr_t fn, void* a0, int64_t a1, int64_t a2, int64_t a3, int64_t a4, void* a5, void* a6, int32_t a7, int32_t a8, int32_t a9) { return ((int32_t (*)(void*, int64_t, int64_t, int64_t, int64_t, void*, void*, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cusparseCreateBsr(uintptr_t fn, void* a0, int64_t a1, int64_t a2, int64_t a3, int64_t a4, int64_t a5, void* a6, void* a7, void* a8, int32_t a9, int32_t a10, int32_t a11, int32_t a12, int32_t a13) { return ((int32_t (*)(void*, int64_t, int64_t, int64_t, int64_t, int64_t, void*, void*, void*, int32_t, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cusparseCreateBsric02Info(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
-static int32_t gocuda_cusparseCreateBsrilu02Info(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
-static int32_t gocuda_cusparseCreateBsrsm2Info(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
-static int32_t gocuda_cusparseCreateBsrsv2Info(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
-static int32_t gocuda_cusparseCreateColorInfo(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
-static int32_t gocuda_cusparseCreateConstBlockedEll(uintptr_t fn, void* a0, int64_t a1, int64_t a2, int64_t a3, int64_t a4, void* a5, void* a6, int32_t a7, int32_t a8, int32_t a9) { return ((int32_t (*)(void*, int64_t, int64_t, int64_t, int64_t, void*, void*, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cusparseCreateConstBsr(uintptr_t fn, void* a0, int64_t a1, int64_t a2, int64_t a3, int64_t a4, int64_t a5, void* a6, void* a7, void* a8, int32_t a9, int32_t a10, int32_t a11, int32_t a12, int32_t a13) { return ((int32_t (*)(void*, int64_t, int64_t, int64_t, int64_t, int64_t, void*, void*, void*, int32_t, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cusparseCreateConstCoo(uintptr_t fn, void* a0, int64_t a1, int64_t a2, int64_t a3, void* a4, void* a5, void* a6, int32_t a7, int32_t a8, int32_t a9) { return ((int32_t (*)(void*, int64_t, int64_t, int64_t, void*, void*, void*, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cusparseCreateConstCsc(uintptr_t fn, void* a0, int64_t a1, int64_t a2, int64_t a3, void* a4, void* a5, void* a6, int32_t a7, int32_t a8, int32_t a9, int32_t a10) { return ((int32_t (*)(void*, int64_t, int64_t, int64_t, void*, void*, void*, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseCreateConstCsr(uintptr_t fn, void* a0, int64_t a1, int64_t a2, int64_t a3, void* a4, void* a5, void* a6, int32_t a7, int32_t a8, int32_t a9, int32_t a10) { return ((int32_t (*)(void*, int64_t, int64_t, int64_t, void*, void*, void*, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseCreateConstDnMat(uintptr_t fn, void* a0, int64_t a1, int64_t a2, int64_t a3, void* a4, int32_t a5, int32_t a6) { return ((int32_t (*)(void*, int64_t, int64_t, int64_t, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cusparseCreateConstDnVec(uintptr_t fn, void* a0, int64_t a1, void* a2, int32_t a3) { return ((int32_t (*)(void*, int64_t, void*, int32_t))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_cusparseCreateConstSlicedEll(uintptr_t fn, void* a0, int64_t a1, int64_t a2, int64_t a3, int64_t a4, int64_t a5, void* a6, void* a7, void* a8, int32_t a9, int32_t a10, int32_t a11, int32_t a12) { return ((int32_t (*)(void*, int64_t, int64_t, int64_t, int64_t, int64_t, void*, void*, void*, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cusparseCreateConstSpVec(uintptr_t fn, void* a0, int64_t a1, int64_t a2, void* a3, void* a4, int32_t a5, int32_t a6, int32_t a7) { return ((int32_t (*)(void*, int64_t, int64_t, void*, void*, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cusparseCreateCoo(uintptr_t fn, void* a0, int64_t a1, int64_t a2, int64_t a3, void* a4, void* a5, void* a6, int32_t a7, int32_t a8, int32_t a9) { return ((int32_t (*)(void*, int64_t, int64_t, int64_t, void*, void*, void*, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cusparseCreateCsc(uintptr_t fn, void* a0, int64_t a1, int64_t a2, int64_t a3, void* a4, void* a5, void* a6, int32_t a7, int32_t a8, int32_t a9, int32_t a10) { return ((int32_t (*)(void*, int64_t, int64_t, int64_t, void*, void*, void*, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseCreateCsr(uintptr_t fn, void* a0, int64_t a1, int64_t a2, int64_t a3, void* a4, void* a5, void* a6, int32_t a7, int32_t a8, int32_t a9, int32_t a10) { return ((int32_t (*)(void*, int64_t, int64_t, int64_t, void*, void*, void*, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseCreateCsric02Info(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
-static int32_t gocuda_cusparseCreateCsrilu02Info(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
-static int32_t gocuda_cusparseCreateCsru2csrInfo(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
-static int32_t gocuda_cusparseCreateDnMat(uintptr_t fn, void* a0, int64_t a1, int64_t a2, int64_t a3, void* a4, int32_t a5, int32_t a6) { return ((int32_t (*)(void*, int64_t, int64_t, int64_t, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cusparseCreateDnVec(uintptr_t fn, void* a0, int64_t a1, void* a2, int32_t a3) { return ((int32_t (*)(void*, int64_t, void*, int32_t))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_cusparseCreateIdentityPermutation(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2) { return ((int32_t (*)(uintptr_t, int32_t, void*))fn)(a0, a1, a2); }
-static int32_t gocuda_cusparseCreateMatDescr(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
-static int32_t gocuda_cusparseCreatePruneInfo(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
-static int32_t gocuda_cusparseCreateSlicedEll(uintptr_t fn, void* a0, int64_t a1, int64_t a2, int64_t a3, int64_t a4, int64_t a5, void* a6, void* a7, void* a8, int32_t a9, int32_t a10, int32_t a11, int32_t a12) { return ((int32_t (*)(void*, int64_t, int64_t, int64_t, int64_t, int64_t, void*, void*, void*, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cusparseCreateSpVec(uintptr_t fn, void* a0, int64_t a1, int64_t a2, void* a3, void* a4, int32_t a5, int32_t a6, int32_t a7) { return ((int32_t (*)(void*, int64_t, int64_t, void*, void*, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cusparseCscGet(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, void* a6, void* a7, void* a8, void* a9, void* a10) { return ((int32_t (*)(uintptr_t, void*, void*, void*, void*, void*, void*, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseCreate(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
+static int32_t gocuda_cusparseCreateBlockedEll(uintptr_t fn, uint8_t* a0, int64_t a1, int64_t a2, int64_t a3, int64_t a4, void* a5, void* a6, int32_t a7, int32_t a8, int32_t a9) { return ((int32_t (*)(uint8_t*, int64_t, int64_t, int64_t, int64_t, void*, void*, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cusparseCreateBsr(uintptr_t fn, uint8_t* a0, int64_t a1, int64_t a2, int64_t a3, int64_t a4, int64_t a5, void* a6, void* a7, void* a8, int32_t a9, int32_t a10, int32_t a11, int32_t a12, int32_t a13) { return ((int32_t (*)(uint8_t*, int64_t, int64_t, int64_t, int64_t, int64_t, void*, void*, void*, int32_t, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cusparseCreateBsric02Info(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
+static int32_t gocuda_cusparseCreateBsrilu02Info(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
+static int32_t gocuda_cusparseCreateBsrsm2Info(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
+static int32_t gocuda_cusparseCreateBsrsv2Info(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
+static int32_t gocuda_cusparseCreateColorInfo(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
+static int32_t gocuda_cusparseCreateConstBlockedEll(uintptr_t fn, uint8_t* a0, int64_t a1, int64_t a2, int64_t a3, int64_t a4, void* a5, void* a6, int32_t a7, int32_t a8, int32_t a9) { return ((int32_t (*)(uint8_t*, int64_t, int64_t, int64_t, int64_t, void*, void*, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cusparseCreateConstBsr(uintptr_t fn, uint8_t* a0, int64_t a1, int64_t a2, int64_t a3, int64_t a4, int64_t a5, void* a6, void* a7, void* a8, int32_t a9, int32_t a10, int32_t a11, int32_t a12, int32_t a13) { return ((int32_t (*)(uint8_t*, int64_t, int64_t, int64_t, int64_t, int64_t, void*, void*, void*, int32_t, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cusparseCreateConstCoo(uintptr_t fn, uint8_t* a0, int64_t a1, int64_t a2, int64_t a3, void* a4, void* a5, void* a6, int32_t a7, int32_t a8, int32_t a9) { return ((int32_t (*)(uint8_t*, int64_t, int64_t, int64_t, void*, void*, void*, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cusparseCreateConstCsc(uintptr_t fn, uint8_t* a0, int64_t a1, int64_t a2, int64_t a3, void* a4, void* a5, void* a6, int32_t a7, int32_t a8, int32_t a9, int32_t a10) { return ((int32_t (*)(uint8_t*, int64_t, int64_t, int64_t, void*, void*, void*, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseCreateConstCsr(uintptr_t fn, uint8_t* a0, int64_t a1, int64_t a2, int64_t a3, void* a4, void* a5, void* a6, int32_t a7, int32_t a8, int32_t a9, int32_t a10) { return ((int32_t (*)(uint8_t*, int64_t, int64_t, int64_t, void*, void*, void*, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseCreateConstDnMat(uintptr_t fn, uint8_t* a0, int64_t a1, int64_t a2, int64_t a3, void* a4, int32_t a5, int32_t a6) { return ((int32_t (*)(uint8_t*, int64_t, int64_t, int64_t, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cusparseCreateConstDnVec(uintptr_t fn, uint8_t* a0, int64_t a1, void* a2, int32_t a3) { return ((int32_t (*)(uint8_t*, int64_t, void*, int32_t))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cusparseCreateConstSlicedEll(uintptr_t fn, uint8_t* a0, int64_t a1, int64_t a2, int64_t a3, int64_t a4, int64_t a5, void* a6, void* a7, void* a8, int32_t a9, int32_t a10, int32_t a11, int32_t a12) { return ((int32_t (*)(uint8_t*, int64_t, int64_t, int64_t, int64_t, int64_t, void*, void*, void*, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cusparseCreateConstSpVec(uintptr_t fn, uint8_t* a0, int64_t a1, int64_t a2, void* a3, void* a4, int32_t a5, int32_t a6, int32_t a7) { return ((int32_t (*)(uint8_t*, int64_t, int64_t, void*, void*, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cusparseCreateCoo(uintptr_t fn, uint8_t* a0, int64_t a1, int64_t a2, int64_t a3, void* a4, void* a5, void* a6, int32_t a7, int32_t a8, int32_t a9) { return ((int32_t (*)(uint8_t*, int64_t, int64_t, int64_t, void*, void*, void*, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cusparseCreateCsc(uintptr_t fn, uint8_t* a0, int64_t a1, int64_t a2, int64_t a3, void* a4, void* a5, void* a6, int32_t a7, int32_t a8, int32_t a9, int32_t a10) { return ((int32_t (*)(uint8_t*, int64_t, int64_t, int64_t, void*, void*, void*, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseCreateCsr(uintptr_t fn, uint8_t* a0, int64_t a1, int64_t a2, int64_t a3, void* a4, void* a5, void* a6, int32_t a7, int32_t a8, int32_t a9, int32_t a10) { return ((int32_t (*)(uint8_t*, int64_t, int64_t, int64_t, void*, void*, void*, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseCreateCsric02Info(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
+static int32_t gocuda_cusparseCreateCsrilu02Info(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
+static int32_t gocuda_cusparseCreateCsru2csrInfo(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
+static int32_t gocuda_cusparseCreateDnMat(uintptr_t fn, uint8_t* a0, int64_t a1, int64_t a2, int64_t a3, void* a4, int32_t a5, int32_t a6) { return ((int32_t (*)(uint8_t*, int64_t, int64_t, int64_t, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cusparseCreateDnVec(uintptr_t fn, uint8_t* a0, int64_t a1, void* a2, int32_t a3) { return ((int32_t (*)(uint8_t*, int64_t, void*, int32_t))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cusparseCreateIdentityPermutation(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*))fn)(a0, a1, a2); }
+static int32_t gocuda_cusparseCreateMatDescr(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
+static int32_t gocuda_cusparseCreatePruneInfo(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
+static int32_t gocuda_cusparseCreateSlicedEll(uintptr_t fn, uint8_t* a0, int64_t a1, int64_t a2, int64_t a3, int64_t a4, int64_t a5, void* a6, void* a7, void* a8, int32_t a9, int32_t a10, int32_t a11, int32_t a12) { return ((int32_t (*)(uint8_t*, int64_t, int64_t, int64_t, int64_t, int64_t, void*, void*, void*, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cusparseCreateSpVec(uintptr_t fn, uint8_t* a0, int64_t a1, int64_t a2, void* a3, void* a4, int32_t a5, int32_t a6, int32_t a7) { return ((int32_t (*)(uint8_t*, int64_t, int64_t, void*, void*, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cusparseCscGet(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, void* a4, void* a5, void* a6, uint8_t* a7, uint8_t* a8, uint8_t* a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, void*, void*, void*, uint8_t*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cusparseCscSetPointers(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3) { return ((int32_t (*)(uintptr_t, void*, void*, void*))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_cusparseCsr2cscEx2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, void* a6, void* a7, void* a8, void* a9, int32_t a10, int32_t a11, int32_t a12, int32_t a13, void* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, void*, void*, void*, void*, int32_t, int32_t, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
-static int32_t gocuda_cusparseCsr2cscEx2_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, void* a6, void* a7, void* a8, void* a9, int32_t a10, int32_t a11, int32_t a12, int32_t a13, void* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, void*, void*, void*, void*, int32_t, int32_t, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
-static int32_t gocuda_cusparseCsrGet(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, void* a6, void* a7, void* a8, void* a9, void* a10) { return ((int32_t (*)(uintptr_t, void*, void*, void*, void*, void*, void*, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseCsr2cscEx2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, uint8_t* a5, uint8_t* a6, void* a7, uint8_t* a8, uint8_t* a9, int32_t a10, int32_t a11, int32_t a12, int32_t a13, void* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, uint8_t*, uint8_t*, void*, uint8_t*, uint8_t*, int32_t, int32_t, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
+static int32_t gocuda_cusparseCsr2cscEx2_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, uint8_t* a5, uint8_t* a6, void* a7, uint8_t* a8, uint8_t* a9, int32_t a10, int32_t a11, int32_t a12, int32_t a13, uint8_t* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, uint8_t*, uint8_t*, void*, uint8_t*, uint8_t*, int32_t, int32_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
+static int32_t gocuda_cusparseCsrGet(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, void* a4, void* a5, void* a6, uint8_t* a7, uint8_t* a8, uint8_t* a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, void*, void*, void*, uint8_t*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cusparseCsrSetPointers(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3) { return ((int32_t (*)(uintptr_t, void*, void*, void*))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cusparseCsrSetStridedBatch(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_cusparseDbsr2csr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, uintptr_t a9, void* a10, void* a11, void* a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cusparseDbsric02(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, uintptr_t a9, int32_t a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cusparseDbsric02_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, uintptr_t a9, int32_t a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cusparseDbsric02_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, uintptr_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseDbsric02_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, uintptr_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseDbsrilu02(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, uintptr_t a9, int32_t a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cusparseDbsrilu02_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, uintptr_t a9, int32_t a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cusparseDbsrilu02_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, uintptr_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseDbsrilu02_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, uintptr_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseDbsrilu02_numericBoost(uintptr_t fn, uintptr_t a0, uintptr_t a1, int32_t a2, void* a3, void* a4) { return ((int32_t (*)(uintptr_t, uintptr_t, int32_t, void*, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cusparseDbsrmm(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, int32_t a7, void* a8, uintptr_t a9, void* a10, void* a11, void* a12, int32_t a13, void* a14, int32_t a15, void* a16, void* a17, int32_t a18) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, uintptr_t, void*, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18); }
-static int32_t gocuda_cusparseDbsrmv(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, void* a6, uintptr_t a7, void* a8, void* a9, void* a10, int32_t a11, void* a12, void* a13, void* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, uintptr_t, void*, void*, void*, int32_t, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
-static int32_t gocuda_cusparseDbsrsm2_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uintptr_t a7, void* a8, void* a9, void* a10, int32_t a11, uintptr_t a12, int32_t a13, void* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
-static int32_t gocuda_cusparseDbsrsm2_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uintptr_t a7, void* a8, void* a9, void* a10, int32_t a11, uintptr_t a12, void* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cusparseDbsrsm2_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uintptr_t a7, void* a8, void* a9, void* a10, int32_t a11, uintptr_t a12, void* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cusparseDbsrsm2_solve(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, void* a7, uintptr_t a8, void* a9, void* a10, void* a11, int32_t a12, uintptr_t a13, void* a14, int32_t a15, void* a16, int32_t a17, int32_t a18, void* a19) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*, int32_t, void*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19); }
-static int32_t gocuda_cusparseDbsrsv2_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, void* a6, void* a7, void* a8, int32_t a9, uintptr_t a10, int32_t a11, void* a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cusparseDbsrsv2_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, void* a6, void* a7, void* a8, int32_t a9, uintptr_t a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cusparseDbsrsv2_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, void* a6, void* a7, void* a8, int32_t a9, uintptr_t a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cusparseDbsrsv2_solve(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, uintptr_t a6, void* a7, void* a8, void* a9, int32_t a10, uintptr_t a11, void* a12, void* a13, int32_t a14, void* a15) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
-static int32_t gocuda_cusparseDbsrxmv(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, void* a7, uintptr_t a8, void* a9, void* a10, void* a11, void* a12, void* a13, int32_t a14, void* a15, void* a16, void* a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, uintptr_t, void*, void*, void*, void*, void*, int32_t, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
-static int32_t gocuda_cusparseDcsr2bsr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, uintptr_t a9, void* a10, void* a11, void* a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cusparseDcsr2csr_compress(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, void* a4, void* a5, void* a6, int32_t a7, void* a8, void* a9, void* a10, void* a11, double a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, void*, void*, void*, void*, double))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cusparseDcsr2csru(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, uintptr_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cusparseDcsr2gebsr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, uintptr_t a8, void* a9, void* a10, void* a11, int32_t a12, int32_t a13, void* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, uintptr_t, void*, void*, void*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
-static int32_t gocuda_cusparseDcsr2gebsr_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, int32_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseDcsr2gebsr_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, int32_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseDcsrcolor(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, void* a4, void* a5, void* a6, void* a7, void* a8, void* a9, void* a10, uintptr_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, void*, void*, void*, void*, void*, void*, void*, uintptr_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cusparseDcsrgeam2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, uintptr_t a4, int32_t a5, void* a6, void* a7, void* a8, void* a9, uintptr_t a10, int32_t a11, void* a12, void* a13, void* a14, uintptr_t a15, void* a16, void* a17, void* a18, void* a19) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, uintptr_t, int32_t, void*, void*, void*, void*, uintptr_t, int32_t, void*, void*, void*, uintptr_t, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19); }
-static int32_t gocuda_cusparseDcsrgeam2_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, uintptr_t a4, int32_t a5, void* a6, void* a7, void* a8, void* a9, uintptr_t a10, int32_t a11, void* a12, void* a13, void* a14, uintptr_t a15, void* a16, void* a17, void* a18, void* a19) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, uintptr_t, int32_t, void*, void*, void*, void*, uintptr_t, int32_t, void*, void*, void*, uintptr_t, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19); }
-static int32_t gocuda_cusparseDcsric02(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, void* a4, void* a5, void* a6, uintptr_t a7, int32_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, void*, void*, void*, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cusparseDcsric02_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, void* a4, void* a5, void* a6, uintptr_t a7, int32_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, void*, void*, void*, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cusparseDcsric02_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, void* a4, void* a5, void* a6, uintptr_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, void*, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseDcsric02_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, void* a4, void* a5, void* a6, uintptr_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, void*, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseDcsrilu02(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, void* a4, void* a5, void* a6, uintptr_t a7, int32_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, void*, void*, void*, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cusparseDcsrilu02_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, void* a4, void* a5, void* a6, uintptr_t a7, int32_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, void*, void*, void*, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cusparseDcsrilu02_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, void* a4, void* a5, void* a6, uintptr_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, void*, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseDcsrilu02_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, void* a4, void* a5, void* a6, uintptr_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, void*, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseDcsrilu02_numericBoost(uintptr_t fn, uintptr_t a0, uintptr_t a1, int32_t a2, void* a3, void* a4) { return ((int32_t (*)(uintptr_t, uintptr_t, int32_t, void*, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cusparseDcsru2csr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, uintptr_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cusparseDcsru2csr_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, void* a6, uintptr_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseDbsr2csr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, uintptr_t a9, uint8_t* a10, uint8_t* a11, uint8_t* a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cusparseDbsric02(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, uintptr_t a9, int32_t a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cusparseDbsric02_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, uintptr_t a9, int32_t a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cusparseDbsric02_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, uintptr_t a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseDbsric02_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, uintptr_t a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseDbsrilu02(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, uintptr_t a9, int32_t a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cusparseDbsrilu02_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, uintptr_t a9, int32_t a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cusparseDbsrilu02_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, uintptr_t a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseDbsrilu02_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, uintptr_t a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseDbsrilu02_numericBoost(uintptr_t fn, uintptr_t a0, uintptr_t a1, int32_t a2, uint8_t* a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, uintptr_t, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cusparseDbsrmm(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, int32_t a7, uint8_t* a8, uintptr_t a9, uint8_t* a10, uint8_t* a11, uint8_t* a12, int32_t a13, uint8_t* a14, int32_t a15, uint8_t* a16, uint8_t* a17, int32_t a18) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18); }
+static int32_t gocuda_cusparseDbsrmv(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, uintptr_t a7, uint8_t* a8, uint8_t* a9, uint8_t* a10, int32_t a11, uint8_t* a12, uint8_t* a13, uint8_t* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
+static int32_t gocuda_cusparseDbsrsm2_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uintptr_t a7, uint8_t* a8, uint8_t* a9, uint8_t* a10, int32_t a11, uintptr_t a12, int32_t a13, void* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
+static int32_t gocuda_cusparseDbsrsm2_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uintptr_t a7, uint8_t* a8, uint8_t* a9, uint8_t* a10, int32_t a11, uintptr_t a12, uint8_t* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cusparseDbsrsm2_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uintptr_t a7, uint8_t* a8, uint8_t* a9, uint8_t* a10, int32_t a11, uintptr_t a12, uint8_t* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cusparseDbsrsm2_solve(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uint8_t* a7, uintptr_t a8, uint8_t* a9, uint8_t* a10, uint8_t* a11, int32_t a12, uintptr_t a13, uint8_t* a14, int32_t a15, uint8_t* a16, int32_t a17, int32_t a18, void* a19) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*, int32_t, uint8_t*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19); }
+static int32_t gocuda_cusparseDbsrsv2_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, int32_t a9, uintptr_t a10, int32_t a11, void* a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cusparseDbsrsv2_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, int32_t a9, uintptr_t a10, uint8_t* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cusparseDbsrsv2_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, int32_t a9, uintptr_t a10, uint8_t* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cusparseDbsrsv2_solve(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uintptr_t a6, uint8_t* a7, uint8_t* a8, uint8_t* a9, int32_t a10, uintptr_t a11, uint8_t* a12, uint8_t* a13, int32_t a14, void* a15) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*, uint8_t*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
+static int32_t gocuda_cusparseDbsrxmv(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uint8_t* a7, uintptr_t a8, uint8_t* a9, uint8_t* a10, uint8_t* a11, uint8_t* a12, uint8_t* a13, int32_t a14, uint8_t* a15, uint8_t* a16, uint8_t* a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
+static int32_t gocuda_cusparseDcsr2bsr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, uintptr_t a9, uint8_t* a10, uint8_t* a11, uint8_t* a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cusparseDcsr2csr_compress(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, uint8_t* a10, uint8_t* a11, double a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, double))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cusparseDcsr2csru(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, uintptr_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cusparseDcsr2gebsr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, uintptr_t a8, uint8_t* a9, uint8_t* a10, uint8_t* a11, int32_t a12, int32_t a13, void* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
+static int32_t gocuda_cusparseDcsr2gebsr_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, int32_t a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseDcsr2gebsr_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, int32_t a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseDcsrcolor(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, uint8_t* a9, uint8_t* a10, uintptr_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uintptr_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cusparseDcsrgeam2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uintptr_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, uint8_t* a9, uintptr_t a10, int32_t a11, uint8_t* a12, uint8_t* a13, uint8_t* a14, uintptr_t a15, uint8_t* a16, uint8_t* a17, uint8_t* a18, void* a19) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uintptr_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uintptr_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, uint8_t*, uint8_t*, uint8_t*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19); }
+static int32_t gocuda_cusparseDcsrgeam2_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uintptr_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, uint8_t* a9, uintptr_t a10, int32_t a11, uint8_t* a12, uint8_t* a13, uint8_t* a14, uintptr_t a15, uint8_t* a16, uint8_t* a17, uint8_t* a18, uint8_t* a19) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uintptr_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uintptr_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19); }
+static int32_t gocuda_cusparseDcsric02(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uintptr_t a7, int32_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cusparseDcsric02_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uintptr_t a7, int32_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cusparseDcsric02_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uintptr_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseDcsric02_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uintptr_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseDcsrilu02(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uintptr_t a7, int32_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cusparseDcsrilu02_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uintptr_t a7, int32_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cusparseDcsrilu02_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uintptr_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseDcsrilu02_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uintptr_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseDcsrilu02_numericBoost(uintptr_t fn, uintptr_t a0, uintptr_t a1, int32_t a2, uint8_t* a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, uintptr_t, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cusparseDcsru2csr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, uintptr_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cusparseDcsru2csr_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uintptr_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
 static int32_t gocuda_cusparseDenseToSparse_analysis(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, int32_t a3, void* a4) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cusparseDenseToSparse_bufferSize(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, int32_t a3, void* a4) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cusparseDenseToSparse_bufferSize(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, int32_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cusparseDenseToSparse_convert(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, int32_t a3, void* a4) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cusparseDestroy(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cusparseDestroyBsric02Info(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
@@ -190,47 +190,47 @@ static int32_t gocuda_cusparseDestroyMatDescr(uintptr_t fn, uintptr_t a0) { retu
 static int32_t gocuda_cusparseDestroyPruneInfo(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cusparseDestroySpMat(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cusparseDestroySpVec(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
-static int32_t gocuda_cusparseDgebsr2csr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, int32_t a9, uintptr_t a10, void* a11, void* a12, void* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, int32_t, uintptr_t, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cusparseDgebsr2gebsc(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, void* a6, int32_t a7, int32_t a8, void* a9, void* a10, void* a11, int32_t a12, int32_t a13, void* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, void*, int32_t, int32_t, void*, void*, void*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
-static int32_t gocuda_cusparseDgebsr2gebsc_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, void* a6, int32_t a7, int32_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, void*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cusparseDgebsr2gebsc_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, void* a6, int32_t a7, int32_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, void*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cusparseDgebsr2gebsr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, void* a6, void* a7, void* a8, int32_t a9, int32_t a10, uintptr_t a11, void* a12, void* a13, void* a14, int32_t a15, int32_t a16, void* a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
-static int32_t gocuda_cusparseDgebsr2gebsr_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, void* a6, void* a7, void* a8, int32_t a9, int32_t a10, int32_t a11, int32_t a12, void* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, int32_t, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cusparseDgebsr2gebsr_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, void* a6, void* a7, void* a8, int32_t a9, int32_t a10, int32_t a11, int32_t a12, void* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, int32_t, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cusparseDgemvi(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, int32_t a6, int32_t a7, void* a8, void* a9, void* a10, void* a11, int32_t a12, void* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, int32_t, int32_t, void*, void*, void*, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cusparseDgemvi_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cusparseDgpsvInterleavedBatch(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, void* a5, void* a6, void* a7, void* a8, int32_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, void*, void*, void*, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseDgpsvInterleavedBatch_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, void* a5, void* a6, void* a7, void* a8, int32_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, void*, void*, void*, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseDgtsv2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, void* a5, void* a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, void*, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseDgtsv2StridedBatch(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, void* a3, void* a4, void* a5, int32_t a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, void*, void*, void*, void*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseDgtsv2StridedBatch_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, void* a3, void* a4, void* a5, int32_t a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, void*, void*, void*, void*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseDgtsv2_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, void* a5, void* a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, void*, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseDgtsv2_nopivot(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, void* a5, void* a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, void*, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseDgtsv2_nopivot_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, void* a5, void* a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, void*, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseDgtsvInterleavedBatch(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, void* a5, void* a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, void*, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseDgtsvInterleavedBatch_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, void* a5, void* a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, void*, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseDnMatGet(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, void* a6) { return ((int32_t (*)(uintptr_t, void*, void*, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cusparseDnMatGetStridedBatch(uintptr_t fn, uintptr_t a0, void* a1, void* a2) { return ((int32_t (*)(uintptr_t, void*, void*))fn)(a0, a1, a2); }
+static int32_t gocuda_cusparseDgebsr2csr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, int32_t a9, uintptr_t a10, uint8_t* a11, uint8_t* a12, uint8_t* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cusparseDgebsr2gebsc(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, int32_t a7, int32_t a8, uint8_t* a9, uint8_t* a10, uint8_t* a11, int32_t a12, int32_t a13, void* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
+static int32_t gocuda_cusparseDgebsr2gebsc_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, int32_t a7, int32_t a8, uint8_t* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cusparseDgebsr2gebsc_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, int32_t a7, int32_t a8, uint8_t* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cusparseDgebsr2gebsr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, int32_t a9, int32_t a10, uintptr_t a11, uint8_t* a12, uint8_t* a13, uint8_t* a14, int32_t a15, int32_t a16, void* a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
+static int32_t gocuda_cusparseDgebsr2gebsr_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, int32_t a9, int32_t a10, int32_t a11, int32_t a12, uint8_t* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cusparseDgebsr2gebsr_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, int32_t a9, int32_t a10, int32_t a11, int32_t a12, uint8_t* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cusparseDgemvi(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, int32_t a6, int32_t a7, uint8_t* a8, uint8_t* a9, uint8_t* a10, uint8_t* a11, int32_t a12, void* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cusparseDgemvi_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cusparseDgpsvInterleavedBatch(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, int32_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseDgpsvInterleavedBatch_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, int32_t a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseDgtsv2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseDgtsv2StridedBatch(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, int32_t a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseDgtsv2StridedBatch_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, int32_t a6, int32_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseDgtsv2_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseDgtsv2_nopivot(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseDgtsv2_nopivot_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseDgtsvInterleavedBatch(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseDgtsvInterleavedBatch_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseDnMatGet(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, void* a4, uint8_t* a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, void*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cusparseDnMatGetStridedBatch(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*))fn)(a0, a1, a2); }
 static int32_t gocuda_cusparseDnMatGetValues(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
 static int32_t gocuda_cusparseDnMatSetStridedBatch(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2) { return ((int32_t (*)(uintptr_t, int32_t, int64_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cusparseDnMatSetValues(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cusparseDnVecGet(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3) { return ((int32_t (*)(uintptr_t, void*, void*, void*))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cusparseDnVecGet(uintptr_t fn, uintptr_t a0, uint8_t* a1, void* a2, uint8_t* a3) { return ((int32_t (*)(uintptr_t, uint8_t*, void*, uint8_t*))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cusparseDnVecGetValues(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
 static int32_t gocuda_cusparseDnVecSetValues(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cusparseDnnz(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, int32_t a6, void* a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, int32_t, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseDnnz_compress(uintptr_t fn, uintptr_t a0, int32_t a1, uintptr_t a2, void* a3, void* a4, void* a5, void* a6, double a7) { return ((int32_t (*)(uintptr_t, int32_t, uintptr_t, void*, void*, void*, void*, double))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cusparseDpruneCsr2csr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, void* a8, uintptr_t a9, void* a10, void* a11, void* a12, void* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, void*, uintptr_t, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cusparseDpruneCsr2csrByPercentage(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, float a8, uintptr_t a9, void* a10, void* a11, void* a12, uintptr_t a13, void* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, float, uintptr_t, void*, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
-static int32_t gocuda_cusparseDpruneCsr2csrByPercentage_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, float a8, uintptr_t a9, void* a10, void* a11, void* a12, uintptr_t a13, void* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, float, uintptr_t, void*, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
-static int32_t gocuda_cusparseDpruneCsr2csrNnz(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, void* a8, uintptr_t a9, void* a10, void* a11, void* a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, void*, uintptr_t, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cusparseDpruneCsr2csrNnzByPercentage(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, float a8, uintptr_t a9, void* a10, void* a11, uintptr_t a12, void* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, float, uintptr_t, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cusparseDpruneCsr2csr_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, void* a8, uintptr_t a9, void* a10, void* a11, void* a12, void* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, void*, uintptr_t, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cusparseDpruneDense2csr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, int32_t a4, void* a5, uintptr_t a6, void* a7, void* a8, void* a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, int32_t, void*, uintptr_t, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseDpruneDense2csrByPercentage(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, int32_t a4, float a5, uintptr_t a6, void* a7, void* a8, void* a9, uintptr_t a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, int32_t, float, uintptr_t, void*, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cusparseDpruneDense2csrByPercentage_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, int32_t a4, float a5, uintptr_t a6, void* a7, void* a8, void* a9, uintptr_t a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, int32_t, float, uintptr_t, void*, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cusparseDpruneDense2csrNnz(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, int32_t a4, void* a5, uintptr_t a6, void* a7, void* a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, int32_t, void*, uintptr_t, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cusparseDpruneDense2csrNnzByPercentage(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, int32_t a4, float a5, uintptr_t a6, void* a7, void* a8, uintptr_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, int32_t, float, uintptr_t, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseDpruneDense2csr_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, int32_t a4, void* a5, uintptr_t a6, void* a7, void* a8, void* a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, int32_t, void*, uintptr_t, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseDnnz(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseDnnz_compress(uintptr_t fn, uintptr_t a0, int32_t a1, uintptr_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, double a7) { return ((int32_t (*)(uintptr_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, double))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cusparseDpruneCsr2csr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, uintptr_t a9, uint8_t* a10, uint8_t* a11, uint8_t* a12, void* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uintptr_t, uint8_t*, uint8_t*, uint8_t*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cusparseDpruneCsr2csrByPercentage(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, float a8, uintptr_t a9, uint8_t* a10, uint8_t* a11, uint8_t* a12, uintptr_t a13, void* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, float, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
+static int32_t gocuda_cusparseDpruneCsr2csrByPercentage_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, float a8, uintptr_t a9, uint8_t* a10, uint8_t* a11, uint8_t* a12, uintptr_t a13, uint8_t* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, float, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
+static int32_t gocuda_cusparseDpruneCsr2csrNnz(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, uintptr_t a9, uint8_t* a10, uint8_t* a11, void* a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uintptr_t, uint8_t*, uint8_t*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cusparseDpruneCsr2csrNnzByPercentage(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, float a8, uintptr_t a9, uint8_t* a10, uint8_t* a11, uintptr_t a12, void* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, float, uintptr_t, uint8_t*, uint8_t*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cusparseDpruneCsr2csr_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, uintptr_t a9, uint8_t* a10, uint8_t* a11, uint8_t* a12, uint8_t* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cusparseDpruneDense2csr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5, uintptr_t a6, uint8_t* a7, uint8_t* a8, uint8_t* a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uintptr_t, uint8_t*, uint8_t*, uint8_t*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseDpruneDense2csrByPercentage(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, float a5, uintptr_t a6, uint8_t* a7, uint8_t* a8, uint8_t* a9, uintptr_t a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, float, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cusparseDpruneDense2csrByPercentage_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, float a5, uintptr_t a6, uint8_t* a7, uint8_t* a8, uint8_t* a9, uintptr_t a10, uint8_t* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, float, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cusparseDpruneDense2csrNnz(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5, uintptr_t a6, uint8_t* a7, uint8_t* a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uintptr_t, uint8_t*, uint8_t*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cusparseDpruneDense2csrNnzByPercentage(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, float a5, uintptr_t a6, uint8_t* a7, uint8_t* a8, uintptr_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, float, uintptr_t, uint8_t*, uint8_t*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseDpruneDense2csr_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5, uintptr_t a6, uint8_t* a7, uint8_t* a8, uint8_t* a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cusparseGather(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t))fn)(a0, a1, a2); }
 static void* gocuda_cusparseGetErrorName(uintptr_t fn, int32_t a0) { return ((void* (*)(int32_t))fn)(a0); }
 static void* gocuda_cusparseGetErrorString(uintptr_t fn, int32_t a0) { return ((void* (*)(int32_t))fn)(a0); }
@@ -238,231 +238,231 @@ static int32_t gocuda_cusparseGetMatDiagType(uintptr_t fn, uintptr_t a0) { retur
 static int32_t gocuda_cusparseGetMatFillMode(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cusparseGetMatIndexBase(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cusparseGetMatType(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
-static int32_t gocuda_cusparseGetPointerMode(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cusparseGetProperty(uintptr_t fn, int32_t a0, void* a1) { return ((int32_t (*)(int32_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cusparseGetStream(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cusparseGetVersion(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
+static int32_t gocuda_cusparseGetPointerMode(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cusparseGetProperty(uintptr_t fn, int32_t a0, uint8_t* a1) { return ((int32_t (*)(int32_t, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cusparseGetStream(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cusparseGetVersion(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
 static int32_t gocuda_cusparseLoggerForceDisable(uintptr_t fn) { return ((int32_t (*)(void))fn)(); }
-static int32_t gocuda_cusparseLoggerOpenFile(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
+static int32_t gocuda_cusparseLoggerOpenFile(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
 static int32_t gocuda_cusparseLoggerSetCallback(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cusparseLoggerSetFile(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
 static int32_t gocuda_cusparseLoggerSetLevel(uintptr_t fn, int32_t a0) { return ((int32_t (*)(int32_t))fn)(a0); }
 static int32_t gocuda_cusparseLoggerSetMask(uintptr_t fn, int32_t a0) { return ((int32_t (*)(int32_t))fn)(a0); }
 static int32_t gocuda_cusparseRot(uintptr_t fn, uintptr_t a0, void* a1, void* a2, uintptr_t a3, uintptr_t a4) { return ((int32_t (*)(uintptr_t, void*, void*, uintptr_t, uintptr_t))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cusparseSDDMM(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, uintptr_t a4, uintptr_t a5, void* a6, uintptr_t a7, int32_t a8, int32_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, uintptr_t, uintptr_t, void*, uintptr_t, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseSDDMM_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, uintptr_t a4, uintptr_t a5, void* a6, uintptr_t a7, int32_t a8, int32_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, uintptr_t, uintptr_t, void*, uintptr_t, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseSDDMM_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, uintptr_t a4, uintptr_t a5, void* a6, uintptr_t a7, int32_t a8, int32_t a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, uintptr_t, uintptr_t, void*, uintptr_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cusparseSDDMM_preprocess(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, uintptr_t a4, uintptr_t a5, void* a6, uintptr_t a7, int32_t a8, int32_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, uintptr_t, uintptr_t, void*, uintptr_t, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseSbsr2csr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, uintptr_t a9, void* a10, void* a11, void* a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cusparseSbsric02(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, uintptr_t a9, int32_t a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cusparseSbsric02_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, uintptr_t a9, int32_t a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cusparseSbsric02_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, uintptr_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseSbsric02_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, uintptr_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseSbsrilu02(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, uintptr_t a9, int32_t a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cusparseSbsrilu02_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, uintptr_t a9, int32_t a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cusparseSbsrilu02_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, uintptr_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseSbsrilu02_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, uintptr_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseSbsrilu02_numericBoost(uintptr_t fn, uintptr_t a0, uintptr_t a1, int32_t a2, void* a3, void* a4) { return ((int32_t (*)(uintptr_t, uintptr_t, int32_t, void*, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cusparseSbsrmm(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, int32_t a7, void* a8, uintptr_t a9, void* a10, void* a11, void* a12, int32_t a13, void* a14, int32_t a15, void* a16, void* a17, int32_t a18) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, uintptr_t, void*, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18); }
-static int32_t gocuda_cusparseSbsrmv(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, void* a6, uintptr_t a7, void* a8, void* a9, void* a10, int32_t a11, void* a12, void* a13, void* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, uintptr_t, void*, void*, void*, int32_t, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
-static int32_t gocuda_cusparseSbsrsm2_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uintptr_t a7, void* a8, void* a9, void* a10, int32_t a11, uintptr_t a12, int32_t a13, void* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
-static int32_t gocuda_cusparseSbsrsm2_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uintptr_t a7, void* a8, void* a9, void* a10, int32_t a11, uintptr_t a12, void* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cusparseSbsrsm2_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uintptr_t a7, void* a8, void* a9, void* a10, int32_t a11, uintptr_t a12, void* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cusparseSbsrsm2_solve(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, void* a7, uintptr_t a8, void* a9, void* a10, void* a11, int32_t a12, uintptr_t a13, void* a14, int32_t a15, void* a16, int32_t a17, int32_t a18, void* a19) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*, int32_t, void*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19); }
-static int32_t gocuda_cusparseSbsrsv2_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, void* a6, void* a7, void* a8, int32_t a9, uintptr_t a10, int32_t a11, void* a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cusparseSbsrsv2_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, void* a6, void* a7, void* a8, int32_t a9, uintptr_t a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cusparseSbsrsv2_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, void* a6, void* a7, void* a8, int32_t a9, uintptr_t a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cusparseSbsrsv2_solve(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, uintptr_t a6, void* a7, void* a8, void* a9, int32_t a10, uintptr_t a11, void* a12, void* a13, int32_t a14, void* a15) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
-static int32_t gocuda_cusparseSbsrxmv(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, void* a7, uintptr_t a8, void* a9, void* a10, void* a11, void* a12, void* a13, int32_t a14, void* a15, void* a16, void* a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, uintptr_t, void*, void*, void*, void*, void*, int32_t, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
+static int32_t gocuda_cusparseSbsr2csr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, uintptr_t a9, uint8_t* a10, uint8_t* a11, uint8_t* a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cusparseSbsric02(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, uintptr_t a9, int32_t a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cusparseSbsric02_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, uintptr_t a9, int32_t a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cusparseSbsric02_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, uintptr_t a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseSbsric02_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, uintptr_t a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseSbsrilu02(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, uintptr_t a9, int32_t a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cusparseSbsrilu02_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, uintptr_t a9, int32_t a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cusparseSbsrilu02_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, uintptr_t a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseSbsrilu02_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, uintptr_t a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseSbsrilu02_numericBoost(uintptr_t fn, uintptr_t a0, uintptr_t a1, int32_t a2, uint8_t* a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, uintptr_t, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cusparseSbsrmm(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, int32_t a7, uint8_t* a8, uintptr_t a9, uint8_t* a10, uint8_t* a11, uint8_t* a12, int32_t a13, uint8_t* a14, int32_t a15, uint8_t* a16, uint8_t* a17, int32_t a18) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18); }
+static int32_t gocuda_cusparseSbsrmv(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, uintptr_t a7, uint8_t* a8, uint8_t* a9, uint8_t* a10, int32_t a11, uint8_t* a12, uint8_t* a13, uint8_t* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
+static int32_t gocuda_cusparseSbsrsm2_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uintptr_t a7, uint8_t* a8, uint8_t* a9, uint8_t* a10, int32_t a11, uintptr_t a12, int32_t a13, void* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
+static int32_t gocuda_cusparseSbsrsm2_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uintptr_t a7, uint8_t* a8, uint8_t* a9, uint8_t* a10, int32_t a11, uintptr_t a12, uint8_t* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cusparseSbsrsm2_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uintptr_t a7, uint8_t* a8, uint8_t* a9, uint8_t* a10, int32_t a11, uintptr_t a12, uint8_t* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cusparseSbsrsm2_solve(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uint8_t* a7, uintptr_t a8, uint8_t* a9, uint8_t* a10, uint8_t* a11, int32_t a12, uintptr_t a13, uint8_t* a14, int32_t a15, uint8_t* a16, int32_t a17, int32_t a18, void* a19) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*, int32_t, uint8_t*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19); }
+static int32_t gocuda_cusparseSbsrsv2_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, int32_t a9, uintptr_t a10, int32_t a11, void* a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cusparseSbsrsv2_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, int32_t a9, uintptr_t a10, uint8_t* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cusparseSbsrsv2_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, int32_t a9, uintptr_t a10, uint8_t* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cusparseSbsrsv2_solve(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uintptr_t a6, uint8_t* a7, uint8_t* a8, uint8_t* a9, int32_t a10, uintptr_t a11, uint8_t* a12, uint8_t* a13, int32_t a14, void* a15) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*, uint8_t*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
+static int32_t gocuda_cusparseSbsrxmv(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uint8_t* a7, uintptr_t a8, uint8_t* a9, uint8_t* a10, uint8_t* a11, uint8_t* a12, uint8_t* a13, int32_t a14, uint8_t* a15, uint8_t* a16, uint8_t* a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
 static int32_t gocuda_cusparseScatter(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t))fn)(a0, a1, a2); }
-static int32_t gocuda_cusparseScsr2bsr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, uintptr_t a9, void* a10, void* a11, void* a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cusparseScsr2csr_compress(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, void* a4, void* a5, void* a6, int32_t a7, void* a8, void* a9, void* a10, void* a11, float a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, void*, void*, void*, void*, float))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cusparseScsr2csru(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, uintptr_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cusparseScsr2gebsr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, uintptr_t a8, void* a9, void* a10, void* a11, int32_t a12, int32_t a13, void* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, uintptr_t, void*, void*, void*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
-static int32_t gocuda_cusparseScsr2gebsr_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, int32_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseScsr2gebsr_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, int32_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseScsrcolor(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, void* a4, void* a5, void* a6, void* a7, void* a8, void* a9, void* a10, uintptr_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, void*, void*, void*, void*, void*, void*, void*, uintptr_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cusparseScsrgeam2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, uintptr_t a4, int32_t a5, void* a6, void* a7, void* a8, void* a9, uintptr_t a10, int32_t a11, void* a12, void* a13, void* a14, uintptr_t a15, void* a16, void* a17, void* a18, void* a19) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, uintptr_t, int32_t, void*, void*, void*, void*, uintptr_t, int32_t, void*, void*, void*, uintptr_t, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19); }
-static int32_t gocuda_cusparseScsrgeam2_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, uintptr_t a4, int32_t a5, void* a6, void* a7, void* a8, void* a9, uintptr_t a10, int32_t a11, void* a12, void* a13, void* a14, uintptr_t a15, void* a16, void* a17, void* a18, void* a19) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, uintptr_t, int32_t, void*, void*, void*, void*, uintptr_t, int32_t, void*, void*, void*, uintptr_t, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19); }
-static int32_t gocuda_cusparseScsric02(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, void* a4, void* a5, void* a6, uintptr_t a7, int32_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, void*, void*, void*, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cusparseScsric02_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, void* a4, void* a5, void* a6, uintptr_t a7, int32_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, void*, void*, void*, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cusparseScsric02_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, void* a4, void* a5, void* a6, uintptr_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, void*, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseScsric02_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, void* a4, void* a5, void* a6, uintptr_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, void*, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseScsrilu02(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, void* a4, void* a5, void* a6, uintptr_t a7, int32_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, void*, void*, void*, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cusparseScsrilu02_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, void* a4, void* a5, void* a6, uintptr_t a7, int32_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, void*, void*, void*, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cusparseScsrilu02_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, void* a4, void* a5, void* a6, uintptr_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, void*, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseScsrilu02_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, void* a4, void* a5, void* a6, uintptr_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, void*, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseScsrilu02_numericBoost(uintptr_t fn, uintptr_t a0, uintptr_t a1, int32_t a2, void* a3, void* a4) { return ((int32_t (*)(uintptr_t, uintptr_t, int32_t, void*, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cusparseScsru2csr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, uintptr_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cusparseScsru2csr_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, void* a6, uintptr_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseScsr2bsr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, uintptr_t a9, uint8_t* a10, uint8_t* a11, uint8_t* a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cusparseScsr2csr_compress(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, uint8_t* a10, uint8_t* a11, float a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, float))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cusparseScsr2csru(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, uintptr_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cusparseScsr2gebsr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, uintptr_t a8, uint8_t* a9, uint8_t* a10, uint8_t* a11, int32_t a12, int32_t a13, void* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
+static int32_t gocuda_cusparseScsr2gebsr_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, int32_t a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseScsr2gebsr_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, int32_t a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseScsrcolor(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, uint8_t* a9, uint8_t* a10, uintptr_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uintptr_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cusparseScsrgeam2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uintptr_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, uint8_t* a9, uintptr_t a10, int32_t a11, uint8_t* a12, uint8_t* a13, uint8_t* a14, uintptr_t a15, uint8_t* a16, uint8_t* a17, uint8_t* a18, void* a19) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uintptr_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uintptr_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, uint8_t*, uint8_t*, uint8_t*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19); }
+static int32_t gocuda_cusparseScsrgeam2_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uintptr_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, uint8_t* a9, uintptr_t a10, int32_t a11, uint8_t* a12, uint8_t* a13, uint8_t* a14, uintptr_t a15, uint8_t* a16, uint8_t* a17, uint8_t* a18, uint8_t* a19) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uintptr_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uintptr_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19); }
+static int32_t gocuda_cusparseScsric02(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uintptr_t a7, int32_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cusparseScsric02_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uintptr_t a7, int32_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cusparseScsric02_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uintptr_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseScsric02_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uintptr_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseScsrilu02(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uintptr_t a7, int32_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cusparseScsrilu02_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uintptr_t a7, int32_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cusparseScsrilu02_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uintptr_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseScsrilu02_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uintptr_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseScsrilu02_numericBoost(uintptr_t fn, uintptr_t a0, uintptr_t a1, int32_t a2, uint8_t* a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, uintptr_t, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cusparseScsru2csr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, uintptr_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cusparseScsru2csr_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uintptr_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
 static int32_t gocuda_cusparseSetMatDiagType(uintptr_t fn, uintptr_t a0, int32_t a1) { return ((int32_t (*)(uintptr_t, int32_t))fn)(a0, a1); }
 static int32_t gocuda_cusparseSetMatFillMode(uintptr_t fn, uintptr_t a0, int32_t a1) { return ((int32_t (*)(uintptr_t, int32_t))fn)(a0, a1); }
 static int32_t gocuda_cusparseSetMatIndexBase(uintptr_t fn, uintptr_t a0, int32_t a1) { return ((int32_t (*)(uintptr_t, int32_t))fn)(a0, a1); }
 static int32_t gocuda_cusparseSetMatType(uintptr_t fn, uintptr_t a0, int32_t a1) { return ((int32_t (*)(uintptr_t, int32_t))fn)(a0, a1); }
 static int32_t gocuda_cusparseSetPointerMode(uintptr_t fn, uintptr_t a0, int32_t a1) { return ((int32_t (*)(uintptr_t, int32_t))fn)(a0, a1); }
 static int32_t gocuda_cusparseSetStream(uintptr_t fn, uintptr_t a0, uintptr_t a1) { return ((int32_t (*)(uintptr_t, uintptr_t))fn)(a0, a1); }
-static int32_t gocuda_cusparseSgebsr2csr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, int32_t a9, uintptr_t a10, void* a11, void* a12, void* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, int32_t, uintptr_t, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cusparseSgebsr2gebsc(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, void* a6, int32_t a7, int32_t a8, void* a9, void* a10, void* a11, int32_t a12, int32_t a13, void* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, void*, int32_t, int32_t, void*, void*, void*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
-static int32_t gocuda_cusparseSgebsr2gebsc_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, void* a6, int32_t a7, int32_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, void*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cusparseSgebsr2gebsc_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, void* a6, int32_t a7, int32_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, void*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cusparseSgebsr2gebsr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, void* a6, void* a7, void* a8, int32_t a9, int32_t a10, uintptr_t a11, void* a12, void* a13, void* a14, int32_t a15, int32_t a16, void* a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
-static int32_t gocuda_cusparseSgebsr2gebsr_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, void* a6, void* a7, void* a8, int32_t a9, int32_t a10, int32_t a11, int32_t a12, void* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, int32_t, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cusparseSgebsr2gebsr_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, void* a6, void* a7, void* a8, int32_t a9, int32_t a10, int32_t a11, int32_t a12, void* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, int32_t, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cusparseSgemvi(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, int32_t a6, int32_t a7, void* a8, void* a9, void* a10, void* a11, int32_t a12, void* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, int32_t, int32_t, void*, void*, void*, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cusparseSgemvi_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cusparseSgpsvInterleavedBatch(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, void* a5, void* a6, void* a7, void* a8, int32_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, void*, void*, void*, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseSgpsvInterleavedBatch_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, void* a5, void* a6, void* a7, void* a8, int32_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, void*, void*, void*, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseSgtsv2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, void* a5, void* a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, void*, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseSgtsv2StridedBatch(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, void* a3, void* a4, void* a5, int32_t a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, void*, void*, void*, void*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseSgtsv2StridedBatch_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, void* a3, void* a4, void* a5, int32_t a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, void*, void*, void*, void*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseSgtsv2_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, void* a5, void* a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, void*, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseSgtsv2_nopivot(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, void* a5, void* a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, void*, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseSgtsv2_nopivot_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, void* a5, void* a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, void*, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseSgtsvInterleavedBatch(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, void* a5, void* a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, void*, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseSgtsvInterleavedBatch_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, void* a5, void* a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, void*, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseSnnz(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, int32_t a6, void* a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, int32_t, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseSnnz_compress(uintptr_t fn, uintptr_t a0, int32_t a1, uintptr_t a2, void* a3, void* a4, void* a5, void* a6, float a7) { return ((int32_t (*)(uintptr_t, int32_t, uintptr_t, void*, void*, void*, void*, float))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cusparseSpGEMM_compute(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, uintptr_t a4, uintptr_t a5, void* a6, uintptr_t a7, int32_t a8, int32_t a9, uintptr_t a10, void* a11, void* a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, uintptr_t, uintptr_t, void*, uintptr_t, int32_t, int32_t, uintptr_t, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cusparseSgebsr2csr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, int32_t a9, uintptr_t a10, uint8_t* a11, uint8_t* a12, uint8_t* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cusparseSgebsr2gebsc(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, int32_t a7, int32_t a8, uint8_t* a9, uint8_t* a10, uint8_t* a11, int32_t a12, int32_t a13, void* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
+static int32_t gocuda_cusparseSgebsr2gebsc_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, int32_t a7, int32_t a8, uint8_t* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cusparseSgebsr2gebsc_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, int32_t a7, int32_t a8, uint8_t* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cusparseSgebsr2gebsr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, int32_t a9, int32_t a10, uintptr_t a11, uint8_t* a12, uint8_t* a13, uint8_t* a14, int32_t a15, int32_t a16, void* a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
+static int32_t gocuda_cusparseSgebsr2gebsr_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, int32_t a9, int32_t a10, int32_t a11, int32_t a12, uint8_t* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cusparseSgebsr2gebsr_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, int32_t a9, int32_t a10, int32_t a11, int32_t a12, uint8_t* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cusparseSgemvi(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, int32_t a6, int32_t a7, uint8_t* a8, uint8_t* a9, uint8_t* a10, uint8_t* a11, int32_t a12, void* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cusparseSgemvi_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cusparseSgpsvInterleavedBatch(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, int32_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseSgpsvInterleavedBatch_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, int32_t a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseSgtsv2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseSgtsv2StridedBatch(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, int32_t a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseSgtsv2StridedBatch_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, int32_t a6, int32_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseSgtsv2_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseSgtsv2_nopivot(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseSgtsv2_nopivot_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseSgtsvInterleavedBatch(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseSgtsvInterleavedBatch_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseSnnz(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseSnnz_compress(uintptr_t fn, uintptr_t a0, int32_t a1, uintptr_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, float a7) { return ((int32_t (*)(uintptr_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, float))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cusparseSpGEMM_compute(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, uintptr_t a4, uintptr_t a5, void* a6, uintptr_t a7, int32_t a8, int32_t a9, uintptr_t a10, uint8_t* a11, void* a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, uintptr_t, uintptr_t, void*, uintptr_t, int32_t, int32_t, uintptr_t, uint8_t*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cusparseSpGEMM_copy(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, uintptr_t a4, uintptr_t a5, void* a6, uintptr_t a7, int32_t a8, int32_t a9, uintptr_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, uintptr_t, uintptr_t, void*, uintptr_t, int32_t, int32_t, uintptr_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseSpGEMM_createDescr(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
+static int32_t gocuda_cusparseSpGEMM_createDescr(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
 static int32_t gocuda_cusparseSpGEMM_destroyDescr(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
-static int32_t gocuda_cusparseSpGEMM_estimateMemory(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, uintptr_t a4, uintptr_t a5, void* a6, uintptr_t a7, int32_t a8, int32_t a9, uintptr_t a10, float a11, void* a12, void* a13, void* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, uintptr_t, uintptr_t, void*, uintptr_t, int32_t, int32_t, uintptr_t, float, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
-static int32_t gocuda_cusparseSpGEMM_getNumProducts(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cusparseSpGEMM_workEstimation(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, uintptr_t a4, uintptr_t a5, void* a6, uintptr_t a7, int32_t a8, int32_t a9, uintptr_t a10, void* a11, void* a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, uintptr_t, uintptr_t, void*, uintptr_t, int32_t, int32_t, uintptr_t, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cusparseSpGEMM_estimateMemory(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, uintptr_t a4, uintptr_t a5, void* a6, uintptr_t a7, int32_t a8, int32_t a9, uintptr_t a10, float a11, uint8_t* a12, void* a13, uint8_t* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, uintptr_t, uintptr_t, void*, uintptr_t, int32_t, int32_t, uintptr_t, float, uint8_t*, void*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
+static int32_t gocuda_cusparseSpGEMM_getNumProducts(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cusparseSpGEMM_workEstimation(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, uintptr_t a4, uintptr_t a5, void* a6, uintptr_t a7, int32_t a8, int32_t a9, uintptr_t a10, uint8_t* a11, void* a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, uintptr_t, uintptr_t, void*, uintptr_t, int32_t, int32_t, uintptr_t, uint8_t*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cusparseSpGEMMreuse_compute(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, uintptr_t a4, uintptr_t a5, void* a6, uintptr_t a7, int32_t a8, int32_t a9, uintptr_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, uintptr_t, uintptr_t, void*, uintptr_t, int32_t, int32_t, uintptr_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseSpGEMMreuse_copy(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uintptr_t a4, uintptr_t a5, int32_t a6, uintptr_t a7, void* a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uintptr_t, uintptr_t, int32_t, uintptr_t, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cusparseSpGEMMreuse_nnz(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uintptr_t a4, uintptr_t a5, int32_t a6, uintptr_t a7, void* a8, void* a9, void* a10, void* a11, void* a12, void* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uintptr_t, uintptr_t, int32_t, uintptr_t, void*, void*, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cusparseSpGEMMreuse_workEstimation(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uintptr_t a4, uintptr_t a5, int32_t a6, uintptr_t a7, void* a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uintptr_t, uintptr_t, int32_t, uintptr_t, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cusparseSpGEMMreuse_copy(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uintptr_t a4, uintptr_t a5, int32_t a6, uintptr_t a7, uint8_t* a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uintptr_t, uintptr_t, int32_t, uintptr_t, uint8_t*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cusparseSpGEMMreuse_nnz(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uintptr_t a4, uintptr_t a5, int32_t a6, uintptr_t a7, uint8_t* a8, void* a9, uint8_t* a10, void* a11, uint8_t* a12, void* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uintptr_t, uintptr_t, int32_t, uintptr_t, uint8_t*, void*, uint8_t*, void*, uint8_t*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cusparseSpGEMMreuse_workEstimation(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uintptr_t a4, uintptr_t a5, int32_t a6, uintptr_t a7, uint8_t* a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uintptr_t, uintptr_t, int32_t, uintptr_t, uint8_t*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
 static int32_t gocuda_cusparseSpMM(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, uintptr_t a4, uintptr_t a5, void* a6, uintptr_t a7, int32_t a8, int32_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, uintptr_t, uintptr_t, void*, uintptr_t, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cusparseSpMMOp(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cusparseSpMMOp_createPlan(uintptr_t fn, uintptr_t a0, void* a1, int32_t a2, int32_t a3, uintptr_t a4, uintptr_t a5, uintptr_t a6, int32_t a7, int32_t a8, void* a9, uint64_t a10, void* a11, uint64_t a12, void* a13, uint64_t a14, void* a15) { return ((int32_t (*)(uintptr_t, void*, int32_t, int32_t, uintptr_t, uintptr_t, uintptr_t, int32_t, int32_t, void*, uint64_t, void*, uint64_t, void*, uint64_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
+static int32_t gocuda_cusparseSpMMOp_createPlan(uintptr_t fn, uintptr_t a0, uint8_t* a1, int32_t a2, int32_t a3, uintptr_t a4, uintptr_t a5, uintptr_t a6, int32_t a7, int32_t a8, void* a9, uint64_t a10, void* a11, uint64_t a12, void* a13, uint64_t a14, uint8_t* a15) { return ((int32_t (*)(uintptr_t, uint8_t*, int32_t, int32_t, uintptr_t, uintptr_t, uintptr_t, int32_t, int32_t, void*, uint64_t, void*, uint64_t, void*, uint64_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
 static int32_t gocuda_cusparseSpMMOp_destroyPlan(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
-static int32_t gocuda_cusparseSpMM_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, uintptr_t a4, uintptr_t a5, void* a6, uintptr_t a7, int32_t a8, int32_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, uintptr_t, uintptr_t, void*, uintptr_t, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseSpMM_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, uintptr_t a4, uintptr_t a5, void* a6, uintptr_t a7, int32_t a8, int32_t a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, uintptr_t, uintptr_t, void*, uintptr_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cusparseSpMM_preprocess(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, uintptr_t a4, uintptr_t a5, void* a6, uintptr_t a7, int32_t a8, int32_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, uintptr_t, uintptr_t, void*, uintptr_t, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cusparseSpMV(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, uintptr_t a3, uintptr_t a4, void* a5, uintptr_t a6, int32_t a7, int32_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, void*, uintptr_t, uintptr_t, void*, uintptr_t, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cusparseSpMV_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, uintptr_t a3, uintptr_t a4, void* a5, uintptr_t a6, int32_t a7, int32_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, void*, uintptr_t, uintptr_t, void*, uintptr_t, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cusparseSpMV_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, uintptr_t a3, uintptr_t a4, void* a5, uintptr_t a6, int32_t a7, int32_t a8, uint8_t* a9) { return ((int32_t (*)(uintptr_t, int32_t, void*, uintptr_t, uintptr_t, void*, uintptr_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
 static int32_t gocuda_cusparseSpMV_preprocess(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, uintptr_t a3, uintptr_t a4, void* a5, uintptr_t a6, int32_t a7, int32_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, void*, uintptr_t, uintptr_t, void*, uintptr_t, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
 static int32_t gocuda_cusparseSpMatGetAttribute(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, uint64_t a3) { return ((int32_t (*)(uintptr_t, int32_t, void*, uint64_t))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_cusparseSpMatGetFormat(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cusparseSpMatGetIndexBase(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
-static int32_t gocuda_cusparseSpMatGetSize(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3) { return ((int32_t (*)(uintptr_t, void*, void*, void*))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_cusparseSpMatGetStridedBatch(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
+static int32_t gocuda_cusparseSpMatGetFormat(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cusparseSpMatGetIndexBase(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
+static int32_t gocuda_cusparseSpMatGetSize(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_cusparseSpMatGetStridedBatch(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
 static int32_t gocuda_cusparseSpMatGetValues(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
 static int32_t gocuda_cusparseSpMatSetAttribute(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, uint64_t a3) { return ((int32_t (*)(uintptr_t, int32_t, void*, uint64_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cusparseSpMatSetValues(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
 static int32_t gocuda_cusparseSpSM_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, uintptr_t a4, uintptr_t a5, uintptr_t a6, int32_t a7, int32_t a8, uintptr_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, uintptr_t, uintptr_t, uintptr_t, int32_t, int32_t, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseSpSM_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, uintptr_t a4, uintptr_t a5, uintptr_t a6, int32_t a7, int32_t a8, uintptr_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, uintptr_t, uintptr_t, uintptr_t, int32_t, int32_t, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseSpSM_createDescr(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
+static int32_t gocuda_cusparseSpSM_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, uintptr_t a4, uintptr_t a5, uintptr_t a6, int32_t a7, int32_t a8, uintptr_t a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, uintptr_t, uintptr_t, uintptr_t, int32_t, int32_t, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseSpSM_createDescr(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
 static int32_t gocuda_cusparseSpSM_destroyDescr(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cusparseSpSM_solve(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, uintptr_t a4, uintptr_t a5, uintptr_t a6, int32_t a7, int32_t a8, uintptr_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, uintptr_t, uintptr_t, uintptr_t, int32_t, int32_t, uintptr_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
 static int32_t gocuda_cusparseSpSM_updateMatrix(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2, int32_t a3) { return ((int32_t (*)(uintptr_t, uintptr_t, void*, int32_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cusparseSpSV_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, uintptr_t a3, uintptr_t a4, uintptr_t a5, int32_t a6, int32_t a7, uintptr_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, void*, uintptr_t, uintptr_t, uintptr_t, int32_t, int32_t, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cusparseSpSV_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, uintptr_t a3, uintptr_t a4, uintptr_t a5, int32_t a6, int32_t a7, uintptr_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, void*, uintptr_t, uintptr_t, uintptr_t, int32_t, int32_t, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cusparseSpSV_createDescr(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
+static int32_t gocuda_cusparseSpSV_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, uintptr_t a3, uintptr_t a4, uintptr_t a5, int32_t a6, int32_t a7, uintptr_t a8, uint8_t* a9) { return ((int32_t (*)(uintptr_t, int32_t, void*, uintptr_t, uintptr_t, uintptr_t, int32_t, int32_t, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cusparseSpSV_createDescr(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
 static int32_t gocuda_cusparseSpSV_destroyDescr(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cusparseSpSV_solve(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, uintptr_t a3, uintptr_t a4, uintptr_t a5, int32_t a6, int32_t a7, uintptr_t a8) { return ((int32_t (*)(uintptr_t, int32_t, void*, uintptr_t, uintptr_t, uintptr_t, int32_t, int32_t, uintptr_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
 static int32_t gocuda_cusparseSpSV_updateMatrix(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2, int32_t a3) { return ((int32_t (*)(uintptr_t, uintptr_t, void*, int32_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cusparseSpVV(uintptr_t fn, uintptr_t a0, int32_t a1, uintptr_t a2, uintptr_t a3, void* a4, int32_t a5, void* a6) { return ((int32_t (*)(uintptr_t, int32_t, uintptr_t, uintptr_t, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cusparseSpVV_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, uintptr_t a2, uintptr_t a3, void* a4, int32_t a5, void* a6) { return ((int32_t (*)(uintptr_t, int32_t, uintptr_t, uintptr_t, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cusparseSpVecGet(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, void* a6, void* a7) { return ((int32_t (*)(uintptr_t, void*, void*, void*, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cusparseSpVecGetIndexBase(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
+static int32_t gocuda_cusparseSpVV_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, uintptr_t a2, uintptr_t a3, void* a4, int32_t a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, int32_t, uintptr_t, uintptr_t, void*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cusparseSpVecGet(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, void* a3, void* a4, uint8_t* a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, void*, void*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cusparseSpVecGetIndexBase(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
 static int32_t gocuda_cusparseSpVecGetValues(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
 static int32_t gocuda_cusparseSpVecSetValues(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
 static int32_t gocuda_cusparseSparseToDense(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, int32_t a3, void* a4) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cusparseSparseToDense_bufferSize(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, int32_t a3, void* a4) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cusparseSpruneCsr2csr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, void* a8, uintptr_t a9, void* a10, void* a11, void* a12, void* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, void*, uintptr_t, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cusparseSpruneCsr2csrByPercentage(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, float a8, uintptr_t a9, void* a10, void* a11, void* a12, uintptr_t a13, void* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, float, uintptr_t, void*, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
-static int32_t gocuda_cusparseSpruneCsr2csrByPercentage_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, float a8, uintptr_t a9, void* a10, void* a11, void* a12, uintptr_t a13, void* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, float, uintptr_t, void*, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
-static int32_t gocuda_cusparseSpruneCsr2csrNnz(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, void* a8, uintptr_t a9, void* a10, void* a11, void* a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, void*, uintptr_t, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cusparseSpruneCsr2csrNnzByPercentage(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, float a8, uintptr_t a9, void* a10, void* a11, uintptr_t a12, void* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, float, uintptr_t, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cusparseSpruneCsr2csr_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, void* a8, uintptr_t a9, void* a10, void* a11, void* a12, void* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, void*, uintptr_t, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cusparseSpruneDense2csr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, int32_t a4, void* a5, uintptr_t a6, void* a7, void* a8, void* a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, int32_t, void*, uintptr_t, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseSpruneDense2csrByPercentage(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, int32_t a4, float a5, uintptr_t a6, void* a7, void* a8, void* a9, uintptr_t a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, int32_t, float, uintptr_t, void*, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cusparseSpruneDense2csrByPercentage_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, int32_t a4, float a5, uintptr_t a6, void* a7, void* a8, void* a9, uintptr_t a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, int32_t, float, uintptr_t, void*, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cusparseSpruneDense2csrNnz(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, int32_t a4, void* a5, uintptr_t a6, void* a7, void* a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, int32_t, void*, uintptr_t, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cusparseSpruneDense2csrNnzByPercentage(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, int32_t a4, float a5, uintptr_t a6, void* a7, void* a8, uintptr_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, int32_t, float, uintptr_t, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseSpruneDense2csr_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, int32_t a4, void* a5, uintptr_t a6, void* a7, void* a8, void* a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, int32_t, void*, uintptr_t, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseXbsric02_zeroPivot(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2) { return ((int32_t (*)(uintptr_t, uintptr_t, void*))fn)(a0, a1, a2); }
-static int32_t gocuda_cusparseXbsrilu02_zeroPivot(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2) { return ((int32_t (*)(uintptr_t, uintptr_t, void*))fn)(a0, a1, a2); }
-static int32_t gocuda_cusparseXbsrsm2_zeroPivot(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2) { return ((int32_t (*)(uintptr_t, uintptr_t, void*))fn)(a0, a1, a2); }
-static int32_t gocuda_cusparseXbsrsv2_zeroPivot(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2) { return ((int32_t (*)(uintptr_t, uintptr_t, void*))fn)(a0, a1, a2); }
-static int32_t gocuda_cusparseXcoo2csr(uintptr_t fn, uintptr_t a0, void* a1, int32_t a2, int32_t a3, void* a4, int32_t a5) { return ((int32_t (*)(uintptr_t, void*, int32_t, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cusparseXcoosortByColumn(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, void* a6, void* a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cusparseXcoosortByRow(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, void* a6, void* a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
-static int32_t gocuda_cusparseXcoosort_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, void* a6) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cusparseXcscsort(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseXcscsort_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, void* a6) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cusparseXcsr2bsrNnz(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, int32_t a7, uintptr_t a8, void* a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, int32_t, uintptr_t, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseXcsr2coo(uintptr_t fn, uintptr_t a0, void* a1, int32_t a2, int32_t a3, void* a4, int32_t a5) { return ((int32_t (*)(uintptr_t, void*, int32_t, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cusparseXcsr2gebsrNnz(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, uintptr_t a7, void* a8, int32_t a9, int32_t a10, void* a11, void* a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, uintptr_t, void*, int32_t, int32_t, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cusparseXcsrgeam2Nnz(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, int32_t a4, void* a5, void* a6, uintptr_t a7, int32_t a8, void* a9, void* a10, uintptr_t a11, void* a12, void* a13, void* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, int32_t, void*, void*, uintptr_t, int32_t, void*, void*, uintptr_t, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
-static int32_t gocuda_cusparseXcsric02_zeroPivot(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2) { return ((int32_t (*)(uintptr_t, uintptr_t, void*))fn)(a0, a1, a2); }
-static int32_t gocuda_cusparseXcsrilu02_zeroPivot(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2) { return ((int32_t (*)(uintptr_t, uintptr_t, void*))fn)(a0, a1, a2); }
-static int32_t gocuda_cusparseXcsrsort(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseXcsrsort_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, void* a6) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6); }
-static int32_t gocuda_cusparseXgebsr2csr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, int32_t a7, int32_t a8, uintptr_t a9, void* a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, int32_t, int32_t, uintptr_t, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cusparseXgebsr2gebsrNnz(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, void* a6, void* a7, int32_t a8, int32_t a9, uintptr_t a10, void* a11, int32_t a12, int32_t a13, void* a14, void* a15) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, int32_t, int32_t, uintptr_t, void*, int32_t, int32_t, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
-static int32_t gocuda_cusparseZbsr2csr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, uintptr_t a9, void* a10, void* a11, void* a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cusparseZbsric02(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, uintptr_t a9, int32_t a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cusparseZbsric02_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, uintptr_t a9, int32_t a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cusparseZbsric02_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, uintptr_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseZbsric02_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, uintptr_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseZbsrilu02(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, uintptr_t a9, int32_t a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cusparseZbsrilu02_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, uintptr_t a9, int32_t a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cusparseZbsrilu02_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, uintptr_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseZbsrilu02_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, uintptr_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseZbsrilu02_numericBoost(uintptr_t fn, uintptr_t a0, uintptr_t a1, int32_t a2, void* a3, void* a4) { return ((int32_t (*)(uintptr_t, uintptr_t, int32_t, void*, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cusparseZbsrmm(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, int32_t a7, void* a8, uintptr_t a9, void* a10, void* a11, void* a12, int32_t a13, void* a14, int32_t a15, void* a16, void* a17, int32_t a18) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, uintptr_t, void*, void*, void*, int32_t, void*, int32_t, void*, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18); }
-static int32_t gocuda_cusparseZbsrmv(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, void* a6, uintptr_t a7, void* a8, void* a9, void* a10, int32_t a11, void* a12, void* a13, void* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, uintptr_t, void*, void*, void*, int32_t, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
-static int32_t gocuda_cusparseZbsrsm2_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uintptr_t a7, void* a8, void* a9, void* a10, int32_t a11, uintptr_t a12, int32_t a13, void* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
-static int32_t gocuda_cusparseZbsrsm2_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uintptr_t a7, void* a8, void* a9, void* a10, int32_t a11, uintptr_t a12, void* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cusparseZbsrsm2_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uintptr_t a7, void* a8, void* a9, void* a10, int32_t a11, uintptr_t a12, void* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cusparseZbsrsm2_solve(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, void* a7, uintptr_t a8, void* a9, void* a10, void* a11, int32_t a12, uintptr_t a13, void* a14, int32_t a15, void* a16, int32_t a17, int32_t a18, void* a19) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*, int32_t, void*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19); }
-static int32_t gocuda_cusparseZbsrsv2_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, void* a6, void* a7, void* a8, int32_t a9, uintptr_t a10, int32_t a11, void* a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cusparseZbsrsv2_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, void* a6, void* a7, void* a8, int32_t a9, uintptr_t a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cusparseZbsrsv2_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, void* a6, void* a7, void* a8, int32_t a9, uintptr_t a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cusparseZbsrsv2_solve(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, uintptr_t a6, void* a7, void* a8, void* a9, int32_t a10, uintptr_t a11, void* a12, void* a13, int32_t a14, void* a15) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
-static int32_t gocuda_cusparseZbsrxmv(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, void* a7, uintptr_t a8, void* a9, void* a10, void* a11, void* a12, void* a13, int32_t a14, void* a15, void* a16, void* a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, uintptr_t, void*, void*, void*, void*, void*, int32_t, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
-static int32_t gocuda_cusparseZcsr2bsr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, uintptr_t a9, void* a10, void* a11, void* a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, uintptr_t, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cusparseZcsr2csr_compress(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, void* a4, void* a5, void* a6, int32_t a7, void* a8, void* a9, void* a10, void* a11, gocuda_CuDoubleComplex a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, void*, void*, void*, void*, gocuda_CuDoubleComplex))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
-static int32_t gocuda_cusparseZcsr2csru(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, uintptr_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cusparseZcsr2gebsr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, uintptr_t a8, void* a9, void* a10, void* a11, int32_t a12, int32_t a13, void* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, uintptr_t, void*, void*, void*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
-static int32_t gocuda_cusparseZcsr2gebsr_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, int32_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseZcsr2gebsr_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, int32_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseZcsrcolor(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, void* a4, void* a5, void* a6, void* a7, void* a8, void* a9, void* a10, uintptr_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, void*, void*, void*, void*, void*, void*, void*, uintptr_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
-static int32_t gocuda_cusparseZcsrgeam2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, uintptr_t a4, int32_t a5, void* a6, void* a7, void* a8, void* a9, uintptr_t a10, int32_t a11, void* a12, void* a13, void* a14, uintptr_t a15, void* a16, void* a17, void* a18, void* a19) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, uintptr_t, int32_t, void*, void*, void*, void*, uintptr_t, int32_t, void*, void*, void*, uintptr_t, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19); }
-static int32_t gocuda_cusparseZcsrgeam2_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, uintptr_t a4, int32_t a5, void* a6, void* a7, void* a8, void* a9, uintptr_t a10, int32_t a11, void* a12, void* a13, void* a14, uintptr_t a15, void* a16, void* a17, void* a18, void* a19) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, uintptr_t, int32_t, void*, void*, void*, void*, uintptr_t, int32_t, void*, void*, void*, uintptr_t, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19); }
-static int32_t gocuda_cusparseZcsric02(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, void* a4, void* a5, void* a6, uintptr_t a7, int32_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, void*, void*, void*, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cusparseZcsric02_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, void* a4, void* a5, void* a6, uintptr_t a7, int32_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, void*, void*, void*, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cusparseZcsric02_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, void* a4, void* a5, void* a6, uintptr_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, void*, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseZcsric02_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, void* a4, void* a5, void* a6, uintptr_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, void*, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseZcsrilu02(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, void* a4, void* a5, void* a6, uintptr_t a7, int32_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, void*, void*, void*, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cusparseZcsrilu02_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, void* a4, void* a5, void* a6, uintptr_t a7, int32_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, void*, void*, void*, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cusparseZcsrilu02_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, void* a4, void* a5, void* a6, uintptr_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, void*, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseZcsrilu02_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, void* a4, void* a5, void* a6, uintptr_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, void*, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseZcsrilu02_numericBoost(uintptr_t fn, uintptr_t a0, uintptr_t a1, int32_t a2, void* a3, void* a4) { return ((int32_t (*)(uintptr_t, uintptr_t, int32_t, void*, void*))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_cusparseZcsru2csr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, uintptr_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cusparseZcsru2csr_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, void* a6, uintptr_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseZgebsr2csr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, void* a6, void* a7, int32_t a8, int32_t a9, uintptr_t a10, void* a11, void* a12, void* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, int32_t, uintptr_t, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cusparseZgebsr2gebsc(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, void* a6, int32_t a7, int32_t a8, void* a9, void* a10, void* a11, int32_t a12, int32_t a13, void* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, void*, int32_t, int32_t, void*, void*, void*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
-static int32_t gocuda_cusparseZgebsr2gebsc_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, void* a6, int32_t a7, int32_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, void*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cusparseZgebsr2gebsc_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, void* a6, int32_t a7, int32_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, void*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
-static int32_t gocuda_cusparseZgebsr2gebsr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, void* a6, void* a7, void* a8, int32_t a9, int32_t a10, uintptr_t a11, void* a12, void* a13, void* a14, int32_t a15, int32_t a16, void* a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
-static int32_t gocuda_cusparseZgebsr2gebsr_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, void* a6, void* a7, void* a8, int32_t a9, int32_t a10, int32_t a11, int32_t a12, void* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, int32_t, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cusparseZgebsr2gebsr_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, void* a6, void* a7, void* a8, int32_t a9, int32_t a10, int32_t a11, int32_t a12, void* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, void*, void*, void*, int32_t, int32_t, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cusparseZgemvi(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, void* a5, int32_t a6, int32_t a7, void* a8, void* a9, void* a10, void* a11, int32_t a12, void* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, void*, int32_t, int32_t, void*, void*, void*, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
-static int32_t gocuda_cusparseZgemvi_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5); }
-static int32_t gocuda_cusparseZgpsvInterleavedBatch(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, void* a5, void* a6, void* a7, void* a8, int32_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, void*, void*, void*, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseZgpsvInterleavedBatch_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, void* a5, void* a6, void* a7, void* a8, int32_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, void*, void*, void*, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int32_t gocuda_cusparseZgtsv2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, void* a5, void* a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, void*, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseZgtsv2StridedBatch(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, void* a3, void* a4, void* a5, int32_t a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, void*, void*, void*, void*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseZgtsv2StridedBatch_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, void* a3, void* a4, void* a5, int32_t a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, void*, void*, void*, void*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseZgtsv2_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, void* a5, void* a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, void*, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseZgtsv2_nopivot(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, void* a5, void* a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, void*, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseZgtsv2_nopivot_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, void* a5, void* a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, void*, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseZgtsvInterleavedBatch(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, void* a5, void* a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, void*, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseZgtsvInterleavedBatch_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, void* a4, void* a5, void* a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, void*, void*, void*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseZnnz(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, void* a5, int32_t a6, void* a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, void*, int32_t, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
-static int32_t gocuda_cusparseZnnz_compress(uintptr_t fn, uintptr_t a0, int32_t a1, uintptr_t a2, void* a3, void* a4, void* a5, void* a6, gocuda_CuDoubleComplex a7) { return ((int32_t (*)(uintptr_t, int32_t, uintptr_t, void*, void*, void*, void*, gocuda_CuDoubleComplex))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cusparseSparseToDense_bufferSize(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, int32_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cusparseSpruneCsr2csr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, uintptr_t a9, uint8_t* a10, uint8_t* a11, uint8_t* a12, void* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uintptr_t, uint8_t*, uint8_t*, uint8_t*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cusparseSpruneCsr2csrByPercentage(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, float a8, uintptr_t a9, uint8_t* a10, uint8_t* a11, uint8_t* a12, uintptr_t a13, void* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, float, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
+static int32_t gocuda_cusparseSpruneCsr2csrByPercentage_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, float a8, uintptr_t a9, uint8_t* a10, uint8_t* a11, uint8_t* a12, uintptr_t a13, uint8_t* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, float, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
+static int32_t gocuda_cusparseSpruneCsr2csrNnz(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, uintptr_t a9, uint8_t* a10, uint8_t* a11, void* a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uintptr_t, uint8_t*, uint8_t*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cusparseSpruneCsr2csrNnzByPercentage(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, float a8, uintptr_t a9, uint8_t* a10, uint8_t* a11, uintptr_t a12, void* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, float, uintptr_t, uint8_t*, uint8_t*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cusparseSpruneCsr2csr_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, uintptr_t a9, uint8_t* a10, uint8_t* a11, uint8_t* a12, uint8_t* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cusparseSpruneDense2csr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5, uintptr_t a6, uint8_t* a7, uint8_t* a8, uint8_t* a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uintptr_t, uint8_t*, uint8_t*, uint8_t*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseSpruneDense2csrByPercentage(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, float a5, uintptr_t a6, uint8_t* a7, uint8_t* a8, uint8_t* a9, uintptr_t a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, float, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cusparseSpruneDense2csrByPercentage_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, float a5, uintptr_t a6, uint8_t* a7, uint8_t* a8, uint8_t* a9, uintptr_t a10, uint8_t* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, float, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cusparseSpruneDense2csrNnz(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5, uintptr_t a6, uint8_t* a7, uint8_t* a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uintptr_t, uint8_t*, uint8_t*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cusparseSpruneDense2csrNnzByPercentage(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, float a5, uintptr_t a6, uint8_t* a7, uint8_t* a8, uintptr_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, float, uintptr_t, uint8_t*, uint8_t*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseSpruneDense2csr_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5, uintptr_t a6, uint8_t* a7, uint8_t* a8, uint8_t* a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseXbsric02_zeroPivot(uintptr_t fn, uintptr_t a0, uintptr_t a1, uint8_t* a2) { return ((int32_t (*)(uintptr_t, uintptr_t, uint8_t*))fn)(a0, a1, a2); }
+static int32_t gocuda_cusparseXbsrilu02_zeroPivot(uintptr_t fn, uintptr_t a0, uintptr_t a1, uint8_t* a2) { return ((int32_t (*)(uintptr_t, uintptr_t, uint8_t*))fn)(a0, a1, a2); }
+static int32_t gocuda_cusparseXbsrsm2_zeroPivot(uintptr_t fn, uintptr_t a0, uintptr_t a1, uint8_t* a2) { return ((int32_t (*)(uintptr_t, uintptr_t, uint8_t*))fn)(a0, a1, a2); }
+static int32_t gocuda_cusparseXbsrsv2_zeroPivot(uintptr_t fn, uintptr_t a0, uintptr_t a1, uint8_t* a2) { return ((int32_t (*)(uintptr_t, uintptr_t, uint8_t*))fn)(a0, a1, a2); }
+static int32_t gocuda_cusparseXcoo2csr(uintptr_t fn, uintptr_t a0, uint8_t* a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5) { return ((int32_t (*)(uintptr_t, uint8_t*, int32_t, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cusparseXcoosortByColumn(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, void* a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cusparseXcoosortByRow(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, void* a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int32_t gocuda_cusparseXcoosort_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cusparseXcscsort(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseXcscsort_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cusparseXcsr2bsrNnz(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uintptr_t a8, uint8_t* a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseXcsr2coo(uintptr_t fn, uintptr_t a0, uint8_t* a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5) { return ((int32_t (*)(uintptr_t, uint8_t*, int32_t, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cusparseXcsr2gebsrNnz(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uintptr_t a7, uint8_t* a8, int32_t a9, int32_t a10, uint8_t* a11, void* a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uintptr_t, uint8_t*, int32_t, int32_t, uint8_t*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cusparseXcsrgeam2Nnz(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, uintptr_t a7, int32_t a8, uint8_t* a9, uint8_t* a10, uintptr_t a11, uint8_t* a12, uint8_t* a13, void* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, int32_t, uint8_t*, uint8_t*, uintptr_t, int32_t, uint8_t*, uint8_t*, uintptr_t, uint8_t*, uint8_t*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
+static int32_t gocuda_cusparseXcsric02_zeroPivot(uintptr_t fn, uintptr_t a0, uintptr_t a1, uint8_t* a2) { return ((int32_t (*)(uintptr_t, uintptr_t, uint8_t*))fn)(a0, a1, a2); }
+static int32_t gocuda_cusparseXcsrilu02_zeroPivot(uintptr_t fn, uintptr_t a0, uintptr_t a1, uint8_t* a2) { return ((int32_t (*)(uintptr_t, uintptr_t, uint8_t*))fn)(a0, a1, a2); }
+static int32_t gocuda_cusparseXcsrsort(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseXcsrsort_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int32_t gocuda_cusparseXgebsr2csr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, int32_t a8, uintptr_t a9, uint8_t* a10, uint8_t* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cusparseXgebsr2gebsrNnz(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, int32_t a9, uintptr_t a10, uint8_t* a11, int32_t a12, int32_t a13, uint8_t* a14, void* a15) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, int32_t, int32_t, uintptr_t, uint8_t*, int32_t, int32_t, uint8_t*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
+static int32_t gocuda_cusparseZbsr2csr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, uintptr_t a9, uint8_t* a10, uint8_t* a11, uint8_t* a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cusparseZbsric02(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, uintptr_t a9, int32_t a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cusparseZbsric02_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, uintptr_t a9, int32_t a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cusparseZbsric02_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, uintptr_t a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseZbsric02_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, uintptr_t a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseZbsrilu02(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, uintptr_t a9, int32_t a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cusparseZbsrilu02_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, uintptr_t a9, int32_t a10, void* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cusparseZbsrilu02_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, uintptr_t a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseZbsrilu02_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, uintptr_t a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseZbsrilu02_numericBoost(uintptr_t fn, uintptr_t a0, uintptr_t a1, int32_t a2, uint8_t* a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, uintptr_t, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cusparseZbsrmm(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, int32_t a7, uint8_t* a8, uintptr_t a9, uint8_t* a10, uint8_t* a11, uint8_t* a12, int32_t a13, uint8_t* a14, int32_t a15, uint8_t* a16, uint8_t* a17, int32_t a18) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18); }
+static int32_t gocuda_cusparseZbsrmv(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, uintptr_t a7, uint8_t* a8, uint8_t* a9, uint8_t* a10, int32_t a11, uint8_t* a12, uint8_t* a13, uint8_t* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
+static int32_t gocuda_cusparseZbsrsm2_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uintptr_t a7, uint8_t* a8, uint8_t* a9, uint8_t* a10, int32_t a11, uintptr_t a12, int32_t a13, void* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
+static int32_t gocuda_cusparseZbsrsm2_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uintptr_t a7, uint8_t* a8, uint8_t* a9, uint8_t* a10, int32_t a11, uintptr_t a12, uint8_t* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cusparseZbsrsm2_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uintptr_t a7, uint8_t* a8, uint8_t* a9, uint8_t* a10, int32_t a11, uintptr_t a12, uint8_t* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cusparseZbsrsm2_solve(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uint8_t* a7, uintptr_t a8, uint8_t* a9, uint8_t* a10, uint8_t* a11, int32_t a12, uintptr_t a13, uint8_t* a14, int32_t a15, uint8_t* a16, int32_t a17, int32_t a18, void* a19) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*, int32_t, uint8_t*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19); }
+static int32_t gocuda_cusparseZbsrsv2_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, int32_t a9, uintptr_t a10, int32_t a11, void* a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cusparseZbsrsv2_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, int32_t a9, uintptr_t a10, uint8_t* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cusparseZbsrsv2_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, int32_t a9, uintptr_t a10, uint8_t* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cusparseZbsrsv2_solve(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uintptr_t a6, uint8_t* a7, uint8_t* a8, uint8_t* a9, int32_t a10, uintptr_t a11, uint8_t* a12, uint8_t* a13, int32_t a14, void* a15) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*, uint8_t*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
+static int32_t gocuda_cusparseZbsrxmv(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uint8_t* a7, uintptr_t a8, uint8_t* a9, uint8_t* a10, uint8_t* a11, uint8_t* a12, uint8_t* a13, int32_t a14, uint8_t* a15, uint8_t* a16, uint8_t* a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
+static int32_t gocuda_cusparseZcsr2bsr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, uintptr_t a9, uint8_t* a10, uint8_t* a11, uint8_t* a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cusparseZcsr2csr_compress(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, uint8_t* a10, uint8_t* a11, gocuda_CuDoubleComplex a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, gocuda_CuDoubleComplex))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int32_t gocuda_cusparseZcsr2csru(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, uintptr_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cusparseZcsr2gebsr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, uintptr_t a8, uint8_t* a9, uint8_t* a10, uint8_t* a11, int32_t a12, int32_t a13, void* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
+static int32_t gocuda_cusparseZcsr2gebsr_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, int32_t a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseZcsr2gebsr_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, int32_t a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseZcsrcolor(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, uint8_t* a9, uint8_t* a10, uintptr_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uintptr_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int32_t gocuda_cusparseZcsrgeam2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uintptr_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, uint8_t* a9, uintptr_t a10, int32_t a11, uint8_t* a12, uint8_t* a13, uint8_t* a14, uintptr_t a15, uint8_t* a16, uint8_t* a17, uint8_t* a18, void* a19) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uintptr_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uintptr_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, uint8_t*, uint8_t*, uint8_t*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19); }
+static int32_t gocuda_cusparseZcsrgeam2_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uintptr_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, uint8_t* a9, uintptr_t a10, int32_t a11, uint8_t* a12, uint8_t* a13, uint8_t* a14, uintptr_t a15, uint8_t* a16, uint8_t* a17, uint8_t* a18, uint8_t* a19) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uintptr_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uintptr_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19); }
+static int32_t gocuda_cusparseZcsric02(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uintptr_t a7, int32_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cusparseZcsric02_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uintptr_t a7, int32_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cusparseZcsric02_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uintptr_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseZcsric02_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uintptr_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseZcsrilu02(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uintptr_t a7, int32_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cusparseZcsrilu02_analysis(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uintptr_t a7, int32_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cusparseZcsrilu02_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uintptr_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseZcsrilu02_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uintptr_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseZcsrilu02_numericBoost(uintptr_t fn, uintptr_t a0, uintptr_t a1, int32_t a2, uint8_t* a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, uintptr_t, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int32_t gocuda_cusparseZcsru2csr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, uintptr_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cusparseZcsru2csr_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uintptr_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uintptr_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseZgebsr2csr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, int32_t a9, uintptr_t a10, uint8_t* a11, uint8_t* a12, uint8_t* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cusparseZgebsr2gebsc(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, int32_t a7, int32_t a8, uint8_t* a9, uint8_t* a10, uint8_t* a11, int32_t a12, int32_t a13, void* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
+static int32_t gocuda_cusparseZgebsr2gebsc_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, int32_t a7, int32_t a8, uint8_t* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cusparseZgebsr2gebsc_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, int32_t a7, int32_t a8, uint8_t* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int32_t gocuda_cusparseZgebsr2gebsr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, int32_t a9, int32_t a10, uintptr_t a11, uint8_t* a12, uint8_t* a13, uint8_t* a14, int32_t a15, int32_t a16, void* a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
+static int32_t gocuda_cusparseZgebsr2gebsr_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, int32_t a9, int32_t a10, int32_t a11, int32_t a12, uint8_t* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cusparseZgebsr2gebsr_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uintptr_t a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, int32_t a9, int32_t a10, int32_t a11, int32_t a12, uint8_t* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cusparseZgemvi(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, int32_t a6, int32_t a7, uint8_t* a8, uint8_t* a9, uint8_t* a10, uint8_t* a11, int32_t a12, void* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int32_t gocuda_cusparseZgemvi_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5); }
+static int32_t gocuda_cusparseZgpsvInterleavedBatch(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, int32_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseZgpsvInterleavedBatch_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, int32_t a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int32_t gocuda_cusparseZgtsv2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseZgtsv2StridedBatch(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, int32_t a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseZgtsv2StridedBatch_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, int32_t a6, int32_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseZgtsv2_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseZgtsv2_nopivot(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseZgtsv2_nopivot_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseZgtsvInterleavedBatch(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, int32_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseZgtsvInterleavedBatch_bufferSizeExt(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseZnnz(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int32_t gocuda_cusparseZnnz_compress(uintptr_t fn, uintptr_t a0, int32_t a1, uintptr_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, gocuda_CuDoubleComplex a7) { return ((int32_t (*)(uintptr_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, gocuda_CuDoubleComplex))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 */
 import "C"
 
@@ -948,7 +948,7 @@ func BlockedEllGet(spMatDescr CusparseSpMatDescr, rows *int64, cols *int64, ellB
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseBlockedEllGet(C.uintptr_t(fn), C.uintptr_t(spMatDescr), unsafe.Pointer(rows), unsafe.Pointer(cols), unsafe.Pointer(ellBlockSize), unsafe.Pointer(ellCols), unsafe.Pointer(ellColInd), unsafe.Pointer(ellValue), unsafe.Pointer(ellIdxType), unsafe.Pointer(idxBase), unsafe.Pointer(valueType))).err()
+	return Status(C.gocuda_cusparseBlockedEllGet(C.uintptr_t(fn), C.uintptr_t(spMatDescr), (*C.uint8_t)(unsafe.Pointer(rows)), (*C.uint8_t)(unsafe.Pointer(cols)), (*C.uint8_t)(unsafe.Pointer(ellBlockSize)), (*C.uint8_t)(unsafe.Pointer(ellCols)), unsafe.Pointer(ellColInd), unsafe.Pointer(ellValue), (*C.uint8_t)(unsafe.Pointer(ellIdxType)), (*C.uint8_t)(unsafe.Pointer(idxBase)), (*C.uint8_t)(unsafe.Pointer(valueType)))).err()
 }
 
 // BsrSetStridedBatch calls cusparseBsrSetStridedBatch:
@@ -974,7 +974,7 @@ func Cbsr2csr(handle CusparseHandle, dirA CusparseDirection, mb int32, nb int32,
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCbsr2csr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(blockDim), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), unsafe.Pointer(csrSortedRowPtrC), unsafe.Pointer(csrSortedColIndC))).err()
+	return Status(C.gocuda_cusparseCbsr2csr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(blockDim), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(csrSortedValC)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndC)))).err()
 }
 
 // Cbsric02 calls cusparseCbsric02:
@@ -987,7 +987,7 @@ func Cbsric02(handle CusparseHandle, dirA CusparseDirection, mb int32, nnzb int3
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCbsric02(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockDim), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseCbsric02(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockDim), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
 }
 
 // Cbsric02Analysis calls cusparseCbsric02_analysis:
@@ -1000,7 +1000,7 @@ func Cbsric02Analysis(handle CusparseHandle, dirA CusparseDirection, mb int32, n
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCbsric02_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockDim), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pInputBuffer))).err()
+	return Status(C.gocuda_cusparseCbsric02_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockDim), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pInputBuffer))).err()
 }
 
 // Cbsric02BufferSize calls cusparseCbsric02_bufferSize:
@@ -1013,7 +1013,7 @@ func Cbsric02BufferSize(handle CusparseHandle, dirA CusparseDirection, mb int32,
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCbsric02_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockDim), C.uintptr_t(info), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseCbsric02_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockDim), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Cbsric02BufferSizeExt calls cusparseCbsric02_bufferSizeExt:
@@ -1026,7 +1026,7 @@ func Cbsric02BufferSizeExt(handle CusparseHandle, dirA CusparseDirection, mb int
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCbsric02_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockSize), C.uintptr_t(info), unsafe.Pointer(pBufferSize))).err()
+	return Status(C.gocuda_cusparseCbsric02_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockSize), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSize)))).err()
 }
 
 // Cbsrilu02 calls cusparseCbsrilu02:
@@ -1039,7 +1039,7 @@ func Cbsrilu02(handle CusparseHandle, dirA CusparseDirection, mb int32, nnzb int
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCbsrilu02(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockDim), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseCbsrilu02(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockDim), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
 }
 
 // Cbsrilu02Analysis calls cusparseCbsrilu02_analysis:
@@ -1052,7 +1052,7 @@ func Cbsrilu02Analysis(handle CusparseHandle, dirA CusparseDirection, mb int32, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCbsrilu02_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockDim), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseCbsrilu02_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockDim), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
 }
 
 // Cbsrilu02BufferSize calls cusparseCbsrilu02_bufferSize:
@@ -1065,7 +1065,7 @@ func Cbsrilu02BufferSize(handle CusparseHandle, dirA CusparseDirection, mb int32
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCbsrilu02_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockDim), C.uintptr_t(info), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseCbsrilu02_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockDim), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Cbsrilu02BufferSizeExt calls cusparseCbsrilu02_bufferSizeExt:
@@ -1078,7 +1078,7 @@ func Cbsrilu02BufferSizeExt(handle CusparseHandle, dirA CusparseDirection, mb in
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCbsrilu02_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockSize), C.uintptr_t(info), unsafe.Pointer(pBufferSize))).err()
+	return Status(C.gocuda_cusparseCbsrilu02_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockSize), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSize)))).err()
 }
 
 // Cbsrilu02NumericBoost calls cusparseCbsrilu02_numericBoost:
@@ -1091,7 +1091,7 @@ func Cbsrilu02NumericBoost(handle CusparseHandle, info Bsrilu02Info, enable_boos
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCbsrilu02_numericBoost(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(info), C.int32_t(enable_boost), unsafe.Pointer(tol), unsafe.Pointer(boost_val))).err()
+	return Status(C.gocuda_cusparseCbsrilu02_numericBoost(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(info), C.int32_t(enable_boost), (*C.uint8_t)(unsafe.Pointer(tol)), (*C.uint8_t)(unsafe.Pointer(boost_val)))).err()
 }
 
 // Cbsrmm calls cusparseCbsrmm:
@@ -1104,7 +1104,7 @@ func Cbsrmm(handle CusparseHandle, dirA CusparseDirection, transA CusparseOperat
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCbsrmm(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(transB), C.int32_t(mb), C.int32_t(n), C.int32_t(kb), C.int32_t(nnzb), unsafe.Pointer(alpha), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(blockSize), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cusparseCbsrmm(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(transB), C.int32_t(mb), C.int32_t(n), C.int32_t(kb), C.int32_t(nnzb), (*C.uint8_t)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(blockSize), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
 }
 
 // Cbsrmv calls cusparseCbsrmv:
@@ -1117,7 +1117,7 @@ func Cbsrmv(handle CusparseHandle, dirA CusparseDirection, transA CusparseOperat
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCbsrmv(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), unsafe.Pointer(alpha), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(blockDim), unsafe.Pointer(x), unsafe.Pointer(beta), unsafe.Pointer(y))).err()
+	return Status(C.gocuda_cusparseCbsrmv(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), (*C.uint8_t)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(blockDim), (*C.uint8_t)(unsafe.Pointer(x)), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)))).err()
 }
 
 // Cbsrsm2Analysis calls cusparseCbsrsm2_analysis:
@@ -1130,7 +1130,7 @@ func Cbsrsm2Analysis(handle CusparseHandle, dirA CusparseDirection, transA Cuspa
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCbsrsm2_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(transXY), C.int32_t(mb), C.int32_t(n), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockSize), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseCbsrsm2_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(transXY), C.int32_t(mb), C.int32_t(n), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockSize), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
 }
 
 // Cbsrsm2BufferSize calls cusparseCbsrsm2_bufferSize:
@@ -1143,7 +1143,7 @@ func Cbsrsm2BufferSize(handle CusparseHandle, dirA CusparseDirection, transA Cus
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCbsrsm2_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(transXY), C.int32_t(mb), C.int32_t(n), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockSize), C.uintptr_t(info), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseCbsrsm2_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(transXY), C.int32_t(mb), C.int32_t(n), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockSize), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Cbsrsm2BufferSizeExt calls cusparseCbsrsm2_bufferSizeExt:
@@ -1156,7 +1156,7 @@ func Cbsrsm2BufferSizeExt(handle CusparseHandle, dirA CusparseDirection, transA 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCbsrsm2_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(transB), C.int32_t(mb), C.int32_t(n), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockSize), C.uintptr_t(info), unsafe.Pointer(pBufferSize))).err()
+	return Status(C.gocuda_cusparseCbsrsm2_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(transB), C.int32_t(mb), C.int32_t(n), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockSize), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSize)))).err()
 }
 
 // Cbsrsm2Solve calls cusparseCbsrsm2_solve:
@@ -1169,7 +1169,7 @@ func Cbsrsm2Solve(handle CusparseHandle, dirA CusparseDirection, transA Cusparse
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCbsrsm2_solve(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(transXY), C.int32_t(mb), C.int32_t(n), C.int32_t(nnzb), unsafe.Pointer(alpha), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockSize), C.uintptr_t(info), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(X), C.int32_t(ldx), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseCbsrsm2_solve(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(transXY), C.int32_t(mb), C.int32_t(n), C.int32_t(nnzb), (*C.uint8_t)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockSize), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(X)), C.int32_t(ldx), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
 }
 
 // Cbsrsv2Analysis calls cusparseCbsrsv2_analysis:
@@ -1182,7 +1182,7 @@ func Cbsrsv2Analysis(handle CusparseHandle, dirA CusparseDirection, transA Cuspa
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCbsrsv2_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(blockDim), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseCbsrsv2_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(blockDim), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
 }
 
 // Cbsrsv2BufferSize calls cusparseCbsrsv2_bufferSize:
@@ -1195,7 +1195,7 @@ func Cbsrsv2BufferSize(handle CusparseHandle, dirA CusparseDirection, transA Cus
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCbsrsv2_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(blockDim), C.uintptr_t(info), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseCbsrsv2_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(blockDim), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Cbsrsv2BufferSizeExt calls cusparseCbsrsv2_bufferSizeExt:
@@ -1208,7 +1208,7 @@ func Cbsrsv2BufferSizeExt(handle CusparseHandle, dirA CusparseDirection, transA 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCbsrsv2_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(blockSize), C.uintptr_t(info), unsafe.Pointer(pBufferSize))).err()
+	return Status(C.gocuda_cusparseCbsrsv2_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(blockSize), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSize)))).err()
 }
 
 // Cbsrsv2Solve calls cusparseCbsrsv2_solve:
@@ -1221,7 +1221,7 @@ func Cbsrsv2Solve(handle CusparseHandle, dirA CusparseDirection, transA Cusparse
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCbsrsv2_solve(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(mb), C.int32_t(nnzb), unsafe.Pointer(alpha), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(blockDim), C.uintptr_t(info), unsafe.Pointer(f), unsafe.Pointer(x), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseCbsrsv2_solve(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(mb), C.int32_t(nnzb), (*C.uint8_t)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(blockDim), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(f)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
 }
 
 // Cbsrxmv calls cusparseCbsrxmv:
@@ -1234,7 +1234,7 @@ func Cbsrxmv(handle CusparseHandle, dirA CusparseDirection, transA CusparseOpera
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCbsrxmv(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(sizeOfMask), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), unsafe.Pointer(alpha), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedMaskPtrA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedEndPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(blockDim), unsafe.Pointer(x), unsafe.Pointer(beta), unsafe.Pointer(y))).err()
+	return Status(C.gocuda_cusparseCbsrxmv(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(sizeOfMask), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), (*C.uint8_t)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedMaskPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedEndPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(blockDim), (*C.uint8_t)(unsafe.Pointer(x)), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)))).err()
 }
 
 // Ccsr2bsr calls cusparseCcsr2bsr:
@@ -1247,7 +1247,7 @@ func Ccsr2bsr(handle CusparseHandle, dirA CusparseDirection, m int32, n int32, d
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCcsr2bsr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.int32_t(blockDim), C.uintptr_t(descrC), unsafe.Pointer(bsrSortedValC), unsafe.Pointer(bsrSortedRowPtrC), unsafe.Pointer(bsrSortedColIndC))).err()
+	return Status(C.gocuda_cusparseCcsr2bsr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.int32_t(blockDim), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(bsrSortedValC)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndC)))).err()
 }
 
 // Ccsr2csrCompress calls cusparseCcsr2csr_compress:
@@ -1260,7 +1260,7 @@ func Ccsr2csrCompress(handle CusparseHandle, m int32, n int32, descrA CusparseMa
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCcsr2csr_compress(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedColIndA), unsafe.Pointer(csrSortedRowPtrA), C.int32_t(nnzA), unsafe.Pointer(nnzPerRow), unsafe.Pointer(csrSortedValC), unsafe.Pointer(csrSortedColIndC), unsafe.Pointer(csrSortedRowPtrC), *(*C.gocuda_CuComplex)(unsafe.Pointer(&tol)))).err()
+	return Status(C.gocuda_cusparseCcsr2csr_compress(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), C.int32_t(nnzA), (*C.uint8_t)(unsafe.Pointer(nnzPerRow)), (*C.uint8_t)(unsafe.Pointer(csrSortedValC)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndC)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrC)), *(*C.gocuda_CuComplex)(unsafe.Pointer(&tol)))).err()
 }
 
 // Ccsr2csru calls cusparseCcsr2csru:
@@ -1273,7 +1273,7 @@ func Ccsr2csru(handle CusparseHandle, m int32, n int32, nnz int32, descrA Cuspar
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCcsr2csru(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrVal), unsafe.Pointer(csrRowPtr), unsafe.Pointer(csrColInd), C.uintptr_t(info), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseCcsr2csru(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrVal)), (*C.uint8_t)(unsafe.Pointer(csrRowPtr)), (*C.uint8_t)(unsafe.Pointer(csrColInd)), C.uintptr_t(info), unsafe.Pointer(pBuffer))).err()
 }
 
 // Ccsr2gebsr calls cusparseCcsr2gebsr:
@@ -1286,7 +1286,7 @@ func Ccsr2gebsr(handle CusparseHandle, dirA CusparseDirection, m int32, n int32,
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCcsr2gebsr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.uintptr_t(descrC), unsafe.Pointer(bsrSortedValC), unsafe.Pointer(bsrSortedRowPtrC), unsafe.Pointer(bsrSortedColIndC), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseCcsr2gebsr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(bsrSortedValC)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndC)), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), unsafe.Pointer(pBuffer))).err()
 }
 
 // Ccsr2gebsrBufferSize calls cusparseCcsr2gebsr_bufferSize:
@@ -1299,7 +1299,7 @@ func Ccsr2gebsrBufferSize(handle CusparseHandle, dirA CusparseDirection, m int32
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCcsr2gebsr_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseCcsr2gebsr_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Ccsr2gebsrBufferSizeExt calls cusparseCcsr2gebsr_bufferSizeExt:
@@ -1312,7 +1312,7 @@ func Ccsr2gebsrBufferSizeExt(handle CusparseHandle, dirA CusparseDirection, m in
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCcsr2gebsr_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), unsafe.Pointer(pBufferSize))).err()
+	return Status(C.gocuda_cusparseCcsr2gebsr_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), (*C.uint8_t)(unsafe.Pointer(pBufferSize)))).err()
 }
 
 // Ccsrcolor calls cusparseCcsrcolor:
@@ -1325,7 +1325,7 @@ func Ccsrcolor(handle CusparseHandle, m int32, nnz int32, descrA CusparseMatDesc
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCcsrcolor(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), unsafe.Pointer(fractionToColor), unsafe.Pointer(ncolors), unsafe.Pointer(coloring), unsafe.Pointer(reordering), C.uintptr_t(info))).err()
+	return Status(C.gocuda_cusparseCcsrcolor(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), (*C.uint8_t)(unsafe.Pointer(fractionToColor)), (*C.uint8_t)(unsafe.Pointer(ncolors)), (*C.uint8_t)(unsafe.Pointer(coloring)), (*C.uint8_t)(unsafe.Pointer(reordering)), C.uintptr_t(info))).err()
 }
 
 // Ccsrgeam2 calls cusparseCcsrgeam2:
@@ -1338,7 +1338,7 @@ func Ccsrgeam2(handle CusparseHandle, m int32, n int32, alpha *cuda.CuComplex, d
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCcsrgeam2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), C.uintptr_t(descrA), C.int32_t(nnzA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), unsafe.Pointer(beta), C.uintptr_t(descrB), C.int32_t(nnzB), unsafe.Pointer(csrSortedValB), unsafe.Pointer(csrSortedRowPtrB), unsafe.Pointer(csrSortedColIndB), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), unsafe.Pointer(csrSortedRowPtrC), unsafe.Pointer(csrSortedColIndC), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseCcsrgeam2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), C.int32_t(nnzA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), (*C.uint8_t)(unsafe.Pointer(beta)), C.uintptr_t(descrB), C.int32_t(nnzB), (*C.uint8_t)(unsafe.Pointer(csrSortedValB)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrB)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndB)), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(csrSortedValC)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndC)), unsafe.Pointer(pBuffer))).err()
 }
 
 // Ccsrgeam2BufferSizeExt calls cusparseCcsrgeam2_bufferSizeExt:
@@ -1351,7 +1351,7 @@ func Ccsrgeam2BufferSizeExt(handle CusparseHandle, m int32, n int32, alpha *cuda
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCcsrgeam2_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), C.uintptr_t(descrA), C.int32_t(nnzA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), unsafe.Pointer(beta), C.uintptr_t(descrB), C.int32_t(nnzB), unsafe.Pointer(csrSortedValB), unsafe.Pointer(csrSortedRowPtrB), unsafe.Pointer(csrSortedColIndB), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), unsafe.Pointer(csrSortedRowPtrC), unsafe.Pointer(csrSortedColIndC), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseCcsrgeam2_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), C.int32_t(nnzA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), (*C.uint8_t)(unsafe.Pointer(beta)), C.uintptr_t(descrB), C.int32_t(nnzB), (*C.uint8_t)(unsafe.Pointer(csrSortedValB)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrB)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndB)), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(csrSortedValC)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndC)), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Ccsric02 calls cusparseCcsric02:
@@ -1364,7 +1364,7 @@ func Ccsric02(handle CusparseHandle, m int32, nnz int32, descrA CusparseMatDescr
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCcsric02(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA_valM), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseCcsric02(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA_valM)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
 }
 
 // Ccsric02Analysis calls cusparseCcsric02_analysis:
@@ -1377,7 +1377,7 @@ func Ccsric02Analysis(handle CusparseHandle, m int32, nnz int32, descrA Cusparse
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCcsric02_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseCcsric02_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
 }
 
 // Ccsric02BufferSize calls cusparseCcsric02_bufferSize:
@@ -1390,7 +1390,7 @@ func Ccsric02BufferSize(handle CusparseHandle, m int32, nnz int32, descrA Cuspar
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCcsric02_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.uintptr_t(info), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseCcsric02_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Ccsric02BufferSizeExt calls cusparseCcsric02_bufferSizeExt:
@@ -1403,7 +1403,7 @@ func Ccsric02BufferSizeExt(handle CusparseHandle, m int32, nnz int32, descrA Cus
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCcsric02_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedVal), unsafe.Pointer(csrSortedRowPtr), unsafe.Pointer(csrSortedColInd), C.uintptr_t(info), unsafe.Pointer(pBufferSize))).err()
+	return Status(C.gocuda_cusparseCcsric02_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedVal)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(csrSortedColInd)), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSize)))).err()
 }
 
 // Ccsrilu02 calls cusparseCcsrilu02:
@@ -1416,7 +1416,7 @@ func Ccsrilu02(handle CusparseHandle, m int32, nnz int32, descrA CusparseMatDesc
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCcsrilu02(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA_valM), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseCcsrilu02(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA_valM)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
 }
 
 // Ccsrilu02Analysis calls cusparseCcsrilu02_analysis:
@@ -1429,7 +1429,7 @@ func Ccsrilu02Analysis(handle CusparseHandle, m int32, nnz int32, descrA Cuspars
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCcsrilu02_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseCcsrilu02_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
 }
 
 // Ccsrilu02BufferSize calls cusparseCcsrilu02_bufferSize:
@@ -1442,7 +1442,7 @@ func Ccsrilu02BufferSize(handle CusparseHandle, m int32, nnz int32, descrA Cuspa
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCcsrilu02_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.uintptr_t(info), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseCcsrilu02_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Ccsrilu02BufferSizeExt calls cusparseCcsrilu02_bufferSizeExt:
@@ -1455,7 +1455,7 @@ func Ccsrilu02BufferSizeExt(handle CusparseHandle, m int32, nnz int32, descrA Cu
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCcsrilu02_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedVal), unsafe.Pointer(csrSortedRowPtr), unsafe.Pointer(csrSortedColInd), C.uintptr_t(info), unsafe.Pointer(pBufferSize))).err()
+	return Status(C.gocuda_cusparseCcsrilu02_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedVal)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(csrSortedColInd)), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSize)))).err()
 }
 
 // Ccsrilu02NumericBoost calls cusparseCcsrilu02_numericBoost:
@@ -1468,7 +1468,7 @@ func Ccsrilu02NumericBoost(handle CusparseHandle, info Csrilu02Info, enable_boos
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCcsrilu02_numericBoost(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(info), C.int32_t(enable_boost), unsafe.Pointer(tol), unsafe.Pointer(boost_val))).err()
+	return Status(C.gocuda_cusparseCcsrilu02_numericBoost(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(info), C.int32_t(enable_boost), (*C.uint8_t)(unsafe.Pointer(tol)), (*C.uint8_t)(unsafe.Pointer(boost_val)))).err()
 }
 
 // Ccsru2csr calls cusparseCcsru2csr:
@@ -1481,7 +1481,7 @@ func Ccsru2csr(handle CusparseHandle, m int32, n int32, nnz int32, descrA Cuspar
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCcsru2csr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrVal), unsafe.Pointer(csrRowPtr), unsafe.Pointer(csrColInd), C.uintptr_t(info), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseCcsru2csr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrVal)), (*C.uint8_t)(unsafe.Pointer(csrRowPtr)), (*C.uint8_t)(unsafe.Pointer(csrColInd)), C.uintptr_t(info), unsafe.Pointer(pBuffer))).err()
 }
 
 // Ccsru2csrBufferSizeExt calls cusparseCcsru2csr_bufferSizeExt:
@@ -1494,7 +1494,7 @@ func Ccsru2csrBufferSizeExt(handle CusparseHandle, m int32, n int32, nnz int32, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCcsru2csr_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), unsafe.Pointer(csrVal), unsafe.Pointer(csrRowPtr), unsafe.Pointer(csrColInd), C.uintptr_t(info), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseCcsru2csr_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), (*C.uint8_t)(unsafe.Pointer(csrVal)), (*C.uint8_t)(unsafe.Pointer(csrRowPtr)), (*C.uint8_t)(unsafe.Pointer(csrColInd)), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Cgebsr2csr calls cusparseCgebsr2csr:
@@ -1507,7 +1507,7 @@ func Cgebsr2csr(handle CusparseHandle, dirA CusparseDirection, mb int32, nb int3
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCgebsr2csr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), unsafe.Pointer(csrSortedRowPtrC), unsafe.Pointer(csrSortedColIndC))).err()
+	return Status(C.gocuda_cusparseCgebsr2csr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(csrSortedValC)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndC)))).err()
 }
 
 // Cgebsr2gebsc calls cusparseCgebsr2gebsc:
@@ -1520,7 +1520,7 @@ func Cgebsr2gebsc(handle CusparseHandle, mb int32, nb int32, nnzb int32, bsrSort
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCgebsr2gebsc(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), unsafe.Pointer(bscVal), unsafe.Pointer(bscRowInd), unsafe.Pointer(bscColPtr), C.int32_t(copyValues), C.int32_t(idxBase), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseCgebsr2gebsc(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), (*C.uint8_t)(unsafe.Pointer(bscVal)), (*C.uint8_t)(unsafe.Pointer(bscRowInd)), (*C.uint8_t)(unsafe.Pointer(bscColPtr)), C.int32_t(copyValues), C.int32_t(idxBase), unsafe.Pointer(pBuffer))).err()
 }
 
 // Cgebsr2gebscBufferSize calls cusparseCgebsr2gebsc_bufferSize:
@@ -1533,7 +1533,7 @@ func Cgebsr2gebscBufferSize(handle CusparseHandle, mb int32, nb int32, nnzb int3
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCgebsr2gebsc_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseCgebsr2gebsc_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Cgebsr2gebscBufferSizeExt calls cusparseCgebsr2gebsc_bufferSizeExt:
@@ -1546,7 +1546,7 @@ func Cgebsr2gebscBufferSizeExt(handle CusparseHandle, mb int32, nb int32, nnzb i
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCgebsr2gebsc_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), unsafe.Pointer(pBufferSize))).err()
+	return Status(C.gocuda_cusparseCgebsr2gebsc_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), (*C.uint8_t)(unsafe.Pointer(pBufferSize)))).err()
 }
 
 // Cgebsr2gebsr calls cusparseCgebsr2gebsr:
@@ -1559,7 +1559,7 @@ func Cgebsr2gebsr(handle CusparseHandle, dirA CusparseDirection, mb int32, nb in
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCgebsr2gebsr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(rowBlockDimA), C.int32_t(colBlockDimA), C.uintptr_t(descrC), unsafe.Pointer(bsrSortedValC), unsafe.Pointer(bsrSortedRowPtrC), unsafe.Pointer(bsrSortedColIndC), C.int32_t(rowBlockDimC), C.int32_t(colBlockDimC), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseCgebsr2gebsr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(rowBlockDimA), C.int32_t(colBlockDimA), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(bsrSortedValC)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndC)), C.int32_t(rowBlockDimC), C.int32_t(colBlockDimC), unsafe.Pointer(pBuffer))).err()
 }
 
 // Cgebsr2gebsrBufferSize calls cusparseCgebsr2gebsr_bufferSize:
@@ -1572,7 +1572,7 @@ func Cgebsr2gebsrBufferSize(handle CusparseHandle, dirA CusparseDirection, mb in
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCgebsr2gebsr_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(rowBlockDimA), C.int32_t(colBlockDimA), C.int32_t(rowBlockDimC), C.int32_t(colBlockDimC), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseCgebsr2gebsr_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(rowBlockDimA), C.int32_t(colBlockDimA), C.int32_t(rowBlockDimC), C.int32_t(colBlockDimC), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Cgebsr2gebsrBufferSizeExt calls cusparseCgebsr2gebsr_bufferSizeExt:
@@ -1585,7 +1585,7 @@ func Cgebsr2gebsrBufferSizeExt(handle CusparseHandle, dirA CusparseDirection, mb
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCgebsr2gebsr_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(rowBlockDimA), C.int32_t(colBlockDimA), C.int32_t(rowBlockDimC), C.int32_t(colBlockDimC), unsafe.Pointer(pBufferSize))).err()
+	return Status(C.gocuda_cusparseCgebsr2gebsr_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(rowBlockDimA), C.int32_t(colBlockDimA), C.int32_t(rowBlockDimC), C.int32_t(colBlockDimC), (*C.uint8_t)(unsafe.Pointer(pBufferSize)))).err()
 }
 
 // Cgemvi calls cusparseCgemvi:
@@ -1598,7 +1598,7 @@ func Cgemvi(handle CusparseHandle, transA CusparseOperation, m int32, n int32, a
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCgemvi(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transA), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), C.int32_t(nnz), unsafe.Pointer(xVal), unsafe.Pointer(xInd), unsafe.Pointer(beta), unsafe.Pointer(y), C.int32_t(idxBase), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseCgemvi(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transA), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), C.int32_t(nnz), (*C.uint8_t)(unsafe.Pointer(xVal)), (*C.uint8_t)(unsafe.Pointer(xInd)), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(idxBase), unsafe.Pointer(pBuffer))).err()
 }
 
 // CgemviBufferSize calls cusparseCgemvi_bufferSize:
@@ -1611,7 +1611,7 @@ func CgemviBufferSize(handle CusparseHandle, transA CusparseOperation, m int32, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCgemvi_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transA), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), unsafe.Pointer(pBufferSize))).err()
+	return Status(C.gocuda_cusparseCgemvi_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transA), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), (*C.uint8_t)(unsafe.Pointer(pBufferSize)))).err()
 }
 
 // CgpsvInterleavedBatch calls cusparseCgpsvInterleavedBatch:
@@ -1624,7 +1624,7 @@ func CgpsvInterleavedBatch(handle CusparseHandle, algo int32, m int32, ds *cuda.
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCgpsvInterleavedBatch(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(algo), C.int32_t(m), unsafe.Pointer(ds), unsafe.Pointer(dl_), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(dw), unsafe.Pointer(x), C.int32_t(batchCount), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseCgpsvInterleavedBatch(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(algo), C.int32_t(m), (*C.uint8_t)(unsafe.Pointer(ds)), (*C.uint8_t)(unsafe.Pointer(dl_)), (*C.uint8_t)(unsafe.Pointer(d)), (*C.uint8_t)(unsafe.Pointer(du)), (*C.uint8_t)(unsafe.Pointer(dw)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(batchCount), unsafe.Pointer(pBuffer))).err()
 }
 
 // CgpsvInterleavedBatchBufferSizeExt calls cusparseCgpsvInterleavedBatch_bufferSizeExt:
@@ -1637,7 +1637,7 @@ func CgpsvInterleavedBatchBufferSizeExt(handle CusparseHandle, algo int32, m int
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCgpsvInterleavedBatch_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(algo), C.int32_t(m), unsafe.Pointer(ds), unsafe.Pointer(dl_), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(dw), unsafe.Pointer(x), C.int32_t(batchCount), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseCgpsvInterleavedBatch_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(algo), C.int32_t(m), (*C.uint8_t)(unsafe.Pointer(ds)), (*C.uint8_t)(unsafe.Pointer(dl_)), (*C.uint8_t)(unsafe.Pointer(d)), (*C.uint8_t)(unsafe.Pointer(du)), (*C.uint8_t)(unsafe.Pointer(dw)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(batchCount), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Cgtsv2 calls cusparseCgtsv2:
@@ -1650,7 +1650,7 @@ func Cgtsv2(handle CusparseHandle, m int32, n int32, dl_ *cuda.CuComplex, d *cud
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCgtsv2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(dl_), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseCgtsv2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(dl_)), (*C.uint8_t)(unsafe.Pointer(d)), (*C.uint8_t)(unsafe.Pointer(du)), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), unsafe.Pointer(pBuffer))).err()
 }
 
 // Cgtsv2StridedBatch calls cusparseCgtsv2StridedBatch:
@@ -1663,7 +1663,7 @@ func Cgtsv2StridedBatch(handle CusparseHandle, m int32, dl_ *cuda.CuComplex, d *
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCgtsv2StridedBatch(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), unsafe.Pointer(dl_), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(x), C.int32_t(batchCount), C.int32_t(batchStride), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseCgtsv2StridedBatch(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), (*C.uint8_t)(unsafe.Pointer(dl_)), (*C.uint8_t)(unsafe.Pointer(d)), (*C.uint8_t)(unsafe.Pointer(du)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(batchCount), C.int32_t(batchStride), unsafe.Pointer(pBuffer))).err()
 }
 
 // Cgtsv2StridedBatchBufferSizeExt calls cusparseCgtsv2StridedBatch_bufferSizeExt:
@@ -1676,7 +1676,7 @@ func Cgtsv2StridedBatchBufferSizeExt(handle CusparseHandle, m int32, dl_ *cuda.C
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCgtsv2StridedBatch_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), unsafe.Pointer(dl_), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(x), C.int32_t(batchCount), C.int32_t(batchStride), unsafe.Pointer(bufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseCgtsv2StridedBatch_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), (*C.uint8_t)(unsafe.Pointer(dl_)), (*C.uint8_t)(unsafe.Pointer(d)), (*C.uint8_t)(unsafe.Pointer(du)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(batchCount), C.int32_t(batchStride), (*C.uint8_t)(unsafe.Pointer(bufferSizeInBytes)))).err()
 }
 
 // Cgtsv2BufferSizeExt calls cusparseCgtsv2_bufferSizeExt:
@@ -1689,7 +1689,7 @@ func Cgtsv2BufferSizeExt(handle CusparseHandle, m int32, n int32, dl_ *cuda.CuCo
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCgtsv2_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(dl_), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(bufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseCgtsv2_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(dl_)), (*C.uint8_t)(unsafe.Pointer(d)), (*C.uint8_t)(unsafe.Pointer(du)), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(bufferSizeInBytes)))).err()
 }
 
 // Cgtsv2Nopivot calls cusparseCgtsv2_nopivot:
@@ -1702,7 +1702,7 @@ func Cgtsv2Nopivot(handle CusparseHandle, m int32, n int32, dl_ *cuda.CuComplex,
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCgtsv2_nopivot(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(dl_), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseCgtsv2_nopivot(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(dl_)), (*C.uint8_t)(unsafe.Pointer(d)), (*C.uint8_t)(unsafe.Pointer(du)), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), unsafe.Pointer(pBuffer))).err()
 }
 
 // Cgtsv2NopivotBufferSizeExt calls cusparseCgtsv2_nopivot_bufferSizeExt:
@@ -1715,7 +1715,7 @@ func Cgtsv2NopivotBufferSizeExt(handle CusparseHandle, m int32, n int32, dl_ *cu
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCgtsv2_nopivot_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(dl_), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(bufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseCgtsv2_nopivot_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(dl_)), (*C.uint8_t)(unsafe.Pointer(d)), (*C.uint8_t)(unsafe.Pointer(du)), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(bufferSizeInBytes)))).err()
 }
 
 // CgtsvInterleavedBatch calls cusparseCgtsvInterleavedBatch:
@@ -1728,7 +1728,7 @@ func CgtsvInterleavedBatch(handle CusparseHandle, algo int32, m int32, dl_ *cuda
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCgtsvInterleavedBatch(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(algo), C.int32_t(m), unsafe.Pointer(dl_), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(x), C.int32_t(batchCount), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseCgtsvInterleavedBatch(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(algo), C.int32_t(m), (*C.uint8_t)(unsafe.Pointer(dl_)), (*C.uint8_t)(unsafe.Pointer(d)), (*C.uint8_t)(unsafe.Pointer(du)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(batchCount), unsafe.Pointer(pBuffer))).err()
 }
 
 // CgtsvInterleavedBatchBufferSizeExt calls cusparseCgtsvInterleavedBatch_bufferSizeExt:
@@ -1741,7 +1741,7 @@ func CgtsvInterleavedBatchBufferSizeExt(handle CusparseHandle, algo int32, m int
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCgtsvInterleavedBatch_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(algo), C.int32_t(m), unsafe.Pointer(dl_), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(x), C.int32_t(batchCount), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseCgtsvInterleavedBatch_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(algo), C.int32_t(m), (*C.uint8_t)(unsafe.Pointer(dl_)), (*C.uint8_t)(unsafe.Pointer(d)), (*C.uint8_t)(unsafe.Pointer(du)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(batchCount), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Cnnz calls cusparseCnnz:
@@ -1754,7 +1754,7 @@ func Cnnz(handle CusparseHandle, dirA CusparseDirection, m int32, n int32, descr
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCnnz(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(nnzPerRowCol), unsafe.Pointer(nnzTotalDevHostPtr))).err()
+	return Status(C.gocuda_cusparseCnnz(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(nnzPerRowCol)), (*C.uint8_t)(unsafe.Pointer(nnzTotalDevHostPtr)))).err()
 }
 
 // CnnzCompress calls cusparseCnnz_compress:
@@ -1767,7 +1767,7 @@ func CnnzCompress(handle CusparseHandle, m int32, descr CusparseMatDescr, csrSor
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCnnz_compress(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.uintptr_t(descr), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(nnzPerRow), unsafe.Pointer(nnzC), *(*C.gocuda_CuComplex)(unsafe.Pointer(&tol)))).err()
+	return Status(C.gocuda_cusparseCnnz_compress(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.uintptr_t(descr), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(nnzPerRow)), (*C.uint8_t)(unsafe.Pointer(nnzC)), *(*C.gocuda_CuComplex)(unsafe.Pointer(&tol)))).err()
 }
 
 // ConstBlockedEllGet calls cusparseConstBlockedEllGet:
@@ -1780,7 +1780,7 @@ func ConstBlockedEllGet(spMatDescr CusparseSpMatDescr, rows *int64, cols *int64,
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseConstBlockedEllGet(C.uintptr_t(fn), C.uintptr_t(spMatDescr), unsafe.Pointer(rows), unsafe.Pointer(cols), unsafe.Pointer(ellBlockSize), unsafe.Pointer(ellCols), unsafe.Pointer(ellColInd), unsafe.Pointer(ellValue), unsafe.Pointer(ellIdxType), unsafe.Pointer(idxBase), unsafe.Pointer(valueType))).err()
+	return Status(C.gocuda_cusparseConstBlockedEllGet(C.uintptr_t(fn), C.uintptr_t(spMatDescr), (*C.uint8_t)(unsafe.Pointer(rows)), (*C.uint8_t)(unsafe.Pointer(cols)), (*C.uint8_t)(unsafe.Pointer(ellBlockSize)), (*C.uint8_t)(unsafe.Pointer(ellCols)), unsafe.Pointer(ellColInd), unsafe.Pointer(ellValue), (*C.uint8_t)(unsafe.Pointer(ellIdxType)), (*C.uint8_t)(unsafe.Pointer(idxBase)), (*C.uint8_t)(unsafe.Pointer(valueType)))).err()
 }
 
 // ConstCooGet calls cusparseConstCooGet:
@@ -1793,7 +1793,7 @@ func ConstCooGet(spMatDescr CusparseSpMatDescr, rows *int64, cols *int64, nnz *i
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseConstCooGet(C.uintptr_t(fn), C.uintptr_t(spMatDescr), unsafe.Pointer(rows), unsafe.Pointer(cols), unsafe.Pointer(nnz), unsafe.Pointer(cooRowInd), unsafe.Pointer(cooColInd), unsafe.Pointer(cooValues), unsafe.Pointer(idxType), unsafe.Pointer(idxBase), unsafe.Pointer(valueType))).err()
+	return Status(C.gocuda_cusparseConstCooGet(C.uintptr_t(fn), C.uintptr_t(spMatDescr), (*C.uint8_t)(unsafe.Pointer(rows)), (*C.uint8_t)(unsafe.Pointer(cols)), (*C.uint8_t)(unsafe.Pointer(nnz)), unsafe.Pointer(cooRowInd), unsafe.Pointer(cooColInd), unsafe.Pointer(cooValues), (*C.uint8_t)(unsafe.Pointer(idxType)), (*C.uint8_t)(unsafe.Pointer(idxBase)), (*C.uint8_t)(unsafe.Pointer(valueType)))).err()
 }
 
 // ConstCscGet calls cusparseConstCscGet:
@@ -1806,7 +1806,7 @@ func ConstCscGet(spMatDescr CusparseSpMatDescr, rows *int64, cols *int64, nnz *i
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseConstCscGet(C.uintptr_t(fn), C.uintptr_t(spMatDescr), unsafe.Pointer(rows), unsafe.Pointer(cols), unsafe.Pointer(nnz), unsafe.Pointer(cscColOffsets), unsafe.Pointer(cscRowInd), unsafe.Pointer(cscValues), unsafe.Pointer(cscColOffsetsType), unsafe.Pointer(cscRowIndType), unsafe.Pointer(idxBase), unsafe.Pointer(valueType))).err()
+	return Status(C.gocuda_cusparseConstCscGet(C.uintptr_t(fn), C.uintptr_t(spMatDescr), (*C.uint8_t)(unsafe.Pointer(rows)), (*C.uint8_t)(unsafe.Pointer(cols)), (*C.uint8_t)(unsafe.Pointer(nnz)), unsafe.Pointer(cscColOffsets), unsafe.Pointer(cscRowInd), unsafe.Pointer(cscValues), (*C.uint8_t)(unsafe.Pointer(cscColOffsetsType)), (*C.uint8_t)(unsafe.Pointer(cscRowIndType)), (*C.uint8_t)(unsafe.Pointer(idxBase)), (*C.uint8_t)(unsafe.Pointer(valueType)))).err()
 }
 
 // ConstCsrGet calls cusparseConstCsrGet:
@@ -1819,7 +1819,7 @@ func ConstCsrGet(spMatDescr CusparseSpMatDescr, rows *int64, cols *int64, nnz *i
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseConstCsrGet(C.uintptr_t(fn), C.uintptr_t(spMatDescr), unsafe.Pointer(rows), unsafe.Pointer(cols), unsafe.Pointer(nnz), unsafe.Pointer(csrRowOffsets), unsafe.Pointer(csrColInd), unsafe.Pointer(csrValues), unsafe.Pointer(csrRowOffsetsType), unsafe.Pointer(csrColIndType), unsafe.Pointer(idxBase), unsafe.Pointer(valueType))).err()
+	return Status(C.gocuda_cusparseConstCsrGet(C.uintptr_t(fn), C.uintptr_t(spMatDescr), (*C.uint8_t)(unsafe.Pointer(rows)), (*C.uint8_t)(unsafe.Pointer(cols)), (*C.uint8_t)(unsafe.Pointer(nnz)), unsafe.Pointer(csrRowOffsets), unsafe.Pointer(csrColInd), unsafe.Pointer(csrValues), (*C.uint8_t)(unsafe.Pointer(csrRowOffsetsType)), (*C.uint8_t)(unsafe.Pointer(csrColIndType)), (*C.uint8_t)(unsafe.Pointer(idxBase)), (*C.uint8_t)(unsafe.Pointer(valueType)))).err()
 }
 
 // ConstDnMatGet calls cusparseConstDnMatGet:
@@ -1832,7 +1832,7 @@ func ConstDnMatGet(dnMatDescr CusparseDnMatDescr, rows *int64, cols *int64, ld *
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseConstDnMatGet(C.uintptr_t(fn), C.uintptr_t(dnMatDescr), unsafe.Pointer(rows), unsafe.Pointer(cols), unsafe.Pointer(ld), unsafe.Pointer(values), unsafe.Pointer(type_), unsafe.Pointer(order))).err()
+	return Status(C.gocuda_cusparseConstDnMatGet(C.uintptr_t(fn), C.uintptr_t(dnMatDescr), (*C.uint8_t)(unsafe.Pointer(rows)), (*C.uint8_t)(unsafe.Pointer(cols)), (*C.uint8_t)(unsafe.Pointer(ld)), unsafe.Pointer(values), (*C.uint8_t)(unsafe.Pointer(type_)), (*C.uint8_t)(unsafe.Pointer(order)))).err()
 }
 
 // ConstDnMatGetValues calls cusparseConstDnMatGetValues:
@@ -1858,7 +1858,7 @@ func ConstDnVecGet(dnVecDescr CusparseDnVecDescr, size *int64, values *unsafe.Po
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseConstDnVecGet(C.uintptr_t(fn), C.uintptr_t(dnVecDescr), unsafe.Pointer(size), unsafe.Pointer(values), unsafe.Pointer(valueType))).err()
+	return Status(C.gocuda_cusparseConstDnVecGet(C.uintptr_t(fn), C.uintptr_t(dnVecDescr), (*C.uint8_t)(unsafe.Pointer(size)), unsafe.Pointer(values), (*C.uint8_t)(unsafe.Pointer(valueType)))).err()
 }
 
 // ConstDnVecGetValues calls cusparseConstDnVecGetValues:
@@ -1897,7 +1897,7 @@ func ConstSpVecGet(spVecDescr CusparseSpVecDescr, size *int64, nnz *int64, indic
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseConstSpVecGet(C.uintptr_t(fn), C.uintptr_t(spVecDescr), unsafe.Pointer(size), unsafe.Pointer(nnz), unsafe.Pointer(indices), unsafe.Pointer(values), unsafe.Pointer(idxType), unsafe.Pointer(idxBase), unsafe.Pointer(valueType))).err()
+	return Status(C.gocuda_cusparseConstSpVecGet(C.uintptr_t(fn), C.uintptr_t(spVecDescr), (*C.uint8_t)(unsafe.Pointer(size)), (*C.uint8_t)(unsafe.Pointer(nnz)), unsafe.Pointer(indices), unsafe.Pointer(values), (*C.uint8_t)(unsafe.Pointer(idxType)), (*C.uint8_t)(unsafe.Pointer(idxBase)), (*C.uint8_t)(unsafe.Pointer(valueType)))).err()
 }
 
 // ConstSpVecGetValues calls cusparseConstSpVecGetValues:
@@ -1923,7 +1923,7 @@ func CooGet(spMatDescr CusparseSpMatDescr, rows *int64, cols *int64, nnz *int64,
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCooGet(C.uintptr_t(fn), C.uintptr_t(spMatDescr), unsafe.Pointer(rows), unsafe.Pointer(cols), unsafe.Pointer(nnz), unsafe.Pointer(cooRowInd), unsafe.Pointer(cooColInd), unsafe.Pointer(cooValues), unsafe.Pointer(idxType), unsafe.Pointer(idxBase), unsafe.Pointer(valueType))).err()
+	return Status(C.gocuda_cusparseCooGet(C.uintptr_t(fn), C.uintptr_t(spMatDescr), (*C.uint8_t)(unsafe.Pointer(rows)), (*C.uint8_t)(unsafe.Pointer(cols)), (*C.uint8_t)(unsafe.Pointer(nnz)), unsafe.Pointer(cooRowInd), unsafe.Pointer(cooColInd), unsafe.Pointer(cooValues), (*C.uint8_t)(unsafe.Pointer(idxType)), (*C.uint8_t)(unsafe.Pointer(idxBase)), (*C.uint8_t)(unsafe.Pointer(valueType)))).err()
 }
 
 // CooSetPointers calls cusparseCooSetPointers:
@@ -1962,7 +1962,7 @@ func Create(handle *CusparseHandle) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCreate(C.uintptr_t(fn), unsafe.Pointer(handle))).err()
+	return Status(C.gocuda_cusparseCreate(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(handle)))).err()
 }
 
 // CreateBlockedEll calls cusparseCreateBlockedEll:
@@ -1975,7 +1975,7 @@ func CreateBlockedEll(spMatDescr *CusparseSpMatDescr, rows int64, cols int64, el
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCreateBlockedEll(C.uintptr_t(fn), unsafe.Pointer(spMatDescr), C.int64_t(rows), C.int64_t(cols), C.int64_t(ellBlockSize), C.int64_t(ellCols), unsafe.Pointer(ellColInd), unsafe.Pointer(ellValue), C.int32_t(ellIdxType), C.int32_t(idxBase), C.int32_t(valueType))).err()
+	return Status(C.gocuda_cusparseCreateBlockedEll(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(spMatDescr)), C.int64_t(rows), C.int64_t(cols), C.int64_t(ellBlockSize), C.int64_t(ellCols), unsafe.Pointer(ellColInd), unsafe.Pointer(ellValue), C.int32_t(ellIdxType), C.int32_t(idxBase), C.int32_t(valueType))).err()
 }
 
 // CreateBsr calls cusparseCreateBsr:
@@ -1988,7 +1988,7 @@ func CreateBsr(spMatDescr *CusparseSpMatDescr, brows int64, bcols int64, bnnz in
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCreateBsr(C.uintptr_t(fn), unsafe.Pointer(spMatDescr), C.int64_t(brows), C.int64_t(bcols), C.int64_t(bnnz), C.int64_t(rowBlockSize), C.int64_t(colBlockSize), unsafe.Pointer(bsrRowOffsets), unsafe.Pointer(bsrColInd), unsafe.Pointer(bsrValues), C.int32_t(bsrRowOffsetsType), C.int32_t(bsrColIndType), C.int32_t(idxBase), C.int32_t(valueType), C.int32_t(order))).err()
+	return Status(C.gocuda_cusparseCreateBsr(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(spMatDescr)), C.int64_t(brows), C.int64_t(bcols), C.int64_t(bnnz), C.int64_t(rowBlockSize), C.int64_t(colBlockSize), unsafe.Pointer(bsrRowOffsets), unsafe.Pointer(bsrColInd), unsafe.Pointer(bsrValues), C.int32_t(bsrRowOffsetsType), C.int32_t(bsrColIndType), C.int32_t(idxBase), C.int32_t(valueType), C.int32_t(order))).err()
 }
 
 // CreateBsric02Info calls cusparseCreateBsric02Info:
@@ -2001,7 +2001,7 @@ func CreateBsric02Info(info *Bsric02Info) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCreateBsric02Info(C.uintptr_t(fn), unsafe.Pointer(info))).err()
+	return Status(C.gocuda_cusparseCreateBsric02Info(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(info)))).err()
 }
 
 // CreateBsrilu02Info calls cusparseCreateBsrilu02Info:
@@ -2014,7 +2014,7 @@ func CreateBsrilu02Info(info *Bsrilu02Info) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCreateBsrilu02Info(C.uintptr_t(fn), unsafe.Pointer(info))).err()
+	return Status(C.gocuda_cusparseCreateBsrilu02Info(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(info)))).err()
 }
 
 // CreateBsrsm2Info calls cusparseCreateBsrsm2Info:
@@ -2027,7 +2027,7 @@ func CreateBsrsm2Info(info *Bsrsm2Info) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCreateBsrsm2Info(C.uintptr_t(fn), unsafe.Pointer(info))).err()
+	return Status(C.gocuda_cusparseCreateBsrsm2Info(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(info)))).err()
 }
 
 // CreateBsrsv2Info calls cusparseCreateBsrsv2Info:
@@ -2040,7 +2040,7 @@ func CreateBsrsv2Info(info *Bsrsv2Info) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCreateBsrsv2Info(C.uintptr_t(fn), unsafe.Pointer(info))).err()
+	return Status(C.gocuda_cusparseCreateBsrsv2Info(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(info)))).err()
 }
 
 // CreateColorInfo calls cusparseCreateColorInfo:
@@ -2053,7 +2053,7 @@ func CreateColorInfo(info *CusparseColorInfo) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCreateColorInfo(C.uintptr_t(fn), unsafe.Pointer(info))).err()
+	return Status(C.gocuda_cusparseCreateColorInfo(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(info)))).err()
 }
 
 // CreateConstBlockedEll calls cusparseCreateConstBlockedEll:
@@ -2066,7 +2066,7 @@ func CreateConstBlockedEll(spMatDescr *CusparseSpMatDescr, rows int64, cols int6
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCreateConstBlockedEll(C.uintptr_t(fn), unsafe.Pointer(spMatDescr), C.int64_t(rows), C.int64_t(cols), C.int64_t(ellBlockSize), C.int64_t(ellCols), unsafe.Pointer(ellColInd), unsafe.Pointer(ellValue), C.int32_t(ellIdxType), C.int32_t(idxBase), C.int32_t(valueType))).err()
+	return Status(C.gocuda_cusparseCreateConstBlockedEll(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(spMatDescr)), C.int64_t(rows), C.int64_t(cols), C.int64_t(ellBlockSize), C.int64_t(ellCols), unsafe.Pointer(ellColInd), unsafe.Pointer(ellValue), C.int32_t(ellIdxType), C.int32_t(idxBase), C.int32_t(valueType))).err()
 }
 
 // CreateConstBsr calls cusparseCreateConstBsr:
@@ -2079,7 +2079,7 @@ func CreateConstBsr(spMatDescr *CusparseSpMatDescr, brows int64, bcols int64, bn
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCreateConstBsr(C.uintptr_t(fn), unsafe.Pointer(spMatDescr), C.int64_t(brows), C.int64_t(bcols), C.int64_t(bnnz), C.int64_t(rowBlockDim), C.int64_t(colBlockDim), unsafe.Pointer(bsrRowOffsets), unsafe.Pointer(bsrColInd), unsafe.Pointer(bsrValues), C.int32_t(bsrRowOffsetsType), C.int32_t(bsrColIndType), C.int32_t(idxBase), C.int32_t(valueType), C.int32_t(order))).err()
+	return Status(C.gocuda_cusparseCreateConstBsr(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(spMatDescr)), C.int64_t(brows), C.int64_t(bcols), C.int64_t(bnnz), C.int64_t(rowBlockDim), C.int64_t(colBlockDim), unsafe.Pointer(bsrRowOffsets), unsafe.Pointer(bsrColInd), unsafe.Pointer(bsrValues), C.int32_t(bsrRowOffsetsType), C.int32_t(bsrColIndType), C.int32_t(idxBase), C.int32_t(valueType), C.int32_t(order))).err()
 }
 
 // CreateConstCoo calls cusparseCreateConstCoo:
@@ -2092,7 +2092,7 @@ func CreateConstCoo(spMatDescr *CusparseSpMatDescr, rows int64, cols int64, nnz 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCreateConstCoo(C.uintptr_t(fn), unsafe.Pointer(spMatDescr), C.int64_t(rows), C.int64_t(cols), C.int64_t(nnz), unsafe.Pointer(cooRowInd), unsafe.Pointer(cooColInd), unsafe.Pointer(cooValues), C.int32_t(cooIdxType), C.int32_t(idxBase), C.int32_t(valueType))).err()
+	return Status(C.gocuda_cusparseCreateConstCoo(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(spMatDescr)), C.int64_t(rows), C.int64_t(cols), C.int64_t(nnz), unsafe.Pointer(cooRowInd), unsafe.Pointer(cooColInd), unsafe.Pointer(cooValues), C.int32_t(cooIdxType), C.int32_t(idxBase), C.int32_t(valueType))).err()
 }
 
 // CreateConstCsc calls cusparseCreateConstCsc:
@@ -2105,7 +2105,7 @@ func CreateConstCsc(spMatDescr *CusparseSpMatDescr, rows int64, cols int64, nnz 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCreateConstCsc(C.uintptr_t(fn), unsafe.Pointer(spMatDescr), C.int64_t(rows), C.int64_t(cols), C.int64_t(nnz), unsafe.Pointer(cscColOffsets), unsafe.Pointer(cscRowInd), unsafe.Pointer(cscValues), C.int32_t(cscColOffsetsType), C.int32_t(cscRowIndType), C.int32_t(idxBase), C.int32_t(valueType))).err()
+	return Status(C.gocuda_cusparseCreateConstCsc(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(spMatDescr)), C.int64_t(rows), C.int64_t(cols), C.int64_t(nnz), unsafe.Pointer(cscColOffsets), unsafe.Pointer(cscRowInd), unsafe.Pointer(cscValues), C.int32_t(cscColOffsetsType), C.int32_t(cscRowIndType), C.int32_t(idxBase), C.int32_t(valueType))).err()
 }
 
 // CreateConstCsr calls cusparseCreateConstCsr:
@@ -2118,7 +2118,7 @@ func CreateConstCsr(spMatDescr *CusparseSpMatDescr, rows int64, cols int64, nnz 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCreateConstCsr(C.uintptr_t(fn), unsafe.Pointer(spMatDescr), C.int64_t(rows), C.int64_t(cols), C.int64_t(nnz), unsafe.Pointer(csrRowOffsets), unsafe.Pointer(csrColInd), unsafe.Pointer(csrValues), C.int32_t(csrRowOffsetsType), C.int32_t(csrColIndType), C.int32_t(idxBase), C.int32_t(valueType))).err()
+	return Status(C.gocuda_cusparseCreateConstCsr(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(spMatDescr)), C.int64_t(rows), C.int64_t(cols), C.int64_t(nnz), unsafe.Pointer(csrRowOffsets), unsafe.Pointer(csrColInd), unsafe.Pointer(csrValues), C.int32_t(csrRowOffsetsType), C.int32_t(csrColIndType), C.int32_t(idxBase), C.int32_t(valueType))).err()
 }
 
 // CreateConstDnMat calls cusparseCreateConstDnMat:
@@ -2131,7 +2131,7 @@ func CreateConstDnMat(dnMatDescr *CusparseDnMatDescr, rows int64, cols int64, ld
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCreateConstDnMat(C.uintptr_t(fn), unsafe.Pointer(dnMatDescr), C.int64_t(rows), C.int64_t(cols), C.int64_t(ld), unsafe.Pointer(values), C.int32_t(valueType), C.int32_t(order))).err()
+	return Status(C.gocuda_cusparseCreateConstDnMat(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(dnMatDescr)), C.int64_t(rows), C.int64_t(cols), C.int64_t(ld), unsafe.Pointer(values), C.int32_t(valueType), C.int32_t(order))).err()
 }
 
 // CreateConstDnVec calls cusparseCreateConstDnVec:
@@ -2144,7 +2144,7 @@ func CreateConstDnVec(dnVecDescr *CusparseDnVecDescr, size int64, values unsafe.
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCreateConstDnVec(C.uintptr_t(fn), unsafe.Pointer(dnVecDescr), C.int64_t(size), unsafe.Pointer(values), C.int32_t(valueType))).err()
+	return Status(C.gocuda_cusparseCreateConstDnVec(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(dnVecDescr)), C.int64_t(size), unsafe.Pointer(values), C.int32_t(valueType))).err()
 }
 
 // CreateConstSlicedEll calls cusparseCreateConstSlicedEll:
@@ -2157,7 +2157,7 @@ func CreateConstSlicedEll(spMatDescr *CusparseSpMatDescr, rows int64, cols int64
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCreateConstSlicedEll(C.uintptr_t(fn), unsafe.Pointer(spMatDescr), C.int64_t(rows), C.int64_t(cols), C.int64_t(nnz), C.int64_t(sellValuesSize), C.int64_t(sliceSize), unsafe.Pointer(sellSliceOffsets), unsafe.Pointer(sellColInd), unsafe.Pointer(sellValues), C.int32_t(sellSliceOffsetsType), C.int32_t(sellColIndType), C.int32_t(idxBase), C.int32_t(valueType))).err()
+	return Status(C.gocuda_cusparseCreateConstSlicedEll(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(spMatDescr)), C.int64_t(rows), C.int64_t(cols), C.int64_t(nnz), C.int64_t(sellValuesSize), C.int64_t(sliceSize), unsafe.Pointer(sellSliceOffsets), unsafe.Pointer(sellColInd), unsafe.Pointer(sellValues), C.int32_t(sellSliceOffsetsType), C.int32_t(sellColIndType), C.int32_t(idxBase), C.int32_t(valueType))).err()
 }
 
 // CreateConstSpVec calls cusparseCreateConstSpVec:
@@ -2170,7 +2170,7 @@ func CreateConstSpVec(spVecDescr *CusparseSpVecDescr, size int64, nnz int64, ind
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCreateConstSpVec(C.uintptr_t(fn), unsafe.Pointer(spVecDescr), C.int64_t(size), C.int64_t(nnz), unsafe.Pointer(indices), unsafe.Pointer(values), C.int32_t(idxType), C.int32_t(idxBase), C.int32_t(valueType))).err()
+	return Status(C.gocuda_cusparseCreateConstSpVec(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(spVecDescr)), C.int64_t(size), C.int64_t(nnz), unsafe.Pointer(indices), unsafe.Pointer(values), C.int32_t(idxType), C.int32_t(idxBase), C.int32_t(valueType))).err()
 }
 
 // CreateCoo calls cusparseCreateCoo:
@@ -2183,7 +2183,7 @@ func CreateCoo(spMatDescr *CusparseSpMatDescr, rows int64, cols int64, nnz int64
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCreateCoo(C.uintptr_t(fn), unsafe.Pointer(spMatDescr), C.int64_t(rows), C.int64_t(cols), C.int64_t(nnz), unsafe.Pointer(cooRowInd), unsafe.Pointer(cooColInd), unsafe.Pointer(cooValues), C.int32_t(cooIdxType), C.int32_t(idxBase), C.int32_t(valueType))).err()
+	return Status(C.gocuda_cusparseCreateCoo(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(spMatDescr)), C.int64_t(rows), C.int64_t(cols), C.int64_t(nnz), unsafe.Pointer(cooRowInd), unsafe.Pointer(cooColInd), unsafe.Pointer(cooValues), C.int32_t(cooIdxType), C.int32_t(idxBase), C.int32_t(valueType))).err()
 }
 
 // CreateCsc calls cusparseCreateCsc:
@@ -2196,7 +2196,7 @@ func CreateCsc(spMatDescr *CusparseSpMatDescr, rows int64, cols int64, nnz int64
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCreateCsc(C.uintptr_t(fn), unsafe.Pointer(spMatDescr), C.int64_t(rows), C.int64_t(cols), C.int64_t(nnz), unsafe.Pointer(cscColOffsets), unsafe.Pointer(cscRowInd), unsafe.Pointer(cscValues), C.int32_t(cscColOffsetsType), C.int32_t(cscRowIndType), C.int32_t(idxBase), C.int32_t(valueType))).err()
+	return Status(C.gocuda_cusparseCreateCsc(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(spMatDescr)), C.int64_t(rows), C.int64_t(cols), C.int64_t(nnz), unsafe.Pointer(cscColOffsets), unsafe.Pointer(cscRowInd), unsafe.Pointer(cscValues), C.int32_t(cscColOffsetsType), C.int32_t(cscRowIndType), C.int32_t(idxBase), C.int32_t(valueType))).err()
 }
 
 // CreateCsr calls cusparseCreateCsr:
@@ -2209,7 +2209,7 @@ func CreateCsr(spMatDescr *CusparseSpMatDescr, rows int64, cols int64, nnz int64
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCreateCsr(C.uintptr_t(fn), unsafe.Pointer(spMatDescr), C.int64_t(rows), C.int64_t(cols), C.int64_t(nnz), unsafe.Pointer(csrRowOffsets), unsafe.Pointer(csrColInd), unsafe.Pointer(csrValues), C.int32_t(csrRowOffsetsType), C.int32_t(csrColIndType), C.int32_t(idxBase), C.int32_t(valueType))).err()
+	return Status(C.gocuda_cusparseCreateCsr(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(spMatDescr)), C.int64_t(rows), C.int64_t(cols), C.int64_t(nnz), unsafe.Pointer(csrRowOffsets), unsafe.Pointer(csrColInd), unsafe.Pointer(csrValues), C.int32_t(csrRowOffsetsType), C.int32_t(csrColIndType), C.int32_t(idxBase), C.int32_t(valueType))).err()
 }
 
 // CreateCsric02Info calls cusparseCreateCsric02Info:
@@ -2222,7 +2222,7 @@ func CreateCsric02Info(info *Csric02Info) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCreateCsric02Info(C.uintptr_t(fn), unsafe.Pointer(info))).err()
+	return Status(C.gocuda_cusparseCreateCsric02Info(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(info)))).err()
 }
 
 // CreateCsrilu02Info calls cusparseCreateCsrilu02Info:
@@ -2235,7 +2235,7 @@ func CreateCsrilu02Info(info *Csrilu02Info) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCreateCsrilu02Info(C.uintptr_t(fn), unsafe.Pointer(info))).err()
+	return Status(C.gocuda_cusparseCreateCsrilu02Info(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(info)))).err()
 }
 
 // CreateCsru2csrInfo calls cusparseCreateCsru2csrInfo:
@@ -2248,7 +2248,7 @@ func CreateCsru2csrInfo(info *Csru2csrInfo) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCreateCsru2csrInfo(C.uintptr_t(fn), unsafe.Pointer(info))).err()
+	return Status(C.gocuda_cusparseCreateCsru2csrInfo(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(info)))).err()
 }
 
 // CreateDnMat calls cusparseCreateDnMat:
@@ -2261,7 +2261,7 @@ func CreateDnMat(dnMatDescr *CusparseDnMatDescr, rows int64, cols int64, ld int6
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCreateDnMat(C.uintptr_t(fn), unsafe.Pointer(dnMatDescr), C.int64_t(rows), C.int64_t(cols), C.int64_t(ld), unsafe.Pointer(values), C.int32_t(valueType), C.int32_t(order))).err()
+	return Status(C.gocuda_cusparseCreateDnMat(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(dnMatDescr)), C.int64_t(rows), C.int64_t(cols), C.int64_t(ld), unsafe.Pointer(values), C.int32_t(valueType), C.int32_t(order))).err()
 }
 
 // CreateDnVec calls cusparseCreateDnVec:
@@ -2274,7 +2274,7 @@ func CreateDnVec(dnVecDescr *CusparseDnVecDescr, size int64, values unsafe.Point
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCreateDnVec(C.uintptr_t(fn), unsafe.Pointer(dnVecDescr), C.int64_t(size), unsafe.Pointer(values), C.int32_t(valueType))).err()
+	return Status(C.gocuda_cusparseCreateDnVec(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(dnVecDescr)), C.int64_t(size), unsafe.Pointer(values), C.int32_t(valueType))).err()
 }
 
 // CreateIdentityPermutation calls cusparseCreateIdentityPermutation:
@@ -2287,7 +2287,7 @@ func CreateIdentityPermutation(handle CusparseHandle, n int32, p *int32) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCreateIdentityPermutation(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), unsafe.Pointer(p))).err()
+	return Status(C.gocuda_cusparseCreateIdentityPermutation(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(p)))).err()
 }
 
 // CreateMatDescr calls cusparseCreateMatDescr:
@@ -2300,7 +2300,7 @@ func CreateMatDescr(descrA *CusparseMatDescr) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCreateMatDescr(C.uintptr_t(fn), unsafe.Pointer(descrA))).err()
+	return Status(C.gocuda_cusparseCreateMatDescr(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(descrA)))).err()
 }
 
 // CreatePruneInfo calls cusparseCreatePruneInfo:
@@ -2313,7 +2313,7 @@ func CreatePruneInfo(info *PruneInfo) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCreatePruneInfo(C.uintptr_t(fn), unsafe.Pointer(info))).err()
+	return Status(C.gocuda_cusparseCreatePruneInfo(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(info)))).err()
 }
 
 // CreateSlicedEll calls cusparseCreateSlicedEll:
@@ -2326,7 +2326,7 @@ func CreateSlicedEll(spMatDescr *CusparseSpMatDescr, rows int64, cols int64, nnz
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCreateSlicedEll(C.uintptr_t(fn), unsafe.Pointer(spMatDescr), C.int64_t(rows), C.int64_t(cols), C.int64_t(nnz), C.int64_t(sellValuesSize), C.int64_t(sliceSize), unsafe.Pointer(sellSliceOffsets), unsafe.Pointer(sellColInd), unsafe.Pointer(sellValues), C.int32_t(sellSliceOffsetsType), C.int32_t(sellColIndType), C.int32_t(idxBase), C.int32_t(valueType))).err()
+	return Status(C.gocuda_cusparseCreateSlicedEll(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(spMatDescr)), C.int64_t(rows), C.int64_t(cols), C.int64_t(nnz), C.int64_t(sellValuesSize), C.int64_t(sliceSize), unsafe.Pointer(sellSliceOffsets), unsafe.Pointer(sellColInd), unsafe.Pointer(sellValues), C.int32_t(sellSliceOffsetsType), C.int32_t(sellColIndType), C.int32_t(idxBase), C.int32_t(valueType))).err()
 }
 
 // CreateSpVec calls cusparseCreateSpVec:
@@ -2339,7 +2339,7 @@ func CreateSpVec(spVecDescr *CusparseSpVecDescr, size int64, nnz int64, indices 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCreateSpVec(C.uintptr_t(fn), unsafe.Pointer(spVecDescr), C.int64_t(size), C.int64_t(nnz), unsafe.Pointer(indices), unsafe.Pointer(values), C.int32_t(idxType), C.int32_t(idxBase), C.int32_t(valueType))).err()
+	return Status(C.gocuda_cusparseCreateSpVec(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(spVecDescr)), C.int64_t(size), C.int64_t(nnz), unsafe.Pointer(indices), unsafe.Pointer(values), C.int32_t(idxType), C.int32_t(idxBase), C.int32_t(valueType))).err()
 }
 
 // CscGet calls cusparseCscGet:
@@ -2352,7 +2352,7 @@ func CscGet(spMatDescr CusparseSpMatDescr, rows *int64, cols *int64, nnz *int64,
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCscGet(C.uintptr_t(fn), C.uintptr_t(spMatDescr), unsafe.Pointer(rows), unsafe.Pointer(cols), unsafe.Pointer(nnz), unsafe.Pointer(cscColOffsets), unsafe.Pointer(cscRowInd), unsafe.Pointer(cscValues), unsafe.Pointer(cscColOffsetsType), unsafe.Pointer(cscRowIndType), unsafe.Pointer(idxBase), unsafe.Pointer(valueType))).err()
+	return Status(C.gocuda_cusparseCscGet(C.uintptr_t(fn), C.uintptr_t(spMatDescr), (*C.uint8_t)(unsafe.Pointer(rows)), (*C.uint8_t)(unsafe.Pointer(cols)), (*C.uint8_t)(unsafe.Pointer(nnz)), unsafe.Pointer(cscColOffsets), unsafe.Pointer(cscRowInd), unsafe.Pointer(cscValues), (*C.uint8_t)(unsafe.Pointer(cscColOffsetsType)), (*C.uint8_t)(unsafe.Pointer(cscRowIndType)), (*C.uint8_t)(unsafe.Pointer(idxBase)), (*C.uint8_t)(unsafe.Pointer(valueType)))).err()
 }
 
 // CscSetPointers calls cusparseCscSetPointers:
@@ -2378,7 +2378,7 @@ func Csr2cscEx2(handle CusparseHandle, m int32, n int32, nnz int32, csrVal unsaf
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCsr2cscEx2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), unsafe.Pointer(csrVal), unsafe.Pointer(csrRowPtr), unsafe.Pointer(csrColInd), unsafe.Pointer(cscVal), unsafe.Pointer(cscColPtr), unsafe.Pointer(cscRowInd), C.int32_t(valType), C.int32_t(copyValues), C.int32_t(idxBase), C.int32_t(alg), unsafe.Pointer(buffer))).err()
+	return Status(C.gocuda_cusparseCsr2cscEx2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), unsafe.Pointer(csrVal), (*C.uint8_t)(unsafe.Pointer(csrRowPtr)), (*C.uint8_t)(unsafe.Pointer(csrColInd)), unsafe.Pointer(cscVal), (*C.uint8_t)(unsafe.Pointer(cscColPtr)), (*C.uint8_t)(unsafe.Pointer(cscRowInd)), C.int32_t(valType), C.int32_t(copyValues), C.int32_t(idxBase), C.int32_t(alg), unsafe.Pointer(buffer))).err()
 }
 
 // Csr2cscEx2BufferSize calls cusparseCsr2cscEx2_bufferSize:
@@ -2391,7 +2391,7 @@ func Csr2cscEx2BufferSize(handle CusparseHandle, m int32, n int32, nnz int32, cs
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCsr2cscEx2_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), unsafe.Pointer(csrVal), unsafe.Pointer(csrRowPtr), unsafe.Pointer(csrColInd), unsafe.Pointer(cscVal), unsafe.Pointer(cscColPtr), unsafe.Pointer(cscRowInd), C.int32_t(valType), C.int32_t(copyValues), C.int32_t(idxBase), C.int32_t(alg), unsafe.Pointer(bufferSize))).err()
+	return Status(C.gocuda_cusparseCsr2cscEx2_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), unsafe.Pointer(csrVal), (*C.uint8_t)(unsafe.Pointer(csrRowPtr)), (*C.uint8_t)(unsafe.Pointer(csrColInd)), unsafe.Pointer(cscVal), (*C.uint8_t)(unsafe.Pointer(cscColPtr)), (*C.uint8_t)(unsafe.Pointer(cscRowInd)), C.int32_t(valType), C.int32_t(copyValues), C.int32_t(idxBase), C.int32_t(alg), (*C.uint8_t)(unsafe.Pointer(bufferSize)))).err()
 }
 
 // CsrGet calls cusparseCsrGet:
@@ -2404,7 +2404,7 @@ func CsrGet(spMatDescr CusparseSpMatDescr, rows *int64, cols *int64, nnz *int64,
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseCsrGet(C.uintptr_t(fn), C.uintptr_t(spMatDescr), unsafe.Pointer(rows), unsafe.Pointer(cols), unsafe.Pointer(nnz), unsafe.Pointer(csrRowOffsets), unsafe.Pointer(csrColInd), unsafe.Pointer(csrValues), unsafe.Pointer(csrRowOffsetsType), unsafe.Pointer(csrColIndType), unsafe.Pointer(idxBase), unsafe.Pointer(valueType))).err()
+	return Status(C.gocuda_cusparseCsrGet(C.uintptr_t(fn), C.uintptr_t(spMatDescr), (*C.uint8_t)(unsafe.Pointer(rows)), (*C.uint8_t)(unsafe.Pointer(cols)), (*C.uint8_t)(unsafe.Pointer(nnz)), unsafe.Pointer(csrRowOffsets), unsafe.Pointer(csrColInd), unsafe.Pointer(csrValues), (*C.uint8_t)(unsafe.Pointer(csrRowOffsetsType)), (*C.uint8_t)(unsafe.Pointer(csrColIndType)), (*C.uint8_t)(unsafe.Pointer(idxBase)), (*C.uint8_t)(unsafe.Pointer(valueType)))).err()
 }
 
 // CsrSetPointers calls cusparseCsrSetPointers:
@@ -2443,7 +2443,7 @@ func Dbsr2csr(handle CusparseHandle, dirA CusparseDirection, mb int32, nb int32,
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDbsr2csr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(blockDim), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), unsafe.Pointer(csrSortedRowPtrC), unsafe.Pointer(csrSortedColIndC))).err()
+	return Status(C.gocuda_cusparseDbsr2csr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(blockDim), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(csrSortedValC)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndC)))).err()
 }
 
 // Dbsric02 calls cusparseDbsric02:
@@ -2456,7 +2456,7 @@ func Dbsric02(handle CusparseHandle, dirA CusparseDirection, mb int32, nnzb int3
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDbsric02(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockDim), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseDbsric02(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockDim), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
 }
 
 // Dbsric02Analysis calls cusparseDbsric02_analysis:
@@ -2469,7 +2469,7 @@ func Dbsric02Analysis(handle CusparseHandle, dirA CusparseDirection, mb int32, n
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDbsric02_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockDim), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pInputBuffer))).err()
+	return Status(C.gocuda_cusparseDbsric02_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockDim), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pInputBuffer))).err()
 }
 
 // Dbsric02BufferSize calls cusparseDbsric02_bufferSize:
@@ -2482,7 +2482,7 @@ func Dbsric02BufferSize(handle CusparseHandle, dirA CusparseDirection, mb int32,
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDbsric02_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockDim), C.uintptr_t(info), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseDbsric02_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockDim), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Dbsric02BufferSizeExt calls cusparseDbsric02_bufferSizeExt:
@@ -2495,7 +2495,7 @@ func Dbsric02BufferSizeExt(handle CusparseHandle, dirA CusparseDirection, mb int
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDbsric02_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockSize), C.uintptr_t(info), unsafe.Pointer(pBufferSize))).err()
+	return Status(C.gocuda_cusparseDbsric02_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockSize), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSize)))).err()
 }
 
 // Dbsrilu02 calls cusparseDbsrilu02:
@@ -2508,7 +2508,7 @@ func Dbsrilu02(handle CusparseHandle, dirA CusparseDirection, mb int32, nnzb int
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDbsrilu02(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockDim), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseDbsrilu02(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockDim), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
 }
 
 // Dbsrilu02Analysis calls cusparseDbsrilu02_analysis:
@@ -2521,7 +2521,7 @@ func Dbsrilu02Analysis(handle CusparseHandle, dirA CusparseDirection, mb int32, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDbsrilu02_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockDim), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseDbsrilu02_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockDim), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
 }
 
 // Dbsrilu02BufferSize calls cusparseDbsrilu02_bufferSize:
@@ -2534,7 +2534,7 @@ func Dbsrilu02BufferSize(handle CusparseHandle, dirA CusparseDirection, mb int32
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDbsrilu02_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockDim), C.uintptr_t(info), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseDbsrilu02_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockDim), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Dbsrilu02BufferSizeExt calls cusparseDbsrilu02_bufferSizeExt:
@@ -2547,7 +2547,7 @@ func Dbsrilu02BufferSizeExt(handle CusparseHandle, dirA CusparseDirection, mb in
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDbsrilu02_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockSize), C.uintptr_t(info), unsafe.Pointer(pBufferSize))).err()
+	return Status(C.gocuda_cusparseDbsrilu02_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockSize), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSize)))).err()
 }
 
 // Dbsrilu02NumericBoost calls cusparseDbsrilu02_numericBoost:
@@ -2560,7 +2560,7 @@ func Dbsrilu02NumericBoost(handle CusparseHandle, info Bsrilu02Info, enable_boos
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDbsrilu02_numericBoost(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(info), C.int32_t(enable_boost), unsafe.Pointer(tol), unsafe.Pointer(boost_val))).err()
+	return Status(C.gocuda_cusparseDbsrilu02_numericBoost(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(info), C.int32_t(enable_boost), (*C.uint8_t)(unsafe.Pointer(tol)), (*C.uint8_t)(unsafe.Pointer(boost_val)))).err()
 }
 
 // Dbsrmm calls cusparseDbsrmm:
@@ -2573,7 +2573,7 @@ func Dbsrmm(handle CusparseHandle, dirA CusparseDirection, transA CusparseOperat
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDbsrmm(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(transB), C.int32_t(mb), C.int32_t(n), C.int32_t(kb), C.int32_t(nnzb), unsafe.Pointer(alpha), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(blockSize), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cusparseDbsrmm(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(transB), C.int32_t(mb), C.int32_t(n), C.int32_t(kb), C.int32_t(nnzb), (*C.uint8_t)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(blockSize), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
 }
 
 // Dbsrmv calls cusparseDbsrmv:
@@ -2586,7 +2586,7 @@ func Dbsrmv(handle CusparseHandle, dirA CusparseDirection, transA CusparseOperat
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDbsrmv(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), unsafe.Pointer(alpha), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(blockDim), unsafe.Pointer(x), unsafe.Pointer(beta), unsafe.Pointer(y))).err()
+	return Status(C.gocuda_cusparseDbsrmv(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), (*C.uint8_t)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(blockDim), (*C.uint8_t)(unsafe.Pointer(x)), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)))).err()
 }
 
 // Dbsrsm2Analysis calls cusparseDbsrsm2_analysis:
@@ -2599,7 +2599,7 @@ func Dbsrsm2Analysis(handle CusparseHandle, dirA CusparseDirection, transA Cuspa
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDbsrsm2_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(transXY), C.int32_t(mb), C.int32_t(n), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockSize), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseDbsrsm2_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(transXY), C.int32_t(mb), C.int32_t(n), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockSize), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
 }
 
 // Dbsrsm2BufferSize calls cusparseDbsrsm2_bufferSize:
@@ -2612,7 +2612,7 @@ func Dbsrsm2BufferSize(handle CusparseHandle, dirA CusparseDirection, transA Cus
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDbsrsm2_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(transXY), C.int32_t(mb), C.int32_t(n), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockSize), C.uintptr_t(info), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseDbsrsm2_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(transXY), C.int32_t(mb), C.int32_t(n), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockSize), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Dbsrsm2BufferSizeExt calls cusparseDbsrsm2_bufferSizeExt:
@@ -2625,7 +2625,7 @@ func Dbsrsm2BufferSizeExt(handle CusparseHandle, dirA CusparseDirection, transA 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDbsrsm2_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(transB), C.int32_t(mb), C.int32_t(n), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockSize), C.uintptr_t(info), unsafe.Pointer(pBufferSize))).err()
+	return Status(C.gocuda_cusparseDbsrsm2_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(transB), C.int32_t(mb), C.int32_t(n), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockSize), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSize)))).err()
 }
 
 // Dbsrsm2Solve calls cusparseDbsrsm2_solve:
@@ -2638,7 +2638,7 @@ func Dbsrsm2Solve(handle CusparseHandle, dirA CusparseDirection, transA Cusparse
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDbsrsm2_solve(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(transXY), C.int32_t(mb), C.int32_t(n), C.int32_t(nnzb), unsafe.Pointer(alpha), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockSize), C.uintptr_t(info), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(X), C.int32_t(ldx), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseDbsrsm2_solve(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(transXY), C.int32_t(mb), C.int32_t(n), C.int32_t(nnzb), (*C.uint8_t)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockSize), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(X)), C.int32_t(ldx), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
 }
 
 // Dbsrsv2Analysis calls cusparseDbsrsv2_analysis:
@@ -2651,7 +2651,7 @@ func Dbsrsv2Analysis(handle CusparseHandle, dirA CusparseDirection, transA Cuspa
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDbsrsv2_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(blockDim), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseDbsrsv2_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(blockDim), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
 }
 
 // Dbsrsv2BufferSize calls cusparseDbsrsv2_bufferSize:
@@ -2664,7 +2664,7 @@ func Dbsrsv2BufferSize(handle CusparseHandle, dirA CusparseDirection, transA Cus
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDbsrsv2_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(blockDim), C.uintptr_t(info), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseDbsrsv2_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(blockDim), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Dbsrsv2BufferSizeExt calls cusparseDbsrsv2_bufferSizeExt:
@@ -2677,7 +2677,7 @@ func Dbsrsv2BufferSizeExt(handle CusparseHandle, dirA CusparseDirection, transA 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDbsrsv2_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(blockSize), C.uintptr_t(info), unsafe.Pointer(pBufferSize))).err()
+	return Status(C.gocuda_cusparseDbsrsv2_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(blockSize), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSize)))).err()
 }
 
 // Dbsrsv2Solve calls cusparseDbsrsv2_solve:
@@ -2690,7 +2690,7 @@ func Dbsrsv2Solve(handle CusparseHandle, dirA CusparseDirection, transA Cusparse
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDbsrsv2_solve(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(mb), C.int32_t(nnzb), unsafe.Pointer(alpha), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(blockDim), C.uintptr_t(info), unsafe.Pointer(f), unsafe.Pointer(x), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseDbsrsv2_solve(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(mb), C.int32_t(nnzb), (*C.uint8_t)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(blockDim), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(f)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
 }
 
 // Dbsrxmv calls cusparseDbsrxmv:
@@ -2703,7 +2703,7 @@ func Dbsrxmv(handle CusparseHandle, dirA CusparseDirection, transA CusparseOpera
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDbsrxmv(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(sizeOfMask), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), unsafe.Pointer(alpha), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedMaskPtrA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedEndPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(blockDim), unsafe.Pointer(x), unsafe.Pointer(beta), unsafe.Pointer(y))).err()
+	return Status(C.gocuda_cusparseDbsrxmv(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(sizeOfMask), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), (*C.uint8_t)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedMaskPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedEndPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(blockDim), (*C.uint8_t)(unsafe.Pointer(x)), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)))).err()
 }
 
 // Dcsr2bsr calls cusparseDcsr2bsr:
@@ -2716,7 +2716,7 @@ func Dcsr2bsr(handle CusparseHandle, dirA CusparseDirection, m int32, n int32, d
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDcsr2bsr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.int32_t(blockDim), C.uintptr_t(descrC), unsafe.Pointer(bsrSortedValC), unsafe.Pointer(bsrSortedRowPtrC), unsafe.Pointer(bsrSortedColIndC))).err()
+	return Status(C.gocuda_cusparseDcsr2bsr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.int32_t(blockDim), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(bsrSortedValC)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndC)))).err()
 }
 
 // Dcsr2csrCompress calls cusparseDcsr2csr_compress:
@@ -2729,7 +2729,7 @@ func Dcsr2csrCompress(handle CusparseHandle, m int32, n int32, descrA CusparseMa
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDcsr2csr_compress(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedColIndA), unsafe.Pointer(csrSortedRowPtrA), C.int32_t(nnzA), unsafe.Pointer(nnzPerRow), unsafe.Pointer(csrSortedValC), unsafe.Pointer(csrSortedColIndC), unsafe.Pointer(csrSortedRowPtrC), C.double(tol))).err()
+	return Status(C.gocuda_cusparseDcsr2csr_compress(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), C.int32_t(nnzA), (*C.uint8_t)(unsafe.Pointer(nnzPerRow)), (*C.uint8_t)(unsafe.Pointer(csrSortedValC)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndC)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrC)), C.double(tol))).err()
 }
 
 // Dcsr2csru calls cusparseDcsr2csru:
@@ -2742,7 +2742,7 @@ func Dcsr2csru(handle CusparseHandle, m int32, n int32, nnz int32, descrA Cuspar
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDcsr2csru(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrVal), unsafe.Pointer(csrRowPtr), unsafe.Pointer(csrColInd), C.uintptr_t(info), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseDcsr2csru(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrVal)), (*C.uint8_t)(unsafe.Pointer(csrRowPtr)), (*C.uint8_t)(unsafe.Pointer(csrColInd)), C.uintptr_t(info), unsafe.Pointer(pBuffer))).err()
 }
 
 // Dcsr2gebsr calls cusparseDcsr2gebsr:
@@ -2755,7 +2755,7 @@ func Dcsr2gebsr(handle CusparseHandle, dirA CusparseDirection, m int32, n int32,
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDcsr2gebsr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.uintptr_t(descrC), unsafe.Pointer(bsrSortedValC), unsafe.Pointer(bsrSortedRowPtrC), unsafe.Pointer(bsrSortedColIndC), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseDcsr2gebsr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(bsrSortedValC)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndC)), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), unsafe.Pointer(pBuffer))).err()
 }
 
 // Dcsr2gebsrBufferSize calls cusparseDcsr2gebsr_bufferSize:
@@ -2768,7 +2768,7 @@ func Dcsr2gebsrBufferSize(handle CusparseHandle, dirA CusparseDirection, m int32
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDcsr2gebsr_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseDcsr2gebsr_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Dcsr2gebsrBufferSizeExt calls cusparseDcsr2gebsr_bufferSizeExt:
@@ -2781,7 +2781,7 @@ func Dcsr2gebsrBufferSizeExt(handle CusparseHandle, dirA CusparseDirection, m in
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDcsr2gebsr_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), unsafe.Pointer(pBufferSize))).err()
+	return Status(C.gocuda_cusparseDcsr2gebsr_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), (*C.uint8_t)(unsafe.Pointer(pBufferSize)))).err()
 }
 
 // Dcsrcolor calls cusparseDcsrcolor:
@@ -2794,7 +2794,7 @@ func Dcsrcolor(handle CusparseHandle, m int32, nnz int32, descrA CusparseMatDesc
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDcsrcolor(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), unsafe.Pointer(fractionToColor), unsafe.Pointer(ncolors), unsafe.Pointer(coloring), unsafe.Pointer(reordering), C.uintptr_t(info))).err()
+	return Status(C.gocuda_cusparseDcsrcolor(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), (*C.uint8_t)(unsafe.Pointer(fractionToColor)), (*C.uint8_t)(unsafe.Pointer(ncolors)), (*C.uint8_t)(unsafe.Pointer(coloring)), (*C.uint8_t)(unsafe.Pointer(reordering)), C.uintptr_t(info))).err()
 }
 
 // Dcsrgeam2 calls cusparseDcsrgeam2:
@@ -2807,7 +2807,7 @@ func Dcsrgeam2(handle CusparseHandle, m int32, n int32, alpha *float64, descrA C
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDcsrgeam2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), C.uintptr_t(descrA), C.int32_t(nnzA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), unsafe.Pointer(beta), C.uintptr_t(descrB), C.int32_t(nnzB), unsafe.Pointer(csrSortedValB), unsafe.Pointer(csrSortedRowPtrB), unsafe.Pointer(csrSortedColIndB), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), unsafe.Pointer(csrSortedRowPtrC), unsafe.Pointer(csrSortedColIndC), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseDcsrgeam2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), C.int32_t(nnzA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), (*C.uint8_t)(unsafe.Pointer(beta)), C.uintptr_t(descrB), C.int32_t(nnzB), (*C.uint8_t)(unsafe.Pointer(csrSortedValB)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrB)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndB)), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(csrSortedValC)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndC)), unsafe.Pointer(pBuffer))).err()
 }
 
 // Dcsrgeam2BufferSizeExt calls cusparseDcsrgeam2_bufferSizeExt:
@@ -2820,7 +2820,7 @@ func Dcsrgeam2BufferSizeExt(handle CusparseHandle, m int32, n int32, alpha *floa
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDcsrgeam2_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), C.uintptr_t(descrA), C.int32_t(nnzA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), unsafe.Pointer(beta), C.uintptr_t(descrB), C.int32_t(nnzB), unsafe.Pointer(csrSortedValB), unsafe.Pointer(csrSortedRowPtrB), unsafe.Pointer(csrSortedColIndB), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), unsafe.Pointer(csrSortedRowPtrC), unsafe.Pointer(csrSortedColIndC), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseDcsrgeam2_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), C.int32_t(nnzA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), (*C.uint8_t)(unsafe.Pointer(beta)), C.uintptr_t(descrB), C.int32_t(nnzB), (*C.uint8_t)(unsafe.Pointer(csrSortedValB)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrB)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndB)), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(csrSortedValC)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndC)), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Dcsric02 calls cusparseDcsric02:
@@ -2833,7 +2833,7 @@ func Dcsric02(handle CusparseHandle, m int32, nnz int32, descrA CusparseMatDescr
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDcsric02(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA_valM), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseDcsric02(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA_valM)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
 }
 
 // Dcsric02Analysis calls cusparseDcsric02_analysis:
@@ -2846,7 +2846,7 @@ func Dcsric02Analysis(handle CusparseHandle, m int32, nnz int32, descrA Cusparse
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDcsric02_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseDcsric02_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
 }
 
 // Dcsric02BufferSize calls cusparseDcsric02_bufferSize:
@@ -2859,7 +2859,7 @@ func Dcsric02BufferSize(handle CusparseHandle, m int32, nnz int32, descrA Cuspar
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDcsric02_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.uintptr_t(info), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseDcsric02_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Dcsric02BufferSizeExt calls cusparseDcsric02_bufferSizeExt:
@@ -2872,7 +2872,7 @@ func Dcsric02BufferSizeExt(handle CusparseHandle, m int32, nnz int32, descrA Cus
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDcsric02_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedVal), unsafe.Pointer(csrSortedRowPtr), unsafe.Pointer(csrSortedColInd), C.uintptr_t(info), unsafe.Pointer(pBufferSize))).err()
+	return Status(C.gocuda_cusparseDcsric02_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedVal)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(csrSortedColInd)), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSize)))).err()
 }
 
 // Dcsrilu02 calls cusparseDcsrilu02:
@@ -2885,7 +2885,7 @@ func Dcsrilu02(handle CusparseHandle, m int32, nnz int32, descrA CusparseMatDesc
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDcsrilu02(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA_valM), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseDcsrilu02(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA_valM)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
 }
 
 // Dcsrilu02Analysis calls cusparseDcsrilu02_analysis:
@@ -2898,7 +2898,7 @@ func Dcsrilu02Analysis(handle CusparseHandle, m int32, nnz int32, descrA Cuspars
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDcsrilu02_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseDcsrilu02_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
 }
 
 // Dcsrilu02BufferSize calls cusparseDcsrilu02_bufferSize:
@@ -2911,7 +2911,7 @@ func Dcsrilu02BufferSize(handle CusparseHandle, m int32, nnz int32, descrA Cuspa
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDcsrilu02_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.uintptr_t(info), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseDcsrilu02_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Dcsrilu02BufferSizeExt calls cusparseDcsrilu02_bufferSizeExt:
@@ -2924,7 +2924,7 @@ func Dcsrilu02BufferSizeExt(handle CusparseHandle, m int32, nnz int32, descrA Cu
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDcsrilu02_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedVal), unsafe.Pointer(csrSortedRowPtr), unsafe.Pointer(csrSortedColInd), C.uintptr_t(info), unsafe.Pointer(pBufferSize))).err()
+	return Status(C.gocuda_cusparseDcsrilu02_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedVal)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(csrSortedColInd)), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSize)))).err()
 }
 
 // Dcsrilu02NumericBoost calls cusparseDcsrilu02_numericBoost:
@@ -2937,7 +2937,7 @@ func Dcsrilu02NumericBoost(handle CusparseHandle, info Csrilu02Info, enable_boos
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDcsrilu02_numericBoost(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(info), C.int32_t(enable_boost), unsafe.Pointer(tol), unsafe.Pointer(boost_val))).err()
+	return Status(C.gocuda_cusparseDcsrilu02_numericBoost(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(info), C.int32_t(enable_boost), (*C.uint8_t)(unsafe.Pointer(tol)), (*C.uint8_t)(unsafe.Pointer(boost_val)))).err()
 }
 
 // Dcsru2csr calls cusparseDcsru2csr:
@@ -2950,7 +2950,7 @@ func Dcsru2csr(handle CusparseHandle, m int32, n int32, nnz int32, descrA Cuspar
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDcsru2csr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrVal), unsafe.Pointer(csrRowPtr), unsafe.Pointer(csrColInd), C.uintptr_t(info), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseDcsru2csr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrVal)), (*C.uint8_t)(unsafe.Pointer(csrRowPtr)), (*C.uint8_t)(unsafe.Pointer(csrColInd)), C.uintptr_t(info), unsafe.Pointer(pBuffer))).err()
 }
 
 // Dcsru2csrBufferSizeExt calls cusparseDcsru2csr_bufferSizeExt:
@@ -2963,7 +2963,7 @@ func Dcsru2csrBufferSizeExt(handle CusparseHandle, m int32, n int32, nnz int32, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDcsru2csr_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), unsafe.Pointer(csrVal), unsafe.Pointer(csrRowPtr), unsafe.Pointer(csrColInd), C.uintptr_t(info), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseDcsru2csr_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), (*C.uint8_t)(unsafe.Pointer(csrVal)), (*C.uint8_t)(unsafe.Pointer(csrRowPtr)), (*C.uint8_t)(unsafe.Pointer(csrColInd)), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // DenseToSparseAnalysis calls cusparseDenseToSparse_analysis:
@@ -2989,7 +2989,7 @@ func DenseToSparseBufferSize(handle CusparseHandle, matA CusparseDnMatDescr, mat
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDenseToSparse_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(matA), C.uintptr_t(matB), C.int32_t(alg), unsafe.Pointer(bufferSize))).err()
+	return Status(C.gocuda_cusparseDenseToSparse_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(matA), C.uintptr_t(matB), C.int32_t(alg), (*C.uint8_t)(unsafe.Pointer(bufferSize)))).err()
 }
 
 // DenseToSparseConvert calls cusparseDenseToSparse_convert:
@@ -3210,7 +3210,7 @@ func Dgebsr2csr(handle CusparseHandle, dirA CusparseDirection, mb int32, nb int3
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDgebsr2csr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), unsafe.Pointer(csrSortedRowPtrC), unsafe.Pointer(csrSortedColIndC))).err()
+	return Status(C.gocuda_cusparseDgebsr2csr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(csrSortedValC)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndC)))).err()
 }
 
 // Dgebsr2gebsc calls cusparseDgebsr2gebsc:
@@ -3223,7 +3223,7 @@ func Dgebsr2gebsc(handle CusparseHandle, mb int32, nb int32, nnzb int32, bsrSort
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDgebsr2gebsc(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), unsafe.Pointer(bscVal), unsafe.Pointer(bscRowInd), unsafe.Pointer(bscColPtr), C.int32_t(copyValues), C.int32_t(idxBase), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseDgebsr2gebsc(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), (*C.uint8_t)(unsafe.Pointer(bscVal)), (*C.uint8_t)(unsafe.Pointer(bscRowInd)), (*C.uint8_t)(unsafe.Pointer(bscColPtr)), C.int32_t(copyValues), C.int32_t(idxBase), unsafe.Pointer(pBuffer))).err()
 }
 
 // Dgebsr2gebscBufferSize calls cusparseDgebsr2gebsc_bufferSize:
@@ -3236,7 +3236,7 @@ func Dgebsr2gebscBufferSize(handle CusparseHandle, mb int32, nb int32, nnzb int3
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDgebsr2gebsc_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseDgebsr2gebsc_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Dgebsr2gebscBufferSizeExt calls cusparseDgebsr2gebsc_bufferSizeExt:
@@ -3249,7 +3249,7 @@ func Dgebsr2gebscBufferSizeExt(handle CusparseHandle, mb int32, nb int32, nnzb i
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDgebsr2gebsc_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), unsafe.Pointer(pBufferSize))).err()
+	return Status(C.gocuda_cusparseDgebsr2gebsc_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), (*C.uint8_t)(unsafe.Pointer(pBufferSize)))).err()
 }
 
 // Dgebsr2gebsr calls cusparseDgebsr2gebsr:
@@ -3262,7 +3262,7 @@ func Dgebsr2gebsr(handle CusparseHandle, dirA CusparseDirection, mb int32, nb in
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDgebsr2gebsr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(rowBlockDimA), C.int32_t(colBlockDimA), C.uintptr_t(descrC), unsafe.Pointer(bsrSortedValC), unsafe.Pointer(bsrSortedRowPtrC), unsafe.Pointer(bsrSortedColIndC), C.int32_t(rowBlockDimC), C.int32_t(colBlockDimC), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseDgebsr2gebsr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(rowBlockDimA), C.int32_t(colBlockDimA), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(bsrSortedValC)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndC)), C.int32_t(rowBlockDimC), C.int32_t(colBlockDimC), unsafe.Pointer(pBuffer))).err()
 }
 
 // Dgebsr2gebsrBufferSize calls cusparseDgebsr2gebsr_bufferSize:
@@ -3275,7 +3275,7 @@ func Dgebsr2gebsrBufferSize(handle CusparseHandle, dirA CusparseDirection, mb in
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDgebsr2gebsr_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(rowBlockDimA), C.int32_t(colBlockDimA), C.int32_t(rowBlockDimC), C.int32_t(colBlockDimC), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseDgebsr2gebsr_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(rowBlockDimA), C.int32_t(colBlockDimA), C.int32_t(rowBlockDimC), C.int32_t(colBlockDimC), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Dgebsr2gebsrBufferSizeExt calls cusparseDgebsr2gebsr_bufferSizeExt:
@@ -3288,7 +3288,7 @@ func Dgebsr2gebsrBufferSizeExt(handle CusparseHandle, dirA CusparseDirection, mb
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDgebsr2gebsr_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(rowBlockDimA), C.int32_t(colBlockDimA), C.int32_t(rowBlockDimC), C.int32_t(colBlockDimC), unsafe.Pointer(pBufferSize))).err()
+	return Status(C.gocuda_cusparseDgebsr2gebsr_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(rowBlockDimA), C.int32_t(colBlockDimA), C.int32_t(rowBlockDimC), C.int32_t(colBlockDimC), (*C.uint8_t)(unsafe.Pointer(pBufferSize)))).err()
 }
 
 // Dgemvi calls cusparseDgemvi:
@@ -3301,7 +3301,7 @@ func Dgemvi(handle CusparseHandle, transA CusparseOperation, m int32, n int32, a
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDgemvi(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transA), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), C.int32_t(nnz), unsafe.Pointer(xVal), unsafe.Pointer(xInd), unsafe.Pointer(beta), unsafe.Pointer(y), C.int32_t(idxBase), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseDgemvi(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transA), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), C.int32_t(nnz), (*C.uint8_t)(unsafe.Pointer(xVal)), (*C.uint8_t)(unsafe.Pointer(xInd)), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(idxBase), unsafe.Pointer(pBuffer))).err()
 }
 
 // DgemviBufferSize calls cusparseDgemvi_bufferSize:
@@ -3314,7 +3314,7 @@ func DgemviBufferSize(handle CusparseHandle, transA CusparseOperation, m int32, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDgemvi_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transA), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), unsafe.Pointer(pBufferSize))).err()
+	return Status(C.gocuda_cusparseDgemvi_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transA), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), (*C.uint8_t)(unsafe.Pointer(pBufferSize)))).err()
 }
 
 // DgpsvInterleavedBatch calls cusparseDgpsvInterleavedBatch:
@@ -3327,7 +3327,7 @@ func DgpsvInterleavedBatch(handle CusparseHandle, algo int32, m int32, ds *float
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDgpsvInterleavedBatch(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(algo), C.int32_t(m), unsafe.Pointer(ds), unsafe.Pointer(dl_), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(dw), unsafe.Pointer(x), C.int32_t(batchCount), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseDgpsvInterleavedBatch(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(algo), C.int32_t(m), (*C.uint8_t)(unsafe.Pointer(ds)), (*C.uint8_t)(unsafe.Pointer(dl_)), (*C.uint8_t)(unsafe.Pointer(d)), (*C.uint8_t)(unsafe.Pointer(du)), (*C.uint8_t)(unsafe.Pointer(dw)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(batchCount), unsafe.Pointer(pBuffer))).err()
 }
 
 // DgpsvInterleavedBatchBufferSizeExt calls cusparseDgpsvInterleavedBatch_bufferSizeExt:
@@ -3340,7 +3340,7 @@ func DgpsvInterleavedBatchBufferSizeExt(handle CusparseHandle, algo int32, m int
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDgpsvInterleavedBatch_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(algo), C.int32_t(m), unsafe.Pointer(ds), unsafe.Pointer(dl_), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(dw), unsafe.Pointer(x), C.int32_t(batchCount), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseDgpsvInterleavedBatch_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(algo), C.int32_t(m), (*C.uint8_t)(unsafe.Pointer(ds)), (*C.uint8_t)(unsafe.Pointer(dl_)), (*C.uint8_t)(unsafe.Pointer(d)), (*C.uint8_t)(unsafe.Pointer(du)), (*C.uint8_t)(unsafe.Pointer(dw)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(batchCount), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Dgtsv2 calls cusparseDgtsv2:
@@ -3353,7 +3353,7 @@ func Dgtsv2(handle CusparseHandle, m int32, n int32, dl_ *float64, d *float64, d
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDgtsv2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(dl_), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseDgtsv2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(dl_)), (*C.uint8_t)(unsafe.Pointer(d)), (*C.uint8_t)(unsafe.Pointer(du)), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), unsafe.Pointer(pBuffer))).err()
 }
 
 // Dgtsv2StridedBatch calls cusparseDgtsv2StridedBatch:
@@ -3366,7 +3366,7 @@ func Dgtsv2StridedBatch(handle CusparseHandle, m int32, dl_ *float64, d *float64
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDgtsv2StridedBatch(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), unsafe.Pointer(dl_), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(x), C.int32_t(batchCount), C.int32_t(batchStride), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseDgtsv2StridedBatch(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), (*C.uint8_t)(unsafe.Pointer(dl_)), (*C.uint8_t)(unsafe.Pointer(d)), (*C.uint8_t)(unsafe.Pointer(du)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(batchCount), C.int32_t(batchStride), unsafe.Pointer(pBuffer))).err()
 }
 
 // Dgtsv2StridedBatchBufferSizeExt calls cusparseDgtsv2StridedBatch_bufferSizeExt:
@@ -3379,7 +3379,7 @@ func Dgtsv2StridedBatchBufferSizeExt(handle CusparseHandle, m int32, dl_ *float6
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDgtsv2StridedBatch_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), unsafe.Pointer(dl_), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(x), C.int32_t(batchCount), C.int32_t(batchStride), unsafe.Pointer(bufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseDgtsv2StridedBatch_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), (*C.uint8_t)(unsafe.Pointer(dl_)), (*C.uint8_t)(unsafe.Pointer(d)), (*C.uint8_t)(unsafe.Pointer(du)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(batchCount), C.int32_t(batchStride), (*C.uint8_t)(unsafe.Pointer(bufferSizeInBytes)))).err()
 }
 
 // Dgtsv2BufferSizeExt calls cusparseDgtsv2_bufferSizeExt:
@@ -3392,7 +3392,7 @@ func Dgtsv2BufferSizeExt(handle CusparseHandle, m int32, n int32, dl_ *float64, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDgtsv2_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(dl_), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(bufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseDgtsv2_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(dl_)), (*C.uint8_t)(unsafe.Pointer(d)), (*C.uint8_t)(unsafe.Pointer(du)), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(bufferSizeInBytes)))).err()
 }
 
 // Dgtsv2Nopivot calls cusparseDgtsv2_nopivot:
@@ -3405,7 +3405,7 @@ func Dgtsv2Nopivot(handle CusparseHandle, m int32, n int32, dl_ *float64, d *flo
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDgtsv2_nopivot(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(dl_), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseDgtsv2_nopivot(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(dl_)), (*C.uint8_t)(unsafe.Pointer(d)), (*C.uint8_t)(unsafe.Pointer(du)), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), unsafe.Pointer(pBuffer))).err()
 }
 
 // Dgtsv2NopivotBufferSizeExt calls cusparseDgtsv2_nopivot_bufferSizeExt:
@@ -3418,7 +3418,7 @@ func Dgtsv2NopivotBufferSizeExt(handle CusparseHandle, m int32, n int32, dl_ *fl
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDgtsv2_nopivot_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(dl_), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(bufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseDgtsv2_nopivot_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(dl_)), (*C.uint8_t)(unsafe.Pointer(d)), (*C.uint8_t)(unsafe.Pointer(du)), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(bufferSizeInBytes)))).err()
 }
 
 // DgtsvInterleavedBatch calls cusparseDgtsvInterleavedBatch:
@@ -3431,7 +3431,7 @@ func DgtsvInterleavedBatch(handle CusparseHandle, algo int32, m int32, dl_ *floa
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDgtsvInterleavedBatch(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(algo), C.int32_t(m), unsafe.Pointer(dl_), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(x), C.int32_t(batchCount), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseDgtsvInterleavedBatch(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(algo), C.int32_t(m), (*C.uint8_t)(unsafe.Pointer(dl_)), (*C.uint8_t)(unsafe.Pointer(d)), (*C.uint8_t)(unsafe.Pointer(du)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(batchCount), unsafe.Pointer(pBuffer))).err()
 }
 
 // DgtsvInterleavedBatchBufferSizeExt calls cusparseDgtsvInterleavedBatch_bufferSizeExt:
@@ -3444,7 +3444,7 @@ func DgtsvInterleavedBatchBufferSizeExt(handle CusparseHandle, algo int32, m int
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDgtsvInterleavedBatch_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(algo), C.int32_t(m), unsafe.Pointer(dl_), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(x), C.int32_t(batchCount), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseDgtsvInterleavedBatch_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(algo), C.int32_t(m), (*C.uint8_t)(unsafe.Pointer(dl_)), (*C.uint8_t)(unsafe.Pointer(d)), (*C.uint8_t)(unsafe.Pointer(du)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(batchCount), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // DnMatGet calls cusparseDnMatGet:
@@ -3457,7 +3457,7 @@ func DnMatGet(dnMatDescr CusparseDnMatDescr, rows *int64, cols *int64, ld *int64
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDnMatGet(C.uintptr_t(fn), C.uintptr_t(dnMatDescr), unsafe.Pointer(rows), unsafe.Pointer(cols), unsafe.Pointer(ld), unsafe.Pointer(values), unsafe.Pointer(type_), unsafe.Pointer(order))).err()
+	return Status(C.gocuda_cusparseDnMatGet(C.uintptr_t(fn), C.uintptr_t(dnMatDescr), (*C.uint8_t)(unsafe.Pointer(rows)), (*C.uint8_t)(unsafe.Pointer(cols)), (*C.uint8_t)(unsafe.Pointer(ld)), unsafe.Pointer(values), (*C.uint8_t)(unsafe.Pointer(type_)), (*C.uint8_t)(unsafe.Pointer(order)))).err()
 }
 
 // DnMatGetStridedBatch calls cusparseDnMatGetStridedBatch:
@@ -3470,7 +3470,7 @@ func DnMatGetStridedBatch(dnMatDescr CusparseDnMatDescr, batchCount *int32, batc
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDnMatGetStridedBatch(C.uintptr_t(fn), C.uintptr_t(dnMatDescr), unsafe.Pointer(batchCount), unsafe.Pointer(batchStride))).err()
+	return Status(C.gocuda_cusparseDnMatGetStridedBatch(C.uintptr_t(fn), C.uintptr_t(dnMatDescr), (*C.uint8_t)(unsafe.Pointer(batchCount)), (*C.uint8_t)(unsafe.Pointer(batchStride)))).err()
 }
 
 // DnMatGetValues calls cusparseDnMatGetValues:
@@ -3522,7 +3522,7 @@ func DnVecGet(dnVecDescr CusparseDnVecDescr, size *int64, values *unsafe.Pointer
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDnVecGet(C.uintptr_t(fn), C.uintptr_t(dnVecDescr), unsafe.Pointer(size), unsafe.Pointer(values), unsafe.Pointer(valueType))).err()
+	return Status(C.gocuda_cusparseDnVecGet(C.uintptr_t(fn), C.uintptr_t(dnVecDescr), (*C.uint8_t)(unsafe.Pointer(size)), unsafe.Pointer(values), (*C.uint8_t)(unsafe.Pointer(valueType)))).err()
 }
 
 // DnVecGetValues calls cusparseDnVecGetValues:
@@ -3561,7 +3561,7 @@ func Dnnz(handle CusparseHandle, dirA CusparseDirection, m int32, n int32, descr
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDnnz(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(nnzPerRowCol), unsafe.Pointer(nnzTotalDevHostPtr))).err()
+	return Status(C.gocuda_cusparseDnnz(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(nnzPerRowCol)), (*C.uint8_t)(unsafe.Pointer(nnzTotalDevHostPtr)))).err()
 }
 
 // DnnzCompress calls cusparseDnnz_compress:
@@ -3574,7 +3574,7 @@ func DnnzCompress(handle CusparseHandle, m int32, descr CusparseMatDescr, csrSor
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDnnz_compress(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.uintptr_t(descr), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(nnzPerRow), unsafe.Pointer(nnzC), C.double(tol))).err()
+	return Status(C.gocuda_cusparseDnnz_compress(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.uintptr_t(descr), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(nnzPerRow)), (*C.uint8_t)(unsafe.Pointer(nnzC)), C.double(tol))).err()
 }
 
 // DpruneCsr2csr calls cusparseDpruneCsr2csr:
@@ -3587,7 +3587,7 @@ func DpruneCsr2csr(handle CusparseHandle, m int32, n int32, nnzA int32, descrA C
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDpruneCsr2csr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnzA), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), unsafe.Pointer(threshold), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), unsafe.Pointer(csrSortedRowPtrC), unsafe.Pointer(csrSortedColIndC), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseDpruneCsr2csr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnzA), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), (*C.uint8_t)(unsafe.Pointer(threshold)), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(csrSortedValC)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndC)), unsafe.Pointer(pBuffer))).err()
 }
 
 // DpruneCsr2csrByPercentage calls cusparseDpruneCsr2csrByPercentage:
@@ -3600,7 +3600,7 @@ func DpruneCsr2csrByPercentage(handle CusparseHandle, m int32, n int32, nnzA int
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDpruneCsr2csrByPercentage(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnzA), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.float(percentage), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), unsafe.Pointer(csrSortedRowPtrC), unsafe.Pointer(csrSortedColIndC), C.uintptr_t(info), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseDpruneCsr2csrByPercentage(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnzA), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.float(percentage), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(csrSortedValC)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndC)), C.uintptr_t(info), unsafe.Pointer(pBuffer))).err()
 }
 
 // DpruneCsr2csrByPercentageBufferSizeExt calls cusparseDpruneCsr2csrByPercentage_bufferSizeExt:
@@ -3613,7 +3613,7 @@ func DpruneCsr2csrByPercentageBufferSizeExt(handle CusparseHandle, m int32, n in
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDpruneCsr2csrByPercentage_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnzA), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.float(percentage), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), unsafe.Pointer(csrSortedRowPtrC), unsafe.Pointer(csrSortedColIndC), C.uintptr_t(info), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseDpruneCsr2csrByPercentage_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnzA), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.float(percentage), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(csrSortedValC)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndC)), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // DpruneCsr2csrNnz calls cusparseDpruneCsr2csrNnz:
@@ -3626,7 +3626,7 @@ func DpruneCsr2csrNnz(handle CusparseHandle, m int32, n int32, nnzA int32, descr
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDpruneCsr2csrNnz(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnzA), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), unsafe.Pointer(threshold), C.uintptr_t(descrC), unsafe.Pointer(csrSortedRowPtrC), unsafe.Pointer(nnzTotalDevHostPtr), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseDpruneCsr2csrNnz(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnzA), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), (*C.uint8_t)(unsafe.Pointer(threshold)), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(nnzTotalDevHostPtr)), unsafe.Pointer(pBuffer))).err()
 }
 
 // DpruneCsr2csrNnzByPercentage calls cusparseDpruneCsr2csrNnzByPercentage:
@@ -3639,7 +3639,7 @@ func DpruneCsr2csrNnzByPercentage(handle CusparseHandle, m int32, n int32, nnzA 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDpruneCsr2csrNnzByPercentage(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnzA), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.float(percentage), C.uintptr_t(descrC), unsafe.Pointer(csrSortedRowPtrC), unsafe.Pointer(nnzTotalDevHostPtr), C.uintptr_t(info), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseDpruneCsr2csrNnzByPercentage(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnzA), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.float(percentage), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(nnzTotalDevHostPtr)), C.uintptr_t(info), unsafe.Pointer(pBuffer))).err()
 }
 
 // DpruneCsr2csrBufferSizeExt calls cusparseDpruneCsr2csr_bufferSizeExt:
@@ -3652,7 +3652,7 @@ func DpruneCsr2csrBufferSizeExt(handle CusparseHandle, m int32, n int32, nnzA in
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDpruneCsr2csr_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnzA), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), unsafe.Pointer(threshold), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), unsafe.Pointer(csrSortedRowPtrC), unsafe.Pointer(csrSortedColIndC), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseDpruneCsr2csr_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnzA), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), (*C.uint8_t)(unsafe.Pointer(threshold)), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(csrSortedValC)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndC)), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // DpruneDense2csr calls cusparseDpruneDense2csr:
@@ -3665,7 +3665,7 @@ func DpruneDense2csr(handle CusparseHandle, m int32, n int32, A *float64, lda in
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDpruneDense2csr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(threshold), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), unsafe.Pointer(csrSortedRowPtrC), unsafe.Pointer(csrSortedColIndC), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseDpruneDense2csr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(threshold)), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(csrSortedValC)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndC)), unsafe.Pointer(pBuffer))).err()
 }
 
 // DpruneDense2csrByPercentage calls cusparseDpruneDense2csrByPercentage:
@@ -3678,7 +3678,7 @@ func DpruneDense2csrByPercentage(handle CusparseHandle, m int32, n int32, A *flo
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDpruneDense2csrByPercentage(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), C.float(percentage), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), unsafe.Pointer(csrSortedRowPtrC), unsafe.Pointer(csrSortedColIndC), C.uintptr_t(info), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseDpruneDense2csrByPercentage(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), C.float(percentage), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(csrSortedValC)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndC)), C.uintptr_t(info), unsafe.Pointer(pBuffer))).err()
 }
 
 // DpruneDense2csrByPercentageBufferSizeExt calls cusparseDpruneDense2csrByPercentage_bufferSizeExt:
@@ -3691,7 +3691,7 @@ func DpruneDense2csrByPercentageBufferSizeExt(handle CusparseHandle, m int32, n 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDpruneDense2csrByPercentage_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), C.float(percentage), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), unsafe.Pointer(csrSortedRowPtrC), unsafe.Pointer(csrSortedColIndC), C.uintptr_t(info), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseDpruneDense2csrByPercentage_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), C.float(percentage), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(csrSortedValC)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndC)), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // DpruneDense2csrNnz calls cusparseDpruneDense2csrNnz:
@@ -3704,7 +3704,7 @@ func DpruneDense2csrNnz(handle CusparseHandle, m int32, n int32, A *float64, lda
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDpruneDense2csrNnz(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(threshold), C.uintptr_t(descrC), unsafe.Pointer(csrSortedRowPtrC), unsafe.Pointer(nnzTotalDevHostPtr), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseDpruneDense2csrNnz(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(threshold)), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(nnzTotalDevHostPtr)), unsafe.Pointer(pBuffer))).err()
 }
 
 // DpruneDense2csrNnzByPercentage calls cusparseDpruneDense2csrNnzByPercentage:
@@ -3717,7 +3717,7 @@ func DpruneDense2csrNnzByPercentage(handle CusparseHandle, m int32, n int32, A *
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDpruneDense2csrNnzByPercentage(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), C.float(percentage), C.uintptr_t(descrC), unsafe.Pointer(csrRowPtrC), unsafe.Pointer(nnzTotalDevHostPtr), C.uintptr_t(info), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseDpruneDense2csrNnzByPercentage(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), C.float(percentage), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(csrRowPtrC)), (*C.uint8_t)(unsafe.Pointer(nnzTotalDevHostPtr)), C.uintptr_t(info), unsafe.Pointer(pBuffer))).err()
 }
 
 // DpruneDense2csrBufferSizeExt calls cusparseDpruneDense2csr_bufferSizeExt:
@@ -3730,7 +3730,7 @@ func DpruneDense2csrBufferSizeExt(handle CusparseHandle, m int32, n int32, A *fl
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseDpruneDense2csr_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(threshold), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), unsafe.Pointer(csrSortedRowPtrC), unsafe.Pointer(csrSortedColIndC), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseDpruneDense2csr_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(threshold)), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(csrSortedValC)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndC)), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Gather calls cusparseGather:
@@ -3840,7 +3840,7 @@ func GetPointerMode(handle CusparseHandle, mode *CusparsePointerMode) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseGetPointerMode(C.uintptr_t(fn), C.uintptr_t(handle), unsafe.Pointer(mode))).err()
+	return Status(C.gocuda_cusparseGetPointerMode(C.uintptr_t(fn), C.uintptr_t(handle), (*C.uint8_t)(unsafe.Pointer(mode)))).err()
 }
 
 // GetProperty calls cusparseGetProperty:
@@ -3853,7 +3853,7 @@ func GetProperty(type_ cuda.LibraryPropertyType, value *int32) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseGetProperty(C.uintptr_t(fn), C.int32_t(type_), unsafe.Pointer(value))).err()
+	return Status(C.gocuda_cusparseGetProperty(C.uintptr_t(fn), C.int32_t(type_), (*C.uint8_t)(unsafe.Pointer(value)))).err()
 }
 
 // GetStream calls cusparseGetStream:
@@ -3866,7 +3866,7 @@ func GetStream(handle CusparseHandle, streamId *cuda.CUstream) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseGetStream(C.uintptr_t(fn), C.uintptr_t(handle), unsafe.Pointer(streamId))).err()
+	return Status(C.gocuda_cusparseGetStream(C.uintptr_t(fn), C.uintptr_t(handle), (*C.uint8_t)(unsafe.Pointer(streamId)))).err()
 }
 
 // GetVersion calls cusparseGetVersion:
@@ -3879,7 +3879,7 @@ func GetVersion(handle CusparseHandle, version *int32) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseGetVersion(C.uintptr_t(fn), C.uintptr_t(handle), unsafe.Pointer(version))).err()
+	return Status(C.gocuda_cusparseGetVersion(C.uintptr_t(fn), C.uintptr_t(handle), (*C.uint8_t)(unsafe.Pointer(version)))).err()
 }
 
 // LoggerForceDisable calls cusparseLoggerForceDisable:
@@ -3905,7 +3905,7 @@ func LoggerOpenFile(logFile *byte) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseLoggerOpenFile(C.uintptr_t(fn), unsafe.Pointer(logFile))).err()
+	return Status(C.gocuda_cusparseLoggerOpenFile(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(logFile)))).err()
 }
 
 // LoggerSetCallback calls cusparseLoggerSetCallback:
@@ -3996,7 +3996,7 @@ func SDDMMBufferSize(handle CusparseHandle, opA CusparseOperation, opB CusparseO
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSDDMM_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(opA), C.int32_t(opB), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(matB), unsafe.Pointer(beta), C.uintptr_t(matC), C.int32_t(computeType), C.int32_t(alg), unsafe.Pointer(bufferSize))).err()
+	return Status(C.gocuda_cusparseSDDMM_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(opA), C.int32_t(opB), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(matB), unsafe.Pointer(beta), C.uintptr_t(matC), C.int32_t(computeType), C.int32_t(alg), (*C.uint8_t)(unsafe.Pointer(bufferSize)))).err()
 }
 
 // SDDMMPreprocess calls cusparseSDDMM_preprocess:
@@ -4022,7 +4022,7 @@ func Sbsr2csr(handle CusparseHandle, dirA CusparseDirection, mb int32, nb int32,
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSbsr2csr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(blockDim), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), unsafe.Pointer(csrSortedRowPtrC), unsafe.Pointer(csrSortedColIndC))).err()
+	return Status(C.gocuda_cusparseSbsr2csr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(blockDim), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(csrSortedValC)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndC)))).err()
 }
 
 // Sbsric02 calls cusparseSbsric02:
@@ -4035,7 +4035,7 @@ func Sbsric02(handle CusparseHandle, dirA CusparseDirection, mb int32, nnzb int3
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSbsric02(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockDim), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseSbsric02(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockDim), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
 }
 
 // Sbsric02Analysis calls cusparseSbsric02_analysis:
@@ -4048,7 +4048,7 @@ func Sbsric02Analysis(handle CusparseHandle, dirA CusparseDirection, mb int32, n
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSbsric02_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockDim), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pInputBuffer))).err()
+	return Status(C.gocuda_cusparseSbsric02_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockDim), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pInputBuffer))).err()
 }
 
 // Sbsric02BufferSize calls cusparseSbsric02_bufferSize:
@@ -4061,7 +4061,7 @@ func Sbsric02BufferSize(handle CusparseHandle, dirA CusparseDirection, mb int32,
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSbsric02_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockDim), C.uintptr_t(info), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseSbsric02_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockDim), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Sbsric02BufferSizeExt calls cusparseSbsric02_bufferSizeExt:
@@ -4074,7 +4074,7 @@ func Sbsric02BufferSizeExt(handle CusparseHandle, dirA CusparseDirection, mb int
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSbsric02_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockSize), C.uintptr_t(info), unsafe.Pointer(pBufferSize))).err()
+	return Status(C.gocuda_cusparseSbsric02_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockSize), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSize)))).err()
 }
 
 // Sbsrilu02 calls cusparseSbsrilu02:
@@ -4087,7 +4087,7 @@ func Sbsrilu02(handle CusparseHandle, dirA CusparseDirection, mb int32, nnzb int
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSbsrilu02(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockDim), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseSbsrilu02(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockDim), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
 }
 
 // Sbsrilu02Analysis calls cusparseSbsrilu02_analysis:
@@ -4100,7 +4100,7 @@ func Sbsrilu02Analysis(handle CusparseHandle, dirA CusparseDirection, mb int32, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSbsrilu02_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockDim), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseSbsrilu02_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockDim), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
 }
 
 // Sbsrilu02BufferSize calls cusparseSbsrilu02_bufferSize:
@@ -4113,7 +4113,7 @@ func Sbsrilu02BufferSize(handle CusparseHandle, dirA CusparseDirection, mb int32
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSbsrilu02_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockDim), C.uintptr_t(info), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseSbsrilu02_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockDim), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Sbsrilu02BufferSizeExt calls cusparseSbsrilu02_bufferSizeExt:
@@ -4126,7 +4126,7 @@ func Sbsrilu02BufferSizeExt(handle CusparseHandle, dirA CusparseDirection, mb in
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSbsrilu02_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockSize), C.uintptr_t(info), unsafe.Pointer(pBufferSize))).err()
+	return Status(C.gocuda_cusparseSbsrilu02_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockSize), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSize)))).err()
 }
 
 // Sbsrilu02NumericBoost calls cusparseSbsrilu02_numericBoost:
@@ -4139,7 +4139,7 @@ func Sbsrilu02NumericBoost(handle CusparseHandle, info Bsrilu02Info, enable_boos
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSbsrilu02_numericBoost(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(info), C.int32_t(enable_boost), unsafe.Pointer(tol), unsafe.Pointer(boost_val))).err()
+	return Status(C.gocuda_cusparseSbsrilu02_numericBoost(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(info), C.int32_t(enable_boost), (*C.uint8_t)(unsafe.Pointer(tol)), (*C.uint8_t)(unsafe.Pointer(boost_val)))).err()
 }
 
 // Sbsrmm calls cusparseSbsrmm:
@@ -4152,7 +4152,7 @@ func Sbsrmm(handle CusparseHandle, dirA CusparseDirection, transA CusparseOperat
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSbsrmm(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(transB), C.int32_t(mb), C.int32_t(n), C.int32_t(kb), C.int32_t(nnzb), unsafe.Pointer(alpha), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(blockSize), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cusparseSbsrmm(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(transB), C.int32_t(mb), C.int32_t(n), C.int32_t(kb), C.int32_t(nnzb), (*C.uint8_t)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(blockSize), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
 }
 
 // Sbsrmv calls cusparseSbsrmv:
@@ -4165,7 +4165,7 @@ func Sbsrmv(handle CusparseHandle, dirA CusparseDirection, transA CusparseOperat
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSbsrmv(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), unsafe.Pointer(alpha), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(blockDim), unsafe.Pointer(x), unsafe.Pointer(beta), unsafe.Pointer(y))).err()
+	return Status(C.gocuda_cusparseSbsrmv(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), (*C.uint8_t)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(blockDim), (*C.uint8_t)(unsafe.Pointer(x)), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)))).err()
 }
 
 // Sbsrsm2Analysis calls cusparseSbsrsm2_analysis:
@@ -4178,7 +4178,7 @@ func Sbsrsm2Analysis(handle CusparseHandle, dirA CusparseDirection, transA Cuspa
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSbsrsm2_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(transXY), C.int32_t(mb), C.int32_t(n), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockSize), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseSbsrsm2_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(transXY), C.int32_t(mb), C.int32_t(n), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockSize), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
 }
 
 // Sbsrsm2BufferSize calls cusparseSbsrsm2_bufferSize:
@@ -4191,7 +4191,7 @@ func Sbsrsm2BufferSize(handle CusparseHandle, dirA CusparseDirection, transA Cus
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSbsrsm2_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(transXY), C.int32_t(mb), C.int32_t(n), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockSize), C.uintptr_t(info), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseSbsrsm2_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(transXY), C.int32_t(mb), C.int32_t(n), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockSize), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Sbsrsm2BufferSizeExt calls cusparseSbsrsm2_bufferSizeExt:
@@ -4204,7 +4204,7 @@ func Sbsrsm2BufferSizeExt(handle CusparseHandle, dirA CusparseDirection, transA 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSbsrsm2_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(transB), C.int32_t(mb), C.int32_t(n), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockSize), C.uintptr_t(info), unsafe.Pointer(pBufferSize))).err()
+	return Status(C.gocuda_cusparseSbsrsm2_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(transB), C.int32_t(mb), C.int32_t(n), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockSize), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSize)))).err()
 }
 
 // Sbsrsm2Solve calls cusparseSbsrsm2_solve:
@@ -4217,7 +4217,7 @@ func Sbsrsm2Solve(handle CusparseHandle, dirA CusparseDirection, transA Cusparse
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSbsrsm2_solve(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(transXY), C.int32_t(mb), C.int32_t(n), C.int32_t(nnzb), unsafe.Pointer(alpha), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockSize), C.uintptr_t(info), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(X), C.int32_t(ldx), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseSbsrsm2_solve(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(transXY), C.int32_t(mb), C.int32_t(n), C.int32_t(nnzb), (*C.uint8_t)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockSize), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(X)), C.int32_t(ldx), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
 }
 
 // Sbsrsv2Analysis calls cusparseSbsrsv2_analysis:
@@ -4230,7 +4230,7 @@ func Sbsrsv2Analysis(handle CusparseHandle, dirA CusparseDirection, transA Cuspa
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSbsrsv2_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(blockDim), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseSbsrsv2_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(blockDim), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
 }
 
 // Sbsrsv2BufferSize calls cusparseSbsrsv2_bufferSize:
@@ -4243,7 +4243,7 @@ func Sbsrsv2BufferSize(handle CusparseHandle, dirA CusparseDirection, transA Cus
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSbsrsv2_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(blockDim), C.uintptr_t(info), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseSbsrsv2_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(blockDim), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Sbsrsv2BufferSizeExt calls cusparseSbsrsv2_bufferSizeExt:
@@ -4256,7 +4256,7 @@ func Sbsrsv2BufferSizeExt(handle CusparseHandle, dirA CusparseDirection, transA 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSbsrsv2_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(blockSize), C.uintptr_t(info), unsafe.Pointer(pBufferSize))).err()
+	return Status(C.gocuda_cusparseSbsrsv2_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(blockSize), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSize)))).err()
 }
 
 // Sbsrsv2Solve calls cusparseSbsrsv2_solve:
@@ -4269,7 +4269,7 @@ func Sbsrsv2Solve(handle CusparseHandle, dirA CusparseDirection, transA Cusparse
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSbsrsv2_solve(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(mb), C.int32_t(nnzb), unsafe.Pointer(alpha), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(blockDim), C.uintptr_t(info), unsafe.Pointer(f), unsafe.Pointer(x), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseSbsrsv2_solve(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(mb), C.int32_t(nnzb), (*C.uint8_t)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(blockDim), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(f)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
 }
 
 // Sbsrxmv calls cusparseSbsrxmv:
@@ -4282,7 +4282,7 @@ func Sbsrxmv(handle CusparseHandle, dirA CusparseDirection, transA CusparseOpera
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSbsrxmv(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(sizeOfMask), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), unsafe.Pointer(alpha), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedMaskPtrA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedEndPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(blockDim), unsafe.Pointer(x), unsafe.Pointer(beta), unsafe.Pointer(y))).err()
+	return Status(C.gocuda_cusparseSbsrxmv(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(sizeOfMask), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), (*C.uint8_t)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedMaskPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedEndPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(blockDim), (*C.uint8_t)(unsafe.Pointer(x)), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)))).err()
 }
 
 // Scatter calls cusparseScatter:
@@ -4308,7 +4308,7 @@ func Scsr2bsr(handle CusparseHandle, dirA CusparseDirection, m int32, n int32, d
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseScsr2bsr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.int32_t(blockDim), C.uintptr_t(descrC), unsafe.Pointer(bsrSortedValC), unsafe.Pointer(bsrSortedRowPtrC), unsafe.Pointer(bsrSortedColIndC))).err()
+	return Status(C.gocuda_cusparseScsr2bsr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.int32_t(blockDim), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(bsrSortedValC)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndC)))).err()
 }
 
 // Scsr2csrCompress calls cusparseScsr2csr_compress:
@@ -4321,7 +4321,7 @@ func Scsr2csrCompress(handle CusparseHandle, m int32, n int32, descrA CusparseMa
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseScsr2csr_compress(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedColIndA), unsafe.Pointer(csrSortedRowPtrA), C.int32_t(nnzA), unsafe.Pointer(nnzPerRow), unsafe.Pointer(csrSortedValC), unsafe.Pointer(csrSortedColIndC), unsafe.Pointer(csrSortedRowPtrC), C.float(tol))).err()
+	return Status(C.gocuda_cusparseScsr2csr_compress(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), C.int32_t(nnzA), (*C.uint8_t)(unsafe.Pointer(nnzPerRow)), (*C.uint8_t)(unsafe.Pointer(csrSortedValC)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndC)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrC)), C.float(tol))).err()
 }
 
 // Scsr2csru calls cusparseScsr2csru:
@@ -4334,7 +4334,7 @@ func Scsr2csru(handle CusparseHandle, m int32, n int32, nnz int32, descrA Cuspar
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseScsr2csru(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrVal), unsafe.Pointer(csrRowPtr), unsafe.Pointer(csrColInd), C.uintptr_t(info), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseScsr2csru(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrVal)), (*C.uint8_t)(unsafe.Pointer(csrRowPtr)), (*C.uint8_t)(unsafe.Pointer(csrColInd)), C.uintptr_t(info), unsafe.Pointer(pBuffer))).err()
 }
 
 // Scsr2gebsr calls cusparseScsr2gebsr:
@@ -4347,7 +4347,7 @@ func Scsr2gebsr(handle CusparseHandle, dirA CusparseDirection, m int32, n int32,
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseScsr2gebsr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.uintptr_t(descrC), unsafe.Pointer(bsrSortedValC), unsafe.Pointer(bsrSortedRowPtrC), unsafe.Pointer(bsrSortedColIndC), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseScsr2gebsr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(bsrSortedValC)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndC)), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), unsafe.Pointer(pBuffer))).err()
 }
 
 // Scsr2gebsrBufferSize calls cusparseScsr2gebsr_bufferSize:
@@ -4360,7 +4360,7 @@ func Scsr2gebsrBufferSize(handle CusparseHandle, dirA CusparseDirection, m int32
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseScsr2gebsr_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseScsr2gebsr_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Scsr2gebsrBufferSizeExt calls cusparseScsr2gebsr_bufferSizeExt:
@@ -4373,7 +4373,7 @@ func Scsr2gebsrBufferSizeExt(handle CusparseHandle, dirA CusparseDirection, m in
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseScsr2gebsr_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), unsafe.Pointer(pBufferSize))).err()
+	return Status(C.gocuda_cusparseScsr2gebsr_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), (*C.uint8_t)(unsafe.Pointer(pBufferSize)))).err()
 }
 
 // Scsrcolor calls cusparseScsrcolor:
@@ -4386,7 +4386,7 @@ func Scsrcolor(handle CusparseHandle, m int32, nnz int32, descrA CusparseMatDesc
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseScsrcolor(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), unsafe.Pointer(fractionToColor), unsafe.Pointer(ncolors), unsafe.Pointer(coloring), unsafe.Pointer(reordering), C.uintptr_t(info))).err()
+	return Status(C.gocuda_cusparseScsrcolor(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), (*C.uint8_t)(unsafe.Pointer(fractionToColor)), (*C.uint8_t)(unsafe.Pointer(ncolors)), (*C.uint8_t)(unsafe.Pointer(coloring)), (*C.uint8_t)(unsafe.Pointer(reordering)), C.uintptr_t(info))).err()
 }
 
 // Scsrgeam2 calls cusparseScsrgeam2:
@@ -4399,7 +4399,7 @@ func Scsrgeam2(handle CusparseHandle, m int32, n int32, alpha *float32, descrA C
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseScsrgeam2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), C.uintptr_t(descrA), C.int32_t(nnzA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), unsafe.Pointer(beta), C.uintptr_t(descrB), C.int32_t(nnzB), unsafe.Pointer(csrSortedValB), unsafe.Pointer(csrSortedRowPtrB), unsafe.Pointer(csrSortedColIndB), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), unsafe.Pointer(csrSortedRowPtrC), unsafe.Pointer(csrSortedColIndC), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseScsrgeam2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), C.int32_t(nnzA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), (*C.uint8_t)(unsafe.Pointer(beta)), C.uintptr_t(descrB), C.int32_t(nnzB), (*C.uint8_t)(unsafe.Pointer(csrSortedValB)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrB)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndB)), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(csrSortedValC)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndC)), unsafe.Pointer(pBuffer))).err()
 }
 
 // Scsrgeam2BufferSizeExt calls cusparseScsrgeam2_bufferSizeExt:
@@ -4412,7 +4412,7 @@ func Scsrgeam2BufferSizeExt(handle CusparseHandle, m int32, n int32, alpha *floa
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseScsrgeam2_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), C.uintptr_t(descrA), C.int32_t(nnzA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), unsafe.Pointer(beta), C.uintptr_t(descrB), C.int32_t(nnzB), unsafe.Pointer(csrSortedValB), unsafe.Pointer(csrSortedRowPtrB), unsafe.Pointer(csrSortedColIndB), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), unsafe.Pointer(csrSortedRowPtrC), unsafe.Pointer(csrSortedColIndC), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseScsrgeam2_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), C.int32_t(nnzA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), (*C.uint8_t)(unsafe.Pointer(beta)), C.uintptr_t(descrB), C.int32_t(nnzB), (*C.uint8_t)(unsafe.Pointer(csrSortedValB)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrB)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndB)), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(csrSortedValC)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndC)), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Scsric02 calls cusparseScsric02:
@@ -4425,7 +4425,7 @@ func Scsric02(handle CusparseHandle, m int32, nnz int32, descrA CusparseMatDescr
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseScsric02(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA_valM), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseScsric02(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA_valM)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
 }
 
 // Scsric02Analysis calls cusparseScsric02_analysis:
@@ -4438,7 +4438,7 @@ func Scsric02Analysis(handle CusparseHandle, m int32, nnz int32, descrA Cusparse
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseScsric02_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseScsric02_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
 }
 
 // Scsric02BufferSize calls cusparseScsric02_bufferSize:
@@ -4451,7 +4451,7 @@ func Scsric02BufferSize(handle CusparseHandle, m int32, nnz int32, descrA Cuspar
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseScsric02_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.uintptr_t(info), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseScsric02_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Scsric02BufferSizeExt calls cusparseScsric02_bufferSizeExt:
@@ -4464,7 +4464,7 @@ func Scsric02BufferSizeExt(handle CusparseHandle, m int32, nnz int32, descrA Cus
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseScsric02_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedVal), unsafe.Pointer(csrSortedRowPtr), unsafe.Pointer(csrSortedColInd), C.uintptr_t(info), unsafe.Pointer(pBufferSize))).err()
+	return Status(C.gocuda_cusparseScsric02_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedVal)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(csrSortedColInd)), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSize)))).err()
 }
 
 // Scsrilu02 calls cusparseScsrilu02:
@@ -4477,7 +4477,7 @@ func Scsrilu02(handle CusparseHandle, m int32, nnz int32, descrA CusparseMatDesc
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseScsrilu02(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA_valM), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseScsrilu02(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA_valM)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
 }
 
 // Scsrilu02Analysis calls cusparseScsrilu02_analysis:
@@ -4490,7 +4490,7 @@ func Scsrilu02Analysis(handle CusparseHandle, m int32, nnz int32, descrA Cuspars
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseScsrilu02_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseScsrilu02_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
 }
 
 // Scsrilu02BufferSize calls cusparseScsrilu02_bufferSize:
@@ -4503,7 +4503,7 @@ func Scsrilu02BufferSize(handle CusparseHandle, m int32, nnz int32, descrA Cuspa
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseScsrilu02_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.uintptr_t(info), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseScsrilu02_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Scsrilu02BufferSizeExt calls cusparseScsrilu02_bufferSizeExt:
@@ -4516,7 +4516,7 @@ func Scsrilu02BufferSizeExt(handle CusparseHandle, m int32, nnz int32, descrA Cu
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseScsrilu02_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedVal), unsafe.Pointer(csrSortedRowPtr), unsafe.Pointer(csrSortedColInd), C.uintptr_t(info), unsafe.Pointer(pBufferSize))).err()
+	return Status(C.gocuda_cusparseScsrilu02_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedVal)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(csrSortedColInd)), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSize)))).err()
 }
 
 // Scsrilu02NumericBoost calls cusparseScsrilu02_numericBoost:
@@ -4529,7 +4529,7 @@ func Scsrilu02NumericBoost(handle CusparseHandle, info Csrilu02Info, enable_boos
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseScsrilu02_numericBoost(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(info), C.int32_t(enable_boost), unsafe.Pointer(tol), unsafe.Pointer(boost_val))).err()
+	return Status(C.gocuda_cusparseScsrilu02_numericBoost(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(info), C.int32_t(enable_boost), (*C.uint8_t)(unsafe.Pointer(tol)), (*C.uint8_t)(unsafe.Pointer(boost_val)))).err()
 }
 
 // Scsru2csr calls cusparseScsru2csr:
@@ -4542,7 +4542,7 @@ func Scsru2csr(handle CusparseHandle, m int32, n int32, nnz int32, descrA Cuspar
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseScsru2csr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrVal), unsafe.Pointer(csrRowPtr), unsafe.Pointer(csrColInd), C.uintptr_t(info), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseScsru2csr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrVal)), (*C.uint8_t)(unsafe.Pointer(csrRowPtr)), (*C.uint8_t)(unsafe.Pointer(csrColInd)), C.uintptr_t(info), unsafe.Pointer(pBuffer))).err()
 }
 
 // Scsru2csrBufferSizeExt calls cusparseScsru2csr_bufferSizeExt:
@@ -4555,7 +4555,7 @@ func Scsru2csrBufferSizeExt(handle CusparseHandle, m int32, n int32, nnz int32, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseScsru2csr_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), unsafe.Pointer(csrVal), unsafe.Pointer(csrRowPtr), unsafe.Pointer(csrColInd), C.uintptr_t(info), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseScsru2csr_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), (*C.uint8_t)(unsafe.Pointer(csrVal)), (*C.uint8_t)(unsafe.Pointer(csrRowPtr)), (*C.uint8_t)(unsafe.Pointer(csrColInd)), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // SetMatDiagType calls cusparseSetMatDiagType:
@@ -4646,7 +4646,7 @@ func Sgebsr2csr(handle CusparseHandle, dirA CusparseDirection, mb int32, nb int3
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSgebsr2csr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), unsafe.Pointer(csrSortedRowPtrC), unsafe.Pointer(csrSortedColIndC))).err()
+	return Status(C.gocuda_cusparseSgebsr2csr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(csrSortedValC)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndC)))).err()
 }
 
 // Sgebsr2gebsc calls cusparseSgebsr2gebsc:
@@ -4659,7 +4659,7 @@ func Sgebsr2gebsc(handle CusparseHandle, mb int32, nb int32, nnzb int32, bsrSort
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSgebsr2gebsc(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), unsafe.Pointer(bscVal), unsafe.Pointer(bscRowInd), unsafe.Pointer(bscColPtr), C.int32_t(copyValues), C.int32_t(idxBase), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseSgebsr2gebsc(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), (*C.uint8_t)(unsafe.Pointer(bscVal)), (*C.uint8_t)(unsafe.Pointer(bscRowInd)), (*C.uint8_t)(unsafe.Pointer(bscColPtr)), C.int32_t(copyValues), C.int32_t(idxBase), unsafe.Pointer(pBuffer))).err()
 }
 
 // Sgebsr2gebscBufferSize calls cusparseSgebsr2gebsc_bufferSize:
@@ -4672,7 +4672,7 @@ func Sgebsr2gebscBufferSize(handle CusparseHandle, mb int32, nb int32, nnzb int3
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSgebsr2gebsc_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseSgebsr2gebsc_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Sgebsr2gebscBufferSizeExt calls cusparseSgebsr2gebsc_bufferSizeExt:
@@ -4685,7 +4685,7 @@ func Sgebsr2gebscBufferSizeExt(handle CusparseHandle, mb int32, nb int32, nnzb i
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSgebsr2gebsc_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), unsafe.Pointer(pBufferSize))).err()
+	return Status(C.gocuda_cusparseSgebsr2gebsc_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), (*C.uint8_t)(unsafe.Pointer(pBufferSize)))).err()
 }
 
 // Sgebsr2gebsr calls cusparseSgebsr2gebsr:
@@ -4698,7 +4698,7 @@ func Sgebsr2gebsr(handle CusparseHandle, dirA CusparseDirection, mb int32, nb in
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSgebsr2gebsr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(rowBlockDimA), C.int32_t(colBlockDimA), C.uintptr_t(descrC), unsafe.Pointer(bsrSortedValC), unsafe.Pointer(bsrSortedRowPtrC), unsafe.Pointer(bsrSortedColIndC), C.int32_t(rowBlockDimC), C.int32_t(colBlockDimC), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseSgebsr2gebsr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(rowBlockDimA), C.int32_t(colBlockDimA), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(bsrSortedValC)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndC)), C.int32_t(rowBlockDimC), C.int32_t(colBlockDimC), unsafe.Pointer(pBuffer))).err()
 }
 
 // Sgebsr2gebsrBufferSize calls cusparseSgebsr2gebsr_bufferSize:
@@ -4711,7 +4711,7 @@ func Sgebsr2gebsrBufferSize(handle CusparseHandle, dirA CusparseDirection, mb in
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSgebsr2gebsr_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(rowBlockDimA), C.int32_t(colBlockDimA), C.int32_t(rowBlockDimC), C.int32_t(colBlockDimC), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseSgebsr2gebsr_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(rowBlockDimA), C.int32_t(colBlockDimA), C.int32_t(rowBlockDimC), C.int32_t(colBlockDimC), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Sgebsr2gebsrBufferSizeExt calls cusparseSgebsr2gebsr_bufferSizeExt:
@@ -4724,7 +4724,7 @@ func Sgebsr2gebsrBufferSizeExt(handle CusparseHandle, dirA CusparseDirection, mb
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSgebsr2gebsr_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(rowBlockDimA), C.int32_t(colBlockDimA), C.int32_t(rowBlockDimC), C.int32_t(colBlockDimC), unsafe.Pointer(pBufferSize))).err()
+	return Status(C.gocuda_cusparseSgebsr2gebsr_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(rowBlockDimA), C.int32_t(colBlockDimA), C.int32_t(rowBlockDimC), C.int32_t(colBlockDimC), (*C.uint8_t)(unsafe.Pointer(pBufferSize)))).err()
 }
 
 // Sgemvi calls cusparseSgemvi:
@@ -4737,7 +4737,7 @@ func Sgemvi(handle CusparseHandle, transA CusparseOperation, m int32, n int32, a
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSgemvi(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transA), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), C.int32_t(nnz), unsafe.Pointer(xVal), unsafe.Pointer(xInd), unsafe.Pointer(beta), unsafe.Pointer(y), C.int32_t(idxBase), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseSgemvi(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transA), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), C.int32_t(nnz), (*C.uint8_t)(unsafe.Pointer(xVal)), (*C.uint8_t)(unsafe.Pointer(xInd)), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(idxBase), unsafe.Pointer(pBuffer))).err()
 }
 
 // SgemviBufferSize calls cusparseSgemvi_bufferSize:
@@ -4750,7 +4750,7 @@ func SgemviBufferSize(handle CusparseHandle, transA CusparseOperation, m int32, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSgemvi_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transA), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), unsafe.Pointer(pBufferSize))).err()
+	return Status(C.gocuda_cusparseSgemvi_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transA), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), (*C.uint8_t)(unsafe.Pointer(pBufferSize)))).err()
 }
 
 // SgpsvInterleavedBatch calls cusparseSgpsvInterleavedBatch:
@@ -4763,7 +4763,7 @@ func SgpsvInterleavedBatch(handle CusparseHandle, algo int32, m int32, ds *float
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSgpsvInterleavedBatch(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(algo), C.int32_t(m), unsafe.Pointer(ds), unsafe.Pointer(dl_), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(dw), unsafe.Pointer(x), C.int32_t(batchCount), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseSgpsvInterleavedBatch(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(algo), C.int32_t(m), (*C.uint8_t)(unsafe.Pointer(ds)), (*C.uint8_t)(unsafe.Pointer(dl_)), (*C.uint8_t)(unsafe.Pointer(d)), (*C.uint8_t)(unsafe.Pointer(du)), (*C.uint8_t)(unsafe.Pointer(dw)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(batchCount), unsafe.Pointer(pBuffer))).err()
 }
 
 // SgpsvInterleavedBatchBufferSizeExt calls cusparseSgpsvInterleavedBatch_bufferSizeExt:
@@ -4776,7 +4776,7 @@ func SgpsvInterleavedBatchBufferSizeExt(handle CusparseHandle, algo int32, m int
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSgpsvInterleavedBatch_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(algo), C.int32_t(m), unsafe.Pointer(ds), unsafe.Pointer(dl_), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(dw), unsafe.Pointer(x), C.int32_t(batchCount), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseSgpsvInterleavedBatch_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(algo), C.int32_t(m), (*C.uint8_t)(unsafe.Pointer(ds)), (*C.uint8_t)(unsafe.Pointer(dl_)), (*C.uint8_t)(unsafe.Pointer(d)), (*C.uint8_t)(unsafe.Pointer(du)), (*C.uint8_t)(unsafe.Pointer(dw)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(batchCount), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Sgtsv2 calls cusparseSgtsv2:
@@ -4789,7 +4789,7 @@ func Sgtsv2(handle CusparseHandle, m int32, n int32, dl_ *float32, d *float32, d
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSgtsv2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(dl_), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseSgtsv2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(dl_)), (*C.uint8_t)(unsafe.Pointer(d)), (*C.uint8_t)(unsafe.Pointer(du)), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), unsafe.Pointer(pBuffer))).err()
 }
 
 // Sgtsv2StridedBatch calls cusparseSgtsv2StridedBatch:
@@ -4802,7 +4802,7 @@ func Sgtsv2StridedBatch(handle CusparseHandle, m int32, dl_ *float32, d *float32
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSgtsv2StridedBatch(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), unsafe.Pointer(dl_), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(x), C.int32_t(batchCount), C.int32_t(batchStride), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseSgtsv2StridedBatch(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), (*C.uint8_t)(unsafe.Pointer(dl_)), (*C.uint8_t)(unsafe.Pointer(d)), (*C.uint8_t)(unsafe.Pointer(du)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(batchCount), C.int32_t(batchStride), unsafe.Pointer(pBuffer))).err()
 }
 
 // Sgtsv2StridedBatchBufferSizeExt calls cusparseSgtsv2StridedBatch_bufferSizeExt:
@@ -4815,7 +4815,7 @@ func Sgtsv2StridedBatchBufferSizeExt(handle CusparseHandle, m int32, dl_ *float3
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSgtsv2StridedBatch_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), unsafe.Pointer(dl_), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(x), C.int32_t(batchCount), C.int32_t(batchStride), unsafe.Pointer(bufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseSgtsv2StridedBatch_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), (*C.uint8_t)(unsafe.Pointer(dl_)), (*C.uint8_t)(unsafe.Pointer(d)), (*C.uint8_t)(unsafe.Pointer(du)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(batchCount), C.int32_t(batchStride), (*C.uint8_t)(unsafe.Pointer(bufferSizeInBytes)))).err()
 }
 
 // Sgtsv2BufferSizeExt calls cusparseSgtsv2_bufferSizeExt:
@@ -4828,7 +4828,7 @@ func Sgtsv2BufferSizeExt(handle CusparseHandle, m int32, n int32, dl_ *float32, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSgtsv2_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(dl_), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(bufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseSgtsv2_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(dl_)), (*C.uint8_t)(unsafe.Pointer(d)), (*C.uint8_t)(unsafe.Pointer(du)), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(bufferSizeInBytes)))).err()
 }
 
 // Sgtsv2Nopivot calls cusparseSgtsv2_nopivot:
@@ -4841,7 +4841,7 @@ func Sgtsv2Nopivot(handle CusparseHandle, m int32, n int32, dl_ *float32, d *flo
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSgtsv2_nopivot(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(dl_), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseSgtsv2_nopivot(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(dl_)), (*C.uint8_t)(unsafe.Pointer(d)), (*C.uint8_t)(unsafe.Pointer(du)), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), unsafe.Pointer(pBuffer))).err()
 }
 
 // Sgtsv2NopivotBufferSizeExt calls cusparseSgtsv2_nopivot_bufferSizeExt:
@@ -4854,7 +4854,7 @@ func Sgtsv2NopivotBufferSizeExt(handle CusparseHandle, m int32, n int32, dl_ *fl
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSgtsv2_nopivot_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(dl_), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(bufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseSgtsv2_nopivot_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(dl_)), (*C.uint8_t)(unsafe.Pointer(d)), (*C.uint8_t)(unsafe.Pointer(du)), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(bufferSizeInBytes)))).err()
 }
 
 // SgtsvInterleavedBatch calls cusparseSgtsvInterleavedBatch:
@@ -4867,7 +4867,7 @@ func SgtsvInterleavedBatch(handle CusparseHandle, algo int32, m int32, dl_ *floa
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSgtsvInterleavedBatch(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(algo), C.int32_t(m), unsafe.Pointer(dl_), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(x), C.int32_t(batchCount), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseSgtsvInterleavedBatch(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(algo), C.int32_t(m), (*C.uint8_t)(unsafe.Pointer(dl_)), (*C.uint8_t)(unsafe.Pointer(d)), (*C.uint8_t)(unsafe.Pointer(du)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(batchCount), unsafe.Pointer(pBuffer))).err()
 }
 
 // SgtsvInterleavedBatchBufferSizeExt calls cusparseSgtsvInterleavedBatch_bufferSizeExt:
@@ -4880,7 +4880,7 @@ func SgtsvInterleavedBatchBufferSizeExt(handle CusparseHandle, algo int32, m int
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSgtsvInterleavedBatch_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(algo), C.int32_t(m), unsafe.Pointer(dl_), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(x), C.int32_t(batchCount), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseSgtsvInterleavedBatch_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(algo), C.int32_t(m), (*C.uint8_t)(unsafe.Pointer(dl_)), (*C.uint8_t)(unsafe.Pointer(d)), (*C.uint8_t)(unsafe.Pointer(du)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(batchCount), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Snnz calls cusparseSnnz:
@@ -4893,7 +4893,7 @@ func Snnz(handle CusparseHandle, dirA CusparseDirection, m int32, n int32, descr
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSnnz(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(nnzPerRowCol), unsafe.Pointer(nnzTotalDevHostPtr))).err()
+	return Status(C.gocuda_cusparseSnnz(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(nnzPerRowCol)), (*C.uint8_t)(unsafe.Pointer(nnzTotalDevHostPtr)))).err()
 }
 
 // SnnzCompress calls cusparseSnnz_compress:
@@ -4906,7 +4906,7 @@ func SnnzCompress(handle CusparseHandle, m int32, descr CusparseMatDescr, csrSor
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSnnz_compress(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.uintptr_t(descr), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(nnzPerRow), unsafe.Pointer(nnzC), C.float(tol))).err()
+	return Status(C.gocuda_cusparseSnnz_compress(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.uintptr_t(descr), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(nnzPerRow)), (*C.uint8_t)(unsafe.Pointer(nnzC)), C.float(tol))).err()
 }
 
 // SpGEMMCompute calls cusparseSpGEMM_compute:
@@ -4919,7 +4919,7 @@ func SpGEMMCompute(handle CusparseHandle, opA CusparseOperation, opB CusparseOpe
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSpGEMM_compute(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(opA), C.int32_t(opB), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(matB), unsafe.Pointer(beta), C.uintptr_t(matC), C.int32_t(computeType), C.int32_t(alg), C.uintptr_t(spgemmDescr), unsafe.Pointer(bufferSize2), unsafe.Pointer(externalBuffer2))).err()
+	return Status(C.gocuda_cusparseSpGEMM_compute(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(opA), C.int32_t(opB), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(matB), unsafe.Pointer(beta), C.uintptr_t(matC), C.int32_t(computeType), C.int32_t(alg), C.uintptr_t(spgemmDescr), (*C.uint8_t)(unsafe.Pointer(bufferSize2)), unsafe.Pointer(externalBuffer2))).err()
 }
 
 // SpGEMMCopy calls cusparseSpGEMM_copy:
@@ -4945,7 +4945,7 @@ func SpGEMMCreateDescr(descr *CusparseSpGEMMDescr) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSpGEMM_createDescr(C.uintptr_t(fn), unsafe.Pointer(descr))).err()
+	return Status(C.gocuda_cusparseSpGEMM_createDescr(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(descr)))).err()
 }
 
 // SpGEMMDestroyDescr calls cusparseSpGEMM_destroyDescr:
@@ -4971,7 +4971,7 @@ func SpGEMMEstimateMemory(handle CusparseHandle, opA CusparseOperation, opB Cusp
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSpGEMM_estimateMemory(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(opA), C.int32_t(opB), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(matB), unsafe.Pointer(beta), C.uintptr_t(matC), C.int32_t(computeType), C.int32_t(alg), C.uintptr_t(spgemmDescr), C.float(chunk_fraction), unsafe.Pointer(bufferSize3), unsafe.Pointer(externalBuffer3), unsafe.Pointer(bufferSize2))).err()
+	return Status(C.gocuda_cusparseSpGEMM_estimateMemory(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(opA), C.int32_t(opB), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(matB), unsafe.Pointer(beta), C.uintptr_t(matC), C.int32_t(computeType), C.int32_t(alg), C.uintptr_t(spgemmDescr), C.float(chunk_fraction), (*C.uint8_t)(unsafe.Pointer(bufferSize3)), unsafe.Pointer(externalBuffer3), (*C.uint8_t)(unsafe.Pointer(bufferSize2)))).err()
 }
 
 // SpGEMMGetNumProducts calls cusparseSpGEMM_getNumProducts:
@@ -4984,7 +4984,7 @@ func SpGEMMGetNumProducts(spgemmDescr CusparseSpGEMMDescr, num_prods *int64) err
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSpGEMM_getNumProducts(C.uintptr_t(fn), C.uintptr_t(spgemmDescr), unsafe.Pointer(num_prods))).err()
+	return Status(C.gocuda_cusparseSpGEMM_getNumProducts(C.uintptr_t(fn), C.uintptr_t(spgemmDescr), (*C.uint8_t)(unsafe.Pointer(num_prods)))).err()
 }
 
 // SpGEMMWorkEstimation calls cusparseSpGEMM_workEstimation:
@@ -4997,7 +4997,7 @@ func SpGEMMWorkEstimation(handle CusparseHandle, opA CusparseOperation, opB Cusp
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSpGEMM_workEstimation(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(opA), C.int32_t(opB), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(matB), unsafe.Pointer(beta), C.uintptr_t(matC), C.int32_t(computeType), C.int32_t(alg), C.uintptr_t(spgemmDescr), unsafe.Pointer(bufferSize1), unsafe.Pointer(externalBuffer1))).err()
+	return Status(C.gocuda_cusparseSpGEMM_workEstimation(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(opA), C.int32_t(opB), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(matB), unsafe.Pointer(beta), C.uintptr_t(matC), C.int32_t(computeType), C.int32_t(alg), C.uintptr_t(spgemmDescr), (*C.uint8_t)(unsafe.Pointer(bufferSize1)), unsafe.Pointer(externalBuffer1))).err()
 }
 
 // SpGEMMreuseCompute calls cusparseSpGEMMreuse_compute:
@@ -5023,7 +5023,7 @@ func SpGEMMreuseCopy(handle CusparseHandle, opA CusparseOperation, opB CusparseO
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSpGEMMreuse_copy(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(opA), C.int32_t(opB), C.uintptr_t(matA), C.uintptr_t(matB), C.uintptr_t(matC), C.int32_t(alg), C.uintptr_t(spgemmDescr), unsafe.Pointer(bufferSize5), unsafe.Pointer(externalBuffer5))).err()
+	return Status(C.gocuda_cusparseSpGEMMreuse_copy(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(opA), C.int32_t(opB), C.uintptr_t(matA), C.uintptr_t(matB), C.uintptr_t(matC), C.int32_t(alg), C.uintptr_t(spgemmDescr), (*C.uint8_t)(unsafe.Pointer(bufferSize5)), unsafe.Pointer(externalBuffer5))).err()
 }
 
 // SpGEMMreuseNnz calls cusparseSpGEMMreuse_nnz:
@@ -5036,7 +5036,7 @@ func SpGEMMreuseNnz(handle CusparseHandle, opA CusparseOperation, opB CusparseOp
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSpGEMMreuse_nnz(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(opA), C.int32_t(opB), C.uintptr_t(matA), C.uintptr_t(matB), C.uintptr_t(matC), C.int32_t(alg), C.uintptr_t(spgemmDescr), unsafe.Pointer(bufferSize2), unsafe.Pointer(externalBuffer2), unsafe.Pointer(bufferSize3), unsafe.Pointer(externalBuffer3), unsafe.Pointer(bufferSize4), unsafe.Pointer(externalBuffer4))).err()
+	return Status(C.gocuda_cusparseSpGEMMreuse_nnz(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(opA), C.int32_t(opB), C.uintptr_t(matA), C.uintptr_t(matB), C.uintptr_t(matC), C.int32_t(alg), C.uintptr_t(spgemmDescr), (*C.uint8_t)(unsafe.Pointer(bufferSize2)), unsafe.Pointer(externalBuffer2), (*C.uint8_t)(unsafe.Pointer(bufferSize3)), unsafe.Pointer(externalBuffer3), (*C.uint8_t)(unsafe.Pointer(bufferSize4)), unsafe.Pointer(externalBuffer4))).err()
 }
 
 // SpGEMMreuseWorkEstimation calls cusparseSpGEMMreuse_workEstimation:
@@ -5049,7 +5049,7 @@ func SpGEMMreuseWorkEstimation(handle CusparseHandle, opA CusparseOperation, opB
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSpGEMMreuse_workEstimation(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(opA), C.int32_t(opB), C.uintptr_t(matA), C.uintptr_t(matB), C.uintptr_t(matC), C.int32_t(alg), C.uintptr_t(spgemmDescr), unsafe.Pointer(bufferSize1), unsafe.Pointer(externalBuffer1))).err()
+	return Status(C.gocuda_cusparseSpGEMMreuse_workEstimation(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(opA), C.int32_t(opB), C.uintptr_t(matA), C.uintptr_t(matB), C.uintptr_t(matC), C.int32_t(alg), C.uintptr_t(spgemmDescr), (*C.uint8_t)(unsafe.Pointer(bufferSize1)), unsafe.Pointer(externalBuffer1))).err()
 }
 
 // SpMM calls cusparseSpMM:
@@ -5088,7 +5088,7 @@ func SpMMOpCreatePlan(handle CusparseHandle, plan *CusparseSpMMOpPlan, opA Cuspa
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSpMMOp_createPlan(C.uintptr_t(fn), C.uintptr_t(handle), unsafe.Pointer(plan), C.int32_t(opA), C.int32_t(opB), C.uintptr_t(matA), C.uintptr_t(matB), C.uintptr_t(matC), C.int32_t(computeType), C.int32_t(alg), unsafe.Pointer(addOperationNvvmBuffer), C.uint64_t(addOperationBufferSize), unsafe.Pointer(mulOperationNvvmBuffer), C.uint64_t(mulOperationBufferSize), unsafe.Pointer(epilogueNvvmBuffer), C.uint64_t(epilogueBufferSize), unsafe.Pointer(SpMMWorkspaceSize))).err()
+	return Status(C.gocuda_cusparseSpMMOp_createPlan(C.uintptr_t(fn), C.uintptr_t(handle), (*C.uint8_t)(unsafe.Pointer(plan)), C.int32_t(opA), C.int32_t(opB), C.uintptr_t(matA), C.uintptr_t(matB), C.uintptr_t(matC), C.int32_t(computeType), C.int32_t(alg), unsafe.Pointer(addOperationNvvmBuffer), C.uint64_t(addOperationBufferSize), unsafe.Pointer(mulOperationNvvmBuffer), C.uint64_t(mulOperationBufferSize), unsafe.Pointer(epilogueNvvmBuffer), C.uint64_t(epilogueBufferSize), (*C.uint8_t)(unsafe.Pointer(SpMMWorkspaceSize)))).err()
 }
 
 // SpMMOpDestroyPlan calls cusparseSpMMOp_destroyPlan:
@@ -5114,7 +5114,7 @@ func SpMMBufferSize(handle CusparseHandle, opA CusparseOperation, opB CusparseOp
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSpMM_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(opA), C.int32_t(opB), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(matB), unsafe.Pointer(beta), C.uintptr_t(matC), C.int32_t(computeType), C.int32_t(alg), unsafe.Pointer(bufferSize))).err()
+	return Status(C.gocuda_cusparseSpMM_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(opA), C.int32_t(opB), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(matB), unsafe.Pointer(beta), C.uintptr_t(matC), C.int32_t(computeType), C.int32_t(alg), (*C.uint8_t)(unsafe.Pointer(bufferSize)))).err()
 }
 
 // SpMMPreprocess calls cusparseSpMM_preprocess:
@@ -5153,7 +5153,7 @@ func SpMVBufferSize(handle CusparseHandle, opA CusparseOperation, alpha unsafe.P
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSpMV_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(opA), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(vecX), unsafe.Pointer(beta), C.uintptr_t(vecY), C.int32_t(computeType), C.int32_t(alg), unsafe.Pointer(bufferSize))).err()
+	return Status(C.gocuda_cusparseSpMV_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(opA), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(vecX), unsafe.Pointer(beta), C.uintptr_t(vecY), C.int32_t(computeType), C.int32_t(alg), (*C.uint8_t)(unsafe.Pointer(bufferSize)))).err()
 }
 
 // SpMVPreprocess calls cusparseSpMV_preprocess:
@@ -5192,7 +5192,7 @@ func SpMatGetFormat(spMatDescr CusparseSpMatDescr, format *CusparseFormat) error
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSpMatGetFormat(C.uintptr_t(fn), C.uintptr_t(spMatDescr), unsafe.Pointer(format))).err()
+	return Status(C.gocuda_cusparseSpMatGetFormat(C.uintptr_t(fn), C.uintptr_t(spMatDescr), (*C.uint8_t)(unsafe.Pointer(format)))).err()
 }
 
 // SpMatGetIndexBase calls cusparseSpMatGetIndexBase:
@@ -5205,7 +5205,7 @@ func SpMatGetIndexBase(spMatDescr CusparseSpMatDescr, idxBase *CusparseIndexBase
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSpMatGetIndexBase(C.uintptr_t(fn), C.uintptr_t(spMatDescr), unsafe.Pointer(idxBase))).err()
+	return Status(C.gocuda_cusparseSpMatGetIndexBase(C.uintptr_t(fn), C.uintptr_t(spMatDescr), (*C.uint8_t)(unsafe.Pointer(idxBase)))).err()
 }
 
 // SpMatGetSize calls cusparseSpMatGetSize:
@@ -5218,7 +5218,7 @@ func SpMatGetSize(spMatDescr CusparseSpMatDescr, rows *int64, cols *int64, nnz *
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSpMatGetSize(C.uintptr_t(fn), C.uintptr_t(spMatDescr), unsafe.Pointer(rows), unsafe.Pointer(cols), unsafe.Pointer(nnz))).err()
+	return Status(C.gocuda_cusparseSpMatGetSize(C.uintptr_t(fn), C.uintptr_t(spMatDescr), (*C.uint8_t)(unsafe.Pointer(rows)), (*C.uint8_t)(unsafe.Pointer(cols)), (*C.uint8_t)(unsafe.Pointer(nnz)))).err()
 }
 
 // SpMatGetStridedBatch calls cusparseSpMatGetStridedBatch:
@@ -5231,7 +5231,7 @@ func SpMatGetStridedBatch(spMatDescr CusparseSpMatDescr, batchCount *int32) erro
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSpMatGetStridedBatch(C.uintptr_t(fn), C.uintptr_t(spMatDescr), unsafe.Pointer(batchCount))).err()
+	return Status(C.gocuda_cusparseSpMatGetStridedBatch(C.uintptr_t(fn), C.uintptr_t(spMatDescr), (*C.uint8_t)(unsafe.Pointer(batchCount)))).err()
 }
 
 // SpMatGetValues calls cusparseSpMatGetValues:
@@ -5296,7 +5296,7 @@ func SpSMBufferSize(handle CusparseHandle, opA CusparseOperation, opB CusparseOp
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSpSM_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(opA), C.int32_t(opB), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(matB), C.uintptr_t(matC), C.int32_t(computeType), C.int32_t(alg), C.uintptr_t(spsmDescr), unsafe.Pointer(bufferSize))).err()
+	return Status(C.gocuda_cusparseSpSM_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(opA), C.int32_t(opB), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(matB), C.uintptr_t(matC), C.int32_t(computeType), C.int32_t(alg), C.uintptr_t(spsmDescr), (*C.uint8_t)(unsafe.Pointer(bufferSize)))).err()
 }
 
 // SpSMCreateDescr calls cusparseSpSM_createDescr:
@@ -5309,7 +5309,7 @@ func SpSMCreateDescr(descr *CusparseSpSMDescr) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSpSM_createDescr(C.uintptr_t(fn), unsafe.Pointer(descr))).err()
+	return Status(C.gocuda_cusparseSpSM_createDescr(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(descr)))).err()
 }
 
 // SpSMDestroyDescr calls cusparseSpSM_destroyDescr:
@@ -5374,7 +5374,7 @@ func SpSVBufferSize(handle CusparseHandle, opA CusparseOperation, alpha unsafe.P
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSpSV_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(opA), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(vecX), C.uintptr_t(vecY), C.int32_t(computeType), C.int32_t(alg), C.uintptr_t(spsvDescr), unsafe.Pointer(bufferSize))).err()
+	return Status(C.gocuda_cusparseSpSV_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(opA), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(vecX), C.uintptr_t(vecY), C.int32_t(computeType), C.int32_t(alg), C.uintptr_t(spsvDescr), (*C.uint8_t)(unsafe.Pointer(bufferSize)))).err()
 }
 
 // SpSVCreateDescr calls cusparseSpSV_createDescr:
@@ -5387,7 +5387,7 @@ func SpSVCreateDescr(descr *CusparseSpSVDescr) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSpSV_createDescr(C.uintptr_t(fn), unsafe.Pointer(descr))).err()
+	return Status(C.gocuda_cusparseSpSV_createDescr(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(descr)))).err()
 }
 
 // SpSVDestroyDescr calls cusparseSpSV_destroyDescr:
@@ -5452,7 +5452,7 @@ func SpVVBufferSize(handle CusparseHandle, opX CusparseOperation, vecX CusparseS
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSpVV_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(opX), C.uintptr_t(vecX), C.uintptr_t(vecY), unsafe.Pointer(result), C.int32_t(computeType), unsafe.Pointer(bufferSize))).err()
+	return Status(C.gocuda_cusparseSpVV_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(opX), C.uintptr_t(vecX), C.uintptr_t(vecY), unsafe.Pointer(result), C.int32_t(computeType), (*C.uint8_t)(unsafe.Pointer(bufferSize)))).err()
 }
 
 // SpVecGet calls cusparseSpVecGet:
@@ -5465,7 +5465,7 @@ func SpVecGet(spVecDescr CusparseSpVecDescr, size *int64, nnz *int64, indices *u
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSpVecGet(C.uintptr_t(fn), C.uintptr_t(spVecDescr), unsafe.Pointer(size), unsafe.Pointer(nnz), unsafe.Pointer(indices), unsafe.Pointer(values), unsafe.Pointer(idxType), unsafe.Pointer(idxBase), unsafe.Pointer(valueType))).err()
+	return Status(C.gocuda_cusparseSpVecGet(C.uintptr_t(fn), C.uintptr_t(spVecDescr), (*C.uint8_t)(unsafe.Pointer(size)), (*C.uint8_t)(unsafe.Pointer(nnz)), unsafe.Pointer(indices), unsafe.Pointer(values), (*C.uint8_t)(unsafe.Pointer(idxType)), (*C.uint8_t)(unsafe.Pointer(idxBase)), (*C.uint8_t)(unsafe.Pointer(valueType)))).err()
 }
 
 // SpVecGetIndexBase calls cusparseSpVecGetIndexBase:
@@ -5478,7 +5478,7 @@ func SpVecGetIndexBase(spVecDescr CusparseSpVecDescr, idxBase *CusparseIndexBase
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSpVecGetIndexBase(C.uintptr_t(fn), C.uintptr_t(spVecDescr), unsafe.Pointer(idxBase))).err()
+	return Status(C.gocuda_cusparseSpVecGetIndexBase(C.uintptr_t(fn), C.uintptr_t(spVecDescr), (*C.uint8_t)(unsafe.Pointer(idxBase)))).err()
 }
 
 // SpVecGetValues calls cusparseSpVecGetValues:
@@ -5530,7 +5530,7 @@ func SparseToDenseBufferSize(handle CusparseHandle, matA CusparseSpMatDescr, mat
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSparseToDense_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(matA), C.uintptr_t(matB), C.int32_t(alg), unsafe.Pointer(bufferSize))).err()
+	return Status(C.gocuda_cusparseSparseToDense_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(matA), C.uintptr_t(matB), C.int32_t(alg), (*C.uint8_t)(unsafe.Pointer(bufferSize)))).err()
 }
 
 // SpruneCsr2csr calls cusparseSpruneCsr2csr:
@@ -5543,7 +5543,7 @@ func SpruneCsr2csr(handle CusparseHandle, m int32, n int32, nnzA int32, descrA C
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSpruneCsr2csr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnzA), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), unsafe.Pointer(threshold), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), unsafe.Pointer(csrSortedRowPtrC), unsafe.Pointer(csrSortedColIndC), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseSpruneCsr2csr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnzA), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), (*C.uint8_t)(unsafe.Pointer(threshold)), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(csrSortedValC)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndC)), unsafe.Pointer(pBuffer))).err()
 }
 
 // SpruneCsr2csrByPercentage calls cusparseSpruneCsr2csrByPercentage:
@@ -5556,7 +5556,7 @@ func SpruneCsr2csrByPercentage(handle CusparseHandle, m int32, n int32, nnzA int
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSpruneCsr2csrByPercentage(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnzA), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.float(percentage), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), unsafe.Pointer(csrSortedRowPtrC), unsafe.Pointer(csrSortedColIndC), C.uintptr_t(info), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseSpruneCsr2csrByPercentage(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnzA), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.float(percentage), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(csrSortedValC)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndC)), C.uintptr_t(info), unsafe.Pointer(pBuffer))).err()
 }
 
 // SpruneCsr2csrByPercentageBufferSizeExt calls cusparseSpruneCsr2csrByPercentage_bufferSizeExt:
@@ -5569,7 +5569,7 @@ func SpruneCsr2csrByPercentageBufferSizeExt(handle CusparseHandle, m int32, n in
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSpruneCsr2csrByPercentage_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnzA), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.float(percentage), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), unsafe.Pointer(csrSortedRowPtrC), unsafe.Pointer(csrSortedColIndC), C.uintptr_t(info), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseSpruneCsr2csrByPercentage_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnzA), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.float(percentage), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(csrSortedValC)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndC)), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // SpruneCsr2csrNnz calls cusparseSpruneCsr2csrNnz:
@@ -5582,7 +5582,7 @@ func SpruneCsr2csrNnz(handle CusparseHandle, m int32, n int32, nnzA int32, descr
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSpruneCsr2csrNnz(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnzA), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), unsafe.Pointer(threshold), C.uintptr_t(descrC), unsafe.Pointer(csrSortedRowPtrC), unsafe.Pointer(nnzTotalDevHostPtr), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseSpruneCsr2csrNnz(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnzA), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), (*C.uint8_t)(unsafe.Pointer(threshold)), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(nnzTotalDevHostPtr)), unsafe.Pointer(pBuffer))).err()
 }
 
 // SpruneCsr2csrNnzByPercentage calls cusparseSpruneCsr2csrNnzByPercentage:
@@ -5595,7 +5595,7 @@ func SpruneCsr2csrNnzByPercentage(handle CusparseHandle, m int32, n int32, nnzA 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSpruneCsr2csrNnzByPercentage(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnzA), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.float(percentage), C.uintptr_t(descrC), unsafe.Pointer(csrSortedRowPtrC), unsafe.Pointer(nnzTotalDevHostPtr), C.uintptr_t(info), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseSpruneCsr2csrNnzByPercentage(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnzA), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.float(percentage), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(nnzTotalDevHostPtr)), C.uintptr_t(info), unsafe.Pointer(pBuffer))).err()
 }
 
 // SpruneCsr2csrBufferSizeExt calls cusparseSpruneCsr2csr_bufferSizeExt:
@@ -5608,7 +5608,7 @@ func SpruneCsr2csrBufferSizeExt(handle CusparseHandle, m int32, n int32, nnzA in
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSpruneCsr2csr_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnzA), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), unsafe.Pointer(threshold), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), unsafe.Pointer(csrSortedRowPtrC), unsafe.Pointer(csrSortedColIndC), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseSpruneCsr2csr_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnzA), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), (*C.uint8_t)(unsafe.Pointer(threshold)), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(csrSortedValC)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndC)), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // SpruneDense2csr calls cusparseSpruneDense2csr:
@@ -5621,7 +5621,7 @@ func SpruneDense2csr(handle CusparseHandle, m int32, n int32, A *float32, lda in
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSpruneDense2csr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(threshold), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), unsafe.Pointer(csrSortedRowPtrC), unsafe.Pointer(csrSortedColIndC), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseSpruneDense2csr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(threshold)), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(csrSortedValC)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndC)), unsafe.Pointer(pBuffer))).err()
 }
 
 // SpruneDense2csrByPercentage calls cusparseSpruneDense2csrByPercentage:
@@ -5634,7 +5634,7 @@ func SpruneDense2csrByPercentage(handle CusparseHandle, m int32, n int32, A *flo
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSpruneDense2csrByPercentage(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), C.float(percentage), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), unsafe.Pointer(csrSortedRowPtrC), unsafe.Pointer(csrSortedColIndC), C.uintptr_t(info), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseSpruneDense2csrByPercentage(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), C.float(percentage), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(csrSortedValC)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndC)), C.uintptr_t(info), unsafe.Pointer(pBuffer))).err()
 }
 
 // SpruneDense2csrByPercentageBufferSizeExt calls cusparseSpruneDense2csrByPercentage_bufferSizeExt:
@@ -5647,7 +5647,7 @@ func SpruneDense2csrByPercentageBufferSizeExt(handle CusparseHandle, m int32, n 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSpruneDense2csrByPercentage_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), C.float(percentage), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), unsafe.Pointer(csrSortedRowPtrC), unsafe.Pointer(csrSortedColIndC), C.uintptr_t(info), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseSpruneDense2csrByPercentage_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), C.float(percentage), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(csrSortedValC)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndC)), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // SpruneDense2csrNnz calls cusparseSpruneDense2csrNnz:
@@ -5660,7 +5660,7 @@ func SpruneDense2csrNnz(handle CusparseHandle, m int32, n int32, A *float32, lda
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSpruneDense2csrNnz(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(threshold), C.uintptr_t(descrC), unsafe.Pointer(csrRowPtrC), unsafe.Pointer(nnzTotalDevHostPtr), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseSpruneDense2csrNnz(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(threshold)), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(csrRowPtrC)), (*C.uint8_t)(unsafe.Pointer(nnzTotalDevHostPtr)), unsafe.Pointer(pBuffer))).err()
 }
 
 // SpruneDense2csrNnzByPercentage calls cusparseSpruneDense2csrNnzByPercentage:
@@ -5673,7 +5673,7 @@ func SpruneDense2csrNnzByPercentage(handle CusparseHandle, m int32, n int32, A *
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSpruneDense2csrNnzByPercentage(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), C.float(percentage), C.uintptr_t(descrC), unsafe.Pointer(csrRowPtrC), unsafe.Pointer(nnzTotalDevHostPtr), C.uintptr_t(info), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseSpruneDense2csrNnzByPercentage(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), C.float(percentage), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(csrRowPtrC)), (*C.uint8_t)(unsafe.Pointer(nnzTotalDevHostPtr)), C.uintptr_t(info), unsafe.Pointer(pBuffer))).err()
 }
 
 // SpruneDense2csrBufferSizeExt calls cusparseSpruneDense2csr_bufferSizeExt:
@@ -5686,7 +5686,7 @@ func SpruneDense2csrBufferSizeExt(handle CusparseHandle, m int32, n int32, A *fl
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseSpruneDense2csr_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(threshold), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), unsafe.Pointer(csrSortedRowPtrC), unsafe.Pointer(csrSortedColIndC), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseSpruneDense2csr_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(threshold)), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(csrSortedValC)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndC)), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Xbsric02ZeroPivot calls cusparseXbsric02_zeroPivot:
@@ -5699,7 +5699,7 @@ func Xbsric02ZeroPivot(handle CusparseHandle, info Bsric02Info, position *int32)
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseXbsric02_zeroPivot(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(info), unsafe.Pointer(position))).err()
+	return Status(C.gocuda_cusparseXbsric02_zeroPivot(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(position)))).err()
 }
 
 // Xbsrilu02ZeroPivot calls cusparseXbsrilu02_zeroPivot:
@@ -5712,7 +5712,7 @@ func Xbsrilu02ZeroPivot(handle CusparseHandle, info Bsrilu02Info, position *int3
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseXbsrilu02_zeroPivot(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(info), unsafe.Pointer(position))).err()
+	return Status(C.gocuda_cusparseXbsrilu02_zeroPivot(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(position)))).err()
 }
 
 // Xbsrsm2ZeroPivot calls cusparseXbsrsm2_zeroPivot:
@@ -5725,7 +5725,7 @@ func Xbsrsm2ZeroPivot(handle CusparseHandle, info Bsrsm2Info, position *int32) e
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseXbsrsm2_zeroPivot(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(info), unsafe.Pointer(position))).err()
+	return Status(C.gocuda_cusparseXbsrsm2_zeroPivot(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(position)))).err()
 }
 
 // Xbsrsv2ZeroPivot calls cusparseXbsrsv2_zeroPivot:
@@ -5738,7 +5738,7 @@ func Xbsrsv2ZeroPivot(handle CusparseHandle, info Bsrsv2Info, position *int32) e
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseXbsrsv2_zeroPivot(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(info), unsafe.Pointer(position))).err()
+	return Status(C.gocuda_cusparseXbsrsv2_zeroPivot(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(position)))).err()
 }
 
 // Xcoo2csr calls cusparseXcoo2csr:
@@ -5751,7 +5751,7 @@ func Xcoo2csr(handle CusparseHandle, cooRowInd *int32, nnz int32, m int32, csrSo
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseXcoo2csr(C.uintptr_t(fn), C.uintptr_t(handle), unsafe.Pointer(cooRowInd), C.int32_t(nnz), C.int32_t(m), unsafe.Pointer(csrSortedRowPtr), C.int32_t(idxBase))).err()
+	return Status(C.gocuda_cusparseXcoo2csr(C.uintptr_t(fn), C.uintptr_t(handle), (*C.uint8_t)(unsafe.Pointer(cooRowInd)), C.int32_t(nnz), C.int32_t(m), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtr)), C.int32_t(idxBase))).err()
 }
 
 // XcoosortByColumn calls cusparseXcoosortByColumn:
@@ -5764,7 +5764,7 @@ func XcoosortByColumn(handle CusparseHandle, m int32, n int32, nnz int32, cooRow
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseXcoosortByColumn(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), unsafe.Pointer(cooRowsA), unsafe.Pointer(cooColsA), unsafe.Pointer(P), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseXcoosortByColumn(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), (*C.uint8_t)(unsafe.Pointer(cooRowsA)), (*C.uint8_t)(unsafe.Pointer(cooColsA)), (*C.uint8_t)(unsafe.Pointer(P)), unsafe.Pointer(pBuffer))).err()
 }
 
 // XcoosortByRow calls cusparseXcoosortByRow:
@@ -5777,7 +5777,7 @@ func XcoosortByRow(handle CusparseHandle, m int32, n int32, nnz int32, cooRowsA 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseXcoosortByRow(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), unsafe.Pointer(cooRowsA), unsafe.Pointer(cooColsA), unsafe.Pointer(P), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseXcoosortByRow(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), (*C.uint8_t)(unsafe.Pointer(cooRowsA)), (*C.uint8_t)(unsafe.Pointer(cooColsA)), (*C.uint8_t)(unsafe.Pointer(P)), unsafe.Pointer(pBuffer))).err()
 }
 
 // XcoosortBufferSizeExt calls cusparseXcoosort_bufferSizeExt:
@@ -5790,7 +5790,7 @@ func XcoosortBufferSizeExt(handle CusparseHandle, m int32, n int32, nnz int32, c
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseXcoosort_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), unsafe.Pointer(cooRowsA), unsafe.Pointer(cooColsA), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseXcoosort_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), (*C.uint8_t)(unsafe.Pointer(cooRowsA)), (*C.uint8_t)(unsafe.Pointer(cooColsA)), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Xcscsort calls cusparseXcscsort:
@@ -5803,7 +5803,7 @@ func Xcscsort(handle CusparseHandle, m int32, n int32, nnz int32, descrA Cuspars
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseXcscsort(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), C.uintptr_t(descrA), unsafe.Pointer(cscColPtrA), unsafe.Pointer(cscRowIndA), unsafe.Pointer(P), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseXcscsort(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(cscColPtrA)), (*C.uint8_t)(unsafe.Pointer(cscRowIndA)), (*C.uint8_t)(unsafe.Pointer(P)), unsafe.Pointer(pBuffer))).err()
 }
 
 // XcscsortBufferSizeExt calls cusparseXcscsort_bufferSizeExt:
@@ -5816,7 +5816,7 @@ func XcscsortBufferSizeExt(handle CusparseHandle, m int32, n int32, nnz int32, c
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseXcscsort_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), unsafe.Pointer(cscColPtrA), unsafe.Pointer(cscRowIndA), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseXcscsort_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), (*C.uint8_t)(unsafe.Pointer(cscColPtrA)), (*C.uint8_t)(unsafe.Pointer(cscRowIndA)), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Xcsr2bsrNnz calls cusparseXcsr2bsrNnz:
@@ -5829,7 +5829,7 @@ func Xcsr2bsrNnz(handle CusparseHandle, dirA CusparseDirection, m int32, n int32
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseXcsr2bsrNnz(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.int32_t(blockDim), C.uintptr_t(descrC), unsafe.Pointer(bsrSortedRowPtrC), unsafe.Pointer(nnzTotalDevHostPtr))).err()
+	return Status(C.gocuda_cusparseXcsr2bsrNnz(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.int32_t(blockDim), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(nnzTotalDevHostPtr)))).err()
 }
 
 // Xcsr2coo calls cusparseXcsr2coo:
@@ -5842,7 +5842,7 @@ func Xcsr2coo(handle CusparseHandle, csrSortedRowPtr *int32, nnz int32, m int32,
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseXcsr2coo(C.uintptr_t(fn), C.uintptr_t(handle), unsafe.Pointer(csrSortedRowPtr), C.int32_t(nnz), C.int32_t(m), unsafe.Pointer(cooRowInd), C.int32_t(idxBase))).err()
+	return Status(C.gocuda_cusparseXcsr2coo(C.uintptr_t(fn), C.uintptr_t(handle), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtr)), C.int32_t(nnz), C.int32_t(m), (*C.uint8_t)(unsafe.Pointer(cooRowInd)), C.int32_t(idxBase))).err()
 }
 
 // Xcsr2gebsrNnz calls cusparseXcsr2gebsrNnz:
@@ -5855,7 +5855,7 @@ func Xcsr2gebsrNnz(handle CusparseHandle, dirA CusparseDirection, m int32, n int
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseXcsr2gebsrNnz(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.uintptr_t(descrC), unsafe.Pointer(bsrSortedRowPtrC), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), unsafe.Pointer(nnzTotalDevHostPtr), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseXcsr2gebsrNnz(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrC)), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), (*C.uint8_t)(unsafe.Pointer(nnzTotalDevHostPtr)), unsafe.Pointer(pBuffer))).err()
 }
 
 // Xcsrgeam2Nnz calls cusparseXcsrgeam2Nnz:
@@ -5868,7 +5868,7 @@ func Xcsrgeam2Nnz(handle CusparseHandle, m int32, n int32, descrA CusparseMatDes
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseXcsrgeam2Nnz(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), C.int32_t(nnzA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.uintptr_t(descrB), C.int32_t(nnzB), unsafe.Pointer(csrSortedRowPtrB), unsafe.Pointer(csrSortedColIndB), C.uintptr_t(descrC), unsafe.Pointer(csrSortedRowPtrC), unsafe.Pointer(nnzTotalDevHostPtr), unsafe.Pointer(workspace))).err()
+	return Status(C.gocuda_cusparseXcsrgeam2Nnz(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), C.int32_t(nnzA), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(descrB), C.int32_t(nnzB), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrB)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndB)), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(nnzTotalDevHostPtr)), unsafe.Pointer(workspace))).err()
 }
 
 // Xcsric02ZeroPivot calls cusparseXcsric02_zeroPivot:
@@ -5881,7 +5881,7 @@ func Xcsric02ZeroPivot(handle CusparseHandle, info Csric02Info, position *int32)
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseXcsric02_zeroPivot(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(info), unsafe.Pointer(position))).err()
+	return Status(C.gocuda_cusparseXcsric02_zeroPivot(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(position)))).err()
 }
 
 // Xcsrilu02ZeroPivot calls cusparseXcsrilu02_zeroPivot:
@@ -5894,7 +5894,7 @@ func Xcsrilu02ZeroPivot(handle CusparseHandle, info Csrilu02Info, position *int3
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseXcsrilu02_zeroPivot(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(info), unsafe.Pointer(position))).err()
+	return Status(C.gocuda_cusparseXcsrilu02_zeroPivot(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(position)))).err()
 }
 
 // Xcsrsort calls cusparseXcsrsort:
@@ -5907,7 +5907,7 @@ func Xcsrsort(handle CusparseHandle, m int32, n int32, nnz int32, descrA Cuspars
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseXcsrsort(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrRowPtrA), unsafe.Pointer(csrColIndA), unsafe.Pointer(P), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseXcsrsort(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrColIndA)), (*C.uint8_t)(unsafe.Pointer(P)), unsafe.Pointer(pBuffer))).err()
 }
 
 // XcsrsortBufferSizeExt calls cusparseXcsrsort_bufferSizeExt:
@@ -5920,7 +5920,7 @@ func XcsrsortBufferSizeExt(handle CusparseHandle, m int32, n int32, nnz int32, c
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseXcsrsort_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), unsafe.Pointer(csrRowPtrA), unsafe.Pointer(csrColIndA), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseXcsrsort_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), (*C.uint8_t)(unsafe.Pointer(csrRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrColIndA)), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Xgebsr2csr calls cusparseXgebsr2csr:
@@ -5933,7 +5933,7 @@ func Xgebsr2csr(handle CusparseHandle, dirA CusparseDirection, mb int32, nb int3
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseXgebsr2csr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), C.uintptr_t(descrC), unsafe.Pointer(csrSortedRowPtrC), unsafe.Pointer(csrSortedColIndC))).err()
+	return Status(C.gocuda_cusparseXgebsr2csr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndC)))).err()
 }
 
 // Xgebsr2gebsrNnz calls cusparseXgebsr2gebsrNnz:
@@ -5946,7 +5946,7 @@ func Xgebsr2gebsrNnz(handle CusparseHandle, dirA CusparseDirection, mb int32, nb
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseXgebsr2gebsrNnz(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(rowBlockDimA), C.int32_t(colBlockDimA), C.uintptr_t(descrC), unsafe.Pointer(bsrSortedRowPtrC), C.int32_t(rowBlockDimC), C.int32_t(colBlockDimC), unsafe.Pointer(nnzTotalDevHostPtr), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseXgebsr2gebsrNnz(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(rowBlockDimA), C.int32_t(colBlockDimA), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrC)), C.int32_t(rowBlockDimC), C.int32_t(colBlockDimC), (*C.uint8_t)(unsafe.Pointer(nnzTotalDevHostPtr)), unsafe.Pointer(pBuffer))).err()
 }
 
 // Zbsr2csr calls cusparseZbsr2csr:
@@ -5959,7 +5959,7 @@ func Zbsr2csr(handle CusparseHandle, dirA CusparseDirection, mb int32, nb int32,
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZbsr2csr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(blockDim), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), unsafe.Pointer(csrSortedRowPtrC), unsafe.Pointer(csrSortedColIndC))).err()
+	return Status(C.gocuda_cusparseZbsr2csr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(blockDim), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(csrSortedValC)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndC)))).err()
 }
 
 // Zbsric02 calls cusparseZbsric02:
@@ -5972,7 +5972,7 @@ func Zbsric02(handle CusparseHandle, dirA CusparseDirection, mb int32, nnzb int3
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZbsric02(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockDim), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseZbsric02(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockDim), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
 }
 
 // Zbsric02Analysis calls cusparseZbsric02_analysis:
@@ -5985,7 +5985,7 @@ func Zbsric02Analysis(handle CusparseHandle, dirA CusparseDirection, mb int32, n
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZbsric02_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockDim), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pInputBuffer))).err()
+	return Status(C.gocuda_cusparseZbsric02_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockDim), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pInputBuffer))).err()
 }
 
 // Zbsric02BufferSize calls cusparseZbsric02_bufferSize:
@@ -5998,7 +5998,7 @@ func Zbsric02BufferSize(handle CusparseHandle, dirA CusparseDirection, mb int32,
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZbsric02_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockDim), C.uintptr_t(info), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseZbsric02_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockDim), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Zbsric02BufferSizeExt calls cusparseZbsric02_bufferSizeExt:
@@ -6011,7 +6011,7 @@ func Zbsric02BufferSizeExt(handle CusparseHandle, dirA CusparseDirection, mb int
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZbsric02_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockSize), C.uintptr_t(info), unsafe.Pointer(pBufferSize))).err()
+	return Status(C.gocuda_cusparseZbsric02_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockSize), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSize)))).err()
 }
 
 // Zbsrilu02 calls cusparseZbsrilu02:
@@ -6024,7 +6024,7 @@ func Zbsrilu02(handle CusparseHandle, dirA CusparseDirection, mb int32, nnzb int
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZbsrilu02(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockDim), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseZbsrilu02(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockDim), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
 }
 
 // Zbsrilu02Analysis calls cusparseZbsrilu02_analysis:
@@ -6037,7 +6037,7 @@ func Zbsrilu02Analysis(handle CusparseHandle, dirA CusparseDirection, mb int32, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZbsrilu02_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockDim), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseZbsrilu02_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockDim), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
 }
 
 // Zbsrilu02BufferSize calls cusparseZbsrilu02_bufferSize:
@@ -6050,7 +6050,7 @@ func Zbsrilu02BufferSize(handle CusparseHandle, dirA CusparseDirection, mb int32
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZbsrilu02_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockDim), C.uintptr_t(info), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseZbsrilu02_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockDim), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Zbsrilu02BufferSizeExt calls cusparseZbsrilu02_bufferSizeExt:
@@ -6063,7 +6063,7 @@ func Zbsrilu02BufferSizeExt(handle CusparseHandle, dirA CusparseDirection, mb in
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZbsrilu02_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockSize), C.uintptr_t(info), unsafe.Pointer(pBufferSize))).err()
+	return Status(C.gocuda_cusparseZbsrilu02_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockSize), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSize)))).err()
 }
 
 // Zbsrilu02NumericBoost calls cusparseZbsrilu02_numericBoost:
@@ -6076,7 +6076,7 @@ func Zbsrilu02NumericBoost(handle CusparseHandle, info Bsrilu02Info, enable_boos
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZbsrilu02_numericBoost(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(info), C.int32_t(enable_boost), unsafe.Pointer(tol), unsafe.Pointer(boost_val))).err()
+	return Status(C.gocuda_cusparseZbsrilu02_numericBoost(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(info), C.int32_t(enable_boost), (*C.uint8_t)(unsafe.Pointer(tol)), (*C.uint8_t)(unsafe.Pointer(boost_val)))).err()
 }
 
 // Zbsrmm calls cusparseZbsrmm:
@@ -6089,7 +6089,7 @@ func Zbsrmm(handle CusparseHandle, dirA CusparseDirection, transA CusparseOperat
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZbsrmm(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(transB), C.int32_t(mb), C.int32_t(n), C.int32_t(kb), C.int32_t(nnzb), unsafe.Pointer(alpha), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(blockSize), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(ldc))).err()
+	return Status(C.gocuda_cusparseZbsrmm(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(transB), C.int32_t(mb), C.int32_t(n), C.int32_t(kb), C.int32_t(nnzb), (*C.uint8_t)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(blockSize), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
 }
 
 // Zbsrmv calls cusparseZbsrmv:
@@ -6102,7 +6102,7 @@ func Zbsrmv(handle CusparseHandle, dirA CusparseDirection, transA CusparseOperat
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZbsrmv(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), unsafe.Pointer(alpha), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(blockDim), unsafe.Pointer(x), unsafe.Pointer(beta), unsafe.Pointer(y))).err()
+	return Status(C.gocuda_cusparseZbsrmv(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), (*C.uint8_t)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(blockDim), (*C.uint8_t)(unsafe.Pointer(x)), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)))).err()
 }
 
 // Zbsrsm2Analysis calls cusparseZbsrsm2_analysis:
@@ -6115,7 +6115,7 @@ func Zbsrsm2Analysis(handle CusparseHandle, dirA CusparseDirection, transA Cuspa
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZbsrsm2_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(transXY), C.int32_t(mb), C.int32_t(n), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockSize), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseZbsrsm2_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(transXY), C.int32_t(mb), C.int32_t(n), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockSize), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
 }
 
 // Zbsrsm2BufferSize calls cusparseZbsrsm2_bufferSize:
@@ -6128,7 +6128,7 @@ func Zbsrsm2BufferSize(handle CusparseHandle, dirA CusparseDirection, transA Cus
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZbsrsm2_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(transXY), C.int32_t(mb), C.int32_t(n), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockSize), C.uintptr_t(info), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseZbsrsm2_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(transXY), C.int32_t(mb), C.int32_t(n), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockSize), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Zbsrsm2BufferSizeExt calls cusparseZbsrsm2_bufferSizeExt:
@@ -6141,7 +6141,7 @@ func Zbsrsm2BufferSizeExt(handle CusparseHandle, dirA CusparseDirection, transA 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZbsrsm2_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(transB), C.int32_t(mb), C.int32_t(n), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockSize), C.uintptr_t(info), unsafe.Pointer(pBufferSize))).err()
+	return Status(C.gocuda_cusparseZbsrsm2_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(transB), C.int32_t(mb), C.int32_t(n), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockSize), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSize)))).err()
 }
 
 // Zbsrsm2Solve calls cusparseZbsrsm2_solve:
@@ -6154,7 +6154,7 @@ func Zbsrsm2Solve(handle CusparseHandle, dirA CusparseDirection, transA Cusparse
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZbsrsm2_solve(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(transXY), C.int32_t(mb), C.int32_t(n), C.int32_t(nnzb), unsafe.Pointer(alpha), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(blockSize), C.uintptr_t(info), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(X), C.int32_t(ldx), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseZbsrsm2_solve(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(transXY), C.int32_t(mb), C.int32_t(n), C.int32_t(nnzb), (*C.uint8_t)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(blockSize), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(X)), C.int32_t(ldx), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
 }
 
 // Zbsrsv2Analysis calls cusparseZbsrsv2_analysis:
@@ -6167,7 +6167,7 @@ func Zbsrsv2Analysis(handle CusparseHandle, dirA CusparseDirection, transA Cuspa
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZbsrsv2_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(blockDim), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseZbsrsv2_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(blockDim), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
 }
 
 // Zbsrsv2BufferSize calls cusparseZbsrsv2_bufferSize:
@@ -6180,7 +6180,7 @@ func Zbsrsv2BufferSize(handle CusparseHandle, dirA CusparseDirection, transA Cus
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZbsrsv2_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(blockDim), C.uintptr_t(info), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseZbsrsv2_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(blockDim), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Zbsrsv2BufferSizeExt calls cusparseZbsrsv2_bufferSizeExt:
@@ -6193,7 +6193,7 @@ func Zbsrsv2BufferSizeExt(handle CusparseHandle, dirA CusparseDirection, transA 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZbsrsv2_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(blockSize), C.uintptr_t(info), unsafe.Pointer(pBufferSize))).err()
+	return Status(C.gocuda_cusparseZbsrsv2_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(mb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(blockSize), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSize)))).err()
 }
 
 // Zbsrsv2Solve calls cusparseZbsrsv2_solve:
@@ -6206,7 +6206,7 @@ func Zbsrsv2Solve(handle CusparseHandle, dirA CusparseDirection, transA Cusparse
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZbsrsv2_solve(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(mb), C.int32_t(nnzb), unsafe.Pointer(alpha), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(blockDim), C.uintptr_t(info), unsafe.Pointer(f), unsafe.Pointer(x), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseZbsrsv2_solve(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(mb), C.int32_t(nnzb), (*C.uint8_t)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(blockDim), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(f)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
 }
 
 // Zbsrxmv calls cusparseZbsrxmv:
@@ -6219,7 +6219,7 @@ func Zbsrxmv(handle CusparseHandle, dirA CusparseDirection, transA CusparseOpera
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZbsrxmv(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(sizeOfMask), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), unsafe.Pointer(alpha), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedMaskPtrA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedEndPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(blockDim), unsafe.Pointer(x), unsafe.Pointer(beta), unsafe.Pointer(y))).err()
+	return Status(C.gocuda_cusparseZbsrxmv(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(transA), C.int32_t(sizeOfMask), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), (*C.uint8_t)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedMaskPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedEndPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(blockDim), (*C.uint8_t)(unsafe.Pointer(x)), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)))).err()
 }
 
 // Zcsr2bsr calls cusparseZcsr2bsr:
@@ -6232,7 +6232,7 @@ func Zcsr2bsr(handle CusparseHandle, dirA CusparseDirection, m int32, n int32, d
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZcsr2bsr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.int32_t(blockDim), C.uintptr_t(descrC), unsafe.Pointer(bsrSortedValC), unsafe.Pointer(bsrSortedRowPtrC), unsafe.Pointer(bsrSortedColIndC))).err()
+	return Status(C.gocuda_cusparseZcsr2bsr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.int32_t(blockDim), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(bsrSortedValC)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndC)))).err()
 }
 
 // Zcsr2csrCompress calls cusparseZcsr2csr_compress:
@@ -6245,7 +6245,7 @@ func Zcsr2csrCompress(handle CusparseHandle, m int32, n int32, descrA CusparseMa
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZcsr2csr_compress(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedColIndA), unsafe.Pointer(csrSortedRowPtrA), C.int32_t(nnzA), unsafe.Pointer(nnzPerRow), unsafe.Pointer(csrSortedValC), unsafe.Pointer(csrSortedColIndC), unsafe.Pointer(csrSortedRowPtrC), *(*C.gocuda_CuDoubleComplex)(unsafe.Pointer(&tol)))).err()
+	return Status(C.gocuda_cusparseZcsr2csr_compress(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), C.int32_t(nnzA), (*C.uint8_t)(unsafe.Pointer(nnzPerRow)), (*C.uint8_t)(unsafe.Pointer(csrSortedValC)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndC)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrC)), *(*C.gocuda_CuDoubleComplex)(unsafe.Pointer(&tol)))).err()
 }
 
 // Zcsr2csru calls cusparseZcsr2csru:
@@ -6258,7 +6258,7 @@ func Zcsr2csru(handle CusparseHandle, m int32, n int32, nnz int32, descrA Cuspar
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZcsr2csru(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrVal), unsafe.Pointer(csrRowPtr), unsafe.Pointer(csrColInd), C.uintptr_t(info), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseZcsr2csru(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrVal)), (*C.uint8_t)(unsafe.Pointer(csrRowPtr)), (*C.uint8_t)(unsafe.Pointer(csrColInd)), C.uintptr_t(info), unsafe.Pointer(pBuffer))).err()
 }
 
 // Zcsr2gebsr calls cusparseZcsr2gebsr:
@@ -6271,7 +6271,7 @@ func Zcsr2gebsr(handle CusparseHandle, dirA CusparseDirection, m int32, n int32,
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZcsr2gebsr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.uintptr_t(descrC), unsafe.Pointer(bsrSortedValC), unsafe.Pointer(bsrSortedRowPtrC), unsafe.Pointer(bsrSortedColIndC), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseZcsr2gebsr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(bsrSortedValC)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndC)), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), unsafe.Pointer(pBuffer))).err()
 }
 
 // Zcsr2gebsrBufferSize calls cusparseZcsr2gebsr_bufferSize:
@@ -6284,7 +6284,7 @@ func Zcsr2gebsrBufferSize(handle CusparseHandle, dirA CusparseDirection, m int32
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZcsr2gebsr_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseZcsr2gebsr_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Zcsr2gebsrBufferSizeExt calls cusparseZcsr2gebsr_bufferSizeExt:
@@ -6297,7 +6297,7 @@ func Zcsr2gebsrBufferSizeExt(handle CusparseHandle, dirA CusparseDirection, m in
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZcsr2gebsr_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), unsafe.Pointer(pBufferSize))).err()
+	return Status(C.gocuda_cusparseZcsr2gebsr_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), (*C.uint8_t)(unsafe.Pointer(pBufferSize)))).err()
 }
 
 // Zcsrcolor calls cusparseZcsrcolor:
@@ -6310,7 +6310,7 @@ func Zcsrcolor(handle CusparseHandle, m int32, nnz int32, descrA CusparseMatDesc
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZcsrcolor(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), unsafe.Pointer(fractionToColor), unsafe.Pointer(ncolors), unsafe.Pointer(coloring), unsafe.Pointer(reordering), C.uintptr_t(info))).err()
+	return Status(C.gocuda_cusparseZcsrcolor(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), (*C.uint8_t)(unsafe.Pointer(fractionToColor)), (*C.uint8_t)(unsafe.Pointer(ncolors)), (*C.uint8_t)(unsafe.Pointer(coloring)), (*C.uint8_t)(unsafe.Pointer(reordering)), C.uintptr_t(info))).err()
 }
 
 // Zcsrgeam2 calls cusparseZcsrgeam2:
@@ -6323,7 +6323,7 @@ func Zcsrgeam2(handle CusparseHandle, m int32, n int32, alpha *cuda.CuDoubleComp
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZcsrgeam2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), C.uintptr_t(descrA), C.int32_t(nnzA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), unsafe.Pointer(beta), C.uintptr_t(descrB), C.int32_t(nnzB), unsafe.Pointer(csrSortedValB), unsafe.Pointer(csrSortedRowPtrB), unsafe.Pointer(csrSortedColIndB), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), unsafe.Pointer(csrSortedRowPtrC), unsafe.Pointer(csrSortedColIndC), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseZcsrgeam2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), C.int32_t(nnzA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), (*C.uint8_t)(unsafe.Pointer(beta)), C.uintptr_t(descrB), C.int32_t(nnzB), (*C.uint8_t)(unsafe.Pointer(csrSortedValB)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrB)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndB)), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(csrSortedValC)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndC)), unsafe.Pointer(pBuffer))).err()
 }
 
 // Zcsrgeam2BufferSizeExt calls cusparseZcsrgeam2_bufferSizeExt:
@@ -6336,7 +6336,7 @@ func Zcsrgeam2BufferSizeExt(handle CusparseHandle, m int32, n int32, alpha *cuda
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZcsrgeam2_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), C.uintptr_t(descrA), C.int32_t(nnzA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), unsafe.Pointer(beta), C.uintptr_t(descrB), C.int32_t(nnzB), unsafe.Pointer(csrSortedValB), unsafe.Pointer(csrSortedRowPtrB), unsafe.Pointer(csrSortedColIndB), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), unsafe.Pointer(csrSortedRowPtrC), unsafe.Pointer(csrSortedColIndC), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseZcsrgeam2_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), C.int32_t(nnzA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), (*C.uint8_t)(unsafe.Pointer(beta)), C.uintptr_t(descrB), C.int32_t(nnzB), (*C.uint8_t)(unsafe.Pointer(csrSortedValB)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrB)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndB)), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(csrSortedValC)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndC)), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Zcsric02 calls cusparseZcsric02:
@@ -6349,7 +6349,7 @@ func Zcsric02(handle CusparseHandle, m int32, nnz int32, descrA CusparseMatDescr
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZcsric02(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA_valM), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseZcsric02(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA_valM)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
 }
 
 // Zcsric02Analysis calls cusparseZcsric02_analysis:
@@ -6362,7 +6362,7 @@ func Zcsric02Analysis(handle CusparseHandle, m int32, nnz int32, descrA Cusparse
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZcsric02_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseZcsric02_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
 }
 
 // Zcsric02BufferSize calls cusparseZcsric02_bufferSize:
@@ -6375,7 +6375,7 @@ func Zcsric02BufferSize(handle CusparseHandle, m int32, nnz int32, descrA Cuspar
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZcsric02_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.uintptr_t(info), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseZcsric02_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Zcsric02BufferSizeExt calls cusparseZcsric02_bufferSizeExt:
@@ -6388,7 +6388,7 @@ func Zcsric02BufferSizeExt(handle CusparseHandle, m int32, nnz int32, descrA Cus
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZcsric02_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedVal), unsafe.Pointer(csrSortedRowPtr), unsafe.Pointer(csrSortedColInd), C.uintptr_t(info), unsafe.Pointer(pBufferSize))).err()
+	return Status(C.gocuda_cusparseZcsric02_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedVal)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(csrSortedColInd)), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSize)))).err()
 }
 
 // Zcsrilu02 calls cusparseZcsrilu02:
@@ -6401,7 +6401,7 @@ func Zcsrilu02(handle CusparseHandle, m int32, nnz int32, descrA CusparseMatDesc
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZcsrilu02(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA_valM), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseZcsrilu02(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA_valM)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
 }
 
 // Zcsrilu02Analysis calls cusparseZcsrilu02_analysis:
@@ -6414,7 +6414,7 @@ func Zcsrilu02Analysis(handle CusparseHandle, m int32, nnz int32, descrA Cuspars
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZcsrilu02_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseZcsrilu02_analysis(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int32_t(policy), unsafe.Pointer(pBuffer))).err()
 }
 
 // Zcsrilu02BufferSize calls cusparseZcsrilu02_bufferSize:
@@ -6427,7 +6427,7 @@ func Zcsrilu02BufferSize(handle CusparseHandle, m int32, nnz int32, descrA Cuspa
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZcsrilu02_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(csrSortedColIndA), C.uintptr_t(info), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseZcsrilu02_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Zcsrilu02BufferSizeExt calls cusparseZcsrilu02_bufferSizeExt:
@@ -6440,7 +6440,7 @@ func Zcsrilu02BufferSizeExt(handle CusparseHandle, m int32, nnz int32, descrA Cu
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZcsrilu02_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedVal), unsafe.Pointer(csrSortedRowPtr), unsafe.Pointer(csrSortedColInd), C.uintptr_t(info), unsafe.Pointer(pBufferSize))).err()
+	return Status(C.gocuda_cusparseZcsrilu02_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(nnz), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrSortedVal)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(csrSortedColInd)), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSize)))).err()
 }
 
 // Zcsrilu02NumericBoost calls cusparseZcsrilu02_numericBoost:
@@ -6453,7 +6453,7 @@ func Zcsrilu02NumericBoost(handle CusparseHandle, info Csrilu02Info, enable_boos
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZcsrilu02_numericBoost(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(info), C.int32_t(enable_boost), unsafe.Pointer(tol), unsafe.Pointer(boost_val))).err()
+	return Status(C.gocuda_cusparseZcsrilu02_numericBoost(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(info), C.int32_t(enable_boost), (*C.uint8_t)(unsafe.Pointer(tol)), (*C.uint8_t)(unsafe.Pointer(boost_val)))).err()
 }
 
 // Zcsru2csr calls cusparseZcsru2csr:
@@ -6466,7 +6466,7 @@ func Zcsru2csr(handle CusparseHandle, m int32, n int32, nnz int32, descrA Cuspar
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZcsru2csr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrVal), unsafe.Pointer(csrRowPtr), unsafe.Pointer(csrColInd), C.uintptr_t(info), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseZcsru2csr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(csrVal)), (*C.uint8_t)(unsafe.Pointer(csrRowPtr)), (*C.uint8_t)(unsafe.Pointer(csrColInd)), C.uintptr_t(info), unsafe.Pointer(pBuffer))).err()
 }
 
 // Zcsru2csrBufferSizeExt calls cusparseZcsru2csr_bufferSizeExt:
@@ -6479,7 +6479,7 @@ func Zcsru2csrBufferSizeExt(handle CusparseHandle, m int32, n int32, nnz int32, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZcsru2csr_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), unsafe.Pointer(csrVal), unsafe.Pointer(csrRowPtr), unsafe.Pointer(csrColInd), C.uintptr_t(info), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseZcsru2csr_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), (*C.uint8_t)(unsafe.Pointer(csrVal)), (*C.uint8_t)(unsafe.Pointer(csrRowPtr)), (*C.uint8_t)(unsafe.Pointer(csrColInd)), C.uintptr_t(info), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Zgebsr2csr calls cusparseZgebsr2csr:
@@ -6492,7 +6492,7 @@ func Zgebsr2csr(handle CusparseHandle, dirA CusparseDirection, mb int32, nb int3
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZgebsr2csr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), unsafe.Pointer(csrSortedRowPtrC), unsafe.Pointer(csrSortedColIndC))).err()
+	return Status(C.gocuda_cusparseZgebsr2csr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(csrSortedValC)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(csrSortedColIndC)))).err()
 }
 
 // Zgebsr2gebsc calls cusparseZgebsr2gebsc:
@@ -6505,7 +6505,7 @@ func Zgebsr2gebsc(handle CusparseHandle, mb int32, nb int32, nnzb int32, bsrSort
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZgebsr2gebsc(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), unsafe.Pointer(bscVal), unsafe.Pointer(bscRowInd), unsafe.Pointer(bscColPtr), C.int32_t(copyValues), C.int32_t(idxBase), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseZgebsr2gebsc(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), (*C.uint8_t)(unsafe.Pointer(bscVal)), (*C.uint8_t)(unsafe.Pointer(bscRowInd)), (*C.uint8_t)(unsafe.Pointer(bscColPtr)), C.int32_t(copyValues), C.int32_t(idxBase), unsafe.Pointer(pBuffer))).err()
 }
 
 // Zgebsr2gebscBufferSize calls cusparseZgebsr2gebsc_bufferSize:
@@ -6518,7 +6518,7 @@ func Zgebsr2gebscBufferSize(handle CusparseHandle, mb int32, nb int32, nnzb int3
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZgebsr2gebsc_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseZgebsr2gebsc_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Zgebsr2gebscBufferSizeExt calls cusparseZgebsr2gebsc_bufferSizeExt:
@@ -6531,7 +6531,7 @@ func Zgebsr2gebscBufferSizeExt(handle CusparseHandle, mb int32, nb int32, nnzb i
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZgebsr2gebsc_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), unsafe.Pointer(bsrSortedVal), unsafe.Pointer(bsrSortedRowPtr), unsafe.Pointer(bsrSortedColInd), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), unsafe.Pointer(pBufferSize))).err()
+	return Status(C.gocuda_cusparseZgebsr2gebsc_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), (*C.uint8_t)(unsafe.Pointer(bsrSortedVal)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtr)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColInd)), C.int32_t(rowBlockDim), C.int32_t(colBlockDim), (*C.uint8_t)(unsafe.Pointer(pBufferSize)))).err()
 }
 
 // Zgebsr2gebsr calls cusparseZgebsr2gebsr:
@@ -6544,7 +6544,7 @@ func Zgebsr2gebsr(handle CusparseHandle, dirA CusparseDirection, mb int32, nb in
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZgebsr2gebsr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(rowBlockDimA), C.int32_t(colBlockDimA), C.uintptr_t(descrC), unsafe.Pointer(bsrSortedValC), unsafe.Pointer(bsrSortedRowPtrC), unsafe.Pointer(bsrSortedColIndC), C.int32_t(rowBlockDimC), C.int32_t(colBlockDimC), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseZgebsr2gebsr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(rowBlockDimA), C.int32_t(colBlockDimA), C.uintptr_t(descrC), (*C.uint8_t)(unsafe.Pointer(bsrSortedValC)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrC)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndC)), C.int32_t(rowBlockDimC), C.int32_t(colBlockDimC), unsafe.Pointer(pBuffer))).err()
 }
 
 // Zgebsr2gebsrBufferSize calls cusparseZgebsr2gebsr_bufferSize:
@@ -6557,7 +6557,7 @@ func Zgebsr2gebsrBufferSize(handle CusparseHandle, dirA CusparseDirection, mb in
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZgebsr2gebsr_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(rowBlockDimA), C.int32_t(colBlockDimA), C.int32_t(rowBlockDimC), C.int32_t(colBlockDimC), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseZgebsr2gebsr_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(rowBlockDimA), C.int32_t(colBlockDimA), C.int32_t(rowBlockDimC), C.int32_t(colBlockDimC), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Zgebsr2gebsrBufferSizeExt calls cusparseZgebsr2gebsr_bufferSizeExt:
@@ -6570,7 +6570,7 @@ func Zgebsr2gebsrBufferSizeExt(handle CusparseHandle, dirA CusparseDirection, mb
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZgebsr2gebsr_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), unsafe.Pointer(bsrSortedRowPtrA), unsafe.Pointer(bsrSortedColIndA), C.int32_t(rowBlockDimA), C.int32_t(colBlockDimA), C.int32_t(rowBlockDimC), C.int32_t(colBlockDimC), unsafe.Pointer(pBufferSize))).err()
+	return Status(C.gocuda_cusparseZgebsr2gebsr_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(mb), C.int32_t(nb), C.int32_t(nnzb), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(bsrSortedValA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(bsrSortedColIndA)), C.int32_t(rowBlockDimA), C.int32_t(colBlockDimA), C.int32_t(rowBlockDimC), C.int32_t(colBlockDimC), (*C.uint8_t)(unsafe.Pointer(pBufferSize)))).err()
 }
 
 // Zgemvi calls cusparseZgemvi:
@@ -6583,7 +6583,7 @@ func Zgemvi(handle CusparseHandle, transA CusparseOperation, m int32, n int32, a
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZgemvi(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transA), C.int32_t(m), C.int32_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(lda), C.int32_t(nnz), unsafe.Pointer(xVal), unsafe.Pointer(xInd), unsafe.Pointer(beta), unsafe.Pointer(y), C.int32_t(idxBase), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseZgemvi(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transA), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), C.int32_t(nnz), (*C.uint8_t)(unsafe.Pointer(xVal)), (*C.uint8_t)(unsafe.Pointer(xInd)), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(idxBase), unsafe.Pointer(pBuffer))).err()
 }
 
 // ZgemviBufferSize calls cusparseZgemvi_bufferSize:
@@ -6596,7 +6596,7 @@ func ZgemviBufferSize(handle CusparseHandle, transA CusparseOperation, m int32, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZgemvi_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transA), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), unsafe.Pointer(pBufferSize))).err()
+	return Status(C.gocuda_cusparseZgemvi_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transA), C.int32_t(m), C.int32_t(n), C.int32_t(nnz), (*C.uint8_t)(unsafe.Pointer(pBufferSize)))).err()
 }
 
 // ZgpsvInterleavedBatch calls cusparseZgpsvInterleavedBatch:
@@ -6609,7 +6609,7 @@ func ZgpsvInterleavedBatch(handle CusparseHandle, algo int32, m int32, ds *cuda.
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZgpsvInterleavedBatch(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(algo), C.int32_t(m), unsafe.Pointer(ds), unsafe.Pointer(dl_), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(dw), unsafe.Pointer(x), C.int32_t(batchCount), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseZgpsvInterleavedBatch(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(algo), C.int32_t(m), (*C.uint8_t)(unsafe.Pointer(ds)), (*C.uint8_t)(unsafe.Pointer(dl_)), (*C.uint8_t)(unsafe.Pointer(d)), (*C.uint8_t)(unsafe.Pointer(du)), (*C.uint8_t)(unsafe.Pointer(dw)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(batchCount), unsafe.Pointer(pBuffer))).err()
 }
 
 // ZgpsvInterleavedBatchBufferSizeExt calls cusparseZgpsvInterleavedBatch_bufferSizeExt:
@@ -6622,7 +6622,7 @@ func ZgpsvInterleavedBatchBufferSizeExt(handle CusparseHandle, algo int32, m int
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZgpsvInterleavedBatch_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(algo), C.int32_t(m), unsafe.Pointer(ds), unsafe.Pointer(dl_), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(dw), unsafe.Pointer(x), C.int32_t(batchCount), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseZgpsvInterleavedBatch_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(algo), C.int32_t(m), (*C.uint8_t)(unsafe.Pointer(ds)), (*C.uint8_t)(unsafe.Pointer(dl_)), (*C.uint8_t)(unsafe.Pointer(d)), (*C.uint8_t)(unsafe.Pointer(du)), (*C.uint8_t)(unsafe.Pointer(dw)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(batchCount), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Zgtsv2 calls cusparseZgtsv2:
@@ -6635,7 +6635,7 @@ func Zgtsv2(handle CusparseHandle, m int32, n int32, dl_ *cuda.CuDoubleComplex, 
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZgtsv2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(dl_), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseZgtsv2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(dl_)), (*C.uint8_t)(unsafe.Pointer(d)), (*C.uint8_t)(unsafe.Pointer(du)), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), unsafe.Pointer(pBuffer))).err()
 }
 
 // Zgtsv2StridedBatch calls cusparseZgtsv2StridedBatch:
@@ -6648,7 +6648,7 @@ func Zgtsv2StridedBatch(handle CusparseHandle, m int32, dl_ *cuda.CuDoubleComple
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZgtsv2StridedBatch(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), unsafe.Pointer(dl_), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(x), C.int32_t(batchCount), C.int32_t(batchStride), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseZgtsv2StridedBatch(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), (*C.uint8_t)(unsafe.Pointer(dl_)), (*C.uint8_t)(unsafe.Pointer(d)), (*C.uint8_t)(unsafe.Pointer(du)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(batchCount), C.int32_t(batchStride), unsafe.Pointer(pBuffer))).err()
 }
 
 // Zgtsv2StridedBatchBufferSizeExt calls cusparseZgtsv2StridedBatch_bufferSizeExt:
@@ -6661,7 +6661,7 @@ func Zgtsv2StridedBatchBufferSizeExt(handle CusparseHandle, m int32, dl_ *cuda.C
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZgtsv2StridedBatch_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), unsafe.Pointer(dl_), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(x), C.int32_t(batchCount), C.int32_t(batchStride), unsafe.Pointer(bufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseZgtsv2StridedBatch_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), (*C.uint8_t)(unsafe.Pointer(dl_)), (*C.uint8_t)(unsafe.Pointer(d)), (*C.uint8_t)(unsafe.Pointer(du)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(batchCount), C.int32_t(batchStride), (*C.uint8_t)(unsafe.Pointer(bufferSizeInBytes)))).err()
 }
 
 // Zgtsv2BufferSizeExt calls cusparseZgtsv2_bufferSizeExt:
@@ -6674,7 +6674,7 @@ func Zgtsv2BufferSizeExt(handle CusparseHandle, m int32, n int32, dl_ *cuda.CuDo
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZgtsv2_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(dl_), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(bufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseZgtsv2_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(dl_)), (*C.uint8_t)(unsafe.Pointer(d)), (*C.uint8_t)(unsafe.Pointer(du)), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(bufferSizeInBytes)))).err()
 }
 
 // Zgtsv2Nopivot calls cusparseZgtsv2_nopivot:
@@ -6687,7 +6687,7 @@ func Zgtsv2Nopivot(handle CusparseHandle, m int32, n int32, dl_ *cuda.CuDoubleCo
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZgtsv2_nopivot(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(dl_), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseZgtsv2_nopivot(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(dl_)), (*C.uint8_t)(unsafe.Pointer(d)), (*C.uint8_t)(unsafe.Pointer(du)), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), unsafe.Pointer(pBuffer))).err()
 }
 
 // Zgtsv2NopivotBufferSizeExt calls cusparseZgtsv2_nopivot_bufferSizeExt:
@@ -6700,7 +6700,7 @@ func Zgtsv2NopivotBufferSizeExt(handle CusparseHandle, m int32, n int32, dl_ *cu
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZgtsv2_nopivot_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), unsafe.Pointer(dl_), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(B), C.int32_t(ldb), unsafe.Pointer(bufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseZgtsv2_nopivot_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(dl_)), (*C.uint8_t)(unsafe.Pointer(d)), (*C.uint8_t)(unsafe.Pointer(du)), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(bufferSizeInBytes)))).err()
 }
 
 // ZgtsvInterleavedBatch calls cusparseZgtsvInterleavedBatch:
@@ -6713,7 +6713,7 @@ func ZgtsvInterleavedBatch(handle CusparseHandle, algo int32, m int32, dl_ *cuda
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZgtsvInterleavedBatch(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(algo), C.int32_t(m), unsafe.Pointer(dl_), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(x), C.int32_t(batchCount), unsafe.Pointer(pBuffer))).err()
+	return Status(C.gocuda_cusparseZgtsvInterleavedBatch(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(algo), C.int32_t(m), (*C.uint8_t)(unsafe.Pointer(dl_)), (*C.uint8_t)(unsafe.Pointer(d)), (*C.uint8_t)(unsafe.Pointer(du)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(batchCount), unsafe.Pointer(pBuffer))).err()
 }
 
 // ZgtsvInterleavedBatchBufferSizeExt calls cusparseZgtsvInterleavedBatch_bufferSizeExt:
@@ -6726,7 +6726,7 @@ func ZgtsvInterleavedBatchBufferSizeExt(handle CusparseHandle, algo int32, m int
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZgtsvInterleavedBatch_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(algo), C.int32_t(m), unsafe.Pointer(dl_), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(x), C.int32_t(batchCount), unsafe.Pointer(pBufferSizeInBytes))).err()
+	return Status(C.gocuda_cusparseZgtsvInterleavedBatch_bufferSizeExt(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(algo), C.int32_t(m), (*C.uint8_t)(unsafe.Pointer(dl_)), (*C.uint8_t)(unsafe.Pointer(d)), (*C.uint8_t)(unsafe.Pointer(du)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(batchCount), (*C.uint8_t)(unsafe.Pointer(pBufferSizeInBytes)))).err()
 }
 
 // Znnz calls cusparseZnnz:
@@ -6739,7 +6739,7 @@ func Znnz(handle CusparseHandle, dirA CusparseDirection, m int32, n int32, descr
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZnnz(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), unsafe.Pointer(A), C.int32_t(lda), unsafe.Pointer(nnzPerRowCol), unsafe.Pointer(nnzTotalDevHostPtr))).err()
+	return Status(C.gocuda_cusparseZnnz(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(dirA), C.int32_t(m), C.int32_t(n), C.uintptr_t(descrA), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(nnzPerRowCol)), (*C.uint8_t)(unsafe.Pointer(nnzTotalDevHostPtr)))).err()
 }
 
 // ZnnzCompress calls cusparseZnnz_compress:
@@ -6752,5 +6752,5 @@ func ZnnzCompress(handle CusparseHandle, m int32, descr CusparseMatDescr, csrSor
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_cusparseZnnz_compress(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.uintptr_t(descr), unsafe.Pointer(csrSortedValA), unsafe.Pointer(csrSortedRowPtrA), unsafe.Pointer(nnzPerRow), unsafe.Pointer(nnzC), *(*C.gocuda_CuDoubleComplex)(unsafe.Pointer(&tol)))).err()
+	return Status(C.gocuda_cusparseZnnz_compress(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.uintptr_t(descr), (*C.uint8_t)(unsafe.Pointer(csrSortedValA)), (*C.uint8_t)(unsafe.Pointer(csrSortedRowPtrA)), (*C.uint8_t)(unsafe.Pointer(nnzPerRow)), (*C.uint8_t)(unsafe.Pointer(nnzC)), *(*C.gocuda_CuDoubleComplex)(unsafe.Pointer(&tol)))).err()
 }

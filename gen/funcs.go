@@ -143,7 +143,11 @@ func (g *gen) function(fn *Func, status *TypeDecl) (code jen.Code, trampoline st
 				args[len(args)-1] = jen.Qual("C", "_Bool").Call(jen.Id(p.GoName))
 			}
 		case passPtr:
-			args = append(args, jen.Qual("unsafe", "Pointer").Call(jen.Id(p.GoName)))
+			if v.ctype == "uint8_t*" {
+				args = append(args, jen.Parens(jen.Op("*").Qual("C", "uint8_t")).Call(jen.Qual("unsafe", "Pointer").Call(jen.Id(p.GoName))))
+			} else {
+				args = append(args, jen.Qual("unsafe", "Pointer").Call(jen.Id(p.GoName)))
+			}
 		case passHandle:
 			args = append(args, jen.Qual("C", "uintptr_t").Call(jen.Id(p.GoName)))
 		case passStruct:

@@ -215,6 +215,12 @@ func (g *gen) val(t cc.Type, owner string) (cval, error) {
 		if ev.pass == passVoid {
 			return cval{goType: jen.Qual("unsafe", "Pointer"), pass: passPtr, ctype: "void*"}, nil
 		}
+		if !g.hasPointers(e) {
+			// The pointee holds no Go pointers: passing it as uint8_t* lets cgo skip
+			// its pointer check, which for an unsafe.Pointer scans the whole allocation
+			// (and rejects a field of a struct that holds other pointers).
+			return cval{goType: jen.Op("*").Add(ev.goType), pass: passPtr, ctype: "uint8_t*"}, nil
+		}
 		return cval{goType: jen.Op("*").Add(ev.goType), pass: passPtr, ctype: "void*"}, nil
 	case *cc.ArrayType:
 		ev, err := g.val(x.Elem(), owner)
@@ -303,4 +309,36 @@ func (g *gen) ownsFile(path string) bool {
 		}
 	}
 	return false
+}
+
+// hasPointers reports whether the Go type generated for t holds Go pointers
+// (unsafe.Pointer or *T): handles, function pointers and unions (bytes) do not.
+func (g *gen) hasPointers(t cc.Type) bool {
+	if d, err := g.declFor(t); err == nil && d != nil {
+		switch d.Kind {
+		case kindScalar, kindEnum, kindHandle, kindUnion, kindOpaque:
+			return false
+		case kindArray:
+			return g.hasPointers(d.Type.(*cc.ArrayType).Elem())
+		}
+		t = d.Type
+	}
+	switch x := t.(type) {
+	case *cc.PointerType:
+		return x.Elem().Kind() != cc.Function
+	case *cc.ArrayType:
+		return g.hasPointers(x.Elem())
+	case *cc.UnionType:
+		return false
+	case *cc.StructType:
+		for i := 0; i < x.NumFields(); i++ {
+			if f := x.FieldByIndex(i); !f.IsBitfield() && g.hasPointers(f.Type()) {
+				return true
+			}
+		}
+		return false
+	case *cc.PredefinedType:
+		return false
+	}
+	return true
 }

@@ -15,21 +15,21 @@ _Static_assert(sizeof(gocuda_GoldPoint) == 8, "layout of goldPoint");
 static int32_t gocuda_goldBar(uintptr_t fn, uintptr_t a0, int32_t a1) { return ((int32_t (*)(uintptr_t, int32_t))fn)(a0, a1); }
 static int32_t gocuda_goldBar_v2(uintptr_t fn, uintptr_t a0, int64_t a1, uint32_t a2) { return ((int32_t (*)(uintptr_t, int64_t, uint32_t))fn)(a0, a1, a2); }
 static uint8_t gocuda_goldChecksum(uintptr_t fn, void* a0, uint64_t a1) { return ((uint8_t (*)(void*, uint64_t))fn)(a0, a1); }
-static int32_t gocuda_goldCreate(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
+static int32_t gocuda_goldCreate(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
 static int32_t gocuda_goldDescribe(uintptr_t fn, uintptr_t a0, void* a1, void* a2) { return ((int32_t (*)(uintptr_t, void*, void*))fn)(a0, a1, a2); }
 static int32_t gocuda_goldDestroy(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static float gocuda_goldDot(uintptr_t fn, gocuda_GoldPoint a0, gocuda_GoldPoint a1) { return ((float (*)(gocuda_GoldPoint, gocuda_GoldPoint))fn)(a0, a1); }
-static int32_t gocuda_goldFoo_v2(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3) { return ((int32_t (*)(uintptr_t, void*, void*, void*))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_goldFoo_v2(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, void* a3) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, void*))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_goldForEach(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2, int32_t a3, int32_t a4) { return ((int32_t (*)(uintptr_t, uintptr_t, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4); }
-static int32_t gocuda_goldGetAddr(uintptr_t fn, uintptr_t a0, void* a1, uint64_t a2) { return ((int32_t (*)(uintptr_t, void*, uint64_t))fn)(a0, a1, a2); }
+static int32_t gocuda_goldGetAddr(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint64_t a2) { return ((int32_t (*)(uintptr_t, uint8_t*, uint64_t))fn)(a0, a1, a2); }
 static void* gocuda_goldGetErrorString(uintptr_t fn, int32_t a0) { return ((void* (*)(int32_t))fn)(a0); }
 static uint64_t gocuda_goldGetWorkspaceSize(uintptr_t fn, uintptr_t a0) { return ((uint64_t (*)(uintptr_t))fn)(a0); }
 static gocuda_GoldPoint gocuda_goldMid(uintptr_t fn, gocuda_GoldPoint a0, gocuda_GoldPoint a1) { return ((gocuda_GoldPoint (*)(gocuda_GoldPoint, gocuda_GoldPoint))fn)(a0, a1); }
 static void gocuda_goldReset(uintptr_t fn) { ((void (*)(void))fn)(); }
-static int32_t gocuda_goldScale(uintptr_t fn, uintptr_t a0, int32_t a1, float a2, void* a3) { return ((int32_t (*)(uintptr_t, int32_t, float, void*))fn)(a0, a1, a2, a3); }
-static int32_t gocuda_goldScale_64(uintptr_t fn, uintptr_t a0, int64_t a1, float a2, void* a3) { return ((int32_t (*)(uintptr_t, int64_t, float, void*))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_goldScale(uintptr_t fn, uintptr_t a0, int32_t a1, float a2, uint8_t* a3) { return ((int32_t (*)(uintptr_t, int32_t, float, uint8_t*))fn)(a0, a1, a2, a3); }
+static int32_t gocuda_goldScale_64(uintptr_t fn, uintptr_t a0, int64_t a1, float a2, uint8_t* a3) { return ((int32_t (*)(uintptr_t, int64_t, float, uint8_t*))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_goldSetCallback(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2) { return ((int32_t (*)(uintptr_t, uintptr_t, void*))fn)(a0, a1, a2); }
-static int32_t gocuda_goldSetMode(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2) { return ((int32_t (*)(uintptr_t, int32_t, void*))fn)(a0, a1, a2); }
+static int32_t gocuda_goldSetMode(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*))fn)(a0, a1, a2); }
 */
 import "C"
 
@@ -112,7 +112,7 @@ func Create(ctx *GoldCtx) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_goldCreate(C.uintptr_t(fn), unsafe.Pointer(ctx))).err()
+	return Status(C.gocuda_goldCreate(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(ctx)))).err()
 }
 
 // Describe calls goldDescribe:
@@ -165,7 +165,7 @@ func Foo(ctx GoldCtx, name *byte, x *float32, out *unsafe.Pointer) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_goldFoo_v2(C.uintptr_t(fn), C.uintptr_t(ctx), unsafe.Pointer(name), unsafe.Pointer(x), unsafe.Pointer(out))).err()
+	return Status(C.gocuda_goldFoo_v2(C.uintptr_t(fn), C.uintptr_t(ctx), (*C.uint8_t)(unsafe.Pointer(name)), (*C.uint8_t)(unsafe.Pointer(x)), unsafe.Pointer(out))).err()
 }
 
 // ForEach calls goldForEach:
@@ -191,7 +191,7 @@ func GetAddr(ctx GoldCtx, addr *Goldptr, base Goldptr) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_goldGetAddr(C.uintptr_t(fn), C.uintptr_t(ctx), unsafe.Pointer(addr), C.uint64_t(base))).err()
+	return Status(C.gocuda_goldGetAddr(C.uintptr_t(fn), C.uintptr_t(ctx), (*C.uint8_t)(unsafe.Pointer(addr)), C.uint64_t(base))).err()
 }
 
 // GetErrorString calls goldGetErrorString:
@@ -259,7 +259,7 @@ func Scale(ctx GoldCtx, n int32, alpha float32, x *float32) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_goldScale(C.uintptr_t(fn), C.uintptr_t(ctx), C.int32_t(n), C.float(alpha), unsafe.Pointer(x))).err()
+	return Status(C.gocuda_goldScale(C.uintptr_t(fn), C.uintptr_t(ctx), C.int32_t(n), C.float(alpha), (*C.uint8_t)(unsafe.Pointer(x)))).err()
 }
 
 // Scale64 calls goldScale_64:
@@ -272,7 +272,7 @@ func Scale64(ctx GoldCtx, n int64, alpha float32, x *float32) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_goldScale_64(C.uintptr_t(fn), C.uintptr_t(ctx), C.int64_t(n), C.float(alpha), unsafe.Pointer(x))).err()
+	return Status(C.gocuda_goldScale_64(C.uintptr_t(fn), C.uintptr_t(ctx), C.int64_t(n), C.float(alpha), (*C.uint8_t)(unsafe.Pointer(x)))).err()
 }
 
 // SetCallback calls goldSetCallback:
@@ -298,5 +298,5 @@ func SetMode(ctx GoldCtx, mode GoldMode, previous *GoldMode) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_goldSetMode(C.uintptr_t(fn), C.uintptr_t(ctx), C.int32_t(mode), unsafe.Pointer(previous))).err()
+	return Status(C.gocuda_goldSetMode(C.uintptr_t(fn), C.uintptr_t(ctx), C.int32_t(mode), (*C.uint8_t)(unsafe.Pointer(previous)))).err()
 }
