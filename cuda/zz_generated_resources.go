@@ -220,8 +220,8 @@ func (o *OwnedGraphExec) Close() error {
 // OwnedGraph owns a CUgraph (created by cuGraphCreate) and releases it with cuGraphDestroy.
 //
 // Close releases it now. An OwnedGraph that is dropped without Close is released through
-// resource.ResourceFinalizer in the blocking lane: cuGraphDestroy may wait for the GPU, so a dropped OwnedGraph is held until resource.Reclaim (which the allocator runs on out-of-memory).
-// Blocking class: not measured yet: may wait for the GPU until tools/blockprobe measures it.
+// resource.ResourceFinalizer in the non-blocking lane: cuGraphDestroy returns promptly, so a dropped OwnedGraph is released at the next allocation or synchronization, or within about a second.
+// Blocking class: measured by tools/blockprobe: cuGraphDestroy returns in 0.005 ms behind a 500 ms kernel (H200, driver 580.159, CUDA 13.0, 2026-11-29).
 //
 // Handle returns the raw handle for the raw functions; keep the OwnedGraph reachable
 // (runtime.KeepAlive) until the last call that uses it has returned, as with os.File.Fd.
@@ -241,7 +241,7 @@ func OwnGraph(h CUgraph) *OwnedGraph {
 	in := &ownedGraph{h: h}
 	in.reg = resource.ResourceFinalizerErr(func(o *ownedGraph) error {
 		return GraphDestroy(o.h)
-	}, in, true, resource.Kind("cuGraphDestroy"), resource.CallerSkip(1))
+	}, in, false, resource.Kind("cuGraphDestroy"), resource.CallerSkip(1))
 	return &OwnedGraph{in}
 }
 
@@ -324,8 +324,8 @@ func (o *OwnedDeviceMemory) Close() error {
 // OwnedMemPool owns a CUmemoryPool (created by cuMemPoolCreate) and releases it with cuMemPoolDestroy.
 //
 // Close releases it now. An OwnedMemPool that is dropped without Close is released through
-// resource.ResourceFinalizer in the blocking lane: cuMemPoolDestroy may wait for the GPU, so a dropped OwnedMemPool is held until resource.Reclaim (which the allocator runs on out-of-memory).
-// Blocking class: not measured yet: may wait for the GPU until tools/blockprobe measures it.
+// resource.ResourceFinalizer in the non-blocking lane: cuMemPoolDestroy returns promptly, so a dropped OwnedMemPool is released at the next allocation or synchronization, or within about a second.
+// Blocking class: measured by tools/blockprobe: cuMemPoolDestroy returns in 0.184 ms behind a 500 ms kernel (H200, driver 580.159, CUDA 13.0, 2026-11-29).
 //
 // Handle returns the raw handle for the raw functions; keep the OwnedMemPool reachable
 // (runtime.KeepAlive) until the last call that uses it has returned, as with os.File.Fd.
@@ -345,7 +345,7 @@ func OwnMemPool(h CUmemoryPool) *OwnedMemPool {
 	in := &ownedMemPool{h: h}
 	in.reg = resource.ResourceFinalizerErr(func(o *ownedMemPool) error {
 		return MemPoolDestroy(o.h)
-	}, in, true, resource.Kind("cuMemPoolDestroy"), resource.CallerSkip(1))
+	}, in, false, resource.Kind("cuMemPoolDestroy"), resource.CallerSkip(1))
 	return &OwnedMemPool{in}
 }
 
@@ -376,8 +376,8 @@ func (o *OwnedMemPool) Close() error {
 // OwnedLinkState owns a CUlinkState (created by cuLinkCreate_v2) and releases it with cuLinkDestroy.
 //
 // Close releases it now. An OwnedLinkState that is dropped without Close is released through
-// resource.ResourceFinalizer in the blocking lane: cuLinkDestroy may wait for the GPU, so a dropped OwnedLinkState is held until resource.Reclaim (which the allocator runs on out-of-memory).
-// Blocking class: not measured yet: may wait for the GPU until tools/blockprobe measures it.
+// resource.ResourceFinalizer in the non-blocking lane: cuLinkDestroy returns promptly, so a dropped OwnedLinkState is released at the next allocation or synchronization, or within about a second.
+// Blocking class: measured by tools/blockprobe: cuLinkDestroy returns in 0.044 ms behind a 500 ms kernel (H200, driver 580.159, CUDA 13.0, 2026-11-29).
 //
 // Handle returns the raw handle for the raw functions; keep the OwnedLinkState reachable
 // (runtime.KeepAlive) until the last call that uses it has returned, as with os.File.Fd.
@@ -397,7 +397,7 @@ func OwnLinkState(h CUlinkState) *OwnedLinkState {
 	in := &ownedLinkState{h: h}
 	in.reg = resource.ResourceFinalizerErr(func(o *ownedLinkState) error {
 		return LinkDestroy(o.h)
-	}, in, true, resource.Kind("cuLinkDestroy"), resource.CallerSkip(1))
+	}, in, false, resource.Kind("cuLinkDestroy"), resource.CallerSkip(1))
 	return &OwnedLinkState{in}
 }
 
@@ -428,8 +428,8 @@ func (o *OwnedLinkState) Close() error {
 // OwnedLibrary owns a CUlibrary (created by cuLibraryLoadData, cuLibraryLoadFromFile) and releases it with cuLibraryUnload.
 //
 // Close releases it now. An OwnedLibrary that is dropped without Close is released through
-// resource.ResourceFinalizer in the blocking lane: cuLibraryUnload may wait for the GPU, so a dropped OwnedLibrary is held until resource.Reclaim (which the allocator runs on out-of-memory).
-// Blocking class: not measured yet: unloads code like cuModuleUnload, which blocks (measured).
+// resource.ResourceFinalizer in the non-blocking lane: cuLibraryUnload returns promptly, so a dropped OwnedLibrary is released at the next allocation or synchronization, or within about a second.
+// Blocking class: measured by tools/blockprobe: cuLibraryUnload returns in 0.015 ms behind a 500 ms kernel (H200, driver 580.159, CUDA 13.0, 2026-11-29).
 //
 // Handle returns the raw handle for the raw functions; keep the OwnedLibrary reachable
 // (runtime.KeepAlive) until the last call that uses it has returned, as with os.File.Fd.
@@ -449,7 +449,7 @@ func OwnLibrary(h CUlibrary) *OwnedLibrary {
 	in := &ownedLibrary{h: h}
 	in.reg = resource.ResourceFinalizerErr(func(o *ownedLibrary) error {
 		return LibraryUnload(o.h)
-	}, in, true, resource.Kind("cuLibraryUnload"), resource.CallerSkip(1))
+	}, in, false, resource.Kind("cuLibraryUnload"), resource.CallerSkip(1))
 	return &OwnedLibrary{in}
 }
 

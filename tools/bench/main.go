@@ -1,0 +1,407 @@
+// Command bench compares gocuda with the C floor, workload by workload. For each entry of the
+// registry in workloads.go it prints the C floor (tools/floor/floor.cu: the raw driver API in C),
+// the package's Go benchmark (a normal Benchmark in the library's tests, run from the test binary
+// that tools/bench/build.sh or ../shared/tools/gpu-test builds into .gpu/), the same loop on
+// gocuda's generated raw layer run in process, and the ratios; it writes the table as bench.json,
+// bench.md (for the README) and bench.txt (every number in benchstat's format).
+//
+// Build here, where Go is, then run on the GPU machine (which has nvcc but no Go) from the
+// repository root:
+//
+//	bash tools/bench/build.sh      # here: .gpu/bench/{bench,blockprobe,cuda.test.gz,packages}
+//	./.gpu/bench/bench             # there: nvcc-builds tools/floor, runs everything, prints the table
+//
+// Flags: -o DIR (default $OUT, else /tmp/gocuda-bench), -benchtime 0.5s, -run REGEXP (workload
+// IDs), -gpu DIR (the test binaries: default this executable's directory when it holds a
+// 'packages' list, else .gpu), -nvcc PATH, -arch sm_90, -floor BIN (a floor already built),
+// -skip floor,raw,pkg.
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Options are the command-line settings.
+type Options struct {
+	Out       string          // where bench.{json,md,txt} and the package logs go
+	GPUDir    string          // gzipped test binaries and their 'packages' list
+	Benchtime time.Duration   // target time of each measurement, on all three sides
+	Run       string          // regexp on workload IDs; "" runs all
+	NVCC      string          // nvcc to build the floor with; "" finds one
+	Arch      string          // nvcc -arch
+	Floor     string          // a floor binary already built; "" builds one
+	FloorSrc  string          // the floor's source
+	PTX       string          // the PTX file the floor loads
+	Skip      map[string]bool // parts left out: "floor", "raw", "pkg"
+}
+
+func main() {
+	testing.Init() // testing.Benchmark reads -test.benchtime
+	var o Options
+	var skip string
+	flag.StringVar(&o.Out, "o", "", "output directory (default $OUT, else /tmp/gocuda-bench)")
+	flag.StringVar(&o.GPUDir, "gpu", "", "directory of the gzipped test binaries and their 'packages' list (default: this executable's directory if it has one, else .gpu)")
+	flag.DurationVar(&o.Benchtime, "benchtime", 500*time.Millisecond, "target time of each measurement (C, raw and package)")
+	flag.StringVar(&o.Run, "run", "", "regexp: only workloads whose ID matches")
+	flag.StringVar(&o.NVCC, "nvcc", "", "nvcc to build the floor with (default: nvcc on PATH, else /usr/local/cuda/bin/nvcc)")
+	flag.StringVar(&o.Arch, "arch", "sm_90", "nvcc -arch")
+	flag.StringVar(&o.Floor, "floor", "", "a floor binary already built (skips nvcc)")
+	flag.StringVar(&o.FloorSrc, "floor-src", "tools/floor/floor.cu", "the floor's source")
+	flag.StringVar(&o.PTX, "ptx", "tools/bench/kernels.ptx", "the PTX the floor loads (the same file is embedded here)")
+	flag.StringVar(&skip, "skip", "", "comma-separated parts to leave out: floor, raw, pkg")
+	flag.Parse()
+	o.Skip = map[string]bool{}
+	for _, s := range strings.Split(skip, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			o.Skip[s] = true
+		}
+	}
+	if o.GPUDir == "" {
+		o.GPUDir = defaultGPUDir()
+	}
+	if o.Out == "" {
+		o.Out = os.Getenv("OUT")
+	}
+	if o.Out == "" {
+		o.Out = "/tmp/gocuda-bench"
+	}
+	if err := flag.Set("test.benchtime", o.Benchtime.String()); err != nil {
+		fatal(err)
+	}
+	if err := run(o); err != nil {
+		fatal(err)
+	}
+}
+
+// defaultGPUDir is the executable's directory when it holds a packages list (build.sh's
+// .gpu/bench), else .gpu (../shared/tools/gpu-test's).
+func defaultGPUDir() string {
+	if exe, err := os.Executable(); err == nil {
+		dir := filepath.Dir(exe)
+		if _, err := os.Stat(filepath.Join(dir, "packages")); err == nil {
+			if rel, err := filepath.Rel(mustGetwd(), dir); err == nil {
+				return rel
+			}
+			return dir
+		}
+	}
+	return ".gpu"
+}
+
+func mustGetwd() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "."
+	}
+	return wd
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "bench:", err)
+	os.Exit(1)
+}
+
+// Select returns the workloads whose ID matches expr (all when expr is empty).
+func Select(ws []Workload, expr string) ([]Workload, error) {
+	if expr == "" {
+		return ws, nil
+	}
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		return nil, fmt.Errorf("-run: %w", err)
+	}
+	var out []Workload
+	for _, w := range ws {
+		if re.MatchString(w.ID) {
+			out = append(out, w)
+		}
+	}
+	return out, nil
+}
+
+func run(o Options) error {
+	ws, err := Select(workloads, o.Run)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(o.Out, 0o755); err != nil {
+		return err
+	}
+	var problems []string
+
+	// 1. The C floor.
+	floor := FloorOutput{Results: map[string]Result{}, Skips: map[string]string{}, Info: map[string]string{}}
+	if !o.Skip["floor"] {
+		var err error
+		if floor, err = runFloor(o, ws); err != nil {
+			problems = append(problems, "floor: "+err.Error())
+			fmt.Fprintln(os.Stderr, "bench: floor:", err)
+		}
+	}
+
+	// 2. The raw layer, in process.
+	raw := map[string]RawResult{}
+	if !o.Skip["raw"] {
+		if err := runRaw(ws, raw); err != nil {
+			problems = append(problems, "raw: "+err.Error())
+			fmt.Fprintln(os.Stderr, "bench: raw layer:", err)
+		}
+	}
+
+	// 3. The package benchmarks.
+	pkgResults := map[string][]Result{}
+	if !o.Skip["pkg"] {
+		for _, p := range packageSelectors(ws) { // fresh logs: runPackage appends
+			_ = os.Remove(filepath.Join(o.Out, TestBinaryName(o.GPUDir, p.pkg)+".bench.log"))
+		}
+		for _, p := range packageSelectors(ws) {
+			res, err := runPackage(o, p.pkg, p.selector)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "bench: package %s: %v (its column shows %s)\n", p.pkg, err, Missing)
+				continue
+			}
+			pkgResults[p.pkg] = append(pkgResults[p.pkg], res...)
+		}
+	}
+
+	rows, err := Join(ws, floor, pkgResults, raw)
+	if err != nil {
+		return err
+	}
+	rep := Report{Device: floor.Info["device"], Driver: floor.Info["driver"], Benchtime: o.Benchtime.String(), Rows: rows}
+	fmt.Println()
+	if err := WriteTable(os.Stdout, rows); err != nil {
+		return err
+	}
+	for name, write := range map[string]func(io.Writer) error{
+		"bench.json": func(w io.Writer) error { return WriteJSON(w, rep) },
+		"bench.md":   func(w io.Writer) error { return WriteMarkdown(w, rep) },
+		"bench.txt":  func(w io.Writer) error { return WriteBenchFormat(w, rep, runtime.GOMAXPROCS(0)) },
+	} {
+		if err := writeFile(filepath.Join(o.Out, name), write); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("\nbench: wrote %s/bench.{json,md,txt}\n", o.Out)
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// findNVCC returns the nvcc to use.
+func findNVCC(flagValue string) (string, error) {
+	if flagValue != "" {
+		return flagValue, nil
+	}
+	if p, err := exec.LookPath("nvcc"); err == nil {
+		return p, nil
+	}
+	for _, p := range []string{"/usr/local/cuda/bin/nvcc", os.Getenv("CUDA_HOME") + "/bin/nvcc", os.Getenv("CUDA_PATH") + "/bin/nvcc"} {
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	return "", errors.New("nvcc not found (give -nvcc or -floor)")
+}
+
+// FloorBuildArgs is the nvcc command line that builds the floor.
+func FloorBuildArgs(src, bin, arch string) []string {
+	return []string{"-O2", "-arch=" + arch, "-o", bin, src, "-lcuda", "-lpthread"}
+}
+
+func runFloor(o Options, ws []Workload) (FloorOutput, error) {
+	bin := o.Floor
+	if bin == "" {
+		nvcc, err := findNVCC(o.NVCC)
+		if err != nil {
+			return FloorOutput{}, err
+		}
+		dir, err := os.MkdirTemp("", "gocuda-floor")
+		if err != nil {
+			return FloorOutput{}, err
+		}
+		bin = filepath.Join(dir, "floor")
+		args := FloorBuildArgs(o.FloorSrc, bin, o.Arch)
+		fmt.Println("bench:", nvcc, strings.Join(args, " "))
+		cmd := exec.Command(nvcc, args...)
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return FloorOutput{}, fmt.Errorf("nvcc: %w", err)
+		}
+	}
+	args := []string{"-ptx", o.PTX, "-t", fmt.Sprintf("%g", o.Benchtime.Seconds())}
+	if o.Run != "" {
+		for _, w := range ws {
+			args = append(args, w.ID)
+		}
+		if len(ws) == 0 {
+			return FloorOutput{Results: map[string]Result{}, Skips: map[string]string{}, Info: map[string]string{}}, nil
+		}
+	}
+	fmt.Println("bench:", bin, strings.Join(args, " "))
+	var buf bytes.Buffer
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = io.MultiWriter(os.Stdout, &buf), os.Stderr
+	runErr := cmd.Run()
+	out, err := ParseFloor(&buf)
+	if err != nil {
+		return out, err
+	}
+	if runErr != nil {
+		return out, fmt.Errorf("%s: %w", bin, runErr)
+	}
+	return out, nil
+}
+
+func runRaw(ws []Workload, raw map[string]RawResult) error {
+	env, err := NewEnv()
+	if err != nil {
+		for _, w := range ws {
+			if w.Raw != nil {
+				raw[w.ID] = RawResult{Err: err.Error()}
+			}
+		}
+		return err
+	}
+	procs := runtime.GOMAXPROCS(0)
+	var failed []string
+	for _, w := range ws {
+		if w.Raw == nil {
+			continue
+		}
+		r, err := RunRaw(env, w.Raw)
+		if err != nil {
+			raw[w.ID] = RawResult{Err: err.Error()}
+			failed = append(failed, w.ID)
+			fmt.Printf("BenchmarkRaw/%s-%d\tFAIL: %v\n", w.ID, procs, err)
+			continue
+		}
+		ns := float64(r.T.Nanoseconds()) / float64(r.N)
+		raw[w.ID] = RawResult{Result: Result{Name: "BenchmarkRaw/" + w.ID, Iters: int64(r.N), NsOp: ns}}
+		fmt.Printf("BenchmarkRaw/%s-%d\t%s\n", w.ID, procs, r.String())
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("failed: %s", strings.Join(failed, ", "))
+	}
+	return nil
+}
+
+type pkgSelector struct{ pkg, selector string }
+
+// packageSelectors lists, per package in first-use order, one -test.bench regexp per distinct
+// top-level benchmark the selected workloads name. Each runs in its own process, so a
+// benchmark that crashes its test binary costs only its own rows.
+func packageSelectors(ws []Workload) []pkgSelector {
+	var out []pkgSelector
+	for _, w := range ws {
+		if w.Go.Pkg == "" || w.Go.Bench == "" {
+			continue
+		}
+		p := pkgSelector{w.Go.Pkg, "^Benchmark(" + w.Go.Bench + ")$"}
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b pkgSelector) int { return strings.Compare(a.pkg, b.pkg) })
+	return out
+}
+
+// TestBinaryName is gpu-test's file name for a package directory: "cuda" -> "cuda",
+// "tools/x" -> "tools_x" (the binary is .gpu/<name>.test.gz).
+func TestBinaryName(gpuDir, pkg string) string {
+	if data, err := os.ReadFile(filepath.Join(gpuDir, "packages")); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if f := strings.Fields(line); len(f) == 2 && f[1] == pkg {
+				return f[0]
+			}
+		}
+	}
+	return strings.NewReplacer("/", "_", ".", "_").Replace(pkg)
+}
+
+// testBinary returns the package's test binary, gunzipped from .gpu/<name>.test.gz if needed.
+func testBinary(gpuDir, pkg string) (string, error) {
+	bin := filepath.Join(gpuDir, TestBinaryName(gpuDir, pkg)+".test")
+	if gz, err := os.Open(bin + ".gz"); err == nil {
+		defer gz.Close()
+		zr, err := gzip.NewReader(gz)
+		if err != nil {
+			return "", err
+		}
+		tmp := bin + ".tmp"
+		f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+		if err != nil {
+			return "", err
+		}
+		if _, err := io.Copy(f, zr); err != nil {
+			f.Close()
+			return "", err
+		}
+		if err := f.Close(); err != nil {
+			return "", err
+		}
+		if err := os.Rename(tmp, bin); err != nil {
+			return "", err
+		}
+	}
+	if _, err := os.Stat(bin); err != nil {
+		return "", fmt.Errorf("no test binary %s(.gz): build it with tools/bench/build.sh", bin)
+	}
+	return filepath.Abs(bin)
+}
+
+func runPackage(o Options, pkg, selector string) ([]Result, error) {
+	bin, err := testBinary(o.GPUDir, pkg)
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"-test.run", "^$", "-test.bench", selector, "-test.benchtime", o.Benchtime.String(), "-test.count", "1"}
+	fmt.Println("bench: (cd", pkg, "&&", bin, strings.Join(args, " ")+")")
+	logPath := filepath.Join(o.Out, TestBinaryName(o.GPUDir, pkg)+".bench.log")
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	var buf bytes.Buffer
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = pkg
+	cmd.Stdout = io.MultiWriter(os.Stdout, logf, &buf)
+	cmd.Stderr = cmd.Stdout
+	runErr := cmd.Run()
+	res, err := ParseBench(&buf)
+	if err != nil {
+		return res, err
+	}
+	if runErr != nil {
+		fmt.Fprintf(os.Stderr, "bench: %s: %v (results kept: %d)\n", bin, runErr, len(res))
+	}
+	return res, nil
+}

@@ -1,0 +1,246 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+	"text/tabwriter"
+)
+
+// Missing is printed where a number is absent (no Go benchmark, a skipped floor, ...).
+const Missing = "—"
+
+// RawResult is an in-process raw-layer measurement, or why there is none.
+type RawResult struct {
+	Result
+	Err string
+}
+
+// Row is one workload's line of the report. Nil numbers are missing.
+type Row struct {
+	ID    string `json:"id"`
+	Desc  string `json:"desc"`
+	CFunc string `json:"c_func"`
+
+	FloorNs    *float64 `json:"floor_ns"`
+	FloorIters int64    `json:"floor_iters,omitempty"`
+	FloorSkip  string   `json:"floor_skip,omitempty"`
+
+	GoBench string   `json:"go_bench,omitempty"` // the package benchmark that matched
+	GoNs    *float64 `json:"go_ns"`
+	GoIters int64    `json:"go_iters,omitempty"`
+	Ratio   *float64 `json:"ratio"` // GoNs / FloorNs
+
+	RawNs    *float64 `json:"raw_ns"`
+	RawIters int64    `json:"raw_iters,omitempty"`
+	RawRatio *float64 `json:"raw_ratio"` // RawNs / FloorNs
+	RawError string   `json:"raw_error,omitempty"`
+}
+
+// Report is everything one run produced, as written to bench.json.
+type Report struct {
+	Device    string `json:"device,omitempty"`
+	Driver    string `json:"driver,omitempty"`
+	Benchtime string `json:"benchtime,omitempty"`
+	Rows      []Row  `json:"rows"`
+}
+
+func ptr(v float64) *float64 { return &v }
+
+func ratio(a, b *float64) *float64 {
+	if a == nil || b == nil || *b <= 0 {
+		return nil
+	}
+	return ptr(*a / *b)
+}
+
+// MatchGo returns the first result of pkgResults that g selects, or false.
+func MatchGo(g GoBench, pkgResults map[string][]Result) (Result, bool, error) {
+	if g.Match == "" {
+		return Result{}, false, nil
+	}
+	m, err := regexp.Compile(g.Match)
+	if err != nil {
+		return Result{}, false, fmt.Errorf("Match %q: %w", g.Match, err)
+	}
+	var ex *regexp.Regexp
+	if g.Exclude != "" {
+		if ex, err = regexp.Compile(g.Exclude); err != nil {
+			return Result{}, false, fmt.Errorf("Exclude %q: %w", g.Exclude, err)
+		}
+	}
+	for _, r := range pkgResults[g.Pkg] {
+		if m.MatchString(r.Name) && (ex == nil || !ex.MatchString(r.Name)) {
+			return r, true, nil
+		}
+	}
+	return Result{}, false, nil
+}
+
+// Join lines the three measurements of each workload up by ID and computes the ratios.
+// pkgResults is keyed by package directory (GoBench.Pkg), raw by workload ID.
+func Join(ws []Workload, floor FloorOutput, pkgResults map[string][]Result, raw map[string]RawResult) ([]Row, error) {
+	rows := make([]Row, 0, len(ws))
+	for _, w := range ws {
+		row := Row{ID: w.ID, Desc: w.Desc, CFunc: w.CFunc}
+		if f, ok := floor.Results[w.ID]; ok {
+			row.FloorNs, row.FloorIters = ptr(f.NsOp), f.Iters
+		} else if why, ok := floor.Skips[w.ID]; ok {
+			row.FloorSkip = why
+		}
+		g, ok, err := MatchGo(w.Go, pkgResults)
+		if err != nil {
+			return nil, fmt.Errorf("workload %s: %w", w.ID, err)
+		}
+		if ok {
+			row.GoBench, row.GoNs, row.GoIters = g.Name, ptr(g.NsOp), g.Iters
+		}
+		if r, ok := raw[w.ID]; ok {
+			if r.Err != "" {
+				row.RawError = r.Err
+			} else {
+				row.RawNs, row.RawIters = ptr(r.NsOp), r.Iters
+			}
+		}
+		row.Ratio = ratio(row.GoNs, row.FloorNs)
+		row.RawRatio = ratio(row.RawNs, row.FloorNs)
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// FormatNs renders nanoseconds per op with a unit that keeps 3-4 significant digits.
+func FormatNs(ns *float64) string {
+	if ns == nil {
+		return Missing
+	}
+	v := *ns
+	switch {
+	case v < 1e3:
+		return fmt.Sprintf("%.1f ns", v)
+	case v < 1e6:
+		return fmt.Sprintf("%.2f µs", v/1e3)
+	case v < 1e9:
+		return fmt.Sprintf("%.2f ms", v/1e6)
+	default:
+		return fmt.Sprintf("%.2f s", v/1e9)
+	}
+}
+
+// FormatRatio renders a ratio as "1.23×".
+func FormatRatio(r *float64) string {
+	if r == nil {
+		return Missing
+	}
+	return fmt.Sprintf("%.2f×", *r)
+}
+
+func orMissing(s string) string {
+	if s == "" {
+		return Missing
+	}
+	return s
+}
+
+// tableHeader is the column set of the text and markdown tables.
+var tableHeader = []string{"workload", "C floor", "gocuda", "ratio", "raw layer", "raw ratio", "Go benchmark"}
+
+func cells(r Row) []string {
+	floor := FormatNs(r.FloorNs)
+	if r.FloorNs == nil && r.FloorSkip != "" {
+		floor = Missing + " (" + r.FloorSkip + ")"
+	}
+	raw := FormatNs(r.RawNs)
+	if r.RawError != "" {
+		raw = Missing + " (error)"
+	}
+	return []string{r.ID, floor, FormatNs(r.GoNs), FormatRatio(r.Ratio), raw, FormatRatio(r.RawRatio), orMissing(r.GoBench)}
+}
+
+// WriteTable prints the rows as an aligned text table.
+func WriteTable(w io.Writer, rows []Row) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(tableHeader, "\t"))
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(cells(r), "\t"))
+	}
+	return tw.Flush()
+}
+
+// WriteMarkdown writes the report as a markdown section for the README.
+func WriteMarkdown(w io.Writer, rep Report) error {
+	var b strings.Builder
+	b.WriteString("| " + strings.Join(tableHeader, " | ") + " |\n")
+	b.WriteString("|" + strings.Repeat("---|", len(tableHeader)) + "\n")
+	for _, r := range rep.Rows {
+		c := cells(r)
+		c[0] = "`" + c[0] + "`"
+		if r.GoBench != "" {
+			c[6] = "`" + c[6] + "`"
+		}
+		for i := range c {
+			c[i] = strings.ReplaceAll(c[i], "|", `\|`)
+		}
+		b.WriteString("| " + strings.Join(c, " | ") + " |\n")
+	}
+	var what []string
+	if rep.Device != "" {
+		what = append(what, rep.Device)
+	}
+	if rep.Driver != "" {
+		what = append(what, "driver "+rep.Driver)
+	}
+	if rep.Benchtime != "" {
+		what = append(what, "benchtime "+rep.Benchtime)
+	}
+	fmt.Fprintf(w, "Per operation; C floor = tools/floor (raw driver API in C), gocuda = the package's Go benchmark, "+
+		"raw layer = the same loop on gocuda's generated bindings (tools/bench); ratio = Go / C.")
+	if len(what) > 0 {
+		fmt.Fprintf(w, " Measured on %s.", strings.Join(what, ", "))
+	}
+	fmt.Fprint(w, "\n\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteJSON writes the report as indented JSON.
+func WriteJSON(w io.Writer, rep Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(rep)
+}
+
+// WriteBenchFormat writes every number in the standard benchmark format, so that benchstat
+// can read the file: BenchmarkFloor/<id> (C), the package benchmarks under their own names,
+// and BenchmarkRaw/<id> (in-process raw layer). procs is the -GOMAXPROCS suffix (0: none).
+func WriteBenchFormat(w io.Writer, rep Report, procs int) error {
+	suffix := ""
+	if procs > 0 {
+		suffix = fmt.Sprintf("-%d", procs)
+	}
+	line := func(name string, n int64, ns float64) {
+		fmt.Fprintf(w, "%s%s\t%8d\t%12.2f ns/op\n", name, suffix, n, ns)
+	}
+	fmt.Fprintln(w, "pkg: github.com/gocuda/gocuda/tools/bench")
+	for _, r := range rep.Rows {
+		if r.FloorNs != nil {
+			line("BenchmarkFloor/"+r.ID, max(r.FloorIters, 1), *r.FloorNs)
+		}
+	}
+	for _, r := range rep.Rows {
+		if r.RawNs != nil {
+			line("BenchmarkRaw/"+r.ID, max(r.RawIters, 1), *r.RawNs)
+		}
+	}
+	seen := map[string]bool{}
+	for _, r := range rep.Rows {
+		if r.GoNs != nil && !seen[r.GoBench] {
+			seen[r.GoBench] = true
+			line(r.GoBench, max(r.GoIters, 1), *r.GoNs)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func testWorkloads() []Workload {
+	return []Workload{
+		{ID: "call/CtxGetCurrent", Desc: "one call", CFunc: "w_call",
+			Go: GoBench{Pkg: "cuda", Bench: "CallOverhead", Match: `^BenchmarkCallOverhead/CtxGetCurrent/go$`}},
+		{ID: "alloc/device/4KiB", Desc: "alloc", CFunc: "w_alloc", Go: allocGo("device", "4KiB", false)},
+		{ID: "alloc/device-pool/4KiB", Desc: "alloc pool", CFunc: "w_alloc_pool", Go: allocGo("device", "4KiB", true)},
+		{ID: "graph/graph10", Desc: "graph", CFunc: "w_graph"},
+	}
+}
+
+func testInputs() (FloorOutput, map[string][]Result, map[string]RawResult) {
+	floor := FloorOutput{
+		Results: map[string]Result{
+			"call/CtxGetCurrent": {Name: "call/CtxGetCurrent", Iters: 1000, NsOp: 10},
+			"alloc/device/4KiB":  {Name: "alloc/device/4KiB", Iters: 10, NsOp: 8000},
+		},
+		Skips: map[string]string{"alloc/device-pool/4KiB": "CUDA_ERROR_NOT_SUPPORTED"},
+		Info:  map[string]string{"device": "NVIDIA H200", "driver": "13.0"},
+	}
+	pkg := map[string][]Result{"cuda": {
+		{Name: "BenchmarkCallOverhead/CtxGetCurrent/c", Iters: 5, NsOp: 9},
+		{Name: "BenchmarkCallOverhead/CtxGetCurrent/go", Iters: 7, NsOp: 55},
+		{Name: "BenchmarkAlloc/device-pool/4KiB", Iters: 8, NsOp: 2500},
+		{Name: "BenchmarkAlloc/device/4KiB", Iters: 9, NsOp: 8800},
+	}}
+	raw := map[string]RawResult{
+		"call/CtxGetCurrent": {Result: Result{Name: "BenchmarkRaw/call/CtxGetCurrent", Iters: 100, NsOp: 52}},
+		"graph/graph10":      {Err: "cuGraphLaunch: boom"},
+	}
+	return floor, pkg, raw
+}
+
+func TestJoin(t *testing.T) {
+	floor, pkg, raw := testInputs()
+	rows, err := Join(testWorkloads(), floor, pkg, raw)
+	require.NoError(t, err)
+	require.Len(t, rows, 4)
+
+	call := rows[0]
+	assert.Equal(t, "BenchmarkCallOverhead/CtxGetCurrent/go", call.GoBench)
+	assert.InDelta(t, 55, *call.GoNs, 1e-9)
+	assert.InDelta(t, 5.5, *call.Ratio, 1e-9)
+	assert.InDelta(t, 5.2, *call.RawRatio, 1e-9)
+	assert.Equal(t, int64(1000), call.FloorIters)
+
+	dev := rows[1] // the plain pattern must not take the pool benchmark
+	assert.Equal(t, "BenchmarkAlloc/device/4KiB", dev.GoBench)
+	assert.InDelta(t, 1.1, *dev.Ratio, 1e-9)
+	assert.Nil(t, dev.RawNs)
+	assert.Nil(t, dev.RawRatio)
+
+	pool := rows[2]
+	assert.Equal(t, "BenchmarkAlloc/device-pool/4KiB", pool.GoBench)
+	assert.Nil(t, pool.FloorNs)
+	assert.Equal(t, "CUDA_ERROR_NOT_SUPPORTED", pool.FloorSkip)
+	assert.Nil(t, pool.Ratio)
+
+	g := rows[3]
+	assert.Empty(t, g.GoBench)
+	assert.Nil(t, g.GoNs)
+	assert.Nil(t, g.FloorNs)
+	assert.Equal(t, "cuGraphLaunch: boom", g.RawError)
+}
+
+func TestJoinBadRegexp(t *testing.T) {
+	_, err := Join([]Workload{{ID: "x", Go: GoBench{Pkg: "cuda", Match: "("}}}, FloorOutput{}, nil, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "workload x")
+}
+
+func TestFormat(t *testing.T) {
+	assert.Equal(t, Missing, FormatNs(nil))
+	assert.Equal(t, "52.3 ns", FormatNs(ptr(52.31)))
+	assert.Equal(t, "3.19 µs", FormatNs(ptr(3187)))
+	assert.Equal(t, "46.30 ms", FormatNs(ptr(46.3e6)))
+	assert.Equal(t, "1.50 s", FormatNs(ptr(1.5e9)))
+	assert.Equal(t, Missing, FormatRatio(nil))
+	assert.Equal(t, "1.06×", FormatRatio(ptr(1.0612)))
+	assert.Nil(t, ratio(ptr(1), ptr(0)))
+	assert.Nil(t, ratio(nil, ptr(1)))
+}
+
+func TestWriteTable(t *testing.T) {
+	floor, pkg, raw := testInputs()
+	rows, err := Join(testWorkloads(), floor, pkg, raw)
+	require.NoError(t, err)
+	var b bytes.Buffer
+	require.NoError(t, WriteTable(&b, rows))
+	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
+	require.Len(t, lines, 5)
+	assert.Regexp(t, `^workload\s+C floor\s+gocuda\s+ratio\s+raw layer\s+raw ratio\s+Go benchmark$`, lines[0])
+	assert.Regexp(t, `^call/CtxGetCurrent\s+10\.0 ns\s+55\.0 ns\s+5\.50×\s+52\.0 ns\s+5\.20×\s+BenchmarkCallOverhead/CtxGetCurrent/go$`, lines[1])
+	assert.Regexp(t, `^alloc/device-pool/4KiB\s+— \(CUDA_ERROR_NOT_SUPPORTED\)\s+2\.50 µs\s+—\s+—\s+—\s+BenchmarkAlloc/device-pool/4KiB$`, lines[3])
+	assert.Regexp(t, `^graph/graph10\s+—\s+—\s+—\s+— \(error\)\s+—\s+—$`, lines[4])
+}
+
+func TestWriteMarkdown(t *testing.T) {
+	floor, pkg, raw := testInputs()
+	rows, err := Join(testWorkloads(), floor, pkg, raw)
+	require.NoError(t, err)
+	var b bytes.Buffer
+	require.NoError(t, WriteMarkdown(&b, Report{Device: "NVIDIA H200", Driver: "13.0", Benchtime: "500ms", Rows: rows}))
+	md := b.String()
+	assert.Contains(t, md, "Measured on NVIDIA H200, driver 13.0, benchtime 500ms.")
+	assert.Contains(t, md, "| workload | C floor | gocuda | ratio | raw layer | raw ratio | Go benchmark |\n|---|---|---|---|---|---|---|\n")
+	assert.Contains(t, md, "| `call/CtxGetCurrent` | 10.0 ns | 55.0 ns | 5.50× | 52.0 ns | 5.20× | `BenchmarkCallOverhead/CtxGetCurrent/go` |\n")
+	assert.Contains(t, md, "| `graph/graph10` | — | — | — | — (error) | — | — |\n")
+}
+
+func TestWriteJSON(t *testing.T) {
+	floor, pkg, raw := testInputs()
+	rows, err := Join(testWorkloads(), floor, pkg, raw)
+	require.NoError(t, err)
+	var b bytes.Buffer
+	require.NoError(t, WriteJSON(&b, Report{Device: "NVIDIA H200", Rows: rows}))
+	var back struct {
+		Device string           `json:"device"`
+		Rows   []map[string]any `json:"rows"`
+	}
+	require.NoError(t, json.Unmarshal(b.Bytes(), &back))
+	assert.Equal(t, "NVIDIA H200", back.Device)
+	require.Len(t, back.Rows, 4)
+	assert.Equal(t, "call/CtxGetCurrent", back.Rows[0]["id"])
+	assert.InDelta(t, 5.5, back.Rows[0]["ratio"], 1e-9)
+	assert.Nil(t, back.Rows[3]["floor_ns"]) // missing numbers are null, not 0
+	assert.Contains(t, back.Rows[3], "floor_ns")
+	assert.Equal(t, "cuGraphLaunch: boom", back.Rows[3]["raw_error"])
+}
+
+func TestWriteBenchFormat(t *testing.T) {
+	floor, pkg, raw := testInputs()
+	rows, err := Join(testWorkloads(), floor, pkg, raw)
+	require.NoError(t, err)
+	var b bytes.Buffer
+	require.NoError(t, WriteBenchFormat(&b, Report{Rows: rows}, 16))
+	// Every line it writes parses back as a benchmark line with the same numbers.
+	res, err := ParseBench(&b)
+	require.NoError(t, err)
+	var names []string
+	for _, r := range res {
+		names = append(names, r.Name)
+	}
+	assert.Equal(t, []string{
+		"BenchmarkFloor/call/CtxGetCurrent", "BenchmarkFloor/alloc/device/4KiB",
+		"BenchmarkRaw/call/CtxGetCurrent",
+		"BenchmarkCallOverhead/CtxGetCurrent/go", "BenchmarkAlloc/device/4KiB", "BenchmarkAlloc/device-pool/4KiB",
+	}, names)
+	assert.InDelta(t, 8000, res[1].NsOp, 1e-9)
+	assert.Equal(t, int64(10), res[1].Iters)
+}

@@ -1,0 +1,89 @@
+package main
+
+import "testing"
+
+// Workload is one row of the comparison: the same operation measured three ways.
+//
+//   - the C floor: the function CFunc in tools/floor/floor.cu, registered there under ID;
+//   - the package benchmark (Go): a normal Benchmark function in a library package's tests,
+//     run from its test binary in .gpu/ and picked out of the output by Go;
+//   - the raw layer, in process: Raw, run here through testing.Benchmark on the generated
+//     bindings, so every workload has a Go number even before a package benchmark exists.
+//
+// To add a workload: one C function plus one table row in floor.cu, and one row here.
+type Workload struct {
+	ID    string // key shared with floor.cu, e.g. "alloc/device/4KiB"
+	Desc  string // what one operation is, for the table
+	CFunc string // floor.cu's function for ID (documentation; a test checks it is registered)
+	Go    GoBench
+	Raw   func(b *testing.B, e *Env) error // nil: no in-process implementation
+}
+
+// GoBench names the package benchmark that measures a workload in Go. The zero value means none.
+type GoBench struct {
+	Pkg     string // package directory relative to the module root, e.g. "cuda"
+	Bench   string // top-level benchmark name regexp without '/', run as -test.bench '^Benchmark(Bench)$'; one process each
+	Match   string // regexp matched against the benchmark's full name, -GOMAXPROCS suffix removed
+	Exclude string // optional regexp: names it matches are not taken
+}
+
+// allocGo is the package benchmark of an alloc+touch+free workload. The names are not fixed
+// yet; any benchmark whose name contains "Alloc", the kind (a whole word: "device", "pinned",
+// "unified") and the size ("4KiB", "64MiB") matches. Pool kinds also need "pool" or "async" in
+// the name; plain kinds must have neither. Edit here once the names settle.
+func allocGo(kind, size string, pool bool) GoBench {
+	g := GoBench{Pkg: "cuda", Bench: ".*Alloc.*"}
+	if pool {
+		g.Match = `(?i)^Benchmark[^/]*Alloc.*(\b` + kind + `\b.*(pool|async)|(pool|async).*\b` + kind + `\b).*\b` + size + `\b`
+		return g
+	}
+	g.Match = `(?i)^Benchmark[^/]*Alloc.*\b` + kind + `\b.*\b` + size + `\b`
+	g.Exclude = `(?i)pool|async`
+	return g
+}
+
+// workloads is the registry. Keep IDs in step with the table in tools/floor/floor.cu.
+var workloads = []Workload{
+	{ID: "alloc/device/4KiB", Desc: "cuMemAlloc + cuMemsetD8Async + cuMemFree, 4 KiB", CFunc: "w_alloc_device_4k",
+		Go: allocGo("device", "4KiB", false), Raw: rawAllocDevice(4 << 10)},
+	{ID: "alloc/device/64MiB", Desc: "cuMemAlloc + cuMemsetD8Async + cuMemFree, 64 MiB", CFunc: "w_alloc_device_64m",
+		Go: allocGo("device", "64MiB", false), Raw: rawAllocDevice(64 << 20)},
+	{ID: "alloc/device-pool/4KiB", Desc: "cuMemAllocAsync + cuMemsetD8Async + cuMemFreeAsync, 4 KiB", CFunc: "w_alloc_device_pool_4k",
+		Go: allocGo("device", "4KiB", true), Raw: rawAllocDevicePool(4 << 10)},
+	{ID: "alloc/device-pool/64MiB", Desc: "cuMemAllocAsync + cuMemsetD8Async + cuMemFreeAsync, 64 MiB", CFunc: "w_alloc_device_pool_64m",
+		Go: allocGo("device", "64MiB", true), Raw: rawAllocDevicePool(64 << 20)},
+	{ID: "alloc/pinned/4KiB", Desc: "cuMemHostAlloc + host memset + cuMemFreeHost, 4 KiB", CFunc: "w_alloc_pinned_4k",
+		Go: allocGo("pinned", "4KiB", false), Raw: rawAllocPinned(4 << 10)},
+	{ID: "alloc/pinned/64MiB", Desc: "cuMemHostAlloc + host memset + cuMemFreeHost, 64 MiB", CFunc: "w_alloc_pinned_64m",
+		Go: allocGo("pinned", "64MiB", false), Raw: rawAllocPinned(64 << 20)},
+	{ID: "alloc/pinned-pool/4KiB", Desc: "host-pool cuMemAllocFromPoolAsync + sync + memset + cuMemFreeAsync, 4 KiB", CFunc: "w_alloc_pinned_pool_4k",
+		Go: allocGo("pinned", "4KiB", true), Raw: rawAllocFromPool(4<<10, hostPool)},
+	{ID: "alloc/pinned-pool/64MiB", Desc: "host-pool cuMemAllocFromPoolAsync + sync + memset + cuMemFreeAsync, 64 MiB", CFunc: "w_alloc_pinned_pool_64m",
+		Go: allocGo("pinned", "64MiB", true), Raw: rawAllocFromPool(64<<20, hostPool)},
+	{ID: "alloc/unified/4KiB", Desc: "cuMemAllocManaged + host memset + cuMemFree, 4 KiB", CFunc: "w_alloc_unified_4k",
+		Go: allocGo("unified", "4KiB", false), Raw: rawAllocUnified(4 << 10)},
+	{ID: "alloc/unified/64MiB", Desc: "cuMemAllocManaged + host memset + cuMemFree, 64 MiB", CFunc: "w_alloc_unified_64m",
+		Go: allocGo("unified", "64MiB", false), Raw: rawAllocUnified(64 << 20)},
+	{ID: "alloc/unified-pool/4KiB", Desc: "managed-pool cuMemAllocFromPoolAsync + sync + memset + cuMemFreeAsync, 4 KiB", CFunc: "w_alloc_unified_pool_4k",
+		Go: allocGo("unified", "4KiB", true), Raw: rawAllocFromPool(4<<10, managedPool)},
+	{ID: "alloc/unified-pool/64MiB", Desc: "managed-pool cuMemAllocFromPoolAsync + sync + memset + cuMemFreeAsync, 64 MiB", CFunc: "w_alloc_unified_pool_64m",
+		Go: allocGo("unified", "64MiB", true), Raw: rawAllocFromPool(64<<20, managedPool)},
+	{ID: "launch/empty", Desc: "cuLaunchKernel of an empty kernel (submit only; a sync every 20,000 off the clock)", CFunc: "w_launch_empty",
+		Go: GoBench{Pkg: "cuda", Bench: "Launch(Empty)?", Match: `^BenchmarkLaunch(Empty|/empty/go)$`}, Raw: rawLaunchEmpty},
+	{ID: "launch/args", Desc: "cuLaunchKernel with arguments: axpb(float*, int), 16x256 threads (submit only); the package benchmark launches axpy_f32 (4 arguments)",
+		CFunc: "w_launch_args", Go: GoBench{Pkg: "cuda", Bench: "Launch(Empty)?", Match: `^BenchmarkLaunch/axpy/go$`}, Raw: rawLaunchArgs},
+	{ID: "call/CtxGetCurrent", Desc: "one cuCtxGetCurrent call (binding overhead)", CFunc: "w_call_ctx_get_current",
+		Go: GoBench{Pkg: "cuda", Bench: "CallOverhead", Match: `^BenchmarkCallOverhead/CtxGetCurrent/go$`}, Raw: rawCtxGetCurrent},
+	{ID: "call/DeviceGetAttribute", Desc: "one cuDeviceGetAttribute call (binding overhead)", CFunc: "w_call_device_get_attribute",
+		Go: GoBench{Pkg: "cuda", Bench: "CallOverhead", Match: `^BenchmarkCallOverhead/DeviceGetAttribute/go$`}, Raw: rawDeviceGetAttribute},
+	{ID: "handoff/event", Desc: "cuEventRecord + cuStreamWaitEvent + launch, alternating two streams", CFunc: "w_handoff_event",
+		Raw: rawHandoffEvent},
+	{ID: "handoff/host-sync", Desc: "launch + cuStreamSynchronize, alternating two streams", CFunc: "w_handoff_host_sync",
+		Raw: rawHandoffHostSync},
+	{ID: "stream/create-destroy", Desc: "cuStreamCreate(non-blocking) + cuStreamDestroy", CFunc: "w_stream_create_destroy",
+		Raw: rawStreamCreateDestroy},
+	{ID: "graph/eager10", Desc: "10 axpb launches, eager (per iteration; one sync at the end)", CFunc: "w_graph_eager10",
+		Raw: rawGraphEager10},
+	{ID: "graph/graph10", Desc: "cuGraphLaunch of the same 10 kernels captured into a graph", CFunc: "w_graph_graph10",
+		Raw: rawGraphGraph10},
+}

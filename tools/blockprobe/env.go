@@ -1,0 +1,160 @@
+package main
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"runtime"
+	"time"
+	"unsafe"
+
+	"github.com/gocuda/gocuda/cuda"
+)
+
+// kernelsPTX holds spin(unsigned long long ns), which spins on %globaltimer, and empty().
+//
+//go:embed kernels.ptx
+var kernelsPTX string
+
+// otherDelay is how long after the release starts the other thread launches its kernel.
+const otherDelay = 20 * time.Millisecond
+
+// Env is the probe's CUDA state, all through the generated raw layer: device 0's primary
+// context (current on the main thread, which main locks), the spin module, the busy stream
+// that runs the spin kernel, and the other thread that launches meanwhile.
+type Env struct {
+	Dev   cuda.CUdevice
+	Ctx   cuda.CUcontext
+	Mod   cuda.CUmodule
+	Spin  cuda.CUfunction
+	Empty cuda.CUfunction
+	Busy  cuda.CUstream
+
+	spinNs *uint64            // spin's argument (pinned)
+	args   *[1]unsafe.Pointer // spin's kernelParams
+	pinner runtime.Pinner
+
+	req chan time.Duration
+	res chan launchResult
+}
+
+type launchResult struct {
+	d   time.Duration
+	err error
+}
+
+// cstr returns s as a NUL-terminated byte slice.
+func cstr(s string) []byte { return append([]byte(s), 0) }
+
+// NewEnv sets up the probe state. Call it on the main goroutine with its OS thread locked.
+//
+// Out-parameters are locals copied into Env afterwards: cgo checks the whole object an
+// unsafe.Pointer argument points into, and Env holds Go pointers.
+func NewEnv(spin time.Duration) (*Env, error) {
+	var (
+		dev           cuda.CUdevice
+		ctx           cuda.CUcontext
+		mod           cuda.CUmodule
+		fspin, fempty cuda.CUfunction
+		busy          cuda.CUstream
+	)
+	img := cstr(kernelsPTX)
+	steps := []struct {
+		what string
+		do   func() error
+	}{
+		{"cuInit", func() error { return cuda.Init(0) }},
+		{"cuDeviceGet", func() error { return cuda.DeviceGet(&dev, 0) }},
+		{"cuDevicePrimaryCtxRetain", func() error { return cuda.DevicePrimaryCtxRetain(&ctx, dev) }},
+		{"cuCtxSetCurrent", func() error { return cuda.CtxSetCurrent(ctx) }},
+		{"cuModuleLoadData", func() error { return cuda.ModuleLoadData(&mod, unsafe.Pointer(&img[0])) }},
+		{"cuModuleGetFunction(spin)", func() error { return cuda.ModuleGetFunction(&fspin, mod, &cstr("spin")[0]) }},
+		{"cuModuleGetFunction(empty)", func() error { return cuda.ModuleGetFunction(&fempty, mod, &cstr("empty")[0]) }},
+		{"cuStreamCreate", func() error { return cuda.StreamCreate(&busy, uint32(cuda.CU_STREAM_NON_BLOCKING)) }},
+	}
+	for _, s := range steps {
+		if err := s.do(); err != nil {
+			return nil, fmt.Errorf("%s: %w", s.what, err)
+		}
+	}
+	e := &Env{Dev: dev, Ctx: ctx, Mod: mod, Spin: fspin, Empty: fempty, Busy: busy,
+		req: make(chan time.Duration), res: make(chan launchResult)}
+	e.spinNs = new(uint64) // its own object, pinned: spin's kernelParams point at it
+	*e.spinNs = uint64(spin.Nanoseconds())
+	e.pinner.Pin(e.spinNs)
+	e.args = &[1]unsafe.Pointer{unsafe.Pointer(e.spinNs)}
+
+	ready := make(chan error)
+	go e.otherThread(ready)
+	if err := <-ready; err != nil {
+		return nil, fmt.Errorf("other thread: %w", err)
+	}
+	return e, nil
+}
+
+// otherThread is the goroutine, locked to its own OS thread with the context current, that
+// launches an empty kernel on its own stream when asked and reports how long the launch took.
+func (e *Env) otherThread(ready chan<- error) {
+	runtime.LockOSThread()
+	var s cuda.CUstream
+	if err := cuda.CtxSetCurrent(e.Ctx); err != nil {
+		ready <- err
+		return
+	}
+	if err := cuda.StreamCreate(&s, uint32(cuda.CU_STREAM_NON_BLOCKING)); err != nil {
+		ready <- err
+		return
+	}
+	ready <- nil
+	for d := range e.req {
+		time.Sleep(d)
+		t := time.Now()
+		err := cuda.LaunchKernel(e.Empty, 1, 1, 1, 1, 1, 1, 0, s, nil, nil)
+		e.res <- launchResult{time.Since(t), err}
+	}
+}
+
+// LaunchSpin starts the spin kernel on the busy stream.
+func (e *Env) LaunchSpin() error {
+	return cuda.LaunchKernel(e.Spin, 1, 1, 1, 1, 1, 1, 0, e.Busy, &e.args[0], nil)
+}
+
+// SpinOnce runs the spin kernel alone and returns how long it lasted.
+func (e *Env) SpinOnce() (time.Duration, error) {
+	if err := cuda.StreamSynchronize(e.Busy); err != nil {
+		return 0, err
+	}
+	t := time.Now()
+	if err := e.LaunchSpin(); err != nil {
+		return 0, err
+	}
+	err := cuda.StreamSynchronize(e.Busy)
+	return time.Since(t), err
+}
+
+// Measure starts the spin kernel, asks the other thread to launch ~20 ms later, calls release
+// and returns how long the caller and the other thread's launch were held. It waits for all
+// the GPU's work before it returns.
+func (e *Env) Measure(release func() error) (caller, other time.Duration, err error) {
+	if err := cuda.CtxSynchronize(); err != nil {
+		return 0, 0, fmt.Errorf("cuCtxSynchronize before: %w", err)
+	}
+	if err := e.LaunchSpin(); err != nil {
+		return 0, 0, fmt.Errorf("spin launch: %w", err)
+	}
+	time.Sleep(time.Millisecond) // let the spin kernel start
+	e.req <- otherDelay
+	t := time.Now()
+	rerr := release()
+	caller = time.Since(t)
+	o := <-e.res
+	serr := cuda.CtxSynchronize()
+	return caller, o.d, errors.Join(wrap("release", rerr), wrap("other-thread launch", o.err), wrap("cuCtxSynchronize after", serr))
+}
+
+func wrap(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}

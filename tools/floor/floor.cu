@@ -1,0 +1,399 @@
+// floor: the C floor of each gocuda workload, on the raw CUDA driver API alone (no runtime API).
+//
+// Build and run on the GPU machine (tools/bench does both for you):
+//
+//   nvcc -O2 -arch=sm_90 -o /tmp/floor tools/floor/floor.cu -lcuda -lpthread
+//   /tmp/floor [-ptx tools/bench/kernels.ptx] [-t 0.5] [-list] [ID|PREFIX ...]
+//
+// Kernels come from the same hand-written PTX file that tools/bench embeds on the Go side
+// (tools/bench/kernels.ptx: empty, axpb), loaded with cuModuleLoadData, so both sides launch the
+// same code. Output is one line per result, tab-separated, machine-readable:
+//
+//   info   <key>          <value>
+//   floor  <workload-id>  <ns per op>  <iterations>
+//   skip   <workload-id>  <reason>
+//
+// Each workload is one C function `double f(long n)` that runs n operations and returns the
+// nanoseconds they took (the final wait for the GPU included, unless it says otherwise), registered in the table `workloads` below under the same ID as the Go side's
+// registry (tools/bench/workloads.go). Timing calibrates n like Go's testing package: grow n until
+// one run lasts at least -t seconds, then report that run's time divided by n.
+#include <cuda.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define CK(x)                                                                    \
+  do {                                                                           \
+    CUresult r_ = (x);                                                           \
+    if (r_ != CUDA_SUCCESS) {                                                    \
+      const char* s_ = "?";                                                      \
+      cuGetErrorName(r_, &s_);                                                   \
+      fprintf(stderr, "floor: %s:%d %s -> %s\n", __FILE__, __LINE__, #x, s_);    \
+      exit(1);                                                                   \
+    }                                                                            \
+  } while (0)
+
+static double now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+// ---- shared state, set up once in main ----
+static CUdevice dev;
+static CUcontext ctx;
+static CUmodule mod;
+static CUfunction f_empty, f_axpb;
+static CUstream s1, s2;  // two non-blocking streams: s1 is "the" stream, s2 the hand-off partner
+static CUevent ev;       // timing disabled, for hand-off
+static CUmemoryPool host_pool, managed_pool;
+static const char* host_pool_err;
+static const char* managed_pool_err;
+static CUdeviceptr xbuf;  // 4096 floats for axpb
+static int xn = 4096;
+static void* axpb_args[2];
+static CUgraphExec graph10;
+
+enum { KiB4 = 4096, MiB64 = 64 << 20 };
+static const int kGraphKernels = 10;
+static const long kLaunchChunk = 20000;
+
+// ---- workloads: each runs n operations and returns the nanoseconds they took ----
+// The timed span includes the final wait for the GPU, except where a workload says otherwise.
+
+static double alloc_device(long n, size_t sz) {
+  double t0 = now_ns();
+  CUdeviceptr d;
+  for (long i = 0; i < n; i++) {
+    CK(cuMemAlloc(&d, sz));
+    CK(cuMemsetD8Async(d, 1, sz, s1));
+    CK(cuMemFree(d));
+  }
+  CK(cuStreamSynchronize(s1));
+  return now_ns() - t0;
+}
+
+static double alloc_device_pool(long n, size_t sz) {
+  double t0 = now_ns();
+  CUdeviceptr d;
+  for (long i = 0; i < n; i++) {
+    CK(cuMemAllocAsync(&d, sz, s1));
+    CK(cuMemsetD8Async(d, 1, sz, s1));
+    CK(cuMemFreeAsync(d, s1));
+  }
+  CK(cuStreamSynchronize(s1));
+  return now_ns() - t0;
+}
+
+static double alloc_pinned(long n, size_t sz) {
+  double t0 = now_ns();
+  void* h;
+  for (long i = 0; i < n; i++) {
+    CK(cuMemHostAlloc(&h, sz, 0));
+    memset(h, 0, sz);
+    CK(cuMemFreeHost(h));
+  }
+  return now_ns() - t0;
+}
+
+static double alloc_pool_host(long n, size_t sz, CUmemoryPool pool) {
+  double t0 = now_ns();
+  CUdeviceptr d;
+  for (long i = 0; i < n; i++) {
+    CK(cuMemAllocFromPoolAsync(&d, sz, pool, s1));
+    CK(cuStreamSynchronize(s1));
+    memset((void*)d, 0, sz);
+    CK(cuMemFreeAsync(d, s1));
+  }
+  CK(cuStreamSynchronize(s1));
+  return now_ns() - t0;
+}
+
+static double alloc_unified(long n, size_t sz) {
+  double t0 = now_ns();
+  CUdeviceptr d;
+  for (long i = 0; i < n; i++) {
+    CK(cuMemAllocManaged(&d, sz, CU_MEM_ATTACH_GLOBAL));
+    memset((void*)d, 0, sz);
+    CK(cuMemFree(d));
+  }
+  return now_ns() - t0;
+}
+
+static double w_alloc_device_4k(long n) { return alloc_device(n, KiB4); }
+static double w_alloc_device_64m(long n) { return alloc_device(n, MiB64); }
+static double w_alloc_device_pool_4k(long n) { return alloc_device_pool(n, KiB4); }
+static double w_alloc_device_pool_64m(long n) { return alloc_device_pool(n, MiB64); }
+static double w_alloc_pinned_4k(long n) { return alloc_pinned(n, KiB4); }
+static double w_alloc_pinned_64m(long n) { return alloc_pinned(n, MiB64); }
+static double w_alloc_pinned_pool_4k(long n) { return alloc_pool_host(n, KiB4, host_pool); }
+static double w_alloc_pinned_pool_64m(long n) { return alloc_pool_host(n, MiB64, host_pool); }
+static double w_alloc_unified_4k(long n) { return alloc_unified(n, KiB4); }
+static double w_alloc_unified_64m(long n) { return alloc_unified(n, MiB64); }
+static double w_alloc_unified_pool_4k(long n) { return alloc_pool_host(n, KiB4, managed_pool); }
+static double w_alloc_unified_pool_64m(long n) { return alloc_pool_host(n, MiB64, managed_pool); }
+
+// launch_chunked times submission only: cuLaunchKernel returning. Every kLaunchChunk launches
+// the stream is synchronized off the clock (as the anchor and the package benchmark do), so the
+// queue never fills.
+static double launch_chunked(long n, CUfunction f, unsigned grid, unsigned block, void** args) {
+  double total = 0;
+  for (long done = 0; done < n; done += kLaunchChunk) {
+    long m = n - done < kLaunchChunk ? n - done : kLaunchChunk;
+    double t0 = now_ns();
+    for (long i = 0; i < m; i++) CK(cuLaunchKernel(f, grid, 1, 1, block, 1, 1, 0, s1, args, NULL));
+    total += now_ns() - t0;
+    CK(cuStreamSynchronize(s1));
+  }
+  return total;
+}
+
+static double w_launch_empty(long n) { return launch_chunked(n, f_empty, 1, 1, NULL); }
+static double w_launch_args(long n) { return launch_chunked(n, f_axpb, 16, 256, axpb_args); }
+
+static double w_call_ctx_get_current(long n) {
+  double t0 = now_ns();
+  CUcontext c;
+  for (long i = 0; i < n; i++) CK(cuCtxGetCurrent(&c));
+  return now_ns() - t0;
+}
+
+static double w_call_device_get_attribute(long n) {
+  double t0 = now_ns();
+  int v;
+  for (long i = 0; i < n; i++) CK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
+  return now_ns() - t0;
+}
+
+static double w_handoff_event(long n) {
+  double t0 = now_ns();
+  for (long i = 0; i < n; i++) {
+    CUstream a = (i & 1) ? s2 : s1, b = (i & 1) ? s1 : s2;
+    CK(cuEventRecord(ev, a));
+    CK(cuStreamWaitEvent(b, ev, 0));
+    CK(cuLaunchKernel(f_empty, 1, 1, 1, 1, 1, 1, 0, b, NULL, NULL));
+  }
+  CK(cuStreamSynchronize(s1));
+  CK(cuStreamSynchronize(s2));
+  return now_ns() - t0;
+}
+
+static double w_handoff_host_sync(long n) {
+  double t0 = now_ns();
+  for (long i = 0; i < n; i++) {
+    CUstream b = (i & 1) ? s1 : s2;
+    CK(cuLaunchKernel(f_empty, 1, 1, 1, 1, 1, 1, 0, b, NULL, NULL));
+    CK(cuStreamSynchronize(b));
+  }
+  return now_ns() - t0;
+}
+
+static double w_stream_create_destroy(long n) {
+  double t0 = now_ns();
+  CUstream s;
+  for (long i = 0; i < n; i++) {
+    CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CK(cuStreamDestroy(s));
+  }
+  return now_ns() - t0;
+}
+
+static double w_graph_eager10(long n) {
+  double t0 = now_ns();
+  for (long i = 0; i < n; i++)
+    for (int j = 0; j < kGraphKernels; j++)
+      CK(cuLaunchKernel(f_axpb, 16, 1, 1, 256, 1, 1, 0, s1, axpb_args, NULL));
+  CK(cuStreamSynchronize(s1));
+  return now_ns() - t0;
+}
+
+static double w_graph_graph10(long n) {
+  double t0 = now_ns();
+  for (long i = 0; i < n; i++) CK(cuGraphLaunch(graph10, s1));
+  CK(cuStreamSynchronize(s1));
+  return now_ns() - t0;
+}
+
+// ---- readiness checks: NULL when the workload can run, else why not ----
+static const char* need_host_pool(void) { return host_pool_err; }
+static const char* need_managed_pool(void) { return managed_pool_err; }
+
+// ---- the registry: IDs match tools/bench/workloads.go ----
+struct workload {
+  const char* id;
+  double (*run)(long n);  // runs n operations, returns the nanoseconds they took
+  const char* (*ready)(void);  // may be NULL
+};
+
+static const struct workload workloads[] = {
+    {"alloc/device/4KiB", w_alloc_device_4k, NULL},
+    {"alloc/device/64MiB", w_alloc_device_64m, NULL},
+    {"alloc/device-pool/4KiB", w_alloc_device_pool_4k, NULL},
+    {"alloc/device-pool/64MiB", w_alloc_device_pool_64m, NULL},
+    {"alloc/pinned/4KiB", w_alloc_pinned_4k, NULL},
+    {"alloc/pinned/64MiB", w_alloc_pinned_64m, NULL},
+    {"alloc/pinned-pool/4KiB", w_alloc_pinned_pool_4k, need_host_pool},
+    {"alloc/pinned-pool/64MiB", w_alloc_pinned_pool_64m, need_host_pool},
+    {"alloc/unified/4KiB", w_alloc_unified_4k, NULL},
+    {"alloc/unified/64MiB", w_alloc_unified_64m, NULL},
+    {"alloc/unified-pool/4KiB", w_alloc_unified_pool_4k, need_managed_pool},
+    {"alloc/unified-pool/64MiB", w_alloc_unified_pool_64m, need_managed_pool},
+    {"launch/empty", w_launch_empty, NULL},
+    {"launch/args", w_launch_args, NULL},
+    {"call/CtxGetCurrent", w_call_ctx_get_current, NULL},
+    {"call/DeviceGetAttribute", w_call_device_get_attribute, NULL},
+    {"handoff/event", w_handoff_event, NULL},
+    {"handoff/host-sync", w_handoff_host_sync, NULL},
+    {"stream/create-destroy", w_stream_create_destroy, NULL},
+    {"graph/eager10", w_graph_eager10, NULL},
+    {"graph/graph10", w_graph_graph10, NULL},
+};
+static const int nworkloads = (int)(sizeof workloads / sizeof workloads[0]);
+
+// ---- setup ----
+
+static char* read_file(const char* path) {
+  FILE* f = fopen(path, "rb");
+  if (!f) {
+    fprintf(stderr, "floor: cannot open %s (give the PTX with -ptx)\n", path);
+    exit(2);
+  }
+  fseek(f, 0, SEEK_END);
+  long len = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char* buf = (char*)malloc((size_t)len + 1);
+  if (fread(buf, 1, (size_t)len, f) != (size_t)len) {
+    fprintf(stderr, "floor: short read of %s\n", path);
+    exit(2);
+  }
+  buf[len] = 0;
+  fclose(f);
+  return buf;
+}
+
+static const char* make_pool(CUmemoryPool* pool, CUmemAllocationType type, CUmemLocationType loc) {
+  CUmemPoolProps pp;
+  memset(&pp, 0, sizeof pp);
+  pp.allocType = type;
+  pp.location.type = loc;
+  pp.location.id = 0;
+  CUresult r = cuMemPoolCreate(pool, &pp);
+  if (r != CUDA_SUCCESS) {
+    const char* s = "?";
+    cuGetErrorName(r, &s);
+    return s;
+  }
+  cuuint64_t thr = ~0ULL;
+  CK(cuMemPoolSetAttribute(*pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &thr));
+  return NULL;
+}
+
+static void setup(const char* ptx_path) {
+  CK(cuInit(0));
+  CK(cuDeviceGet(&dev, 0));
+  CK(cuDevicePrimaryCtxRetain(&ctx, dev));
+  CK(cuCtxSetCurrent(ctx));
+  char name[256];
+  CK(cuDeviceGetName(name, sizeof name, dev));
+  int drv = 0;
+  CK(cuDriverGetVersion(&drv));
+  printf("info\tdevice\t%s\n", name);
+  printf("info\tdriver\t%d.%d\n", drv / 1000, drv % 1000 / 10);
+
+  char* ptx = read_file(ptx_path);
+  CK(cuModuleLoadData(&mod, ptx));
+  free(ptx);
+  CK(cuModuleGetFunction(&f_empty, mod, "empty"));
+  CK(cuModuleGetFunction(&f_axpb, mod, "axpb"));
+  CK(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
+  CK(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
+  CK(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
+
+  // The device's default pool keeps what it frees (as a long-running program would set it).
+  CUmemoryPool defpool;
+  CK(cuDeviceGetDefaultMemPool(&defpool, dev));
+  cuuint64_t thr = ~0ULL;
+  CK(cuMemPoolSetAttribute(defpool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &thr));
+  host_pool_err = make_pool(&host_pool, CU_MEM_ALLOCATION_TYPE_PINNED, CU_MEM_LOCATION_TYPE_HOST);
+  managed_pool_err = make_pool(&managed_pool, CU_MEM_ALLOCATION_TYPE_MANAGED, CU_MEM_LOCATION_TYPE_DEVICE);
+
+  CK(cuMemAlloc(&xbuf, (size_t)xn * sizeof(float)));
+  CK(cuMemsetD8(xbuf, 0, (size_t)xn * sizeof(float)));
+  axpb_args[0] = &xbuf;
+  axpb_args[1] = &xn;
+
+  // 10 axpb kernels captured into a graph, instantiated once.
+  CUgraph g;
+  CK(cuStreamBeginCapture(s1, CU_STREAM_CAPTURE_MODE_RELAXED));
+  for (int j = 0; j < kGraphKernels; j++)
+    CK(cuLaunchKernel(f_axpb, 16, 1, 1, 256, 1, 1, 0, s1, axpb_args, NULL));
+  CK(cuStreamEndCapture(s1, &g));
+  CK(cuGraphInstantiateWithFlags(&graph10, g, 0));
+  CK(cuGraphDestroy(g));
+  CK(cuGraphLaunch(graph10, s1));
+  CK(cuLaunchKernel(f_empty, 1, 1, 1, 1, 1, 1, 0, s1, NULL, NULL));
+  CK(cuCtxSynchronize());
+}
+
+// measure runs w like Go's testing.B: n=1 first, then grows n until a run lasts target_ns.
+static void measure(const struct workload* w, double target_ns) {
+  if (w->ready) {
+    const char* why = w->ready();
+    if (why) {
+      printf("skip\t%s\t%s\n", w->id, why);
+      fflush(stdout);
+      return;
+    }
+  }
+  long n = 1;
+  double dt;
+  for (;;) {
+    dt = w->run(n);
+    if (dt >= target_ns || n >= 1000000000L) break;
+    double per = dt / (double)n;
+    if (per < 1) per = 1;
+    long next = (long)(target_ns * 1.2 / per);
+    if (next > 100 * n) next = 100 * n;
+    if (next <= n) next = n + 1;
+    n = next;
+  }
+  printf("floor\t%s\t%.3f\t%ld\n", w->id, dt / (double)n, n);
+  fflush(stdout);
+}
+
+static int selected(const char* id, int argc, char** args) {
+  if (argc == 0) return 1;
+  for (int i = 0; i < argc; i++) {
+    size_t l = strlen(args[i]);
+    if (strcmp(id, args[i]) == 0) return 1;
+    if (l > 0 && strncmp(id, args[i], l) == 0 && (args[i][l - 1] == '/' || id[l] == '/')) return 1;
+  }
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  const char* ptx = "tools/bench/kernels.ptx";
+  double seconds = 0.5;
+  char* ids[256];
+  int nids = 0;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "-ptx") == 0 && i + 1 < argc) {
+      ptx = argv[++i];
+    } else if (strcmp(argv[i], "-t") == 0 && i + 1 < argc) {
+      seconds = atof(argv[++i]);
+    } else if (strcmp(argv[i], "-list") == 0) {
+      for (int k = 0; k < nworkloads; k++) printf("%s\n", workloads[k].id);
+      return 0;
+    } else if (argv[i][0] == '-') {
+      fprintf(stderr, "usage: floor [-ptx FILE] [-t SECONDS] [-list] [ID|PREFIX ...]\n");
+      return 2;
+    } else if (nids < 256) {
+      ids[nids++] = argv[i];
+    }
+  }
+  setup(ptx);
+  for (int k = 0; k < nworkloads; k++)
+    if (selected(workloads[k].id, nids, ids)) measure(&workloads[k], seconds * 1e9);
+  return 0;
+}
