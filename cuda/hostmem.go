@@ -1,0 +1,402 @@
+package cuda
+
+import (
+	"errors"
+	"math/bits"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/gocuda/gocuda/resource"
+)
+
+// HostBuffer is page-locked (pinned) host memory: the GPU copies to and from it at
+// full speed and asynchronously, and kernels can read it directly. It comes from a
+// stream-ordered host memory pool (CUDA 12.6 and later drivers; cuMemAllocHost
+// elsewhere), through a small cache of freed blocks that makes allocation cost
+// about as much as a Go allocation. Bytes and HostSlice expose it to Go.
+//
+// The memory is not Go memory: the slices stay valid until Close, or until the
+// HostBuffer becomes unreachable, whichever comes first, so keep the HostBuffer
+// reachable (runtime.KeepAlive) while its slices are used. Never store Go pointers in
+// it. A HostBuffer is safe for concurrent use; its contents are not synchronized.
+type HostBuffer struct {
+	m   memBase
+	blk *hostBlock
+}
+
+func (b *HostBuffer) base() *memBase {
+	if b == nil {
+		return nil
+	}
+	return &b.m
+}
+
+// AllocHost allocates bytes of pinned host memory for device 0's primary context.
+func AllocHost(bytes int) (*HostBuffer, error) {
+	if err := checkSize(bytes); err != nil {
+		return nil, err
+	}
+	c, err := defaultContext()
+	if err != nil {
+		return nil, err
+	}
+	return c.allocHost(bytes, 2)
+}
+
+// AllocHost allocates bytes of pinned host memory for the context. The memory is
+// ready for the host when AllocHost returns. A freed block is reused only once the
+// GPU work that used it (copies and kernels the package saw) has finished, checked
+// without waiting.
+func (c *Context) AllocHost(bytes int) (*HostBuffer, error) {
+	if err := checkSize(bytes); err != nil {
+		return nil, err
+	}
+	return c.allocHost(bytes, 2)
+}
+
+func (c *Context) allocHost(bytes, skip int) (*HostBuffer, error) {
+	ms, blk, err := c.allocHostKind(KindPinned, bytes)
+	if err != nil {
+		return nil, err
+	}
+	b := &HostBuffer{m: memBase{ctx: c, ms: ms, ptr: blk.ptr, size: bytes, elem: 1, kind: KindPinned}, blk: blk}
+	b.m.reg = resource.ResourceFinalizerErr((*HostBuffer).free, b, false,
+		resource.Kind("pinned host memory"), resource.WithContext(c), resource.CallerSkip(skip))
+	ms.track(&b.m, skip)
+	return b, nil
+}
+
+// allocHostKind takes a block of the pinned or unified kind from the cache or the
+// pool.
+func (c *Context) allocHostKind(kind MemoryKind, bytes int) (*memState, *hostBlock, error) {
+	if err := c.check(); err != nil {
+		return nil, nil, err
+	}
+	ms, err := memFor(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	resource.Drain()
+	if err := ms.initHost(); err != nil {
+		return nil, nil, err
+	}
+	k := &ms.pinned
+	if kind == KindUnified {
+		k = &ms.unified
+	}
+	blk, err := k.get(bytes)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ms, blk, nil
+}
+
+// free returns the block to the cache, or to its pool.
+func (b *HostBuffer) free() error {
+	s, gen := b.m.retire()
+	blk := b.blk
+	b.blk = nil
+	return b.m.ms.pinned.put(blk, s, gen)
+}
+
+// Ptr returns the memory's address, valid on the host and (unified addressing) on
+// the device.
+func (b *HostBuffer) Ptr() CUdeviceptr { return b.base().ptrOrZero() }
+
+// Size returns the buffer's size in bytes.
+func (b *HostBuffer) Size() int { return b.base().sizeOrZero() }
+
+// Context returns the buffer's context.
+func (b *HostBuffer) Context() *Context { return b.base().context() }
+
+// Bytes returns the memory as a byte slice of length Size; nil for a nil or closed
+// buffer. It is valid while the buffer is open and reachable.
+func (b *HostBuffer) Bytes() []byte { return hostBytes(b.base()) }
+
+// Close releases the memory: it is reused once the GPU work queued so far on the
+// stream that last used it has finished. It does not wait. Slices obtained from the
+// buffer must not be used afterwards. Closing again returns an error matching
+// ErrClosed.
+func (b *HostBuffer) Close() error { return b.base().close() }
+
+// Free is Close.
+func (b *HostBuffer) Free() error { return b.base().close() }
+
+func (b *HostBuffer) usedOn(s *stream) { b.base().usedOn(s) }
+
+func (b *HostBuffer) devicePtr() (CUdeviceptr, *Context, error) { return b.base().devicePtr() }
+
+// HostSlice returns b's memory as a []T of length b.Size()/sizeof(T), or nil if b is
+// nil or closed or T holds Go pointers. It is valid while b is open and reachable.
+func HostSlice[T any](b *HostBuffer) []T { return viewSlice[T](b.base()) }
+
+func hostBytes(m *memBase) []byte {
+	if m == nil || m.ctx == nil {
+		return nil
+	}
+	if m.closed.Load() {
+		return nil
+	}
+	return unsafe.Slice((*byte)(hostPointer(m.ptr)), m.size)
+}
+
+func viewSlice[T any](m *memBase) []T {
+	elem, err := elemSize[T]()
+	if err != nil {
+		return nil
+	}
+	bs := hostBytes(m)
+	if len(bs)/elem == 0 {
+		return nil
+	}
+	var z T
+	if uintptr(unsafe.Pointer(&bs[0]))%unsafe.Alignof(z) != 0 {
+		return nil
+	}
+	return unsafe.Slice((*T)(unsafe.Pointer(&bs[0])), len(bs)/elem)
+}
+
+// Cache of freed pinned and unified blocks, per context and kind. Blocks come in
+// size classes (powers of two up to 1 MiB, then multiples of 1 MiB up to 64 MiB;
+// larger blocks are not cached). A freed block enters the cache with a fence for the
+// GPU work that last used it and is handed out again only once that fence has
+// passed, which is checked with an event query, never waited for.
+const (
+	hostMinClass      = 512
+	hostPow2Max       = 1 << 20
+	hostCacheMaxBlock = 64 << 20
+	hostCacheProbe    = 4 // cached blocks examined per allocation
+)
+
+// hostCacheLimit bounds the bytes each kind's cache holds per context; 0 disables
+// caching (tests and benchmarks of the pool path).
+var hostCacheLimit atomic.Int64
+
+func init() { hostCacheLimit.Store(256 << 20) }
+
+// hostClass returns the size allocated for a request of n bytes, and whether blocks
+// of that size are cached.
+func hostClass(n int) (int, bool) {
+	switch {
+	case n <= hostMinClass:
+		return hostMinClass, true
+	case n <= hostPow2Max:
+		return 1 << bits.Len(uint(n-1)), true
+	case n <= hostCacheMaxBlock:
+		return (n + hostPow2Max - 1) &^ (hostPow2Max - 1), true
+	}
+	return n, false
+}
+
+// hostKind is one kind of host-visible memory (pinned or unified) of a context: its
+// pool, or the fallback, and the cache.
+type hostKind struct {
+	ms      *memState
+	kind    MemoryKind
+	pool    CUmemoryPool // 0: fallback allocator
+	poolErr error        // why there is no pool
+
+	mu     sync.Mutex
+	free   map[int][]*hostBlock
+	cached int64 // bytes in free
+	blocks int   // blocks in free
+}
+
+// hostBlock is a block of a hostKind.
+type hostBlock struct {
+	ptr  CUdeviceptr
+	size int       // the allocated size (a class)
+	raw  *rawBlock // fallback: the owner of the memory
+	f    fence     // while cached: the work that last used it
+}
+
+// rawBlock owns memory of the fallback allocators, whose free functions wait for the
+// GPU: dropped, it is freed in resource.Reclaim, never on the way of the program.
+type rawBlock struct {
+	ctx  *Context
+	ptr  CUdeviceptr
+	kind MemoryKind
+	reg  *resource.Registration
+}
+
+func (r *rawBlock) free() error {
+	if r.kind == KindPinned {
+		return inMemFreeHost(r.ctx.h, hostPointer(r.ptr))
+	}
+	return inMemFree(r.ctx.h, r.ptr)
+}
+
+// get returns a block of at least bytes: a cached one whose last use has finished,
+// or a new one (after reclaiming once on out-of-memory).
+func (k *hostKind) get(bytes int) (*hostBlock, error) {
+	class, cacheable := hostClass(bytes)
+	if cacheable {
+		if blk := k.take(class); blk != nil {
+			return blk, nil
+		}
+	}
+	blk, err := k.alloc(class)
+	if errors.Is(err, ErrOutOfMemory) {
+		k.ms.reclaimForOOM()
+		blk, err = k.alloc(class)
+	}
+	if err != nil {
+		return nil, allocError(bytes, err)
+	}
+	return blk, nil
+}
+
+// take removes and returns a cached block of the class whose fence has passed.
+func (k *hostKind) take(class int) *hostBlock {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	list := k.free[class]
+	for i, probes := len(list)-1, 0; i >= 0 && probes < hostCacheProbe; i, probes = i-1, probes+1 {
+		blk := list[i]
+		if !blk.f.poll(k.ms) {
+			continue
+		}
+		copy(list[i:], list[i+1:])
+		list[len(list)-1] = nil
+		k.free[class] = list[:len(list)-1]
+		k.cached -= int64(blk.size)
+		k.blocks--
+		return blk
+	}
+	return nil
+}
+
+// alloc allocates a new block from the pool (then waits for the allocation, so the
+// host may touch it) or from the fallback allocator.
+func (k *hostKind) alloc(size int) (*hostBlock, error) {
+	ms := k.ms
+	c := ms.ctx
+	if k.pool != 0 {
+		var p CUdeviceptr
+		err := ms.hostStream.use(func(h CUstream) error {
+			return inMemAllocFromPoolAsync(c.h, &p, uint64(size), k.pool, h)
+		})
+		if err != nil {
+			return nil, err
+		}
+		if err := ms.syncInternal(ms.hostStream); err != nil {
+			return nil, err
+		}
+		return &hostBlock{ptr: p, size: size, f: fence{done: true}}, nil
+	}
+	var p CUdeviceptr
+	var kind string
+	if k.kind == KindPinned {
+		var hp unsafe.Pointer
+		if err := inMemAllocHost(c.h, &hp, uint64(size)); err != nil {
+			return nil, err
+		}
+		p = CUdeviceptr(uintptr(hp))
+		kind = "cuMemFreeHost"
+	} else {
+		if err := inMemAllocManaged(c.h, &p, uint64(size), uint32(CU_MEM_ATTACH_GLOBAL)); err != nil {
+			return nil, err
+		}
+		kind = "cuMemFree"
+	}
+	raw := &rawBlock{ctx: c, ptr: p, kind: k.kind}
+	raw.reg = resource.ResourceFinalizerErr((*rawBlock).free, raw, true, resource.Kind(kind), resource.WithContext(c))
+	return &hostBlock{ptr: p, size: size, raw: raw, f: fence{done: true}}, nil
+}
+
+// accepts reports whether the cache would take a block of size now.
+func (k *hostKind) accepts(size int) bool {
+	if _, ok := hostClass(size); !ok {
+		return false
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.cached+int64(size) <= hostCacheLimit.Load()
+}
+
+// push puts a fenced block in the cache, if it still fits.
+func (k *hostKind) push(blk *hostBlock) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.cached+int64(blk.size) > hostCacheLimit.Load() {
+		return false
+	}
+	if k.free == nil {
+		k.free = make(map[int][]*hostBlock)
+	}
+	k.free[blk.size] = append(k.free[blk.size], blk)
+	k.cached += int64(blk.size)
+	k.blocks++
+	return true
+}
+
+// put takes back a block that was last used on s (in generation gen): into the
+// cache if it has room, else back to the pool, ordered after that use.
+func (k *hostKind) put(blk *hostBlock, s *stream, gen uint64) error {
+	if blk == nil {
+		return nil
+	}
+	ms := k.ms
+	if k.accepts(blk.size) {
+		f, err := ms.fenceAfter(s, gen)
+		if err == nil {
+			blk.f = f
+			if k.push(blk) {
+				return nil
+			}
+			blk.f.clear(ms)
+		}
+	}
+	return k.release(blk, s, gen)
+}
+
+// release gives a block back for good: to its pool, after its last use, or (the
+// fallback) to resource.Reclaim by dropping its owner.
+func (k *hostKind) release(blk *hostBlock, s *stream, gen uint64) error {
+	if k.pool != 0 {
+		return freeAsync(k.ms.ctx, blk.ptr, s, gen, k.ms.hostStream)
+	}
+	blk.raw = nil
+	return nil
+}
+
+// flush empties the cache, giving every block back after its fence. It runs when an
+// allocation found no memory; a block whose free fails (its context is being torn
+// down) is left to the driver.
+func (k *hostKind) flush() {
+	k.mu.Lock()
+	all := k.free
+	k.free = nil
+	k.cached, k.blocks = 0, 0
+	k.mu.Unlock()
+	ms := k.ms
+	var d *stream
+	for _, list := range all {
+		for _, blk := range list {
+			if k.pool != 0 {
+				if d == nil {
+					var err error
+					if d, err = ms.ctx.disposalStream(); err != nil {
+						return
+					}
+				}
+				_ = d.use(func(h CUstream) error {
+					if err := blk.f.orderOn(ms, h); err != nil {
+						return err
+					}
+					return inMemFreeAsync(ms.ctx.h, blk.ptr, h)
+				})
+			}
+			blk.f.clear(ms)
+			blk.raw = nil
+		}
+	}
+}
+
+// cacheStats returns the bytes and blocks in the cache.
+func (k *hostKind) cacheStats() (int64, int) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.cached, k.blocks
+}

@@ -1,0 +1,422 @@
+package cuda
+
+/*
+#cgo noescape gocuda_launch_packed
+#cgo nocallback gocuda_launch_packed
+#include <stddef.h>
+#include <stdint.h>
+
+// gocuda_launch_packed makes ctx current if it is not (as the generated in-context
+// calls do) and launches f with its parameters packed in one buffer, passed through
+// cuLaunchKernel's extra array, which is built here on the C stack. size 0 means a
+// kernel without parameters. The result is the CUresult, or 1<<32 | the CUresult of
+// a failed context switch.
+static int64_t gocuda_launch_packed(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx,
+		uintptr_t f, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t bx, uint32_t by, uint32_t bz,
+		uint32_t shmem, uintptr_t stream, const uint64_t* buf, size_t size) {
+	uintptr_t cur = 0;
+	int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur);
+	if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx);
+	if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s;
+	// CU_LAUNCH_PARAM_BUFFER_POINTER, buf, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END
+	void* extra[5] = {(void*)1, (void*)buf, (void*)2, &size, (void*)0};
+	return (uint32_t)((int32_t (*)(uintptr_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t,
+		uint32_t, uint32_t, uintptr_t, void**, void**))fn)(f, gx, gy, gz, bx, by, bz, shmem, stream,
+		NULL, size ? extra : NULL);
+}
+*/
+import "C"
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"sync"
+	"unsafe"
+)
+
+// How arguments reach the driver
+//
+// cuLaunchKernel takes the arguments either as kernelParams, an array of pointers to
+// each argument, or as extra, one buffer holding all of them at the offsets the
+// kernel expects (CU_LAUNCH_PARAM_BUFFER_POINTER, CU_LAUNCH_PARAM_BUFFER_SIZE). Launch
+// uses the buffer:
+//
+//   - kernelParams from Go is an array of Go pointers passed to C, which cgo allows
+//     only when every pointee is pinned (runtime.Pinner: an allocation and a pin per
+//     argument per launch) or copied to C memory (a malloc and free per launch).
+//   - One buffer holds no pointers, so passing it breaks no cgo rule and needs no
+//     pinning. It lives on Launch's stack (up to inlineParams bytes; larger ones are
+//     allocated), and cgo's noescape annotation keeps it there: no allocation per
+//     launch. It is passed as a uint64_t*, a pointer to a pointer-free type, so cgo
+//     skips its run-time pointer check too. The extra array that points at it is
+//     built in C, on the C stack, in the same cgo call that makes the context current
+//     and launches.
+//   - Arguments are boxed in the caller's ...any, on the caller's stack as long as
+//     Launch lets none of them escape (see detach): Launch allocates nothing.
+//   - The offsets come from the driver (cuFuncGetParamInfo), so each argument's size
+//     and alignment are checked against the kernel before anything is queued; a wrong
+//     count or size is an error, never a kernel reading garbage.
+
+// inlineParams is the parameter buffer that Launch keeps on its stack: kernels whose
+// parameters take more (up to the driver's 32 KiB) get an allocated buffer.
+const inlineParams = 256
+
+// Dim3 is the shape of a grid (in blocks) or of a block (in threads). X must be
+// positive; a zero Y or Z counts as 1, so Dim3{X: n} is D1(n).
+type Dim3 struct {
+	X, Y, Z int
+}
+
+// D1 returns the one-dimensional shape x×1×1.
+func D1(x int) Dim3 { return Dim3{x, 1, 1} }
+
+// D2 returns the two-dimensional shape x×y×1.
+func D2(x, y int) Dim3 { return Dim3{x, y, 1} }
+
+// D3 returns the shape x×y×z.
+func D3(x, y, z int) Dim3 { return Dim3{x, y, z} }
+
+// Blocks returns the number of blocks of size threads each that cover n elements:
+// ⌈n/size⌉, for one-dimensional grids such as D1(Blocks(n, 256)).
+func Blocks(n, size int) int {
+	if size <= 0 || n <= 0 {
+		return 0
+	}
+	return (n + size - 1) / size
+}
+
+// Count returns X·Y·Z, with zero Y and Z counted as 1.
+func (d Dim3) Count() int {
+	y, z := d.Y, d.Z
+	if y == 0 {
+		y = 1
+	}
+	if z == 0 {
+		z = 1
+	}
+	return d.X * y * z
+}
+
+// dims returns the shape as the driver takes it.
+func (d Dim3) dims(what string) (x, y, z uint32, err error) {
+	if d.Y == 0 {
+		d.Y = 1
+	}
+	if d.Z == 0 {
+		d.Z = 1
+	}
+	if d.X <= 0 || d.Y <= 0 || d.Z <= 0 || d.X > math.MaxUint32 || d.Y > math.MaxUint32 || d.Z > math.MaxUint32 {
+		return 0, 0, 0, fmt.Errorf("%w: %s %d×%d×%d: each dimension must be in [1, 2³²)", ErrInvalidArgument, what, d.X, d.Y, d.Z)
+	}
+	return uint32(d.X), uint32(d.Y), uint32(d.Z), nil
+}
+
+// deviceArg is device memory that Launch takes as a kernel argument: it passes the
+// device pointer, and records that the memory is used on the launch's stream.
+type deviceArg interface {
+	// devicePtr returns the device address and the context of the memory, or an
+	// error (ErrClosed for freed memory).
+	devicePtr() (CUdeviceptr, *Context, error)
+	// usedOn records that work using the memory is queued on s. Launch calls it
+	// with s's read lock held, just before queuing the kernel.
+	usedOn(s *stream)
+}
+
+// paramInfo is one kernel parameter as the driver reports it.
+type paramInfo struct {
+	offset, size uintptr
+}
+
+// Launch queues the kernel on s with grid×block threads, sharedMem bytes of dynamic
+// shared memory and args as its parameters, in order. It does not wait for the kernel.
+//
+// Arguments may be Go scalars (int8 to int64, uint8 to uint64, int, uint, uintptr,
+// float32, float64, bool: one byte), device pointers (CUdeviceptr, *DeviceBuffer), and
+// any other fixed-size value free of Go pointers (structs, arrays, named scalar
+// types), passed by value with its Go layout, which matches C's for the same fields.
+// Go's int and uint are 8 bytes: pass int32(n) to a kernel's int. Where the driver
+// reports the kernel's parameters (CUDA 12.4 and later drivers), a wrong argument
+// count, a size that differs from the parameter's, or an alignment the parameter's
+// offset does not meet returns an error matching ErrInvalidArgument, and nothing is
+// queued.
+//
+// Launch fails with ErrClosed if the stream, the module or a buffer argument was
+// closed, with ErrWrongContext if they belong to different contexts, and with
+// ErrInvalidArgument for a nil stream or a bad shape. It does not allocate for
+// kernels whose parameters fit in 256 bytes.
+func (f *Function) Launch(s *Stream, grid, block Dim3, sharedMem int, args ...any) error {
+	if f == nil || f.mod == nil {
+		return fmt.Errorf("%w: nil *cuda.Function", ErrInvalidArgument)
+	}
+	if err := checkStream(s); err != nil {
+		return err
+	}
+	m := f.mod
+	if s.ctx != m.ctx {
+		return fmt.Errorf("%w: launching %s (module of context %p) on a stream of context %p",
+			ErrWrongContext, f.name, m.ctx, s.ctx)
+	}
+	gx, gy, gz, err := grid.dims("grid")
+	if err != nil {
+		return err
+	}
+	bx, by, bz, err := block.dims("block")
+	if err != nil {
+		return err
+	}
+	if sharedMem < 0 || sharedMem > math.MaxUint32 {
+		return fmt.Errorf("%w: shared memory %d bytes", ErrInvalidArgument, sharedMem)
+	}
+
+	var inline [inlineParams / 8]uint64 // 8-byte aligned
+	buf := unsafe.Slice((*byte)(unsafe.Pointer(&inline)), inlineParams)
+	if f.known && f.argSize > inlineParams {
+		buf = make([]byte, f.argSize)
+	}
+	size, devs, err := packArgs(buf, f.params, f.known, m.ctx, f.name, args)
+	if errors.Is(err, errParamsTooLarge) { // unknown layout, more than inlineParams
+		buf = make([]byte, size)
+		size, devs, err = packArgs(buf, f.params, f.known, m.ctx, f.name, args)
+	}
+	if err != nil {
+		return err
+	}
+
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.closed {
+		return fmt.Errorf("cuda: launching %s: module: %w", f.name, ErrClosed)
+	}
+	err = s.use(func(h CUstream) error {
+		if devs > 0 {
+			markUsed(args, s.stream)
+		}
+		return launchPacked(m.ctx.h, f.h, gx, gy, gz, bx, by, bz, uint32(sharedMem), h, buf[:size])
+	})
+	if err != nil {
+		return fmt.Errorf("cuda: launching %s: %w", f.name, err)
+	}
+	return nil
+}
+
+// launchPacked launches f with the packed parameter buffer params, in one cgo call
+// that also makes ctx current.
+func launchPacked(ctx CUcontext, f CUfunction, gx, gy, gz, bx, by, bz, shm uint32, s CUstream, params []byte) error {
+	fn, err := proc_cuLaunchKernel.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	// A pointer to a pointer-free C type: cgo needs no run-time check of it.
+	var p *C.uint64_t
+	if len(params) > 0 {
+		p = (*C.uint64_t)(unsafe.Pointer(&params[0]))
+	}
+	r := int64(C.gocuda_launch_packed(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx),
+		C.uintptr_t(f), C.uint32_t(gx), C.uint32_t(gy), C.uint32_t(gz), C.uint32_t(bx), C.uint32_t(by), C.uint32_t(bz),
+		C.uint32_t(shm), C.uintptr_t(s), p, C.size_t(len(params))))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
+}
+
+// errParamsTooLarge reports that the arguments of a kernel whose layout is unknown
+// do not fit the buffer; packArgs then returns the size they need.
+var errParamsTooLarge = errors.New("cuda: kernel arguments exceed the parameter buffer")
+
+// packArgs writes args into buf at the kernel's parameter offsets and returns the
+// size of the parameter buffer and the number of device-memory arguments. With
+// known false (the driver did not report the parameters) it lays the arguments out
+// by their natural alignment, as C does, and checks nothing. ctx is the launch's
+// context, which device-memory arguments must belong to (nil: not checked); name is
+// the kernel's, for errors.
+func packArgs(buf []byte, params []paramInfo, known bool, ctx *Context, name string, args []any) (size uintptr, devs int, err error) {
+	if known && len(args) != len(params) {
+		return 0, 0, fmt.Errorf("%w: kernel %s takes %d parameters, got %d arguments", ErrInvalidArgument, name, len(params), len(args))
+	}
+	var end uintptr // unknown layout: end of the last argument
+	tooLarge := false
+	for i := range args {
+		var (
+			sz, align uintptr
+			v         uint64         // the value of a scalar
+			src       unsafe.Pointer // the value of anything else, sz bytes
+		)
+		switch x := args[i].(type) {
+		case int8:
+			sz, v = 1, uint64(uint8(x))
+		case uint8:
+			sz, v = 1, uint64(x)
+		case bool:
+			sz = 1
+			if x {
+				v = 1
+			}
+		case int16:
+			sz, v = 2, uint64(uint16(x))
+		case uint16:
+			sz, v = 2, uint64(x)
+		case int32:
+			sz, v = 4, uint64(uint32(x))
+		case uint32:
+			sz, v = 4, uint64(x)
+		case float32:
+			sz, v = 4, uint64(math.Float32bits(x))
+		case int64:
+			sz, v = 8, uint64(x)
+		case uint64:
+			sz, v = 8, x
+		case int:
+			sz, v = 8, uint64(x)
+		case uint:
+			sz, v = 8, uint64(x)
+		case uintptr:
+			sz, v = 8, uint64(x)
+		case float64:
+			sz, v = 8, math.Float64bits(x)
+		case CUdeviceptr:
+			sz, v = 8, uint64(x)
+		case nil:
+			return 0, 0, fmt.Errorf("%w: kernel %s argument %d is nil", ErrInvalidArgument, name, i)
+		case deviceArg:
+			// Through detach, so that the call does not make args leak.
+			p, c, err := detach(&args[i]).(deviceArg).devicePtr()
+			if err != nil {
+				return 0, 0, fmt.Errorf("cuda: kernel %s argument %d: %w", name, i, err)
+			}
+			if ctx != nil && c != ctx {
+				return 0, 0, fmt.Errorf("%w: kernel %s argument %d is memory of another context", ErrWrongContext, name, i)
+			}
+			sz, v = 8, uint64(p)
+			devs++
+		default:
+			t := reflect.TypeOf(x)
+			if err := checkArgType(t); err != nil {
+				return 0, 0, fmt.Errorf("%w: kernel %s argument %d: %v", ErrInvalidArgument, name, i, err)
+			}
+			sz, align = t.Size(), uintptr(t.Align())
+			// Not pointer-shaped (it holds no pointers), so the interface's data word
+			// points at the value.
+			src = (*[2]unsafe.Pointer)(unsafe.Pointer(&args[i]))[1]
+		}
+		if align == 0 {
+			align = sz
+		}
+		var off uintptr
+		if known {
+			p := params[i]
+			if sz != p.size {
+				return 0, 0, fmt.Errorf("%w: kernel %s argument %d: %s is %d bytes, the parameter is %d bytes",
+					ErrInvalidArgument, name, i, reflect.TypeOf(args[i]), sz, p.size)
+			}
+			if p.offset&(align-1) != 0 { // alignments are powers of 2
+				return 0, 0, fmt.Errorf("%w: kernel %s argument %d: %s needs %d-byte alignment, the parameter is at offset %d",
+					ErrInvalidArgument, name, i, reflect.TypeOf(args[i]), align, p.offset)
+			}
+			off = p.offset
+		} else {
+			off = (end + align - 1) &^ (align - 1)
+			end = off + sz
+		}
+		if off+sz > uintptr(len(buf)) {
+			if known {
+				return 0, 0, fmt.Errorf("%w: kernel %s parameter %d ends at %d, past the %d-byte buffer", ErrInvalidArgument, name, i, off+sz, len(buf))
+			}
+			tooLarge = true
+			continue
+		}
+		dst := buf[off : off+sz]
+		switch {
+		case src != nil:
+			copy(dst, unsafe.Slice((*byte)(src), sz))
+		case sz == 1:
+			dst[0] = byte(v)
+		case sz == 2:
+			binary.NativeEndian.PutUint16(dst, uint16(v))
+		case sz == 4:
+			binary.NativeEndian.PutUint32(dst, uint32(v))
+		default:
+			binary.NativeEndian.PutUint64(dst, v)
+		}
+	}
+	if !known {
+		if tooLarge {
+			return end, devs, errParamsTooLarge
+		}
+		return end, devs, nil
+	}
+	for _, p := range params {
+		size = max(size, p.offset+p.size)
+	}
+	return size, devs, nil
+}
+
+// markUsed records on every device-memory argument that it is used on s.
+func markUsed(args []any, s *stream) {
+	for i := range args {
+		if d, ok := detach(&args[i]).(deviceArg); ok {
+			d.usedOn(s)
+		}
+	}
+}
+
+// detach returns a copy of *a that escape analysis does not trace back to a.
+//
+// Launch calls methods of deviceArg arguments through the interface, and the compiler
+// cannot see what such a call does with its receiver, so it would conclude that the
+// contents of args leak: every caller would then box its scalar arguments on the heap
+// (an allocation per argument per launch) instead of on its stack. Nothing here
+// retains an argument past the call, so the copy is made word by word as integers,
+// which escape analysis does not follow. The values stay reachable through args,
+// which the caller keeps alive for the duration of the call.
+func detach(a *any) any {
+	var out any
+	*(*[2]uintptr)(unsafe.Pointer(&out)) = *(*[2]uintptr)(unsafe.Pointer(a))
+	return out
+}
+
+// argTypes caches checkArgType's verdict per type: nil or the error.
+var argTypes sync.Map // reflect.Type → error
+
+// checkArgType accepts fixed-size types free of Go pointers: they can be copied into
+// the parameter buffer byte for byte.
+func checkArgType(t reflect.Type) error {
+	if v, ok := argTypes.Load(t); ok {
+		if v == nil {
+			return nil
+		}
+		return v.(error)
+	}
+	err := pointerFree(t, t)
+	argTypes.Store(t, err)
+	return err
+}
+
+func pointerFree(top, t reflect.Type) error {
+	switch t.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
+		return nil
+	case reflect.Array:
+		return pointerFree(top, t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if err := pointerFree(top, t.Field(i).Type); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if top == t {
+		return fmt.Errorf("%s cannot be a kernel argument (pass device memory as CUdeviceptr or *DeviceBuffer, sizes as fixed-size integers)", t)
+	}
+	return fmt.Errorf("%s cannot be a kernel argument: it contains %s, a Go pointer or a variable-size value", top, t)
+}

@@ -1,0 +1,322 @@
+package cuda
+
+// CPU-only tests of launching: shapes, argument packing and checking against a
+// kernel's parameter layout, and the checks made before any driver call. The GPU
+// tests are in kernels_test.go.
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestDim3(t *testing.T) {
+	assert.Equal(t, Dim3{5, 1, 1}, D1(5))
+	assert.Equal(t, Dim3{5, 6, 1}, D2(5, 6))
+	assert.Equal(t, Dim3{5, 6, 7}, D3(5, 6, 7))
+	assert.Equal(t, 210, D3(5, 6, 7).Count())
+	assert.Equal(t, 5, Dim3{X: 5}.Count())
+	assert.Equal(t, 0, Dim3{}.Count())
+
+	assert.Equal(t, 0, Blocks(0, 256))
+	assert.Equal(t, 1, Blocks(1, 256))
+	assert.Equal(t, 1, Blocks(256, 256))
+	assert.Equal(t, 2, Blocks(257, 256))
+	assert.Equal(t, 0, Blocks(10, 0))
+
+	x, y, z, err := Dim3{X: 3}.dims("grid")
+	require.NoError(t, err)
+	assert.Equal(t, [3]uint32{3, 1, 1}, [3]uint32{x, y, z}, "zero Y and Z count as 1")
+	x, y, z, err = D3(1<<32-1, 2, 3).dims("grid")
+	require.NoError(t, err)
+	assert.Equal(t, [3]uint32{1<<32 - 1, 2, 3}, [3]uint32{x, y, z})
+
+	for _, d := range []Dim3{{}, {0, 1, 1}, {-1, 1, 1}, {1, -1, 1}, {1, 1, -2}, {1 << 32, 1, 1}, {1, 1 << 40, 1}} {
+		_, _, _, err := d.dims("block")
+		require.ErrorIs(t, err, ErrInvalidArgument, "%v", d)
+		assert.Contains(t, err.Error(), "block")
+	}
+}
+
+// mixedParams is the layout of the test kernel
+// mixed(int8, int16, int32, int64, float, double, struct{int; float; double}, uint64*)
+// as the driver reports it.
+var mixedParams = []paramInfo{{0, 1}, {2, 2}, {4, 4}, {8, 8}, {16, 4}, {24, 8}, {32, 16}, {48, 8}}
+
+type mixedG struct {
+	X int32
+	Y float32
+	Z float64
+}
+
+func mixedArgs() []any {
+	return []any{int8(-3), int16(-300), int32(-70000), int64(-1 << 40), float32(1.5), float64(-2.25),
+		mixedG{7, 0.5, 3.125}, CUdeviceptr(0x7f0000001000)}
+}
+
+func checkMixed(t *testing.T, buf []byte) {
+	t.Helper()
+	ne := binary.NativeEndian
+	assert.Equal(t, int8(-3), int8(buf[0]))
+	assert.Equal(t, int16(-300), int16(ne.Uint16(buf[2:])))
+	assert.Equal(t, int32(-70000), int32(ne.Uint32(buf[4:])))
+	assert.Equal(t, int64(-1<<40), int64(ne.Uint64(buf[8:])))
+	assert.Equal(t, float32(1.5), math.Float32frombits(ne.Uint32(buf[16:])))
+	assert.Equal(t, -2.25, math.Float64frombits(ne.Uint64(buf[24:])))
+	assert.Equal(t, int32(7), int32(ne.Uint32(buf[32:])))
+	assert.Equal(t, float32(0.5), math.Float32frombits(ne.Uint32(buf[36:])))
+	assert.Equal(t, 3.125, math.Float64frombits(ne.Uint64(buf[40:])))
+	assert.Equal(t, uint64(0x7f0000001000), ne.Uint64(buf[48:]))
+}
+
+func TestPackArgsKnownLayout(t *testing.T) {
+	buf := make([]byte, 64)
+	size, devs, err := packArgs(buf, mixedParams, true, nil, "mixed", mixedArgs())
+	require.NoError(t, err)
+	assert.Equal(t, uintptr(56), size)
+	assert.Zero(t, devs)
+	checkMixed(t, buf)
+}
+
+// Without the driver's layout, arguments are laid out by natural alignment, as C
+// lays out the parameters: the same buffer for the same kernel.
+func TestPackArgsNaturalLayout(t *testing.T) {
+	buf := make([]byte, 64)
+	size, _, err := packArgs(buf, nil, false, nil, "mixed", mixedArgs())
+	require.NoError(t, err)
+	assert.Equal(t, uintptr(56), size)
+	checkMixed(t, buf)
+
+	// Past the buffer: the size needed comes back with errParamsTooLarge.
+	size, _, err = packArgs(make([]byte, 16), nil, false, nil, "mixed", mixedArgs())
+	require.ErrorIs(t, err, errParamsTooLarge)
+	assert.Equal(t, uintptr(56), size)
+
+	size, _, err = packArgs(buf, nil, false, nil, "empty", nil)
+	require.NoError(t, err)
+	assert.Zero(t, size)
+}
+
+func TestPackArgsScalars(t *testing.T) {
+	type index uint16 // named scalar: through reflect
+	args := []any{true, false, uint8(200), uint16(60000), uint32(4e9), uint64(1 << 63), int(-5), uint(6),
+		uintptr(7), index(9), [3]float32{1, 2, 3}, complex64(complex(1, -1))}
+	params := []paramInfo{{0, 1}, {1, 1}, {2, 1}, {4, 2}, {8, 4}, {16, 8}, {24, 8}, {32, 8}, {40, 8},
+		{48, 2}, {52, 12}, {64, 8}}
+	buf := make([]byte, 128)
+	_, _, err := packArgs(buf, params, true, nil, "k", args)
+	require.NoError(t, err)
+	ne := binary.NativeEndian
+	at := func(i int) []byte { return buf[params[i].offset:] }
+	assert.Equal(t, byte(1), at(0)[0])
+	assert.Equal(t, byte(0), at(1)[0])
+	assert.Equal(t, byte(200), at(2)[0])
+	assert.Equal(t, uint16(60000), ne.Uint16(at(3)))
+	assert.Equal(t, uint32(4e9), ne.Uint32(at(4)))
+	assert.Equal(t, uint64(1<<63), ne.Uint64(at(5)))
+	assert.Equal(t, int64(-5), int64(ne.Uint64(at(6))))
+	assert.Equal(t, uint64(6), ne.Uint64(at(7)))
+	assert.Equal(t, uint64(7), ne.Uint64(at(8)))
+	assert.Equal(t, uint16(9), ne.Uint16(at(9)))
+	assert.Equal(t, float32(3), math.Float32frombits(ne.Uint32(at(10)[8:])))
+	assert.Equal(t, float32(-1), math.Float32frombits(ne.Uint32(at(11)[4:])))
+}
+
+func TestPackArgsErrors(t *testing.T) {
+	buf := make([]byte, 64)
+	pack := func(params []paramInfo, args ...any) error {
+		_, _, err := packArgs(buf, params, true, nil, "kern", args)
+		return err
+	}
+	p4 := []paramInfo{{0, 4}}
+
+	err := pack(mixedParams, mixedArgs()[:7]...)
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	assert.Contains(t, err.Error(), "kernel kern takes 8 parameters, got 7 arguments")
+	require.ErrorIs(t, pack(nil, int32(1)), ErrInvalidArgument)
+
+	err = pack(p4, 5) // an untyped constant is an int: 8 bytes
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	assert.Contains(t, err.Error(), "argument 0: int is 8 bytes, the parameter is 4 bytes")
+	err = pack(p4, 1.5)
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	assert.Contains(t, err.Error(), "float64 is 8 bytes, the parameter is 4 bytes")
+	err = pack([]paramInfo{{0, 4}, {4, 8}}, int32(1), int64(2))
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	assert.Contains(t, err.Error(), "argument 1: int64 needs 8-byte alignment, the parameter is at offset 4")
+	err = pack([]paramInfo{{0, 4}, {60, 8}}, int32(1), int64(2))
+	require.ErrorIs(t, err, ErrInvalidArgument, "a parameter past the buffer")
+
+	x := 3
+	for _, bad := range []any{nil, []float32{1}, &x, "text", unsafe.Pointer(&x), map[int]int{}, func() {},
+		struct{ P *int }{&x}, [2][]byte{}, make(chan int)} {
+		err := pack([]paramInfo{{0, 8}}, bad)
+		require.ErrorIs(t, err, ErrInvalidArgument, "%T", bad)
+		assert.Contains(t, err.Error(), "argument 0", "%T", bad)
+	}
+	err = pack([]paramInfo{{0, 8}}, struct{ P *int }{&x})
+	assert.Contains(t, err.Error(), "contains *int")
+}
+
+// fakeBuf stands in for DeviceBuffer.
+type fakeBuf struct {
+	ptr  CUdeviceptr
+	ctx  *Context
+	err  error
+	used []*stream
+}
+
+func (b *fakeBuf) devicePtr() (CUdeviceptr, *Context, error) { return b.ptr, b.ctx, b.err }
+func (b *fakeBuf) usedOn(s *stream)                          { b.used = append(b.used, s) }
+
+func TestPackArgsDeviceMemory(t *testing.T) {
+	ctx, other := &Context{}, &Context{}
+	b := &fakeBuf{ptr: 0xabc000, ctx: ctx}
+	buf := make([]byte, 16)
+	params := []paramInfo{{0, 8}, {8, 4}}
+	size, devs, err := packArgs(buf, params, true, ctx, "k", []any{b, uint32(1)})
+	require.NoError(t, err)
+	assert.Equal(t, uintptr(12), size)
+	assert.Equal(t, 1, devs)
+	assert.Equal(t, uint64(0xabc000), binary.NativeEndian.Uint64(buf))
+
+	s := &stream{}
+	markUsed([]any{b, uint32(1), b}, s)
+	assert.Equal(t, []*stream{s, s}, b.used)
+
+	_, _, err = packArgs(buf, params, true, other, "k", []any{b, uint32(1)})
+	require.ErrorIs(t, err, ErrWrongContext)
+	b.err = fmt.Errorf("buffer: %w", ErrClosed)
+	_, _, err = packArgs(buf, params, true, ctx, "k", []any{b, uint32(1)})
+	require.ErrorIs(t, err, ErrClosed)
+	assert.Contains(t, err.Error(), "argument 0")
+}
+
+// Packing allocates nothing, even for variables boxed by the caller: the arguments do
+// not escape, so the boxes stay on the caller's stack.
+func TestPackArgsAllocations(t *testing.T) {
+	var buf [inlineParams]byte
+	a, x, y, n := float32(2), CUdeviceptr(0x1000), CUdeviceptr(0x2000), int32(1000)
+	g := mixedG{1, 2, 3}
+	b := &fakeBuf{ptr: 0x3000}
+	params := []paramInfo{{0, 4}, {8, 8}, {16, 8}, {24, 4}, {32, 16}, {48, 8}}
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, _, err := packArgs(buf[:], params, true, nil, "k", []any{a, x, y, n, g, b}); err != nil {
+			t.Fatal(err)
+		}
+		a++
+		n++
+		g.X++
+	})
+	assert.Zero(t, allocs)
+}
+
+func TestDetach(t *testing.T) {
+	v := mixedG{1, 2, 3}
+	a := any(v)
+	d := detach(&a)
+	assert.Equal(t, v, d)
+	b := &fakeBuf{}
+	a = b
+	assert.Same(t, b, detach(&a))
+	a = nil
+	assert.Nil(t, detach(&a))
+}
+
+func TestModuleImage(t *testing.T) {
+	ptx := []byte(".version 8.0\n")
+	img := moduleImage(ptx)
+	assert.Equal(t, append(ptx, 0), img, "PTX gets a NUL")
+	assert.Len(t, ptx, 13, "the caller's image is not modified")
+	term := []byte(".version 8.0\n\x00")
+	assert.Same(t, &term[0], &moduleImage(term)[0], "a NUL-terminated image is used as it is")
+	elf := []byte("\x7fELF\x02\x01\x01rest")
+	assert.Same(t, &elf[0], &moduleImage(elf)[0], "cubin")
+	fat := []byte{0x50, 0xed, 0x55, 0xba, 1, 0, 0x10, 0}
+	assert.Same(t, &fat[0], &moduleImage(fat)[0], "fatbin")
+}
+
+// Nil and empty inputs are rejected before any driver call.
+func TestLaunchNilChecks(t *testing.T) {
+	var f *Function
+	require.ErrorIs(t, f.Launch(nil, D1(1), D1(1), 0), ErrInvalidArgument)
+	assert.Empty(t, f.Name())
+	assert.Zero(t, f.Handle())
+	_, ok := f.Params()
+	assert.False(t, ok)
+	_, err := f.Attribute(CU_FUNC_ATTRIBUTE_NUM_REGS)
+	require.ErrorIs(t, err, ErrInvalidArgument)
+
+	f = &Function{mod: &Module{ctx: &Context{}}, name: "k", known: true}
+	require.ErrorIs(t, f.Launch(nil, D1(1), D1(1), 0), ErrInvalidArgument)
+	require.ErrorIs(t, f.Launch(&Stream{}, D1(1), D1(1), 0), ErrInvalidArgument)
+
+	var m *Module
+	_, err = m.Function("k")
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	_, _, err = m.Global("g")
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	require.ErrorIs(t, m.Close(), ErrInvalidArgument)
+	assert.Zero(t, m.Handle())
+
+	var c *Context
+	_, err = c.LoadModule([]byte(".version 8.0"))
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	_, err = (&Context{}).LoadModule(nil)
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	dead := &Context{}
+	dead.dead.Store(true)
+	_, err = dead.LoadModule([]byte(".version 8.0"))
+	require.ErrorIs(t, err, ErrClosed)
+}
+
+// A launch with a bad shape, shared memory size, stream or arguments fails before
+// anything reaches the driver; with the stream and module of different contexts, it
+// fails with ErrWrongContext.
+func TestLaunchChecksBeforeDriver(t *testing.T) {
+	ctx := &Context{}
+	m := &Module{ctx: ctx}
+	f := &Function{mod: m, name: "k", params: []paramInfo{{0, 4}}, known: true, argSize: 4}
+	s := &Stream{&stream{ctx: ctx}}
+
+	require.ErrorIs(t, f.Launch(s, Dim3{}, D1(1), 0, int32(1)), ErrInvalidArgument)
+	require.ErrorIs(t, f.Launch(s, D1(1), D1(-1), 0, int32(1)), ErrInvalidArgument)
+	require.ErrorIs(t, f.Launch(s, D1(1), D1(1), -1, int32(1)), ErrInvalidArgument)
+	require.ErrorIs(t, f.Launch(s, D1(1), D1(1), 0), ErrInvalidArgument)
+	require.ErrorIs(t, f.Launch(s, D1(1), D1(1), 0, int64(1)), ErrInvalidArgument)
+
+	other := &Stream{&stream{ctx: &Context{}}}
+	require.ErrorIs(t, f.Launch(other, D1(1), D1(1), 0, int32(1)), ErrWrongContext)
+
+	m.closed = true
+	require.ErrorIs(t, f.Launch(s, D1(1), D1(1), 0, int32(1)), ErrClosed)
+	_, err := m.Function("k")
+	require.ErrorIs(t, err, ErrClosed)
+	_, _, err = m.Global("g")
+	require.ErrorIs(t, err, ErrClosed)
+	_, err = f.Attribute(CU_FUNC_ATTRIBUTE_NUM_REGS)
+	require.ErrorIs(t, err, ErrClosed)
+	require.ErrorIs(t, m.Close(), ErrClosed)
+
+	m.closed = false
+	s.closed = true
+	require.ErrorIs(t, f.Launch(s, D1(1), D1(1), 0, int32(1)), ErrClosed)
+
+	_, err = m.Function("a\x00b")
+	require.ErrorIs(t, err, ErrInvalidArgument)
+}
+
+func TestFunctionParams(t *testing.T) {
+	f := &Function{params: mixedParams, known: true}
+	p, ok := f.Params()
+	require.True(t, ok)
+	require.Len(t, p, 8)
+	assert.Equal(t, Param{Offset: 32, Size: 16}, p[6])
+	_, ok = (&Function{}).Params()
+	assert.False(t, ok)
+}

@@ -1,0 +1,28 @@
+package cuda
+
+// Hooks for the external memory tests (package cuda_test).
+
+// OOMReclaimsForTest returns how many times an allocation reclaimed after running
+// out of memory.
+func OOMReclaimsForTest() int64 { return oomReclaims.Load() }
+
+// PressureCollectionsForTest returns how many pressure collections ran.
+func PressureCollectionsForTest() int64 { return pressure.collections.Load() }
+
+// WrapReclaimsForTest returns how many background reclaims wrapped memory started.
+func WrapReclaimsForTest() int64 { return wraps.reclaims.Load() }
+
+// SetHostCacheLimitForTest sets the pinned and unified cache limit and returns the
+// previous one; 0 sends every allocation to the pool.
+func SetHostCacheLimitForTest(n int64) int64 { return hostCacheLimit.Swap(n) }
+
+// SetNoHostPoolsForTest makes contexts set up afterwards use the fallback
+// allocators.
+func SetNoHostPoolsForTest(on bool) { testNoHostPools = on }
+
+// TrimPoolsForTest returns the context's unused pool memory to the driver.
+func TrimPoolsForTest(c *Context) {
+	if ms, err := memFor(c); err == nil {
+		ms.trim()
+	}
+}

@@ -1,0 +1,279 @@
+package cuda
+
+import (
+	"bytes"
+	"math"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gocuda/gocuda/resource"
+)
+
+// requireGPU skips a test of package cuda where there is no usable driver or device
+// (internal tests cannot import gputest, which imports cuda).
+func requireGPU(t testing.TB) {
+	t.Helper()
+	n, err := DeviceCount()
+	if err != nil || n == 0 {
+		t.Skipf("no CUDA device (%v); GPU tests run on the GPU machine", err)
+	}
+}
+
+// fakeMem returns a context, a stream of it and a buffer of it that were never near
+// a driver: enough for the argument checks, which come before any driver call.
+func fakeMem(size int) (*Context, *Stream, *DeviceBuffer) {
+	c := &Context{}
+	s := &Stream{&stream{ctx: c}}
+	b := &DeviceBuffer{m: memBase{ctx: c, size: size, elem: 1, kind: KindDevice}}
+	return c, s, b
+}
+
+func TestMemBadSizesCPU(t *testing.T) {
+	for _, n := range []int{0, -1, math.MinInt} {
+		_, err := Alloc(n)
+		require.ErrorIs(t, err, ErrInvalidArgument, n)
+		_, err = AllocHost(n)
+		require.ErrorIs(t, err, ErrInvalidArgument, n)
+		_, err = AllocManaged(n)
+		require.ErrorIs(t, err, ErrInvalidArgument, n)
+		c, s, _ := fakeMem(0)
+		_, err = c.Alloc(s, n)
+		require.ErrorIs(t, err, ErrInvalidArgument, n)
+		_, err = c.AllocHost(n)
+		require.ErrorIs(t, err, ErrInvalidArgument, n)
+		_, err = c.AllocManaged(n)
+		require.ErrorIs(t, err, ErrInvalidArgument, n)
+		_, err = AllocFor[float32](s, n)
+		require.ErrorIs(t, err, ErrInvalidArgument, n)
+	}
+	_, s, _ := fakeMem(0)
+	_, err := AllocFor[float64](s, math.MaxInt/4)
+	require.ErrorIs(t, err, ErrInvalidArgument, "size overflows")
+	_, err = AllocFor[*int](s, 4)
+	require.ErrorIs(t, err, ErrInvalidArgument, "pointers")
+	_, err = AllocFor[struct{}](s, 4)
+	require.ErrorIs(t, err, ErrInvalidArgument, "zero size")
+	_, err = AllocFor[int32](nil, 4)
+	require.ErrorIs(t, err, ErrInvalidArgument, "nil stream")
+
+	_, err = Wrap([]byte{})
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	_, err = Wrap([]string{"x"})
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	_, err = WrapIn(nil, []byte{1})
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	_, err = WrapIn[int](&Context{}, nil)
+	require.ErrorIs(t, err, ErrInvalidArgument)
+}
+
+func TestMemStreamAndContextChecksCPU(t *testing.T) {
+	c, s, _ := fakeMem(0)
+	_, err := c.Alloc(nil, 16)
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	_, err = (*Context)(nil).Alloc(s, 16)
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	_, err = (*Context)(nil).AllocHost(16)
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	_, err = (*Context)(nil).AllocManaged(16)
+	require.ErrorIs(t, err, ErrInvalidArgument)
+
+	other, os, _ := fakeMem(0)
+	_, err = c.Alloc(os, 16)
+	require.ErrorIs(t, err, ErrWrongContext)
+
+	closed := &Stream{&stream{ctx: c, closed: true}}
+	_, err = c.Alloc(closed, 16)
+	require.ErrorIs(t, err, ErrClosed)
+
+	other.dead.Store(true)
+	_, err = other.Alloc(os, 16)
+	require.ErrorIs(t, err, ErrClosed)
+	_, err = other.AllocHost(16)
+	require.ErrorIs(t, err, ErrClosed)
+	_, err = WrapIn(other, []byte{1})
+	require.ErrorIs(t, err, ErrClosed)
+}
+
+func TestMemCopyChecksCPU(t *testing.T) {
+	c, s, b := fakeMem(64)
+	src := make([]float32, 16)
+	big := make([]float32, 17)
+
+	// Too long for the buffer, either way.
+	require.ErrorIs(t, CopyToDevice(b, big), ErrInvalidArgument)
+	require.ErrorIs(t, CopyFromDevice(big, b), ErrInvalidArgument)
+	require.ErrorIs(t, CopyToDeviceAsync(s, b, big), ErrInvalidArgument)
+	require.ErrorIs(t, CopyFromDeviceAsync(s, big, b), ErrInvalidArgument)
+	// Element types the GPU cannot hold.
+	require.ErrorIs(t, CopyToDevice(b, []*int{nil}), ErrInvalidArgument)
+	require.ErrorIs(t, CopyFromDevice([]struct{ s []int }{{}}, b), ErrInvalidArgument)
+	// Nil streams and buffers.
+	require.ErrorIs(t, CopyToDeviceAsync(nil, b, src), ErrInvalidArgument)
+	require.ErrorIs(t, CopyFromDeviceAsync(nil, src, b), ErrInvalidArgument)
+	require.ErrorIs(t, CopyToDevice(nil, src), ErrInvalidArgument)
+	require.ErrorIs(t, CopyFromDevice(src, nil), ErrInvalidArgument)
+	require.ErrorIs(t, CopyToDevice(&DeviceBuffer{}, src), ErrInvalidArgument)
+	require.ErrorIs(t, Copy(nil, b), ErrInvalidArgument)
+	require.ErrorIs(t, Copy(b, (*DeviceBuffer)(nil)), ErrInvalidArgument)
+	require.ErrorIs(t, Copy(b, (*HostBuffer)(nil)), ErrInvalidArgument)
+	require.ErrorIs(t, CopyAsync(nil, b, b), ErrInvalidArgument)
+	require.ErrorIs(t, b.Memset8Async(nil, 1), ErrInvalidArgument)
+	require.ErrorIs(t, b.Memset16Async(nil, 1), ErrInvalidArgument)
+	require.ErrorIs(t, b.Memset32Async(nil, 1), ErrInvalidArgument)
+	require.ErrorIs(t, (*DeviceBuffer)(nil).Memset8(1), ErrInvalidArgument)
+
+	// Memset widths that do not divide the size.
+	_, _, odd := fakeMem(6)
+	require.ErrorIs(t, odd.Memset32(1), ErrInvalidArgument)
+	_, _, odd = fakeMem(5)
+	require.ErrorIs(t, odd.Memset16(1), ErrInvalidArgument)
+
+	// Another context: the stream's or the other buffer's.
+	oc, os, ob := fakeMem(64)
+	require.ErrorIs(t, CopyToDeviceAsync(os, b, src), ErrWrongContext)
+	require.ErrorIs(t, CopyFromDeviceAsync(os, src, b), ErrWrongContext)
+	require.ErrorIs(t, b.Memset8Async(os, 1), ErrWrongContext)
+	require.ErrorIs(t, Copy(b, ob), ErrWrongContext)
+	require.ErrorIs(t, CopyAsync(s, ob, ob), ErrWrongContext)
+	_, _, small := fakeMem(8)
+	require.ErrorIs(t, Copy(small, b), ErrInvalidArgument, "source larger than destination")
+
+	// Use after Close.
+	b.m.closed.Store(true)
+	require.ErrorIs(t, CopyToDevice(b, src), ErrClosed)
+	require.ErrorIs(t, CopyFromDevice(src, b), ErrClosed)
+	require.ErrorIs(t, CopyToDeviceAsync(s, b, src), ErrClosed)
+	require.ErrorIs(t, CopyFromDeviceAsync(s, src, b), ErrClosed)
+	require.ErrorIs(t, b.Memset8(0), ErrClosed)
+	require.ErrorIs(t, b.Memset32Async(s, 0), ErrClosed)
+	live := &DeviceBuffer{m: memBase{ctx: c, size: 64, elem: 1}}
+	require.ErrorIs(t, Copy(b, live), ErrClosed)
+	require.ErrorIs(t, Copy(live, b), ErrClosed)
+	require.ErrorIs(t, Copy(b, b), ErrClosed)
+	_, _, err := b.devicePtr()
+	require.ErrorIs(t, err, ErrClosed)
+
+	// A destroyed context.
+	oc.dead.Store(true)
+	require.ErrorIs(t, CopyToDevice(ob, src), ErrClosed)
+}
+
+func TestMemCloseCPU(t *testing.T) {
+	// Nil and zero buffers: typed errors, no panic.
+	require.ErrorIs(t, (*DeviceBuffer)(nil).Close(), ErrInvalidArgument)
+	require.ErrorIs(t, (*HostBuffer)(nil).Free(), ErrInvalidArgument)
+	require.ErrorIs(t, (*ManagedBuffer)(nil).Close(), ErrInvalidArgument)
+	require.ErrorIs(t, (*WrappedBuffer)(nil).Close(), ErrInvalidArgument)
+	require.ErrorIs(t, (&WrappedBuffer{}).Close(), ErrInvalidArgument)
+	require.ErrorIs(t, (&DeviceBuffer{}).Close(), ErrClosed)
+	assert.Zero(t, (*DeviceBuffer)(nil).Ptr())
+	assert.Zero(t, (*DeviceBuffer)(nil).Size())
+	assert.Zero(t, (*DeviceBuffer)(nil).Len())
+	assert.Nil(t, (*DeviceBuffer)(nil).Context())
+	assert.Zero(t, (*WrappedBuffer)(nil).Size())
+	assert.Nil(t, (*HostBuffer)(nil).Bytes())
+	assert.Nil(t, HostSlice[float64](nil))
+	assert.Nil(t, ManagedSlice[int32](nil))
+
+	// Double Close, through a registration whose release touches no driver.
+	_, _, b := fakeMem(16)
+	released := 0
+	b.m.reg = resource.ResourceFinalizerErr(func(b *DeviceBuffer) error {
+		released++
+		b.m.closed.Store(true)
+		return nil
+	}, b, false)
+	require.NoError(t, b.Close())
+	require.ErrorIs(t, b.Close(), ErrClosed)
+	require.ErrorIs(t, b.Free(), ErrClosed)
+	assert.Equal(t, 1, released)
+
+	// Host views of a closed buffer are nil.
+	h := &HostBuffer{m: memBase{ctx: &Context{}, size: 16, elem: 1, kind: KindPinned}}
+	h.m.closed.Store(true)
+	assert.Nil(t, h.Bytes())
+	assert.Nil(t, HostSlice[uint32](h))
+}
+
+func TestMemHostClassCPU(t *testing.T) {
+	for _, tc := range []struct {
+		n, class int
+		cached   bool
+	}{
+		{1, 512, true}, {512, 512, true}, {513, 1024, true}, {4096, 4096, true},
+		{4097, 8192, true}, {1 << 20, 1 << 20, true}, {1<<20 + 1, 2 << 20, true},
+		{64 << 20, 64 << 20, true}, {64<<20 + 1, 64<<20 + 1, false},
+	} {
+		class, cached := hostClass(tc.n)
+		assert.Equal(t, tc.class, class, tc.n)
+		assert.Equal(t, tc.cached, cached, tc.n)
+		if cached {
+			c2, _ := hostClass(class)
+			assert.Equal(t, class, c2, "a class is its own class")
+		}
+	}
+}
+
+func TestMemTunablesCPU(t *testing.T) {
+	prev := SetGCThreshold(0.25)
+	defer SetGCThreshold(prev)
+	assert.Equal(t, 0.25, SetGCThreshold(math.NaN()))
+	assert.Equal(t, 0.0, SetGCThreshold(7))
+	assert.Equal(t, 1.0, SetGCThreshold(-1))
+	assert.Equal(t, 0.0, SetGCThreshold(0.125))
+
+	def := SetWrapLimit(1 << 20)
+	assert.Positive(t, def)
+	assert.Equal(t, int64(1<<20), SetWrapLimit(-5))
+	assert.Equal(t, def, wrapLimit(), "negative restores the default")
+	if runtime.GOOS == "linux" {
+		assert.Positive(t, memTotal())
+	}
+
+	assert.Equal(t, "device", KindDevice.String())
+	assert.Equal(t, "pinned", KindPinned.String())
+	assert.Equal(t, "unified", KindUnified.String())
+	assert.Equal(t, "wrapped", KindWrapped.String())
+	assert.Equal(t, "MemoryKind(9)", MemoryKind(9).String())
+	assert.Equal(t, "512 B", fmtBytes(512))
+	assert.Equal(t, "1.5 KiB", fmtBytes(1536))
+	assert.Equal(t, "140.0 GiB", fmtBytes(140<<30))
+
+	s := MemoryStats{Contexts: []ContextMemoryStats{{Device: 0, Primary: true, Free: 1 << 30, Total: 2 << 30}}}
+	s.Contexts[0].Kinds[KindDevice] = PoolStats{Kind: KindDevice, Pool: true, Used: 4096, Reserved: 1 << 21, Buffers: 1, Bytes: 4096}
+	s.Contexts[0].Kinds[KindPinned] = PoolStats{Kind: KindPinned, PoolError: ErrNotSupported, Cached: 8192, CachedBlocks: 2}
+	out := s.String()
+	assert.Contains(t, out, "device 0 (primary context): 1.0 GiB free of 2.0 GiB")
+	assert.Contains(t, out, "pool used 4.0 KiB reserved 2.0 MiB")
+	assert.Contains(t, out, "no pool")
+	assert.Contains(t, out, "cached 8.0 KiB in 2 blocks")
+	assert.Contains(t, out, "resources:")
+}
+
+func TestMemProfileCPU(t *testing.T) {
+	p := pprof.Lookup(MemoryProfileName)
+	require.NotNil(t, p)
+	before := p.Count()
+	prev := EnableMemoryProfile(true)
+	defer EnableMemoryProfile(prev)
+	m := &memBase{}
+	profileAdd(m, 0)
+	assert.NotZero(t, m.prof)
+	assert.Equal(t, before+1, p.Count())
+	var buf bytes.Buffer
+	require.NoError(t, p.WriteTo(&buf, 1))
+	assert.True(t, strings.Contains(buf.String(), "TestMemProfileCPU"), buf.String())
+	profileRemove(m)
+	assert.Equal(t, before, p.Count())
+	profileRemove(m) // idempotent
+
+	EnableMemoryProfile(false)
+	m2 := &memBase{}
+	profileAdd(m2, 0)
+	assert.Zero(t, m2.prof, "off: nothing recorded")
+}

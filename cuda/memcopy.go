@@ -1,0 +1,312 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"unsafe"
+)
+
+// Copies and memset. Each has a form that queues the work on a stream and returns
+// (…Async, taking the *Stream first) and a form that waits for it. The waiting forms
+// run on the stream that last used the buffer if it is still open, else on the
+// package's stream for the context, and wait only for that stream's work up to the
+// copy, holding no lock meanwhile. Every form records the stream (and its generation)
+// on the buffers it uses: they are freed there.
+//
+// Copies from and to Go slices use pageable memory: the driver stages them, so the
+// async forms return once the slice has been read (host to device) or written (device
+// to host), and the slice may be reused at once. Use a HostBuffer for copies that
+// overlap with other work.
+
+// CopyToDevice copies src into the start of dst and waits for the copy. src must not
+// be longer than dst; T must be free of Go pointers.
+func CopyToDevice[T any](dst *DeviceBuffer, src []T) error {
+	p, n, err := hostSpan(src)
+	if err != nil {
+		return err
+	}
+	err = copyHost(nil, dst.base(), p, n, true)
+	runtime.KeepAlive(src)
+	return err
+}
+
+// CopyToDeviceAsync queues a copy of src into the start of dst on s.
+func CopyToDeviceAsync[T any](s *Stream, dst *DeviceBuffer, src []T) error {
+	if err := checkStream(s); err != nil {
+		return err
+	}
+	p, n, err := hostSpan(src)
+	if err != nil {
+		return err
+	}
+	err = copyHost(s, dst.base(), p, n, true)
+	runtime.KeepAlive(src)
+	return err
+}
+
+// CopyFromDevice fills dst from the start of src and waits for the copy. dst must
+// not be longer than src.
+func CopyFromDevice[T any](dst []T, src *DeviceBuffer) error {
+	p, n, err := hostSpan(dst)
+	if err != nil {
+		return err
+	}
+	err = copyHost(nil, src.base(), p, n, false)
+	runtime.KeepAlive(dst)
+	return err
+}
+
+// CopyFromDeviceAsync queues a copy from the start of src into dst on s. With a
+// pageable dst (any ordinary Go slice) the driver returns only once the copy is done.
+func CopyFromDeviceAsync[T any](s *Stream, dst []T, src *DeviceBuffer) error {
+	if err := checkStream(s); err != nil {
+		return err
+	}
+	p, n, err := hostSpan(dst)
+	if err != nil {
+		return err
+	}
+	err = copyHost(s, src.base(), p, n, false)
+	runtime.KeepAlive(dst)
+	return err
+}
+
+// Copy copies all of src into the start of dst (any kinds of memory, through unified
+// addressing) and waits for the copy. src must not be larger than dst.
+func Copy(dst, src Memory) error { return copyMem(nil, dst, src) }
+
+// CopyAsync queues a copy of all of src into the start of dst on s.
+func CopyAsync(s *Stream, dst, src Memory) error {
+	if err := checkStream(s); err != nil {
+		return err
+	}
+	return copyMem(s, dst, src)
+}
+
+// Memset8 sets every byte of the buffer to v and waits.
+func (b *DeviceBuffer) Memset8(v uint8) error { return memset(nil, b.base(), 1, uint32(v)) }
+
+// Memset16 sets every 2-byte word of the buffer to v and waits; the size must be a
+// multiple of 2.
+func (b *DeviceBuffer) Memset16(v uint16) error { return memset(nil, b.base(), 2, uint32(v)) }
+
+// Memset32 sets every 4-byte word of the buffer to v and waits; the size must be a
+// multiple of 4.
+func (b *DeviceBuffer) Memset32(v uint32) error { return memset(nil, b.base(), 4, v) }
+
+// Memset8Async queues setting every byte of the buffer to v on s.
+func (b *DeviceBuffer) Memset8Async(s *Stream, v uint8) error {
+	if err := checkStream(s); err != nil {
+		return err
+	}
+	return memset(s, b.base(), 1, uint32(v))
+}
+
+// Memset16Async queues setting every 2-byte word of the buffer to v on s.
+func (b *DeviceBuffer) Memset16Async(s *Stream, v uint16) error {
+	if err := checkStream(s); err != nil {
+		return err
+	}
+	return memset(s, b.base(), 2, uint32(v))
+}
+
+// Memset32Async queues setting every 4-byte word of the buffer to v on s.
+func (b *DeviceBuffer) Memset32Async(s *Stream, v uint32) error {
+	if err := checkStream(s); err != nil {
+		return err
+	}
+	return memset(s, b.base(), 4, v)
+}
+
+// copyHost copies n bytes between host memory at p and the start of m.
+func copyHost(s *Stream, m *memBase, p unsafe.Pointer, n int, toDevice bool) error {
+	if err := m.check(); err != nil {
+		return err
+	}
+	if n > m.size {
+		return fmt.Errorf("%w: copying %d bytes with a %d-byte buffer", ErrInvalidArgument, n, m.size)
+	}
+	if s != nil && s.ctx != m.ctx {
+		return fmt.Errorf("cuda: copying on a stream of another context: %w", ErrWrongContext)
+	}
+	if err := m.acquire(); err != nil {
+		return err
+	}
+	if n == 0 {
+		m.rw.RUnlock()
+		return nil
+	}
+	ctx := m.ctx.h
+	return run(s, func(h CUstream) error {
+		if toDevice {
+			return inMemcpyHtoDAsync(ctx, m.ptr, p, uint64(n), h)
+		}
+		return inMemcpyDtoHAsync(ctx, p, m.ptr, uint64(n), h)
+	}, m, nil)
+}
+
+func copyMem(s *Stream, dst, src Memory) error {
+	if dst == nil || src == nil {
+		return fmt.Errorf("%w: nil memory", ErrInvalidArgument)
+	}
+	d, o := dst.base(), src.base()
+	if err := d.check(); err != nil {
+		return err
+	}
+	if err := o.check(); err != nil {
+		return err
+	}
+	if o.size > d.size {
+		return fmt.Errorf("%w: copying %d bytes into a %d-byte buffer", ErrInvalidArgument, o.size, d.size)
+	}
+	if d.ctx != o.ctx || (s != nil && s.ctx != d.ctx) {
+		return fmt.Errorf("cuda: copying between contexts: %w", ErrWrongContext)
+	}
+	ctx := d.ctx.h
+	dp, sp, n := d.ptr, o.ptr, uint64(o.size)
+	if d == o {
+		if err := d.acquire(); err != nil {
+			return err
+		}
+		o = nil
+	} else if err := acquirePair(d, o); err != nil {
+		return err
+	}
+	return run(s, func(h CUstream) error { return inMemcpyAsync(ctx, dp, sp, n, h) }, d, o)
+}
+
+// acquirePair acquires two distinct buffers in address order.
+func acquirePair(a, b *memBase) error {
+	if uintptr(unsafe.Pointer(a)) > uintptr(unsafe.Pointer(b)) {
+		a, b = b, a
+	}
+	if err := a.acquire(); err != nil {
+		return err
+	}
+	if err := b.acquire(); err != nil {
+		a.rw.RUnlock()
+		return err
+	}
+	return nil
+}
+
+func memset(s *Stream, m *memBase, width int, v uint32) error {
+	if err := m.check(); err != nil {
+		return err
+	}
+	if m.size%width != 0 {
+		return fmt.Errorf("%w: %d-byte memset of a %d-byte buffer", ErrInvalidArgument, width, m.size)
+	}
+	if s != nil && s.ctx != m.ctx {
+		return fmt.Errorf("cuda: memset on a stream of another context: %w", ErrWrongContext)
+	}
+	if err := m.acquire(); err != nil {
+		return err
+	}
+	ctx, p, n := m.ctx.h, m.ptr, uint64(m.size/width)
+	return run(s, func(h CUstream) error {
+		switch width {
+		case 1:
+			return inMemsetD8Async(ctx, p, uint8(v), n, h)
+		case 2:
+			return inMemsetD16Async(ctx, p, uint16(v), n, h)
+		}
+		return inMemsetD32Async(ctx, p, v, n, h)
+	}, m, nil)
+}
+
+// run queues op, which uses a and b (b may be nil; both acquired by the caller, and
+// released here), on s; with s nil it picks the stream for a (see syncStreamFor),
+// orders it after b's last use, and waits for op. Either way the memory's last use
+// becomes op's stream; a last use on a stream closed since is waited for on the
+// device first.
+func run(s *Stream, op func(h CUstream) error, a, b *memBase) error {
+	ms := a.ms
+	var ev CUevent
+	err := queue(ms, s, op, a, b, &ev)
+	a.rw.RUnlock()
+	if b != nil {
+		b.rw.RUnlock()
+	}
+	if ev != 0 {
+		// Wait for the copy holding no lock, then give the event back.
+		if err == nil {
+			err = ms.waitEvent(ev)
+		}
+		ms.putEvent(ev)
+	}
+	return err
+}
+
+// queue queues op for run; without a stream it also records *ev after op.
+func queue(ms *memState, s *Stream, op func(h CUstream) error, a, b *memBase, ev *CUevent) error {
+	if s != nil {
+		t := s.stream
+		if err := ms.orderAfterClosed(a, t); err != nil {
+			return err
+		}
+		if b != nil {
+			if err := ms.orderAfterClosed(b, t); err != nil {
+				return err
+			}
+		}
+		return t.use(func(h CUstream) error {
+			if err := op(h); err != nil {
+				return err
+			}
+			a.usedOn(t)
+			if b != nil {
+				b.usedOn(t)
+			}
+			return nil
+		})
+	}
+	e, err := ms.getEvent()
+	if err != nil {
+		return err
+	}
+	*ev = e
+	// The stream picked may be closed by its owner before the work is queued: then
+	// pick again (the default stream, which is never closed).
+	for attempt := 0; ; attempt++ {
+		t, err := ms.syncStreamFor(a)
+		if err == nil && b != nil {
+			err = ms.orderAfterLast(b, t)
+		}
+		if err != nil {
+			return err
+		}
+		ran := false
+		err = t.use(func(h CUstream) error {
+			ran = true
+			if err := op(h); err != nil {
+				return err
+			}
+			a.usedOn(t)
+			if b != nil {
+				b.usedOn(t)
+			}
+			return inEventRecord(ms.ctx.h, e, h)
+		})
+		if !ran && attempt == 0 && errors.Is(err, ErrClosed) {
+			continue
+		}
+		return err
+	}
+}
+
+// orderAfterClosed makes t wait for m's last use when that was on a stream that has
+// been closed (or moved to a new generation) since: its final event. Ordering
+// against a last use on another open stream is the caller's to arrange
+// (Stream.WaitEvent), as in CUDA.
+func (ms *memState) orderAfterClosed(m *memBase, t *stream) error {
+	s, gen := m.lastUse()
+	if s == nil || s == t && s.gen.Load() == gen {
+		return nil
+	}
+	if ran, _ := useIfCurrent(s, gen, func(CUstream) error { return nil }); ran {
+		return nil
+	}
+	return ms.orderAfterLast(m, t)
+}

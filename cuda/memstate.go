@@ -1,0 +1,381 @@
+package cuda
+
+import (
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/gocuda/gocuda/resource"
+)
+
+// memState is a context's memory machinery: the device's pool, the package's
+// streams for the context, the pinned and unified pools with their caches, a pool of
+// events and the counters.
+type memState struct {
+	ctx   *Context
+	total uint64 // device memory in bytes
+
+	// defStream orders Alloc without a stream and the copies without a stream
+	// argument; hostStream orders pinned and unified pool allocations, which are
+	// waited for before the host touches them (so nothing else is queued there).
+	defStream  *stream
+	hostStream *stream
+
+	mu        sync.Mutex
+	devReady  atomic.Bool
+	devPool   CUmemoryPool
+	hostReady atomic.Bool
+	pinned    hostKind
+	unified   hostKind
+
+	evMu   sync.Mutex
+	events []CUevent
+
+	live      [numKinds]atomic.Int64
+	liveBytes [numKinds]atomic.Int64
+	sinceGC   atomic.Int64 // bytes allocated since the last pressure collection
+}
+
+var memStates sync.Map // *Context → *memState
+
+type memEntry struct {
+	once sync.Once
+	ms   atomic.Pointer[memState]
+	err  error
+}
+
+// memFor returns c's memory state, creating it (and the context's default stream)
+// on first use.
+func memFor(c *Context) (*memState, error) {
+	v, ok := memStates.Load(c)
+	if !ok {
+		v, _ = memStates.LoadOrStore(c, &memEntry{})
+	}
+	e := v.(*memEntry)
+	e.once.Do(func() {
+		ms := &memState{ctx: c}
+		ms.pinned = hostKind{ms: ms, kind: KindPinned}
+		ms.unified = hostKind{ms: ms, kind: KindUnified}
+		total, err := c.dev.TotalMemory()
+		if err != nil {
+			e.err = err
+			return
+		}
+		ms.total = total
+		if ms.defStream, err = newStream(c, true, 0); err != nil {
+			e.err = err
+			return
+		}
+		e.ms.Store(ms)
+	})
+	if e.err != nil {
+		// Let a later call try again (say after memory was freed).
+		memStates.CompareAndDelete(c, e)
+		return nil, e.err
+	}
+	return e.ms.Load(), nil
+}
+
+// initDevice raises the release threshold of the device's default pool so that
+// freed memory stays in the pool for reuse instead of going back to the driver at
+// every synchronization, as PyTorch and CuPy do.
+func (ms *memState) initDevice() error {
+	if ms.devReady.Load() {
+		return nil
+	}
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	if ms.devReady.Load() {
+		return nil
+	}
+	c := ms.ctx
+	dev, err := c.dev.handle()
+	if err != nil {
+		return err
+	}
+	var pool CUmemoryPool
+	if err := inDeviceGetDefaultMemPool(c.h, &pool, dev); err != nil {
+		return fmt.Errorf("cuda: device %d memory pool: %w", int(c.dev), err)
+	}
+	threshold := uint64(math.MaxUint64)
+	if err := inMemPoolSetAttribute(c.h, pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, unsafe.Pointer(&threshold)); err != nil {
+		return fmt.Errorf("cuda: device %d memory pool release threshold: %w", int(c.dev), err)
+	}
+	ms.devPool = pool
+	ms.devReady.Store(true)
+	return nil
+}
+
+// initHost creates the stream for pool allocations and the pinned and unified
+// pools; where the driver cannot make a pool, that kind falls back to
+// cuMemAllocHost or cuMemAllocManaged, whose blocks are cached for reuse.
+func (ms *memState) initHost() error {
+	if ms.hostReady.Load() {
+		return nil
+	}
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	if ms.hostReady.Load() {
+		return nil
+	}
+	c := ms.ctx
+	s, err := newStream(c, true, 0)
+	if err != nil {
+		return err
+	}
+	ms.hostStream = s
+	threshold := uint64(math.MaxUint64)
+
+	pinned := CUmemPoolProps{AllocType: CU_MEM_ALLOCATION_TYPE_PINNED, Location: CUmemLocation{Type: CU_MEM_LOCATION_TYPE_HOST}}
+	ms.pinned.pool, ms.pinned.poolErr = ms.createPool(&pinned, &threshold, !testNoHostPools)
+	if ms.pinned.pool != 0 {
+		// A host pool's memory is accessible from the host only until the device
+		// is given access: copies and kernels need it.
+		access := CUmemAccessDesc{Location: CUmemLocation{Type: CU_MEM_LOCATION_TYPE_DEVICE, Id: int32(c.dev)}, Flags: CU_MEM_ACCESS_FLAGS_PROT_READWRITE}
+		if err := inMemPoolSetAccess(c.h, ms.pinned.pool, &access, 1); err != nil {
+			ms.pinned.poolErr = fmt.Errorf("cuda: giving the device access to the pinned pool: %w", err)
+			_ = inMemPoolDestroy(c.h, ms.pinned.pool)
+			ms.pinned.pool = 0
+		}
+	}
+	unified := CUmemPoolProps{AllocType: CU_MEM_ALLOCATION_TYPE_MANAGED, Location: CUmemLocation{Type: CU_MEM_LOCATION_TYPE_DEVICE, Id: int32(c.dev)}}
+	ms.unified.pool, ms.unified.poolErr = ms.createPool(&unified, &threshold, !testNoHostPools)
+	ms.hostReady.Store(true)
+	return nil
+}
+
+// testNoHostPools makes new contexts use the fallbacks (tests).
+var testNoHostPools bool
+
+func (ms *memState) createPool(props *CUmemPoolProps, threshold *uint64, enabled bool) (CUmemoryPool, error) {
+	if !enabled {
+		return 0, fmt.Errorf("cuda: memory pools disabled: %w", ErrNotSupported)
+	}
+	c := ms.ctx
+	var pool CUmemoryPool
+	if err := inMemPoolCreate(c.h, &pool, props); err != nil {
+		return 0, fmt.Errorf("cuda: creating a %v memory pool: %w", props.AllocType, err)
+	}
+	if err := inMemPoolSetAttribute(c.h, pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, unsafe.Pointer(threshold)); err != nil {
+		_ = inMemPoolDestroy(c.h, pool)
+		return 0, fmt.Errorf("cuda: setting a memory pool's release threshold: %w", err)
+	}
+	return pool, nil
+}
+
+// getEvent returns an event of the context's pool (a cheap, non-timing event).
+func (ms *memState) getEvent() (CUevent, error) {
+	ms.evMu.Lock()
+	if n := len(ms.events); n > 0 {
+		ev := ms.events[n-1]
+		ms.events = ms.events[:n-1]
+		ms.evMu.Unlock()
+		return ev, nil
+	}
+	ms.evMu.Unlock()
+	var ev CUevent
+	if err := inEventCreate(ms.ctx.h, &ev, uint32(CU_EVENT_DISABLE_TIMING|CU_EVENT_BLOCKING_SYNC)); err != nil {
+		return 0, fmt.Errorf("cuda: creating an event: %w", err)
+	}
+	return ev, nil
+}
+
+// putEvent returns an event to the pool. Recording it again is safe once every
+// query, synchronization or stream wait of its last record has been issued.
+func (ms *memState) putEvent(ev CUevent) {
+	if ev == 0 {
+		return
+	}
+	ms.evMu.Lock()
+	ms.events = append(ms.events, ev)
+	ms.evMu.Unlock()
+}
+
+// waitEvent waits for ev on the host: polling, then yielding, then blocking.
+func (ms *memState) waitEvent(ev CUevent) error {
+	h := ms.ctx.h
+	return wait(func() (bool, error) { return ready(inEventQuery(h, ev)) },
+		func() error { return inEventSynchronize(h, ev) })
+}
+
+// syncInternal waits for one of the package's own streams (never closed).
+func (ms *memState) syncInternal(s *stream) error {
+	h := ms.ctx.h
+	return wait(func() (bool, error) { return ready(inStreamQuery(h, s.h)) },
+		func() error { return inStreamSynchronize(h, s.h) })
+}
+
+// fence marks the end of the GPU work that last used a block: an event recorded on
+// the stream at release, or the final event of a stream closed since, or nothing
+// (no GPU work used it).
+type fence struct {
+	ev    CUevent // from the context's event pool; 0 if none
+	final *Event  // a closed stream's final event (kept alive by this reference)
+	done  bool
+}
+
+// fenceAfter returns a fence for the work queued on s (in generation gen) so far.
+func (ms *memState) fenceAfter(s *stream, gen uint64) (fence, error) {
+	if s == nil {
+		return fence{done: true}, nil
+	}
+	ev, err := ms.getEvent()
+	if err != nil {
+		return fence{}, err
+	}
+	ran, err := useIfCurrent(s, gen, func(h CUstream) error { return inEventRecord(ms.ctx.h, ev, h) })
+	if ran {
+		if err != nil {
+			ms.putEvent(ev)
+			return fence{}, err
+		}
+		return fence{ev: ev}, nil
+	}
+	ms.putEvent(ev)
+	final, err := waitableFinal(ms.ctx, s)
+	if err != nil {
+		return fence{}, err
+	}
+	if final == nil {
+		return fence{done: true}, nil
+	}
+	return fence{final: final}, nil
+}
+
+func (f *fence) event() CUevent {
+	if f.final != nil {
+		return f.final.h
+	}
+	return f.ev
+}
+
+// poll reports, without waiting, whether the fenced work has finished.
+func (f *fence) poll(ms *memState) bool {
+	if f.done {
+		return true
+	}
+	ok, err := ready(inEventQuery(ms.ctx.h, f.event()))
+	if err != nil || !ok {
+		return false
+	}
+	f.clear(ms)
+	return true
+}
+
+// wait waits on the host for the fenced work.
+func (f *fence) wait(ms *memState) error {
+	if f.done {
+		return nil
+	}
+	if err := ms.waitEvent(f.event()); err != nil {
+		return err
+	}
+	f.clear(ms)
+	return nil
+}
+
+// orderOn makes work queued on h after this call wait for the fenced work.
+func (f *fence) orderOn(ms *memState, h CUstream) error {
+	if f.done {
+		return nil
+	}
+	return inStreamWaitEvent(ms.ctx.h, h, f.event(), 0)
+}
+
+// clear marks the fence done and returns its event.
+func (f *fence) clear(ms *memState) {
+	ms.putEvent(f.ev)
+	*f = fence{done: true}
+}
+
+// syncStreamFor picks the stream for an operation that has no stream argument: the
+// stream that last used m if it is still open, else the context's default stream,
+// ordered after the closed stream's last work.
+func (ms *memState) syncStreamFor(m *memBase) (*stream, error) {
+	s, gen := m.lastUse()
+	if s == nil {
+		return ms.defStream, nil
+	}
+	if ran, _ := useIfCurrent(s, gen, func(CUstream) error { return nil }); ran {
+		return s, nil
+	}
+	if err := ms.orderAfterLast(m, ms.defStream); err != nil {
+		return nil, err
+	}
+	return ms.defStream, nil
+}
+
+// orderAfterLast makes work queued on t after this call wait for the work queued
+// so far on the stream that last used m, when that is another stream (or another
+// generation of t). Operations without a stream argument use it; the stream-ordered
+// ownership hand-off for operations on a caller's stream is built on the same
+// record.
+func (ms *memState) orderAfterLast(m *memBase, t *stream) error {
+	s, gen := m.lastUse()
+	if s == nil || (s == t && s.gen.Load() == gen) {
+		return nil
+	}
+	f, err := ms.fenceAfter(s, gen)
+	if err != nil {
+		return err
+	}
+	err = t.use(func(h CUstream) error { return f.orderOn(ms, h) })
+	if f.ev != 0 {
+		// The wait is queued: the event may be recorded again.
+		ms.putEvent(f.ev)
+	}
+	return err
+}
+
+// reclaimForOOM makes room after an allocation failed for lack of memory: it hands
+// the caches' blocks back, runs resource.Reclaim (garbage buffers are freed), waits
+// for the context's work so that the frees have happened before the retry, and
+// returns the pools' unused memory to the driver (another pool, or an allocator
+// outside them, may be the one that needs it).
+func (ms *memState) reclaimForOOM() {
+	oomReclaims.Add(1)
+	if ms.hostReady.Load() {
+		ms.pinned.flush()
+		ms.unified.flush()
+	}
+	_, _ = resource.Reclaim()
+	_ = inCtxSynchronize(ms.ctx.h)
+	ms.trim()
+}
+
+// trim returns the memory the pools hold unused to the driver.
+func (ms *memState) trim() {
+	h := ms.ctx.h
+	if ms.devReady.Load() {
+		_ = inMemPoolTrimTo(h, ms.devPool, 0)
+	}
+	if ms.hostReady.Load() {
+		for _, k := range []*hostKind{&ms.pinned, &ms.unified} {
+			if k.pool != 0 {
+				_ = inMemPoolTrimTo(h, k.pool, 0)
+			}
+		}
+	}
+}
+
+var oomReclaims atomic.Int64 // tests
+
+// track counts a new buffer, profiles it, and applies memory pressure. The caller
+// of the package's exported function is skip frames above track's caller.
+func (ms *memState) track(m *memBase, skip int) {
+	ms.live[m.kind].Add(1)
+	ms.liveBytes[m.kind].Add(int64(m.size))
+	profileAdd(m, skip+1)
+	if m.kind != KindWrapped {
+		ms.pressure(m.size)
+	}
+}
+
+// untrack undoes track when m is freed.
+func (ms *memState) untrack(m *memBase) {
+	ms.live[m.kind].Add(-1)
+	ms.liveBytes[m.kind].Add(-int64(m.size))
+	profileRemove(m)
+}

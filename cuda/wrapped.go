@@ -1,0 +1,260 @@
+package cuda
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/gocuda/gocuda/resource"
+)
+
+// WrappedBuffer is Go memory registered with the driver (cuMemHostRegister): the
+// GPU copies to and from it at pinned-memory speed and kernels can read it through
+// Ptr. The Go slice stays pinned (runtime.Pinner) and alive until the buffer is
+// closed: Close waits for the GPU work that used it, then unregisters it. A buffer
+// dropped without Close is unregistered in resource.Reclaim (unregistering may wait
+// for the GPU, so it never happens on the way of the program); when the bytes
+// awaiting that exceed SetWrapLimit's bound, the package starts a Reclaim in the
+// background.
+//
+// Registration works on whole pages: two slices that share a page cannot both be
+// registered (the driver reports CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED), so wrap
+// large, separately allocated slices. Registering costs about 100 µs for 4 KiB; for
+// short-lived buffers HostBuffer is far cheaper.
+type WrappedBuffer struct {
+	w *wrapped
+}
+
+// wrapped is the part of a WrappedBuffer that the release runs on; WrappedBuffer
+// carries a cleanup that counts the bytes awaiting unregistration.
+type wrapped struct {
+	m    memBase
+	host unsafe.Pointer // the Go memory, kept alive and pinned
+	pin  runtime.Pinner
+	st   *wrapState
+}
+
+// wrapState is shared by a WrappedBuffer's cleanup and its release.
+type wrapState struct {
+	size  int64
+	state atomic.Int32 // wrapLive, wrapAwaiting or wrapDone
+}
+
+const (
+	wrapLive int32 = iota
+	wrapAwaiting
+	wrapDone
+)
+
+var wraps struct {
+	live       atomic.Int64 // registered bytes
+	awaiting   atomic.Int64 // bytes of dropped buffers not yet unregistered
+	limit      atomic.Int64 // -1: default, computed at first use
+	reclaiming atomic.Bool
+	reclaims   atomic.Int64
+	defOnce    sync.Once
+	def        int64
+}
+
+func init() { wraps.limit.Store(-1) }
+
+// Wrap registers s for device 0's primary context. T must be free of Go pointers and
+// s not empty.
+func Wrap[T any](s []T) (*WrappedBuffer, error) {
+	if _, n, err := hostSpan(s); err != nil || n == 0 {
+		return nil, emptyWrap(err)
+	}
+	c, err := defaultContext()
+	if err != nil {
+		return nil, err
+	}
+	return wrapIn(c, s, 2)
+}
+
+// WrapIn registers s for the context.
+func WrapIn[T any](c *Context, s []T) (*WrappedBuffer, error) {
+	return wrapIn(c, s, 2)
+}
+
+func emptyWrap(err error) error {
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("%w: wrapping an empty slice", ErrInvalidArgument)
+}
+
+func wrapIn[T any](c *Context, s []T, skip int) (*WrappedBuffer, error) {
+	p, n, err := hostSpan(s)
+	if err != nil || n == 0 {
+		return nil, emptyWrap(err)
+	}
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	ms, err := memFor(c)
+	if err != nil {
+		return nil, err
+	}
+	resource.Drain()
+	maybeReclaimWrapped()
+	w := &wrapped{host: p, st: &wrapState{size: int64(n)}}
+	w.pin.Pin(p)
+	register := func() error { return inMemHostRegister(c.h, p, uint64(n), uint32(CU_MEMHOSTREGISTER_DEVICEMAP)) }
+	err = register()
+	if errors.Is(err, ErrOutOfMemory) {
+		ms.reclaimForOOM()
+		err = register()
+	}
+	if err != nil {
+		w.pin.Unpin()
+		return nil, fmt.Errorf("cuda: registering %d bytes of Go memory: %w", n, err)
+	}
+	var dp CUdeviceptr
+	if err := inMemHostGetDevicePointer(c.h, &dp, p, 0); err != nil {
+		_ = inMemHostUnregister(c.h, p)
+		w.pin.Unpin()
+		return nil, fmt.Errorf("cuda: device address of registered memory: %w", err)
+	}
+	elem, _ := elemSize[T]()
+	w.m = memBase{ctx: c, ms: ms, ptr: dp, size: n, elem: elem, kind: KindWrapped}
+	// No context for the registration: the release must run even after the context
+	// is destroyed, to unpin the Go memory (a Pinner collected while pinning panics);
+	// it makes the context current itself and skips the driver if the context is gone.
+	w.m.reg = resource.ResourceFinalizerErr((*wrapped).unregister, w, true,
+		resource.Kind("cuMemHostUnregister"), resource.WithContext(nil), resource.CallerSkip(skip))
+	ms.track(&w.m, skip)
+	wraps.live.Add(int64(n))
+	out := &WrappedBuffer{w: w}
+	runtime.AddCleanup(out, awaitUnregister, w.st)
+	return out, nil
+}
+
+// unregister waits for the GPU work that used the memory, unregisters and unpins it.
+func (w *wrapped) unregister() error {
+	s, gen := w.m.retire()
+	var err error
+	if c := w.m.ctx; !c.dead.Load() {
+		ms := w.m.ms
+		f, ferr := ms.fenceAfter(s, gen)
+		if ferr == nil {
+			ferr = f.wait(ms)
+			f.clear(ms)
+		}
+		err = errors.Join(ferr, inMemHostUnregister(c.h, w.host))
+	}
+	w.pin.Unpin()
+	w.host = nil
+	wraps.live.Add(-w.st.size)
+	if w.st.state.Swap(wrapDone) == wrapAwaiting {
+		wraps.awaiting.Add(-w.st.size)
+	}
+	return err
+}
+
+// awaitUnregister runs (as a runtime cleanup) when a WrappedBuffer becomes
+// unreachable without Close: its bytes now await unregistration in Reclaim.
+func awaitUnregister(st *wrapState) {
+	if st.state.CompareAndSwap(wrapLive, wrapAwaiting) {
+		wraps.awaiting.Add(st.size)
+		maybeReclaimWrapped()
+	}
+}
+
+// maybeReclaimWrapped starts resource.Reclaim in a goroutine when the bytes awaiting
+// unregistration exceed the limit; at most one runs at a time.
+func maybeReclaimWrapped() {
+	if wraps.awaiting.Load() <= wrapLimit() || !wraps.reclaiming.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer wraps.reclaiming.Store(false)
+		wraps.reclaims.Add(1)
+		_, _ = resource.Reclaim()
+	}()
+}
+
+// SetWrapLimit sets how many bytes of dropped WrappedBuffers may await
+// unregistration before the package runs resource.Reclaim in the background, and
+// returns the previous limit. A negative value restores the default, an eighth of
+// the machine's memory (MemTotal in /proc/meminfo; 1 GiB where that is unknown).
+func SetWrapLimit(bytes int64) (previous int64) {
+	prev := wrapLimit()
+	if bytes < 0 {
+		bytes = -1
+	}
+	wraps.limit.Store(bytes)
+	return prev
+}
+
+func wrapLimit() int64 {
+	if l := wraps.limit.Load(); l >= 0 {
+		return l
+	}
+	wraps.defOnce.Do(func() {
+		wraps.def = 1 << 30
+		if total := memTotal(); total > 0 {
+			wraps.def = total / 8
+		}
+	})
+	return wraps.def
+}
+
+// memTotal returns MemTotal from /proc/meminfo in bytes, or 0.
+func memTotal() int64 {
+	data, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		f := bytes.Fields(sc.Bytes())
+		if len(f) >= 2 && string(f[0]) == "MemTotal:" {
+			kb, err := strconv.ParseInt(string(f[1]), 10, 64)
+			if err != nil {
+				return 0
+			}
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+func (b *WrappedBuffer) base() *memBase {
+	if b == nil || b.w == nil {
+		return nil
+	}
+	return &b.w.m
+}
+
+// Ptr returns the device address of the registered memory.
+func (b *WrappedBuffer) Ptr() CUdeviceptr { return b.base().ptrOrZero() }
+
+// Size returns the registered size in bytes.
+func (b *WrappedBuffer) Size() int { return b.base().sizeOrZero() }
+
+// Context returns the buffer's context.
+func (b *WrappedBuffer) Context() *Context { return b.base().context() }
+
+// Close waits for the GPU work queued so far on the stream that last used the
+// memory, then unregisters and unpins it; the Go slice is ordinary Go memory again.
+// Closing again returns an error matching ErrClosed.
+func (b *WrappedBuffer) Close() error {
+	m := b.base()
+	if m == nil {
+		return fmt.Errorf("%w: nil buffer", ErrInvalidArgument)
+	}
+	err := m.close()
+	runtime.KeepAlive(b)
+	return err
+}
+
+func (b *WrappedBuffer) usedOn(s *stream) { b.base().usedOn(s) }
+
+func (b *WrappedBuffer) devicePtr() (CUdeviceptr, *Context, error) { return b.base().devicePtr() }
