@@ -151,6 +151,15 @@ func (c *Context) disposalStream() (*stream, error) {
 	return s, nil
 }
 
+// selfSwitching is the resource context of this package's own releases: they make
+// their context current themselves, inside their cgo calls (the in* functions), so
+// running them needs no thread lock and no context switch, only the check that the
+// context still exists.
+type selfSwitching struct{ c *Context }
+
+// res returns the resource context for a release of this package in c.
+func (c *Context) res() resource.Context { return selfSwitching{c} }
+
 // currentContext maps the thread's current context to its *Context.
 func currentContext() resource.Context {
 	var h CUcontext
@@ -169,10 +178,22 @@ func installHooks() {
 	resource.SetContextHooks(resource.ContextHooks{
 		Current: currentContext,
 		Alive: func(ctx resource.Context) bool {
-			c, ok := ctx.(*Context)
-			return !ok || !c.dead.Load()
+			switch c := ctx.(type) {
+			case *Context:
+				return !c.dead.Load()
+			case selfSwitching:
+				return !c.c.dead.Load()
+			}
+			return true
 		},
 		Run: func(ctx resource.Context, f func()) error {
+			if sc, ok := ctx.(selfSwitching); ok {
+				if sc.c.dead.Load() {
+					return resource.ErrContextDestroyed
+				}
+				f()
+				return nil
+			}
 			c, ok := ctx.(*Context)
 			if !ok || c == nil {
 				f()

@@ -53,7 +53,7 @@ func newEventIn(c *Context, timing bool) (*Event, error) {
 		return nil, fmt.Errorf("cuda: creating an event: %w", err)
 	}
 	e.reg = resource.ResourceFinalizerErr(func(e *event) error { return inEventDestroy(e.ctx.h, e.h) }, e, false,
-		resource.Kind("cuEventDestroy"), resource.WithContext(c), resource.CallerSkip(2))
+		resource.Kind("cuEventDestroy"), resource.WithContext(c.res()), resource.CallerSkip(2))
 	return &Event{e}, nil
 }
 

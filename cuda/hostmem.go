@@ -62,7 +62,7 @@ func (c *Context) allocHost(bytes, skip int) (*HostBuffer, error) {
 	}
 	b := &HostBuffer{m: memBase{ctx: c, ms: ms, ptr: blk.ptr, size: bytes, elem: 1, kind: KindPinned}, blk: blk}
 	b.m.reg = resource.ResourceFinalizerErr((*HostBuffer).free, b, false,
-		resource.Kind("pinned host memory"), resource.WithContext(c), resource.CallerSkip(skip))
+		resource.Kind("pinned host memory"), resource.WithContext(c.res()), resource.CallerSkip(skip))
 	ms.track(&b.m, skip)
 	return b, nil
 }
@@ -301,7 +301,7 @@ func (k *hostKind) alloc(size int) (*hostBlock, error) {
 		kind = "cuMemFree"
 	}
 	raw := &rawBlock{ctx: c, ptr: p, kind: k.kind}
-	raw.reg = resource.ResourceFinalizerErr((*rawBlock).free, raw, true, resource.Kind(kind), resource.WithContext(c))
+	raw.reg = resource.ResourceFinalizerErr((*rawBlock).free, raw, true, resource.Kind(kind), resource.WithContext(c.res()))
 	return &hostBlock{ptr: p, size: size, raw: raw, f: fence{done: true}}, nil
 }
 

@@ -52,7 +52,7 @@ func (c *Context) allocManaged(bytes, skip int) (*ManagedBuffer, error) {
 	}
 	b := &ManagedBuffer{m: memBase{ctx: c, ms: ms, ptr: blk.ptr, size: bytes, elem: 1, kind: KindUnified}, blk: blk}
 	b.m.reg = resource.ResourceFinalizerErr((*ManagedBuffer).free, b, false,
-		resource.Kind("unified memory"), resource.WithContext(c), resource.CallerSkip(skip))
+		resource.Kind("unified memory"), resource.WithContext(c.res()), resource.CallerSkip(skip))
 	ms.track(&b.m, skip)
 	return b, nil
 }

@@ -289,7 +289,7 @@ func allocDevice(c *Context, ms *memState, s *stream, bytes, elem, skip int) (*D
 	}
 	b := &DeviceBuffer{m: memBase{ctx: c, ms: ms, ptr: p, size: bytes, elem: elem, kind: KindDevice, last: s, lastGen: gen}}
 	b.m.reg = resource.ResourceFinalizerErr((*DeviceBuffer).free, b, false,
-		resource.Kind("cuMemFreeAsync"), resource.WithContext(c), resource.CallerSkip(skip))
+		resource.Kind("cuMemFreeAsync"), resource.WithContext(c.res()), resource.CallerSkip(skip))
 	ms.track(&b.m, skip)
 	return b, nil
 }

@@ -95,7 +95,7 @@ func (c *Context) LoadModule(image []byte) (*Module, error) {
 	}
 	m := &Module{ctx: c, h: h}
 	m.reg = resource.ResourceFinalizerErr((*Module).unload, m, true,
-		resource.Kind("cuModuleUnload"), resource.WithContext(c), resource.CallerSkip(1))
+		resource.Kind("cuModuleUnload"), resource.WithContext(c.res()), resource.CallerSkip(1))
 	return m, nil
 }
 

@@ -89,7 +89,7 @@ func newStream(c *Context, nonBlocking bool, priority int) (*stream, error) {
 		return nil, fmt.Errorf("cuda: creating a stream: %w", err)
 	}
 	s.reg = resource.ResourceFinalizerErr((*stream).destroy, s, false,
-		resource.Kind("cuStreamDestroy"), resource.WithContext(c), resource.CallerSkip(2))
+		resource.Kind("cuStreamDestroy"), resource.WithContext(c.res()), resource.CallerSkip(2))
 	return s, nil
 }
 

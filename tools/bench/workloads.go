@@ -27,19 +27,16 @@ type GoBench struct {
 	Exclude string // optional regexp: names it matches are not taken
 }
 
-// allocGo is the package benchmark of an alloc+touch+free workload. The names are not fixed
-// yet; any benchmark whose name contains "Alloc", the kind (a whole word: "device", "pinned",
-// "unified") and the size ("4KiB", "64MiB") matches. Pool kinds also need "pool" or "async" in
-// the name; plain kinds must have neither. Edit here once the names settle.
+// allocGo is the package benchmark of an alloc+touch+free workload: cuda's
+// BenchmarkAlloc/<kind>/<size>. gocuda allocates every kind from stream-ordered pools
+// (pinned and unified with a cache of reusable blocks in front), so only the C pool rows
+// have a gocuda counterpart; the C rows of the plain allocators (cuMemAlloc,
+// cuMemHostAlloc, cuMemAllocManaged) are there to show what the pools save.
 func allocGo(kind, size string, pool bool) GoBench {
-	g := GoBench{Pkg: "cuda", Bench: ".*Alloc.*"}
-	if pool {
-		g.Match = `(?i)^Benchmark[^/]*Alloc.*(\b` + kind + `\b.*(pool|async)|(pool|async).*\b` + kind + `\b).*\b` + size + `\b`
-		return g
+	if !pool {
+		return GoBench{}
 	}
-	g.Match = `(?i)^Benchmark[^/]*Alloc.*\b` + kind + `\b.*\b` + size + `\b`
-	g.Exclude = `(?i)pool|async`
-	return g
+	return GoBench{Pkg: "cuda", Bench: "Alloc", Match: `^BenchmarkAlloc/` + kind + `/` + size + `$`}
 }
 
 // workloads is the registry. Keep IDs in step with the table in tools/floor/floor.cu.
