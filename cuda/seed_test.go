@@ -138,7 +138,11 @@ func TestSeedCollectWhileGPUBusy(t *testing.T) {
 	// Streams, events and device buffers (and pinned and unified blocks) came back
 	// during the spin; modules and wrapped memory wait for Reclaim.
 	assert.GreaterOrEqual(t, mid.ReleasedNonBlocking-st0.ReleasedNonBlocking, uint64(4*n), "non-blocking releases ran during the spin")
-	assert.GreaterOrEqual(t, mid.PendingBlocking, int64(2*n), "blocking releases are held for Reclaim")
+	// None of the releases that may wait for the GPU ran during the spin: they are
+	// held for Reclaim (at least the modules; wrapped buffers are held too once the
+	// collector finds them, which for some can take a later cycle).
+	assert.Equal(t, st0.ReleasedBlocking, mid.ReleasedBlocking, "no blocking release ran on the finalizer path")
+	assert.GreaterOrEqual(t, mid.PendingBlocking, int64(n), "blocking releases are held for Reclaim")
 	assert.Equal(t, st0.Failed, mid.Failed)
 
 	require.NoError(t, busy.Synchronize())

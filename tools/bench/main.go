@@ -290,6 +290,9 @@ func runRaw(ws []Workload, raw map[string]RawResult) error {
 		}
 		return err
 	}
+	// The pinned kernel arguments must be unpinned before env can be collected:
+	// the runtime panics on a Pinner collected while pinning.
+	defer env.pinner.Unpin()
 	procs := runtime.GOMAXPROCS(0)
 	var failed []string
 	for _, w := range ws {
