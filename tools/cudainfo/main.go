@@ -1,5 +1,7 @@
 // Command cudainfo is gocuda's device report: the driver, each CUDA library gocuda
-// binds (found or why not), and every device with its memory and compute capability.
+// binds (found, its version and file, or why not), every device with its memory and
+// compute capability, the memory pools, and a one-second self-check of each device
+// (allocate, copy, run a kernel, check, free).
 //
 //	go run ./tools/cudainfo
 //
@@ -7,10 +9,13 @@
 package main
 
 import (
+	_ "embed"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
+	"time"
 
 	"github.com/gocuda/gocuda/cublas"
 	"github.com/gocuda/gocuda/cuda"
@@ -20,6 +25,12 @@ import (
 	"github.com/gocuda/gocuda/cusparse"
 	"github.com/gocuda/gocuda/dl"
 )
+
+// selfcheckPTX is cuda/testdata/kernels.ptx (nvcc 13.0, sm_90, from kernels.cu): the
+// self-check uses its fill_u32 kernel.
+//
+//go:embed selfcheck.ptx
+var selfcheckPTX []byte
 
 func main() {
 	if err := report(os.Stdout); err != nil {
@@ -53,7 +64,8 @@ func report(w io.Writer) error {
 			if err := cuda.DriverGetVersion(&v); err != nil {
 				return "", err
 			}
-			return fmt.Sprintf("%d.%d (driver API)", v/1000, v%1000/10), nil
+			return fmt.Sprintf("%d.%d (driver API; bindings generated from CUDA %d.%d headers)", v/1000, v%1000/10,
+				cuda.CUDA_VERSION/1000, cuda.CUDA_VERSION%1000/10), nil
 		}},
 		{cublas.Library(), property(cublas.GetProperty)},
 		{cufft.Library(), property(cufft.GetProperty)},
@@ -121,7 +133,97 @@ func report(w io.Writer) error {
 	if n == 0 {
 		return errors.New("the CUDA driver found no device")
 	}
+	var failed []string
+	for i := 0; i < int(n); i++ {
+		t0 := time.Now()
+		if err := selfCheck(cuda.Device(i)); err != nil {
+			fmt.Fprintf(w, "self-check device %d: FAILED: %v\n", i, err)
+			failed = append(failed, fmt.Sprint(i))
+			continue
+		}
+		fmt.Fprintf(w, "self-check device %d: ok (alloc, copy, kernel, free) in %v\n", i, time.Since(t0).Round(time.Microsecond))
+	}
+	st, err := cuda.MemoryStatus()
+	if err != nil {
+		fmt.Fprintf(w, "memory status: %v\n", err)
+	}
+	fmt.Fprintf(w, "memory pools:\n%s", indent(st.String()))
+	if len(failed) != 0 {
+		return fmt.Errorf("self-check failed on device %s", strings.Join(failed, ", "))
+	}
 	return nil
+}
+
+// selfCheck allocates device memory, copies to it, fills it with a kernel, copies it
+// back and checks it, then frees everything: within a second or it fails.
+func selfCheck(d cuda.Device) error {
+	deadline := time.Now().Add(time.Second)
+	ctx, err := d.Context()
+	if err != nil {
+		return err
+	}
+	s, err := ctx.NewStream()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	const n = 1 << 20
+	buf, err := cuda.AllocFor[uint32](s, n)
+	if err != nil {
+		return err
+	}
+	defer buf.Close()
+	host := make([]uint32, n)
+	for i := range host {
+		host[i] = uint32(i)
+	}
+	if err := cuda.CopyToDeviceAsync(s, buf, host); err != nil {
+		return fmt.Errorf("copy to device: %w", err)
+	}
+	back := make([]uint32, n)
+	if err := cuda.CopyFromDevice(back, buf); err != nil {
+		return fmt.Errorf("copy from device: %w", err)
+	}
+	for i := range back {
+		if back[i] != uint32(i) {
+			return fmt.Errorf("copy round trip: element %d is %d, want %d", i, back[i], i)
+		}
+	}
+	mod, err := ctx.LoadModule(selfcheckPTX)
+	if err != nil {
+		return err
+	}
+	defer mod.Close()
+	fill, err := mod.Function("fill_u32")
+	if err != nil {
+		return err
+	}
+	const v = 0x5eed1e55
+	if err := fill.Launch(s, cuda.D1(cuda.Blocks(n, 256)), cuda.D1(256), 0, buf, uint32(v), uint64(n)); err != nil {
+		return fmt.Errorf("kernel launch: %w", err)
+	}
+	if err := cuda.CopyFromDeviceAsync(s, back, buf); err != nil {
+		return err
+	}
+	if err := s.Synchronize(); err != nil {
+		return fmt.Errorf("kernel: %w", err)
+	}
+	for i := range back {
+		if back[i] != v {
+			return fmt.Errorf("kernel result: element %d is %#x, want %#x", i, back[i], v)
+		}
+	}
+	if time.Now().After(deadline) {
+		return errors.New("took longer than a second")
+	}
+	return nil
+}
+
+func indent(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "  " + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n  ") + "\n"
 }
 
 func cstring(b []byte) string {
