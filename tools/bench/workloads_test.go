@@ -116,6 +116,7 @@ func TestPackageSelectors(t *testing.T) {
 	got := packageSelectors(workloads)
 	assert.Equal(t, []pkgSelector{
 		{"cuda", "^Benchmark(Alloc)$"}, {"cuda", "^Benchmark(Launch(Empty)?)$"}, {"cuda", "^Benchmark(CallOverhead)$"},
+		{"cuda", "^Benchmark(Handoff)$"}, {"cuda", "^Benchmark(StreamCreateDestroy)$"},
 	}, got)
 	got = packageSelectors([]Workload{
 		{ID: "a", Go: GoBench{Pkg: "cublas", Bench: "Gemm"}}, {ID: "b", Go: GoBench{Pkg: "cuda", Bench: "X"}},
