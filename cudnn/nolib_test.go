@@ -2,7 +2,6 @@ package cudnn_test
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"testing"
@@ -12,80 +11,22 @@ import (
 
 	"github.com/gocuda/gocuda/cudnn"
 	"github.com/gocuda/gocuda/dl"
+	"github.com/gocuda/gocuda/internal/libtest"
 )
 
 // These tests need no GPU and no cuDNN library: they run in CI.
 
-// TestNoLibrary checks that, where libcudnn.so.9 cannot be loaded, calling a
-// binding returns a *dl.LibraryError matching dl.ErrLibraryNotFound that
-// names the library, its soname and the environment variable, and does not
-// panic. Where the library is present (the GPU machine) there is nothing to
-// check: it skips.
+// TestNoLibrary: where libcudnn.so.9 cannot be loaded (CI), calls return its typed error.
 func TestNoLibrary(t *testing.T) {
-	lib := cudnn.Library()
-	assert.Equal(t, "cudnn", lib.Name())
-	assert.Equal(t, "libcudnn.so.9", lib.Soname())
-	assert.Equal(t, "GOCUDA_CUDNN_LIB", lib.EnvVar())
-	openErr := lib.Open()
-	if openErr == nil {
-		t.Skip("library present: the not-found path is tested where it is absent (CI)")
-	}
-	assert.False(t, lib.Loaded())
-
-	_, err := cudnn.GetVersion()
-	require.Error(t, err)
-	assert.True(t, errors.Is(err, dl.ErrLibraryNotFound), "got %T %v", err, err)
-	assert.False(t, errors.Is(err, dl.ErrSymbolNotFound))
-	var le *dl.LibraryError
-	require.True(t, errors.As(err, &le), "got %T %v", err, err)
-	assert.Equal(t, "cudnn", le.Library)
-	assert.Equal(t, "libcudnn.so.9", le.Soname)
-	assert.Equal(t, "GOCUDA_CUDNN_LIB", le.Env)
-	if os.Getenv("GOCUDA_CUDNN_LIB") == "" {
-		assert.Equal(t, "libcudnn.so.9", le.Tried)
-		assert.False(t, le.FromEnv)
-	}
-	assert.NotEmpty(t, le.Err, "dlerror text")
-	assert.Contains(t, err.Error(), "libcudnn.so.9")
-	assert.Contains(t, err.Error(), "GOCUDA_CUDNN_LIB")
-	var st cudnn.Status
-	assert.False(t, errors.As(err, &st), "a load failure is not a Status")
-
-	// The open is tried once: every call returns the same error.
-	var le0 *dl.LibraryError
-	require.True(t, errors.As(openErr, &le0))
-	assert.Same(t, le0, le)
-	owned, err2 := cudnn.NewOwnedHandle()
-	assert.Nil(t, owned)
-	var le2 *dl.LibraryError
-	require.True(t, errors.As(err2, &le2), "got %T %v", err2, err2)
-	assert.Same(t, le0, le2)
+	libtest.NoLibrary(t, cudnn.Library(), "cudnn", "libcudnn.so.9", "GOCUDA_CUDNN_LIB",
+		func() error { _, err := cudnn.GetVersion(); return err },
+		func() error { _, err := cudnn.NewOwnedHandle(); return err },
+	)
 }
 
-// TestStatusErrors checks the Status error values, whose names and descriptions
-// come from tables in the package and need no library.
+// TestStatusErrors checks the Status error values, which need no library.
 func TestStatusErrors(t *testing.T) {
-	e := cudnn.CUDNN_STATUS_BAD_PARAM
-	assert.Contains(t, e.Error(), "CUDNN_STATUS_BAD_PARAM")
-	assert.Contains(t, e.Error(), "(2000)")
-	assert.Contains(t, e.Error(), "bad param")
-	assert.Equal(t, "CUDNN_STATUS_BAD_PARAM", e.String())
-	assert.Equal(t, "bad param", e.Description())
-
-	wrapped := fmt.Errorf("x: %w", cudnn.CUDNN_STATUS_BAD_PARAM)
-	assert.True(t, errors.Is(wrapped, cudnn.ErrBadParam))
-	assert.False(t, errors.Is(wrapped, cudnn.ErrNotInitialized))
-	var got cudnn.Status
-	require.True(t, errors.As(wrapped, &got))
-	assert.Equal(t, cudnn.CUDNN_STATUS_BAD_PARAM, got)
-
-	unknown := cudnn.Status(123456)
-	assert.Equal(t, "Status(123456)", unknown.String())
-	assert.Equal(t, "unknown status", unknown.Description())
-	assert.Contains(t, unknown.Error(), "123456")
-
-	assert.Equal(t, "CUDNN_STATUS_SUCCESS", cudnn.CUDNN_STATUS_SUCCESS.String())
-	assert.Equal(t, "success", cudnn.CUDNN_STATUS_SUCCESS.Description())
+	libtest.StatusErrors(t, cudnn.CUDNN_STATUS_BAD_PARAM, "CUDNN_STATUS_BAD_PARAM", 2000, "bad param", cudnn.ErrBadParam, cudnn.ErrNotInitialized, cudnn.Status(123456), cudnn.CUDNN_STATUS_SUCCESS, "Status")
 }
 
 // symbolChildEnv marks the child process of TestSymbolErrorFromGeneratedCall.

@@ -1,89 +1,26 @@
 package curand_test
 
 import (
-	"errors"
-	"fmt"
-	"os"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/gocuda/gocuda/curand"
-	"github.com/gocuda/gocuda/dl"
+	"github.com/gocuda/gocuda/internal/libtest"
 )
 
 // These tests need no GPU and no cuRAND library: they run in CI.
 
-// TestNoLibrary checks that, where libcurand.so.10 cannot be loaded, calling a
-// binding returns a *dl.LibraryError matching dl.ErrLibraryNotFound that
-// names the library, its soname and the environment variable, and does not
-// panic. Where the library is present (the GPU machine) there is nothing to
-// check: it skips.
+// TestNoLibrary: where libcurand.so.10 cannot be loaded (CI), calls return its typed error.
 func TestNoLibrary(t *testing.T) {
-	lib := curand.Library()
-	assert.Equal(t, "curand", lib.Name())
-	assert.Equal(t, "libcurand.so.10", lib.Soname())
-	assert.Equal(t, "GOCUDA_CURAND_LIB", lib.EnvVar())
-	openErr := lib.Open()
-	if openErr == nil {
-		t.Skip("library present: the not-found path is tested where it is absent (CI)")
-	}
-	assert.False(t, lib.Loaded())
-
-	var v int32
-	err := curand.GetVersion(&v)
-	require.Error(t, err)
-	assert.True(t, errors.Is(err, dl.ErrLibraryNotFound), "got %T %v", err, err)
-	assert.False(t, errors.Is(err, dl.ErrSymbolNotFound))
-	var le *dl.LibraryError
-	require.True(t, errors.As(err, &le), "got %T %v", err, err)
-	assert.Equal(t, "curand", le.Library)
-	assert.Equal(t, "libcurand.so.10", le.Soname)
-	assert.Equal(t, "GOCUDA_CURAND_LIB", le.Env)
-	if os.Getenv("GOCUDA_CURAND_LIB") == "" {
-		assert.Equal(t, "libcurand.so.10", le.Tried)
-		assert.False(t, le.FromEnv)
-	}
-	assert.NotEmpty(t, le.Err, "dlerror text")
-	assert.Contains(t, err.Error(), "libcurand.so.10")
-	assert.Contains(t, err.Error(), "GOCUDA_CURAND_LIB")
-	var st curand.Status
-	assert.False(t, errors.As(err, &st), "a load failure is not a Status")
-
-	// The open is tried once: every call returns the same error.
-	var le0 *dl.LibraryError
-	require.True(t, errors.As(openErr, &le0))
-	assert.Same(t, le0, le)
-	var g curand.CurandGenerator
-	err2 := curand.CreateGenerator(&g, curand.CURAND_RNG_PSEUDO_DEFAULT)
-	var le2 *dl.LibraryError
-	require.True(t, errors.As(err2, &le2), "got %T %v", err2, err2)
-	assert.Same(t, le0, le2)
+	libtest.NoLibrary(t, curand.Library(), "curand", "libcurand.so.10", "GOCUDA_CURAND_LIB",
+		func() error { var v int32; return curand.GetVersion(&v) },
+		func() error {
+			var g curand.CurandGenerator
+			return curand.CreateGenerator(&g, curand.CURAND_RNG_PSEUDO_DEFAULT)
+		},
+	)
 }
 
-// TestStatusErrors checks the Status error values, whose names and descriptions
-// come from tables in the package and need no library.
+// TestStatusErrors checks the Status error values, which need no library.
 func TestStatusErrors(t *testing.T) {
-	e := curand.CURAND_STATUS_NOT_INITIALIZED
-	assert.Contains(t, e.Error(), "CURAND_STATUS_NOT_INITIALIZED")
-	assert.Contains(t, e.Error(), "(101)")
-	assert.Contains(t, e.Error(), "not initialized")
-	assert.Equal(t, "CURAND_STATUS_NOT_INITIALIZED", e.String())
-	assert.Equal(t, "not initialized", e.Description())
-
-	wrapped := fmt.Errorf("x: %w", curand.CURAND_STATUS_NOT_INITIALIZED)
-	assert.True(t, errors.Is(wrapped, curand.ErrNotInitialized))
-	assert.False(t, errors.Is(wrapped, curand.ErrAllocationFailed))
-	var got curand.Status
-	require.True(t, errors.As(wrapped, &got))
-	assert.Equal(t, curand.CURAND_STATUS_NOT_INITIALIZED, got)
-
-	unknown := curand.Status(123456)
-	assert.Equal(t, "Status(123456)", unknown.String())
-	assert.Equal(t, "unknown status", unknown.Description())
-	assert.Contains(t, unknown.Error(), "123456")
-
-	assert.Equal(t, "CURAND_STATUS_SUCCESS", curand.CURAND_STATUS_SUCCESS.String())
-	assert.Equal(t, "success", curand.CURAND_STATUS_SUCCESS.Description())
+	libtest.StatusErrors(t, curand.CURAND_STATUS_NOT_INITIALIZED, "CURAND_STATUS_NOT_INITIALIZED", 101, "not initialized", curand.ErrNotInitialized, curand.ErrAllocationFailed, curand.Status(123456), curand.CURAND_STATUS_SUCCESS, "Status")
 }
