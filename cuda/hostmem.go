@@ -61,11 +61,13 @@ func (c *Context) allocHost(bytes, skip int) (*HostBuffer, error) {
 		return nil, err
 	}
 	b := &HostBuffer{m: memBase{ctx: c, ms: ms, ptr: blk.ptr, size: bytes, elem: 1, kind: KindPinned}, blk: blk}
-	b.m.reg = resource.ResourceFinalizerErr((*HostBuffer).free, b, false,
-		resource.Kind("pinned host memory"), resource.WithContext(c.res()), resource.CallerSkip(skip))
+	resource.ResourceFinalizerAt(&b.m.regv, (*HostBuffer).free, b, finalizeHost, false, ms.regOpts(KindPinned, skip)...)
 	ms.track(&b.m, skip)
 	return b, nil
 }
+
+// finalizeHost is a HostBuffer's finalizer: it queues the release.
+func finalizeHost(b *HostBuffer) { resource.Finalized(&b.m.regv, b) }
 
 // allocHostKind takes a block of the pinned or unified kind from the cache or the
 // pool.

@@ -171,13 +171,18 @@ func (f *Function) Launch(s *Stream, grid, block Dim3, sharedMem int, args ...an
 		return fmt.Errorf("%w: shared memory %d bytes", ErrInvalidArgument, sharedMem)
 	}
 
-	var inline [inlineParams / 8]uint64 // 8-byte aligned
-	buf := unsafe.Slice((*byte)(unsafe.Pointer(&inline)), inlineParams)
-	if f.known && f.argSize > inlineParams {
+	var buf []byte
+	switch {
+	case f.known && f.argSize == 0:
+		// No parameters: no buffer to clear.
+	case f.known && f.argSize > inlineParams:
 		buf = make([]byte, f.argSize)
+	default:
+		var inline [inlineParams / 8]uint64 // 8-byte aligned
+		buf = unsafe.Slice((*byte)(unsafe.Pointer(&inline)), inlineParams)
 	}
 	size, devs, err := packArgs(buf, f.params, f.known, m.ctx, f.name, args)
-	if errors.Is(err, errParamsTooLarge) { // unknown layout, more than inlineParams
+	if err != nil && errors.Is(err, errParamsTooLarge) { // unknown layout, more than inlineParams
 		buf = make([]byte, size)
 		size, devs, err = packArgs(buf, f.params, f.known, m.ctx, f.name, args)
 	}
@@ -185,17 +190,25 @@ func (f *Function) Launch(s *Stream, grid, block Dim3, sharedMem int, args ...an
 		return err
 	}
 
+	// The module's read lock, then the stream's (s.use, without its closure): the
+	// kernel is queued while neither can be closed.
 	m.mu.RLock()
-	defer m.mu.RUnlock()
 	if m.closed {
+		m.mu.RUnlock()
 		return fmt.Errorf("cuda: launching %s: module: %w", f.name, ErrClosed)
 	}
-	err = s.use(func(h CUstream) error {
+	st := s.stream
+	st.mu.RLock()
+	if st.closed {
+		err = fmt.Errorf("cuda: stream: %w", ErrClosed)
+	} else {
 		if devs > 0 {
-			markUsed(args, s.stream)
+			markUsed(args, st)
 		}
-		return launchPacked(m.ctx.h, f.h, gx, gy, gz, bx, by, bz, uint32(sharedMem), h, buf[:size])
-	})
+		err = launchPacked(m.ctx.h, f.h, gx, gy, gz, bx, by, bz, uint32(sharedMem), st.h, buf[:size])
+	}
+	st.mu.RUnlock()
+	m.mu.RUnlock()
 	if err != nil {
 		return fmt.Errorf("cuda: launching %s: %w", f.name, err)
 	}

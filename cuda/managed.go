@@ -51,11 +51,13 @@ func (c *Context) allocManaged(bytes, skip int) (*ManagedBuffer, error) {
 		return nil, err
 	}
 	b := &ManagedBuffer{m: memBase{ctx: c, ms: ms, ptr: blk.ptr, size: bytes, elem: 1, kind: KindUnified}, blk: blk}
-	b.m.reg = resource.ResourceFinalizerErr((*ManagedBuffer).free, b, false,
-		resource.Kind("unified memory"), resource.WithContext(c.res()), resource.CallerSkip(skip))
+	resource.ResourceFinalizerAt(&b.m.regv, (*ManagedBuffer).free, b, finalizeManaged, false, ms.regOpts(KindUnified, skip)...)
 	ms.track(&b.m, skip)
 	return b, nil
 }
+
+// finalizeManaged is a ManagedBuffer's finalizer: it queues the release.
+func finalizeManaged(b *ManagedBuffer) { resource.Finalized(&b.m.regv, b) }
 
 func (b *ManagedBuffer) free() error {
 	s, gen := b.m.retire()

@@ -134,7 +134,7 @@ func copyHost(s *Stream, m *memBase, p unsafe.Pointer, n int, toDevice bool) err
 		return err
 	}
 	if n == 0 {
-		m.rw.RUnlock()
+		m.leave()
 		return nil
 	}
 	ctx := m.ctx.h
@@ -185,7 +185,7 @@ func acquirePair(a, b *memBase) error {
 		return err
 	}
 	if err := b.acquire(); err != nil {
-		a.rw.RUnlock()
+		a.leave()
 		return err
 	}
 	return nil
@@ -225,9 +225,9 @@ func run(s *Stream, op func(h CUstream) error, a, b *memBase) error {
 	ms := a.ms
 	var ev CUevent
 	err := queue(ms, s, op, a, b, &ev)
-	a.rw.RUnlock()
+	a.leave()
 	if b != nil {
-		b.rw.RUnlock()
+		b.leave()
 	}
 	if ev != 0 {
 		// Wait for the copy holding no lock, then give the event back.
@@ -251,16 +251,20 @@ func queue(ms *memState, s *Stream, op func(h CUstream) error, a, b *memBase, ev
 				return err
 			}
 		}
-		return t.use(func(h CUstream) error {
-			if err := op(h); err != nil {
-				return err
-			}
-			a.usedOn(t)
-			if b != nil {
-				b.usedOn(t)
-			}
-			return nil
-		})
+		// t.use, without a closure.
+		t.mu.RLock()
+		defer t.mu.RUnlock()
+		if t.closed {
+			return fmt.Errorf("cuda: stream: %w", ErrClosed)
+		}
+		if err := op(t.h); err != nil {
+			return err
+		}
+		a.usedOn(t)
+		if b != nil {
+			b.usedOn(t)
+		}
+		return nil
 	}
 	e, err := ms.getEvent()
 	if err != nil {
@@ -301,6 +305,9 @@ func queue(ms *memState, s *Stream, op func(h CUstream) error, a, b *memBase, ev
 // against a last use on another open stream is the caller's to arrange
 // (Stream.WaitEvent), as in CUDA.
 func (ms *memState) orderAfterClosed(m *memBase, t *stream) error {
+	if m.lastIsCurrent(t) {
+		return nil
+	}
 	s, gen := m.lastUse()
 	if s == nil || s == t && s.gen.Load() == gen {
 		return nil

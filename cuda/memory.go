@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/gocuda/gocuda/resource"
@@ -67,29 +68,58 @@ type memBase struct {
 	kind MemoryKind
 	prof uint64 // key in the memory profile; 0 when not profiled
 
-	// rw keeps the memory from being freed while work using it is queued:
-	// operations hold it for reading, the release takes it for writing to mark the
-	// buffer closed. Lock order: rw, then a stream's mu, then lastMu.
-	rw     sync.RWMutex
+	// users and closed keep the memory from being freed while work using it is
+	// queued: operations count themselves in users (acquire, leave), and the
+	// release marks the buffer closed, then waits until users drops to zero. Either
+	// an operation sees closed (and fails with ErrClosed) or the release sees the
+	// operation in users (and waits for it to leave); both sides are sequentially
+	// consistent atomics. Order: acquire, then a stream's mu, then lastMu.
+	users  atomic.Int32
 	closed atomic.Bool
 
-	// lastMu guards the last use; it is a leaf lock (Launch takes it inside a
-	// stream's read lock).
+	// lastMu serializes changes of the last use; it is a leaf lock (Launch takes
+	// it inside a stream's read lock). last and lastGen are atomic so that the
+	// common checks (the buffer is used on the stream that last used it, in that
+	// stream's current generation) take no lock; uses store them together, with
+	// lastMu held, and retire clears last alone.
 	lastMu  sync.Mutex
-	last    *stream // stream that last used the memory (nil: none yet)
-	lastGen uint64  // last's generation at that use
+	last    atomic.Pointer[stream] // stream that last used the memory (nil: none yet)
+	lastGen atomic.Uint64          // last's generation at that use
 
-	reg *resource.Registration
+	// reg is the buffer's release registration: regv, registered in place by
+	// the kinds that allocate often (no allocation of its own, see
+	// resource.ResourceFinalizerAt), or one of its own when reg is set.
+	reg  *resource.Registration
+	regv resource.Registration
 }
 
-// acquire read-locks m for queuing work, or returns ErrClosed.
+// acquire keeps m from being freed while the caller queues work on it (until
+// leave), or returns ErrClosed.
 func (m *memBase) acquire() error {
-	m.rw.RLock()
+	m.users.Add(1)
 	if m.closed.Load() {
-		m.rw.RUnlock()
+		m.leave()
 		return fmt.Errorf("cuda: %s buffer: %w", m.kind, ErrClosed)
 	}
 	return nil
+}
+
+// leave ends an acquire.
+func (m *memBase) leave() { m.users.Add(-1) }
+
+// waitUsers waits until no operation holds m (acquire without leave). Operations
+// hold it only while they queue work, so the wait is short: it yields, then sleeps
+// with a growing pause (up to a millisecond).
+func (m *memBase) waitUsers() {
+	sleep := time.Microsecond
+	for i := 0; m.users.Load() != 0; i++ {
+		if i < 100 {
+			runtime.Gosched()
+			continue
+		}
+		time.Sleep(sleep)
+		sleep = min(2*sleep, time.Millisecond)
+	}
 }
 
 // check rejects nil and uninitialized buffers and buffers of destroyed contexts,
@@ -105,8 +135,16 @@ func (m *memBase) check() error {
 // s's read lock held.
 func (m *memBase) usedOn(s *stream) {
 	gen := s.gen.Load()
+	if m.last.Load() == s && m.lastGen.Load() == gen {
+		// Already recorded (the common case: a buffer used on one stream). A
+		// concurrent change by another use of the memory may have come between
+		// the two loads; the outcome is then that of this use being recorded
+		// first and the other one after it.
+		return
+	}
 	m.lastMu.Lock()
-	m.last, m.lastGen = s, gen
+	m.last.Store(s)
+	m.lastGen.Store(gen)
 	m.lastMu.Unlock()
 }
 
@@ -114,7 +152,15 @@ func (m *memBase) usedOn(s *stream) {
 func (m *memBase) lastUse() (*stream, uint64) {
 	m.lastMu.Lock()
 	defer m.lastMu.Unlock()
-	return m.last, m.lastGen
+	return m.last.Load(), m.lastGen.Load()
+}
+
+// lastIsCurrent reports, without locking, whether the memory was last used on t in
+// t's current generation (work queued on t is then ordered after that use) or never
+// used on a stream.
+func (m *memBase) lastIsCurrent(t *stream) bool {
+	s := m.last.Load()
+	return s == nil || s == t && m.lastGen.Load() == t.gen.Load()
 }
 
 // devicePtr returns the address and context for a kernel argument.
@@ -131,13 +177,14 @@ func (m *memBase) devicePtr() (CUdeviceptr, *Context, error) {
 // retire marks m closed, once the operations queuing work on it are done, and
 // returns its last use, which it forgets.
 func (m *memBase) retire() (*stream, uint64) {
-	m.rw.Lock()
 	m.closed.Store(true)
-	m.rw.Unlock()
-	m.lastMu.Lock()
-	s, gen := m.last, m.lastGen
-	m.last = nil
-	m.lastMu.Unlock()
+	m.waitUsers()
+	// Without lastMu: once closed is set and the users are gone, only a Launch
+	// racing with the release can still record a use. gen then might not be s's
+	// generation at that use; the free is safe either way (on s while s is in
+	// generation gen, else after s's final work).
+	s := m.last.Swap(nil)
+	gen := m.lastGen.Load()
 	if m.ms != nil {
 		m.ms.untrack(m)
 	}
@@ -149,7 +196,11 @@ func (m *memBase) close() error {
 	if m == nil {
 		return fmt.Errorf("%w: nil buffer", ErrInvalidArgument)
 	}
-	err := m.reg.Release()
+	r := m.reg
+	if r == nil {
+		r = &m.regv
+	}
+	err := r.Release()
 	runtime.KeepAlive(m) // the buffer stays reachable until its release has run
 	switch {
 	case err == nil:
@@ -256,42 +307,70 @@ func (c *Context) alloc(s *Stream, bytes, elem, skip int) (*DeviceBuffer, error)
 	if s.ctx != c {
 		return nil, fmt.Errorf("cuda: allocating on a stream of another context: %w", ErrWrongContext)
 	}
-	if streamClosed(s.stream) {
-		return nil, fmt.Errorf("cuda: allocating on a stream: %w", ErrClosed)
-	}
-	ms, err := memFor(c)
-	if err != nil {
-		return nil, err
+	ms := cachedMem(c)
+	if ms == nil || !ms.devReady.Load() {
+		// First device allocation in the context: a closed stream fails before
+		// anything is set up. Later ones find it closed under the stream's lock,
+		// in allocOn, before any driver call.
+		if streamClosed(s.stream) {
+			return nil, errAllocClosed()
+		}
+		var err error
+		if ms, err = memFor(c); err != nil {
+			return nil, err
+		}
 	}
 	return allocDevice(c, ms, s.stream, bytes, elem, skip+1)
 }
+
+func errAllocClosed() error { return fmt.Errorf("cuda: allocating on a stream: %w", ErrClosed) }
 
 func allocDevice(c *Context, ms *memState, s *stream, bytes, elem, skip int) (*DeviceBuffer, error) {
 	resource.Drain()
 	if err := ms.initDevice(); err != nil {
 		return nil, err
 	}
-	var p CUdeviceptr
-	var gen uint64
-	alloc := func() error {
-		return s.use(func(h CUstream) error {
-			gen = s.gen.Load()
-			return inMemAllocAsync(c.h, &p, uint64(bytes), h)
-		})
-	}
-	err := alloc()
+	// The driver writes the address straight into the buffer (a field free of Go
+	// pointers, which cgo allows), so that it needs no allocation of its own.
+	b := &DeviceBuffer{m: memBase{ctx: c, ms: ms, size: bytes, elem: elem, kind: KindDevice}}
+	gen, err := allocOn(c, s, &b.m.ptr, bytes)
 	if errors.Is(err, ErrOutOfMemory) {
 		ms.reclaimForOOM()
-		err = alloc()
+		gen, err = allocOn(c, s, &b.m.ptr, bytes)
 	}
 	if err != nil {
+		if errors.Is(err, errStreamClosed) {
+			return nil, errAllocClosed()
+		}
 		return nil, allocError(bytes, err)
 	}
-	b := &DeviceBuffer{m: memBase{ctx: c, ms: ms, ptr: p, size: bytes, elem: elem, kind: KindDevice, last: s, lastGen: gen}}
-	b.m.reg = resource.ResourceFinalizerErr((*DeviceBuffer).free, b, false,
-		resource.Kind("cuMemFreeAsync"), resource.WithContext(c.res()), resource.CallerSkip(skip))
+	b.m.last.Store(s)
+	if gen != 0 {
+		b.m.lastGen.Store(gen)
+	}
+	resource.ResourceFinalizerAt(&b.m.regv, (*DeviceBuffer).free, b, finalizeDevice, false, ms.regOpts(KindDevice, skip)...)
 	ms.track(&b.m, skip)
 	return b, nil
+}
+
+// finalizeDevice is a DeviceBuffer's finalizer: it queues the release.
+func finalizeDevice(b *DeviceBuffer) { resource.Finalized(&b.m.regv, b) }
+
+// errStreamClosed is allocOn's error for a closed stream (internal: allocDevice
+// replaces it).
+var errStreamClosed = fmt.Errorf("cuda: stream: %w", ErrClosed)
+
+// allocOn allocates bytes on s into *p and returns s's generation.
+func allocOn(c *Context, s *stream, p *CUdeviceptr, bytes int) (uint64, error) {
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return 0, errStreamClosed
+	}
+	gen := s.gen.Load()
+	err := inMemAllocAsync(c.h, p, uint64(bytes), s.h)
+	s.mu.RUnlock()
+	return gen, err
 }
 
 // free frees the memory on the stream that last used it.
@@ -391,9 +470,14 @@ func freeAsync(c *Context, ptr CUdeviceptr, s *stream, gen uint64, idle *stream)
 	if s == nil {
 		return idle.use(free)
 	}
-	if ran, err := useIfCurrent(s, gen, free); ran {
+	// useIfCurrent(s, gen, free), without the closure.
+	s.mu.RLock()
+	if !s.closed && s.gen.Load() == gen {
+		err := inMemFreeAsync(c.h, ptr, s.h)
+		s.mu.RUnlock()
 		return err
 	}
+	s.mu.RUnlock()
 	d, err := c.disposalStream()
 	if err != nil {
 		return err
@@ -486,3 +570,9 @@ func hostSpan[T any](s []T) (unsafe.Pointer, int, error) {
 func hostPointer(p CUdeviceptr) unsafe.Pointer {
 	return *(*unsafe.Pointer)(unsafe.Pointer(&p))
 }
+
+// ResourceDirect makes selfSwitching a resource.DirectContext: the package's own
+// release functions make their context current inside their cgo calls (the in*
+// functions), so resource runs them directly, without the Run hook and the closure it
+// takes, once it has checked that the context still exists.
+func (sc selfSwitching) ResourceDirect() (alive bool) { return !sc.c.dead.Load() }

@@ -36,6 +36,27 @@ type memState struct {
 	live      [numKinds]atomic.Int64
 	liveBytes [numKinds]atomic.Int64
 	sinceGC   atomic.Int64 // bytes allocated since the last pressure collection
+
+	// opts are the release registration options of the buffers allocated here,
+	// per kind and CallerSkip, made once so that an allocation builds none.
+	opts [numKinds][4][]resource.Option
+}
+
+// releaseKinds labels the releases of the kinds in resource's reports (wrapped
+// buffers register themselves, differently).
+var releaseKinds = [numKinds]string{
+	KindDevice:  "cuMemFreeAsync",
+	KindPinned:  "pinned host memory",
+	KindUnified: "unified memory",
+}
+
+// regOpts returns the registration options of a buffer of kind k whose allocating
+// exported function is skip frames above the registering one.
+func (ms *memState) regOpts(k MemoryKind, skip int) []resource.Option {
+	if skip >= 0 && skip < len(ms.opts[k]) {
+		return ms.opts[k][skip]
+	}
+	return []resource.Option{resource.Kind(releaseKinds[k]), resource.WithContext(ms.ctx.res()), resource.CallerSkip(skip)}
 }
 
 var memStates sync.Map // *Context → *memState
@@ -46,9 +67,24 @@ type memEntry struct {
 	err  error
 }
 
+// lastMem is the memory state memFor returned last: the allocation paths find it
+// with one atomic load (most programs use one context).
+var lastMem atomic.Pointer[memState]
+
+// cachedMem returns c's memory state if it is lastMem, else nil (then use memFor).
+func cachedMem(c *Context) *memState {
+	if ms := lastMem.Load(); ms != nil && ms.ctx == c {
+		return ms
+	}
+	return nil
+}
+
 // memFor returns c's memory state, creating it (and the context's default stream)
 // on first use.
 func memFor(c *Context) (*memState, error) {
+	if ms := cachedMem(c); ms != nil {
+		return ms, nil
+	}
 	v, ok := memStates.Load(c)
 	if !ok {
 		v, _ = memStates.LoadOrStore(c, &memEntry{})
@@ -56,6 +92,12 @@ func memFor(c *Context) (*memState, error) {
 	e := v.(*memEntry)
 	e.once.Do(func() {
 		ms := &memState{ctx: c}
+		for k := KindDevice; k <= KindUnified; k++ {
+			for skip := range ms.opts[k] {
+				ms.opts[k][skip] = []resource.Option{resource.Kind(releaseKinds[k]),
+					resource.WithContext(c.res()), resource.CallerSkip(skip)}
+			}
+		}
 		ms.pinned = hostKind{ms: ms, kind: KindPinned}
 		ms.unified = hostKind{ms: ms, kind: KindUnified}
 		total, err := c.dev.TotalMemory()
@@ -75,7 +117,9 @@ func memFor(c *Context) (*memState, error) {
 		memStates.CompareAndDelete(c, e)
 		return nil, e.err
 	}
-	return e.ms.Load(), nil
+	ms := e.ms.Load()
+	lastMem.Store(ms)
+	return ms, nil
 }
 
 // initDevice raises the release threshold of the device's default pool so that

@@ -96,3 +96,32 @@ func BenchmarkDrainEmpty(b *testing.B) {
 		Drain()
 	}
 }
+
+// benchAtRes registers itself in place, as the cuda package's buffers do.
+type benchAtRes struct {
+	h   uintptr
+	reg Registration
+}
+
+func (*benchAtRes) release() error { return nil }
+
+func finalizeBenchAtRes(o *benchAtRes) { Finalized(&o.reg, o) }
+
+// benchDirect is a DirectContext that is always alive.
+type benchDirect struct{ _ int }
+
+func (*benchDirect) ResourceDirect() bool { return true }
+
+// BenchmarkRegisterAtRelease is BenchmarkRegisterRelease with
+// ResourceFinalizerAt (no allocation besides the object) under a
+// DirectContext (no Run hook), the cuda package's buffer path.
+func BenchmarkRegisterAtRelease(b *testing.B) {
+	b.ReportAllocs()
+	ctx := &benchDirect{}
+	opts := []Option{Kind("bench"), WithContext(ctx)}
+	for b.Loop() {
+		o := &benchAtRes{h: 1}
+		ResourceFinalizerAt(&o.reg, (*benchAtRes).release, o, finalizeBenchAtRes, false, opts...)
+		_ = o.reg.Release()
+	}
+}

@@ -29,6 +29,19 @@ type ContextHooks struct {
 	Run func(ctx Context, f func()) error
 }
 
+// DirectContext is an optional interface of a Context whose release
+// functions make it current by themselves (the cuda package's own releases
+// do, inside their cgo calls), so that they need no ContextHooks.Run.
+// Releases registered under such a context run without calling Alive and
+// Run: directly on the releasing goroutine, or, when ResourceDirect reports
+// that the context no longer exists, dropped as with Alive (counted in
+// Stats.Dropped). This saves the closure that calling Run takes, and its
+// allocation, on every release. ResourceDirect must be cheap; a panic in it
+// is a failed release.
+type DirectContext interface {
+	ResourceDirect() (alive bool)
+}
+
 // SetContextHooks installs the context hooks used by later registrations
 // (Current) and by every release that runs from now on (Alive, Run). It is
 // meant to be called once, by the cuda package's initialization; the zero
@@ -51,6 +64,17 @@ func callAlive(alive func(Context) bool, ctx Context) (ok bool, err error) {
 		}
 	}()
 	return alive(ctx), nil
+}
+
+// callDirect calls a DirectContext's ResourceDirect, turning a panic into
+// an error.
+func callDirect(ctx DirectContext) (alive bool, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = newPanicError(v)
+		}
+	}()
+	return ctx.ResourceDirect(), nil
 }
 
 // callRun calls a Run hook, turning a panic into an error.

@@ -48,9 +48,15 @@ type queue struct {
 	captures int // graph captures in progress
 	waiters  int // BeginCapture calls waiting for running releases
 	reclaims int // Reclaim calls running releases
-	running  int // release functions executing right now (any path)
 	inflight int // records taken from a lane and not yet finished
 	sleepers int // goroutines waiting on cond
+
+	// gate is the part of the capture gate that every release passes, so
+	// that passing it takes no lock: the low 32 bits count the release
+	// functions executing right now (any path), the high bits the captures
+	// in progress or starting (captures+waiters, changed only with mu
+	// held, together with those fields).
+	gate atomic.Int64
 
 	hooks     atomic.Pointer[ContextHooks]
 	onFailure atomic.Pointer[func(Failure)]
@@ -231,26 +237,42 @@ func (q *queue) wait() {
 // is in progress or about to start, and otherwise counts the release as
 // running.
 func (q *queue) enter() bool {
-	q.mu.Lock()
-	if q.captures+q.waiters > 0 {
-		q.mu.Unlock()
-		return false
+	for {
+		v := q.gate.Load()
+		if v>>gateShift != 0 {
+			return false
+		}
+		if q.gate.CompareAndSwap(v, v+1) {
+			return true
+		}
 	}
-	q.running++
-	q.mu.Unlock()
-	return true
 }
 
 // leave ends a release started with enter.
 func (q *queue) leave(fromLane bool) {
+	v := q.gate.Add(-1)
+	if !fromLane && v>>gateShift == 0 {
+		// Nobody waits for this release: a BeginCapture waiting for
+		// running releases has closed the gate first.
+		return
+	}
 	q.mu.Lock()
-	q.running--
 	if fromLane {
 		q.inflight--
 	}
 	q.signal()
 	q.mu.Unlock()
 }
+
+// gateShift is the position of the capture count in gate; gateClosed
+// counts one capture there.
+const (
+	gateShift        = 32
+	gateClosed int64 = 1 << gateShift
+)
+
+// running returns the number of release functions executing right now.
+func (q *queue) running() int { return int(q.gate.Load() & (gateClosed - 1)) }
 
 // drainLane takes everything queued in lane l and runs it, unless the
 // capture gate is closed. It returns the number of release functions run.
@@ -376,6 +398,16 @@ var errGoexit = errors.New("resource: release function called runtime.Goexit")
 // reports dropped if the context no longer exists.
 func (q *queue) execute(r *Registration, p unsafe.Pointer) (err error, dropped bool) {
 	ctx := r.ctx
+	if d, ok := ctx.(DirectContext); ok {
+		alive, herr := callDirect(d)
+		switch {
+		case herr != nil:
+			return herr, false
+		case !alive:
+			return nil, true
+		}
+		return invokeRelease(r, p), false
+	}
 	h := q.hooks.Load()
 	if ctx == nil || h == nil {
 		return invokeRelease(r, p), false
@@ -392,26 +424,36 @@ func (q *queue) execute(r *Registration, p unsafe.Pointer) (err error, dropped b
 	if h.Run == nil {
 		return invokeRelease(r, p), false
 	}
-	called := false
-	var ferr error
-	rerr := callRun(h.Run, ctx, func() {
-		if called {
-			return
-		}
-		called = true
-		ferr = invokeRelease(r, p)
-	})
+	c := &hookCall{r: r, p: p}
+	rerr := callRun(h.Run, ctx, c.run)
 	switch {
-	case !called && errors.Is(rerr, ErrContextDestroyed):
+	case !c.called && errors.Is(rerr, ErrContextDestroyed):
 		return nil, true
-	case rerr != nil && called:
-		return errors.Join(ferr, rerr), false
+	case rerr != nil && c.called:
+		return errors.Join(c.err, rerr), false
 	case rerr != nil:
 		return rerr, false
-	case !called:
+	case !c.called:
 		return errors.New("resource: ContextHooks.Run did not call the release function"), false
 	}
-	return ferr, false
+	return c.err, false
+}
+
+// hookCall is the release function as ContextHooks.Run calls it: the call
+// and its outcome in one allocation.
+type hookCall struct {
+	r      *Registration
+	p      unsafe.Pointer
+	called bool
+	err    error
+}
+
+func (c *hookCall) run() {
+	if c.called {
+		return
+	}
+	c.called = true
+	c.err = invokeRelease(c.r, c.p)
 }
 
 // invokeRelease calls the release function, turning a panic into a
@@ -442,20 +484,22 @@ func (q *queue) beginCapture() error {
 	if q.reclaims > 0 {
 		return ErrReclaimInProgress
 	}
-	if q.running > 0 {
+	// Close the gate first: from here on no release starts, so the count
+	// of running ones only goes down.
+	if q.gate.Add(gateClosed)&(gateClosed-1) > 0 {
 		// Wait for releases in progress (a routine drain or an explicit
 		// Release on another goroutine), except those on our own stack
 		// (BeginCapture called from a release function).
 		q.waiters++
 		self := -1
-		for q.running > 0 {
+		for q.running() > 0 {
 			if self < 0 {
 				q.mu.Unlock()
 				self = releaseDepth()
 				q.mu.Lock()
 				continue
 			}
-			if q.running <= self {
+			if q.running() <= self {
 				break
 			}
 			q.wait()
@@ -475,6 +519,7 @@ func (q *queue) endCapture() {
 		panic("resource: EndCapture without matching BeginCapture")
 	}
 	q.captures--
+	q.gate.Add(-gateClosed)
 	open := q.captures+q.waiters == 0
 	q.mu.Unlock()
 	if open {

@@ -45,7 +45,9 @@ const (
 // record that the finalizer pushes onto a lane, so queuing allocates
 // nothing. Use Release for a deterministic Close, Cancel to drop the
 // release altogether. All methods are safe for concurrent use and on a
-// nil *Registration.
+// nil *Registration. The zero Registration is one that was never
+// registered (ResourceFinalizerAt registers one in place): it behaves as a
+// released one.
 type Registration struct {
 	next     *Registration // lane link (Treiber stack)
 	q        *queue
@@ -157,12 +159,89 @@ func ResourceFinalizerErr[T any](f func(*T) error, obj *T, blocking bool, opts .
 
 //go:noinline
 func register[T any](fn releaser, obj *T, blocking bool, opts []Option) *Registration {
+	checkObject(obj)
+	r := new(Registration)
+	if r.init(fn, unsafe.Pointer(obj), blocking, opts) {
+		// 0 Callers, 1 captureSite, 2 register, 3 ResourceFinalizer, 4 its caller.
+		r.site = captureSite(4 + optSkipOf(opts))
+	}
+	runtime.SetFinalizer(obj, func(p *T) { r.q.fire(r, unsafe.Pointer(p)) })
+	return r
+}
+
+// ResourceFinalizerAt is ResourceFinalizerErr for hot paths: it allocates
+// nothing. The registration is *r, which the caller keeps inside obj (or
+// in memory that obj keeps alive), and fin, which becomes obj's runtime
+// finalizer, is a function that the caller declares (a top-level function,
+// not a closure: a func value that captures nothing costs no allocation)
+// and that only hands obj on with Finalized:
+//
+//	type Handle struct {
+//		reg resource.Registration
+//		raw uintptr
+//	}
+//
+//	func finalizeHandle(h *Handle) { resource.Finalized(&h.reg, h) }
+//
+//	h := &Handle{raw: create()}
+//	resource.ResourceFinalizerAt(&h.reg, (*Handle).destroy, h, finalizeHandle, false)
+//	...
+//	func (h *Handle) Close() error {
+//		err := h.reg.Release()
+//		runtime.KeepAlive(h)
+//		return err
+//	}
+//
+// Everything else is as with ResourceFinalizerErr. *r must be the zero
+// Registration and must not be copied afterwards. fin must not reference
+// obj or r: a closure that did would keep obj reachable forever (the
+// finalizer is a root of the garbage collector), so f would never run.
+//
+// ResourceFinalizerAt panics if r, f, fin or obj is nil, if T has size
+// zero, or if r is already registered.
+func ResourceFinalizerAt[T any](r *Registration, f func(*T) error, obj *T, fin func(*T), blocking bool, opts ...Option) {
+	if r == nil || f == nil || fin == nil {
+		panic("resource.ResourceFinalizerAt: nil registration, release function or finalizer")
+	}
+	registerAt(r, errFn[T](f), obj, fin, blocking, opts)
+}
+
+//go:noinline
+func registerAt[T any](r *Registration, fn releaser, obj *T, fin func(*T), blocking bool, opts []Option) {
+	checkObject(obj)
+	if r.q != nil {
+		panic("resource.ResourceFinalizerAt: registration already in use")
+	}
+	if r.init(fn, unsafe.Pointer(obj), blocking, opts) {
+		// 0 Callers, 1 captureSite, 2 registerAt, 3 ResourceFinalizerAt, 4 its caller.
+		r.site = captureSite(4 + optSkipOf(opts))
+	}
+	runtime.SetFinalizer(obj, fin)
+}
+
+// Finalized is the body of a finalizer given to ResourceFinalizerAt, for
+// obj registered as r: it queues the release (or does nothing if r was
+// released or cancelled), allocating nothing and calling nothing else.
+// Call it from that finalizer only.
+func Finalized[T any](r *Registration, obj *T) {
+	if r.q != nil {
+		r.q.fire(r, unsafe.Pointer(obj))
+	}
+}
+
+// checkObject panics for objects that cannot carry a finalizer.
+func checkObject[T any](obj *T) {
 	if obj == nil {
 		panic("resource.ResourceFinalizer: nil object")
 	}
 	if unsafe.Sizeof(*obj) == 0 {
 		panic("resource.ResourceFinalizer: zero-size object " + reflect.TypeFor[T]().String() + " cannot have a finalizer")
 	}
+}
+
+// init fills in a new registration of obj and counts it. It reports
+// whether leak tracking is on: the caller then records the creation site.
+func (r *Registration) init(fn releaser, obj unsafe.Pointer, blocking bool, opts []Option) (track bool) {
 	var o Option
 	for i := range opts {
 		op := &opts[i]
@@ -171,9 +250,6 @@ func register[T any](fn releaser, obj *T, blocking bool, opts []Option) *Registr
 		}
 		if op.set&optCtx != 0 {
 			o.ctx = op.ctx
-		}
-		if op.set&optSkip != 0 {
-			o.skip = op.skip
 		}
 		if op.set&optQueue != 0 {
 			o.q = op.q
@@ -185,25 +261,29 @@ func register[T any](fn releaser, obj *T, blocking bool, opts []Option) *Registr
 		q = &std
 	}
 	q.start()
-	r := &Registration{
-		q:        q,
-		blocking: blocking,
-		addr:     uintptr(unsafe.Pointer(obj)),
-		fn:       fn,
-		kind:     o.kind,
-	}
+	r.q = q
+	r.blocking = blocking
+	r.addr = uintptr(obj)
+	r.fn = fn
+	r.kind = o.kind
 	if o.set&optCtx != 0 {
 		r.ctx = o.ctx
 	} else if h := q.hooks.Load(); h != nil && h.Current != nil {
 		r.ctx = h.Current()
 	}
-	if q.leakOn.Load() {
-		// 0 Callers, 1 captureSite, 2 register, 3 ResourceFinalizer, 4 its caller.
-		r.site = captureSite(4 + o.skip)
-	}
 	q.registered.Add(1)
-	runtime.SetFinalizer(obj, func(p *T) { r.q.fire(r, unsafe.Pointer(p)) })
-	return r
+	return q.leakOn.Load()
+}
+
+// optSkipOf returns the CallerSkip of opts (the last one wins).
+func optSkipOf(opts []Option) int {
+	skip := 0
+	for i := range opts {
+		if opts[i].set&optSkip != 0 {
+			skip = opts[i].skip
+		}
+	}
+	return skip
 }
 
 // target returns the registered object. Only the goroutine that moved the
@@ -229,7 +309,7 @@ func (r *Registration) lane() int {
 // being released, or was cancelled. A release that the finalizer queued but
 // that has not started yet is still cancelled.
 func (r *Registration) Cancel() bool {
-	if r == nil {
+	if r == nil || r.q == nil {
 		return false
 	}
 	for {
@@ -285,7 +365,7 @@ func (r *Registration) Cancel() bool {
 //		return err
 //	}
 func (r *Registration) Release() error {
-	if r == nil {
+	if r == nil || r.q == nil {
 		return ErrReleased
 	}
 	q := r.q

@@ -1,0 +1,239 @@
+package resource
+
+import (
+	"errors"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// atRes registers itself in place (ResourceFinalizerAt).
+type atRes struct {
+	id  int
+	reg Registration
+	tag *int // keep the type pointerful (no tiny allocations)
+}
+
+// atReleases records the ids atRes releases saw, for the test running.
+var atReleases struct {
+	mu  sync.Mutex
+	ids map[int]int
+}
+
+func (o *atRes) release() error {
+	atReleases.mu.Lock()
+	atReleases.ids[o.id]++
+	atReleases.mu.Unlock()
+	if o.id < 0 {
+		return errors.New("release failed")
+	}
+	return nil
+}
+
+func finalizeAtRes(o *atRes) { Finalized(&o.reg, o) }
+
+func resetAtReleases(t *testing.T) {
+	atReleases.mu.Lock()
+	atReleases.ids = map[int]int{}
+	atReleases.mu.Unlock()
+	t.Cleanup(func() {
+		atReleases.mu.Lock()
+		atReleases.ids = nil
+		atReleases.mu.Unlock()
+	})
+}
+
+func atCount(id int) int {
+	atReleases.mu.Lock()
+	defer atReleases.mu.Unlock()
+	return atReleases.ids[id]
+}
+
+//go:noinline
+func newAtRes(q *queue, id int, blocking bool, opts ...Option) *atRes {
+	o := &atRes{id: id}
+	ResourceFinalizerAt(&o.reg, (*atRes).release, o, finalizeAtRes, blocking, append(opts, withQueue(q))...)
+	return o
+}
+
+//go:noinline
+func dropAtRes(q *queue, base, n int, blocking bool, opts ...Option) {
+	for i := range n {
+		newAtRes(q, base+i, blocking, opts...)
+	}
+}
+
+func TestResourceFinalizerAtExplicit(t *testing.T) {
+	resetAtReleases(t)
+	q := newTestQueue(t, time.Hour)
+	o := newAtRes(q, 1, false)
+	require.NoError(t, o.reg.Release())
+	assert.ErrorIs(t, o.reg.Release(), ErrReleased)
+	assert.False(t, o.reg.Cancel())
+	runtime.KeepAlive(o)
+	assert.Equal(t, 1, atCount(1))
+
+	failing := newAtRes(q, -1, false)
+	assert.ErrorContains(t, failing.reg.Release(), "release failed")
+	runtime.KeepAlive(failing)
+
+	s := q.status()
+	assert.Equal(t, uint64(2), s.Registered)
+	assert.Equal(t, uint64(2), s.Explicit)
+	assert.Equal(t, uint64(1), s.Failed)
+	assert.Zero(t, s.Live())
+
+	// The finalizer is gone: nothing more happens when the objects die.
+	o, failing = nil, nil
+	_, err := q.reclaim()
+	require.NoError(t, err)
+	assert.Equal(t, 1, atCount(1))
+	assert.Equal(t, uint64(2), q.status().Explicit)
+	assert.Zero(t, q.fired.Load())
+}
+
+func TestResourceFinalizerAtFinalizerPath(t *testing.T) {
+	resetAtReleases(t)
+	q := newTestQueue(t, time.Hour)
+	dropAtRes(q, 0, 10, false)
+	dropAtRes(q, 10, 5, true)
+	waitFired(t, q, 15)
+	q.drain()
+	for i := range 10 {
+		assert.Equal(t, 1, atCount(i), i)
+	}
+	for i := 10; i < 15; i++ {
+		assert.Zero(t, atCount(i), "blocking releases wait for Reclaim")
+	}
+	n, err := q.reclaim()
+	require.NoError(t, err)
+	assert.Equal(t, 5, n)
+	for i := 10; i < 15; i++ {
+		assert.Equal(t, 1, atCount(i), i)
+	}
+	s := q.status()
+	assert.Equal(t, uint64(10), s.ReleasedNonBlocking)
+	assert.Equal(t, uint64(5), s.ReleasedBlocking)
+	assert.Zero(t, s.Live())
+}
+
+func TestResourceFinalizerAtCancelAndChecks(t *testing.T) {
+	resetAtReleases(t)
+	q := newTestQueue(t, time.Hour)
+	o := newAtRes(q, 1, true)
+	assert.True(t, o.reg.Cancel())
+	assert.ErrorIs(t, o.reg.Release(), ErrReleased)
+	// The finalizer was removed: the object takes another one.
+	runtime.SetFinalizer(o, nil)
+	other := ResourceFinalizer(func(*atRes) {}, o, true, withQueue(q))
+	assert.True(t, other.Cancel())
+	runtime.KeepAlive(o)
+	assert.Zero(t, atCount(1))
+	assert.Equal(t, uint64(2), q.status().Cancelled)
+
+	// In use already, nil arguments, zero-size objects.
+	used := newAtRes(q, 2, false)
+	assert.Panics(t, func() {
+		ResourceFinalizerAt(&used.reg, (*atRes).release, used, finalizeAtRes, false, withQueue(q))
+	})
+	require.NoError(t, used.reg.Release())
+	fresh := &atRes{}
+	assert.Panics(t, func() { ResourceFinalizerAt(nil, (*atRes).release, fresh, finalizeAtRes, false) })
+	assert.Panics(t, func() { ResourceFinalizerAt(&fresh.reg, nil, fresh, finalizeAtRes, false) })
+	assert.Panics(t, func() { ResourceFinalizerAt(&fresh.reg, (*atRes).release, fresh, nil, false) })
+	assert.Panics(t, func() { ResourceFinalizerAt(&fresh.reg, (*atRes).release, nil, finalizeAtRes, false) })
+	var r Registration
+	assert.Panics(t, func() {
+		ResourceFinalizerAt(&r, func(*struct{}) error { return nil }, &struct{}{}, func(*struct{}) {}, false)
+	})
+}
+
+func TestZeroRegistration(t *testing.T) {
+	var r Registration
+	assert.ErrorIs(t, r.Release(), ErrReleased)
+	assert.False(t, r.Cancel())
+	Finalized(&r, &atRes{}) // never registered: nothing to queue
+}
+
+//go:noinline
+func leakSiteAt(q *queue, n int) { dropAtRes(q, 500, n, true, Kind("at"), CallerSkip(2)) }
+
+func TestResourceFinalizerAtLeakSite(t *testing.T) {
+	resetAtReleases(t)
+	q := newTestQueue(t, time.Hour)
+	q.leakOn.Store(true)
+	leakSiteAt(q, 2)
+	_, err := q.reclaim()
+	require.NoError(t, err)
+	leaks := q.leakReport()
+	require.Len(t, leaks, 1, "%v", leaks)
+	assert.Equal(t, uint64(2), leaks[0].Count)
+	assert.Equal(t, "at", leaks[0].Kind)
+	assert.Contains(t, leaks[0].Site, "resource.leakSiteAt ")
+	assert.NotContains(t, leaks[0].Stack, "dropAtRes")
+}
+
+// directCtx is a DirectContext: releases under it run without the hooks.
+type directCtx struct {
+	alive atomic.Bool
+	panic bool
+	calls atomic.Int32
+}
+
+func (c *directCtx) ResourceDirect() bool {
+	c.calls.Add(1)
+	if c.panic {
+		panic("direct")
+	}
+	return c.alive.Load()
+}
+
+func TestDirectContext(t *testing.T) {
+	resetAtReleases(t)
+	q := newTestQueue(t, time.Hour)
+	var hooked atomic.Int32
+	q.setContextHooks(ContextHooks{
+		Alive: func(Context) bool { hooked.Add(1); return true },
+		Run:   func(_ Context, f func()) error { hooked.Add(1); f(); return nil },
+	})
+	live, dead, broken := &directCtx{}, &directCtx{}, &directCtx{panic: true}
+	live.alive.Store(true)
+
+	o := newAtRes(q, 1, false, WithContext(live))
+	require.NoError(t, o.reg.Release())
+	assert.Equal(t, 1, atCount(1))
+	d := newAtRes(q, 2, false, WithContext(dead))
+	assert.ErrorIs(t, d.reg.Release(), ErrContextDestroyed)
+	assert.Zero(t, atCount(2))
+	b := newAtRes(q, 3, false, WithContext(broken))
+	var pe *PanicError
+	assert.ErrorAs(t, b.reg.Release(), &pe)
+	assert.Zero(t, atCount(3))
+	runtime.KeepAlive(o)
+	runtime.KeepAlive(d)
+	runtime.KeepAlive(b)
+
+	// The finalizer path too.
+	dropAtRes(q, 10, 3, true, WithContext(live))
+	dropAtRes(q, 20, 2, true, WithContext(dead))
+	n, err := q.reclaim()
+	require.NoError(t, err)
+	assert.Equal(t, 3, n)
+	assert.Zero(t, hooked.Load(), "Alive and Run are not called for a DirectContext")
+	assert.Equal(t, int32(4), live.calls.Load())
+	s := q.status()
+	assert.Equal(t, uint64(3), s.Dropped)
+	assert.Equal(t, uint64(1), s.Failed)
+
+	// Other contexts still go through the hooks.
+	plain := newFakeCtx("plain")
+	o = newAtRes(q, 30, false, WithContext(plain))
+	require.NoError(t, o.reg.Release())
+	runtime.KeepAlive(o)
+	assert.Equal(t, int32(2), hooked.Load())
+}
