@@ -158,20 +158,11 @@ func (s *Stream) Synchronize() error {
 		return err
 	}
 	resource.Drain()
-	query := func() (bool, error) {
-		var done bool
-		err := s.use(func(h CUstream) error {
-			var err error
-			done, err = ready(inStreamQuery(s.ctx.h, h))
-			return err
-		})
-		return done, err
-	}
 	// Short waits: poll the stream. Long ones: record an event and wait for it, so
 	// the wait holds no lock (waiting on the stream itself would keep Close out and,
 	// behind it, other goroutines' launches).
 	var slow bool
-	err := wait(query, func() error { slow = true; return nil })
+	err := wait(s.Query, func() error { slow = true; return nil })
 	if err != nil || !slow {
 		return err
 	}
