@@ -2,12 +2,7 @@
 
 package cublas
 
-import (
-	"errors"
-	"fmt"
-	"github.com/gocuda/gocuda/resource"
-	"runtime"
-)
+import "github.com/gocuda/gocuda/internal/owner"
 
 // OwnedHandle owns a cublasHandle_t (created by cublasCreate_v2) and releases it with cublasDestroy_v2.
 //
@@ -18,23 +13,13 @@ import (
 // Handle returns the raw handle for the raw functions; keep the OwnedHandle reachable
 // (runtime.KeepAlive) until the last call that uses it has returned, as with os.File.Fd.
 type OwnedHandle struct {
-	*ownedHandle
-}
-
-// ownedHandle is the part of OwnedHandle that the finalizer watches.
-type ownedHandle struct {
-	h   CublasHandle
-	reg *resource.Registration
+	o owner.Owned[CublasHandle]
 }
 
 // OwnHandle takes ownership of h, a cublasHandle_t created through the raw layer: the returned
 // OwnedHandle releases it with cublasDestroy_v2.
 func OwnHandle(h CublasHandle) *OwnedHandle {
-	in := &ownedHandle{h: h}
-	in.reg = resource.ResourceFinalizerErr(func(o *ownedHandle) error {
-		return Destroy(o.h)
-	}, in, true, resource.Kind("cublasDestroy_v2"), resource.CallerSkip(1))
-	return &OwnedHandle{in}
+	return &OwnedHandle{owner.New(h, Destroy, true, "cublasDestroy_v2")}
 }
 
 // NewOwnedHandle creates a cublasHandle_t with cublasCreate_v2 and owns it.
@@ -48,24 +33,18 @@ func NewOwnedHandle() (*OwnedHandle, error) {
 
 // Handle returns the raw cublasHandle_t, or its zero value once closed.
 func (o *OwnedHandle) Handle() CublasHandle {
-	if o == nil || o.ownedHandle == nil {
+	if o == nil {
 		return 0
 	}
-	return o.h
+	return o.o.Handle()
 }
 
 // Close releases the cublasHandle_t with cublasDestroy_v2 now and returns its error. Closing again, or
 // closing a nil OwnedHandle, returns an error that matches resource.ErrReleased.
 func (o *OwnedHandle) Close() error {
-	if o == nil || o.ownedHandle == nil {
-		return fmt.Errorf("cublas: Close of a nil OwnedHandle: %w", resource.ErrReleased)
+	var owned owner.Owned[CublasHandle]
+	if o != nil {
+		owned = o.o
 	}
-	err := o.reg.Release()
-	// The finalizer must not see o unreachable while Release runs.
-	runtime.KeepAlive(o.ownedHandle)
-	if errors.Is(err, resource.ErrReleased) {
-		return fmt.Errorf("cublas: OwnedHandle already closed: %w", err)
-	}
-	o.h = 0
-	return err
+	return owned.Close("cublas: OwnedHandle")
 }

@@ -2,12 +2,7 @@
 
 package cuda
 
-import (
-	"errors"
-	"fmt"
-	"github.com/gocuda/gocuda/resource"
-	"runtime"
-)
+import "github.com/gocuda/gocuda/internal/owner"
 
 // OwnedStream owns a CUstream (created by cuStreamCreate, cuStreamCreateWithPriority) and releases it with cuStreamDestroy_v2.
 //
@@ -18,47 +13,31 @@ import (
 // Handle returns the raw handle for the raw functions; keep the OwnedStream reachable
 // (runtime.KeepAlive) until the last call that uses it has returned, as with os.File.Fd.
 type OwnedStream struct {
-	*ownedStream
-}
-
-// ownedStream is the part of OwnedStream that the finalizer watches.
-type ownedStream struct {
-	h   CUstream
-	reg *resource.Registration
+	o owner.Owned[CUstream]
 }
 
 // OwnStream takes ownership of h, a CUstream created through the raw layer: the returned
 // OwnedStream releases it with cuStreamDestroy_v2.
 func OwnStream(h CUstream) *OwnedStream {
-	in := &ownedStream{h: h}
-	in.reg = resource.ResourceFinalizerErr(func(o *ownedStream) error {
-		return StreamDestroy(o.h)
-	}, in, false, resource.Kind("cuStreamDestroy_v2"), resource.CallerSkip(1))
-	return &OwnedStream{in}
+	return &OwnedStream{owner.New(h, StreamDestroy, false, "cuStreamDestroy_v2")}
 }
 
 // Handle returns the raw CUstream, or its zero value once closed.
 func (o *OwnedStream) Handle() CUstream {
-	if o == nil || o.ownedStream == nil {
+	if o == nil {
 		return 0
 	}
-	return o.h
+	return o.o.Handle()
 }
 
 // Close releases the CUstream with cuStreamDestroy_v2 now and returns its error. Closing again, or
 // closing a nil OwnedStream, returns an error that matches resource.ErrReleased.
 func (o *OwnedStream) Close() error {
-	if o == nil || o.ownedStream == nil {
-		return fmt.Errorf("cuda: Close of a nil OwnedStream: %w", resource.ErrReleased)
+	var owned owner.Owned[CUstream]
+	if o != nil {
+		owned = o.o
 	}
-	err := o.reg.Release()
-	// The finalizer must not see o unreachable while Release runs.
-	runtime.KeepAlive(o.ownedStream)
-	if errors.Is(err, resource.ErrReleased) {
-		return fmt.Errorf("cuda: OwnedStream already closed: %w", err)
-	}
-	o.h = 0
-	return err
+	return owned.Close("cuda: OwnedStream")
 }
 
 // OwnedEvent owns a CUevent (created by cuEventCreate) and releases it with cuEventDestroy_v2.
@@ -70,47 +49,31 @@ func (o *OwnedStream) Close() error {
 // Handle returns the raw handle for the raw functions; keep the OwnedEvent reachable
 // (runtime.KeepAlive) until the last call that uses it has returned, as with os.File.Fd.
 type OwnedEvent struct {
-	*ownedEvent
-}
-
-// ownedEvent is the part of OwnedEvent that the finalizer watches.
-type ownedEvent struct {
-	h   CUevent
-	reg *resource.Registration
+	o owner.Owned[CUevent]
 }
 
 // OwnEvent takes ownership of h, a CUevent created through the raw layer: the returned
 // OwnedEvent releases it with cuEventDestroy_v2.
 func OwnEvent(h CUevent) *OwnedEvent {
-	in := &ownedEvent{h: h}
-	in.reg = resource.ResourceFinalizerErr(func(o *ownedEvent) error {
-		return EventDestroy(o.h)
-	}, in, false, resource.Kind("cuEventDestroy_v2"), resource.CallerSkip(1))
-	return &OwnedEvent{in}
+	return &OwnedEvent{owner.New(h, EventDestroy, false, "cuEventDestroy_v2")}
 }
 
 // Handle returns the raw CUevent, or its zero value once closed.
 func (o *OwnedEvent) Handle() CUevent {
-	if o == nil || o.ownedEvent == nil {
+	if o == nil {
 		return 0
 	}
-	return o.h
+	return o.o.Handle()
 }
 
 // Close releases the CUevent with cuEventDestroy_v2 now and returns its error. Closing again, or
 // closing a nil OwnedEvent, returns an error that matches resource.ErrReleased.
 func (o *OwnedEvent) Close() error {
-	if o == nil || o.ownedEvent == nil {
-		return fmt.Errorf("cuda: Close of a nil OwnedEvent: %w", resource.ErrReleased)
+	var owned owner.Owned[CUevent]
+	if o != nil {
+		owned = o.o
 	}
-	err := o.reg.Release()
-	// The finalizer must not see o unreachable while Release runs.
-	runtime.KeepAlive(o.ownedEvent)
-	if errors.Is(err, resource.ErrReleased) {
-		return fmt.Errorf("cuda: OwnedEvent already closed: %w", err)
-	}
-	o.h = 0
-	return err
+	return owned.Close("cuda: OwnedEvent")
 }
 
 // OwnedModule owns a CUmodule (created by cuModuleLoadData, cuModuleLoadDataEx, cuModuleLoadFatBinary, cuModuleLoad) and releases it with cuModuleUnload.
@@ -122,47 +85,31 @@ func (o *OwnedEvent) Close() error {
 // Handle returns the raw handle for the raw functions; keep the OwnedModule reachable
 // (runtime.KeepAlive) until the last call that uses it has returned, as with os.File.Fd.
 type OwnedModule struct {
-	*ownedModule
-}
-
-// ownedModule is the part of OwnedModule that the finalizer watches.
-type ownedModule struct {
-	h   CUmodule
-	reg *resource.Registration
+	o owner.Owned[CUmodule]
 }
 
 // OwnModule takes ownership of h, a CUmodule created through the raw layer: the returned
 // OwnedModule releases it with cuModuleUnload.
 func OwnModule(h CUmodule) *OwnedModule {
-	in := &ownedModule{h: h}
-	in.reg = resource.ResourceFinalizerErr(func(o *ownedModule) error {
-		return ModuleUnload(o.h)
-	}, in, true, resource.Kind("cuModuleUnload"), resource.CallerSkip(1))
-	return &OwnedModule{in}
+	return &OwnedModule{owner.New(h, ModuleUnload, true, "cuModuleUnload")}
 }
 
 // Handle returns the raw CUmodule, or its zero value once closed.
 func (o *OwnedModule) Handle() CUmodule {
-	if o == nil || o.ownedModule == nil {
+	if o == nil {
 		return 0
 	}
-	return o.h
+	return o.o.Handle()
 }
 
 // Close releases the CUmodule with cuModuleUnload now and returns its error. Closing again, or
 // closing a nil OwnedModule, returns an error that matches resource.ErrReleased.
 func (o *OwnedModule) Close() error {
-	if o == nil || o.ownedModule == nil {
-		return fmt.Errorf("cuda: Close of a nil OwnedModule: %w", resource.ErrReleased)
+	var owned owner.Owned[CUmodule]
+	if o != nil {
+		owned = o.o
 	}
-	err := o.reg.Release()
-	// The finalizer must not see o unreachable while Release runs.
-	runtime.KeepAlive(o.ownedModule)
-	if errors.Is(err, resource.ErrReleased) {
-		return fmt.Errorf("cuda: OwnedModule already closed: %w", err)
-	}
-	o.h = 0
-	return err
+	return owned.Close("cuda: OwnedModule")
 }
 
 // OwnedGraphExec owns a CUgraphExec (created by cuGraphInstantiateWithFlags, cuGraphInstantiateWithParams) and releases it with cuGraphExecDestroy.
@@ -174,47 +121,31 @@ func (o *OwnedModule) Close() error {
 // Handle returns the raw handle for the raw functions; keep the OwnedGraphExec reachable
 // (runtime.KeepAlive) until the last call that uses it has returned, as with os.File.Fd.
 type OwnedGraphExec struct {
-	*ownedGraphExec
-}
-
-// ownedGraphExec is the part of OwnedGraphExec that the finalizer watches.
-type ownedGraphExec struct {
-	h   CUgraphExec
-	reg *resource.Registration
+	o owner.Owned[CUgraphExec]
 }
 
 // OwnGraphExec takes ownership of h, a CUgraphExec created through the raw layer: the returned
 // OwnedGraphExec releases it with cuGraphExecDestroy.
 func OwnGraphExec(h CUgraphExec) *OwnedGraphExec {
-	in := &ownedGraphExec{h: h}
-	in.reg = resource.ResourceFinalizerErr(func(o *ownedGraphExec) error {
-		return GraphExecDestroy(o.h)
-	}, in, false, resource.Kind("cuGraphExecDestroy"), resource.CallerSkip(1))
-	return &OwnedGraphExec{in}
+	return &OwnedGraphExec{owner.New(h, GraphExecDestroy, false, "cuGraphExecDestroy")}
 }
 
 // Handle returns the raw CUgraphExec, or its zero value once closed.
 func (o *OwnedGraphExec) Handle() CUgraphExec {
-	if o == nil || o.ownedGraphExec == nil {
+	if o == nil {
 		return 0
 	}
-	return o.h
+	return o.o.Handle()
 }
 
 // Close releases the CUgraphExec with cuGraphExecDestroy now and returns its error. Closing again, or
 // closing a nil OwnedGraphExec, returns an error that matches resource.ErrReleased.
 func (o *OwnedGraphExec) Close() error {
-	if o == nil || o.ownedGraphExec == nil {
-		return fmt.Errorf("cuda: Close of a nil OwnedGraphExec: %w", resource.ErrReleased)
+	var owned owner.Owned[CUgraphExec]
+	if o != nil {
+		owned = o.o
 	}
-	err := o.reg.Release()
-	// The finalizer must not see o unreachable while Release runs.
-	runtime.KeepAlive(o.ownedGraphExec)
-	if errors.Is(err, resource.ErrReleased) {
-		return fmt.Errorf("cuda: OwnedGraphExec already closed: %w", err)
-	}
-	o.h = 0
-	return err
+	return owned.Close("cuda: OwnedGraphExec")
 }
 
 // OwnedGraph owns a CUgraph (created by cuGraphCreate) and releases it with cuGraphDestroy.
@@ -226,47 +157,31 @@ func (o *OwnedGraphExec) Close() error {
 // Handle returns the raw handle for the raw functions; keep the OwnedGraph reachable
 // (runtime.KeepAlive) until the last call that uses it has returned, as with os.File.Fd.
 type OwnedGraph struct {
-	*ownedGraph
-}
-
-// ownedGraph is the part of OwnedGraph that the finalizer watches.
-type ownedGraph struct {
-	h   CUgraph
-	reg *resource.Registration
+	o owner.Owned[CUgraph]
 }
 
 // OwnGraph takes ownership of h, a CUgraph created through the raw layer: the returned
 // OwnedGraph releases it with cuGraphDestroy.
 func OwnGraph(h CUgraph) *OwnedGraph {
-	in := &ownedGraph{h: h}
-	in.reg = resource.ResourceFinalizerErr(func(o *ownedGraph) error {
-		return GraphDestroy(o.h)
-	}, in, false, resource.Kind("cuGraphDestroy"), resource.CallerSkip(1))
-	return &OwnedGraph{in}
+	return &OwnedGraph{owner.New(h, GraphDestroy, false, "cuGraphDestroy")}
 }
 
 // Handle returns the raw CUgraph, or its zero value once closed.
 func (o *OwnedGraph) Handle() CUgraph {
-	if o == nil || o.ownedGraph == nil {
+	if o == nil {
 		return 0
 	}
-	return o.h
+	return o.o.Handle()
 }
 
 // Close releases the CUgraph with cuGraphDestroy now and returns its error. Closing again, or
 // closing a nil OwnedGraph, returns an error that matches resource.ErrReleased.
 func (o *OwnedGraph) Close() error {
-	if o == nil || o.ownedGraph == nil {
-		return fmt.Errorf("cuda: Close of a nil OwnedGraph: %w", resource.ErrReleased)
+	var owned owner.Owned[CUgraph]
+	if o != nil {
+		owned = o.o
 	}
-	err := o.reg.Release()
-	// The finalizer must not see o unreachable while Release runs.
-	runtime.KeepAlive(o.ownedGraph)
-	if errors.Is(err, resource.ErrReleased) {
-		return fmt.Errorf("cuda: OwnedGraph already closed: %w", err)
-	}
-	o.h = 0
-	return err
+	return owned.Close("cuda: OwnedGraph")
 }
 
 // OwnedDeviceMemory owns a CUdeviceptr (created by cuMemAlloc_v2, cuMemAllocPitch_v2, cuMemAllocManaged) and releases it with cuMemFree_v2.
@@ -278,47 +193,31 @@ func (o *OwnedGraph) Close() error {
 // Handle returns the raw handle for the raw functions; keep the OwnedDeviceMemory reachable
 // (runtime.KeepAlive) until the last call that uses it has returned, as with os.File.Fd.
 type OwnedDeviceMemory struct {
-	*ownedDeviceMemory
-}
-
-// ownedDeviceMemory is the part of OwnedDeviceMemory that the finalizer watches.
-type ownedDeviceMemory struct {
-	h   CUdeviceptr
-	reg *resource.Registration
+	o owner.Owned[CUdeviceptr]
 }
 
 // OwnDeviceMemory takes ownership of h, a CUdeviceptr created through the raw layer: the returned
 // OwnedDeviceMemory releases it with cuMemFree_v2.
 func OwnDeviceMemory(h CUdeviceptr) *OwnedDeviceMemory {
-	in := &ownedDeviceMemory{h: h}
-	in.reg = resource.ResourceFinalizerErr(func(o *ownedDeviceMemory) error {
-		return MemFree(o.h)
-	}, in, true, resource.Kind("cuMemFree_v2"), resource.CallerSkip(1))
-	return &OwnedDeviceMemory{in}
+	return &OwnedDeviceMemory{owner.New(h, MemFree, true, "cuMemFree_v2")}
 }
 
 // Handle returns the raw CUdeviceptr, or its zero value once closed.
 func (o *OwnedDeviceMemory) Handle() CUdeviceptr {
-	if o == nil || o.ownedDeviceMemory == nil {
+	if o == nil {
 		return 0
 	}
-	return o.h
+	return o.o.Handle()
 }
 
 // Close releases the CUdeviceptr with cuMemFree_v2 now and returns its error. Closing again, or
 // closing a nil OwnedDeviceMemory, returns an error that matches resource.ErrReleased.
 func (o *OwnedDeviceMemory) Close() error {
-	if o == nil || o.ownedDeviceMemory == nil {
-		return fmt.Errorf("cuda: Close of a nil OwnedDeviceMemory: %w", resource.ErrReleased)
+	var owned owner.Owned[CUdeviceptr]
+	if o != nil {
+		owned = o.o
 	}
-	err := o.reg.Release()
-	// The finalizer must not see o unreachable while Release runs.
-	runtime.KeepAlive(o.ownedDeviceMemory)
-	if errors.Is(err, resource.ErrReleased) {
-		return fmt.Errorf("cuda: OwnedDeviceMemory already closed: %w", err)
-	}
-	o.h = 0
-	return err
+	return owned.Close("cuda: OwnedDeviceMemory")
 }
 
 // OwnedMemPool owns a CUmemoryPool (created by cuMemPoolCreate) and releases it with cuMemPoolDestroy.
@@ -330,47 +229,31 @@ func (o *OwnedDeviceMemory) Close() error {
 // Handle returns the raw handle for the raw functions; keep the OwnedMemPool reachable
 // (runtime.KeepAlive) until the last call that uses it has returned, as with os.File.Fd.
 type OwnedMemPool struct {
-	*ownedMemPool
-}
-
-// ownedMemPool is the part of OwnedMemPool that the finalizer watches.
-type ownedMemPool struct {
-	h   CUmemoryPool
-	reg *resource.Registration
+	o owner.Owned[CUmemoryPool]
 }
 
 // OwnMemPool takes ownership of h, a CUmemoryPool created through the raw layer: the returned
 // OwnedMemPool releases it with cuMemPoolDestroy.
 func OwnMemPool(h CUmemoryPool) *OwnedMemPool {
-	in := &ownedMemPool{h: h}
-	in.reg = resource.ResourceFinalizerErr(func(o *ownedMemPool) error {
-		return MemPoolDestroy(o.h)
-	}, in, false, resource.Kind("cuMemPoolDestroy"), resource.CallerSkip(1))
-	return &OwnedMemPool{in}
+	return &OwnedMemPool{owner.New(h, MemPoolDestroy, false, "cuMemPoolDestroy")}
 }
 
 // Handle returns the raw CUmemoryPool, or its zero value once closed.
 func (o *OwnedMemPool) Handle() CUmemoryPool {
-	if o == nil || o.ownedMemPool == nil {
+	if o == nil {
 		return 0
 	}
-	return o.h
+	return o.o.Handle()
 }
 
 // Close releases the CUmemoryPool with cuMemPoolDestroy now and returns its error. Closing again, or
 // closing a nil OwnedMemPool, returns an error that matches resource.ErrReleased.
 func (o *OwnedMemPool) Close() error {
-	if o == nil || o.ownedMemPool == nil {
-		return fmt.Errorf("cuda: Close of a nil OwnedMemPool: %w", resource.ErrReleased)
+	var owned owner.Owned[CUmemoryPool]
+	if o != nil {
+		owned = o.o
 	}
-	err := o.reg.Release()
-	// The finalizer must not see o unreachable while Release runs.
-	runtime.KeepAlive(o.ownedMemPool)
-	if errors.Is(err, resource.ErrReleased) {
-		return fmt.Errorf("cuda: OwnedMemPool already closed: %w", err)
-	}
-	o.h = 0
-	return err
+	return owned.Close("cuda: OwnedMemPool")
 }
 
 // OwnedLinkState owns a CUlinkState (created by cuLinkCreate_v2) and releases it with cuLinkDestroy.
@@ -382,47 +265,31 @@ func (o *OwnedMemPool) Close() error {
 // Handle returns the raw handle for the raw functions; keep the OwnedLinkState reachable
 // (runtime.KeepAlive) until the last call that uses it has returned, as with os.File.Fd.
 type OwnedLinkState struct {
-	*ownedLinkState
-}
-
-// ownedLinkState is the part of OwnedLinkState that the finalizer watches.
-type ownedLinkState struct {
-	h   CUlinkState
-	reg *resource.Registration
+	o owner.Owned[CUlinkState]
 }
 
 // OwnLinkState takes ownership of h, a CUlinkState created through the raw layer: the returned
 // OwnedLinkState releases it with cuLinkDestroy.
 func OwnLinkState(h CUlinkState) *OwnedLinkState {
-	in := &ownedLinkState{h: h}
-	in.reg = resource.ResourceFinalizerErr(func(o *ownedLinkState) error {
-		return LinkDestroy(o.h)
-	}, in, false, resource.Kind("cuLinkDestroy"), resource.CallerSkip(1))
-	return &OwnedLinkState{in}
+	return &OwnedLinkState{owner.New(h, LinkDestroy, false, "cuLinkDestroy")}
 }
 
 // Handle returns the raw CUlinkState, or its zero value once closed.
 func (o *OwnedLinkState) Handle() CUlinkState {
-	if o == nil || o.ownedLinkState == nil {
+	if o == nil {
 		return 0
 	}
-	return o.h
+	return o.o.Handle()
 }
 
 // Close releases the CUlinkState with cuLinkDestroy now and returns its error. Closing again, or
 // closing a nil OwnedLinkState, returns an error that matches resource.ErrReleased.
 func (o *OwnedLinkState) Close() error {
-	if o == nil || o.ownedLinkState == nil {
-		return fmt.Errorf("cuda: Close of a nil OwnedLinkState: %w", resource.ErrReleased)
+	var owned owner.Owned[CUlinkState]
+	if o != nil {
+		owned = o.o
 	}
-	err := o.reg.Release()
-	// The finalizer must not see o unreachable while Release runs.
-	runtime.KeepAlive(o.ownedLinkState)
-	if errors.Is(err, resource.ErrReleased) {
-		return fmt.Errorf("cuda: OwnedLinkState already closed: %w", err)
-	}
-	o.h = 0
-	return err
+	return owned.Close("cuda: OwnedLinkState")
 }
 
 // OwnedLibrary owns a CUlibrary (created by cuLibraryLoadData, cuLibraryLoadFromFile) and releases it with cuLibraryUnload.
@@ -434,47 +301,31 @@ func (o *OwnedLinkState) Close() error {
 // Handle returns the raw handle for the raw functions; keep the OwnedLibrary reachable
 // (runtime.KeepAlive) until the last call that uses it has returned, as with os.File.Fd.
 type OwnedLibrary struct {
-	*ownedLibrary
-}
-
-// ownedLibrary is the part of OwnedLibrary that the finalizer watches.
-type ownedLibrary struct {
-	h   CUlibrary
-	reg *resource.Registration
+	o owner.Owned[CUlibrary]
 }
 
 // OwnLibrary takes ownership of h, a CUlibrary created through the raw layer: the returned
 // OwnedLibrary releases it with cuLibraryUnload.
 func OwnLibrary(h CUlibrary) *OwnedLibrary {
-	in := &ownedLibrary{h: h}
-	in.reg = resource.ResourceFinalizerErr(func(o *ownedLibrary) error {
-		return LibraryUnload(o.h)
-	}, in, false, resource.Kind("cuLibraryUnload"), resource.CallerSkip(1))
-	return &OwnedLibrary{in}
+	return &OwnedLibrary{owner.New(h, LibraryUnload, false, "cuLibraryUnload")}
 }
 
 // Handle returns the raw CUlibrary, or its zero value once closed.
 func (o *OwnedLibrary) Handle() CUlibrary {
-	if o == nil || o.ownedLibrary == nil {
+	if o == nil {
 		return 0
 	}
-	return o.h
+	return o.o.Handle()
 }
 
 // Close releases the CUlibrary with cuLibraryUnload now and returns its error. Closing again, or
 // closing a nil OwnedLibrary, returns an error that matches resource.ErrReleased.
 func (o *OwnedLibrary) Close() error {
-	if o == nil || o.ownedLibrary == nil {
-		return fmt.Errorf("cuda: Close of a nil OwnedLibrary: %w", resource.ErrReleased)
+	var owned owner.Owned[CUlibrary]
+	if o != nil {
+		owned = o.o
 	}
-	err := o.reg.Release()
-	// The finalizer must not see o unreachable while Release runs.
-	runtime.KeepAlive(o.ownedLibrary)
-	if errors.Is(err, resource.ErrReleased) {
-		return fmt.Errorf("cuda: OwnedLibrary already closed: %w", err)
-	}
-	o.h = 0
-	return err
+	return owned.Close("cuda: OwnedLibrary")
 }
 
 // OwnedContext owns a CUcontext (created by cuCtxCreate_v4) and releases it with cuCtxDestroy_v2.
@@ -486,45 +337,29 @@ func (o *OwnedLibrary) Close() error {
 // Handle returns the raw handle for the raw functions; keep the OwnedContext reachable
 // (runtime.KeepAlive) until the last call that uses it has returned, as with os.File.Fd.
 type OwnedContext struct {
-	*ownedContext
-}
-
-// ownedContext is the part of OwnedContext that the finalizer watches.
-type ownedContext struct {
-	h   CUcontext
-	reg *resource.Registration
+	o owner.Owned[CUcontext]
 }
 
 // OwnContext takes ownership of h, a CUcontext created through the raw layer: the returned
 // OwnedContext releases it with cuCtxDestroy_v2.
 func OwnContext(h CUcontext) *OwnedContext {
-	in := &ownedContext{h: h}
-	in.reg = resource.ResourceFinalizerErr(func(o *ownedContext) error {
-		return CtxDestroy(o.h)
-	}, in, true, resource.Kind("cuCtxDestroy_v2"), resource.CallerSkip(1))
-	return &OwnedContext{in}
+	return &OwnedContext{owner.New(h, CtxDestroy, true, "cuCtxDestroy_v2")}
 }
 
 // Handle returns the raw CUcontext, or its zero value once closed.
 func (o *OwnedContext) Handle() CUcontext {
-	if o == nil || o.ownedContext == nil {
+	if o == nil {
 		return 0
 	}
-	return o.h
+	return o.o.Handle()
 }
 
 // Close releases the CUcontext with cuCtxDestroy_v2 now and returns its error. Closing again, or
 // closing a nil OwnedContext, returns an error that matches resource.ErrReleased.
 func (o *OwnedContext) Close() error {
-	if o == nil || o.ownedContext == nil {
-		return fmt.Errorf("cuda: Close of a nil OwnedContext: %w", resource.ErrReleased)
+	var owned owner.Owned[CUcontext]
+	if o != nil {
+		owned = o.o
 	}
-	err := o.reg.Release()
-	// The finalizer must not see o unreachable while Release runs.
-	runtime.KeepAlive(o.ownedContext)
-	if errors.Is(err, resource.ErrReleased) {
-		return fmt.Errorf("cuda: OwnedContext already closed: %w", err)
-	}
-	o.h = 0
-	return err
+	return owned.Close("cuda: OwnedContext")
 }

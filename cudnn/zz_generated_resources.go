@@ -2,12 +2,7 @@
 
 package cudnn
 
-import (
-	"errors"
-	"fmt"
-	"github.com/gocuda/gocuda/resource"
-	"runtime"
-)
+import "github.com/gocuda/gocuda/internal/owner"
 
 // OwnedHandle owns a cudnnHandle_t (created by cudnnCreate) and releases it with cudnnDestroy.
 //
@@ -18,23 +13,13 @@ import (
 // Handle returns the raw handle for the raw functions; keep the OwnedHandle reachable
 // (runtime.KeepAlive) until the last call that uses it has returned, as with os.File.Fd.
 type OwnedHandle struct {
-	*ownedHandle
-}
-
-// ownedHandle is the part of OwnedHandle that the finalizer watches.
-type ownedHandle struct {
-	h   CudnnHandle
-	reg *resource.Registration
+	o owner.Owned[CudnnHandle]
 }
 
 // OwnHandle takes ownership of h, a cudnnHandle_t created through the raw layer: the returned
 // OwnedHandle releases it with cudnnDestroy.
 func OwnHandle(h CudnnHandle) *OwnedHandle {
-	in := &ownedHandle{h: h}
-	in.reg = resource.ResourceFinalizerErr(func(o *ownedHandle) error {
-		return Destroy(o.h)
-	}, in, true, resource.Kind("cudnnDestroy"), resource.CallerSkip(1))
-	return &OwnedHandle{in}
+	return &OwnedHandle{owner.New(h, Destroy, true, "cudnnDestroy")}
 }
 
 // NewOwnedHandle creates a cudnnHandle_t with cudnnCreate and owns it.
@@ -48,26 +33,20 @@ func NewOwnedHandle() (*OwnedHandle, error) {
 
 // Handle returns the raw cudnnHandle_t, or its zero value once closed.
 func (o *OwnedHandle) Handle() CudnnHandle {
-	if o == nil || o.ownedHandle == nil {
+	if o == nil {
 		return 0
 	}
-	return o.h
+	return o.o.Handle()
 }
 
 // Close releases the cudnnHandle_t with cudnnDestroy now and returns its error. Closing again, or
 // closing a nil OwnedHandle, returns an error that matches resource.ErrReleased.
 func (o *OwnedHandle) Close() error {
-	if o == nil || o.ownedHandle == nil {
-		return fmt.Errorf("cudnn: Close of a nil OwnedHandle: %w", resource.ErrReleased)
+	var owned owner.Owned[CudnnHandle]
+	if o != nil {
+		owned = o.o
 	}
-	err := o.reg.Release()
-	// The finalizer must not see o unreachable while Release runs.
-	runtime.KeepAlive(o.ownedHandle)
-	if errors.Is(err, resource.ErrReleased) {
-		return fmt.Errorf("cudnn: OwnedHandle already closed: %w", err)
-	}
-	o.h = 0
-	return err
+	return owned.Close("cudnn: OwnedHandle")
 }
 
 // OwnedTensorDescriptor owns a cudnnTensorDescriptor_t (created by cudnnCreateTensorDescriptor) and releases it with cudnnDestroyTensorDescriptor.
@@ -79,23 +58,13 @@ func (o *OwnedHandle) Close() error {
 // Handle returns the raw handle for the raw functions; keep the OwnedTensorDescriptor reachable
 // (runtime.KeepAlive) until the last call that uses it has returned, as with os.File.Fd.
 type OwnedTensorDescriptor struct {
-	*ownedTensorDescriptor
-}
-
-// ownedTensorDescriptor is the part of OwnedTensorDescriptor that the finalizer watches.
-type ownedTensorDescriptor struct {
-	h   CudnnTensorDescriptor
-	reg *resource.Registration
+	o owner.Owned[CudnnTensorDescriptor]
 }
 
 // OwnTensorDescriptor takes ownership of h, a cudnnTensorDescriptor_t created through the raw layer: the returned
 // OwnedTensorDescriptor releases it with cudnnDestroyTensorDescriptor.
 func OwnTensorDescriptor(h CudnnTensorDescriptor) *OwnedTensorDescriptor {
-	in := &ownedTensorDescriptor{h: h}
-	in.reg = resource.ResourceFinalizerErr(func(o *ownedTensorDescriptor) error {
-		return DestroyTensorDescriptor(o.h)
-	}, in, false, resource.Kind("cudnnDestroyTensorDescriptor"), resource.CallerSkip(1))
-	return &OwnedTensorDescriptor{in}
+	return &OwnedTensorDescriptor{owner.New(h, DestroyTensorDescriptor, false, "cudnnDestroyTensorDescriptor")}
 }
 
 // NewOwnedTensorDescriptor creates a cudnnTensorDescriptor_t with cudnnCreateTensorDescriptor and owns it.
@@ -109,26 +78,20 @@ func NewOwnedTensorDescriptor() (*OwnedTensorDescriptor, error) {
 
 // Handle returns the raw cudnnTensorDescriptor_t, or its zero value once closed.
 func (o *OwnedTensorDescriptor) Handle() CudnnTensorDescriptor {
-	if o == nil || o.ownedTensorDescriptor == nil {
+	if o == nil {
 		return 0
 	}
-	return o.h
+	return o.o.Handle()
 }
 
 // Close releases the cudnnTensorDescriptor_t with cudnnDestroyTensorDescriptor now and returns its error. Closing again, or
 // closing a nil OwnedTensorDescriptor, returns an error that matches resource.ErrReleased.
 func (o *OwnedTensorDescriptor) Close() error {
-	if o == nil || o.ownedTensorDescriptor == nil {
-		return fmt.Errorf("cudnn: Close of a nil OwnedTensorDescriptor: %w", resource.ErrReleased)
+	var owned owner.Owned[CudnnTensorDescriptor]
+	if o != nil {
+		owned = o.o
 	}
-	err := o.reg.Release()
-	// The finalizer must not see o unreachable while Release runs.
-	runtime.KeepAlive(o.ownedTensorDescriptor)
-	if errors.Is(err, resource.ErrReleased) {
-		return fmt.Errorf("cudnn: OwnedTensorDescriptor already closed: %w", err)
-	}
-	o.h = 0
-	return err
+	return owned.Close("cudnn: OwnedTensorDescriptor")
 }
 
 // OwnedActivationDescriptor owns a cudnnActivationDescriptor_t (created by cudnnCreateActivationDescriptor) and releases it with cudnnDestroyActivationDescriptor.
@@ -140,23 +103,13 @@ func (o *OwnedTensorDescriptor) Close() error {
 // Handle returns the raw handle for the raw functions; keep the OwnedActivationDescriptor reachable
 // (runtime.KeepAlive) until the last call that uses it has returned, as with os.File.Fd.
 type OwnedActivationDescriptor struct {
-	*ownedActivationDescriptor
-}
-
-// ownedActivationDescriptor is the part of OwnedActivationDescriptor that the finalizer watches.
-type ownedActivationDescriptor struct {
-	h   CudnnActivationDescriptor
-	reg *resource.Registration
+	o owner.Owned[CudnnActivationDescriptor]
 }
 
 // OwnActivationDescriptor takes ownership of h, a cudnnActivationDescriptor_t created through the raw layer: the returned
 // OwnedActivationDescriptor releases it with cudnnDestroyActivationDescriptor.
 func OwnActivationDescriptor(h CudnnActivationDescriptor) *OwnedActivationDescriptor {
-	in := &ownedActivationDescriptor{h: h}
-	in.reg = resource.ResourceFinalizerErr(func(o *ownedActivationDescriptor) error {
-		return DestroyActivationDescriptor(o.h)
-	}, in, false, resource.Kind("cudnnDestroyActivationDescriptor"), resource.CallerSkip(1))
-	return &OwnedActivationDescriptor{in}
+	return &OwnedActivationDescriptor{owner.New(h, DestroyActivationDescriptor, false, "cudnnDestroyActivationDescriptor")}
 }
 
 // NewOwnedActivationDescriptor creates a cudnnActivationDescriptor_t with cudnnCreateActivationDescriptor and owns it.
@@ -170,24 +123,18 @@ func NewOwnedActivationDescriptor() (*OwnedActivationDescriptor, error) {
 
 // Handle returns the raw cudnnActivationDescriptor_t, or its zero value once closed.
 func (o *OwnedActivationDescriptor) Handle() CudnnActivationDescriptor {
-	if o == nil || o.ownedActivationDescriptor == nil {
+	if o == nil {
 		return 0
 	}
-	return o.h
+	return o.o.Handle()
 }
 
 // Close releases the cudnnActivationDescriptor_t with cudnnDestroyActivationDescriptor now and returns its error. Closing again, or
 // closing a nil OwnedActivationDescriptor, returns an error that matches resource.ErrReleased.
 func (o *OwnedActivationDescriptor) Close() error {
-	if o == nil || o.ownedActivationDescriptor == nil {
-		return fmt.Errorf("cudnn: Close of a nil OwnedActivationDescriptor: %w", resource.ErrReleased)
+	var owned owner.Owned[CudnnActivationDescriptor]
+	if o != nil {
+		owned = o.o
 	}
-	err := o.reg.Release()
-	// The finalizer must not see o unreachable while Release runs.
-	runtime.KeepAlive(o.ownedActivationDescriptor)
-	if errors.Is(err, resource.ErrReleased) {
-		return fmt.Errorf("cudnn: OwnedActivationDescriptor already closed: %w", err)
-	}
-	o.h = 0
-	return err
+	return owned.Close("cudnn: OwnedActivationDescriptor")
 }

@@ -2,12 +2,7 @@
 
 package cufft
 
-import (
-	"errors"
-	"fmt"
-	"github.com/gocuda/gocuda/resource"
-	"runtime"
-)
+import "github.com/gocuda/gocuda/internal/owner"
 
 // OwnedPlan owns a cufftHandle (created by cufftCreate, cufftPlan1d, cufftPlan2d, cufftPlan3d, cufftPlanMany) and releases it with cufftDestroy.
 //
@@ -18,23 +13,13 @@ import (
 // Handle returns the raw handle for the raw functions; keep the OwnedPlan reachable
 // (runtime.KeepAlive) until the last call that uses it has returned, as with os.File.Fd.
 type OwnedPlan struct {
-	*ownedPlan
-}
-
-// ownedPlan is the part of OwnedPlan that the finalizer watches.
-type ownedPlan struct {
-	h   CufftHandle
-	reg *resource.Registration
+	o owner.Owned[CufftHandle]
 }
 
 // OwnPlan takes ownership of h, a cufftHandle created through the raw layer: the returned
 // OwnedPlan releases it with cufftDestroy.
 func OwnPlan(h CufftHandle) *OwnedPlan {
-	in := &ownedPlan{h: h}
-	in.reg = resource.ResourceFinalizerErr(func(o *ownedPlan) error {
-		return Destroy(o.h)
-	}, in, true, resource.Kind("cufftDestroy"), resource.CallerSkip(1))
-	return &OwnedPlan{in}
+	return &OwnedPlan{owner.New(h, Destroy, true, "cufftDestroy")}
 }
 
 // NewOwnedPlan creates a cufftHandle with cufftCreate and owns it.
@@ -48,24 +33,18 @@ func NewOwnedPlan() (*OwnedPlan, error) {
 
 // Handle returns the raw cufftHandle, or its zero value once closed.
 func (o *OwnedPlan) Handle() CufftHandle {
-	if o == nil || o.ownedPlan == nil {
+	if o == nil {
 		return 0
 	}
-	return o.h
+	return o.o.Handle()
 }
 
 // Close releases the cufftHandle with cufftDestroy now and returns its error. Closing again, or
 // closing a nil OwnedPlan, returns an error that matches resource.ErrReleased.
 func (o *OwnedPlan) Close() error {
-	if o == nil || o.ownedPlan == nil {
-		return fmt.Errorf("cufft: Close of a nil OwnedPlan: %w", resource.ErrReleased)
+	var owned owner.Owned[CufftHandle]
+	if o != nil {
+		owned = o.o
 	}
-	err := o.reg.Release()
-	// The finalizer must not see o unreachable while Release runs.
-	runtime.KeepAlive(o.ownedPlan)
-	if errors.Is(err, resource.ErrReleased) {
-		return fmt.Errorf("cufft: OwnedPlan already closed: %w", err)
-	}
-	o.h = 0
-	return err
+	return owned.Close("cufft: OwnedPlan")
 }

@@ -2,12 +2,7 @@
 
 package curand
 
-import (
-	"errors"
-	"fmt"
-	"github.com/gocuda/gocuda/resource"
-	"runtime"
-)
+import "github.com/gocuda/gocuda/internal/owner"
 
 // OwnedGenerator owns a curandGenerator_t (created by curandCreateGenerator, curandCreateGeneratorHost) and releases it with curandDestroyGenerator.
 //
@@ -18,45 +13,29 @@ import (
 // Handle returns the raw handle for the raw functions; keep the OwnedGenerator reachable
 // (runtime.KeepAlive) until the last call that uses it has returned, as with os.File.Fd.
 type OwnedGenerator struct {
-	*ownedGenerator
-}
-
-// ownedGenerator is the part of OwnedGenerator that the finalizer watches.
-type ownedGenerator struct {
-	h   CurandGenerator
-	reg *resource.Registration
+	o owner.Owned[CurandGenerator]
 }
 
 // OwnGenerator takes ownership of h, a curandGenerator_t created through the raw layer: the returned
 // OwnedGenerator releases it with curandDestroyGenerator.
 func OwnGenerator(h CurandGenerator) *OwnedGenerator {
-	in := &ownedGenerator{h: h}
-	in.reg = resource.ResourceFinalizerErr(func(o *ownedGenerator) error {
-		return DestroyGenerator(o.h)
-	}, in, true, resource.Kind("curandDestroyGenerator"), resource.CallerSkip(1))
-	return &OwnedGenerator{in}
+	return &OwnedGenerator{owner.New(h, DestroyGenerator, true, "curandDestroyGenerator")}
 }
 
 // Handle returns the raw curandGenerator_t, or its zero value once closed.
 func (o *OwnedGenerator) Handle() CurandGenerator {
-	if o == nil || o.ownedGenerator == nil {
+	if o == nil {
 		return 0
 	}
-	return o.h
+	return o.o.Handle()
 }
 
 // Close releases the curandGenerator_t with curandDestroyGenerator now and returns its error. Closing again, or
 // closing a nil OwnedGenerator, returns an error that matches resource.ErrReleased.
 func (o *OwnedGenerator) Close() error {
-	if o == nil || o.ownedGenerator == nil {
-		return fmt.Errorf("curand: Close of a nil OwnedGenerator: %w", resource.ErrReleased)
+	var owned owner.Owned[CurandGenerator]
+	if o != nil {
+		owned = o.o
 	}
-	err := o.reg.Release()
-	// The finalizer must not see o unreachable while Release runs.
-	runtime.KeepAlive(o.ownedGenerator)
-	if errors.Is(err, resource.ErrReleased) {
-		return fmt.Errorf("curand: OwnedGenerator already closed: %w", err)
-	}
-	o.h = 0
-	return err
+	return owned.Close("curand: OwnedGenerator")
 }

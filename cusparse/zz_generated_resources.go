@@ -2,12 +2,7 @@
 
 package cusparse
 
-import (
-	"errors"
-	"fmt"
-	"github.com/gocuda/gocuda/resource"
-	"runtime"
-)
+import "github.com/gocuda/gocuda/internal/owner"
 
 // OwnedHandle owns a cusparseHandle_t (created by cusparseCreate) and releases it with cusparseDestroy.
 //
@@ -18,23 +13,13 @@ import (
 // Handle returns the raw handle for the raw functions; keep the OwnedHandle reachable
 // (runtime.KeepAlive) until the last call that uses it has returned, as with os.File.Fd.
 type OwnedHandle struct {
-	*ownedHandle
-}
-
-// ownedHandle is the part of OwnedHandle that the finalizer watches.
-type ownedHandle struct {
-	h   CusparseHandle
-	reg *resource.Registration
+	o owner.Owned[CusparseHandle]
 }
 
 // OwnHandle takes ownership of h, a cusparseHandle_t created through the raw layer: the returned
 // OwnedHandle releases it with cusparseDestroy.
 func OwnHandle(h CusparseHandle) *OwnedHandle {
-	in := &ownedHandle{h: h}
-	in.reg = resource.ResourceFinalizerErr(func(o *ownedHandle) error {
-		return Destroy(o.h)
-	}, in, false, resource.Kind("cusparseDestroy"), resource.CallerSkip(1))
-	return &OwnedHandle{in}
+	return &OwnedHandle{owner.New(h, Destroy, false, "cusparseDestroy")}
 }
 
 // NewOwnedHandle creates a cusparseHandle_t with cusparseCreate and owns it.
@@ -48,26 +33,20 @@ func NewOwnedHandle() (*OwnedHandle, error) {
 
 // Handle returns the raw cusparseHandle_t, or its zero value once closed.
 func (o *OwnedHandle) Handle() CusparseHandle {
-	if o == nil || o.ownedHandle == nil {
+	if o == nil {
 		return 0
 	}
-	return o.h
+	return o.o.Handle()
 }
 
 // Close releases the cusparseHandle_t with cusparseDestroy now and returns its error. Closing again, or
 // closing a nil OwnedHandle, returns an error that matches resource.ErrReleased.
 func (o *OwnedHandle) Close() error {
-	if o == nil || o.ownedHandle == nil {
-		return fmt.Errorf("cusparse: Close of a nil OwnedHandle: %w", resource.ErrReleased)
+	var owned owner.Owned[CusparseHandle]
+	if o != nil {
+		owned = o.o
 	}
-	err := o.reg.Release()
-	// The finalizer must not see o unreachable while Release runs.
-	runtime.KeepAlive(o.ownedHandle)
-	if errors.Is(err, resource.ErrReleased) {
-		return fmt.Errorf("cusparse: OwnedHandle already closed: %w", err)
-	}
-	o.h = 0
-	return err
+	return owned.Close("cusparse: OwnedHandle")
 }
 
 // OwnedSpMat owns a cusparseSpMatDescr_t (created by cusparseCreateCsr, cusparseCreateCoo, cusparseCreateCsc, cusparseCreateBlockedEll, cusparseCreateBsr, cusparseCreateSlicedEll) and releases it with cusparseDestroySpMat.
@@ -79,47 +58,31 @@ func (o *OwnedHandle) Close() error {
 // Handle returns the raw handle for the raw functions; keep the OwnedSpMat reachable
 // (runtime.KeepAlive) until the last call that uses it has returned, as with os.File.Fd.
 type OwnedSpMat struct {
-	*ownedSpMat
-}
-
-// ownedSpMat is the part of OwnedSpMat that the finalizer watches.
-type ownedSpMat struct {
-	h   CusparseSpMatDescr
-	reg *resource.Registration
+	o owner.Owned[CusparseSpMatDescr]
 }
 
 // OwnSpMat takes ownership of h, a cusparseSpMatDescr_t created through the raw layer: the returned
 // OwnedSpMat releases it with cusparseDestroySpMat.
 func OwnSpMat(h CusparseSpMatDescr) *OwnedSpMat {
-	in := &ownedSpMat{h: h}
-	in.reg = resource.ResourceFinalizerErr(func(o *ownedSpMat) error {
-		return DestroySpMat(o.h)
-	}, in, false, resource.Kind("cusparseDestroySpMat"), resource.CallerSkip(1))
-	return &OwnedSpMat{in}
+	return &OwnedSpMat{owner.New(h, DestroySpMat, false, "cusparseDestroySpMat")}
 }
 
 // Handle returns the raw cusparseSpMatDescr_t, or its zero value once closed.
 func (o *OwnedSpMat) Handle() CusparseSpMatDescr {
-	if o == nil || o.ownedSpMat == nil {
+	if o == nil {
 		return 0
 	}
-	return o.h
+	return o.o.Handle()
 }
 
 // Close releases the cusparseSpMatDescr_t with cusparseDestroySpMat now and returns its error. Closing again, or
 // closing a nil OwnedSpMat, returns an error that matches resource.ErrReleased.
 func (o *OwnedSpMat) Close() error {
-	if o == nil || o.ownedSpMat == nil {
-		return fmt.Errorf("cusparse: Close of a nil OwnedSpMat: %w", resource.ErrReleased)
+	var owned owner.Owned[CusparseSpMatDescr]
+	if o != nil {
+		owned = o.o
 	}
-	err := o.reg.Release()
-	// The finalizer must not see o unreachable while Release runs.
-	runtime.KeepAlive(o.ownedSpMat)
-	if errors.Is(err, resource.ErrReleased) {
-		return fmt.Errorf("cusparse: OwnedSpMat already closed: %w", err)
-	}
-	o.h = 0
-	return err
+	return owned.Close("cusparse: OwnedSpMat")
 }
 
 // OwnedDnVec owns a cusparseDnVecDescr_t (created by cusparseCreateDnVec) and releases it with cusparseDestroyDnVec.
@@ -131,47 +94,31 @@ func (o *OwnedSpMat) Close() error {
 // Handle returns the raw handle for the raw functions; keep the OwnedDnVec reachable
 // (runtime.KeepAlive) until the last call that uses it has returned, as with os.File.Fd.
 type OwnedDnVec struct {
-	*ownedDnVec
-}
-
-// ownedDnVec is the part of OwnedDnVec that the finalizer watches.
-type ownedDnVec struct {
-	h   CusparseDnVecDescr
-	reg *resource.Registration
+	o owner.Owned[CusparseDnVecDescr]
 }
 
 // OwnDnVec takes ownership of h, a cusparseDnVecDescr_t created through the raw layer: the returned
 // OwnedDnVec releases it with cusparseDestroyDnVec.
 func OwnDnVec(h CusparseDnVecDescr) *OwnedDnVec {
-	in := &ownedDnVec{h: h}
-	in.reg = resource.ResourceFinalizerErr(func(o *ownedDnVec) error {
-		return DestroyDnVec(o.h)
-	}, in, false, resource.Kind("cusparseDestroyDnVec"), resource.CallerSkip(1))
-	return &OwnedDnVec{in}
+	return &OwnedDnVec{owner.New(h, DestroyDnVec, false, "cusparseDestroyDnVec")}
 }
 
 // Handle returns the raw cusparseDnVecDescr_t, or its zero value once closed.
 func (o *OwnedDnVec) Handle() CusparseDnVecDescr {
-	if o == nil || o.ownedDnVec == nil {
+	if o == nil {
 		return 0
 	}
-	return o.h
+	return o.o.Handle()
 }
 
 // Close releases the cusparseDnVecDescr_t with cusparseDestroyDnVec now and returns its error. Closing again, or
 // closing a nil OwnedDnVec, returns an error that matches resource.ErrReleased.
 func (o *OwnedDnVec) Close() error {
-	if o == nil || o.ownedDnVec == nil {
-		return fmt.Errorf("cusparse: Close of a nil OwnedDnVec: %w", resource.ErrReleased)
+	var owned owner.Owned[CusparseDnVecDescr]
+	if o != nil {
+		owned = o.o
 	}
-	err := o.reg.Release()
-	// The finalizer must not see o unreachable while Release runs.
-	runtime.KeepAlive(o.ownedDnVec)
-	if errors.Is(err, resource.ErrReleased) {
-		return fmt.Errorf("cusparse: OwnedDnVec already closed: %w", err)
-	}
-	o.h = 0
-	return err
+	return owned.Close("cusparse: OwnedDnVec")
 }
 
 // OwnedDnMat owns a cusparseDnMatDescr_t (created by cusparseCreateDnMat) and releases it with cusparseDestroyDnMat.
@@ -183,47 +130,31 @@ func (o *OwnedDnVec) Close() error {
 // Handle returns the raw handle for the raw functions; keep the OwnedDnMat reachable
 // (runtime.KeepAlive) until the last call that uses it has returned, as with os.File.Fd.
 type OwnedDnMat struct {
-	*ownedDnMat
-}
-
-// ownedDnMat is the part of OwnedDnMat that the finalizer watches.
-type ownedDnMat struct {
-	h   CusparseDnMatDescr
-	reg *resource.Registration
+	o owner.Owned[CusparseDnMatDescr]
 }
 
 // OwnDnMat takes ownership of h, a cusparseDnMatDescr_t created through the raw layer: the returned
 // OwnedDnMat releases it with cusparseDestroyDnMat.
 func OwnDnMat(h CusparseDnMatDescr) *OwnedDnMat {
-	in := &ownedDnMat{h: h}
-	in.reg = resource.ResourceFinalizerErr(func(o *ownedDnMat) error {
-		return DestroyDnMat(o.h)
-	}, in, false, resource.Kind("cusparseDestroyDnMat"), resource.CallerSkip(1))
-	return &OwnedDnMat{in}
+	return &OwnedDnMat{owner.New(h, DestroyDnMat, false, "cusparseDestroyDnMat")}
 }
 
 // Handle returns the raw cusparseDnMatDescr_t, or its zero value once closed.
 func (o *OwnedDnMat) Handle() CusparseDnMatDescr {
-	if o == nil || o.ownedDnMat == nil {
+	if o == nil {
 		return 0
 	}
-	return o.h
+	return o.o.Handle()
 }
 
 // Close releases the cusparseDnMatDescr_t with cusparseDestroyDnMat now and returns its error. Closing again, or
 // closing a nil OwnedDnMat, returns an error that matches resource.ErrReleased.
 func (o *OwnedDnMat) Close() error {
-	if o == nil || o.ownedDnMat == nil {
-		return fmt.Errorf("cusparse: Close of a nil OwnedDnMat: %w", resource.ErrReleased)
+	var owned owner.Owned[CusparseDnMatDescr]
+	if o != nil {
+		owned = o.o
 	}
-	err := o.reg.Release()
-	// The finalizer must not see o unreachable while Release runs.
-	runtime.KeepAlive(o.ownedDnMat)
-	if errors.Is(err, resource.ErrReleased) {
-		return fmt.Errorf("cusparse: OwnedDnMat already closed: %w", err)
-	}
-	o.h = 0
-	return err
+	return owned.Close("cusparse: OwnedDnMat")
 }
 
 // OwnedSpVec owns a cusparseSpVecDescr_t (created by cusparseCreateSpVec) and releases it with cusparseDestroySpVec.
@@ -235,45 +166,29 @@ func (o *OwnedDnMat) Close() error {
 // Handle returns the raw handle for the raw functions; keep the OwnedSpVec reachable
 // (runtime.KeepAlive) until the last call that uses it has returned, as with os.File.Fd.
 type OwnedSpVec struct {
-	*ownedSpVec
-}
-
-// ownedSpVec is the part of OwnedSpVec that the finalizer watches.
-type ownedSpVec struct {
-	h   CusparseSpVecDescr
-	reg *resource.Registration
+	o owner.Owned[CusparseSpVecDescr]
 }
 
 // OwnSpVec takes ownership of h, a cusparseSpVecDescr_t created through the raw layer: the returned
 // OwnedSpVec releases it with cusparseDestroySpVec.
 func OwnSpVec(h CusparseSpVecDescr) *OwnedSpVec {
-	in := &ownedSpVec{h: h}
-	in.reg = resource.ResourceFinalizerErr(func(o *ownedSpVec) error {
-		return DestroySpVec(o.h)
-	}, in, false, resource.Kind("cusparseDestroySpVec"), resource.CallerSkip(1))
-	return &OwnedSpVec{in}
+	return &OwnedSpVec{owner.New(h, DestroySpVec, false, "cusparseDestroySpVec")}
 }
 
 // Handle returns the raw cusparseSpVecDescr_t, or its zero value once closed.
 func (o *OwnedSpVec) Handle() CusparseSpVecDescr {
-	if o == nil || o.ownedSpVec == nil {
+	if o == nil {
 		return 0
 	}
-	return o.h
+	return o.o.Handle()
 }
 
 // Close releases the cusparseSpVecDescr_t with cusparseDestroySpVec now and returns its error. Closing again, or
 // closing a nil OwnedSpVec, returns an error that matches resource.ErrReleased.
 func (o *OwnedSpVec) Close() error {
-	if o == nil || o.ownedSpVec == nil {
-		return fmt.Errorf("cusparse: Close of a nil OwnedSpVec: %w", resource.ErrReleased)
+	var owned owner.Owned[CusparseSpVecDescr]
+	if o != nil {
+		owned = o.o
 	}
-	err := o.reg.Release()
-	// The finalizer must not see o unreachable while Release runs.
-	runtime.KeepAlive(o.ownedSpVec)
-	if errors.Is(err, resource.ErrReleased) {
-		return fmt.Errorf("cusparse: OwnedSpVec already closed: %w", err)
-	}
-	o.h = 0
-	return err
+	return owned.Close("cusparse: OwnedSpVec")
 }

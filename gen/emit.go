@@ -15,6 +15,7 @@ const (
 	resourceImport = "github.com/gocuda/gocuda/resource"
 	cgenImport     = "github.com/gocuda/gocuda/internal/cgen"
 	layoutImport   = "github.com/gocuda/gocuda/internal/layouttest"
+	ownerImport    = "github.com/gocuda/gocuda/internal/owner"
 )
 
 // output is one generated file: its name and content.
@@ -25,7 +26,7 @@ type output struct {
 
 func newFile(pkg, command string, m *Model) *jen.File {
 	f := jen.NewFile(pkg)
-	f.ImportNames(map[string]string{dlImport: "dl", resourceImport: "resource", cgenImport: "cgen", layoutImport: "layouttest"})
+	f.ImportNames(map[string]string{dlImport: "dl", resourceImport: "resource", cgenImport: "cgen", layoutImport: "layouttest", ownerImport: "owner"})
 	for _, l := range m.Libs {
 		f.ImportName(l.Spec.Import, l.Spec.pkgName())
 	}

@@ -71,7 +71,6 @@ func (g *gen) isOutHandle(p Param, d *TypeDecl) bool {
 func (g *gen) emitOwner(f *jen.File, r Resource, d *TypeDecl, destroy, simple *Func) {
 	l := g.lib
 	outer := "Owned" + r.Go
-	inner := "owned" + r.Go
 	raw := jen.Id(d.GoName)
 	lane := "non-blocking"
 	laneWhy := "returns promptly, so a dropped " + outer + " is released at the next allocation or synchronization, or within about a second"
@@ -88,22 +87,11 @@ func (g *gen) emitOwner(f *jen.File, r Resource, d *TypeDecl, destroy, simple *F
 		"(runtime.KeepAlive) until the last call that uses it has returned, as with os.File.Fd.",
 		outer, r.Type, creators, r.Destroy, outer, lane, r.Destroy, laneWhy, r.Why, outer)
 	f.Add(docComment(doc))
-	f.Type().Id(outer).Struct(jen.Op("*").Id(inner))
-	f.Comment(fmt.Sprintf("%s is the part of %s that the finalizer watches.", inner, outer))
-	f.Type().Id(inner).Struct(
-		jen.Id("h").Add(raw),
-		jen.Id("reg").Op("*").Qual(resourceImport, "Registration"),
-	)
+	f.Type().Id(outer).Struct(jen.Id("o").Qual(ownerImport, "Owned").Types(raw))
 	f.Add(docComment(fmt.Sprintf("Own%s takes ownership of h, a %s created through the raw layer: the returned\n%s releases it with %s.", r.Go, r.Type, outer, r.Destroy)))
-	f.Func().Id("Own"+r.Go).Params(jen.Id("h").Add(raw)).Op("*").Id(outer).Block(
-		jen.Id("in").Op(":=").Op("&").Id(inner).Values(jen.Dict{jen.Id("h"): jen.Id("h")}),
-		jen.Id("in").Dot("reg").Op("=").Qual(resourceImport, "ResourceFinalizerErr").Call(
-			jen.Func().Params(jen.Id("o").Op("*").Id(inner)).Error().Block(jen.Return(jen.Id(destroy.GoName).Call(jen.Id("o").Dot("h")))),
-			jen.Id("in"), jen.Lit(r.Blocking),
-			jen.Qual(resourceImport, "Kind").Call(jen.Lit(r.Destroy)),
-			jen.Qual(resourceImport, "CallerSkip").Call(jen.Lit(1)),
-		),
-		jen.Return(jen.Op("&").Id(outer).Values(jen.Id("in"))),
+	f.Func().Id("Own" + r.Go).Params(jen.Id("h").Add(raw)).Op("*").Id(outer).Block(
+		jen.Return(jen.Op("&").Id(outer).Values(jen.Qual(ownerImport, "New").Call(
+			jen.Id("h"), jen.Id(destroy.GoName), jen.Lit(r.Blocking), jen.Lit(r.Destroy)))),
 	)
 	if simple != nil {
 		f.Add(docComment(fmt.Sprintf("NewOwned%s creates a %s with %s and owns it.", r.Go, r.Type, simple.CName)))
@@ -116,21 +104,13 @@ func (g *gen) emitOwner(f *jen.File, r Resource, d *TypeDecl, destroy, simple *F
 	recv := jen.Id("o").Op("*").Id(outer)
 	f.Add(docComment(fmt.Sprintf("Handle returns the raw %s, or its zero value once closed.", r.Type)))
 	f.Func().Params(recv).Id("Handle").Params().Add(raw).Block(
-		jen.If(jen.Id("o").Op("==").Nil().Op("||").Id("o").Dot(inner).Op("==").Nil()).Block(jen.Return(jen.Lit(0))),
-		jen.Return(jen.Id("o").Dot("h")),
+		jen.If(jen.Id("o").Op("==").Nil()).Block(jen.Return(jen.Lit(0))),
+		jen.Return(jen.Id("o").Dot("o").Dot("Handle").Call()),
 	)
 	f.Add(docComment(fmt.Sprintf("Close releases the %s with %s now and returns its error. Closing again, or\nclosing a nil %s, returns an error that matches resource.ErrReleased.", r.Type, r.Destroy, outer)))
 	f.Func().Params(recv).Id("Close").Params().Error().Block(
-		jen.If(jen.Id("o").Op("==").Nil().Op("||").Id("o").Dot(inner).Op("==").Nil()).Block(
-			jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit(l.Spec.Name+": Close of a nil "+outer+": %w"), jen.Qual(resourceImport, "ErrReleased"))),
-		),
-		jen.Err().Op(":=").Id("o").Dot("reg").Dot("Release").Call(),
-		jen.Comment("The finalizer must not see o unreachable while Release runs."),
-		jen.Qual("runtime", "KeepAlive").Call(jen.Id("o").Dot(inner)),
-		jen.If(jen.Qual("errors", "Is").Call(jen.Err(), jen.Qual(resourceImport, "ErrReleased"))).Block(
-			jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit(l.Spec.Name+": "+outer+" already closed: %w"), jen.Err())),
-		),
-		jen.Id("o").Dot("h").Op("=").Lit(0),
-		jen.Return(jen.Err()),
+		jen.Var().Id("owned").Qual(ownerImport, "Owned").Types(raw),
+		jen.If(jen.Id("o").Op("!=").Nil()).Block(jen.Id("owned").Op("=").Id("o").Dot("o")),
+		jen.Return(jen.Id("owned").Dot("Close").Call(jen.Lit(l.Spec.Name+": "+outer))),
 	)
 }

@@ -2,12 +2,7 @@
 
 package golda
 
-import (
-	"errors"
-	"fmt"
-	"github.com/gocuda/gocuda/resource"
-	"runtime"
-)
+import "github.com/gocuda/gocuda/internal/owner"
 
 // OwnedCtx owns a goldCtx_t (created by goldCreate) and releases it with goldDestroy.
 //
@@ -18,23 +13,13 @@ import (
 // Handle returns the raw handle for the raw functions; keep the OwnedCtx reachable
 // (runtime.KeepAlive) until the last call that uses it has returned, as with os.File.Fd.
 type OwnedCtx struct {
-	*ownedCtx
-}
-
-// ownedCtx is the part of OwnedCtx that the finalizer watches.
-type ownedCtx struct {
-	h   GoldCtx
-	reg *resource.Registration
+	o owner.Owned[GoldCtx]
 }
 
 // OwnCtx takes ownership of h, a goldCtx_t created through the raw layer: the returned
 // OwnedCtx releases it with goldDestroy.
 func OwnCtx(h GoldCtx) *OwnedCtx {
-	in := &ownedCtx{h: h}
-	in.reg = resource.ResourceFinalizerErr(func(o *ownedCtx) error {
-		return Destroy(o.h)
-	}, in, false, resource.Kind("goldDestroy"), resource.CallerSkip(1))
-	return &OwnedCtx{in}
+	return &OwnedCtx{owner.New(h, Destroy, false, "goldDestroy")}
 }
 
 // NewOwnedCtx creates a goldCtx_t with goldCreate and owns it.
@@ -48,24 +33,18 @@ func NewOwnedCtx() (*OwnedCtx, error) {
 
 // Handle returns the raw goldCtx_t, or its zero value once closed.
 func (o *OwnedCtx) Handle() GoldCtx {
-	if o == nil || o.ownedCtx == nil {
+	if o == nil {
 		return 0
 	}
-	return o.h
+	return o.o.Handle()
 }
 
 // Close releases the goldCtx_t with goldDestroy now and returns its error. Closing again, or
 // closing a nil OwnedCtx, returns an error that matches resource.ErrReleased.
 func (o *OwnedCtx) Close() error {
-	if o == nil || o.ownedCtx == nil {
-		return fmt.Errorf("golda: Close of a nil OwnedCtx: %w", resource.ErrReleased)
+	var owned owner.Owned[GoldCtx]
+	if o != nil {
+		owned = o.o
 	}
-	err := o.reg.Release()
-	// The finalizer must not see o unreachable while Release runs.
-	runtime.KeepAlive(o.ownedCtx)
-	if errors.Is(err, resource.ErrReleased) {
-		return fmt.Errorf("golda: OwnedCtx already closed: %w", err)
-	}
-	o.h = 0
-	return err
+	return owned.Close("golda: OwnedCtx")
 }
