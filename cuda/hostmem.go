@@ -4,7 +4,6 @@ import (
 	"errors"
 	"math/bits"
 	"sync"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/gocuda/gocuda/resource"
@@ -171,12 +170,6 @@ const (
 	hostCacheProbe    = 4 // cached blocks examined per allocation
 )
 
-// hostCacheLimit bounds the bytes each kind's cache holds per context; 0 disables
-// caching (tests and benchmarks of the pool path).
-var hostCacheLimit atomic.Int64
-
-func init() { hostCacheLimit.Store(256 << 20) }
-
 // hostClass returns the size allocated for a request of n bytes, and whether blocks
 // of that size are cached.
 func hostClass(n int) (int, bool) {
@@ -314,14 +307,14 @@ func (k *hostKind) accepts(size int) bool {
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.cached+int64(size) <= hostCacheLimit.Load()
+	return k.cached+int64(size) <= cacheLimit.Load()
 }
 
 // push puts a fenced block in the cache, if it still fits.
 func (k *hostKind) push(blk *hostBlock) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.cached+int64(blk.size) > hostCacheLimit.Load() {
+	if k.cached+int64(blk.size) > cacheLimit.Load() {
 		return false
 	}
 	if k.free == nil {

@@ -5,6 +5,7 @@ package cuda_test
 
 import (
 	_ "embed"
+	"fmt"
 	"math"
 	"runtime"
 	"sync"
@@ -366,6 +367,53 @@ func TestLaunchConcurrent(t *testing.T) {
 	}
 }
 
+// loop runs k iterations of a workload and returns the time they took.
+type loop func(k int) time.Duration
+
+// goLoopOf returns a loop calling f.
+func goLoopOf(b *testing.B, f func() error) loop {
+	return func(k int) time.Duration {
+		t0 := time.Now()
+		for range k {
+			if err := f(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return time.Since(t0)
+	}
+}
+
+// lockContext locks the benchmark's goroutine to its thread and makes ctx current
+// there, for C loops and raw bindings.
+func lockContext(b *testing.B, ctx cuda.CUcontext) {
+	runtime.LockOSThread()
+	b.Cleanup(runtime.UnlockOSThread)
+	require.NoError(b, cuda.CtxSetCurrent(ctx))
+}
+
+// pairLoops alternates chunks of 1,000 iterations of x and y, b.N each, calling
+// settle (off the clock) after each chunk, and reports both means per unit and
+// their difference: x-ns/unit, c-ns/unit (y is the C loop) and x-c-ns.
+func pairLoops(b *testing.B, settle func(), x, y loop, unit string) {
+	b.ResetTimer()
+	var xt, yt time.Duration
+	for done, i := 0, 0; done < b.N; done, i = done+1000, i+1 {
+		k := min(1000, b.N-done)
+		first, second, ft, st := x, y, &xt, &yt
+		if i%2 == 1 {
+			first, second, ft, st = y, x, &yt, &xt
+		}
+		*ft += first(k)
+		settle()
+		*st += second(k)
+		settle()
+	}
+	xns, yns := float64(xt.Nanoseconds())/float64(b.N), float64(yt.Nanoseconds())/float64(b.N)
+	b.ReportMetric(xns, "x-ns/"+unit)
+	b.ReportMetric(yns, "c-ns/"+unit)
+	b.ReportMetric(xns-yns, "x-c-ns")
+}
+
 // BenchmarkLaunch times launch submission (cuLaunchKernel returning, not the kernel)
 // through Function.Launch beside the same launch made from C in the same process,
 // as ../shared/anchors/floors.cu does (C floor on an H200: 3.19 µs for the empty
@@ -400,19 +448,7 @@ func BenchmarkLaunch(b *testing.B) {
 	*(*cuda.CUdeviceptr)(unsafe.Pointer(&axpyParams[16])) = p
 	*(*int32)(unsafe.Pointer(&axpyParams[24])) = n
 
-	// A loop launches k kernels and returns the time they took to submit.
-	type loop func(k int) time.Duration
-	goLoop := func(b *testing.B, launch func() error) loop {
-		return func(k int) time.Duration {
-			t0 := time.Now()
-			for range k {
-				if err := launch(); err != nil {
-					b.Fatal(err)
-				}
-			}
-			return time.Since(t0)
-		}
-	}
+	goLoop := func(b *testing.B, launch func() error) loop { return goLoopOf(b, launch) }
 	cLoop := func(b *testing.B, f *cuda.Function, inCtx bool, params []byte, offsets []uintptr) loop {
 		return func(k int) time.Duration {
 			var d time.Duration
@@ -427,13 +463,7 @@ func BenchmarkLaunch(b *testing.B) {
 			return d
 		}
 	}
-	// setup locks the goroutine's thread and makes the context current there, for
-	// the C loops and the raw binding.
-	setup := func(b *testing.B) {
-		runtime.LockOSThread()
-		b.Cleanup(runtime.UnlockOSThread)
-		require.NoError(b, cuda.CtxSetCurrent(g.Context))
-	}
+	setup := func(b *testing.B) { lockContext(b, g.Context) }
 	settle := func(b *testing.B) {
 		b.StopTimer()
 		require.NoError(b, s.Synchronize())
@@ -451,29 +481,9 @@ func BenchmarkLaunch(b *testing.B) {
 		}
 		b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "ns/launch")
 	}
-	// pair alternates chunks of x and y, b.N launches each.
 	pair := func(b *testing.B, x, y loop) {
 		setup(b)
-		b.ResetTimer()
-		var xt, yt time.Duration
-		for done, i := 0, 0; done < b.N; done, i = done+1000, i+1 {
-			k := min(1000, b.N-done)
-			if i%2 == 0 {
-				xt += x(k)
-				settle(b)
-				yt += y(k)
-				settle(b)
-			} else {
-				yt += y(k)
-				settle(b)
-				xt += x(k)
-				settle(b)
-			}
-		}
-		xns, yns := float64(xt.Nanoseconds())/float64(b.N), float64(yt.Nanoseconds())/float64(b.N)
-		b.ReportMetric(xns, "x-ns/launch")
-		b.ReportMetric(yns, "c-ns/launch")
-		b.ReportMetric(xns-yns, "x-c-ns")
+		pairLoops(b, func() { settle(b) }, x, y, "launch")
 	}
 
 	launchEmpty := func() error { return empty.Launch(s, cuda.D1(1), cuda.D1(1), 0) }
@@ -493,4 +503,32 @@ func BenchmarkLaunch(b *testing.B) {
 	b.Run("axpy/pair", func(b *testing.B) {
 		pair(b, goLoop(b, launchAxpy), cLoop(b, axpy, false, axpyParams, axpyOffsets))
 	})
+
+	// Probes of where the time over C goes: C with a pause of d after each launch
+	// (other code between launches), and k launches per cgo call from Go.
+	for _, d := range []time.Duration{50, 100, 200} {
+		iters := callbench.SpinIters(d)
+		gap := func(k int) time.Duration {
+			t, err := callbench.LoopLaunchGap(fn, uintptr(h), uintptr(sh), iters, k)
+			require.NoError(b, err)
+			return t
+		}
+		b.Run(fmt.Sprintf("empty/pair-gap%d", d.Nanoseconds()), func(b *testing.B) {
+			pair(b, gap, cLoop(b, empty, false, nil, nil))
+		})
+	}
+	for _, per := range []int{1, 4} {
+		b.Run(fmt.Sprintf("empty/pair-k%d", per), func(b *testing.B) {
+			batched := func(k int) time.Duration {
+				t0 := time.Now()
+				for done := 0; done < k; done += per {
+					if err := callbench.LaunchK(fn, uintptr(h), uintptr(sh), min(per, k-done)); err != nil {
+						b.Fatal(err)
+					}
+				}
+				return time.Since(t0)
+			}
+			pair(b, batched, cLoop(b, empty, false, nil, nil))
+		})
+	}
 }

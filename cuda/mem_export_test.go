@@ -12,10 +12,6 @@ func PressureCollectionsForTest() int64 { return pressure.collections.Load() }
 // WrapReclaimsForTest returns how many background reclaims wrapped memory started.
 func WrapReclaimsForTest() int64 { return wraps.reclaims.Load() }
 
-// SetHostCacheLimitForTest sets the pinned and unified cache limit and returns the
-// previous one; 0 sends every allocation to the pool.
-func SetHostCacheLimitForTest(n int64) int64 { return hostCacheLimit.Swap(n) }
-
 // SetNoHostPoolsForTest makes contexts set up afterwards use the fallback
 // allocators.
 func SetNoHostPoolsForTest(on bool) { testNoHostPools = on }
@@ -24,5 +20,13 @@ func SetNoHostPoolsForTest(on bool) { testNoHostPools = on }
 func TrimPoolsForTest(c *Context) {
 	if ms, err := memFor(c); err == nil {
 		ms.trim()
+	}
+}
+
+// FlushCachesForTest gives the context's cached device blocks back to the pool, as
+// an allocation that ran out of memory does.
+func FlushCachesForTest(c *Context) {
+	if ms, err := memFor(c); err == nil {
+		ms.flushDeviceCaches()
 	}
 }

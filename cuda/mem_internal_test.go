@@ -219,6 +219,38 @@ func TestMemHostClassCPU(t *testing.T) {
 	}
 }
 
+func TestMemDeviceClassCPU(t *testing.T) {
+	for _, tc := range []struct{ n, size int }{
+		{1, 512}, {512, 512}, {513, 1024}, {2048, 2048}, {2049, 2560}, {4096, 4096},
+		{4097, 5120}, {5121, 6144}, {7169, 8192}, {8193, 10240}, {1 << 20, 1 << 20},
+	} {
+		size, class := devClass(tc.n)
+		assert.Equal(t, tc.size, size, tc.n)
+		require.GreaterOrEqual(t, class, 0, tc.n)
+		assert.Equal(t, size, devClassSize(class), "class %d of %d bytes", class, tc.n)
+	}
+	size, class := devClass(1<<20 + 1)
+	assert.Equal(t, 1<<20+1, size, "larger blocks keep their size")
+	assert.Equal(t, -1, class)
+
+	// Every size up to the largest cached one: classes are in range, grow with the
+	// size, waste at most a quarter (beyond the 512-byte minimum), and a class's
+	// size is its own class.
+	prevSize, prevClass := 0, -1
+	for n := 1; n <= devCacheMaxBlock; n++ {
+		size, class := devClass(n)
+		if class != prevClass {
+			require.Equal(t, prevClass+1, class, "classes are consecutive at %d", n)
+			require.Greater(t, size, prevSize)
+			prevClass, prevSize = class, size
+		}
+		require.Equal(t, prevSize, size, n)
+		require.GreaterOrEqual(t, size, n)
+		require.LessOrEqual(t, size, max(n+n/4, 512*((n+511)/512)), n)
+	}
+	assert.Equal(t, numDevClasses-1, prevClass, "numDevClasses")
+}
+
 func TestMemTunablesCPU(t *testing.T) {
 	prev := SetGCThreshold(0.25)
 	defer SetGCThreshold(prev)
@@ -226,6 +258,11 @@ func TestMemTunablesCPU(t *testing.T) {
 	assert.Equal(t, 0.0, SetGCThreshold(7))
 	assert.Equal(t, 1.0, SetGCThreshold(-1))
 	assert.Equal(t, 0.0, SetGCThreshold(0.125))
+
+	lim := SetCacheLimit(1 << 20)
+	assert.Equal(t, int64(256<<20), lim, "default cache limit")
+	assert.Equal(t, int64(1<<20), SetCacheLimit(-1))
+	assert.Equal(t, int64(0), SetCacheLimit(lim), "negative is 0: no caching")
 
 	def := SetWrapLimit(1 << 20)
 	assert.Positive(t, def)

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"runtime/pprof"
+	"sync"
 	"testing"
 	"time"
 
@@ -374,7 +375,8 @@ func TestMemPoolUsageAfterReclaim(t *testing.T) {
 		assert.Equal(t, start.Kinds[k].Buffers, end.Kinds[k].Buffers, k)
 		assert.Equal(t, start.Kinds[k].Bytes, end.Kinds[k].Bytes, k)
 	}
-	assert.Equal(t, start.Kinds[cuda.KindDevice].Used, end.Kinds[cuda.KindDevice].Used, "device pool in use")
+	dev := func(p cuda.PoolStats) int64 { return int64(p.Used) - p.Cached }
+	assert.Equal(t, dev(start.Kinds[cuda.KindDevice]), dev(end.Kinds[cuda.KindDevice]), "device pool in use, less the cache")
 	assert.True(t, end.Kinds[cuda.KindDevice].Pool)
 	assert.GreaterOrEqual(t, end.Kinds[cuda.KindDevice].Reserved, end.Kinds[cuda.KindDevice].Used)
 	st, err := cuda.MemoryStatus()
@@ -570,4 +572,114 @@ func TestMemKernelArgs(t *testing.T) {
 	require.NoError(t, d.Close())
 	err = fill.Launch(s, grid, block, 0, m, uint32(9), uint64(n))
 	require.ErrorIs(t, err, cuda.ErrClosed)
+}
+
+// A device buffer closed on its stream leaves its block in the stream's cache: the
+// next allocation of its size class on that stream reuses it without the driver,
+// other streams do not, and closing the stream gives the blocks back to the pool.
+func TestMemDeviceCache(t *testing.T) {
+	ctx, _ := memSetup(t)
+	s, err := ctx.NewStream()
+	require.NoError(t, err)
+	other, err := ctx.NewStream()
+	require.NoError(t, err)
+	defer other.Close()
+	warm, err := ctx.Alloc(other, 2<<20) // sets up the context's memory; not cached
+	require.NoError(t, err)
+	require.NoError(t, warm.Close())
+	require.NoError(t, s.Synchronize())
+	start := primaryStats(t).Kinds[cuda.KindDevice]
+
+	a, err := ctx.Alloc(s, 4096)
+	require.NoError(t, err)
+	pa := a.Ptr()
+	require.NoError(t, a.Memset32Async(s, 7))
+	require.NoError(t, a.Close())
+	mid := primaryStats(t).Kinds[cuda.KindDevice]
+	assert.Equal(t, start.Cached+4096, mid.Cached, "the closed block is cached")
+	assert.Equal(t, start.CachedBlocks+1, mid.CachedBlocks)
+
+	// Another stream may not take it (s's memset may still be running).
+	c, err := ctx.Alloc(other, 4096)
+	require.NoError(t, err)
+	assert.NotEqual(t, pa, c.Ptr(), "another stream's cached block")
+	require.NoError(t, c.Close())
+
+	// The same stream, a size of the same class (4000 rounds to 4096): reused, and
+	// ordered after the memset on s.
+	b, err := ctx.Alloc(s, 4000)
+	require.NoError(t, err)
+	assert.Equal(t, pa, b.Ptr(), "the cached block is reused")
+	assert.Equal(t, 4000, b.Size())
+	got := make([]uint32, 1000)
+	require.NoError(t, cuda.CopyFromDeviceAsync(s, got, b))
+	require.NoError(t, s.Synchronize())
+	for i, v := range got {
+		require.Equal(t, uint32(7), v, "element %d", i)
+	}
+	require.NoError(t, b.Close())
+
+	// With caching off, a closed block goes straight back to the pool.
+	prev := cuda.SetCacheLimit(0)
+	d, err := ctx.Alloc(s, 1<<16)
+	require.NoError(t, err)
+	before := primaryStats(t).Kinds[cuda.KindDevice].Cached
+	require.NoError(t, d.Close())
+	assert.Equal(t, before, primaryStats(t).Kinds[cuda.KindDevice].Cached, "nothing cached at limit 0")
+	cuda.SetCacheLimit(prev)
+
+	// Closing the stream frees its cached blocks.
+	require.NoError(t, s.Close())
+	require.NoError(t, ctx.Synchronize())
+	end := primaryStats(t).Kinds[cuda.KindDevice]
+	assert.Equal(t, start.Cached+4096, end.Cached, "other's block stays cached")
+	require.NoError(t, other.Close())
+	require.NoError(t, ctx.Synchronize())
+	end = primaryStats(t).Kinds[cuda.KindDevice]
+	assert.Equal(t, start.Cached, end.Cached, "closed streams hold no cache")
+	assert.Equal(t, start.CachedBlocks, end.CachedBlocks)
+	assert.Equal(t, int64(start.Used)-start.Cached, int64(end.Used)-end.Cached, "pool in use, less the cache")
+}
+
+// Running out of memory empties the device caches before reclaiming, so memory
+// cached on one stream serves an allocation on another.
+func TestMemDeviceCacheFlushedForOOM(t *testing.T) {
+	ctx, s := memSetup(t)
+	var keep []*cuda.DeviceBuffer
+	for range 8 {
+		b, err := ctx.Alloc(s, 1<<20)
+		require.NoError(t, err)
+		keep = append(keep, b)
+	}
+	for _, b := range keep {
+		require.NoError(t, b.Close())
+	}
+	require.GreaterOrEqual(t, primaryStats(t).Kinds[cuda.KindDevice].Cached, int64(8<<20))
+	cuda.FlushCachesForTest(ctx)
+	assert.Zero(t, primaryStats(t).Kinds[cuda.KindDevice].Cached)
+	assert.Zero(t, primaryStats(t).Kinds[cuda.KindDevice].CachedBlocks)
+}
+
+// Many goroutines allocating and closing on one stream share its cache safely.
+func TestMemDeviceCacheConcurrent(t *testing.T) {
+	ctx, s := memSetup(t)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 500 {
+				b, err := ctx.Alloc(s, 512*(1+(g+i)%8))
+				if !assert.NoError(t, err) {
+					return
+				}
+				assert.NoError(t, b.Memset8Async(s, byte(i)))
+				assert.NoError(t, b.Close())
+			}
+		}()
+	}
+	wg.Wait()
+	require.NoError(t, s.Synchronize())
+	st := primaryStats(t).Kinds[cuda.KindDevice]
+	assert.LessOrEqual(t, st.CachedBlocks, 8*32)
 }

@@ -333,10 +333,10 @@ func allocDevice(c *Context, ms *memState, s *stream, bytes, elem, skip int) (*D
 	// The driver writes the address straight into the buffer (a field free of Go
 	// pointers, which cgo allows), so that it needs no allocation of its own.
 	b := &DeviceBuffer{m: memBase{ctx: c, ms: ms, size: bytes, elem: elem, kind: KindDevice}}
-	gen, err := allocOn(c, s, &b.m.ptr, bytes)
+	gen, err := allocOn(c, ms, s, &b.m.ptr, bytes)
 	if errors.Is(err, ErrOutOfMemory) {
 		ms.reclaimForOOM()
-		gen, err = allocOn(c, s, &b.m.ptr, bytes)
+		gen, err = allocOn(c, ms, s, &b.m.ptr, bytes)
 	}
 	if err != nil {
 		if errors.Is(err, errStreamClosed) {
@@ -360,22 +360,40 @@ func finalizeDevice(b *DeviceBuffer) { resource.Finalized(&b.m.regv, b) }
 // replaces it).
 var errStreamClosed = fmt.Errorf("cuda: stream: %w", ErrClosed)
 
-// allocOn allocates bytes on s into *p and returns s's generation.
-func allocOn(c *Context, s *stream, p *CUdeviceptr, bytes int) (uint64, error) {
+// allocOn allocates bytes on s into *p, from s's cache of freed blocks or from the
+// pool, and returns s's generation.
+func allocOn(c *Context, ms *memState, s *stream, p *CUdeviceptr, bytes int) (uint64, error) {
+	size, class := devClass(bytes)
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
 		return 0, errStreamClosed
 	}
 	gen := s.gen.Load()
-	err := inMemAllocAsync(c.h, p, uint64(bytes), s.h)
+	if class >= 0 {
+		if *p = s.takeBlock(ms, class); *p != 0 {
+			s.mu.RUnlock()
+			return gen, nil
+		}
+	}
+	err := inMemAllocAsync(c.h, p, uint64(size), s.h)
 	s.mu.RUnlock()
 	return gen, err
 }
 
-// free frees the memory on the stream that last used it.
+// free frees the memory on the stream that last used it: into the stream's cache if
+// the stream is still in the generation of that use and the cache has room, else to
+// the pool.
 func (b *DeviceBuffer) free() error {
 	s, gen := b.m.retire()
+	if size, class := devClass(b.m.size); class >= 0 && s != nil {
+		s.mu.RLock()
+		if !s.closed && s.gen.Load() == gen && s.putBlock(b.m.ms, b.m.ptr, class, size) {
+			s.mu.RUnlock()
+			return nil
+		}
+		s.mu.RUnlock()
+	}
 	return freeAsync(b.m.ctx, b.m.ptr, s, gen, nil)
 }
 

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+	"weak"
 
 	"github.com/gocuda/gocuda/resource"
 )
@@ -32,6 +33,13 @@ type memState struct {
 
 	evMu   sync.Mutex
 	events []CUevent
+
+	// devCached is the bytes in the streams' device block caches; cacheStreams
+	// lists the streams that may hold some (weakly: a dropped stream's destroy
+	// flushes its cache).
+	devCached    atomic.Int64
+	cacheMu      sync.Mutex
+	cacheStreams []weak.Pointer[stream]
 
 	live      [numKinds]atomic.Int64
 	liveBytes [numKinds]atomic.Int64
@@ -380,6 +388,7 @@ func (ms *memState) orderAfterLast(m *memBase, t *stream) error {
 // outside them, may be the one that needs it).
 func (ms *memState) reclaimForOOM() {
 	oomReclaims.Add(1)
+	ms.flushDeviceCaches()
 	if ms.hostReady.Load() {
 		ms.pinned.flush()
 		ms.unified.flush()

@@ -49,8 +49,9 @@ type PoolStats struct {
 	Used, Reserved uint64
 	// Buffers and Bytes count the package's live buffers and their bytes.
 	Buffers, Bytes int64
-	// Cached and CachedBlocks are the bytes and blocks in the package's cache of
-	// freed pinned and unified blocks.
+	// Cached and CachedBlocks are the bytes and blocks in the package's caches of
+	// freed blocks (device blocks per stream; pinned and unified blocks per
+	// context), which count as Used in the pool.
 	Cached       int64
 	CachedBlocks int
 }
@@ -115,7 +116,9 @@ func (ms *memState) status() (ContextMemoryStats, error) {
 		}
 	}
 	if ms.devReady.Load() {
-		attrs(&cs.Kinds[KindDevice], ms.devPool)
+		p := &cs.Kinds[KindDevice]
+		attrs(p, ms.devPool)
+		p.Cached, p.CachedBlocks = ms.deviceCacheStats()
 	}
 	if ms.hostReady.Load() {
 		for _, k := range []*hostKind{&ms.pinned, &ms.unified} {

@@ -33,6 +33,8 @@ type stream struct {
 	// final is recorded when the stream is destroyed: work queued on it before then
 	// is complete once final is.
 	final *Event
+	// cache holds device blocks freed on the stream, for its next allocations.
+	cache devCache
 
 	reg *resource.Registration
 }
@@ -213,6 +215,7 @@ func (s *stream) destroy() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
+	s.dropCache()
 	s.gen.Add(1)
 	if e, err := newEventIn(s.ctx, false); err == nil {
 		if inEventRecord(s.ctx.h, e.h, s.h) == nil {

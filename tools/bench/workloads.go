@@ -29,7 +29,8 @@ type GoBench struct {
 
 // allocGo is the package benchmark of an alloc+touch+free workload: cuda's
 // BenchmarkAlloc/<kind>/<size>. gocuda allocates every kind from stream-ordered pools
-// (pinned and unified with a cache of reusable blocks in front), so only the C pool rows
+// with a cache of reusable blocks in front (device blocks per stream, pinned and
+// unified per context; BenchmarkAlloc's "-pool" variants turn the caches off), so only the C pool rows
 // have a gocuda counterpart; the C rows of the plain allocators (cuMemAlloc,
 // cuMemHostAlloc, cuMemAllocManaged) are there to show what the pools save.
 func allocGo(kind, size string, pool bool) GoBench {
