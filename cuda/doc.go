@@ -21,6 +21,18 @@
 // (cuModuleUnload, cuMemHostUnregister) in resource.Reclaim, which the allocator runs
 // when the device is out of memory.
 //
+// # Memory and launches
+//
+// DeviceBuffer memory comes from the device's stream-ordered pool; a buffer closed on
+// the stream that last used it leaves its block (up to 1 MiB) in that stream's cache,
+// and the stream's next allocation of that size class takes it back without a driver
+// call. HostBuffer and ManagedBuffer come from pinned and managed pools behind a cache
+// of blocks whose last GPU use has finished. SetCacheLimit bounds the caches (0 turns
+// them off); MemoryStatus reports them.
+//
+// Function.Launch queues one kernel per call into the driver; LaunchBatch queues many
+// with one call, for code that launches several small kernels at a time.
+//
 // # Loading
 //
 // libcuda.so.1 is opened at first use ($GOCUDA_CUDA_LIB overrides it). Without it,

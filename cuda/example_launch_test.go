@@ -49,3 +49,46 @@ func ExampleFunction_Launch() {
 	}
 	fmt.Println("filled", n, "values")
 }
+
+// A LaunchBatch queues several launches with one call into the driver: here a fill
+// and two in-place updates of the same buffer, in order.
+func ExampleLaunchBatch() {
+	m, err := cuda.LoadModule(kernels)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer m.Close()
+	fill, err := m.Function("fill_u32")
+	if err != nil {
+		log.Fatal(err)
+	}
+	s, err := cuda.NewStream()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	const n = 1 << 10
+	buf, err := cuda.AllocFor[uint32](s, n)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer buf.Close()
+
+	var b cuda.LaunchBatch
+	for _, v := range []uint32{1, 2, 3} {
+		if err := b.Add(fill, cuda.D1(cuda.Blocks(n, 256)), cuda.D1(256), 0, buf, v, uint64(n)); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if err := b.Submit(s); err != nil { // the batch can be submitted again later
+		log.Fatal(err)
+	}
+	out := make([]uint32, n)
+	if err := cuda.CopyFromDeviceAsync(s, out, buf); err != nil {
+		log.Fatal(err)
+	}
+	if err := s.Synchronize(); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(b.Len(), "launches, last value", out[n-1])
+}

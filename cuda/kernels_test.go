@@ -517,6 +517,28 @@ func BenchmarkLaunch(b *testing.B) {
 			pair(b, gap, cLoop(b, empty, false, nil, nil))
 		})
 	}
+	// LaunchBatch: batches of 8 launches (a remainder launched one by one).
+	var batch cuda.LaunchBatch
+	for range 8 {
+		require.NoError(b, batch.Add(empty, cuda.D1(1), cuda.D1(1), 0))
+	}
+	b.Run("empty/pair-batch8", func(b *testing.B) {
+		batched := func(k int) time.Duration {
+			t0 := time.Now()
+			for range k / 8 {
+				if err := batch.Submit(s); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for range k % 8 {
+				if err := launchEmpty(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			return time.Since(t0)
+		}
+		pair(b, batched, cLoop(b, empty, false, nil, nil))
+	})
 	for _, per := range []int{1, 4} {
 		b.Run(fmt.Sprintf("empty/pair-k%d", per), func(b *testing.B) {
 			batched := func(k int) time.Duration {

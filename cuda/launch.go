@@ -148,8 +148,9 @@ type paramInfo struct {
 // ErrInvalidArgument for a nil stream or a bad shape. It does not allocate for
 // kernels whose parameters fit in 256 bytes.
 func (f *Function) Launch(s *Stream, grid, block Dim3, sharedMem int, args ...any) error {
-	if f == nil || f.mod == nil {
-		return fmt.Errorf("%w: nil *cuda.Function", ErrInvalidArgument)
+	d, err := f.launchDims(grid, block, sharedMem)
+	if err != nil {
+		return err
 	}
 	if err := checkStream(s); err != nil {
 		return err
@@ -158,17 +159,6 @@ func (f *Function) Launch(s *Stream, grid, block Dim3, sharedMem int, args ...an
 	if s.ctx != m.ctx {
 		return fmt.Errorf("%w: launching %s (module of context %p) on a stream of context %p",
 			ErrWrongContext, f.name, m.ctx, s.ctx)
-	}
-	gx, gy, gz, err := grid.dims("grid")
-	if err != nil {
-		return err
-	}
-	bx, by, bz, err := block.dims("block")
-	if err != nil {
-		return err
-	}
-	if sharedMem < 0 || sharedMem > math.MaxUint32 {
-		return fmt.Errorf("%w: shared memory %d bytes", ErrInvalidArgument, sharedMem)
 	}
 
 	var buf []byte
@@ -205,7 +195,7 @@ func (f *Function) Launch(s *Stream, grid, block Dim3, sharedMem int, args ...an
 		if devs > 0 {
 			markUsed(args, st)
 		}
-		err = launchPacked(m.ctx.h, f.h, gx, gy, gz, bx, by, bz, uint32(sharedMem), st.h, buf[:size])
+		err = launchPacked(m.ctx.h, f.h, d.gx, d.gy, d.gz, d.bx, d.by, d.bz, d.shm, st.h, buf[:size])
 	}
 	st.mu.RUnlock()
 	m.mu.RUnlock()
@@ -213,6 +203,32 @@ func (f *Function) Launch(s *Stream, grid, block Dim3, sharedMem int, args ...an
 		return fmt.Errorf("cuda: launching %s: %w", f.name, err)
 	}
 	return nil
+}
+
+// launchShape is a launch's grid, block and dynamic shared memory as the driver
+// takes them.
+type launchShape struct {
+	gx, gy, gz, bx, by, bz, shm uint32
+}
+
+// launchDims checks f and a launch's shape.
+func (f *Function) launchDims(grid, block Dim3, sharedMem int) (launchShape, error) {
+	var d launchShape
+	if f == nil || f.mod == nil {
+		return d, fmt.Errorf("%w: nil *cuda.Function", ErrInvalidArgument)
+	}
+	var err error
+	if d.gx, d.gy, d.gz, err = grid.dims("grid"); err != nil {
+		return d, err
+	}
+	if d.bx, d.by, d.bz, err = block.dims("block"); err != nil {
+		return d, err
+	}
+	if sharedMem < 0 || sharedMem > math.MaxUint32 {
+		return d, fmt.Errorf("%w: shared memory %d bytes", ErrInvalidArgument, sharedMem)
+	}
+	d.shm = uint32(sharedMem)
+	return d, nil
 }
 
 // launchPacked launches f with the packed parameter buffer params, in one cgo call

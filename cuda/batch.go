@@ -1,0 +1,243 @@
+package cuda
+
+/*
+#cgo noescape gocuda_launch_batch
+#cgo nocallback gocuda_launch_batch
+#include <stddef.h>
+#include <stdint.h>
+
+// gocuda_batch_rec is one launch of a LaunchBatch: its parameters are size bytes at
+// byte offset off of the batch's parameter buffer.
+typedef struct {
+	uintptr_t f;
+	uint32_t gx, gy, gz, bx, by, bz, shmem, pad;
+	uint64_t off, size;
+} gocuda_batch_rec;
+
+// gocuda_launch_batch makes ctx current if it is not, then launches the n records in
+// order on stream, stopping at the first failure. *done is the number launched. The
+// result is that of gocuda_launch_packed.
+static int64_t gocuda_launch_batch(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx,
+		uintptr_t stream, const gocuda_batch_rec* recs, size_t n, const uint64_t* args, size_t* done) {
+	*done = 0;
+	uintptr_t cur = 0;
+	int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur);
+	if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx);
+	if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s;
+	int32_t (*launch)(uintptr_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t,
+		uint32_t, uintptr_t, void**, void**) = (int32_t (*)(uintptr_t, uint32_t, uint32_t, uint32_t,
+		uint32_t, uint32_t, uint32_t, uint32_t, uintptr_t, void**, void**))fn;
+	for (size_t i = 0; i < n; i++) {
+		const gocuda_batch_rec* r = &recs[i];
+		size_t size = r->size;
+		void* extra[5] = {(void*)1, (void*)((const char*)args + r->off), (void*)2, &size, (void*)0};
+		s = launch(r->f, r->gx, r->gy, r->gz, r->bx, r->by, r->bz, r->shmem, stream, NULL,
+			size ? extra : NULL);
+		if (s != 0) return (uint32_t)s;
+		*done = i + 1;
+	}
+	return 0;
+}
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+)
+
+// LaunchBatch collects kernel launches and queues them on a stream in one call into
+// the driver. Each launch through Function.Launch crosses from Go into C once, which
+// costs a few hundred nanoseconds beside a C program's launch loop; a batch crosses
+// once for all its launches, so that each costs about what it costs from C.
+//
+// Add checks a launch as Launch does (arguments against the kernel's parameters,
+// shapes, contexts) and packs its arguments; Submit queues the launches in the order
+// they were added. A batch can be submitted again, to any stream of its context, and
+// reused after Reset. Device memory passed to Add must stay open until the last
+// Submit: Submit checks that it is and fails with ErrClosed otherwise, before queuing
+// anything. The zero LaunchBatch is empty and ready to use; a LaunchBatch is not safe
+// for concurrent use.
+type LaunchBatch struct {
+	ctx   *Context
+	recs  []C.gocuda_batch_rec
+	args  []uint64 // the launches' parameter buffers, 8-byte aligned
+	funcs []*Function
+	devs  []batchDev
+}
+
+// batchDev is device memory used by a batched launch, with the address packed.
+type batchDev struct {
+	mem deviceArg
+	ptr CUdeviceptr
+}
+
+// Len returns the number of launches in the batch.
+func (b *LaunchBatch) Len() int { return len(b.recs) }
+
+// Reset empties the batch, keeping its memory for reuse.
+func (b *LaunchBatch) Reset() {
+	clear(b.funcs)
+	clear(b.devs)
+	b.ctx, b.recs, b.args, b.funcs, b.devs = nil, b.recs[:0], b.args[:0], b.funcs[:0], b.devs[:0]
+}
+
+// Add appends a launch of f with grid×block threads, sharedMem bytes of dynamic
+// shared memory and args as its parameters, as Function.Launch takes them. It queues
+// nothing: Submit does. It fails, adding nothing, for the errors Launch reports
+// before queuing, and with ErrWrongContext for a kernel of another context than the
+// batch's earlier launches.
+func (b *LaunchBatch) Add(f *Function, grid, block Dim3, sharedMem int, args ...any) error {
+	d, err := f.launchDims(grid, block, sharedMem)
+	if err != nil {
+		return err
+	}
+	m := f.mod
+	if err := m.ctx.check(); err != nil {
+		return err
+	}
+	if b.ctx != nil && b.ctx != m.ctx {
+		return fmt.Errorf("%w: batching %s (module of context %p) with launches of context %p",
+			ErrWrongContext, f.name, m.ctx, b.ctx)
+	}
+	room := uintptr(inlineParams)
+	if f.known {
+		room = f.argSize
+	}
+	start := len(b.args)
+	size, err := b.pack(f, room, args)
+	if errors.Is(err, errParamsTooLarge) { // unknown layout, more than inlineParams
+		b.args = b.args[:start]
+		size, err = b.pack(f, size, args)
+	}
+	if err != nil {
+		b.args = b.args[:start]
+		return err
+	}
+	b.args = b.args[:start+int((size+7)/8)]
+	devs := len(b.devs)
+	for i := range args {
+		if dm, ok := detach(&args[i]).(deviceArg); ok {
+			p, _, err := dm.devicePtr()
+			if err != nil { // packArgs checked it: closed since
+				b.args, b.devs = b.args[:start], b.devs[:devs]
+				return fmt.Errorf("cuda: kernel %s argument %d: %w", f.name, i, err)
+			}
+			b.devs = append(b.devs, batchDev{dm, p})
+		}
+	}
+	b.recs = append(b.recs, C.gocuda_batch_rec{
+		f:  C.uintptr_t(f.h),
+		gx: C.uint32_t(d.gx), gy: C.uint32_t(d.gy), gz: C.uint32_t(d.gz),
+		bx: C.uint32_t(d.bx), by: C.uint32_t(d.by), bz: C.uint32_t(d.bz),
+		shmem: C.uint32_t(d.shm),
+		off:   C.uint64_t(start * 8), size: C.uint64_t(size),
+	})
+	b.funcs = append(b.funcs, f)
+	b.ctx = m.ctx
+	return nil
+}
+
+// pack packs args for f into room new bytes at the end of b.args and returns their
+// size (as packArgs does).
+func (b *LaunchBatch) pack(f *Function, room uintptr, args []any) (uintptr, error) {
+	start := len(b.args)
+	words := int((room + 7) / 8)
+	b.args = append(b.args, make([]uint64, words)...)
+	var buf []byte
+	if words > 0 {
+		buf = unsafe.Slice((*byte)(unsafe.Pointer(&b.args[start])), room)
+	}
+	size, _, err := packArgs(buf, f.params, f.known, f.mod.ctx, f.name, args)
+	return size, err
+}
+
+// Submit queues the batch's launches on s, in the order they were added, with one
+// call into the driver, and does not wait for them. It fails with ErrClosed if s, a
+// kernel's module or device memory passed to Add was closed, and with
+// ErrWrongContext if s belongs to another context than the batch; nothing is queued
+// then. If the driver rejects a launch, the launches before it stay queued and the
+// error names the failed one. Submitting an empty batch does nothing.
+func (b *LaunchBatch) Submit(s *Stream) error {
+	if err := checkStream(s); err != nil {
+		return err
+	}
+	if len(b.recs) == 0 {
+		return nil
+	}
+	if s.ctx != b.ctx {
+		return fmt.Errorf("%w: submitting a batch of context %p on a stream of context %p", ErrWrongContext, b.ctx, s.ctx)
+	}
+	for i := range b.devs {
+		p, _, err := b.devs[i].mem.devicePtr()
+		if err == nil && p != b.devs[i].ptr {
+			err = fmt.Errorf("cuda: device memory moved: %w", ErrClosed)
+		}
+		if err != nil {
+			return fmt.Errorf("cuda: submitting a batch: %w", err)
+		}
+	}
+
+	// Each module's read lock (once per module), then the stream's: the kernels are
+	// queued while none of them can be closed.
+	locked := make([]*Module, 0, 4)
+	defer func() {
+		for _, m := range locked {
+			m.mu.RUnlock()
+		}
+	}()
+	for _, f := range b.funcs {
+		m := f.mod
+		seen := false
+		for _, l := range locked {
+			seen = seen || l == m
+		}
+		if seen {
+			continue
+		}
+		m.mu.RLock()
+		locked = append(locked, m)
+		if m.closed {
+			return fmt.Errorf("cuda: submitting a batch: launching %s: module: %w", f.name, ErrClosed)
+		}
+	}
+	st := s.stream
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	if st.closed {
+		return fmt.Errorf("cuda: stream: %w", ErrClosed)
+	}
+	for i := range b.devs {
+		b.devs[i].mem.usedOn(st)
+	}
+	done, err := launchBatch(b.ctx.h, st.h, b.recs, b.args)
+	if err != nil {
+		return fmt.Errorf("cuda: submitting a batch: launch %d of %d (%s): %w", done+1, len(b.recs), b.funcs[done].name, err)
+	}
+	return nil
+}
+
+// launchBatch launches recs on s with one cgo call that also makes ctx current, and
+// returns how many were launched.
+func launchBatch(ctx CUcontext, s CUstream, recs []C.gocuda_batch_rec, args []uint64) (int, error) {
+	fn, err := proc_cuLaunchKernel.Addr()
+	if err != nil {
+		return 0, err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return 0, err
+	}
+	var a *C.uint64_t
+	if len(args) > 0 {
+		a = (*C.uint64_t)(unsafe.Pointer(&args[0]))
+	}
+	var done C.size_t
+	r := int64(C.gocuda_launch_batch(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx),
+		C.uintptr_t(s), &recs[0], C.size_t(len(recs)), a, &done))
+	if r>>32 != 0 {
+		return 0, Result(int32(r))
+	}
+	return int(done), Result(r).err()
+}
