@@ -1,46 +1,5 @@
 package cuda
 
-/*
-#cgo noescape gocuda_launch_batch
-#cgo nocallback gocuda_launch_batch
-#include <stddef.h>
-#include <stdint.h>
-
-// gocuda_batch_rec is one launch of a LaunchBatch: its parameters are size bytes at
-// byte offset off of the batch's parameter buffer.
-typedef struct {
-	uintptr_t f;
-	uint32_t gx, gy, gz, bx, by, bz, shmem, pad;
-	uint64_t off, size;
-} gocuda_batch_rec;
-
-// gocuda_launch_batch makes ctx current if it is not, then launches the n records in
-// order on stream, stopping at the first failure. *done is the number launched. The
-// result is that of gocuda_launch_packed.
-static int64_t gocuda_launch_batch(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx,
-		uintptr_t stream, const gocuda_batch_rec* recs, size_t n, const uint64_t* args, size_t* done) {
-	*done = 0;
-	uintptr_t cur = 0;
-	int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur);
-	if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx);
-	if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s;
-	int32_t (*launch)(uintptr_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t,
-		uint32_t, uintptr_t, void**, void**) = (int32_t (*)(uintptr_t, uint32_t, uint32_t, uint32_t,
-		uint32_t, uint32_t, uint32_t, uint32_t, uintptr_t, void**, void**))fn;
-	for (size_t i = 0; i < n; i++) {
-		const gocuda_batch_rec* r = &recs[i];
-		size_t size = r->size;
-		void* extra[5] = {(void*)1, (void*)((const char*)args + r->off), (void*)2, &size, (void*)0};
-		s = launch(r->f, r->gx, r->gy, r->gz, r->bx, r->by, r->bz, r->shmem, stream, NULL,
-			size ? extra : NULL);
-		if (s != 0) return (uint32_t)s;
-		*done = i + 1;
-	}
-	return 0;
-}
-*/
-import "C"
-
 import (
 	"errors"
 	"fmt"
@@ -61,7 +20,7 @@ import (
 // for concurrent use.
 type LaunchBatch struct {
 	ctx   *Context
-	recs  []C.gocuda_batch_rec
+	recs  []batchRec
 	args  []uint64 // the launches' parameter buffers, 8-byte aligned
 	funcs []*Function
 	devs  []batchDev
@@ -127,13 +86,7 @@ func (b *LaunchBatch) Add(f *Function, grid, block Dim3, sharedMem int, args ...
 			b.devs = append(b.devs, batchDev{dm, p})
 		}
 	}
-	b.recs = append(b.recs, C.gocuda_batch_rec{
-		f:  C.uintptr_t(f.h),
-		gx: C.uint32_t(d.gx), gy: C.uint32_t(d.gy), gz: C.uint32_t(d.gz),
-		bx: C.uint32_t(d.bx), by: C.uint32_t(d.by), bz: C.uint32_t(d.bz),
-		shmem: C.uint32_t(d.shm),
-		off:   C.uint64_t(start * 8), size: C.uint64_t(size),
-	})
+	b.recs = append(b.recs, newBatchRec(f.h, d, uintptr(start*8), size))
 	b.funcs = append(b.funcs, f)
 	b.ctx = m.ctx
 	return nil
@@ -216,28 +169,4 @@ func (b *LaunchBatch) Submit(s *Stream) error {
 		return fmt.Errorf("cuda: submitting a batch: launch %d of %d (%s): %w", done+1, len(b.recs), b.funcs[done].name, err)
 	}
 	return nil
-}
-
-// launchBatch launches recs on s with one cgo call that also makes ctx current, and
-// returns how many were launched.
-func launchBatch(ctx CUcontext, s CUstream, recs []C.gocuda_batch_rec, args []uint64) (int, error) {
-	fn, err := proc_cuLaunchKernel.Addr()
-	if err != nil {
-		return 0, err
-	}
-	get, set, err := ContextSwitchProcs()
-	if err != nil {
-		return 0, err
-	}
-	var a *C.uint64_t
-	if len(args) > 0 {
-		a = (*C.uint64_t)(unsafe.Pointer(&args[0]))
-	}
-	var done C.size_t
-	r := int64(C.gocuda_launch_batch(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx),
-		C.uintptr_t(s), &recs[0], C.size_t(len(recs)), a, &done))
-	if r>>32 != 0 {
-		return 0, Result(int32(r))
-	}
-	return int(done), Result(r).err()
 }

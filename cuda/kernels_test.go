@@ -522,23 +522,22 @@ func BenchmarkLaunch(b *testing.B) {
 	for range 8 {
 		require.NoError(b, batch.Add(empty, cuda.D1(1), cuda.D1(1), 0))
 	}
-	b.Run("empty/pair-batch8", func(b *testing.B) {
-		batched := func(k int) time.Duration {
-			t0 := time.Now()
-			for range k / 8 {
-				if err := batch.Submit(s); err != nil {
-					b.Fatal(err)
-				}
+	batched := func(k int) time.Duration {
+		t0 := time.Now()
+		for range k / 8 {
+			if err := batch.Submit(s); err != nil {
+				b.Fatal(err)
 			}
-			for range k % 8 {
-				if err := launchEmpty(); err != nil {
-					b.Fatal(err)
-				}
-			}
-			return time.Since(t0)
 		}
-		pair(b, batched, cLoop(b, empty, false, nil, nil))
-	})
+		for range k % 8 {
+			if err := launchEmpty(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return time.Since(t0)
+	}
+	b.Run("empty/batch8", func(b *testing.B) { alone(b, batched) })
+	b.Run("empty/pair-batch8", func(b *testing.B) { pair(b, batched, cLoop(b, empty, false, nil, nil)) })
 	for _, per := range []int{1, 4} {
 		b.Run(fmt.Sprintf("empty/pair-k%d", per), func(b *testing.B) {
 			batched := func(k int) time.Duration {

@@ -3,26 +3,64 @@ package cuda
 /*
 #cgo noescape gocuda_launch_packed
 #cgo nocallback gocuda_launch_packed
+#cgo noescape gocuda_launch_batch
+#cgo nocallback gocuda_launch_batch
 #include <stddef.h>
 #include <stdint.h>
 
-// gocuda_launch_packed makes ctx current if it is not (as the generated in-context
-// calls do) and launches f with its parameters packed in one buffer, passed through
-// cuLaunchKernel's extra array, which is built here on the C stack. size 0 means a
-// kernel without parameters. The result is the CUresult, or 1<<32 | the CUresult of
-// a failed context switch.
-static int64_t gocuda_launch_packed(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx,
-		uintptr_t f, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t bx, uint32_t by, uint32_t bz,
-		uint32_t shmem, uintptr_t stream, const uint64_t* buf, size_t size) {
+typedef int32_t (*gocuda_launch_fn)(uintptr_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t,
+	uint32_t, uint32_t, uintptr_t, void**, void**);
+
+// gocuda_make_current makes ctx current if it is not, as the generated in-context
+// calls do: 0, or 1<<32 | the CUresult of the failed cuCtxGetCurrent (get) or
+// cuCtxSetCurrent (set).
+static inline int64_t gocuda_make_current(uintptr_t get, uintptr_t set, uintptr_t ctx) {
 	uintptr_t cur = 0;
 	int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur);
 	if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx);
-	if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s;
+	return s ? (((int64_t)1 << 32) | (uint32_t)s) : 0;
+}
+
+// gocuda_launch_packed makes ctx current and launches f with its parameters packed in
+// one buffer, passed through cuLaunchKernel's extra array, which is built here on the
+// C stack. size 0 means a kernel without parameters. The result is the CUresult, or
+// gocuda_make_current's failure.
+static int64_t gocuda_launch_packed(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx,
+		uintptr_t f, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t bx, uint32_t by, uint32_t bz,
+		uint32_t shmem, uintptr_t stream, const uint64_t* buf, size_t size) {
+	int64_t c = gocuda_make_current(get, set, ctx);
+	if (c) return c;
 	// CU_LAUNCH_PARAM_BUFFER_POINTER, buf, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END
 	void* extra[5] = {(void*)1, (void*)buf, (void*)2, &size, (void*)0};
-	return (uint32_t)((int32_t (*)(uintptr_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t,
-		uint32_t, uint32_t, uintptr_t, void**, void**))fn)(f, gx, gy, gz, bx, by, bz, shmem, stream,
-		NULL, size ? extra : NULL);
+	return (uint32_t)((gocuda_launch_fn)fn)(f, gx, gy, gz, bx, by, bz, shmem, stream, NULL, size ? extra : NULL);
+}
+
+// gocuda_batch_rec is one launch of a LaunchBatch: its parameters are size bytes at
+// byte offset off of the batch's parameter buffer.
+typedef struct {
+	uintptr_t f;
+	uint32_t gx, gy, gz, bx, by, bz, shmem, pad;
+	uint64_t off, size;
+} gocuda_batch_rec;
+
+// gocuda_launch_batch makes ctx current, then launches the n records in order on
+// stream, stopping at the first failure; *done is the number launched. The result
+// is that of gocuda_launch_packed.
+static int64_t gocuda_launch_batch(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx,
+		uintptr_t stream, const gocuda_batch_rec* recs, size_t n, const uint64_t* args, size_t* done) {
+	*done = 0;
+	int64_t c = gocuda_make_current(get, set, ctx);
+	if (c) return c;
+	for (size_t i = 0; i < n; i++) {
+		const gocuda_batch_rec* r = &recs[i];
+		size_t size = r->size;
+		void* extra[5] = {(void*)1, (void*)((const char*)args + r->off), (void*)2, &size, (void*)0};
+		int32_t s = ((gocuda_launch_fn)fn)(r->f, r->gx, r->gy, r->gz, r->bx, r->by, r->bz, r->shmem,
+			stream, NULL, size ? extra : NULL);
+		if (s != 0) return (uint32_t)s;
+		*done = i + 1;
+	}
+	return 0;
 }
 */
 import "C"
@@ -448,4 +486,43 @@ func pointerFree(top, t reflect.Type) error {
 		return fmt.Errorf("%s cannot be a kernel argument (pass device memory as CUdeviceptr or *DeviceBuffer, sizes as fixed-size integers)", t)
 	}
 	return fmt.Errorf("%s cannot be a kernel argument: it contains %s, a Go pointer or a variable-size value", top, t)
+}
+
+// batchRec is a launch of a LaunchBatch as gocuda_launch_batch reads it.
+type batchRec = C.gocuda_batch_rec
+
+// newBatchRec returns the record of a launch of f with shape d, whose parameters are
+// size bytes at byte offset off of the batch's buffer.
+func newBatchRec(f CUfunction, d launchShape, off, size uintptr) batchRec {
+	return batchRec{
+		f:  C.uintptr_t(f),
+		gx: C.uint32_t(d.gx), gy: C.uint32_t(d.gy), gz: C.uint32_t(d.gz),
+		bx: C.uint32_t(d.bx), by: C.uint32_t(d.by), bz: C.uint32_t(d.bz),
+		shmem: C.uint32_t(d.shm),
+		off:   C.uint64_t(off), size: C.uint64_t(size),
+	}
+}
+
+// launchBatch launches recs on s with one cgo call that also makes ctx current, and
+// returns how many were launched.
+func launchBatch(ctx CUcontext, s CUstream, recs []batchRec, args []uint64) (int, error) {
+	fn, err := proc_cuLaunchKernel.Addr()
+	if err != nil {
+		return 0, err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return 0, err
+	}
+	var a *C.uint64_t
+	if len(args) > 0 {
+		a = (*C.uint64_t)(unsafe.Pointer(&args[0]))
+	}
+	var done C.size_t
+	r := int64(C.gocuda_launch_batch(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx),
+		C.uintptr_t(s), &recs[0], C.size_t(len(recs)), a, &done))
+	if r>>32 != 0 {
+		return 0, Result(int32(r))
+	}
+	return int(done), Result(r).err()
 }

@@ -41,6 +41,42 @@ func BenchmarkHandoff(b *testing.B) {
 		require.NoError(b, s1.Synchronize())
 		require.NoError(b, s2.Synchronize())
 	})
+	// The same loop on the raw layer with an event made with and without
+	// CU_EVENT_BLOCKING_SYNC (Event uses it, so that host waits sleep).
+	for _, blocking := range []bool{false, true} {
+		name := "event-raw"
+		flags := uint32(cuda.CU_EVENT_DISABLE_TIMING)
+		if blocking {
+			name += "-blocking"
+			flags |= uint32(cuda.CU_EVENT_BLOCKING_SYNC)
+		}
+		b.Run(name, func(b *testing.B) {
+			lockContext(b, ctx.Handle())
+			var h cuda.CUevent
+			require.NoError(b, cuda.EventCreate(&h, flags))
+			defer cuda.EventDestroy(h)
+			f := empty.Handle()
+			i := 0
+			for b.Loop() {
+				a, c := s1.Handle(), s2.Handle()
+				if i&1 == 1 {
+					a, c = c, a
+				}
+				i++
+				if err := cuda.EventRecord(h, a); err != nil {
+					b.Fatal(err)
+				}
+				if err := cuda.StreamWaitEvent(c, h, 0); err != nil {
+					b.Fatal(err)
+				}
+				if err := cuda.LaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, c, nil, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			require.NoError(b, s1.Synchronize())
+			require.NoError(b, s2.Synchronize())
+		})
+	}
 	b.Run("host-sync", func(b *testing.B) {
 		i := 0
 		for b.Loop() {

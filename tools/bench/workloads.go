@@ -68,6 +68,8 @@ var workloads = []Workload{
 		Go: allocGo("unified", "64MiB", true), Raw: rawAllocFromPool(64<<20, managedPool)},
 	{ID: "launch/empty", Desc: "cuLaunchKernel of an empty kernel (submit only; a sync every 20,000 off the clock)", CFunc: "w_launch_empty",
 		Go: GoBench{Pkg: "cuda", Bench: "Launch(Empty)?", Match: `^BenchmarkLaunch(Empty|/empty/go)$`}, Raw: rawLaunchEmpty},
+	{ID: "launch/empty-batch8", Desc: "launch/empty again; gocuda submits a LaunchBatch of 8 launches per call into the driver", CFunc: "w_launch_empty",
+		Go: GoBench{Pkg: "cuda", Bench: "Launch(Empty)?", Match: `^BenchmarkLaunch/empty/batch8$`}, Raw: rawLaunchEmpty},
 	{ID: "launch/args", Desc: "cuLaunchKernel with arguments: axpb(float*, int), 16x256 threads (submit only); the package benchmark launches axpy_f32 (4 arguments)",
 		CFunc: "w_launch_args", Go: GoBench{Pkg: "cuda", Bench: "Launch(Empty)?", Match: `^BenchmarkLaunch/axpy/go$`}, Raw: rawLaunchArgs},
 	{ID: "call/CtxGetCurrent", Desc: "one cuCtxGetCurrent call (binding overhead)", CFunc: "w_call_ctx_get_current",

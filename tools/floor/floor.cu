@@ -240,6 +240,7 @@ static const struct workload workloads[] = {
     {"alloc/unified-pool/4KiB", w_alloc_unified_pool_4k, need_managed_pool},
     {"alloc/unified-pool/64MiB", w_alloc_unified_pool_64m, need_managed_pool},
     {"launch/empty", w_launch_empty, NULL},
+    {"launch/empty-batch8", w_launch_empty, NULL},
     {"launch/args", w_launch_args, NULL},
     {"call/CtxGetCurrent", w_call_ctx_get_current, NULL},
     {"call/DeviceGetAttribute", w_call_device_get_attribute, NULL},
