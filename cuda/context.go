@@ -21,6 +21,7 @@ type Context struct {
 
 	mu       sync.Mutex
 	disposal *stream // non-blocking stream for releases whose stream is gone
+	waiter   *stream // non-blocking stream for host waits on events (sleepOn)
 	closed   bool
 }
 
@@ -149,6 +150,57 @@ func (c *Context) disposalStream() (*stream, error) {
 	}
 	c.disposal = s
 	return s, nil
+}
+
+// waitStream returns the context's stream for sleepOn.
+func (c *Context) waitStream() (*stream, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.waiter != nil {
+		return c.waiter, nil
+	}
+	s, err := newStream(c, true, 0)
+	if err != nil {
+		return nil, err
+	}
+	c.waiter = s
+	return s, nil
+}
+
+// sleepOn blocks the calling thread, without spinning, until the GPU has done the
+// work that s or ev stands for: the work queued on s so far or, with s nil, the work
+// before ev's latest record. It records one of the context's blocking-sync events
+// there (on s, or after ev on the context's wait stream) and synchronizes on it,
+// holding no lock meanwhile. A blocking-sync event sleeps whatever the context's
+// scheduling flags, so streams and user events need not be blocking-sync themselves
+// (which would make handing work between streams slower).
+func (c *Context) sleepOn(s *stream, ev CUevent) error {
+	ms, err := memFor(c)
+	if err != nil {
+		return err
+	}
+	be, err := ms.getEvent()
+	if err != nil {
+		return err
+	}
+	defer ms.putEvent(be)
+	if s != nil {
+		err = s.use(func(h CUstream) error { return inEventRecord(c.h, be, h) })
+	} else {
+		var w *stream
+		if w, err = c.waitStream(); err == nil {
+			err = w.use(func(h CUstream) error {
+				if err := inStreamWaitEvent(c.h, h, ev, 0); err != nil {
+					return err
+				}
+				return inEventRecord(c.h, be, h)
+			})
+		}
+	}
+	if err != nil {
+		return err
+	}
+	return inEventSynchronize(c.h, be)
 }
 
 // selfSwitching is the resource context of this package's own releases: they make

@@ -9,6 +9,7 @@ import (
 	"math"
 	"runtime"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 	"unsafe"
@@ -551,5 +552,52 @@ func BenchmarkLaunch(b *testing.B) {
 			}
 			pair(b, batched, cLoop(b, empty, false, nil, nil))
 		})
+	}
+}
+
+// cpuTime returns the CPU time the process has used.
+func cpuTime(t *testing.T) time.Duration {
+	var ru syscall.Rusage
+	require.NoError(t, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// Long waits sleep instead of burning a core, for streams and events alike, even in a
+// context whose scheduling flag says spin.
+func TestSynchronizeSleeps(t *testing.T) {
+	gputest.Require(t)
+	spinCtx, err := cuda.NewContext(cuda.Device(0), cuda.CU_CTX_SCHED_SPIN)
+	require.NoError(t, err)
+	defer spinCtx.Close()
+	primary, err := cuda.Device(0).Context()
+	require.NoError(t, err)
+	for _, c := range []struct {
+		name string
+		ctx  *cuda.Context
+	}{{"primary", primary}, {"spin", spinCtx}} {
+		m, err := c.ctx.LoadModule(kernelsPTX)
+		require.NoError(t, err)
+		s, err := c.ctx.NewStream()
+		require.NoError(t, err)
+		e, err := c.ctx.NewEvent(false)
+		require.NoError(t, err)
+		spin := function(t, m, "spin")
+		const d = 300 * time.Millisecond
+		for _, w := range []struct {
+			what string
+			sync func() error
+		}{{"stream", s.Synchronize}, {"event", e.Synchronize}} {
+			require.NoError(t, spin.Launch(s, cuda.D1(1), cuda.D1(1), 0, uint64(d)))
+			require.NoError(t, e.Record(s))
+			wall0, cpu0 := time.Now(), cpuTime(t)
+			require.NoError(t, w.sync())
+			wall, cpu := time.Since(wall0), cpuTime(t)-cpu0
+			t.Logf("%s context, %s: waited %v using %v of CPU", c.name, w.what, wall, cpu)
+			assert.GreaterOrEqual(t, wall, d-10*time.Millisecond, "the wait outlasts the kernel")
+			assert.Less(t, cpu, d/4, "%s context, %s: a long wait must not spin", c.name, w.what)
+		}
+		require.NoError(t, e.Close())
+		require.NoError(t, s.Close())
+		require.NoError(t, m.Close())
 	}
 }

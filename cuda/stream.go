@@ -160,23 +160,15 @@ func (s *Stream) Synchronize() error {
 		return err
 	}
 	resource.Drain()
-	// Short waits: poll the stream. Long ones: record an event and wait for it, so
-	// the wait holds no lock (waiting on the stream itself would keep Close out and,
-	// behind it, other goroutines' launches).
+	// Short waits: poll the stream. Long ones: sleep on an event recorded on it, so
+	// that the wait holds no lock (waiting on the stream itself would keep Close
+	// out and, behind it, other goroutines' launches).
 	var slow bool
 	err := wait(s.Query, func() error { slow = true; return nil })
 	if err != nil || !slow {
 		return err
 	}
-	e, err := s.ctx.NewEvent(false)
-	if err != nil {
-		return err
-	}
-	defer e.Close()
-	if err := e.Record(s); err != nil {
-		return err
-	}
-	return e.Synchronize()
+	return s.ctx.sleepOn(s.stream, 0)
 }
 
 // WaitEvent makes work queued on the stream after this call wait until e completes
