@@ -135,6 +135,26 @@ func TestFindCUDA(t *testing.T) {
 	assert.Equal(t, filepath.Join(home, "include"), got)
 }
 
+// go generate runs the generator in each package's directory: a relative CUDA_PATH,
+// set where `go generate ./...` was typed, is also tried from the module root.
+func TestFindCUDARelativeToModuleRoot(t *testing.T) {
+	mod := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(mod, "go.mod"), []byte("module x\n"), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(mod, "tk", "include"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(mod, "tk", "include", "cuda.h"), nil, 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(mod, "pkg"), 0o755))
+	t.Chdir(filepath.Join(mod, "pkg"))
+	t.Setenv("CUDA_HOME", "")
+	t.Setenv("CUDA_PATH", "tk")
+	got, err := findCUDA("")
+	require.NoError(t, err)
+	want, err := filepath.EvalSymlinks(filepath.Join(mod, "tk", "include"))
+	require.NoError(t, err)
+	got, err = filepath.EvalSymlinks(got)
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
+}
+
 // A minimal valid spec for the bad-input tests; each test appends or replaces lines.
 const badSpec = `name = "bad"
 title = "Bad"

@@ -11,16 +11,23 @@ import (
 
 // findCUDA locates the CUDA include directory the way CUDA users expect: the flag,
 // then $CUDA_PATH, then $CUDA_HOME, then /usr/local/cuda. The first candidate that
-// has include/cuda.h wins; the error names everything tried.
+// has include/cuda.h wins; the error names everything tried. A relative path in
+// the environment is tried from the working directory and then from the module
+// root: go generate runs the generator in each package's directory, while the
+// variable was set where `go generate ./...` was typed, usually the module root.
 func findCUDA(flag string) (string, error) {
 	type cand struct{ from, dir string }
 	var cands []cand
 	if flag != "" {
 		cands = append(cands, cand{"-cuda-path", flag})
 	}
+	root, rootErr := moduleRoot()
 	for _, env := range []string{"CUDA_PATH", "CUDA_HOME"} {
 		if v := os.Getenv(env); v != "" {
 			cands = append(cands, cand{"$" + env, v})
+			if !filepath.IsAbs(v) && rootErr == nil {
+				cands = append(cands, cand{"$" + env + " from the module root", filepath.Join(root, v)})
+			}
 		}
 	}
 	cands = append(cands, cand{"default", "/usr/local/cuda"})
