@@ -146,10 +146,17 @@ func (d Dim3) dims(what string) (x, y, z uint32, err error) {
 	if d.Z == 0 {
 		d.Z = 1
 	}
-	if d.X <= 0 || d.Y <= 0 || d.Z <= 0 || d.X > math.MaxUint32 || d.Y > math.MaxUint32 || d.Z > math.MaxUint32 {
-		return 0, 0, 0, fmt.Errorf("%w: %s %d×%d×%d: each dimension must be in [1, 2³²)", ErrInvalidArgument, what, d.X, d.Y, d.Z)
+	if uint(d.X-1) >= math.MaxUint32 || uint(d.Y-1) >= math.MaxUint32 || uint(d.Z-1) >= math.MaxUint32 {
+		return 0, 0, 0, dimsError(what, d)
 	}
 	return uint32(d.X), uint32(d.Y), uint32(d.Z), nil
+}
+
+// dimsError is dims's error, out of line so that dims stays cheap to call.
+//
+//go:noinline
+func dimsError(what string, d Dim3) error {
+	return fmt.Errorf("%w: %s %d×%d×%d: each dimension must be in [1, 2³²)", ErrInvalidArgument, what, d.X, d.Y, d.Z)
 }
 
 // deviceArg is device memory that Launch takes as a kernel argument: it passes the

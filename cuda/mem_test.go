@@ -683,3 +683,36 @@ func TestMemDeviceCacheConcurrent(t *testing.T) {
 	st := primaryStats(t).Kinds[cuda.KindDevice]
 	assert.LessOrEqual(t, st.CachedBlocks, 8*32)
 }
+
+// A stream dropped without Close gives its cached blocks back when it is collected.
+func TestMemDeviceCacheDroppedStream(t *testing.T) {
+	ctx, _ := memSetup(t)
+	warm, err := cuda.Alloc(2 << 20) // sets up device 0's memory; not cached
+	require.NoError(t, err)
+	require.NoError(t, warm.Close())
+	_, err = resource.Reclaim()
+	require.NoError(t, err)
+	require.NoError(t, ctx.Synchronize())
+	start := primaryStats(t).Kinds[cuda.KindDevice]
+
+	func() {
+		s, err := ctx.NewStream()
+		require.NoError(t, err)
+		for i := range 8 {
+			b, err := ctx.Alloc(s, 4096*(i+1))
+			require.NoError(t, err)
+			require.NoError(t, b.Memset8Async(s, 1))
+			require.NoError(t, b.Close())
+		}
+		mid := primaryStats(t).Kinds[cuda.KindDevice]
+		require.Equal(t, start.CachedBlocks+8, mid.CachedBlocks, "the closed blocks are cached")
+	}() // s is dropped here
+
+	_, err = resource.Reclaim()
+	require.NoError(t, err)
+	require.NoError(t, ctx.Synchronize())
+	end := primaryStats(t).Kinds[cuda.KindDevice]
+	assert.Equal(t, start.Cached, end.Cached, "the dropped stream's cache was emptied")
+	assert.Equal(t, start.CachedBlocks, end.CachedBlocks)
+	assert.Equal(t, int64(start.Used)-start.Cached, int64(end.Used)-end.Cached, "pool in use, less the cache")
+}
