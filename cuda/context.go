@@ -138,32 +138,24 @@ func (c *Context) Close() error {
 
 // disposalStream returns the context's stream for releases whose own stream has been
 // destroyed: a non-blocking stream, never the legacy default stream.
-func (c *Context) disposalStream() (*stream, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.disposal != nil {
-		return c.disposal, nil
-	}
-	s, err := newStream(c, true, 0)
-	if err != nil {
-		return nil, err
-	}
-	c.disposal = s
-	return s, nil
-}
+func (c *Context) disposalStream() (*stream, error) { return c.ownStream(&c.disposal) }
 
 // waitStream returns the context's stream for sleepOn.
-func (c *Context) waitStream() (*stream, error) {
+func (c *Context) waitStream() (*stream, error) { return c.ownStream(&c.waiter) }
+
+// ownStream returns *p, one of the context's own non-blocking streams, creating it
+// on first use.
+func (c *Context) ownStream(p **stream) (*stream, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.waiter != nil {
-		return c.waiter, nil
+	if *p != nil {
+		return *p, nil
 	}
 	s, err := newStream(c, true, 0)
 	if err != nil {
 		return nil, err
 	}
-	c.waiter = s
+	*p = s
 	return s, nil
 }
 
