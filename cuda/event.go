@@ -26,7 +26,9 @@ type event struct {
 }
 
 // NewEvent creates an event in the context; timing events can be measured with
-// Elapsed, others are cheaper to record.
+// Elapsed, others are cheaper to record. Events are made without
+// CU_EVENT_BLOCKING_SYNC, which slows streams waiting for them; Synchronize sleeps
+// through long waits all the same.
 func (c *Context) NewEvent(timing bool) (*Event, error) {
 	if err := c.check(); err != nil {
 		return nil, err
