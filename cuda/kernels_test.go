@@ -449,7 +449,6 @@ func BenchmarkLaunch(b *testing.B) {
 	*(*cuda.CUdeviceptr)(unsafe.Pointer(&axpyParams[16])) = p
 	*(*int32)(unsafe.Pointer(&axpyParams[24])) = n
 
-	goLoop := func(b *testing.B, launch func() error) loop { return goLoopOf(b, launch) }
 	cLoop := func(b *testing.B, f *cuda.Function, inCtx bool, params []byte, offsets []uintptr) loop {
 		return func(k int) time.Duration {
 			var d time.Duration
@@ -492,17 +491,17 @@ func BenchmarkLaunch(b *testing.B) {
 	h, sh := empty.Handle(), s.Handle()
 	launchRaw := func() error { return cuda.LaunchKernel(h, 1, 1, 1, 1, 1, 1, 0, sh, nil, nil) }
 
-	b.Run("empty/go", func(b *testing.B) { alone(b, goLoop(b, launchEmpty)) })
+	b.Run("empty/go", func(b *testing.B) { alone(b, goLoopOf(b, launchEmpty)) })
 	b.Run("empty/c", func(b *testing.B) { alone(b, cLoop(b, empty, false, nil, nil)) })
-	b.Run("empty/pair", func(b *testing.B) { pair(b, goLoop(b, launchEmpty), cLoop(b, empty, false, nil, nil)) })
-	b.Run("empty/pair-raw", func(b *testing.B) { pair(b, goLoop(b, launchRaw), cLoop(b, empty, false, nil, nil)) })
+	b.Run("empty/pair", func(b *testing.B) { pair(b, goLoopOf(b, launchEmpty), cLoop(b, empty, false, nil, nil)) })
+	b.Run("empty/pair-raw", func(b *testing.B) { pair(b, goLoopOf(b, launchRaw), cLoop(b, empty, false, nil, nil)) })
 	b.Run("empty/pair-ctx", func(b *testing.B) {
 		pair(b, cLoop(b, empty, true, nil, nil), cLoop(b, empty, false, nil, nil))
 	})
-	b.Run("axpy/go", func(b *testing.B) { alone(b, goLoop(b, launchAxpy)) })
+	b.Run("axpy/go", func(b *testing.B) { alone(b, goLoopOf(b, launchAxpy)) })
 	b.Run("axpy/c", func(b *testing.B) { alone(b, cLoop(b, axpy, false, axpyParams, axpyOffsets)) })
 	b.Run("axpy/pair", func(b *testing.B) {
-		pair(b, goLoop(b, launchAxpy), cLoop(b, axpy, false, axpyParams, axpyOffsets))
+		pair(b, goLoopOf(b, launchAxpy), cLoop(b, axpy, false, axpyParams, axpyOffsets))
 	})
 
 	// Probes of where the time over C goes: C with a pause of d after each launch

@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/internal/rawctx"
 )
 
 // kernelsPTX holds empty() and axpb(float*, int); tools/floor/floor.cu loads the same file.
@@ -49,9 +50,6 @@ type axpbParams struct {
 // AxpbArgs returns the kernelParams pointer for axpb(x, 4096).
 func (e *Env) AxpbArgs() *unsafe.Pointer { return &e.args[0] }
 
-// cstr returns s as a NUL-terminated byte slice.
-func cstr(s string) []byte { return append([]byte(s), 0) }
-
 // hostPtr reinterprets a CUDA address (host-accessible memory: pinned or managed) as a pointer.
 func hostPtr(d cuda.CUdeviceptr) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&d)) }
 
@@ -62,42 +60,36 @@ func hostPtr(d cuda.CUdeviceptr) unsafe.Pointer { return *(*unsafe.Pointer)(unsa
 // unsafe.Pointer argument points into, and Env holds Go pointers.
 func NewEnv() (*Env, error) {
 	runtime.LockOSThread()
+	d, err := rawctx.Open(kernelsPTX)
+	if err != nil {
+		return nil, err
+	}
 	var (
-		dev            cuda.CUdevice
-		ctx            cuda.CUcontext
-		mod            cuda.CUmodule
 		empty, axpb    cuda.CUfunction
 		s1, s2         cuda.CUstream
 		ev             cuda.CUevent
 		def            cuda.CUmemoryPool
 		graph, graph10 = cuda.CUgraph(0), cuda.CUgraphExec(0)
 	)
-	img := cstr(kernelsPTX)
 	nb := uint32(cuda.CU_STREAM_NON_BLOCKING)
-	steps := []struct {
-		what string
-		do   func() error
-	}{
-		{"cuInit", func() error { return cuda.Init(0) }},
-		{"cuDeviceGet", func() error { return cuda.DeviceGet(&dev, 0) }},
-		{"cuDevicePrimaryCtxRetain", func() error { return cuda.DevicePrimaryCtxRetain(&ctx, dev) }},
-		{"cuCtxSetCurrent", func() error { return cuda.CtxSetCurrent(ctx) }},
-		{"cuModuleLoadData", func() error { return cuda.ModuleLoadData(&mod, unsafe.Pointer(&img[0])) }},
-		{"cuModuleGetFunction(empty)", func() error { return cuda.ModuleGetFunction(&empty, mod, &cstr("empty")[0]) }},
-		{"cuModuleGetFunction(axpb)", func() error { return cuda.ModuleGetFunction(&axpb, mod, &cstr("axpb")[0]) }},
-		{"cuStreamCreate", func() error { return cuda.StreamCreate(&s1, nb) }},
-		{"cuStreamCreate", func() error { return cuda.StreamCreate(&s2, nb) }},
-		{"cuEventCreate", func() error { return cuda.EventCreate(&ev, uint32(cuda.CU_EVENT_DISABLE_TIMING)) }},
+	err = rawctx.Run(
+		rawctx.Step{What: "kernels", Do: func() (err error) {
+			if empty, err = d.Function("empty"); err == nil {
+				axpb, err = d.Function("axpb")
+			}
+			return err
+		}},
+		rawctx.Step{What: "cuStreamCreate", Do: func() error { return cuda.StreamCreate(&s1, nb) }},
+		rawctx.Step{What: "cuStreamCreate", Do: func() error { return cuda.StreamCreate(&s2, nb) }},
+		rawctx.Step{What: "cuEventCreate", Do: func() error { return cuda.EventCreate(&ev, uint32(cuda.CU_EVENT_DISABLE_TIMING)) }},
 		// The default pool keeps what it frees, as in floor.cu.
-		{"cuDeviceGetDefaultMemPool", func() error { return cuda.DeviceGetDefaultMemPool(&def, dev) }},
-		{"cuMemPoolSetAttribute", func() error { return keepAll(def) }},
+		rawctx.Step{What: "cuDeviceGetDefaultMemPool", Do: func() error { return cuda.DeviceGetDefaultMemPool(&def, d.Dev) }},
+		rawctx.Step{What: "cuMemPoolSetAttribute", Do: func() error { return keepAll(def) }},
+	)
+	if err != nil {
+		return nil, err
 	}
-	for _, s := range steps {
-		if err := s.do(); err != nil {
-			return nil, fmt.Errorf("%s: %w", s.what, err)
-		}
-	}
-	e := &Env{Dev: dev, Ctx: ctx, Mod: mod, Empty: empty, Axpb: axpb, S1: s1, S2: s2, Ev: ev}
+	e := &Env{Dev: d.Dev, Ctx: d.Ctx, Mod: d.Mod, Empty: empty, Axpb: axpb, S1: s1, S2: s2, Ev: ev}
 	e.HostPool, e.HostPoolErr = makePool(cuda.CU_MEM_ALLOCATION_TYPE_PINNED, cuda.CU_MEM_LOCATION_TYPE_HOST)
 	e.ManagedPool, e.ManagedPoolErr = makePool(cuda.CU_MEM_ALLOCATION_TYPE_MANAGED, cuda.CU_MEM_LOCATION_TYPE_DEVICE)
 
@@ -105,15 +97,12 @@ func NewEnv() (*Env, error) {
 	e.params = &axpbParams{n: 4096}
 	e.pinner.Pin(e.params)
 	e.args = &[2]unsafe.Pointer{unsafe.Pointer(&e.params.x), unsafe.Pointer(&e.params.n)}
-	steps = []struct {
-		what string
-		do   func() error
-	}{
-		{"cuMemAlloc", func() error { return cuda.MemAlloc(&e.params.x, uint64(e.params.n)*4) }},
-		{"cuMemsetD8", func() error { return cuda.MemsetD8(e.params.x, 0, uint64(e.params.n)*4) }},
+	err = rawctx.Run(
+		rawctx.Step{What: "cuMemAlloc", Do: func() error { return cuda.MemAlloc(&e.params.x, uint64(e.params.n)*4) }},
+		rawctx.Step{What: "cuMemsetD8", Do: func() error { return cuda.MemsetD8(e.params.x, 0, uint64(e.params.n)*4) }},
 		// The graph: 10 axpb launches captured on S1 (the same as floor.cu).
-		{"cuStreamBeginCapture", func() error { return cuda.StreamBeginCapture(s1, cuda.CU_STREAM_CAPTURE_MODE_RELAXED) }},
-		{"cuLaunchKernel (capture)", func() error {
+		rawctx.Step{What: "cuStreamBeginCapture", Do: func() error { return cuda.StreamBeginCapture(s1, cuda.CU_STREAM_CAPTURE_MODE_RELAXED) }},
+		rawctx.Step{What: "cuLaunchKernel (capture)", Do: func() error {
 			for range graphKernels {
 				if err := e.launchAxpb(s1); err != nil {
 					return err
@@ -121,17 +110,15 @@ func NewEnv() (*Env, error) {
 			}
 			return nil
 		}},
-		{"cuStreamEndCapture", func() error { return cuda.StreamEndCapture(s1, &graph) }},
-		{"cuGraphInstantiateWithFlags", func() error { return cuda.GraphInstantiateWithFlags(&graph10, graph, 0) }},
-		{"cuGraphDestroy", func() error { return cuda.GraphDestroy(graph) }},
-		{"cuGraphLaunch", func() error { return cuda.GraphLaunch(graph10, s1) }},
-		{"cuLaunchKernel(empty)", func() error { return e.launchEmpty(s1) }},
-		{"cuCtxSynchronize", cuda.CtxSynchronize},
-	}
-	for _, s := range steps {
-		if err := s.do(); err != nil {
-			return nil, fmt.Errorf("%s: %w", s.what, err)
-		}
+		rawctx.Step{What: "cuStreamEndCapture", Do: func() error { return cuda.StreamEndCapture(s1, &graph) }},
+		rawctx.Step{What: "cuGraphInstantiateWithFlags", Do: func() error { return cuda.GraphInstantiateWithFlags(&graph10, graph, 0) }},
+		rawctx.Step{What: "cuGraphDestroy", Do: func() error { return cuda.GraphDestroy(graph) }},
+		rawctx.Step{What: "cuGraphLaunch", Do: func() error { return cuda.GraphLaunch(graph10, s1) }},
+		rawctx.Step{What: "cuLaunchKernel(empty)", Do: func() error { return e.launchEmpty(s1) }},
+		rawctx.Step{What: "cuCtxSynchronize", Do: cuda.CtxSynchronize},
+	)
+	if err != nil {
+		return nil, err
 	}
 	e.Graph10 = graph10
 	return e, nil

@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/internal/rawctx"
 )
 
 // kernelsPTX holds spin(unsigned long long ns), which spins on %globaltimer, and empty().
@@ -43,41 +44,32 @@ type launchResult struct {
 	err error
 }
 
-// cstr returns s as a NUL-terminated byte slice.
-func cstr(s string) []byte { return append([]byte(s), 0) }
-
 // NewEnv sets up the probe state. Call it on the main goroutine with its OS thread locked.
 //
 // Out-parameters are locals copied into Env afterwards: cgo checks the whole object an
 // unsafe.Pointer argument points into, and Env holds Go pointers.
 func NewEnv(spin time.Duration) (*Env, error) {
+	d, err := rawctx.Open(kernelsPTX)
+	if err != nil {
+		return nil, err
+	}
 	var (
-		dev           cuda.CUdevice
-		ctx           cuda.CUcontext
-		mod           cuda.CUmodule
 		fspin, fempty cuda.CUfunction
 		busy          cuda.CUstream
 	)
-	img := cstr(kernelsPTX)
-	steps := []struct {
-		what string
-		do   func() error
-	}{
-		{"cuInit", func() error { return cuda.Init(0) }},
-		{"cuDeviceGet", func() error { return cuda.DeviceGet(&dev, 0) }},
-		{"cuDevicePrimaryCtxRetain", func() error { return cuda.DevicePrimaryCtxRetain(&ctx, dev) }},
-		{"cuCtxSetCurrent", func() error { return cuda.CtxSetCurrent(ctx) }},
-		{"cuModuleLoadData", func() error { return cuda.ModuleLoadData(&mod, unsafe.Pointer(&img[0])) }},
-		{"cuModuleGetFunction(spin)", func() error { return cuda.ModuleGetFunction(&fspin, mod, &cstr("spin")[0]) }},
-		{"cuModuleGetFunction(empty)", func() error { return cuda.ModuleGetFunction(&fempty, mod, &cstr("empty")[0]) }},
-		{"cuStreamCreate", func() error { return cuda.StreamCreate(&busy, uint32(cuda.CU_STREAM_NON_BLOCKING)) }},
+	err = rawctx.Run(
+		rawctx.Step{What: "kernels", Do: func() (err error) {
+			if fspin, err = d.Function("spin"); err == nil {
+				fempty, err = d.Function("empty")
+			}
+			return err
+		}},
+		rawctx.Step{What: "cuStreamCreate", Do: func() error { return cuda.StreamCreate(&busy, uint32(cuda.CU_STREAM_NON_BLOCKING)) }},
+	)
+	if err != nil {
+		return nil, err
 	}
-	for _, s := range steps {
-		if err := s.do(); err != nil {
-			return nil, fmt.Errorf("%s: %w", s.what, err)
-		}
-	}
-	e := &Env{Dev: dev, Ctx: ctx, Mod: mod, Spin: fspin, Empty: fempty, Busy: busy,
+	e := &Env{Dev: d.Dev, Ctx: d.Ctx, Mod: d.Mod, Spin: fspin, Empty: fempty, Busy: busy,
 		req: make(chan time.Duration), res: make(chan launchResult)}
 	e.spinNs = new(uint64) // its own object, pinned: spin's kernelParams point at it
 	*e.spinNs = uint64(spin.Nanoseconds())

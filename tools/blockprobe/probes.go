@@ -9,6 +9,7 @@ import (
 	"github.com/gocuda/gocuda/cufft"
 	"github.com/gocuda/gocuda/curand"
 	"github.com/gocuda/gocuda/cusparse"
+	"github.com/gocuda/gocuda/internal/rawctx"
 )
 
 // Probe makes one resource, before the spin kernel starts, through the generated raw layer.
@@ -42,7 +43,7 @@ var probes = map[string][]Probe{
 	}}},
 	"cuModuleUnload": {{Make: func(e *Env) (func() error, func(), error) {
 		var m cuda.CUmodule
-		img := cstr(kernelsPTX)
+		img := rawctx.CString(kernelsPTX)
 		if err := cuda.ModuleLoadData(&m, unsafe.Pointer(&img[0])); err != nil {
 			return nil, nil, err
 		}
@@ -50,7 +51,7 @@ var probes = map[string][]Probe{
 	}}},
 	"cuLibraryUnload": {{Make: func(e *Env) (func() error, func(), error) {
 		var l cuda.CUlibrary
-		img := cstr(kernelsPTX)
+		img := rawctx.CString(kernelsPTX)
 		if err := cuda.LibraryLoadData(&l, unsafe.Pointer(&img[0]), nil, nil, 0, nil, nil, 0); err != nil {
 			return nil, nil, err
 		}
