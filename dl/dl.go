@@ -56,7 +56,9 @@ static int gocuda_dl_path(void *h, char *buf, size_t n) {
 import "C"
 
 import (
+	"debug/elf"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -161,6 +163,15 @@ func (l *Library) doOpen() {
 		fail("empty library name")
 		return
 	}
+	if strings.IndexByte(tried, 0) >= 0 {
+		// C would see only the part before the NUL: another file.
+		fail("the name contains a NUL byte")
+		return
+	}
+	if msg := notLoadable(tried); msg != "" {
+		fail(msg)
+		return
+	}
 	cname := C.CString(tried)
 	defer C.free(unsafe.Pointer(cname))
 	var errBuf [errBufLen]C.char
@@ -240,6 +251,12 @@ func (p *Proc) resolve() {
 		p.err = lerr
 		return
 	}
+	if strings.IndexByte(p.name, 0) >= 0 {
+		// dlsym would look up the part before the NUL: another symbol.
+		p.err = &SymbolError{Library: l.name, Soname: l.soname, Path: l.path, Symbol: p.name,
+			Err: "the symbol name contains a NUL byte", Reason: "not a valid symbol name"}
+		return
+	}
 	csym := C.CString(p.name)
 	defer C.free(unsafe.Pointer(csym))
 	var errBuf [errBufLen]C.char
@@ -251,8 +268,74 @@ func (p *Proc) resolve() {
 			Path:    l.path,
 			Symbol:  p.name,
 			Err:     C.GoString(&errBuf[0]),
+			Reason:  l.missingReason(),
 		}
 		return
 	}
 	p.addr.Store(uintptr(a))
+}
+
+// notLoadable returns why a path (a name with a slash, which dlopen opens as is)
+// cannot be a shared library, or "" to let dlopen decide. dlopen reads whatever it
+// is given: a FIFO or a character device would block it forever.
+func notLoadable(name string) string {
+	if !strings.ContainsRune(name, '/') {
+		return "" // searched for by the dynamic linker
+	}
+	fi, err := os.Stat(name)
+	if err != nil {
+		return "" // dlopen reports a missing file in its own words
+	}
+	if m := fi.Mode(); !m.IsRegular() {
+		what := "not a regular file"
+		switch {
+		case m&os.ModeNamedPipe != 0:
+			what = "a named pipe (FIFO), not a shared library"
+		case m.IsDir():
+			what = "a directory, not a shared library"
+		case m&os.ModeDevice != 0:
+			what = "a device, not a shared library"
+		case m&os.ModeSocket != 0:
+			what = "a socket, not a shared library"
+		}
+		return name + " is " + what
+	}
+	return ""
+}
+
+// missingReason explains a symbol missing from the opened library: the file is
+// another library than the one meant (its ELF soname has another stem: libm.so.6
+// given as libcuda), or an older release of the right one.
+func (l *Library) missingReason() string {
+	const older = "the library is older than the headers gocuda was generated from"
+	f, err := elf.Open(l.path)
+	if err != nil {
+		return older
+	}
+	defer f.Close()
+	names, err := f.DynString(elf.DT_SONAME)
+	if err != nil || len(names) == 0 || names[0] == "" {
+		return older
+	}
+	got, want := names[0], l.soname
+	if soStem(got) == soStem(want) {
+		return older
+	}
+	msg := "the file is " + got + ", not " + soStem(want) + ".so: another library"
+	if l.envVar != "" {
+		msg += " (check " + l.envVar + ")"
+	}
+	return msg
+}
+
+// soStem returns a library name without directory and version: libcuda.so.1 and
+// /usr/lib/libcuda.so.580.1 give libcuda.
+func soStem(name string) string {
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		name = name[i+1:]
+	}
+	if i := strings.Index(name, ".so"); i >= 0 {
+		name = name[:i]
+	}
+	return name
 }

@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -345,4 +347,70 @@ func TestSystemCUDADriver(t *testing.T) {
 	require.True(t, errors.As(err, &se))
 	assert.Equal(t, path, se.Path)
 	t.Log(err)
+}
+
+// A FIFO (or any non-regular file) given as the library path would block dlopen
+// forever reading it: it is refused before dlopen, with the reason.
+func TestNonRegularFileRefused(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "libcuda.so.1")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	const env = "GOCUDA_DLTEST_FIFO_LIB"
+	for _, tc := range []struct{ path, says string }{
+		{fifo, "named pipe (FIFO)"},
+		{dir, "a directory"},
+		{"/dev/null", "a device"},
+	} {
+		t.Setenv(env, tc.path)
+		done := make(chan error, 1)
+		go func() { done <- dl.NewLibrary("dltest", "libdltest-none.so.1", env).Open() }()
+		select {
+		case err := <-done:
+			require.ErrorIs(t, err, dl.ErrLibraryNotFound, tc.path)
+			var le *dl.LibraryError
+			require.ErrorAs(t, err, &le)
+			assert.True(t, le.FromEnv)
+			assert.Equal(t, tc.path, le.Tried)
+			assert.Contains(t, err.Error(), tc.says)
+			assert.Contains(t, err.Error(), env)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("opening %s did not return", tc.path)
+		}
+	}
+}
+
+// C strings end at the first NUL: a name with one would open or resolve something
+// else (the part before it). Both are refused.
+func TestNamesWithNUL(t *testing.T) {
+	path := buildLib(t)
+	lib := dl.NewLibrary("dltest", path, "")
+	_, err := lib.NewProc("dltest_add\x00junk").Addr()
+	require.ErrorIs(t, err, dl.ErrSymbolNotFound)
+	var se *dl.SymbolError
+	require.ErrorAs(t, err, &se)
+	assert.Contains(t, err.Error(), "not a valid symbol name")
+	assert.Contains(t, se.Err, "NUL")
+	// The real symbol still resolves.
+	require.NoError(t, lib.NewProc("dltest_add").Find())
+
+	bad := dl.NewLibrary("dltest", path+"\x00.bak", "")
+	err = bad.Open()
+	require.ErrorIs(t, err, dl.ErrLibraryNotFound)
+	assert.Contains(t, err.Error(), "NUL byte")
+	assert.False(t, bad.Loaded())
+}
+
+// Another library given where a CUDA one is expected (libm for libcuda) loads, but
+// lacks every symbol: the error says the file is another library, not that the
+// library is old.
+func TestWrongLibrary(t *testing.T) {
+	const env = "GOCUDA_DLTEST_WRONG_LIB"
+	t.Setenv(env, "libm.so.6")
+	lib := dl.NewLibrary("cuda", "libcuda.so.1", env)
+	require.NoError(t, lib.Open(), "libm.so.6 is on every glibc system")
+	_, err := lib.NewProc("cuInit").Addr()
+	require.ErrorIs(t, err, dl.ErrSymbolNotFound)
+	assert.Contains(t, err.Error(), "the file is libm.so.6, not libcuda.so")
+	assert.Contains(t, err.Error(), env)
+	assert.NotContains(t, err.Error(), "older than the headers")
 }

@@ -57,13 +57,20 @@ type SymbolError struct {
 	Path    string // resolved path of the library file that was opened
 	Symbol  string // the missing symbol
 	Err     string // the dlerror text
+	// Reason is the likely cause: the library is older than the headers, or the
+	// file loaded is another library altogether (its ELF soname says which).
+	Reason string
 }
 
-// Error returns a message naming the symbol, the library, its soname and the
-// path of the file that was loaded.
+// Error returns a message naming the symbol, the library, its soname, the path
+// of the file that was loaded and the likely cause.
 func (e *SymbolError) Error() string {
+	reason := e.Reason
+	if reason == "" {
+		reason = "the library is older than the headers gocuda was generated from"
+	}
 	return "gocuda: symbol " + e.Symbol + " not found in " + e.Library +
-		" (" + e.Soname + ", " + e.Path + "): the library is older than the headers gocuda was generated from"
+		" (" + e.Soname + ", " + e.Path + "): " + reason
 }
 
 // Is reports whether target is [ErrSymbolNotFound].
