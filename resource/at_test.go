@@ -2,6 +2,7 @@ package resource
 
 import (
 	"errors"
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -29,11 +30,18 @@ func (o *atRes) release() error {
 	atReleases.mu.Lock()
 	atReleases.ids[o.id]++
 	atReleases.mu.Unlock()
-	if o.id < 0 {
+	switch {
+	case o.id <= ctxGoneID:
+		return fmt.Errorf("the context went first: %w", ErrContextDestroyed)
+	case o.id < 0:
 		return errors.New("release failed")
 	}
 	return nil
 }
+
+// ctxGoneID and lower ids make atRes releases report that their context was
+// destroyed before they could run.
+const ctxGoneID = -1000
 
 func finalizeAtRes(o *atRes) { Finalized(&o.reg, o) }
 
@@ -236,4 +244,27 @@ func TestDirectContext(t *testing.T) {
 	require.NoError(t, o.reg.Release())
 	runtime.KeepAlive(o)
 	assert.Equal(t, int32(2), hooked.Load())
+}
+
+// A release function that finds its context destroyed (it may go between the
+// liveness check and the release) is dropped, not failed: explicitly and on the
+// finalizer path, under a DirectContext and through the hooks.
+func TestReleaseReportsContextDestroyed(t *testing.T) {
+	resetAtReleases(t)
+	q := newTestQueue(t, time.Hour)
+	q.setContextHooks(ContextHooks{Run: func(_ Context, f func()) error { f(); return nil }})
+	live := &directCtx{}
+	live.alive.Store(true)
+	for _, ctx := range []Context{live, newFakeCtx("hooked")} {
+		before := q.status()
+		o := newAtRes(q, ctxGoneID, false, WithContext(ctx))
+		require.ErrorIs(t, o.reg.Release(), ErrContextDestroyed)
+		runtime.KeepAlive(o)
+		dropAtRes(q, ctxGoneID-10, 2, true, WithContext(ctx))
+		_, err := q.reclaim()
+		require.NoError(t, err)
+		s := q.status()
+		assert.Equal(t, before.Dropped+3, s.Dropped, "%T", ctx)
+		assert.Equal(t, before.Failed, s.Failed, "%T", ctx)
+	}
 }

@@ -37,7 +37,10 @@ type ContextHooks struct {
 // that the context no longer exists, dropped as with Alive (counted in
 // Stats.Dropped). This saves the closure that calling Run takes, and its
 // allocation, on every release. ResourceDirect must be cheap; a panic in it
-// is a failed release.
+// is a failed release. The context may still be destroyed between
+// ResourceDirect and the release: a release function that finds it gone
+// returns an error wrapping ErrContextDestroyed, and is dropped the same way
+// (this holds for every release function, whatever its context).
 type DirectContext interface {
 	ResourceDirect() (alive bool)
 }

@@ -406,11 +406,11 @@ func (q *queue) execute(r *Registration, p unsafe.Pointer) (err error, dropped b
 		case !alive:
 			return nil, true
 		}
-		return invokeRelease(r, p), false
+		return releaseOutcome(invokeRelease(r, p))
 	}
 	h := q.hooks.Load()
 	if ctx == nil || h == nil {
-		return invokeRelease(r, p), false
+		return releaseOutcome(invokeRelease(r, p))
 	}
 	if h.Alive != nil {
 		alive, herr := callAlive(h.Alive, ctx)
@@ -436,7 +436,17 @@ func (q *queue) execute(r *Registration, p unsafe.Pointer) (err error, dropped b
 	case !c.called:
 		return errors.New("resource: ContextHooks.Run did not call the release function"), false
 	}
-	return c.err, false
+	return releaseOutcome(c.err)
+}
+
+// releaseOutcome turns a release function's error into execute's result: an error
+// wrapping ErrContextDestroyed says the context went (with the resource) before the
+// release could run, which drops it.
+func releaseOutcome(err error) (error, bool) {
+	if err != nil && errors.Is(err, ErrContextDestroyed) {
+		return nil, true
+	}
+	return err, false
 }
 
 // hookCall is the release function as ContextHooks.Run calls it: the call
