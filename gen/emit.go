@@ -2,8 +2,11 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
@@ -37,9 +40,28 @@ func newFile(pkg, command string, m *Model) *jen.File {
 func render(name string, f *jen.File) (output, error) {
 	var b bytes.Buffer
 	if err := f.Render(&b); err != nil {
-		return output{}, fmt.Errorf("%s: %v", name, err)
+		return output{}, renderError(name, err)
 	}
 	return output{name: name, data: b.Bytes()}, nil
+}
+
+// jenError is how jennifer reports generated code that gofmt rejects: gofmt's
+// error, then the whole source.
+var jenError = regexp.MustCompile(`(?s)^Error ([0-9]+):([0-9]+): (.*?) while formatting source:\n(.*)$`)
+
+// renderError keeps jennifer's error to the file:line:col, gofmt's message and the
+// offending line, instead of the hundreds of lines of source it carries.
+func renderError(name string, err error) error {
+	m := jenError.FindStringSubmatch(err.Error())
+	if m == nil {
+		return fmt.Errorf("%s: generated code does not format: %s", name, shortErrors(err, ""))
+	}
+	msg := fmt.Sprintf("%s:%s:%s: generated code does not compile: %s", name, m[1], m[2], clip(m[3], maxErrorLen))
+	lines := strings.Split(m[4], "\n")
+	if n, _ := strconv.Atoi(m[1]); n >= 1 && n <= len(lines) {
+		msg += "\n\t" + clip(strings.TrimSpace(lines[n-1]), maxErrorLen)
+	}
+	return errors.New(msg)
 }
 
 // emitLib produces every generated file of one library package.

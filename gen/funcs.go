@@ -81,6 +81,11 @@ func (g *gen) emitFuncs(f *jen.File) error {
 	type fnOut struct {
 		decl jen.Code
 	}
+	if len(s.InContext) != 0 {
+		if err := g.checkInContext(); err != nil {
+			return err
+		}
+	}
 	var funcs []jen.Code
 	for _, fn := range l.Funcs {
 		code, c, err := g.function(fn, status)
@@ -235,7 +240,10 @@ func (g *gen) function(fn *Func, status *TypeDecl) (code jen.Code, trampoline st
 		if !isStatus {
 			return nil, "", fmt.Errorf("in_context lists %s, which does not return %s", fn.CName, g.lib.Spec.Status)
 		}
-		inCode, inTramp := g.inContextVariant(fn, status, params, args[1:], cparams, cargs, ctypes, cret)
+		inCode, inTramp, err := g.inContextVariant(fn, status, params, args[1:], cparams, cargs, ctypes, cret)
+		if err != nil {
+			return nil, "", err
+		}
 		defer func() { code = jen.Add(code).Line().Line().Add(inCode) }()
 		trampoline += inTramp
 	}
@@ -261,12 +269,39 @@ func (g *gen) inContext(c string) bool {
 	return false
 }
 
+// checkInContext checks what the in_context variants of the library's functions need:
+// package cuda's CUcontext, Result and ContextSwitchProcs, so the cuda spec must be
+// among the libraries (with its headers), and every function listed must be bound.
+func (g *gen) checkInContext() error {
+	s := g.lib.Spec
+	cuda := g.m.libs["cuda"]
+	if cuda == nil {
+		return fmt.Errorf("%s: in_context needs the cuda library (CUcontext, Result, ContextSwitchProcs), but no cuda spec is loaded (none among the specs, or its headers are missing)", s.Path)
+	}
+	if d := g.m.byName["CUcontext"]; d == nil || d.Lib != cuda {
+		return fmt.Errorf("%s: in_context needs the type CUcontext, which the cuda headers do not declare", s.Path)
+	}
+	bound := map[string]bool{}
+	for _, fn := range g.lib.Funcs {
+		bound[fn.CName] = true
+	}
+	for _, n := range s.InContext {
+		if n != "*" && !bound[n] {
+			return fmt.Errorf("%s: in_context lists %s, which is not a bound function of %s", s.Path, n, s.Name)
+		}
+	}
+	return nil
+}
+
 // inContextVariant emits inX(ctx, ...): X called with the CUDA context ctx current on the
 // calling thread. The C side makes ctx current only when cuCtxGetCurrent says it is not,
 // in the same cgo call as X, so a goroutine that moves between threads never runs X in
 // the wrong context. A failure to switch comes back as a cuda.Result (flagged in bit 32).
-func (g *gen) inContextVariant(fn *Func, status *TypeDecl, params, args []jen.Code, cparams, cargs, ctypes []string, cret string) (jen.Code, string) {
+func (g *gen) inContextVariant(fn *Func, status *TypeDecl, params, args []jen.Code, cparams, cargs, ctypes []string, cret string) (jen.Code, string, error) {
 	cuda := g.m.libs["cuda"]
+	if cuda == nil {
+		return nil, "", fmt.Errorf("in_context: no cuda library")
+	}
 	ctxT := jen.Qual(cuda.Spec.Import, "CUcontext")
 	result := jen.Qual(cuda.Spec.Import, "Result")
 	procs := jen.Qual(cuda.Spec.Import, "ContextSwitchProcs")
@@ -300,7 +335,7 @@ func (g *gen) inContextVariant(fn *Func, status *TypeDecl, params, args []jen.Co
 	}
 	doc := fmt.Sprintf("%s calls %s with the CUDA context ctx current on the calling thread.", name, fn.CName)
 	code := docComment(doc).Line().Func().Id(name).Params(append([]jen.Code{jen.Id("ctx").Add(ctxT)}, params...)...).Error().Block(body...)
-	return code, tramp
+	return code, tramp, nil
 }
 
 func goResultType(rv cval, rt cc.Type) jen.Code {

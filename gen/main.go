@@ -19,12 +19,36 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
+	"time"
 )
 
 const module = "github.com/gocuda/gocuda"
 
+// runTimeout bounds a whole run of the command; generating a library takes a second
+// or two.
+const runTimeout = 5 * time.Minute
+
+// stage says what run is doing, for the watchdog in main.
+var stage atomic.Pointer[string]
+
+func setStage(s string) { stage.Store(&s) }
+
 func main() {
-	if err := run(os.Args[1:], os.Stdout); err != nil {
+	// The last line of defence: cc cannot be stopped once it parses, and parseHeaders
+	// checks the headers against every way known to make it run forever; should a
+	// new one get past, the command still ends, saying where it was.
+	watchdog := time.AfterFunc(runTimeout, func() {
+		what := "generating"
+		if s := stage.Load(); s != nil {
+			what = *s
+		}
+		fmt.Fprintf(os.Stderr, "gen: %s did not finish within %v; giving up\n", what, runTimeout)
+		os.Exit(1)
+	})
+	err := run(os.Args[1:], os.Stdout)
+	watchdog.Stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)
 		os.Exit(1)
 	}
@@ -108,10 +132,16 @@ func run(args []string, stdout io.Writer) error {
 			return fmt.Errorf("%s: entry headers %v not found in %s", s.Name, s.Entry, inc)
 		}
 	}
+	var entries []string
+	for _, s := range avail {
+		entries = append(entries, s.Entry...)
+	}
+	setStage(fmt.Sprintf("parsing %s in %s", strings.Join(entries, ", "), inc))
 	ast, err := parseHeaders(inc, avail)
 	if err != nil {
 		return err
 	}
+	setStage("building the model of " + strings.Join(entries, ", "))
 	m, err := buildModel(ast, avail)
 	if err != nil {
 		return err
@@ -133,6 +163,7 @@ func run(args []string, stdout io.Writer) error {
 	if lib == nil {
 		return fmt.Errorf("no spec for library %q in %s", o.lib, o.specs)
 	}
+	setStage("emitting " + lib.Spec.Name)
 	outs, err := emitLib(m, lib, o.command, o.layoutInclude)
 	if err != nil {
 		return err

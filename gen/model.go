@@ -338,6 +338,9 @@ func buildModel(ast *cc.AST, specs []*Spec) (*Model, error) {
 		}
 		sort.Strings(d.Aliases)
 		d.GoName = goTypeName(owner.Spec, c.name)
+		if !isGoIdent(d.GoName) {
+			return nil, fmt.Errorf("%s: type %s has no Go name (%q); add a rename", c.pos, c.name, d.GoName)
+		}
 		switch t := c.typ.(type) {
 		case *cc.EnumType:
 			d.Kind = kindEnum
@@ -504,6 +507,9 @@ func (m *Model) finishLib(l *Lib) error {
 				f.GoName += "64"
 			}
 		}
+		if !isGoIdent(f.GoName) {
+			return fmt.Errorf("%s: %s has no Go name once its prefix %s is dropped (%q); exclude it with a reason", f.Pos, f.CName, s.Prefix, f.GoName)
+		}
 		if prev, ok := seen[f.GoName]; ok {
 			return fmt.Errorf("%s: %s and %s both map to Go name %s; add a rename", f.Pos, prev, f.CName, f.GoName)
 		}
@@ -523,6 +529,9 @@ func (m *Model) finishLib(l *Lib) error {
 			gn := n
 			if goKeywords[gn] {
 				gn += "_"
+			}
+			if !isGoIdent(gn) {
+				return fmt.Errorf("%s: %s: parameter name %s is not a Go identifier", f.Pos, f.CName, n)
 			}
 			for used[gn] {
 				gn += "_"

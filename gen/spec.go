@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"go/token"
 	"os"
 	"path/filepath"
 	"sort"
@@ -112,6 +113,11 @@ func loadSpecs(dir, module string) ([]*Spec, error) {
 		if s.ImportPath != "" {
 			s.Import = s.ImportPath
 		}
+		for _, o := range specs {
+			if o.Name == s.Name {
+				return nil, fmt.Errorf("%s: library %s is also specified by %s", f, s.Name, o.Path)
+			}
+		}
 		specs = append(specs, &s)
 	}
 	sort.Slice(specs, func(i, j int) bool {
@@ -137,6 +143,22 @@ func (s *Spec) check() error {
 		return fmt.Errorf("soname is empty")
 	case s.Env == "":
 		return fmt.Errorf("env is empty")
+	case !isGoIdent(s.Name):
+		return fmt.Errorf("name %q is not a Go package name", s.Name)
+	case s.Status != "" && s.Success == "":
+		return fmt.Errorf("status is %s but success is empty", s.Status)
+	case s.Success != "" && s.Status == "":
+		return fmt.Errorf("success is %s but status is empty", s.Success)
+	}
+	for _, e := range s.Entry {
+		if strings.TrimSpace(e) == "" {
+			return fmt.Errorf("entry lists an empty header name")
+		}
+	}
+	for _, c := range sortedKeys(s.Rename) {
+		if !isGoIdent(s.Rename[c]) {
+			return fmt.Errorf("rename of %s: %q is not a Go identifier", c, s.Rename[c])
+		}
 	}
 	seen := map[string]bool{}
 	for _, e := range s.Exclude {
@@ -155,9 +177,15 @@ func (s *Spec) check() error {
 		if strings.TrimSpace(r.Why) == "" {
 			return fmt.Errorf("resource %s: why is empty (say where the blocking class comes from)", r.Type)
 		}
+		if !isGoIdent(r.Go) {
+			return fmt.Errorf("resource %s: go = %q is not a Go identifier", r.Type, r.Go)
+		}
 	}
 	return nil
 }
+
+// isGoIdent reports whether s can name a Go declaration or package.
+func isGoIdent(s string) bool { return token.IsIdentifier(s) && s != "_" }
 
 // owns reports whether file (a base name) belongs to the library or its shared files.
 func (s *Spec) owns(file string) bool {
