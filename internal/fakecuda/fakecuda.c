@@ -1,353 +1,3526 @@
 //go:build ignore
 
-// fakecuda.c is a stand-in for libcuda.so.1 that does no GPU work: every call
-// succeeds at once (CUDA_SUCCESS), out-parameters are filled with plausible values,
-// and handles and device pointers are increasing fake numbers. By default no memory
-// is kept behind device pointers ($FAKECUDA_MEMORY selects other modes, see below
-// and README.md). It exists to profile the Go-side overhead of the cuda package
-// without a GPU: with every driver call costing ~0, a benchmark's time is the
-// package's own. Build it with internal/fakecuda.Build, or by hand:
+// fakecuda.c is a stand-in for libcuda.so.1 that needs no GPU. It has two modes,
+// chosen by $FAKECUDA_MODE at the first call:
 //
-//	gcc -O2 -shared -fPIC -o fakecuda.so fakecuda.c
+//   fast (default)  every call succeeds at once, handles and device pointers are fake
+//                   increasing numbers, nothing is tracked and no lock is taken on the
+//                   hot paths: a benchmark against it measures only the Go side.
+//   strict          a functional, checking driver for tests: devices, contexts,
+//                   streams run by an executor thread in a pseudo-random interleaving,
+//                   events, real memory behind every allocation (never reused), pools,
+//                   registered host memory, modules parsed from PTX, launches recorded,
+//                   and every misuse counted as a violation (see README.md).
 //
-// and point GOCUDA_CUDA_LIB at the result.
-#include <stdint.h>
-#include <stddef.h>
-#include <string.h>
-#include <stdlib.h>
-#include <stdio.h>
+// Build it with internal/fakecuda.Build, or by hand:
+//
+//	gcc -O2 -shared -fPIC -pthread -o libcuda.so.1 fakecuda.c
+//
+// and point GOCUDA_CUDA_LIB at the result. It must build with plain gcc, without the
+// CUDA headers: the few constants it needs are copied from cuda.h (CUDA 13.0) below.
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <errno.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EXPORT __attribute__((visibility("default")))
 
 typedef int CUresult;
-#define OK 0
-#define INVALID_VALUE 1
-#define OUT_OF_MEMORY 2
-#define NOT_SUPPORTED 801
+typedef unsigned long long CUdeviceptr;
+typedef uintptr_t H; // any handle, as the ABI passes it
 
-typedef uintptr_t H; // any handle
+// CUresult values (cuda.h, enum cudaError_enum).
+enum {
+	OK = 0,
+	E_INVALID_VALUE = 1,
+	E_OUT_OF_MEMORY = 2,
+	E_NOT_INITIALIZED = 3,
+	E_NO_DEVICE = 100,
+	E_INVALID_DEVICE = 101,
+	E_INVALID_CONTEXT = 201,
+	E_INVALID_PTX = 218,
+	E_INVALID_HANDLE = 400,
+	E_ILLEGAL_STATE = 401,
+	E_NOT_FOUND = 500,
+	E_NOT_READY = 600,
+	E_CONTEXT_IS_DESTROYED = 709,
+	E_HOST_MEMORY_ALREADY_REGISTERED = 712,
+	E_HOST_MEMORY_NOT_REGISTERED = 713,
+	E_NOT_SUPPORTED = 801,
+	E_STREAM_CAPTURE_UNSUPPORTED = 900,
+	E_STREAM_CAPTURE_INVALIDATED = 901,
+};
 
-static uintptr_t next_handle = 0x1000;
-static uint64_t next_ptr = 0x7f0000000000ull;
-static __thread H current_ctx;
-static const H primary_ctx = 0xc0c0;
-static uint64_t capacity = (uint64_t)141 << 30; // the device's memory
-static uint64_t in_use;                         // tracked device memory in use
+// Other cuda.h constants.
+#define CU_STREAM_NON_BLOCKING 0x1
+#define CU_STREAM_LEGACY 0x1       // ((CUstream)0x1)
+#define CU_STREAM_PER_THREAD 0x2   // ((CUstream)0x2)
+#define CU_EVENT_BLOCKING_SYNC 0x1
+#define CU_EVENT_DISABLE_TIMING 0x2
+#define CU_EVENT_INTERPROCESS 0x4
+#define CU_MEM_ATTACH_GLOBAL 0x1
+#define CU_MEM_ATTACH_HOST 0x2
+#define CU_MEM_ATTACH_SINGLE 0x4
+#define CU_LAUNCH_PARAM_END 0x0
+#define CU_LAUNCH_PARAM_BUFFER_POINTER 0x1
+#define CU_LAUNCH_PARAM_BUFFER_SIZE 0x2
+#define CU_JIT_INFO_LOG_BUFFER 3
+#define CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES 4
+#define CU_JIT_ERROR_LOG_BUFFER 5
+#define CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES 6
+#define CU_MEM_ALLOCATION_TYPE_PINNED 0x1
+#define CU_MEM_ALLOCATION_TYPE_MANAGED 0x2
+#define CU_MEM_LOCATION_TYPE_NONE 0x0
+#define CU_MEM_LOCATION_TYPE_DEVICE 0x1
+#define CU_MEM_LOCATION_TYPE_HOST 0x2
+#define CU_MEM_LOCATION_TYPE_HOST_NUMA 0x3
+#define CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT 0x4
+#define CU_MEM_ACCESS_FLAGS_PROT_NONE 0x0
+#define CU_MEM_ACCESS_FLAGS_PROT_READ 0x1
+#define CU_MEM_ACCESS_FLAGS_PROT_READWRITE 0x3
+#define CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES 1
+#define CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES 3
+#define CU_MEMPOOL_ATTR_RELEASE_THRESHOLD 4
+#define CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT 5
+#define CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH 6
+#define CU_MEMPOOL_ATTR_USED_MEM_CURRENT 7
+#define CU_MEMPOOL_ATTR_USED_MEM_HIGH 8
+#define CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK 0
+#define CU_FUNC_ATTRIBUTE_NUM_REGS 4
+#define CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
+#define CU_FUNC_ATTRIBUTE_MAX 16
+#define CU_STREAM_CAPTURE_STATUS_NONE 0
+#define CU_STREAM_CAPTURE_STATUS_ACTIVE 1
+#define CU_STREAM_CAPTURE_STATUS_INVALIDATED 2
+#define CU_DEVICE_ATTRIBUTE_MAX 148
 
-static uint64_t next_fake(size_t n);
-static void check(uint64_t p, const char *what);
-static CUresult dev_alloc(uint64_t *p, size_t n);
+// CUmemLocation, CUmemPoolProps and CUmemAccessDesc, with cuda.h's layout.
+typedef struct { int type, id; } CUmemLocation;
+typedef struct {
+	int allocType, handleTypes;
+	CUmemLocation location;
+	void *win32SecurityAttributes;
+	size_t maxSize;
+	unsigned short usage;
+	unsigned char reserved[54];
+} CUmemPoolProps;
+typedef struct { CUmemLocation location; int flags; } CUmemAccessDesc;
+_Static_assert(sizeof(CUmemPoolProps) == 88, "CUmemPoolProps layout");
+_Static_assert(sizeof(CUmemAccessDesc) == 12, "CUmemAccessDesc layout");
 
-static H new_handle(void) { return __atomic_add_fetch(&next_handle, 16, __ATOMIC_RELAXED); }
+#define MAXDEV 64
+#define KiB 1024ull
+#define GiB (1024ull * 1024 * 1024)
 
-CUresult cuInit(unsigned flags) { (void)flags; return OK; }
-CUresult cuDriverGetVersion(int *v) { *v = 13000; return OK; }
-CUresult cuDeviceGet(int *d, int ordinal) { *d = ordinal; return ordinal == 0 ? OK : 101; }
-CUresult cuDeviceGetCount(int *n) { *n = 1; return OK; }
-CUresult cuDeviceGetAttribute(int *v, int attr, int dev) {
-	(void)dev;
-	switch (attr) {
-	case 75: *v = 9; break; // compute capability major
-	case 76: *v = 0; break; // minor
-	case 1: *v = 1024; break; // max threads per block
-	case 16: *v = 132; break; // multiprocessors
-	default: *v = 1;
+/* ================================================================================
+ * Configuration and mode
+ * ================================================================================ */
+
+enum { MODE_FAST = 1, MODE_STRICT = 2 };
+static int g_mode; // 0 until cfg_init ran
+static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
+static int ndev = 1;
+static uint64_t capacity[MAXDEV];
+static uint64_t seed = 0x5eed;
+static int abort_on, verbose;
+static int64_t spin_ns = 20000; // how long the idle executor polls before it sleeps
+
+static uint64_t env_u64(const char *name, uint64_t def) {
+	const char *e = getenv(name);
+	if (e == NULL || *e == 0) return def;
+	char *end;
+	unsigned long long v = strtoull(e, &end, 0);
+	switch (*end) { // a size suffix, for FAKECUDA_MEMORY_BYTES=16G
+	case 'k': case 'K': v <<= 10; break;
+	case 'm': case 'M': v <<= 20; break;
+	case 'g': case 'G': v <<= 30; break;
+	case 't': case 'T': v <<= 40; break;
 	}
+	return v;
+}
+
+static void strict_init(void);
+
+static void cfg_init(void) {
+	const char *m = getenv("FAKECUDA_MODE");
+	int mode = MODE_FAST;
+	if (m && strcmp(m, "strict") == 0) mode = MODE_STRICT;
+	else if (m && *m && strcmp(m, "fast") != 0)
+		fprintf(stderr, "fakecuda: unknown FAKECUDA_MODE \"%s\", using fast\n", m);
+	uint64_t nd = env_u64("FAKECUDA_DEVICES", 1);
+	ndev = nd > MAXDEV ? MAXDEV : (int)nd;
+	// Fast mode reports what the benchmarks always saw (an H200's 141 GiB).
+	uint64_t cap = env_u64("FAKECUDA_MEMORY_BYTES", mode == MODE_STRICT ? 8 * GiB : 141 * GiB);
+	for (int i = 0; i < MAXDEV; i++) capacity[i] = cap;
+	seed = env_u64("FAKECUDA_SEED", seed);
+	abort_on = env_u64("FAKECUDA_ABORT", 0) != 0;
+	verbose = env_u64("FAKECUDA_VERBOSE", 0) != 0;
+	spin_ns = (int64_t)env_u64("FAKECUDA_SPIN_US", 20) * 1000;
+	if (mode == MODE_STRICT) strict_init();
+	__atomic_store_n(&g_mode, mode, __ATOMIC_RELEASE);
+}
+
+static inline int strict(void) {
+	int m = __atomic_load_n(&g_mode, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(m == 0, 0)) {
+		pthread_once(&cfg_once, cfg_init);
+		m = __atomic_load_n(&g_mode, __ATOMIC_ACQUIRE);
+	}
+	return m == MODE_STRICT;
+}
+
+static uint64_t now_ns(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_ns(uint64_t ns) {
+	struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+	}
+}
+
+/* ================================================================================
+ * Error names and strings (cuGetErrorName, cuGetErrorString)
+ * ================================================================================ */
+
+static const struct { int code; const char *name, *str; } errtab[] = {
+	{0, "CUDA_SUCCESS", "no error"},
+	{1, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+	{2, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+	{3, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+	{4, "CUDA_ERROR_DEINITIALIZED", "driver shutting down"},
+	{5, "CUDA_ERROR_PROFILER_DISABLED", "profiler disabled while using external profiling tool"},
+	{6, "CUDA_ERROR_PROFILER_NOT_INITIALIZED", "profiler not initialized: call cudaProfilerInitialize()"},
+	{7, "CUDA_ERROR_PROFILER_ALREADY_STARTED", "profiler already started"},
+	{8, "CUDA_ERROR_PROFILER_ALREADY_STOPPED", "profiler already stopped"},
+	{34, "CUDA_ERROR_STUB_LIBRARY", "CUDA driver is a stub library"},
+	{36, "CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER", "API call requires a newer CUDA driver"},
+	{46, "CUDA_ERROR_DEVICE_UNAVAILABLE", "CUDA-capable device(s) is/are busy or unavailable"},
+	{100, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+	{101, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+	{102, "CUDA_ERROR_DEVICE_NOT_LICENSED", "device doesn't have valid Grid license"},
+	{200, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"},
+	{201, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+	{202, "CUDA_ERROR_CONTEXT_ALREADY_CURRENT", "context already current"},
+	{205, "CUDA_ERROR_MAP_FAILED", "mapping of buffer object failed"},
+	{206, "CUDA_ERROR_UNMAP_FAILED", "unmapping of buffer object failed"},
+	{207, "CUDA_ERROR_ARRAY_IS_MAPPED", "array is mapped"},
+	{208, "CUDA_ERROR_ALREADY_MAPPED", "resource already mapped"},
+	{209, "CUDA_ERROR_NO_BINARY_FOR_GPU", "no kernel image is available for execution on the device"},
+	{210, "CUDA_ERROR_ALREADY_ACQUIRED", "resource already acquired"},
+	{211, "CUDA_ERROR_NOT_MAPPED", "resource not mapped"},
+	{212, "CUDA_ERROR_NOT_MAPPED_AS_ARRAY", "resource not mapped as array"},
+	{213, "CUDA_ERROR_NOT_MAPPED_AS_POINTER", "resource not mapped as pointer"},
+	{214, "CUDA_ERROR_ECC_UNCORRECTABLE", "uncorrectable ECC error encountered"},
+	{215, "CUDA_ERROR_UNSUPPORTED_LIMIT", "limit is not supported on this architecture"},
+	{216, "CUDA_ERROR_CONTEXT_ALREADY_IN_USE", "exclusive-thread device already in use by a different thread"},
+	{217, "CUDA_ERROR_PEER_ACCESS_UNSUPPORTED", "peer access is not supported between these two devices"},
+	{218, "CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"},
+	{219, "CUDA_ERROR_INVALID_GRAPHICS_CONTEXT", "invalid OpenGL or DirectX context"},
+	{220, "CUDA_ERROR_NVLINK_UNCORRECTABLE", "uncorrectable NVLink error detected during the execution"},
+	{221, "CUDA_ERROR_JIT_COMPILER_NOT_FOUND", "PTX JIT compiler library not found"},
+	{222, "CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "the provided PTX was compiled with an unsupported toolchain."},
+	{223, "CUDA_ERROR_JIT_COMPILATION_DISABLED", "PTX JIT compilation was disabled"},
+	{224, "CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY", "the provided execution affinity is not supported"},
+	{225, "CUDA_ERROR_UNSUPPORTED_DEVSIDE_SYNC", "the provided PTX contains unsupported call to cudaDeviceSynchronize"},
+	{226, "CUDA_ERROR_CONTAINED", "Invalid access of peer GPU memory over nvlink or a hardware error"},
+	{300, "CUDA_ERROR_INVALID_SOURCE", "device kernel image is invalid"},
+	{301, "CUDA_ERROR_FILE_NOT_FOUND", "file not found"},
+	{302, "CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND", "shared object symbol not found"},
+	{303, "CUDA_ERROR_SHARED_OBJECT_INIT_FAILED", "shared object initialization failed"},
+	{304, "CUDA_ERROR_OPERATING_SYSTEM", "OS call failed or operation not supported on this OS"},
+	{400, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+	{401, "CUDA_ERROR_ILLEGAL_STATE", "the operation cannot be performed in the present state"},
+	{402, "CUDA_ERROR_LOSSY_QUERY", "attempted introspection would be semantically lossy"},
+	{500, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+	{600, "CUDA_ERROR_NOT_READY", "device not ready"},
+	{700, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
+	{701, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "too many resources requested for launch"},
+	{702, "CUDA_ERROR_LAUNCH_TIMEOUT", "the launch timed out and was terminated"},
+	{703, "CUDA_ERROR_LAUNCH_INCOMPATIBLE_TEXTURING", "launch uses incompatible texturing mode"},
+	{704, "CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED", "peer access is already enabled"},
+	{705, "CUDA_ERROR_PEER_ACCESS_NOT_ENABLED", "peer access has not been enabled"},
+	{708, "CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE", "cannot set while device is active in this process"},
+	{709, "CUDA_ERROR_CONTEXT_IS_DESTROYED", "context is destroyed"},
+	{710, "CUDA_ERROR_ASSERT", "device-side assert triggered"},
+	{711, "CUDA_ERROR_TOO_MANY_PEERS", "peer mapping resources exhausted"},
+	{712, "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED", "part or all of the requested memory range is already mapped"},
+	{713, "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED", "pointer does not correspond to a registered memory region"},
+	{714, "CUDA_ERROR_HARDWARE_STACK_ERROR", "hardware stack error"},
+	{715, "CUDA_ERROR_ILLEGAL_INSTRUCTION", "an illegal instruction was encountered"},
+	{716, "CUDA_ERROR_MISALIGNED_ADDRESS", "misaligned address"},
+	{717, "CUDA_ERROR_INVALID_ADDRESS_SPACE", "operation not supported on global/shared address space"},
+	{718, "CUDA_ERROR_INVALID_PC", "invalid program counter"},
+	{719, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
+	{720, "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE", "too many blocks in cooperative launch"},
+	{721, "CUDA_ERROR_TENSOR_MEMORY_LEAK", "tensor memory not completely freed"},
+	{800, "CUDA_ERROR_NOT_PERMITTED", "operation not permitted"},
+	{801, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
+	{802, "CUDA_ERROR_SYSTEM_NOT_READY", "system not yet initialized"},
+	{803, "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", "system has unsupported display driver / cuda driver combination"},
+	{804, "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE", "forward compatibility was attempted on non supported HW"},
+	{805, "CUDA_ERROR_MPS_CONNECTION_FAILED", "MPS client failed to connect to the MPS control daemon or the MPS server"},
+	{806, "CUDA_ERROR_MPS_RPC_FAILURE", "the remote procedural call between the MPS server and the MPS client failed"},
+	{807, "CUDA_ERROR_MPS_SERVER_NOT_READY", "MPS server is not ready to accept new MPS client requests"},
+	{808, "CUDA_ERROR_MPS_MAX_CLIENTS_REACHED", "the hardware resources required to create MPS client have been exhausted"},
+	{809, "CUDA_ERROR_MPS_MAX_CONNECTIONS_REACHED", "the hardware resources required to support device connections have been exhausted"},
+	{810, "CUDA_ERROR_MPS_CLIENT_TERMINATED", "the MPS client has been terminated by the server"},
+	{811, "CUDA_ERROR_CDP_NOT_SUPPORTED", "is using CUDA Dynamic Parallelism, but the current configuration, like MPS, does not support it"},
+	{812, "CUDA_ERROR_CDP_VERSION_MISMATCH", "unsupported interaction between different versions of CUDA Dynamic Parallelism"},
+	{900, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", "operation not permitted when stream is capturing"},
+	{901, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED", "operation failed due to a previous error during capture"},
+	{902, "CUDA_ERROR_STREAM_CAPTURE_MERGE", "operation would result in a merge of separate capture sequences"},
+	{903, "CUDA_ERROR_STREAM_CAPTURE_UNMATCHED", "capture was not ended in the same stream as it began"},
+	{904, "CUDA_ERROR_STREAM_CAPTURE_UNJOINED", "capturing stream has unjoined work"},
+	{905, "CUDA_ERROR_STREAM_CAPTURE_ISOLATION", "dependency created on uncaptured work in another stream"},
+	{906, "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT", "operation would make the legacy stream depend on a capturing blocking stream"},
+	{907, "CUDA_ERROR_CAPTURED_EVENT", "operation not permitted on an event last recorded in a capturing stream"},
+	{908, "CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD", "attempt to terminate a thread-local capture sequence from another thread"},
+	{909, "CUDA_ERROR_TIMEOUT", "wait operation timed out"},
+	{910, "CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE", "the graph update was not performed because it included changes which violated constraints specific to instantiated graph update"},
+	{911, "CUDA_ERROR_EXTERNAL_DEVICE", "an async error has occurred in an external entity outside of CUDA"},
+	{912, "CUDA_ERROR_INVALID_CLUSTER_SIZE", "a kernel launch error has occurred due to cluster misconfiguration"},
+	{913, "CUDA_ERROR_FUNCTION_NOT_LOADED", "the function handle is not loaded when calling an API that requires a loaded function"},
+	{914, "CUDA_ERROR_INVALID_RESOURCE_TYPE", "one or more resources passed in are not valid resource types for the operation"},
+	{915, "CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION", "one or more resources are insufficient or non-applicable for the operation"},
+	{916, "CUDA_ERROR_KEY_ROTATION", "an error happened during the key rotation sequence"},
+	{999, "CUDA_ERROR_UNKNOWN", "unknown error"},
+};
+
+static int errindex(CUresult r) {
+	for (size_t i = 0; i < sizeof errtab / sizeof errtab[0]; i++)
+		if (errtab[i].code == r) return (int)i;
+	return -1;
+}
+
+// Unknown codes: CUDA_ERROR_INVALID_VALUE and *s = NULL, as the driver answers.
+EXPORT CUresult cuGetErrorName(CUresult r, const char **s) {
+	if (s == NULL) return E_INVALID_VALUE;
+	int i = errindex(r);
+	*s = i < 0 ? NULL : errtab[i].name;
+	return i < 0 ? E_INVALID_VALUE : OK;
+}
+
+EXPORT CUresult cuGetErrorString(CUresult r, const char **s) {
+	if (s == NULL) return E_INVALID_VALUE;
+	int i = errindex(r);
+	*s = i < 0 ? NULL : errtab[i].str;
+	return i < 0 ? E_INVALID_VALUE : OK;
+}
+
+EXPORT CUresult cuDriverGetVersion(int *v) {
+	if (v == NULL) return E_INVALID_VALUE;
+	*v = 13000;
 	return OK;
 }
-CUresult cuDeviceTotalMem_v2(size_t *b, int dev) { (void)dev; *b = capacity; return OK; }
-CUresult cuDeviceGetName(char *name, int len, int dev) {
-	(void)dev;
-	if (len > 0) { strncpy(name, "Fake CUDA Device", (size_t)len); name[len - 1] = 0; }
-	return OK;
-}
-CUresult cuDevicePrimaryCtxGetState(int dev, unsigned *flags, int *active) { (void)dev; *flags = 0; *active = 0; return OK; }
-CUresult cuDevicePrimaryCtxSetFlags_v2(int dev, unsigned flags) { (void)dev; (void)flags; return OK; }
-CUresult cuDevicePrimaryCtxRetain(H *ctx, int dev) { (void)dev; *ctx = primary_ctx; return OK; }
-CUresult cuDevicePrimaryCtxRelease_v2(int dev) { (void)dev; return OK; }
-CUresult cuCtxGetCurrent(H *ctx) { *ctx = current_ctx; return OK; }
-CUresult cuCtxSetCurrent(H ctx) { current_ctx = ctx; return OK; }
-CUresult cuCtxSynchronize(void) { return OK; }
-CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest) { *least = 0; *greatest = -5; return OK; }
-CUresult cuCtxCreate_v4(H *ctx, void *params, unsigned flags, int dev) { (void)params; (void)flags; (void)dev; *ctx = new_handle(); current_ctx = *ctx; return OK; }
-CUresult cuCtxDestroy_v2(H ctx) { if (current_ctx == ctx) current_ctx = 0; return OK; }
 
-CUresult cuStreamCreate(H *s, unsigned flags) { (void)flags; *s = new_handle(); return OK; }
-CUresult cuStreamCreateWithPriority(H *s, unsigned flags, int prio) { (void)flags; (void)prio; *s = new_handle(); return OK; }
-CUresult cuStreamDestroy_v2(H s) { (void)s; return OK; }
-CUresult cuStreamQuery(H s) { (void)s; return OK; }
-CUresult cuStreamSynchronize(H s) { (void)s; return OK; }
-CUresult cuStreamWaitEvent(H s, H e, unsigned flags) { (void)s; (void)e; (void)flags; return OK; }
+/* ================================================================================
+ * Fast mode: fake numbers, nothing tracked
+ * ================================================================================ */
 
-CUresult cuEventCreate(H *e, unsigned flags) { (void)flags; *e = new_handle(); return OK; }
-CUresult cuEventRecord(H e, H s) { (void)e; (void)s; return OK; }
-CUresult cuEventQuery(H e) { (void)e; return OK; }
-CUresult cuEventSynchronize(H e) { (void)e; return OK; }
-CUresult cuEventDestroy_v2(H e) { (void)e; return OK; }
-CUresult cuEventElapsedTime_v2(float *ms, H a, H b) { (void)a; (void)b; *ms = 0; return OK; }
+static uintptr_t fast_next_handle = 0x1000;
+static uint64_t fast_next_ptr = 0x7f0000000000ull;
+static const H fast_primary = 0xc0c0;
+static __thread H fast_current;
 
-CUresult cuDeviceGetDefaultMemPool(H *pool, int dev) { (void)dev; *pool = 0xd00d; return OK; }
-CUresult cuMemPoolSetAttribute(H pool, int attr, void *v) { (void)pool; (void)attr; (void)v; return OK; }
-// Reserved and used memory (current and high) are the tracked bytes; the rest 0.
-CUresult cuMemPoolGetAttribute(H pool, int attr, void *v) {
-	(void)pool;
-	*(uint64_t *)v = attr >= 5 && attr <= 8 ? __atomic_load_n(&in_use, __ATOMIC_RELAXED) : 0;
-	return OK;
-}
-CUresult cuMemPoolCreate(H *pool, const void *props) { (void)pool; (void)props; return NOT_SUPPORTED; }
-CUresult cuMemPoolDestroy(H pool) { (void)pool; return OK; }
-CUresult cuMemPoolTrimTo(H pool, size_t keep) { (void)pool; (void)keep; return OK; }
-CUresult cuMemPoolSetAccess(H pool, const void *d, size_t n) { (void)pool; (void)d; (void)n; return OK; }
+static H fast_handle(void) { return __atomic_add_fetch(&fast_next_handle, 16, __ATOMIC_RELAXED); }
 
-// Memory modes, from $FAKECUDA_MEMORY at the first allocation:
-//   unset  device pointers are fake numbers, nothing is kept (benchmarks: every call
-//          costs ~0);
-//   track  fake numbers, but their sizes are counted against the device's memory, so
-//          that allocations fail with CUDA_ERROR_OUT_OF_MEMORY when it is full;
-//   real   device memory is host memory (malloc), copies and memsets are done at once
-//          on it, and sizes are counted as with track (do not allocate more than the
-//          host holds: memsets touch every byte).
-// Host memory (cuMemAllocHost, cuMemAllocManaged) is always real.
-enum { MODE_FAKE, MODE_TRACK, MODE_REAL };
-static int mode = -1;
-
-static int get_mode(void) {
-	int m = __atomic_load_n(&mode, __ATOMIC_ACQUIRE);
-	if (m >= 0) return m;
-	const char *e = getenv("FAKECUDA_MEMORY");
-	m = MODE_FAKE;
-	if (e && strcmp(e, "track") == 0) m = MODE_TRACK;
-	if (e && strcmp(e, "real") == 0) m = MODE_REAL;
-	__atomic_store_n(&mode, m, __ATOMIC_RELEASE);
-	return m;
-}
-
-// sizes maps tracked pointers to their sizes (open addressing, linear probing).
-enum { TABLE = 1 << 20 };
-static uint64_t *keys, *vals;
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-
-static uint64_t *slot(uint64_t p, int insert) {
-	if (keys == NULL) {
-		keys = calloc(TABLE, sizeof *keys);
-		vals = calloc(TABLE, sizeof *vals);
-	}
-	for (uint64_t i = (p >> 4) * 0x9e3779b97f4a7c15ull >> 44;; i = (i + 1) & (TABLE - 1)) {
-		if (keys[i] == p) return &vals[i];
-		if (keys[i] == 0 || keys[i] == 1) { // empty or deleted
-			if (!insert) { if (keys[i] == 0) return NULL; continue; }
-			keys[i] = p;
-			return &vals[i];
-		}
-	}
-}
-
-// HOST marks the table entries of host memory (managed allocations), which
-// cuMemFree frees in every mode and which are not device memory in use.
-#define HOST ((uint64_t)1 << 63)
-
-static CUresult track_alloc(uint64_t p, uint64_t n, uint64_t flags) {
-	pthread_mutex_lock(&mu);
-	if (!flags) {
-		if (in_use + n > capacity) { pthread_mutex_unlock(&mu); return OUT_OF_MEMORY; }
-		in_use += n;
-	}
-	*slot(p, 1) = n | flags;
-	pthread_mutex_unlock(&mu);
-	return OK;
-}
-
-// track_free forgets p and returns its table entry (0 if it was not allocated).
-static uint64_t track_free(uint64_t p) {
-	pthread_mutex_lock(&mu);
-	uint64_t *v = slot(p, 0), e = 0;
-	if (v) {
-		e = *v;
-		if (!(e & HOST)) in_use -= e;
-		keys[v - vals] = 1;
-	}
-	pthread_mutex_unlock(&mu);
-	return e;
-}
-
-static uint64_t next_fake(size_t n) {
+static uint64_t fast_ptr(size_t n) {
 	uint64_t sz = ((uint64_t)n + 255) & ~(uint64_t)255;
 	if (sz == 0) sz = 256;
-	return __atomic_fetch_add(&next_ptr, sz, __ATOMIC_RELAXED);
+	return __atomic_fetch_add(&fast_next_ptr, sz, __ATOMIC_RELAXED);
 }
 
-static CUresult dev_alloc(uint64_t *p, size_t n) {
-	int m = get_mode();
-	if (m == MODE_FAKE) { *p = next_fake(n); return OK; }
-	uint64_t q;
-	if (m == MODE_REAL) {
-		if (in_use + n > capacity) return OUT_OF_MEMORY;
-		void *h = calloc(1, n ? n : 1);
-		if (h == NULL) return OUT_OF_MEMORY;
-		q = (uint64_t)(uintptr_t)h;
-	} else {
-		q = next_fake(n);
+/* ================================================================================
+ * PTX parsing (both modes): kernel parameter layouts and global variables
+ * ================================================================================ */
+
+typedef struct {
+	size_t n, argsize;
+	size_t *off, *size;
+} layout;
+
+static int ident_char(char c) { return isalnum((unsigned char)c) || c == '_' || c == '$'; }
+
+// ptx_type_size returns the size in bytes of a PTX type token such as ".u32", 0 if
+// the token is not a type.
+static size_t ptx_type_size(const char *t, size_t len) {
+	static const struct { const char *name; size_t size; } types[] = {
+		{".u8", 1}, {".s8", 1}, {".b8", 1}, {".pred", 1},
+		{".u16", 2}, {".s16", 2}, {".b16", 2}, {".f16", 2}, {".bf16", 2},
+		{".u32", 4}, {".s32", 4}, {".b32", 4}, {".f32", 4}, {".f16x2", 4}, {".bf16x2", 4},
+		{".u64", 8}, {".s64", 8}, {".b64", 8}, {".f64", 8}, {".b128", 16},
+	};
+	for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+		if (strlen(types[i].name) == len && strncmp(t, types[i].name, len) == 0) return types[i].size;
+	return 0;
+}
+
+// decl_size parses one declaration's tokens in [p, end): its type, alignment and
+// array dimensions. name (may be NULL) receives the identifier, up to namecap bytes;
+// elem_out (may be NULL) the element's size, negative for a floating-point type.
+static void decl_size(const char *p, const char *end, size_t *size, size_t *align, char *name, size_t namecap, int *elem_out) {
+	size_t elem = 0, count = 1, al = 0;
+	int isfloat = 0;
+	int after_ptr = 0;
+	if (name && namecap) name[0] = 0;
+	while (p < end) {
+		while (p < end && (isspace((unsigned char)*p) || *p == ',')) p++;
+		const char *t = p;
+		while (p < end && !isspace((unsigned char)*p) && *p != ',') p++;
+		size_t len = (size_t)(p - t);
+		if (len == 0) break;
+		if (len == 4 && strncmp(t, ".ptr", 4) == 0) {
+			after_ptr = 1; // a later .align is the pointee's, not the parameter's
+		} else if (len == 6 && strncmp(t, ".align", 6) == 0) {
+			while (p < end && isspace((unsigned char)*p)) p++;
+			size_t a = (size_t)strtoul(p, NULL, 10);
+			while (p < end && isdigit((unsigned char)*p)) p++;
+			if (!after_ptr) al = a;
+		} else if (t[0] == '.') {
+			size_t s = ptx_type_size(t, len);
+			if (s && !elem) {
+				elem = s;
+				isfloat = t[1] == 'f' && (len == 4); // .f32, .f64 (not .f16x2)
+			}
+		} else if (t[0] == '[') {
+			count *= (size_t)strtoul(t + 1, NULL, 10);
+		} else {
+			const char *br = memchr(t, '[', len);
+			size_t nl = br ? (size_t)(br - t) : len;
+			if (name && namecap && !name[0]) {
+				if (nl >= namecap) nl = namecap - 1;
+				memcpy(name, t, nl);
+				name[nl] = 0;
+			}
+			for (const char *b = br; b && b < p; b = memchr(b + 1, '[', (size_t)(p - b - 1)))
+				count *= (size_t)strtoul(b + 1, NULL, 10);
+		}
 	}
-	CUresult r = track_alloc(q, n, 0);
-	if (r != OK) {
-		if (m == MODE_REAL) free((void *)(uintptr_t)q);
-		return r;
+	*size = elem * count;
+	*align = al ? al : (elem ? elem : 1);
+	if (elem_out) *elem_out = isfloat ? -(int)elem : (int)elem;
+}
+
+// find_entry returns the text after ".entry name" in ptx, or NULL.
+static const char *find_entry(const char *ptx, const char *name) {
+	size_t nl = strlen(name);
+	for (const char *p = strstr(ptx, ".entry"); p; p = strstr(p + 6, ".entry")) {
+		const char *q = p + 6;
+		if (!isspace((unsigned char)*q)) continue;
+		while (isspace((unsigned char)*q)) q++;
+		if (strncmp(q, name, nl) == 0 && !ident_char(q[nl])) return q + nl;
 	}
-	*p = q;
-	return OK;
+	return NULL;
 }
 
-static CUresult dev_free(uint64_t p) {
-	int m = get_mode();
-	if (m == MODE_FAKE || p == 0) return OK;
-	check(p, "free");
-	uint64_t e = track_free(p);
-	if (m == MODE_REAL || (e & HOST)) free((void *)(uintptr_t)p);
-	return OK;
+// parse_params fills l with the parameters of the .entry whose name ends at p.
+static void parse_params(const char *p, layout *l) {
+	memset(l, 0, sizeof *l);
+	while (isspace((unsigned char)*p)) p++;
+	if (*p != '(') return;
+	const char *end = strchr(p, ')');
+	if (end == NULL) return;
+	size_t cap = 0, off = 0;
+	for (const char *q = p + 1; q < end;) {
+		const char *c = memchr(q, ',', (size_t)(end - q));
+		if (c == NULL) c = end;
+		const char *prm = strstr(q, ".param");
+		if (prm && prm < c) {
+			size_t size, align;
+			decl_size(prm + 6, c, &size, &align, NULL, 0, NULL);
+			if (l->n == cap) {
+				cap = cap ? cap * 2 : 8;
+				l->off = realloc(l->off, cap * sizeof *l->off);
+				l->size = realloc(l->size, cap * sizeof *l->size);
+			}
+			off = (off + align - 1) / align * align;
+			l->off[l->n] = off;
+			l->size[l->n] = size;
+			l->n++;
+			off += size;
+		}
+		q = c + 1;
+	}
+	l->argsize = l->n ? l->off[l->n - 1] + l->size[l->n - 1] : 0;
 }
 
-// check aborts on a device pointer that is not live (use after free) in the tracking
-// modes; p may point into an allocation only at its start.
-static void check(uint64_t p, const char *what) {
-	if (get_mode() == MODE_FAKE) return;
-	pthread_mutex_lock(&mu);
-	int ok = slot(p, 0) != NULL;
-	pthread_mutex_unlock(&mu);
-	if (!ok) {
-		fprintf(stderr, "fakecuda: %s of 0x%llx, which is not allocated\n", what, (unsigned long long)p);
+// find_global returns the size of the module-scope .global or .const variable name
+// declared in ptx (0 if it is scalar-less), or -1 if there is none. *elem receives
+// its element size (negative: floating point), *init its initializer (after the
+// '='), or NULL.
+static int64_t find_global(const char *ptx, const char *name, int *elem, const char **init) {
+	static const char *spaces[] = {".global", ".const"};
+	for (int k = 0; k < 2; k++) {
+		size_t kl = strlen(spaces[k]);
+		for (const char *p = strstr(ptx, spaces[k]); p; p = strstr(p + kl, spaces[k])) {
+			if (p != ptx && !isspace((unsigned char)p[-1])) continue; // ld.global, .ptr.global
+			if (!isspace((unsigned char)p[kl])) continue;
+			const char *end = strpbrk(p, ";={(),");
+			if (end == NULL || (*end != ';' && *end != '=')) continue; // not a variable declaration
+			char got[256];
+			size_t size, align;
+			decl_size(p + kl, end, &size, &align, got, sizeof got, elem);
+			if (strcmp(got, name) == 0) {
+				*init = *end == '=' ? end + 1 : NULL;
+				return (int64_t)size;
+			}
+		}
+	}
+	return -1;
+}
+
+// init_global writes a PTX initializer (a value, or values in braces) into the
+// variable's n bytes: integers, floating-point literals, and 0f/0d bit patterns.
+static void init_global(char *dst, size_t n, int elem, const char *init) {
+	int isfloat = elem < 0;
+	size_t es = (size_t)(elem < 0 ? -elem : elem), off = 0;
+	if (es == 0 || es > 8) return;
+	for (const char *p = init; *p && *p != ';' && off + es <= n;) {
+		if (isspace((unsigned char)*p) || *p == '{' || *p == '}' || *p == ',') {
+			p++;
+			continue;
+		}
+		char *q;
+		uint64_t bits;
+		if (p[0] == '0' && (p[1] == 'f' || p[1] == 'F' || p[1] == 'd' || p[1] == 'D') && isxdigit((unsigned char)p[2])) {
+			bits = strtoull(p + 2, &q, 16);
+		} else if (isfloat) {
+			double d = strtod(p, &q);
+			if (es == 4) {
+				float f = (float)d;
+				uint32_t u;
+				memcpy(&u, &f, 4);
+				bits = u;
+			} else {
+				memcpy(&bits, &d, 8);
+			}
+		} else {
+			bits = (uint64_t)strtoll(p, &q, 0);
+		}
+		if (q == p) return; // not a number: leave the rest zero
+		memcpy(dst + off, &bits, es); // little-endian: the low bytes
+		off += es;
+		p = q;
+	}
+}
+
+enum { IMG_PTX, IMG_ELF, IMG_FATBIN };
+
+static uint16_t rd16(const unsigned char *b) { uint16_t v; memcpy(&v, b, 2); return v; }
+static uint32_t rd32(const unsigned char *b) { uint32_t v; memcpy(&v, b, 4); return v; }
+static uint64_t rd64(const unsigned char *b) { uint64_t v; memcpy(&v, b, 8); return v; }
+
+// image_kind classifies a module image and returns its length in bytes: ELF and
+// fatbin images carry their size in their headers, PTX ends at its NUL.
+static int image_kind(const void *img, size_t *len) {
+	const unsigned char *b = img;
+	if (b[0] == 0x7f && b[1] == 'E' && b[2] == 'L' && b[3] == 'F') {
+		size_t n = 64;
+		if (b[4] == 2) { // ELFCLASS64: the furthest of the header tables and sections
+			uint64_t phoff = rd64(b + 0x20), shoff = rd64(b + 0x28);
+			uint16_t phes = rd16(b + 0x36), phn = rd16(b + 0x38), shes = rd16(b + 0x3a), shn = rd16(b + 0x3c);
+			uint64_t m = 64;
+			if (phoff + (uint64_t)phes * phn > m) m = phoff + (uint64_t)phes * phn;
+			if (shoff + (uint64_t)shes * shn > m) m = shoff + (uint64_t)shes * shn;
+			if (m < (1ull << 30) && shes >= 0x28) {
+				for (uint16_t i = 0; i < shn; i++) {
+					const unsigned char *sh = b + shoff + (uint64_t)i * shes;
+					if (rd32(sh + 4) == 8) continue; // SHT_NOBITS
+					uint64_t e = rd64(sh + 0x18) + rd64(sh + 0x20);
+					if (e > m && e < (1ull << 30)) m = e;
+				}
+			}
+			if (m < (1ull << 30)) n = (size_t)m;
+		}
+		*len = n;
+		return IMG_ELF;
+	}
+	if (rd32(b) == 0xBA55ED50u) { // fatbin: headerSize (u16 at 6) + fatSize (u64 at 8)
+		uint64_t n = (uint64_t)rd16(b + 6) + rd64(b + 8);
+		*len = n < (1ull << 30) ? (size_t)n : 16;
+		return IMG_FATBIN;
+	}
+	*len = strlen((const char *)img) + 1;
+	return IMG_PTX;
+}
+
+/* ================================================================================
+ * Strict mode: state
+ * ================================================================================ */
+
+// Handle types.
+enum { H_CTX = 1, H_STREAM, H_EVENT, H_MODULE, H_FUNC, H_POOL, H_GRAPH, H_EXEC, H_N };
+static const char *const hname[H_N] = {"?", "context", "stream", "event", "module", "function", "memory pool", "graph", "graph exec"};
+
+typedef struct ctx_s ctx_t;
+
+// Every handle points at a slot of the arena that starts with hdr. Slots are never
+// freed or reused: a destroyed object stays as a tombstone (dead = 1), so a stale
+// handle is recognised for what it is.
+typedef struct {
+	uint32_t magic;
+	uint8_t type;
+	uint8_t dead;
+	uint8_t pad[2];
+	uint64_t id;
+	ctx_t *ctx;  // the context current at creation (NULL for device-owned objects)
+	void *cnext; // the next object of the same context (its destruction walks them)
+} hdr;
+
+#define MAGIC 0xFA4ECDA1u
+#define SLOT 128 // every record fits; destroyed ones stay resident, so small matters
+
+struct ctx_s {
+	hdr h;
+	int dev;
+	unsigned flags;
+	int primary;
+	int64_t pending;  // queued or running operations on the context's streams
+	int64_t bpending; // the same, on its blocking streams (those the legacy stream waits for)
+	hdr *objs;        // objects created in the context, newest first
+	struct mem_s *mems;
+	struct reg_s *regs;
+};
+
+typedef struct op_s op_t;
+typedef struct graph_s graph_t;
+
+typedef struct {
+	hdr h;
+	unsigned flags;
+	int prio;
+	op_t *head, *tail; // the FIFO of operations; head may be running
+	uint64_t enq, done; // operations queued and finished so far
+	int64_t active;     // index in the executor's active list, -1 when empty
+	graph_t *capture;   // the graph being captured, or NULL
+	int capture_invalid;
+} stream_t;
+
+typedef struct {
+	hdr h;
+	unsigned flags;
+	uint64_t enq;      // records queued so far (the latest record's number)
+	uint64_t done;     // every record up to this number has run
+	uint64_t *ooo;     // records past done that ran out of order
+	size_t nooo, capooo;
+	uint64_t ts_seq, ts; // the latest record that ran, and when
+} event_t;
+
+typedef struct func_s func_t;
+typedef struct gvar_s gvar_t;
+
+typedef struct {
+	hdr h;
+	int kind; // IMG_*
+	char *image;
+	size_t len;
+	func_t *funcs;
+	gvar_t *globals;
+} module_t;
+
+struct func_s {
+	hdr h;
+	module_t *mod;
+	char *name;
+	layout l;
+	int max_dyn_smem;
+	func_t *next;
+};
+
+typedef struct {
+	hdr h;
+	int dev;
+	int kind; // MK_DEVICE, MK_HOST or MK_MANAGED
+	int is_default;
+	uint64_t threshold;
+	int reuse[4];
+	uint64_t used, used_high, reserved_high;
+	uint64_t readable, writable; // access of device d: bit d
+	uint8_t host_access;
+} pool_t;
+
+struct graph_s {
+	hdr h;
+	op_t *head, *tail;
+	int64_t n;
+};
+
+_Static_assert(sizeof(ctx_t) <= SLOT && sizeof(stream_t) <= SLOT && sizeof(event_t) <= SLOT &&
+	sizeof(module_t) <= SLOT && sizeof(func_t) <= SLOT && sizeof(pool_t) <= SLOT && sizeof(graph_t) <= SLOT,
+	"handle slot too small");
+
+// Memory ranges: allocations and host registrations share a first member, so that an
+// operation can keep a pointer to either and check its state when it runs.
+enum { ST_LIVE, ST_FREE_PENDING, ST_FREED, ST_UNREG };
+static const char *const stname[] = {"live", "free pending", "freed", "unregistered"};
+
+typedef struct {
+	int state;
+	int is_reg;
+} rng_t;
+
+enum { MK_DEVICE, MK_HOST, MK_MANAGED, MK_GLOBAL, MK_N };
+static const char *const mkname[MK_N] = {"device", "pinned host", "managed", "module global"};
+enum { API_ALLOC, API_HOST, API_GLOBAL }; // how it must be freed: cuMemFree(Async), cuMemFreeHost, never
+
+typedef struct mem_s {
+	rng_t r;
+	int kind, api, dev;
+	ctx_t *ctx;
+	pool_t *pool;
+	uintptr_t base;
+	size_t size, mapped; // requested, and made accessible (whole pages)
+	struct mem_s *cnext; // the context's allocations
+} mem_t;
+
+typedef struct reg_s {
+	rng_t r;
+	int by_api; // ended by cuMemHostUnregister (not by its context's destruction)
+	ctx_t *ctx;
+	uintptr_t base;
+	size_t size;
+	unsigned flags;
+	struct reg_s *cnext; // the context's registrations
+} reg_t;
+
+struct gvar_s {
+	char *name;
+	mem_t *m;
+	gvar_t *next;
+};
+
+// Operations queued on streams.
+enum { OP_KERNEL, OP_COPY, OP_MEMSET, OP_RECORD, OP_WAIT, OP_FREE, OP_HOSTFN, OP_DELAY };
+
+struct op_s {
+	op_t *next;
+	int type;
+	const char *fn; // the API call that queued it, for violations
+	stream_t *s;
+	union {
+		struct { func_t *f; uint64_t ns; uint32_t grid[3], block[3], shm; uint8_t *params; size_t psize; } k;
+		struct { char *dst; const char *src; size_t n; char *staging; } cp;
+		struct { char *dst; uint32_t val; size_t count; int elem; } ms;
+		struct { event_t *e; uint64_t seq; } ev;
+		struct { mem_t *m; } fr;
+		struct { void (*fn)(void *); void *arg; } hf;
+		struct { uint64_t ns; } dl;
+	} u;
+	size_t nrefs, caprefs;
+	rng_t **refs; // memory the operation touches, checked when it runs
+	rng_t *inl[3];
+	uint8_t pbuf[64]; // a kernel's parameters, when they fit
+};
+
+// The one lock of strict mode, and its conditions: cv_work wakes the executor,
+// cv_done wakes callers waiting for work to finish.
+static pthread_mutex_t G = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP; // spins briefly before sleeping
+static pthread_cond_t cv_work = PTHREAD_COND_INITIALIZER, cv_done = PTHREAD_COND_INITIALIZER;
+static int initialized;
+
+static char *arena;
+static size_t arena_slots, arena_used;
+
+static ctx_t *prim[MAXDEV];
+static int prim_refs[MAXDEV];
+static unsigned prim_flags[MAXDEV];
+static pool_t *def_pool[MAXDEV], *cur_pool[MAXDEV];
+static uint64_t dev_used[MAXDEV];
+
+static uintptr_t va_base, va_next, va_end;
+static size_t page = 4096;
+static mem_t **mems;
+static size_t nmems, capmems;
+static reg_t **regs; // sorted by base, never overlapping: live ones and tombstones
+static size_t nregs, capregs;
+
+static int64_t live_h[H_N], dead_h[H_N];
+static int64_t mem_live_n[MK_N], mem_live_b[MK_N];
+static int64_t allocs_total, frees_total, free_pending_n, ops_executed, ops_pending, regs_live, regs_ended;
+
+// Injections.
+enum { DK_STREAM, DK_EVENT, DK_MODULE, DK_CONTEXT, DK_POOL, DK_MEMFREE, DK_HOSTUNREG, DK_N };
+enum { AK_DEVICE = 1, AK_POOL = 2, AK_HOST = 4, AK_MANAGED = 8 };
+static int64_t oom_skip, oom_fail;
+static unsigned oom_kinds = 15;
+static int fail_code[DK_N];
+static int64_t slow_ns[DK_N];
+static uint64_t kernel_ns;
+
+// The executor.
+static pthread_once_t exec_once = PTHREAD_ONCE_INIT;
+static stream_t **active;
+static size_t nactive, capactive;
+static int exec_sleeping, done_waiters, paused;
+static uint64_t work_gen;
+static uint64_t rng;
+
+// Per-thread context stack.
+#define CTX_STACK 64
+static __thread ctx_t *tl_stack[CTX_STACK];
+static __thread int tl_depth;
+
+static inline ctx_t *cur_ctx(void) { return tl_depth ? tl_stack[tl_depth - 1] : NULL; }
+
+/* ---------- violations ---------- */
+
+#define VMAX 256
+#define VLEN 320
+static pthread_mutex_t vmu = PTHREAD_MUTEX_INITIALIZER;
+static char vmsgs[VMAX][VLEN];
+static int64_t vcount;
+
+__attribute__((format(printf, 2, 3))) static void violation(const char *fn, const char *fmt, ...) {
+	char line[VLEN];
+	int n = snprintf(line, sizeof line, "%s: ", fn);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+	va_end(ap);
+	pthread_mutex_lock(&vmu);
+	int64_t i = vcount++;
+	if (i < VMAX) memcpy(vmsgs[i], line, sizeof line);
+	pthread_mutex_unlock(&vmu);
+	int ab = __atomic_load_n(&abort_on, __ATOMIC_RELAXED);
+	if (ab || __atomic_load_n(&verbose, __ATOMIC_RELAXED)) fprintf(stderr, "fakecuda: violation: %s\n", line);
+	if (ab) abort();
+}
+
+/* ---------- launch records ---------- */
+
+#define RING 4096
+#define REC_PARAMS 4096
+// fakecuda_launch is one recorded launch, as fakecuda_launch_get copies it out. It
+// holds no pointers, so that Go can receive it in its own memory.
+typedef struct {
+	int64_t seq;
+	uint32_t grid[3], block[3];
+	uint32_t shared_mem;
+	uint32_t param_size; // the full size; params holds the first REC_PARAMS bytes
+	uint64_t stream, context;
+	char func[128];
+	uint8_t params[REC_PARAMS];
+} fakecuda_launch;
+static fakecuda_launch *ring;
+static int64_t launch_seq;
+
+/* ---------- init ---------- */
+
+static void strict_init(void) {
+	long ps = sysconf(_SC_PAGESIZE);
+	if (ps > 0) page = (size_t)ps;
+	arena_slots = (size_t)1 << 24; // 16M handles: 2 GiB of address space, touched as used
+	arena = mmap(NULL, arena_slots * SLOT, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (arena == MAP_FAILED) {
+		fprintf(stderr, "fakecuda: cannot reserve the handle arena: %s\n", strerror(errno));
 		abort();
 	}
-}
-
-static int real(void) { return get_mode() == MODE_REAL; }
-static void *hp(uint64_t p) { return (void *)(uintptr_t)p; }
-
-CUresult cuMemAllocAsync(uint64_t *p, size_t n, H s) { (void)s; return dev_alloc(p, n); }
-CUresult cuMemAllocFromPoolAsync(uint64_t *p, size_t n, H pool, H s) { (void)pool; (void)s; return dev_alloc(p, n); }
-CUresult cuMemFreeAsync(uint64_t p, H s) { (void)s; return dev_free(p); }
-CUresult cuMemAlloc_v2(uint64_t *p, size_t n) { return dev_alloc(p, n); }
-CUresult cuMemFree_v2(uint64_t p) { return dev_free(p); }
-CUresult cuMemsetD8Async(uint64_t p, unsigned char v, size_t n, H s) { (void)s; check(p, "memset"); if (real()) memset(hp(p), v, n); return OK; }
-CUresult cuMemsetD16Async(uint64_t p, unsigned short v, size_t n, H s) {
-	(void)s;
-	if (real()) for (size_t i = 0; i < n; i++) ((unsigned short *)hp(p))[i] = v;
-	return OK;
-}
-CUresult cuMemsetD32Async(uint64_t p, unsigned v, size_t n, H s) {
-	(void)s;
-	if (real()) for (size_t i = 0; i < n; i++) ((unsigned *)hp(p))[i] = v;
-	return OK;
-}
-CUresult cuMemsetD8_v2(uint64_t p, unsigned char v, size_t n) { if (real()) memset(hp(p), v, n); return OK; }
-CUresult cuMemcpyAsync(uint64_t d, uint64_t s, size_t n, H st) { (void)st; if (real()) memmove(hp(d), hp(s), n); return OK; }
-CUresult cuMemcpyHtoDAsync_v2(uint64_t d, const void *s, size_t n, H st) { (void)st; if (real()) memmove(hp(d), s, n); return OK; }
-CUresult cuMemcpyDtoHAsync_v2(void *d, uint64_t s, size_t n, H st) { (void)st; if (real()) memmove(d, hp(s), n); return OK; }
-CUresult cuMemcpyHtoD_v2(uint64_t d, const void *s, size_t n) { if (real()) memmove(hp(d), s, n); return OK; }
-CUresult cuMemcpyDtoH_v2(void *d, uint64_t s, size_t n) { if (real()) memmove(d, hp(s), n); else memset(d, 0, n); return OK; }
-
-// Host memory is real in every mode: Go code reads and writes it.
-CUresult cuMemAllocHost_v2(void **p, size_t n) { *p = calloc(1, n ? n : 1); return *p ? OK : OUT_OF_MEMORY; }
-CUresult cuMemFreeHost(void *p) { free(p); return OK; }
-CUresult cuMemAllocManaged(uint64_t *p, size_t n, unsigned flags) {
-	(void)flags;
-	void *h = calloc(1, n ? n : 1);
-	if (h == NULL) return OUT_OF_MEMORY;
-	uint64_t q = (uint64_t)(uintptr_t)h;
-	if (get_mode() != MODE_FAKE && track_alloc(q, n, HOST) != OK) {
-		free(h);
-		return OUT_OF_MEMORY;
+	// Every allocation comes from one reserved range, never reused, so that a
+	// stale address always finds its (freed) allocation.
+	uint64_t va = env_u64("FAKECUDA_VA_BYTES", 16ull << 40);
+	void *p = MAP_FAILED;
+	for (; va >= GiB; va /= 2) {
+		p = mmap(NULL, va, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (p != MAP_FAILED) break;
 	}
-	*p = q;
-	return OK;
-}
-CUresult cuMemHostRegister_v2(void *p, size_t n, unsigned flags) { (void)p; (void)n; (void)flags; return OK; }
-CUresult cuMemHostUnregister(void *p) { (void)p; return OK; }
-CUresult cuMemHostGetDevicePointer_v2(uint64_t *d, void *p, unsigned flags) { (void)flags; *d = (uint64_t)(uintptr_t)p; return OK; }
-CUresult cuMemGetInfo_v2(size_t *freeb, size_t *total) { *total = capacity; *freeb = capacity - __atomic_load_n(&in_use, __ATOMIC_RELAXED); return OK; }
-
-// Modules keep a copy of their image; a function handle points at its parameter
-// layout, read from the PTX .entry declaration (cubins and fatbins: no parameters), so
-// that cuFuncGetParamInfo answers as the driver does.
-typedef struct {
-	size_t n;
-	size_t off[64], size[64];
-} fake_func;
-
-static H load_module(const void *img) {
-	const unsigned char *b = img;
-	if (b[0] == 0x7f && b[1] == 'E') return (H)(uintptr_t)strdup(""); // cubin
-	if (b[0] == 0x50 && b[1] == 0xed) return (H)(uintptr_t)strdup(""); // fatbin
-	return (H)(uintptr_t)strdup((const char *)img);
-}
-
-CUresult cuModuleLoadData(H *m, const void *img) { *m = load_module(img); return OK; }
-CUresult cuModuleLoadDataEx(H *m, const void *img, unsigned n, void *opts, void **vals) {
-	(void)n; (void)opts; (void)vals;
-	*m = load_module(img);
-	return OK;
-}
-
-static size_t type_size(const char *t) {
-	// .u8 .s8 .b8 .u16 ... .f64 .pred: the number after the letter, in bits
-	if (strncmp(t, ".pred", 5) == 0) return 1;
-	int bits = atoi(t + 2);
-	return bits >= 8 ? (size_t)bits / 8 : 1;
-}
-
-CUresult cuModuleGetFunction(H *f, H m, const char *name) {
-	const char *ptx = (const char *)(uintptr_t)m;
-	fake_func *fn = calloc(1, sizeof *fn);
-	char pat[512];
-	snprintf(pat, sizeof pat, ".entry %s(", name);
-	const char *p = strstr(ptx, pat);
-	if (p == NULL) {
-		snprintf(pat, sizeof pat, ".entry %s\n", name);
-		p = strstr(ptx, pat);
+	if (p == MAP_FAILED) {
+		fprintf(stderr, "fakecuda: cannot reserve address space for memory: %s\n", strerror(errno));
+		abort();
 	}
-	if (p == NULL && *ptx != 0) { free(fn); return 500; } // CUDA_ERROR_NOT_FOUND
-	if (p != NULL) {
-		const char *end = strchr(p, ')');
-		size_t off = 0;
-		for (const char *q = strstr(p, ".param"); q && q < end && fn->n < 64; q = strstr(q + 1, ".param")) {
-			const char *line_end = strpbrk(q, ",)\n");
-			size_t align = 0, size = 0;
-			const char *a = strstr(q, ".align");
-			if (a && a < line_end) align = (size_t)atoi(a + 7);
-			for (const char *t = q + 6; t < line_end; t++) {
-				if (t[0] == '.' && (t[1] == 'u' || t[1] == 's' || t[1] == 'b' || t[1] == 'f') && t[2] >= '0' && t[2] <= '9') {
-					size = type_size(t);
+	va_base = va_next = (uintptr_t)p;
+	va_end = va_base + va;
+	for (int i = 0; i < MAXDEV; i++) prim_flags[i] = 0;
+	rng = seed * 0x9e3779b97f4a7c15ull + 1;
+}
+
+/* ---------- handles ---------- */
+
+static void *h_new(int type, ctx_t *c) {
+	if (arena_used == arena_slots) return NULL;
+	hdr *h = (hdr *)(arena + arena_used * SLOT);
+	memset(h, 0, SLOT);
+	h->type = (uint8_t)type;
+	h->id = arena_used + 1;
+	h->ctx = c;
+	if (c) {
+		h->cnext = c->objs;
+		c->objs = h;
+	}
+	__atomic_store_n(&h->magic, MAGIC, __ATOMIC_RELEASE);
+	__atomic_store_n(&arena_used, arena_used + 1, __ATOMIC_RELEASE);
+	live_h[type]++;
+	return h;
+}
+
+// h_at returns the object at v, or NULL if v is not a handle this fake issued. It
+// needs no lock: slots are published with release stores and never change type.
+static hdr *h_at(uintptr_t v) {
+	uintptr_t a = (uintptr_t)arena;
+	if (a == 0 || v < a || v >= a + __atomic_load_n(&arena_used, __ATOMIC_ACQUIRE) * SLOT || (v - a) % SLOT) return NULL;
+	hdr *h = (hdr *)v;
+	return __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) == MAGIC ? h : NULL;
+}
+
+static void h_kill(hdr *h) {
+	if (h->dead) return;
+	__atomic_store_n(&h->dead, 1, __ATOMIC_RELEASE);
+	live_h[h->type]--;
+	dead_h[h->type]++;
+}
+
+// get_h validates a handle of the given type: an unknown value, a handle of another
+// type or a destroyed one is a violation (contexts answer as the driver does for
+// them).
+static CUresult get_h(const char *fn, uintptr_t v, int type, void **out) {
+	hdr *h = h_at(v);
+	*out = NULL;
+	if (h == NULL) {
+		violation(fn, "invalid %s handle %#lx (not a handle)", hname[type], (unsigned long)v);
+		return type == H_CTX ? E_INVALID_CONTEXT : E_INVALID_HANDLE;
+	}
+	if (h->type != type) {
+		violation(fn, "invalid %s handle %#lx (it is a %s)", hname[type], (unsigned long)v, hname[h->type]);
+		return type == H_CTX ? E_INVALID_CONTEXT : E_INVALID_HANDLE;
+	}
+	if (__atomic_load_n(&h->dead, __ATOMIC_ACQUIRE)) {
+		violation(fn, "use of destroyed %s %#lx", hname[type], (unsigned long)v);
+		return type == H_CTX ? E_CONTEXT_IS_DESTROYED : E_INVALID_HANDLE;
+	}
+	*out = h;
+	return OK;
+}
+
+// need_ctx returns the calling thread's current context, which must be live.
+static CUresult need_ctx(const char *fn, ctx_t **out) {
+	ctx_t *c = cur_ctx();
+	*out = c;
+	if (c == NULL) return E_INVALID_CONTEXT;
+	if (__atomic_load_n(&c->h.dead, __ATOMIC_ACQUIRE)) {
+		violation(fn, "call with a destroyed context %#lx current", (unsigned long)(uintptr_t)c);
+		return E_CONTEXT_IS_DESTROYED;
+	}
+	return OK;
+}
+
+#define LEGACY ((stream_t *)0)
+// get_stream validates a stream handle; 0, CU_STREAM_LEGACY and CU_STREAM_PER_THREAD
+// give *out = LEGACY (NULL).
+static CUresult get_stream(const char *fn, H v, stream_t **out) {
+	if (v == 0 || v == CU_STREAM_LEGACY || v == CU_STREAM_PER_THREAD) {
+		*out = LEGACY;
+		return OK;
+	}
+	return get_h(fn, v, H_STREAM, (void **)out);
+}
+
+/* ---------- memory ---------- */
+
+static size_t round_page(size_t n) { return (n + page - 1) & ~(page - 1); }
+
+// mem_find returns the allocation whose reserved range holds p, or NULL.
+static mem_t *mem_find(uintptr_t p) {
+	if (p < va_base || p >= va_next || nmems == 0) return NULL;
+	size_t lo = 0, hi = nmems; // the last allocation with base <= p
+	while (hi - lo > 1) {
+		size_t mid = (lo + hi) / 2;
+		if (mems[mid]->base <= p) lo = mid; else hi = mid;
+	}
+	mem_t *m = mems[lo];
+	return m->base <= p ? m : NULL;
+}
+
+// reg_find returns the registration (live or ended) whose range holds p, or NULL.
+static reg_t *reg_find(uintptr_t p) {
+	if (nregs == 0 || p < regs[0]->base) return NULL;
+	size_t lo = 0, hi = nregs;
+	while (hi - lo > 1) {
+		size_t mid = (lo + hi) / 2;
+		if (regs[mid]->base <= p) lo = mid; else hi = mid;
+	}
+	reg_t *r = regs[lo];
+	return p - r->base < r->size ? r : NULL;
+}
+
+// inject_oom reports whether an injected failure hits this allocation.
+static int inject_oom(unsigned kind) {
+	if (oom_fail <= 0 || !(oom_kinds & kind)) return 0;
+	if (oom_skip > 0) {
+		oom_skip--;
+		return 0;
+	}
+	oom_fail--;
+	return 1;
+}
+
+static int counts_capacity(int kind) { return kind == MK_DEVICE || kind == MK_MANAGED; }
+
+// mem_alloc makes an allocation of real, zeroed memory. Each one gets whole pages,
+// and host-visible ones a guard page after them, so that a Go-side overrun faults.
+static CUresult mem_alloc(ctx_t *c, int dev, int kind, int api, pool_t *pool, size_t n, unsigned ak, mem_t **out) {
+	*out = NULL;
+	if (n == 0) return E_INVALID_VALUE;
+	if (ak && inject_oom(ak)) return E_OUT_OF_MEMORY;
+	if (counts_capacity(kind) && (n > capacity[dev] || dev_used[dev] + n > capacity[dev])) return E_OUT_OF_MEMORY;
+	size_t mapped = round_page(n);
+	size_t span = mapped + (kind == MK_DEVICE ? 0 : page);
+	if (mapped < n || span > va_end - va_next) return E_OUT_OF_MEMORY;
+	uintptr_t base = va_next;
+	if (mprotect((void *)base, mapped, PROT_READ | PROT_WRITE) != 0) {
+		fprintf(stderr, "fakecuda: mprotect of %zu bytes failed: %s (too many live allocations for vm.max_map_count?)\n",
+			mapped, strerror(errno));
+		return E_OUT_OF_MEMORY;
+	}
+	va_next += span;
+	mem_t *m = calloc(1, sizeof *m);
+	if (nmems == capmems) {
+		capmems = capmems ? capmems * 2 : 1024;
+		mems = realloc(mems, capmems * sizeof *mems);
+	}
+	if (m == NULL || mems == NULL) abort();
+	m->r.state = ST_LIVE;
+	m->kind = kind;
+	m->api = api;
+	m->dev = dev;
+	m->ctx = c;
+	m->pool = pool;
+	m->base = base;
+	m->size = n;
+	m->mapped = mapped;
+	mems[nmems++] = m; // bases only grow: the table stays sorted
+	if (c) {
+		m->cnext = c->mems;
+		c->mems = m;
+	}
+	if (counts_capacity(kind)) dev_used[dev] += n;
+	if (pool) {
+		pool->used += n;
+		if (pool->used > pool->used_high) pool->used_high = pool->used;
+		if (pool->used > pool->reserved_high) pool->reserved_high = pool->used;
+	}
+	mem_live_n[kind]++;
+	mem_live_b[kind] += (int64_t)n;
+	allocs_total++;
+	*out = m;
+	return OK;
+}
+
+// mem_release frees m for good: its pages are dropped and made inaccessible, its
+// address range is never handed out again.
+static void mem_release(mem_t *m) {
+	if (m->r.state == ST_FREED) return;
+	if (m->r.state == ST_FREE_PENDING) free_pending_n--;
+	m->r.state = ST_FREED;
+	madvise((void *)m->base, m->mapped, MADV_DONTNEED);
+	mprotect((void *)m->base, m->mapped, PROT_NONE);
+	if (counts_capacity(m->kind)) dev_used[m->dev] -= m->size;
+	if (m->pool) m->pool->used -= m->size;
+	mem_live_n[m->kind]--;
+	mem_live_b[m->kind] -= (int64_t)m->size;
+	frees_total++;
+}
+
+// regs_first returns the index of the first registration that ends after p.
+static size_t regs_first(uintptr_t p) {
+	size_t lo = 0, hi = nregs;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (regs[mid]->base + regs[mid]->size <= p) lo = mid + 1; else hi = mid;
+	}
+	return lo;
+}
+
+static void regs_insert(reg_t *r) {
+	if (nregs == capregs) {
+		capregs = capregs ? capregs * 2 : 64;
+		regs = realloc(regs, capregs * sizeof *regs);
+		if (regs == NULL) abort();
+	}
+	size_t i = regs_first(r->base);
+	memmove(regs + i + 1, regs + i, (nregs - i) * sizeof *regs);
+	regs[i] = r;
+	nregs++;
+}
+
+// Uses of memory named by an API call.
+enum { USE_HOST, USE_DEVICE };
+
+// check_range validates [p, p+n), named by fn as a device (USE_DEVICE) or host
+// pointer: inside a tracked allocation or registration it must lie entirely within
+// one that is live. *ref receives the allocation or registration, NULL for pageable
+// (untracked) host memory.
+static CUresult check_range(const char *fn, const char *what, uintptr_t p, size_t n, int use, rng_t **ref) {
+	*ref = NULL;
+	mem_t *m = mem_find(p);
+	if (m) {
+		if (m->r.state != ST_LIVE) {
+			violation(fn, "use of freed memory: %s %#lx in %s allocation [%#lx, +%zu) (%s)", what, (unsigned long)p,
+				mkname[m->kind], (unsigned long)m->base, m->size, stname[m->r.state]);
+			return E_INVALID_VALUE;
+		}
+		if (p - m->base >= m->size || n > m->size - (p - m->base)) {
+			violation(fn, "out-of-bounds %s: [%#lx, +%zu) is not inside the %s allocation [%#lx, +%zu)", what,
+				(unsigned long)p, n, mkname[m->kind], (unsigned long)m->base, m->size);
+			return E_INVALID_VALUE;
+		}
+		*ref = &m->r;
+		return OK;
+	}
+	reg_t *r = reg_find(p);
+	if (r && r->r.state == ST_LIVE) {
+		if (n > r->size - (p - r->base)) {
+			violation(fn, "out-of-bounds %s: [%#lx, +%zu) is not inside the registered host range [%#lx, +%zu)", what,
+				(unsigned long)p, n, (unsigned long)r->base, r->size);
+			return E_INVALID_VALUE;
+		}
+		*ref = &r->r;
+		return OK;
+	}
+	if (use == USE_HOST && p == 0) {
+		violation(fn, "NULL %s", what);
+		return E_INVALID_VALUE;
+	}
+	if (use == USE_HOST) return OK; // pageable host memory, bounds unknown
+	if (r) {
+		violation(fn, "use of unregistered host memory: %s %#lx was in the registered range [%#lx, +%zu), since unregistered",
+			what, (unsigned long)p, (unsigned long)r->base, r->size);
+		return E_INVALID_VALUE;
+	}
+	violation(fn, "%s %#lx is not device memory (neither allocated nor registered)", what, (unsigned long)p);
+	return E_INVALID_VALUE;
+}
+
+/* ---------- events ---------- */
+
+static int ev_ran(event_t *e, uint64_t seq) {
+	if (seq <= e->done) return 1;
+	for (size_t i = 0; i < e->nooo; i++)
+		if (e->ooo[i] == seq) return 1;
+	return 0;
+}
+
+static void ev_done(event_t *e, uint64_t seq) {
+	if (seq == e->done + 1) {
+		e->done = seq;
+		for (int again = 1; again;) { // absorb records that ran ahead
+			again = 0;
+			for (size_t i = 0; i < e->nooo; i++) {
+				if (e->ooo[i] == e->done + 1) {
+					e->done++;
+					e->ooo[i] = e->ooo[--e->nooo];
+					again = 1;
 					break;
 				}
 			}
-			const char *br = memchr(q, '[', (size_t)(line_end - q));
-			if (br) size *= (size_t)atoi(br + 1);
-			if (align == 0) align = size;
-			off = (off + align - 1) / align * align;
-			fn->off[fn->n] = off;
-			fn->size[fn->n] = size;
-			fn->n++;
-			off += size;
+		}
+	} else if (seq > e->done) {
+		if (e->nooo == e->capooo) {
+			e->capooo = e->capooo ? e->capooo * 2 : 4;
+			e->ooo = realloc(e->ooo, e->capooo * sizeof *e->ooo);
+			if (e->ooo == NULL) abort();
+		}
+		e->ooo[e->nooo++] = seq;
+	}
+	if (seq >= e->ts_seq) {
+		e->ts_seq = seq;
+		e->ts = now_ns();
+	}
+}
+
+/* ---------- operations ---------- */
+
+static op_t *free_ops; // operations to reuse (G held): no malloc per call
+
+static op_t *op_new(int type, const char *fn) {
+	op_t *o = free_ops;
+	if (o) {
+		free_ops = o->next;
+		memset(o, 0, offsetof(op_t, pbuf));
+	} else if ((o = calloc(1, sizeof *o)) == NULL) {
+		abort();
+	}
+	o->type = type;
+	o->fn = fn;
+	o->refs = o->inl;
+	o->caprefs = sizeof o->inl / sizeof o->inl[0];
+	return o;
+}
+
+static void op_ref(op_t *o, rng_t *r) {
+	if (r == NULL) return;
+	for (size_t i = 0; i < o->nrefs; i++)
+		if (o->refs[i] == r) return;
+	if (o->nrefs == o->caprefs) {
+		rng_t **n = malloc(2 * o->caprefs * sizeof *n);
+		if (n == NULL) abort();
+		memcpy(n, o->refs, o->nrefs * sizeof *n);
+		if (o->refs != o->inl) free(o->refs);
+		o->refs = n;
+		o->caprefs *= 2;
+	}
+	o->refs[o->nrefs++] = r;
+}
+
+static void op_free(op_t *o) {
+	if (o->refs != o->inl) free(o->refs);
+	if (o->type == OP_COPY) free(o->u.cp.staging);
+	if (o->type == OP_KERNEL && o->u.k.params != o->pbuf) free(o->u.k.params);
+	o->next = free_ops;
+	free_ops = o;
+}
+
+static op_t *op_clone(const op_t *o) {
+	op_t *c = op_new(o->type, o->fn);
+	c->u = o->u;
+	for (size_t i = 0; i < o->nrefs; i++) op_ref(c, o->refs[i]);
+	if (o->type == OP_COPY && o->u.cp.staging) {
+		c->u.cp.staging = malloc(o->u.cp.n);
+		if (c->u.cp.staging == NULL) abort();
+		memcpy(c->u.cp.staging, o->u.cp.staging, o->u.cp.n);
+	}
+	if (o->type == OP_KERNEL && o->u.k.params) {
+		c->u.k.params = o->u.k.psize <= sizeof c->pbuf ? c->pbuf : malloc(o->u.k.psize);
+		if (c->u.k.params == NULL) abort();
+		memcpy(c->u.k.params, o->u.k.params, o->u.k.psize);
+	}
+	return c;
+}
+
+static void fill(char *dst, uint32_t val, size_t count, int elem) {
+	switch (elem) {
+	case 1: memset(dst, (int)(val & 0xff), count); break;
+	case 2: for (size_t i = 0; i < count; i++) memcpy(dst + 2 * i, &(uint16_t){(uint16_t)val}, 2); break;
+	default: for (size_t i = 0; i < count; i++) memcpy(dst + 4 * i, &val, 4); break;
+	}
+}
+
+static void kick(void) {
+	__atomic_add_fetch(&work_gen, 1, __ATOMIC_RELAXED); // the idle executor polls it unlocked
+	if (exec_sleeping) pthread_cond_signal(&cv_work);
+}
+
+static void notify_done(void) {
+	if (done_waiters) pthread_cond_broadcast(&cv_done);
+}
+
+static void dump_state(const char *why);
+
+// done_wait waits for cv_done (G held). A wait that lasts long dumps the fake's
+// queues to stderr (once per 30 s), to show what a hung test waits for.
+static void done_wait(uint64_t *waited_ns) {
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 1;
+	done_waiters++;
+	int r = pthread_cond_timedwait(&cv_done, &G, &ts);
+	done_waiters--;
+	if (r == ETIMEDOUT && (*waited_ns += 1000000000ull) % 30000000000ull == 0) dump_state("a synchronizing call has waited 30 s more");
+}
+
+// WAIT_WHILE blocks the caller (G held) until cond is false.
+#define WAIT_WHILE(cond) \
+	do { \
+		uint64_t waited_ = 0; \
+		while (cond) done_wait(&waited_); \
+	} while (0)
+
+// exec_op runs o, with G held; it drops G while a kernel "runs" or a host function is
+// called. Memory freed before o runs (by an operation another stream ran first) is
+// a violation, and o then does not touch it.
+static void exec_op(op_t *o) {
+	int skip = 0;
+	for (size_t i = 0; i < o->nrefs; i++) {
+		rng_t *r = o->refs[i];
+		if (r->state == ST_FREED) {
+			mem_t *m = (mem_t *)r;
+			violation(o->fn, "device use after free: the free executed before this operation (%s allocation [%#lx, +%zu), stream %#lx)",
+				mkname[m->kind], (unsigned long)m->base, m->size, (unsigned long)(uintptr_t)o->s);
+			skip = 1;
+		} else if (r->state == ST_UNREG) {
+			reg_t *g = (reg_t *)r;
+			violation(o->fn, "device use of unregistered host memory: the range [%#lx, +%zu) was unregistered before this operation executed (stream %#lx)",
+				(unsigned long)g->base, g->size, (unsigned long)(uintptr_t)o->s);
+			skip = 1;
 		}
 	}
-	*f = (H)(uintptr_t)fn;
-	return OK;
+	switch (o->type) {
+	case OP_KERNEL:
+		if (o->u.k.ns) {
+			pthread_mutex_unlock(&G);
+			sleep_ns(o->u.k.ns);
+			pthread_mutex_lock(&G);
+		}
+		break;
+	case OP_COPY:
+		if (!skip) memmove(o->u.cp.dst, o->u.cp.staging ? o->u.cp.staging : o->u.cp.src, o->u.cp.n);
+		break;
+	case OP_MEMSET:
+		if (!skip) fill(o->u.ms.dst, o->u.ms.val, o->u.ms.count, o->u.ms.elem);
+		break;
+	case OP_RECORD:
+		ev_done(o->u.ev.e, o->u.ev.seq);
+		break;
+	case OP_WAIT:
+		break;
+	case OP_FREE:
+		mem_release(o->u.fr.m);
+		break;
+	case OP_HOSTFN:
+		pthread_mutex_unlock(&G);
+		o->u.hf.fn(o->u.hf.arg);
+		pthread_mutex_lock(&G);
+		break;
+	case OP_DELAY:
+		pthread_mutex_unlock(&G);
+		sleep_ns(o->u.dl.ns);
+		pthread_mutex_lock(&G);
+		break;
+	}
 }
-CUresult cuModuleGetGlobal_v2(uint64_t *p, size_t *n, H m, const char *name) { (void)m; (void)name; *n = 8; return dev_alloc(p, 8); }
-CUresult cuModuleUnload(H m) { free((void *)(uintptr_t)m); return OK; }
-// Past the last parameter: CUDA_ERROR_INVALID_VALUE, as the driver answers.
-CUresult cuFuncGetParamInfo(H f, size_t i, size_t *off, size_t *size) {
-	fake_func *fn = (fake_func *)(uintptr_t)f;
-	if (i >= fn->n) return INVALID_VALUE;
-	*off = fn->off[i];
-	*size = fn->size[i];
-	return OK;
+
+static int op_ready(const op_t *o) {
+	return o->type != OP_WAIT || ev_ran(o->u.ev.e, o->u.ev.seq);
 }
-CUresult cuFuncGetAttribute(int *v, int attr, H f) { (void)attr; (void)f; *v = 1024; return OK; }
-CUresult cuLaunchKernel(H f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-		unsigned shm, H s, void **params, void **extra) {
-	(void)f; (void)gx; (void)gy; (void)gz; (void)shm; (void)s; (void)params; (void)extra;
-	if ((uint64_t)bx * by * bz > 1024) return INVALID_VALUE; // more threads than a block holds
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+static uint64_t rnd(void) { // splitmix64
+	uint64_t z = (rng += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static void active_add(stream_t *s) {
+	if (nactive == capactive) {
+		capactive = capactive ? capactive * 2 : 64;
+		active = realloc(active, capactive * sizeof *active);
+		if (active == NULL) abort();
+	}
+	s->active = (int64_t)nactive;
+	active[nactive++] = s;
+}
+
+static void active_remove(stream_t *s) {
+	size_t i = (size_t)s->active;
+	active[i] = active[--nactive];
+	active[i]->active = (int64_t)i;
+	s->active = -1;
+}
+
+// pick returns a random stream among those whose head operation can run.
+static stream_t *pick(void) {
+	stream_t *chosen = NULL;
+	uint64_t k = 0;
+	for (size_t i = 0; i < nactive; i++) {
+		stream_t *s = active[i];
+		if (op_ready(s->head) && rnd() % ++k == 0) chosen = s;
+	}
+	return chosen;
+}
+
+static const char *const opname[] = {"kernel", "copy", "memset", "event record", "event wait", "free", "host function", "delay"};
+
+// dump_state prints the queued work (G held).
+static void dump_state(const char *why) {
+	fprintf(stderr, "fakecuda: %s; %lld operation(s) pending on %zu stream(s)%s:\n", why, (long long)ops_pending, nactive,
+		paused ? " (the executor is paused)" : "");
+	for (size_t i = 0; i < nactive; i++) {
+		stream_t *s = active[i];
+		op_t *o = s->head;
+		fprintf(stderr, "  stream %#lx (context %#lx%s%s): %llu queued; next: %s from %s", (unsigned long)(uintptr_t)s,
+			(unsigned long)(uintptr_t)s->h.ctx, s->h.dead ? ", destroyed" : "", s->h.ctx->h.dead ? ", context destroyed" : "",
+			(unsigned long long)(s->enq - s->done), opname[o->type], o->fn);
+		if (o->type == OP_WAIT)
+			fprintf(stderr, ", for record %llu of event %#lx (records run up to %llu, %llu queued)", (unsigned long long)o->u.ev.seq,
+				(unsigned long)(uintptr_t)o->u.ev.e, (unsigned long long)o->u.ev.e->done, (unsigned long long)o->u.ev.e->enq);
+		fprintf(stderr, "\n");
+	}
+	for (size_t i = 0; i < arena_used; i++) {
+		hdr *h = (hdr *)(arena + i * SLOT);
+		if (h->type == H_CTX && (((ctx_t *)h)->pending || ((ctx_t *)h)->bpending))
+			fprintf(stderr, "  context %#lx%s: %lld pending, %lld on blocking streams\n", (unsigned long)(uintptr_t)h,
+				h->dead ? " (destroyed)" : "", (long long)((ctx_t *)h)->pending, (long long)((ctx_t *)h)->bpending);
+	}
+}
+
+static void *executor(void *arg) {
+	(void)arg;
+	pthread_mutex_lock(&G);
+	for (;;) {
+		stream_t *s = paused ? NULL : pick();
+		if (s == NULL) {
+			// Nothing can run: poll for new work a little (a queue-then-query loop
+			// then costs no wake-up), then sleep until kicked.
+			uint64_t g = __atomic_load_n(&work_gen, __ATOMIC_RELAXED);
+			if (spin_ns > 0) {
+				pthread_mutex_unlock(&G);
+				uint64_t until = now_ns() + (uint64_t)spin_ns;
+				for (int i = 0; __atomic_load_n(&work_gen, __ATOMIC_RELAXED) == g; i++) {
+					if ((i & 63) == 0 && now_ns() > until) break;
+					cpu_relax();
+				}
+				pthread_mutex_lock(&G);
+			}
+			if (__atomic_load_n(&work_gen, __ATOMIC_RELAXED) == g) {
+				exec_sleeping = 1;
+				while (__atomic_load_n(&work_gen, __ATOMIC_RELAXED) == g) pthread_cond_wait(&cv_work, &G);
+				exec_sleeping = 0;
+			}
+			continue;
+		}
+		op_t *o = s->head;
+		exec_op(o);
+		s->head = o->next;
+		if (s->head == NULL) {
+			s->tail = NULL;
+			active_remove(s);
+		}
+		s->done++;
+		ctx_t *c = s->h.ctx;
+		c->pending--;
+		if (!(s->flags & CU_STREAM_NON_BLOCKING)) c->bpending--;
+		ops_pending--;
+		ops_executed++;
+		op_free(o);
+		notify_done();
+	}
+	return NULL;
+}
+
+static void start_executor(void) {
+	// Signals go to Go's threads, not to this one.
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_t a;
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	pthread_t t;
+	if (pthread_create(&t, &a, executor, NULL) != 0) {
+		fprintf(stderr, "fakecuda: cannot start the executor thread\n");
+		abort();
+	}
+	pthread_attr_destroy(&a);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+// run_legacy runs o as the legacy default stream does: after all the blocking
+// streams of c are idle, synchronously, on the calling thread.
+static void run_legacy(ctx_t *c, op_t *o) {
+	WAIT_WHILE(c->bpending > 0);
+	if (o->type == OP_RECORD) o->u.ev.seq = ++o->u.ev.e->enq;
+	if (o->type == OP_WAIT) {
+		uint64_t t = o->u.ev.e->enq;
+		WAIT_WHILE(!ev_ran(o->u.ev.e, t));
+	}
+	exec_op(o);
+	ops_executed++;
+	if (o->type == OP_RECORD) kick(); // waits on other streams may now run
+	op_free(o);
+	notify_done();
+}
+
+static void graph_append(graph_t *g, op_t *o) {
+	o->next = NULL;
+	if (g->tail) g->tail->next = o; else g->head = o;
+	g->tail = o;
+	g->n++;
+}
+
+// submit queues o on s (LEGACY: runs it now, see run_legacy), or adds it to the
+// graph s captures. G held.
+static void submit(ctx_t *c, stream_t *s, op_t *o) {
+	if (s == LEGACY) {
+		run_legacy(c, o);
+		return;
+	}
+	if (s->capture) {
+		graph_append(s->capture, o);
+		return;
+	}
+	if (o->type == OP_RECORD) o->u.ev.seq = ++o->u.ev.e->enq;
+	if (o->type == OP_WAIT) {
+		o->u.ev.seq = o->u.ev.e->enq; // the latest record, now
+		if (ev_ran(o->u.ev.e, o->u.ev.seq)) {
+			op_free(o);
+			return;
+		}
+	}
+	pthread_once(&exec_once, start_executor);
+	o->s = s;
+	o->next = NULL;
+	if (s->tail) s->tail->next = o;
+	else {
+		s->head = o;
+		active_add(s);
+	}
+	s->tail = o;
+	s->enq++;
+	ctx_t *sc = s->h.ctx;
+	sc->pending++;
+	if (!(s->flags & CU_STREAM_NON_BLOCKING)) sc->bpending++;
+	ops_pending++;
+	kick();
+}
+
+// wait_stream blocks until the operations queued on s so far have run.
+static void wait_stream(stream_t *s) {
+	uint64_t t = s->enq;
+	WAIT_WHILE(s->done < t);
+}
+
+/* ---------- context destruction ---------- */
+
+static void inject_slow(int k) {
+	int64_t ns = __atomic_load_n(&slow_ns[k], __ATOMIC_RELAXED);
+	if (ns > 0) sleep_ns((uint64_t)ns);
+}
+
+static int inject_fail(int k) {
+	int code = fail_code[k];
+	fail_code[k] = 0;
+	return code;
+}
+
+static void module_kill(module_t *m) {
+	h_kill(&m->h);
+	for (func_t *f = m->funcs; f; f = f->next) h_kill(&f->h);
+	for (gvar_t *g = m->globals; g; g = g->next) mem_release(g->m);
+}
+
+// ctx_wipe destroys everything created in c: streams, events, modules and their
+// functions, pools, graphs, allocations and registrations. c's work has finished.
+static void ctx_wipe(ctx_t *c) {
+	for (hdr *h = c->objs; h; h = h->cnext) {
+		if (h->dead) continue;
+		if (h->type == H_MODULE) module_kill((module_t *)h);
+		else if (h->type != H_FUNC) h_kill(h); // functions go with their modules
+		if (h->type == H_POOL) {
+			pool_t *p = (pool_t *)h;
+			if (cur_pool[p->dev] == p) cur_pool[p->dev] = def_pool[p->dev];
+		}
+	}
+	for (mem_t *m = c->mems; m; m = m->cnext) mem_release(m);
+	for (reg_t *r = c->regs; r; r = r->cnext) {
+		if (r->r.state == ST_LIVE) {
+			r->r.state = ST_UNREG;
+			regs_live--;
+			regs_ended++;
+		}
+	}
+}
+
+// ctx_pop_current pops a destroyed context from the calling thread's stack if it is
+// on top, as the driver does (other threads keep it current, dangling).
+static void ctx_pop_current(ctx_t *c) {
+	if (tl_depth && tl_stack[tl_depth - 1] == c) tl_depth--;
+}
+
+/* ================================================================================
+ * Control API (both modes; injections act in strict mode only)
+ * ================================================================================ */
+
+EXPORT int fakecuda_strict(void) { return strict(); }
+
+EXPORT int64_t fakecuda_violations(char *buf, int64_t n) {
+	pthread_mutex_lock(&vmu);
+	int64_t count = vcount;
+	if (buf && n > 0) {
+		int64_t w = 0;
+		for (int64_t i = 0; i < count && i < VMAX; i++) {
+			size_t l = strlen(vmsgs[i]);
+			if (w + (int64_t)l + 1 >= n) break;
+			memcpy(buf + w, vmsgs[i], l);
+			w += (int64_t)l;
+			buf[w++] = '\n';
+		}
+		buf[w < n ? w : n - 1] = 0;
+	}
+	pthread_mutex_unlock(&vmu);
+	return count;
+}
+
+EXPORT void fakecuda_reset_violations(void) {
+	pthread_mutex_lock(&vmu);
+	vcount = 0;
+	pthread_mutex_unlock(&vmu);
+}
+
+EXPORT int64_t fakecuda_launch_count(void) {
+	pthread_mutex_lock(&G);
+	int64_t n = launch_seq;
+	pthread_mutex_unlock(&G);
+	return n;
+}
+
+// fakecuda_launch_size lets the Go side check that its copy of the struct matches.
+EXPORT int64_t fakecuda_launch_size(void) { return (int64_t)sizeof(fakecuda_launch); }
+
+// fakecuda_launch_get copies launch number seq (1 is the first) to *out: 0, or -1 if
+// there is no such launch or it has left the ring of the last 4096.
+EXPORT int fakecuda_launch_get(int64_t seq, fakecuda_launch *out) {
+	int r = -1;
+	pthread_mutex_lock(&G);
+	if (ring && seq >= 1 && seq <= launch_seq && seq > launch_seq - RING) {
+		memcpy(out, &ring[(seq - 1) % RING], sizeof *out);
+		r = 0;
+	}
+	pthread_mutex_unlock(&G);
+	return r;
+}
+
+// Counters, in this order (fakecuda_counters writes the first n).
+enum {
+	C_DEVICE_ALLOCS, C_DEVICE_BYTES, C_HOST_ALLOCS, C_HOST_BYTES, C_MANAGED_ALLOCS, C_MANAGED_BYTES,
+	C_FREE_PENDING, C_ALLOCS_TOTAL, C_FREES_TOTAL,
+	C_STREAMS, C_EVENTS, C_MODULES, C_FUNCTIONS, C_CONTEXTS, C_POOLS, C_GRAPHS, C_GRAPH_EXECS, C_REGISTRATIONS,
+	C_STREAMS_DESTROYED, C_EVENTS_DESTROYED, C_MODULES_DESTROYED, C_FUNCTIONS_DESTROYED, C_CONTEXTS_DESTROYED,
+	C_POOLS_DESTROYED, C_GRAPHS_DESTROYED, C_GRAPH_EXECS_DESTROYED, C_REGISTRATIONS_ENDED,
+	C_OPS_PENDING, C_OPS_EXECUTED, C_LAUNCHES, C_VIOLATIONS, C_N
+};
+
+EXPORT int fakecuda_counters(int64_t *out, int n) {
+	int64_t v[C_N] = {0};
+	pthread_mutex_lock(&G);
+	v[C_DEVICE_ALLOCS] = mem_live_n[MK_DEVICE];
+	v[C_DEVICE_BYTES] = mem_live_b[MK_DEVICE];
+	v[C_HOST_ALLOCS] = mem_live_n[MK_HOST];
+	v[C_HOST_BYTES] = mem_live_b[MK_HOST];
+	v[C_MANAGED_ALLOCS] = mem_live_n[MK_MANAGED];
+	v[C_MANAGED_BYTES] = mem_live_b[MK_MANAGED];
+	v[C_FREE_PENDING] = free_pending_n;
+	v[C_ALLOCS_TOTAL] = allocs_total;
+	v[C_FREES_TOTAL] = frees_total;
+	for (int t = H_CTX; t < H_N; t++) { // C_STREAMS.. follow the handle types' order below
+		static const int live_idx[H_N] = {0, C_CONTEXTS, C_STREAMS, C_EVENTS, C_MODULES, C_FUNCTIONS, C_POOLS, C_GRAPHS, C_GRAPH_EXECS};
+		static const int dead_idx[H_N] = {0, C_CONTEXTS_DESTROYED, C_STREAMS_DESTROYED, C_EVENTS_DESTROYED, C_MODULES_DESTROYED,
+			C_FUNCTIONS_DESTROYED, C_POOLS_DESTROYED, C_GRAPHS_DESTROYED, C_GRAPH_EXECS_DESTROYED};
+		v[live_idx[t]] = live_h[t];
+		v[dead_idx[t]] = dead_h[t];
+	}
+	// Default pools belong to their devices and live forever: not counted.
+	for (int d = 0; d < MAXDEV; d++)
+		if (def_pool[d]) v[C_POOLS]--;
+	v[C_REGISTRATIONS] = regs_live;
+	v[C_REGISTRATIONS_ENDED] = regs_ended;
+	v[C_OPS_PENDING] = ops_pending;
+	v[C_OPS_EXECUTED] = ops_executed;
+	v[C_LAUNCHES] = launch_seq;
+	pthread_mutex_unlock(&G);
+	pthread_mutex_lock(&vmu);
+	v[C_VIOLATIONS] = vcount;
+	pthread_mutex_unlock(&vmu);
+	int k = n < C_N ? n : C_N;
+	if (out && k > 0) memcpy(out, v, (size_t)k * sizeof *out);
+	return C_N;
+}
+
+// fakecuda_hostfn_add is a host function for cuLaunchHostFunc in tests: it adds 1
+// to the int64_t at p.
+EXPORT void fakecuda_hostfn_add(void *p) { __atomic_add_fetch((int64_t *)p, 1, __ATOMIC_SEQ_CST); }
+
+// fakecuda_control changes the fake's behaviour; see README.md for the commands. It
+// returns 0, or -1 for an unknown command or a bad argument.
+EXPORT int fakecuda_control(const char *cmd, int64_t a, int64_t b) {
+	if (cmd == NULL) return -1;
+	strict();
+	int r = 0;
+	pthread_mutex_lock(&G);
+	if (strcmp(cmd, "oom_at") == 0) { // allocation a from now (1 = the next) and b-1 more fail
+		if (a < 1) r = -1;
+		else {
+			oom_skip = a - 1;
+			oom_fail = b < 1 ? 1 : b;
+		}
+	} else if (strcmp(cmd, "oom_kinds") == 0) { // 1 device, 2 pool, 4 pinned host, 8 managed
+		if (a < 0 || a > 15) r = -1;
+		else oom_kinds = (unsigned)a;
+	} else if (strcmp(cmd, "fail_destroy") == 0) { // kind a: the next destroy returns b
+		if (a < 0 || a >= DK_N || b == 0) r = -1;
+		else fail_code[a] = (int)b;
+	} else if (strcmp(cmd, "slow_destroy_us") == 0) { // kind a: destroys take b µs (0: off)
+		if (a < 0 || a >= DK_N || b < 0) r = -1;
+		else __atomic_store_n(&slow_ns[a], b * 1000, __ATOMIC_RELAXED);
+	} else if (strcmp(cmd, "kernel_ns") == 0) {
+		if (a < 0) r = -1;
+		else kernel_ns = (uint64_t)a;
+	} else if (strcmp(cmd, "capacity") == 0) { // a bytes for device b (-1: all)
+		if (a < 0 || b >= MAXDEV) r = -1;
+		else
+			for (int d = 0; d < MAXDEV; d++)
+				if (b < 0 || d == b) capacity[d] = (uint64_t)a;
+	} else if (strcmp(cmd, "seed") == 0) {
+		seed = (uint64_t)a;
+		rng = seed * 0x9e3779b97f4a7c15ull + 1;
+	} else if (strcmp(cmd, "pause") == 0) { // a != 0: the executor runs nothing until resumed
+		paused = a != 0;
+		if (!paused) kick();
+	} else if (strcmp(cmd, "abort") == 0) {
+		__atomic_store_n(&abort_on, a != 0, __ATOMIC_RELAXED);
+	} else if (strcmp(cmd, "verbose") == 0) {
+		__atomic_store_n(&verbose, a != 0, __ATOMIC_RELAXED);
+	} else if (strcmp(cmd, "dump") == 0) {
+		dump_state("dump");
+	} else if (strcmp(cmd, "delay") == 0) { // queue a delay of a ns on stream b (keeps it busy)
+		hdr *h = h_at((uintptr_t)b);
+		if (a < 0 || h == NULL || h->type != H_STREAM || h->dead) r = -1;
+		else {
+			op_t *o = op_new(OP_DELAY, "fakecuda_control(delay)");
+			o->u.dl.ns = (uint64_t)a;
+			submit(h->ctx, (stream_t *)h, o);
+		}
+	} else if (strcmp(cmd, "reset_injections") == 0) {
+		oom_skip = oom_fail = 0;
+		oom_kinds = 15;
+		for (int k = 0; k < DK_N; k++) {
+			fail_code[k] = 0;
+			__atomic_store_n(&slow_ns[k], 0, __ATOMIC_RELAXED);
+		}
+		kernel_ns = 0;
+		if (paused) {
+			paused = 0;
+			kick();
+		}
+	} else {
+		r = -1;
+	}
+	pthread_mutex_unlock(&G);
+	return r;
+}
+
+/* ================================================================================
+ * Driver API
+ * ================================================================================ */
+
+// Strict-mode entry: the lock, and a failure exit.
+#define BEGIN(name) \
+	static const char FN[] __attribute__((unused)) = name; \
+	CUresult r = OK; \
+	pthread_mutex_lock(&G); \
+	if (!__atomic_load_n(&initialized, __ATOMIC_ACQUIRE)) { r = E_NOT_INITIALIZED; goto out; }
+#define END \
+	out: \
+	pthread_mutex_unlock(&G); \
+	return r;
+#define FAIL(code) do { r = (code); goto out; } while (0)
+#define TRY(call) do { if ((r = (call)) != OK) goto out; } while (0)
+#define CHECK_DEV(d) do { if ((d) < 0 || (d) >= ndev) FAIL(E_INVALID_DEVICE); } while (0)
+
+/* ---------- initialization and devices ---------- */
+
+EXPORT CUresult cuInit(unsigned flags) {
+	if (!strict()) return OK;
+	if (flags != 0) return E_INVALID_VALUE;
+	if (ndev == 0) return E_NO_DEVICE;
+	__atomic_store_n(&initialized, 1, __ATOMIC_RELEASE);
 	return OK;
 }
 
-CUresult cuGetErrorName(CUresult r, const char **s) { (void)r; *s = "CUDA_ERROR_FAKE"; return OK; }
-CUresult cuGetErrorString(CUresult r, const char **s) { (void)r; *s = "fake error"; return OK; }
+EXPORT CUresult cuDeviceGetCount(int *n) {
+	if (!strict()) { *n = ndev; return OK; }
+	BEGIN("cuDeviceGetCount");
+	if (n == NULL) FAIL(E_INVALID_VALUE);
+	*n = ndev;
+	END
+}
+
+EXPORT CUresult cuDeviceGet(int *d, int ordinal) {
+	if (!strict()) { *d = ordinal; return ordinal >= 0 && ordinal < ndev ? OK : E_INVALID_DEVICE; }
+	BEGIN("cuDeviceGet");
+	if (d == NULL) FAIL(E_INVALID_VALUE);
+	CHECK_DEV(ordinal);
+	*d = ordinal;
+	END
+}
+
+static int attribute(int attr, int *v) {
+	switch (attr) {
+	case 1: *v = 1024; break;       // MAX_THREADS_PER_BLOCK
+	case 2: case 3: *v = 1024; break; // MAX_BLOCK_DIM_X, Y
+	case 4: *v = 64; break;         // MAX_BLOCK_DIM_Z
+	case 5: *v = 2147483647; break; // MAX_GRID_DIM_X
+	case 6: case 7: *v = 65535; break;
+	case 8: *v = 48 * 1024; break;  // MAX_SHARED_MEMORY_PER_BLOCK
+	case 9: *v = 65536; break;      // TOTAL_CONSTANT_MEMORY
+	case 10: *v = 32; break;        // WARP_SIZE
+	case 11: *v = 2147483647; break; // MAX_PITCH
+	case 12: *v = 65536; break;     // MAX_REGISTERS_PER_BLOCK
+	case 13: *v = 1980000; break;   // CLOCK_RATE (kHz)
+	case 14: case 30: *v = 512; break; // TEXTURE_ALIGNMENT, SURFACE_ALIGNMENT
+	case 16: *v = 132; break;       // MULTIPROCESSOR_COUNT
+	case 17: case 18: case 20: case 35: *v = 0; break; // timeout, integrated, compute mode default, TCC
+	case 36: *v = 2619000; break;   // MEMORY_CLOCK_RATE
+	case 37: *v = 5120; break;      // GLOBAL_MEMORY_BUS_WIDTH
+	case 38: *v = 50 * 1024 * 1024; break; // L2_CACHE_SIZE
+	case 39: *v = 2048; break;      // MAX_THREADS_PER_MULTIPROCESSOR
+	case 40: *v = 3; break;         // ASYNC_ENGINE_COUNT
+	case 34: case 50: *v = 0; break; // PCI device, domain
+	case 75: *v = 9; break;         // COMPUTE_CAPABILITY_MAJOR
+	case 76: *v = 0; break;         // MINOR
+	case 81: *v = 233472; break;    // MAX_SHARED_MEMORY_PER_MULTIPROCESSOR
+	case 82: *v = 65536; break;     // MAX_REGISTERS_PER_MULTIPROCESSOR
+	case 84: case 85: case 86: *v = 0; break; // multi-GPU board, group, host native atomics
+	case 87: *v = 2; break;         // SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO
+	case 88: *v = 0; break;         // PAGEABLE_MEMORY_ACCESS: device use of pageable memory is an error
+	case 92: case 93: case 94: *v = 0; break; // stream memory operations: not implemented
+	case 96: *v = 0; break;         // COOPERATIVE_MULTI_DEVICE_LAUNCH
+	case 97: *v = 232448; break;    // MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+	case 98: case 100: case 101: *v = 0; break;
+	case 102: case 103: case 104: case 105: *v = 0; break; // VMM and shareable handles: not implemented
+	case 106: *v = 32; break;       // MAX_BLOCKS_PER_MULTIPROCESSOR
+	case 107: *v = 0; break;
+	case 108: *v = 82837504; break; // MAX_PERSISTING_L2_CACHE_SIZE
+	case 109: *v = 134213632; break; // MAX_ACCESS_POLICY_WINDOW_SIZE
+	case 110: case 112: case 114: case 116: case 117: case 118: case 119: *v = 0; break;
+	case 111: *v = 1024; break;     // RESERVED_SHARED_MEMORY_PER_BLOCK
+	case 121: case 122: case 123: case 124: case 125: *v = 0; break; // IPC, dma-buf: not implemented
+	case 126: *v = 4; break;        // MEM_SYNC_DOMAIN_COUNT
+	case 128: case 129: case 130: case 132: case 133: *v = 0; break;
+	case 131: case 134: *v = -1; break; // NUMA ids
+	case 135: case 136: case 137: case 138: case 140: case 141: case 142: case 143: case 145: case 146: case 147: *v = 0; break;
+	case 139: return E_INVALID_VALUE; // no such attribute
+	default:
+		if (attr <= 0 || attr >= CU_DEVICE_ATTRIBUTE_MAX) return E_INVALID_VALUE;
+		*v = 1; // supported / present: unified addressing (41), managed memory (83),
+		        // concurrent managed access (89), memory pools (115), and the rest
+	}
+	return OK;
+}
+
+EXPORT CUresult cuDeviceGetAttribute(int *v, int attr, int dev) {
+	if (!strict()) {
+		if (attribute(attr, v) != OK) *v = 1;
+		return OK;
+	}
+	BEGIN("cuDeviceGetAttribute");
+	if (v == NULL) FAIL(E_INVALID_VALUE);
+	CHECK_DEV(dev);
+	TRY(attribute(attr, v));
+	if (attr == 33) *v = dev + 1; // PCI_BUS_ID
+	END
+}
+
+EXPORT CUresult cuDeviceComputeCapability(int *major, int *minor, int dev) {
+	(void)dev;
+	if (major) *major = 9;
+	if (minor) *minor = 0;
+	return OK;
+}
+
+EXPORT CUresult cuDeviceTotalMem_v2(size_t *b, int dev) {
+	if (!strict()) { *b = capacity[0]; return OK; }
+	BEGIN("cuDeviceTotalMem_v2");
+	if (b == NULL) FAIL(E_INVALID_VALUE);
+	CHECK_DEV(dev);
+	*b = capacity[dev];
+	END
+}
+
+EXPORT CUresult cuDeviceGetName(char *name, int len, int dev) {
+	if (!strict()) {
+		if (len > 0) { strncpy(name, "Fake CUDA Device", (size_t)len); name[len - 1] = 0; }
+		return OK;
+	}
+	BEGIN("cuDeviceGetName");
+	if (name == NULL || len <= 0) FAIL(E_INVALID_VALUE);
+	CHECK_DEV(dev);
+	snprintf(name, (size_t)len, "%s", "Fake CUDA Device");
+	END
+}
+
+EXPORT CUresult cuDeviceGetUuid_v2(unsigned char *uuid, int dev) {
+	if (uuid == NULL) return E_INVALID_VALUE;
+	memset(uuid, 0, 16);
+	memcpy(uuid, "fakecuda", 8);
+	uuid[15] = (unsigned char)dev;
+	return OK;
+}
+
+EXPORT CUresult cuDeviceGetPCIBusId(char *id, int len, int dev) {
+	if (id == NULL || len <= 0) return E_INVALID_VALUE;
+	snprintf(id, (size_t)len, "0000:%02x:00.0", dev + 1);
+	return OK;
+}
+
+EXPORT CUresult cuDeviceCanAccessPeer(int *can, int dev, int peer) {
+	if (can == NULL) return E_INVALID_VALUE;
+	*can = dev != peer;
+	return OK;
+}
+
+/* ---------- contexts ---------- */
+
+static ctx_t *ctx_new(int dev, unsigned flags, int primary) {
+	ctx_t *c = h_new(H_CTX, NULL);
+	if (c == NULL) return NULL;
+	c->h.ctx = c;
+	c->dev = dev;
+	c->flags = flags;
+	c->primary = primary;
+	return c;
+}
+
+EXPORT CUresult cuDevicePrimaryCtxRetain(H *out, int dev) {
+	if (!strict()) { *out = fast_primary; return OK; }
+	BEGIN("cuDevicePrimaryCtxRetain");
+	if (out == NULL) FAIL(E_INVALID_VALUE);
+	CHECK_DEV(dev);
+	if (prim[dev] == NULL) {
+		if ((prim[dev] = ctx_new(dev, prim_flags[dev], 1)) == NULL) FAIL(E_OUT_OF_MEMORY);
+	} else if (prim[dev]->h.dead) {
+		// The driver keeps one primary context per device: reactivated, the same
+		// handle is valid again (its old streams, memory... stay destroyed).
+		__atomic_store_n(&prim[dev]->h.dead, 0, __ATOMIC_RELEASE);
+		prim[dev]->flags = prim_flags[dev];
+		live_h[H_CTX]++;
+		dead_h[H_CTX]--;
+	}
+	prim_refs[dev]++;
+	*out = (H)prim[dev];
+	END
+}
+
+// prim_reset destroys the primary context's objects, after its work (G held).
+static void prim_reset(int dev) {
+	ctx_t *c = prim[dev];
+	if (c == NULL || c->h.dead) return;
+	WAIT_WHILE(c->pending > 0);
+	ctx_wipe(c);
+	h_kill(&c->h);
+	prim_refs[dev] = 0;
+}
+
+EXPORT CUresult cuDevicePrimaryCtxRelease_v2(int dev) {
+	if (!strict()) return OK;
+	BEGIN("cuDevicePrimaryCtxRelease_v2");
+	CHECK_DEV(dev);
+	if (prim_refs[dev] == 0) {
+		violation(FN, "release of device %d's primary context, which is not retained", dev);
+		FAIL(E_INVALID_CONTEXT);
+	}
+	if (--prim_refs[dev] == 0) prim_reset(dev);
+	END
+}
+
+EXPORT CUresult cuDevicePrimaryCtxReset_v2(int dev) {
+	if (!strict()) return OK;
+	BEGIN("cuDevicePrimaryCtxReset_v2");
+	CHECK_DEV(dev);
+	prim_reset(dev);
+	END
+}
+
+EXPORT CUresult cuDevicePrimaryCtxGetState(int dev, unsigned *flags, int *active_out) {
+	if (!strict()) { *flags = 0; *active_out = 0; return OK; }
+	BEGIN("cuDevicePrimaryCtxGetState");
+	if (flags == NULL || active_out == NULL) FAIL(E_INVALID_VALUE);
+	CHECK_DEV(dev);
+	*flags = prim_flags[dev];
+	*active_out = prim_refs[dev] > 0;
+	END
+}
+
+EXPORT CUresult cuDevicePrimaryCtxSetFlags_v2(int dev, unsigned flags) {
+	if (!strict()) return OK;
+	BEGIN("cuDevicePrimaryCtxSetFlags_v2");
+	CHECK_DEV(dev);
+	prim_flags[dev] = flags;
+	if (prim[dev]) prim[dev]->flags = flags;
+	END
+}
+
+EXPORT CUresult cuCtxCreate_v4(H *out, void *params, unsigned flags, int dev) {
+	(void)params;
+	if (!strict()) { *out = fast_handle(); fast_current = *out; return OK; }
+	BEGIN("cuCtxCreate_v4");
+	if (out == NULL) FAIL(E_INVALID_VALUE);
+	CHECK_DEV(dev);
+	if (tl_depth == CTX_STACK) FAIL(E_OUT_OF_MEMORY);
+	ctx_t *c = ctx_new(dev, flags, 0);
+	if (c == NULL) FAIL(E_OUT_OF_MEMORY);
+	tl_stack[tl_depth++] = c; // pushed: current on this thread
+	*out = (H)c;
+	END
+}
+
+EXPORT CUresult cuCtxDestroy_v2(H hc) {
+	if (!strict()) { if (fast_current == hc) fast_current = 0; return OK; }
+	inject_slow(DK_CONTEXT);
+	BEGIN("cuCtxDestroy_v2");
+	ctx_t *c;
+	hdr *h = h_at(hc);
+	if (h && h->type == H_CTX && h->dead) {
+		violation(FN, "context %#lx destroyed twice", (unsigned long)hc);
+		FAIL(E_CONTEXT_IS_DESTROYED);
+	}
+	TRY(get_h(FN, hc, H_CTX, (void **)&c));
+	if (c->primary) {
+		violation(FN, "cuCtxDestroy of primary context %#lx (release it instead)", (unsigned long)hc);
+		FAIL(E_INVALID_CONTEXT);
+	}
+	int code = inject_fail(DK_CONTEXT);
+	if (code) FAIL(code);
+	WAIT_WHILE(c->pending > 0);
+	ctx_wipe(c);
+	h_kill(&c->h);
+	ctx_pop_current(c);
+	END
+}
+
+EXPORT CUresult cuCtxGetCurrent(H *out) {
+	if (!strict()) { *out = fast_current; return OK; }
+	if (!__atomic_load_n(&initialized, __ATOMIC_ACQUIRE)) return E_NOT_INITIALIZED;
+	if (out == NULL) return E_INVALID_VALUE;
+	*out = (H)cur_ctx(); // never a use, even of a destroyed context
+	return OK;
+}
+
+// check_set validates a context about to become current, without the lock.
+static CUresult check_set(const char *fn, H hc) {
+	hdr *h = h_at(hc);
+	if (h == NULL || h->type != H_CTX) {
+		violation(fn, "invalid context handle %#lx", (unsigned long)hc);
+		return E_INVALID_CONTEXT;
+	}
+	if (__atomic_load_n(&h->dead, __ATOMIC_ACQUIRE)) {
+		violation(fn, "destroyed context %#lx made current", (unsigned long)hc);
+		return E_CONTEXT_IS_DESTROYED;
+	}
+	return OK;
+}
+
+EXPORT CUresult cuCtxSetCurrent(H hc) {
+	if (!strict()) { fast_current = hc; return OK; }
+	if (!__atomic_load_n(&initialized, __ATOMIC_ACQUIRE)) return E_NOT_INITIALIZED;
+	if (hc == 0) { // NULL pops the stack's top, as the driver documents
+		if (tl_depth) tl_depth--;
+		return OK;
+	}
+	CUresult r = check_set("cuCtxSetCurrent", hc);
+	if (r != OK) return r;
+	if (tl_depth == 0) tl_depth = 1;
+	tl_stack[tl_depth - 1] = (ctx_t *)hc;
+	return OK;
+}
+
+EXPORT CUresult cuCtxPushCurrent_v2(H hc) {
+	if (!strict()) { fast_current = hc; return OK; }
+	if (!__atomic_load_n(&initialized, __ATOMIC_ACQUIRE)) return E_NOT_INITIALIZED;
+	CUresult r = check_set("cuCtxPushCurrent_v2", hc);
+	if (r != OK) return r;
+	if (tl_depth == CTX_STACK) return E_OUT_OF_MEMORY;
+	tl_stack[tl_depth++] = (ctx_t *)hc;
+	return OK;
+}
+
+EXPORT CUresult cuCtxPopCurrent_v2(H *out) {
+	if (!strict()) { if (out) *out = fast_current; fast_current = 0; return OK; }
+	if (!__atomic_load_n(&initialized, __ATOMIC_ACQUIRE)) return E_NOT_INITIALIZED;
+	if (tl_depth == 0) return E_INVALID_CONTEXT;
+	ctx_t *c = tl_stack[--tl_depth];
+	if (out) *out = (H)c;
+	return OK;
+}
+
+EXPORT CUresult cuCtxGetDevice(int *dev) {
+	if (!strict()) { *dev = 0; return OK; }
+	BEGIN("cuCtxGetDevice");
+	ctx_t *c;
+	if (dev == NULL) FAIL(E_INVALID_VALUE);
+	TRY(need_ctx(FN, &c));
+	*dev = c->dev;
+	END
+}
+
+EXPORT CUresult cuCtxGetFlags(unsigned *flags) {
+	if (!strict()) { *flags = 0; return OK; }
+	BEGIN("cuCtxGetFlags");
+	ctx_t *c;
+	if (flags == NULL) FAIL(E_INVALID_VALUE);
+	TRY(need_ctx(FN, &c));
+	*flags = c->flags;
+	END
+}
+
+EXPORT CUresult cuCtxGetApiVersion(H hc, unsigned *v) {
+	(void)hc;
+	if (v == NULL) return E_INVALID_VALUE;
+	*v = 13000;
+	return OK;
+}
+
+EXPORT CUresult cuCtxGetId(H hc, unsigned long long *id) {
+	if (!strict()) { *id = hc; return OK; }
+	BEGIN("cuCtxGetId");
+	ctx_t *c;
+	if (id == NULL) FAIL(E_INVALID_VALUE);
+	TRY(get_h(FN, hc, H_CTX, (void **)&c));
+	*id = c->h.id;
+	END
+}
+
+EXPORT CUresult cuCtxSynchronize(void) {
+	if (!strict()) return OK;
+	BEGIN("cuCtxSynchronize");
+	ctx_t *c;
+	TRY(need_ctx(FN, &c));
+	WAIT_WHILE(c->pending > 0);
+	END
+}
+
+EXPORT CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest) {
+	if (!strict()) { if (least) *least = 0; if (greatest) *greatest = -5; return OK; }
+	BEGIN("cuCtxGetStreamPriorityRange");
+	if (least) *least = 0;
+	if (greatest) *greatest = -5;
+	END
+}
+
+EXPORT CUresult cuCtxSetLimit(int limit, size_t v) { (void)limit; (void)v; return OK; }
+EXPORT CUresult cuCtxGetLimit(size_t *v, int limit) {
+	(void)limit;
+	if (v == NULL) return E_INVALID_VALUE;
+	*v = 1024;
+	return OK;
+}
+EXPORT CUresult cuCtxSetCacheConfig(int cfg) { (void)cfg; return OK; }
+EXPORT CUresult cuCtxGetCacheConfig(int *cfg) { if (cfg) *cfg = 0; return OK; }
+
+/* ---------- streams ---------- */
+
+static CUresult stream_create(const char *FN, H *out, unsigned flags, int prio) {
+	CUresult r = OK;
+	ctx_t *c;
+	if (out == NULL || (flags & ~(unsigned)CU_STREAM_NON_BLOCKING)) return E_INVALID_VALUE;
+	if ((r = need_ctx(FN, &c)) != OK) return r;
+	stream_t *s = h_new(H_STREAM, c);
+	if (s == NULL) return E_OUT_OF_MEMORY;
+	s->flags = flags;
+	s->prio = prio > 0 ? 0 : prio < -5 ? -5 : prio; // clamped, as the driver does
+	s->active = -1;
+	*out = (H)s;
+	return OK;
+}
+
+EXPORT CUresult cuStreamCreate(H *out, unsigned flags) {
+	if (!strict()) { *out = fast_handle(); return OK; }
+	BEGIN("cuStreamCreate");
+	r = stream_create(FN, out, flags, 0);
+	END
+}
+
+EXPORT CUresult cuStreamCreateWithPriority(H *out, unsigned flags, int prio) {
+	if (!strict()) { *out = fast_handle(); return OK; }
+	BEGIN("cuStreamCreateWithPriority");
+	r = stream_create(FN, out, flags, prio);
+	END
+}
+
+EXPORT CUresult cuStreamDestroy_v2(H hs) {
+	if (!strict()) return OK;
+	inject_slow(DK_STREAM);
+	BEGIN("cuStreamDestroy_v2");
+	stream_t *s;
+	ctx_t *c;
+	hdr *h = h_at(hs);
+	if (h && h->type == H_STREAM && h->dead) {
+		violation(FN, "stream %#lx destroyed twice", (unsigned long)hs);
+		FAIL(E_INVALID_HANDLE);
+	}
+	TRY(need_ctx(FN, &c));
+	if (hs == 0 || hs == CU_STREAM_LEGACY || hs == CU_STREAM_PER_THREAD) {
+		violation(FN, "destroy of the default stream %#lx", (unsigned long)hs);
+		FAIL(E_INVALID_HANDLE);
+	}
+	TRY(get_h(FN, hs, H_STREAM, (void **)&s));
+	int code = inject_fail(DK_STREAM);
+	if (code) FAIL(code);
+	h_kill(&s->h); // its queued work still runs
+	END
+}
+
+EXPORT CUresult cuStreamQuery(H hs) {
+	if (!strict()) return OK;
+	BEGIN("cuStreamQuery");
+	stream_t *s;
+	ctx_t *c;
+	TRY(need_ctx(FN, &c));
+	TRY(get_stream(FN, hs, &s));
+	if (s == LEGACY) FAIL(c->bpending ? E_NOT_READY : OK);
+	if (s->capture) {
+		s->capture_invalid = 1;
+		FAIL(E_STREAM_CAPTURE_UNSUPPORTED);
+	}
+	if (s->done < s->enq) r = E_NOT_READY;
+	END
+}
+
+EXPORT CUresult cuStreamSynchronize(H hs) {
+	if (!strict()) return OK;
+	BEGIN("cuStreamSynchronize");
+	stream_t *s;
+	ctx_t *c;
+	TRY(need_ctx(FN, &c));
+	TRY(get_stream(FN, hs, &s));
+	if (s == LEGACY) {
+		WAIT_WHILE(c->bpending > 0);
+		goto out;
+	}
+	if (s->capture) {
+		s->capture_invalid = 1;
+		FAIL(E_STREAM_CAPTURE_UNSUPPORTED);
+	}
+	wait_stream(s);
+	END
+}
+
+EXPORT CUresult cuStreamWaitEvent(H hs, H he, unsigned flags) {
+	(void)flags;
+	if (!strict()) return OK;
+	BEGIN("cuStreamWaitEvent");
+	stream_t *s;
+	event_t *e;
+	ctx_t *c;
+	TRY(need_ctx(FN, &c));
+	TRY(get_stream(FN, hs, &s));
+	TRY(get_h(FN, he, H_EVENT, (void **)&e));
+	op_t *o = op_new(OP_WAIT, FN);
+	o->u.ev.e = e;
+	submit(c, s, o);
+	END
+}
+
+EXPORT CUresult cuStreamGetPriority(H hs, int *prio) {
+	if (!strict()) { *prio = 0; return OK; }
+	BEGIN("cuStreamGetPriority");
+	stream_t *s;
+	if (prio == NULL) FAIL(E_INVALID_VALUE);
+	TRY(get_stream(FN, hs, &s));
+	*prio = s ? s->prio : 0;
+	END
+}
+
+EXPORT CUresult cuStreamGetFlags(H hs, unsigned *flags) {
+	if (!strict()) { *flags = 0; return OK; }
+	BEGIN("cuStreamGetFlags");
+	stream_t *s;
+	if (flags == NULL) FAIL(E_INVALID_VALUE);
+	TRY(get_stream(FN, hs, &s));
+	*flags = s ? s->flags : 0;
+	END
+}
+
+EXPORT CUresult cuStreamGetCtx(H hs, H *out) {
+	if (!strict()) { *out = fast_current; return OK; }
+	BEGIN("cuStreamGetCtx");
+	stream_t *s;
+	ctx_t *c;
+	if (out == NULL) FAIL(E_INVALID_VALUE);
+	TRY(get_stream(FN, hs, &s));
+	if (s == LEGACY) {
+		TRY(need_ctx(FN, &c));
+		*out = (H)c;
+	} else {
+		*out = (H)s->h.ctx;
+	}
+	END
+}
+
+EXPORT CUresult cuStreamGetId(H hs, unsigned long long *id) {
+	if (!strict()) { *id = hs; return OK; }
+	BEGIN("cuStreamGetId");
+	stream_t *s;
+	if (id == NULL) FAIL(E_INVALID_VALUE);
+	TRY(get_stream(FN, hs, &s));
+	*id = s ? s->h.id : hs;
+	END
+}
+
+EXPORT CUresult cuLaunchHostFunc(H hs, void (*fn)(void *), void *arg) {
+	if (!strict()) { if (fn) fn(arg); return OK; }
+	BEGIN("cuLaunchHostFunc");
+	stream_t *s;
+	ctx_t *c;
+	TRY(need_ctx(FN, &c));
+	TRY(get_stream(FN, hs, &s));
+	if (fn == NULL) FAIL(E_INVALID_VALUE);
+	op_t *o = op_new(OP_HOSTFN, FN);
+	o->u.hf.fn = fn;
+	o->u.hf.arg = arg;
+	submit(c, s, o);
+	END
+}
+
+/* ---------- events ---------- */
+
+EXPORT CUresult cuEventCreate(H *out, unsigned flags) {
+	if (!strict()) { *out = fast_handle(); return OK; }
+	BEGIN("cuEventCreate");
+	ctx_t *c;
+	if (out == NULL || (flags & ~7u)) FAIL(E_INVALID_VALUE);
+	if ((flags & CU_EVENT_INTERPROCESS) && !(flags & CU_EVENT_DISABLE_TIMING)) FAIL(E_INVALID_VALUE);
+	TRY(need_ctx(FN, &c));
+	event_t *e = h_new(H_EVENT, c);
+	if (e == NULL) FAIL(E_OUT_OF_MEMORY);
+	e->flags = flags;
+	*out = (H)e;
+	END
+}
+
+EXPORT CUresult cuEventDestroy_v2(H he) {
+	if (!strict()) return OK;
+	inject_slow(DK_EVENT);
+	BEGIN("cuEventDestroy_v2");
+	event_t *e;
+	hdr *h = h_at(he);
+	if (h && h->type == H_EVENT && h->dead) {
+		violation(FN, "event %#lx destroyed twice", (unsigned long)he);
+		FAIL(E_INVALID_HANDLE);
+	}
+	TRY(get_h(FN, he, H_EVENT, (void **)&e));
+	int code = inject_fail(DK_EVENT);
+	if (code) FAIL(code);
+	h_kill(&e->h); // records and waits already queued still complete
+	END
+}
+
+static CUresult event_record(const char *FN, H he, H hs) {
+	CUresult r;
+	stream_t *s;
+	event_t *e;
+	ctx_t *c;
+	if ((r = need_ctx(FN, &c)) != OK) return r;
+	if ((r = get_h(FN, he, H_EVENT, (void **)&e)) != OK) return r;
+	if ((r = get_stream(FN, hs, &s)) != OK) return r;
+	op_t *o = op_new(OP_RECORD, FN);
+	o->u.ev.e = e;
+	submit(c, s, o);
+	return OK;
+}
+
+EXPORT CUresult cuEventRecord(H he, H hs) {
+	if (!strict()) return OK;
+	BEGIN("cuEventRecord");
+	r = event_record(FN, he, hs);
+	END
+}
+
+EXPORT CUresult cuEventRecordWithFlags(H he, H hs, unsigned flags) {
+	(void)flags;
+	if (!strict()) return OK;
+	BEGIN("cuEventRecordWithFlags");
+	r = event_record(FN, he, hs);
+	END
+}
+
+EXPORT CUresult cuEventQuery(H he) {
+	if (!strict()) return OK;
+	BEGIN("cuEventQuery");
+	event_t *e;
+	TRY(get_h(FN, he, H_EVENT, (void **)&e));
+	if (!ev_ran(e, e->enq)) r = E_NOT_READY;
+	END
+}
+
+EXPORT CUresult cuEventSynchronize(H he) {
+	if (!strict()) return OK;
+	BEGIN("cuEventSynchronize");
+	event_t *e;
+	TRY(get_h(FN, he, H_EVENT, (void **)&e));
+	uint64_t t = e->enq;
+	WAIT_WHILE(!ev_ran(e, t));
+	END
+}
+
+EXPORT CUresult cuEventElapsedTime_v2(float *ms, H ha, H hb) {
+	if (!strict()) { *ms = 0; return OK; }
+	BEGIN("cuEventElapsedTime_v2");
+	event_t *a, *b;
+	if (ms == NULL) FAIL(E_INVALID_VALUE);
+	TRY(get_h(FN, ha, H_EVENT, (void **)&a));
+	TRY(get_h(FN, hb, H_EVENT, (void **)&b));
+	if ((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING) FAIL(E_INVALID_HANDLE);
+	if (a->enq == 0 || b->enq == 0) FAIL(E_INVALID_HANDLE); // never recorded
+	if (!ev_ran(a, a->enq) || !ev_ran(b, b->enq)) FAIL(E_NOT_READY);
+	*ms = (float)((double)((int64_t)b->ts - (int64_t)a->ts) / 1e6);
+	END
+}
+
+/* ---------- memory ---------- */
+
+// Which freeing function an allocation needs.
+static CUresult check_free(const char *FN, CUdeviceptr p, int api, mem_t **out) {
+	mem_t *m = mem_find((uintptr_t)p);
+	*out = NULL;
+	if (m == NULL) {
+		reg_t *g = reg_find((uintptr_t)p);
+		if (g) violation(FN, "free of registered host memory %#llx (unregister it instead)", p);
+		else violation(FN, "free of %#llx, which was never allocated", p);
+		return E_INVALID_VALUE;
+	}
+	if (m->r.state != ST_LIVE) {
+		violation(FN, "double free of %s allocation %#lx (%s)", mkname[m->kind], (unsigned long)m->base, stname[m->r.state]);
+		return E_INVALID_VALUE;
+	}
+	if (m->base != p) {
+		violation(FN, "free of %#llx, inside the %s allocation [%#lx, +%zu) but not its start", p, mkname[m->kind],
+			(unsigned long)m->base, m->size);
+		return E_INVALID_VALUE;
+	}
+	if (m->api != api) {
+		violation(FN, "free of a %s allocation %#llx with the wrong function", mkname[m->kind], p);
+		return E_INVALID_VALUE;
+	}
+	*out = m;
+	return OK;
+}
+
+EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
+	if (!strict()) { *p = fast_ptr(n); return OK; }
+	BEGIN("cuMemAlloc_v2");
+	ctx_t *c;
+	mem_t *m;
+	if (p == NULL) FAIL(E_INVALID_VALUE);
+	TRY(need_ctx(FN, &c));
+	TRY(mem_alloc(c, c->dev, MK_DEVICE, API_ALLOC, NULL, n, AK_DEVICE, &m));
+	*p = m->base;
+	END
+}
+
+// cuMemFree_v2 waits for the context's work first, as the driver does.
+EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
+	if (!strict()) return OK;
+	inject_slow(DK_MEMFREE);
+	BEGIN("cuMemFree_v2");
+	ctx_t *c;
+	mem_t *m;
+	TRY(need_ctx(FN, &c));
+	if (p == 0) goto out;
+	TRY(check_free(FN, p, API_ALLOC, &m));
+	int code = inject_fail(DK_MEMFREE);
+	if (code) FAIL(code);
+	m->r.state = ST_FREE_PENDING; // named by nothing else from now on
+	free_pending_n++;
+	if (m->ctx && !m->ctx->h.dead) WAIT_WHILE(m->ctx->pending > 0);
+	mem_release(m);
+	END
+}
+
+static CUresult host_alloc(const char *FN, void **pp, size_t n) {
+	CUresult r;
+	ctx_t *c;
+	mem_t *m;
+	if (pp == NULL) return E_INVALID_VALUE;
+	if ((r = need_ctx(FN, &c)) != OK) return r;
+	if ((r = mem_alloc(c, c->dev, MK_HOST, API_HOST, NULL, n, AK_HOST, &m)) != OK) return r;
+	*pp = (void *)m->base;
+	return OK;
+}
+
+EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t n) {
+	if (!strict()) { *pp = calloc(1, n ? n : 1); return *pp ? OK : E_OUT_OF_MEMORY; }
+	BEGIN("cuMemAllocHost_v2");
+	r = host_alloc(FN, pp, n);
+	END
+}
+
+EXPORT CUresult cuMemHostAlloc(void **pp, size_t n, unsigned flags) {
+	if (!strict()) { *pp = calloc(1, n ? n : 1); return *pp ? OK : E_OUT_OF_MEMORY; }
+	BEGIN("cuMemHostAlloc");
+	if (flags & ~7u) FAIL(E_INVALID_VALUE);
+	r = host_alloc(FN, pp, n);
+	END
+}
+
+EXPORT CUresult cuMemFreeHost(void *p) {
+	if (!strict()) { free(p); return OK; }
+	inject_slow(DK_MEMFREE);
+	BEGIN("cuMemFreeHost");
+	ctx_t *c;
+	mem_t *m;
+	TRY(need_ctx(FN, &c));
+	TRY(check_free(FN, (CUdeviceptr)(uintptr_t)p, API_HOST, &m));
+	int code = inject_fail(DK_MEMFREE);
+	if (code) FAIL(code);
+	m->r.state = ST_FREE_PENDING;
+	free_pending_n++;
+	if (m->ctx && !m->ctx->h.dead) WAIT_WHILE(m->ctx->pending > 0);
+	mem_release(m);
+	END
+}
+
+EXPORT CUresult cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned flags) {
+	if (!strict()) {
+		void *h = calloc(1, n ? n : 1);
+		if (h == NULL) return E_OUT_OF_MEMORY;
+		*p = (CUdeviceptr)(uintptr_t)h;
+		return OK;
+	}
+	BEGIN("cuMemAllocManaged");
+	ctx_t *c;
+	mem_t *m;
+	if (p == NULL || (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST)) FAIL(E_INVALID_VALUE);
+	TRY(need_ctx(FN, &c));
+	TRY(mem_alloc(c, c->dev, MK_MANAGED, API_ALLOC, NULL, n, AK_MANAGED, &m));
+	*p = m->base;
+	END
+}
+
+EXPORT CUresult cuMemGetInfo_v2(size_t *freeb, size_t *total) {
+	if (!strict()) { *total = capacity[0]; *freeb = capacity[0]; return OK; }
+	BEGIN("cuMemGetInfo_v2");
+	ctx_t *c;
+	if (freeb == NULL || total == NULL) FAIL(E_INVALID_VALUE);
+	TRY(need_ctx(FN, &c));
+	*total = capacity[c->dev];
+	*freeb = dev_used[c->dev] >= capacity[c->dev] ? 0 : capacity[c->dev] - dev_used[c->dev];
+	END
+}
+
+EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr p) {
+	if (!strict()) { if (base) *base = p; if (size) *size = 0; return OK; }
+	BEGIN("cuMemGetAddressRange_v2");
+	ctx_t *c;
+	TRY(need_ctx(FN, &c));
+	mem_t *m = mem_find((uintptr_t)p);
+	if (m == NULL || p - m->base >= m->size) FAIL(E_NOT_FOUND);
+	if (m->r.state != ST_LIVE) {
+		violation(FN, "use of freed memory %#llx (%s)", p, stname[m->r.state]);
+		FAIL(E_INVALID_VALUE);
+	}
+	if (base) *base = m->base;
+	if (size) *size = m->size;
+	END
+}
+
+/* ---------- registered host memory ---------- */
+
+EXPORT CUresult cuMemHostRegister_v2(void *hp, size_t n, unsigned flags) {
+	if (!strict()) return OK;
+	BEGIN("cuMemHostRegister_v2");
+	ctx_t *c;
+	uintptr_t p = (uintptr_t)hp;
+	if (hp == NULL || n == 0 || (flags & ~15u) || p + n < p) FAIL(E_INVALID_VALUE);
+	TRY(need_ctx(FN, &c));
+	if (mem_find(p) || mem_find(p + n - 1)) FAIL(E_HOST_MEMORY_ALREADY_REGISTERED); // pinned already
+	// Overlapping live registrations refuse it; overlapping ended ones are
+	// forgotten (Go reuses memory: the range is registered again).
+	size_t first = regs_first(p), end = first;
+	for (; end < nregs && regs[end]->base < p + n; end++)
+		if (regs[end]->r.state == ST_LIVE) FAIL(E_HOST_MEMORY_ALREADY_REGISTERED);
+	if (end > first) {
+		memmove(regs + first, regs + end, (nregs - end) * sizeof *regs);
+		nregs -= end - first;
+	}
+	reg_t *g = calloc(1, sizeof *g);
+	if (g == NULL) abort();
+	g->r.state = ST_LIVE;
+	g->r.is_reg = 1;
+	g->ctx = c;
+	g->base = p;
+	g->size = n;
+	g->flags = flags;
+	g->cnext = c->regs;
+	c->regs = g;
+	regs_insert(g);
+	regs_live++;
+	END
+}
+
+EXPORT CUresult cuMemHostUnregister(void *hp) {
+	if (!strict()) return OK;
+	inject_slow(DK_HOSTUNREG);
+	BEGIN("cuMemHostUnregister");
+	ctx_t *c;
+	uintptr_t p = (uintptr_t)hp;
+	TRY(need_ctx(FN, &c));
+	reg_t *g = reg_find(p);
+	if (g == NULL || g->base != p) FAIL(E_HOST_MEMORY_NOT_REGISTERED);
+	if (g->r.state != ST_LIVE) {
+		if (g->by_api) violation(FN, "host memory %#lx unregistered twice", (unsigned long)p);
+		FAIL(E_HOST_MEMORY_NOT_REGISTERED);
+	}
+	int code = inject_fail(DK_HOSTUNREG);
+	if (code) FAIL(code);
+	g->r.state = ST_UNREG; // kept, so that later device use of the range is caught
+	g->by_api = 1;
+	regs_live--;
+	regs_ended++;
+	END
+}
+
+// With unified addressing the device address of pinned or registered host memory is
+// the host address itself.
+EXPORT CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *d, void *hp, unsigned flags) {
+	if (!strict()) { *d = (CUdeviceptr)(uintptr_t)hp; return OK; }
+	BEGIN("cuMemHostGetDevicePointer_v2");
+	ctx_t *c;
+	uintptr_t p = (uintptr_t)hp;
+	if (d == NULL || flags != 0) FAIL(E_INVALID_VALUE);
+	TRY(need_ctx(FN, &c));
+	mem_t *m = mem_find(p);
+	reg_t *g = reg_find(p);
+	if (m && m->kind == MK_HOST && m->r.state == ST_LIVE && p - m->base < m->size) {
+		*d = p;
+	} else if (g && g->r.state == ST_LIVE) {
+		*d = p;
+	} else {
+		if (m && m->r.state != ST_LIVE) violation(FN, "use of freed memory %#lx (%s)", (unsigned long)p, stname[m->r.state]);
+		else if (g) violation(FN, "use of unregistered host memory %#lx", (unsigned long)p);
+		FAIL(E_INVALID_VALUE);
+	}
+	END
+}
+
+EXPORT CUresult cuMemHostGetFlags(unsigned *flags, void *hp) {
+	if (!strict()) { *flags = 0; return OK; }
+	BEGIN("cuMemHostGetFlags");
+	uintptr_t p = (uintptr_t)hp;
+	if (flags == NULL) FAIL(E_INVALID_VALUE);
+	mem_t *m = mem_find(p);
+	reg_t *g = reg_find(p);
+	if (m && m->kind == MK_HOST && m->r.state == ST_LIVE) *flags = 2; // DEVICEMAP
+	else if (g && g->r.state == ST_LIVE) *flags = g->flags;
+	else FAIL(E_INVALID_VALUE);
+	END
+}
+
+/* ---------- stream-ordered memory pools ---------- */
+
+static pool_t *pool_new(ctx_t *c, int dev, int kind) {
+	pool_t *p = h_new(H_POOL, c);
+	if (p == NULL) return NULL;
+	p->dev = dev;
+	p->kind = kind;
+	p->reuse[1] = p->reuse[2] = p->reuse[3] = 1;
+	if (kind == MK_DEVICE) p->readable = p->writable = 1ull << dev;
+	if (kind == MK_MANAGED) p->readable = p->writable = ~0ull;
+	p->host_access = kind == MK_DEVICE ? CU_MEM_ACCESS_FLAGS_PROT_NONE : CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+	return p;
+}
+
+static pool_t *default_pool(int dev) {
+	if (def_pool[dev] == NULL) {
+		def_pool[dev] = pool_new(NULL, dev, MK_DEVICE);
+		if (def_pool[dev]) def_pool[dev]->is_default = 1;
+	}
+	if (cur_pool[dev] == NULL) cur_pool[dev] = def_pool[dev];
+	return def_pool[dev];
+}
+
+EXPORT CUresult cuDeviceGetDefaultMemPool(H *out, int dev) {
+	if (!strict()) { *out = 0xd00d; return OK; }
+	BEGIN("cuDeviceGetDefaultMemPool");
+	if (out == NULL) FAIL(E_INVALID_VALUE);
+	CHECK_DEV(dev);
+	pool_t *p = default_pool(dev);
+	if (p == NULL) FAIL(E_OUT_OF_MEMORY);
+	*out = (H)p;
+	END
+}
+
+EXPORT CUresult cuDeviceGetMemPool(H *out, int dev) {
+	if (!strict()) { *out = 0xd00d; return OK; }
+	BEGIN("cuDeviceGetMemPool");
+	if (out == NULL) FAIL(E_INVALID_VALUE);
+	CHECK_DEV(dev);
+	if (default_pool(dev) == NULL) FAIL(E_OUT_OF_MEMORY);
+	*out = (H)cur_pool[dev];
+	END
+}
+
+EXPORT CUresult cuDeviceSetMemPool(int dev, H hp) {
+	if (!strict()) return OK;
+	BEGIN("cuDeviceSetMemPool");
+	pool_t *p;
+	CHECK_DEV(dev);
+	TRY(get_h(FN, hp, H_POOL, (void **)&p));
+	if (p->kind != MK_DEVICE || p->dev != dev) FAIL(E_INVALID_VALUE);
+	default_pool(dev);
+	cur_pool[dev] = p;
+	END
+}
+
+EXPORT CUresult cuMemPoolCreate(H *out, const CUmemPoolProps *props) {
+	if (!strict()) { *out = fast_handle(); return OK; }
+	BEGIN("cuMemPoolCreate");
+	ctx_t *c;
+	if (out == NULL || props == NULL) FAIL(E_INVALID_VALUE);
+	TRY(need_ctx(FN, &c));
+	int kind, dev = c->dev, lt = props->location.type, id = props->location.id;
+	if (props->allocType == CU_MEM_ALLOCATION_TYPE_PINNED) {
+		if (lt == CU_MEM_LOCATION_TYPE_DEVICE) {
+			if (id < 0 || id >= ndev) FAIL(E_INVALID_VALUE);
+			kind = MK_DEVICE;
+			dev = id;
+		} else if (lt == CU_MEM_LOCATION_TYPE_HOST || lt == CU_MEM_LOCATION_TYPE_HOST_NUMA ||
+			lt == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT) {
+			kind = MK_HOST;
+		} else {
+			FAIL(E_INVALID_VALUE);
+		}
+	} else if (props->allocType == CU_MEM_ALLOCATION_TYPE_MANAGED) {
+		if (lt == CU_MEM_LOCATION_TYPE_DEVICE) {
+			if (id < 0 || id >= ndev) FAIL(E_INVALID_VALUE);
+			dev = id;
+		} else if (lt != CU_MEM_LOCATION_TYPE_NONE && lt != CU_MEM_LOCATION_TYPE_HOST) {
+			FAIL(E_INVALID_VALUE);
+		}
+		kind = MK_MANAGED;
+	} else {
+		FAIL(E_INVALID_VALUE);
+	}
+	pool_t *p = pool_new(c, dev, kind);
+	if (p == NULL) FAIL(E_OUT_OF_MEMORY);
+	*out = (H)p;
+	END
+}
+
+// A pool with live allocations may be destroyed: the driver releases it once they
+// are freed, and they stay valid until then.
+EXPORT CUresult cuMemPoolDestroy(H hp) {
+	if (!strict()) return OK;
+	inject_slow(DK_POOL);
+	BEGIN("cuMemPoolDestroy");
+	pool_t *p;
+	hdr *h = h_at(hp);
+	if (h && h->type == H_POOL && h->dead) {
+		violation(FN, "memory pool %#lx destroyed twice", (unsigned long)hp);
+		FAIL(E_INVALID_HANDLE);
+	}
+	TRY(get_h(FN, hp, H_POOL, (void **)&p));
+	if (p->is_default) {
+		violation(FN, "destroy of device %d's default memory pool", p->dev);
+		FAIL(E_INVALID_VALUE);
+	}
+	int code = inject_fail(DK_POOL);
+	if (code) FAIL(code);
+	if (cur_pool[p->dev] == p) cur_pool[p->dev] = def_pool[p->dev];
+	h_kill(&p->h);
+	END
+}
+
+EXPORT CUresult cuMemPoolSetAttribute(H hp, int attr, void *v) {
+	if (!strict()) return OK;
+	BEGIN("cuMemPoolSetAttribute");
+	pool_t *p;
+	if (v == NULL) FAIL(E_INVALID_VALUE);
+	TRY(get_h(FN, hp, H_POOL, (void **)&p));
+	switch (attr) {
+	case 1: case 2: case 3: p->reuse[attr] = *(int *)v != 0; break;
+	case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: p->threshold = *(uint64_t *)v; break;
+	case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH: // only 0, which resets the watermark
+		if (*(uint64_t *)v != 0) FAIL(E_INVALID_VALUE);
+		p->reserved_high = p->used;
+		break;
+	case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+		if (*(uint64_t *)v != 0) FAIL(E_INVALID_VALUE);
+		p->used_high = p->used;
+		break;
+	default: FAIL(E_INVALID_VALUE);
+	}
+	END
+}
+
+// Reserved memory is the used memory: the fake keeps nothing cached in its pools.
+EXPORT CUresult cuMemPoolGetAttribute(H hp, int attr, void *v) {
+	if (!strict()) { *(uint64_t *)v = 0; return OK; }
+	BEGIN("cuMemPoolGetAttribute");
+	pool_t *p;
+	if (v == NULL) FAIL(E_INVALID_VALUE);
+	TRY(get_h(FN, hp, H_POOL, (void **)&p));
+	switch (attr) {
+	case 1: case 2: case 3: *(int *)v = p->reuse[attr]; break;
+	case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: *(uint64_t *)v = p->threshold; break;
+	case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT: *(uint64_t *)v = p->used; break;
+	case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH: *(uint64_t *)v = p->reserved_high; break;
+	case CU_MEMPOOL_ATTR_USED_MEM_CURRENT: *(uint64_t *)v = p->used; break;
+	case CU_MEMPOOL_ATTR_USED_MEM_HIGH: *(uint64_t *)v = p->used_high; break;
+	default: FAIL(E_INVALID_VALUE);
+	}
+	END
+}
+
+EXPORT CUresult cuMemPoolTrimTo(H hp, size_t keep) {
+	(void)keep;
+	if (!strict()) return OK;
+	BEGIN("cuMemPoolTrimTo");
+	pool_t *p;
+	TRY(get_h(FN, hp, H_POOL, (void **)&p));
+	END
+}
+
+EXPORT CUresult cuMemPoolSetAccess(H hp, const CUmemAccessDesc *d, size_t n) {
+	if (!strict()) return OK;
+	BEGIN("cuMemPoolSetAccess");
+	pool_t *p;
+	TRY(get_h(FN, hp, H_POOL, (void **)&p));
+	if (n > 0 && d == NULL) FAIL(E_INVALID_VALUE);
+	for (size_t i = 0; i < n; i++) { // all valid, or nothing changes
+		int f = d[i].flags;
+		if (d[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE || d[i].location.id < 0 || d[i].location.id >= ndev) FAIL(E_INVALID_VALUE);
+		if (f != CU_MEM_ACCESS_FLAGS_PROT_NONE && f != CU_MEM_ACCESS_FLAGS_PROT_READ && f != CU_MEM_ACCESS_FLAGS_PROT_READWRITE) FAIL(E_INVALID_VALUE);
+		if (p->kind == MK_DEVICE && d[i].location.id == p->dev && f != CU_MEM_ACCESS_FLAGS_PROT_READWRITE) FAIL(E_INVALID_VALUE);
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint64_t bit = 1ull << d[i].location.id;
+		p->readable = d[i].flags & CU_MEM_ACCESS_FLAGS_PROT_READ ? p->readable | bit : p->readable & ~bit;
+		p->writable = d[i].flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE ? p->writable | bit : p->writable & ~bit;
+	}
+	END
+}
+
+EXPORT CUresult cuMemPoolGetAccess(int *flags, H hp, const CUmemLocation *loc) {
+	if (!strict()) { *flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE; return OK; }
+	BEGIN("cuMemPoolGetAccess");
+	pool_t *p;
+	if (flags == NULL || loc == NULL) FAIL(E_INVALID_VALUE);
+	TRY(get_h(FN, hp, H_POOL, (void **)&p));
+	if (loc->type == CU_MEM_LOCATION_TYPE_DEVICE) {
+		if (loc->id < 0 || loc->id >= ndev) FAIL(E_INVALID_VALUE);
+		uint64_t bit = 1ull << loc->id;
+		*flags = p->writable & bit ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE : p->readable & bit ? CU_MEM_ACCESS_FLAGS_PROT_READ : CU_MEM_ACCESS_FLAGS_PROT_NONE;
+	} else if (loc->type == CU_MEM_LOCATION_TYPE_HOST || loc->type == CU_MEM_LOCATION_TYPE_HOST_NUMA) {
+		*flags = p->host_access;
+	} else {
+		FAIL(E_INVALID_VALUE);
+	}
+	END
+}
+
+static CUresult alloc_async(const char *FN, CUdeviceptr *out, size_t n, pool_t *p, H hs) {
+	CUresult r;
+	ctx_t *c;
+	stream_t *s;
+	mem_t *m;
+	if (out == NULL) return E_INVALID_VALUE;
+	if ((r = need_ctx(FN, &c)) != OK) return r;
+	if ((r = get_stream(FN, hs, &s)) != OK) return r;
+	if (s && s->capture) { // graph allocation nodes are not implemented
+		s->capture_invalid = 1;
+		return E_NOT_SUPPORTED;
+	}
+	if (p == NULL && (p = default_pool(c->dev)) != NULL) p = cur_pool[c->dev];
+	if (p == NULL) return E_OUT_OF_MEMORY;
+	if ((r = mem_alloc(c, p->dev, p->kind, API_ALLOC, p, n, AK_POOL, &m)) != OK) return r;
+	*out = m->base; // usable at once
+	return OK;
+}
+
+EXPORT CUresult cuMemAllocAsync(CUdeviceptr *p, size_t n, H hs) {
+	if (!strict()) { *p = fast_ptr(n); return OK; }
+	BEGIN("cuMemAllocAsync");
+	r = alloc_async(FN, p, n, NULL, hs);
+	END
+}
+
+EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *p, size_t n, H hp, H hs) {
+	if (!strict()) { *p = fast_ptr(n); return OK; }
+	BEGIN("cuMemAllocFromPoolAsync");
+	pool_t *pool;
+	TRY(get_h(FN, hp, H_POOL, (void **)&pool));
+	r = alloc_async(FN, p, n, pool, hs);
+	END
+}
+
+// cuMemFreeAsync marks p free-pending at once: naming it in any later call is a
+// violation. The free itself runs in s's order.
+EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, H hs) {
+	if (!strict()) return OK;
+	inject_slow(DK_MEMFREE);
+	BEGIN("cuMemFreeAsync");
+	ctx_t *c;
+	stream_t *s;
+	mem_t *m;
+	TRY(need_ctx(FN, &c));
+	TRY(get_stream(FN, hs, &s));
+	if (p == 0) goto out;
+	TRY(check_free(FN, p, API_ALLOC, &m));
+	if (s && s->capture) {
+		s->capture_invalid = 1;
+		FAIL(E_NOT_SUPPORTED);
+	}
+	int code = inject_fail(DK_MEMFREE);
+	if (code) FAIL(code);
+	m->r.state = ST_FREE_PENDING;
+	free_pending_n++;
+	op_t *o = op_new(OP_FREE, FN);
+	o->u.fr.m = m;
+	submit(c, s, o);
+	END
+}
+
+/* ---------- copies and memsets ---------- */
+
+// copy checks and queues (or runs) a copy of n bytes from src to dst. dst_use and
+// src_use say how the API names each side. Pageable host memory is read when the
+// call is made (a staging copy) and written only once the stream's earlier work is
+// done, before the call returns; other memory is copied when the operation runs.
+static CUresult copy(const char *FN, uintptr_t dst, int dst_use, uintptr_t src, int src_use, size_t n, H hs, int async) {
+	CUresult r;
+	ctx_t *c;
+	stream_t *s = LEGACY;
+	rng_t *dref, *sref;
+	if ((r = need_ctx(FN, &c)) != OK) return r;
+	if (async && (r = get_stream(FN, hs, &s)) != OK) return r;
+	if (n == 0) return OK;
+	if ((r = check_range(FN, "destination", dst, n, dst_use, &dref)) != OK) return r;
+	if ((r = check_range(FN, "source", src, n, src_use, &sref)) != OK) return r;
+	op_t *o = op_new(OP_COPY, FN);
+	o->u.cp.dst = (char *)dst;
+	o->u.cp.src = (const char *)src;
+	o->u.cp.n = n;
+	op_ref(o, dref);
+	op_ref(o, sref);
+	if (s != LEGACY && !s->capture) {
+		if (dref == NULL) { // to pageable memory: done before returning
+			wait_stream(s);
+			o->s = s;
+			exec_op(o);
+			ops_executed++;
+			op_free(o);
+			return OK;
+		}
+		if (sref == NULL) { // from pageable memory: read now
+			o->u.cp.staging = malloc(n);
+			if (o->u.cp.staging == NULL) {
+				op_free(o);
+				return E_OUT_OF_MEMORY;
+			}
+			memcpy(o->u.cp.staging, (const void *)src, n);
+		}
+	}
+	submit(c, s, o);
+	return OK;
+}
+
+#define COPY(name, dst, du, src, su, n, hs, async) \
+	BEGIN(name); \
+	r = copy(FN, (uintptr_t)(dst), du, (uintptr_t)(src), su, n, hs, async); \
+	END
+
+EXPORT CUresult cuMemcpy(CUdeviceptr d, CUdeviceptr s, size_t n) {
+	if (!strict()) return OK;
+	COPY("cuMemcpy", d, USE_HOST, s, USE_HOST, n, 0, 0)
+}
+EXPORT CUresult cuMemcpyAsync(CUdeviceptr d, CUdeviceptr s, size_t n, H st) {
+	if (!strict()) return OK;
+	COPY("cuMemcpyAsync", d, USE_HOST, s, USE_HOST, n, st, 1)
+}
+EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *s, size_t n) {
+	if (!strict()) return OK;
+	COPY("cuMemcpyHtoD_v2", d, USE_DEVICE, s, USE_HOST, n, 0, 0)
+}
+EXPORT CUresult cuMemcpyDtoH_v2(void *d, CUdeviceptr s, size_t n) {
+	if (!strict()) { memset(d, 0, n); return OK; }
+	COPY("cuMemcpyDtoH_v2", d, USE_HOST, s, USE_DEVICE, n, 0, 0)
+}
+EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr d, CUdeviceptr s, size_t n) {
+	if (!strict()) return OK;
+	COPY("cuMemcpyDtoD_v2", d, USE_DEVICE, s, USE_DEVICE, n, 0, 0)
+}
+EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n, H st) {
+	if (!strict()) return OK;
+	COPY("cuMemcpyHtoDAsync_v2", d, USE_DEVICE, s, USE_HOST, n, st, 1)
+}
+EXPORT CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, H st) {
+	if (!strict()) return OK;
+	COPY("cuMemcpyDtoHAsync_v2", d, USE_HOST, s, USE_DEVICE, n, st, 1)
+}
+EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, H st) {
+	if (!strict()) return OK;
+	COPY("cuMemcpyDtoDAsync_v2", d, USE_DEVICE, s, USE_DEVICE, n, st, 1)
+}
+EXPORT CUresult cuMemcpyPeer(CUdeviceptr d, H dc, CUdeviceptr s, H sc, size_t n) {
+	(void)dc; (void)sc;
+	if (!strict()) return OK;
+	COPY("cuMemcpyPeer", d, USE_DEVICE, s, USE_DEVICE, n, 0, 0)
+}
+EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr d, H dc, CUdeviceptr s, H sc, size_t n, H st) {
+	(void)dc; (void)sc;
+	if (!strict()) return OK;
+	COPY("cuMemcpyPeerAsync", d, USE_DEVICE, s, USE_DEVICE, n, st, 1)
+}
+
+static CUresult memset_op(const char *FN, CUdeviceptr d, uint32_t v, size_t count, int elem, H hs, int async) {
+	CUresult r;
+	ctx_t *c;
+	stream_t *s = LEGACY;
+	rng_t *ref;
+	if ((r = need_ctx(FN, &c)) != OK) return r;
+	if (async && (r = get_stream(FN, hs, &s)) != OK) return r;
+	if (count == 0) return OK;
+	if (d % (unsigned)elem) return E_INVALID_VALUE; // misaligned for 16/32-bit values
+	if (count > SIZE_MAX / (unsigned)elem) return E_INVALID_VALUE;
+	if ((r = check_range(FN, "destination", (uintptr_t)d, count * (size_t)elem, USE_DEVICE, &ref)) != OK) return r;
+	op_t *o = op_new(OP_MEMSET, FN);
+	o->u.ms.dst = (char *)(uintptr_t)d;
+	o->u.ms.val = v;
+	o->u.ms.count = count;
+	o->u.ms.elem = elem;
+	op_ref(o, ref);
+	submit(c, s, o);
+	return OK;
+}
+
+#define MEMSET(name, d, v, count, elem, hs, async) \
+	BEGIN(name); \
+	r = memset_op(FN, d, v, count, elem, hs, async); \
+	END
+
+EXPORT CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) {
+	if (!strict()) return OK;
+	MEMSET("cuMemsetD8_v2", d, v, n, 1, 0, 0)
+}
+EXPORT CUresult cuMemsetD16_v2(CUdeviceptr d, unsigned short v, size_t n) {
+	if (!strict()) return OK;
+	MEMSET("cuMemsetD16_v2", d, v, n, 2, 0, 0)
+}
+EXPORT CUresult cuMemsetD32_v2(CUdeviceptr d, unsigned v, size_t n) {
+	if (!strict()) return OK;
+	MEMSET("cuMemsetD32_v2", d, v, n, 4, 0, 0)
+}
+EXPORT CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, H s) {
+	if (!strict()) return OK;
+	MEMSET("cuMemsetD8Async", d, v, n, 1, s, 1)
+}
+EXPORT CUresult cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, H s) {
+	if (!strict()) return OK;
+	MEMSET("cuMemsetD16Async", d, v, n, 2, s, 1)
+}
+EXPORT CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, H s) {
+	if (!strict()) return OK;
+	MEMSET("cuMemsetD32Async", d, v, n, 4, s, 1)
+}
+
+// Managed-memory hints: checked, then nothing to do.
+EXPORT CUresult cuMemPrefetchAsync_v2(CUdeviceptr p, size_t n, CUmemLocation loc, unsigned flags, H hs) {
+	(void)loc; (void)flags;
+	if (!strict()) return OK;
+	BEGIN("cuMemPrefetchAsync_v2");
+	ctx_t *c;
+	stream_t *s;
+	rng_t *ref;
+	TRY(need_ctx(FN, &c));
+	TRY(get_stream(FN, hs, &s));
+	TRY(check_range(FN, "range", (uintptr_t)p, n, USE_DEVICE, &ref));
+	END
+}
+
+EXPORT CUresult cuMemAdvise_v2(CUdeviceptr p, size_t n, int advice, CUmemLocation loc) {
+	(void)advice; (void)loc;
+	if (!strict()) return OK;
+	BEGIN("cuMemAdvise_v2");
+	ctx_t *c;
+	rng_t *ref;
+	TRY(need_ctx(FN, &c));
+	TRY(check_range(FN, "range", (uintptr_t)p, n, USE_DEVICE, &ref));
+	END
+}
+
+/* ---------- modules ---------- */
+
+typedef struct { char *ptx; } fast_module;
+
+static void jit_log(unsigned n, const int *opts, void **vals, int which, int size_opt, const char *msg) {
+	char *buf = NULL;
+	size_t cap = 0;
+	int size_idx = -1;
+	for (unsigned i = 0; opts && vals && i < n; i++) {
+		if (opts[i] == which) buf = vals[i];
+		if (opts[i] == size_opt) {
+			cap = (size_t)(uintptr_t)vals[i];
+			size_idx = (int)i;
+		}
+	}
+	if (buf == NULL || cap == 0) return;
+	int w = snprintf(buf, cap, "%s", msg);
+	if (size_idx >= 0) vals[size_idx] = (void *)(uintptr_t)((size_t)w < cap ? (size_t)w : cap - 1);
+}
+
+EXPORT CUresult cuModuleLoadDataEx(H *out, const void *img, unsigned n, int *opts, void **vals) {
+	if (!strict()) {
+		const unsigned char *b = img;
+		fast_module *m = malloc(sizeof *m);
+		int ptx = !(b[0] == 0x7f && b[1] == 'E') && rd32(b) != 0xBA55ED50u;
+		m->ptx = strdup(ptx ? (const char *)img : "");
+		*out = (H)m;
+		return OK;
+	}
+	BEGIN("cuModuleLoadDataEx");
+	ctx_t *c;
+	if (out == NULL || img == NULL) FAIL(E_INVALID_VALUE);
+	TRY(need_ctx(FN, &c));
+	size_t len;
+	int kind = image_kind(img, &len);
+	if (kind == IMG_PTX && !strstr(img, ".entry") && !strstr(img, ".version")) {
+		jit_log(n, opts, vals, CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+			"ptxas fatal   : fakecuda: the image is neither a cubin, a fatbin nor PTX (no .version, no .entry)");
+		jit_log(n, opts, vals, CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, "");
+		FAIL(E_INVALID_PTX);
+	}
+	jit_log(n, opts, vals, CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, "");
+	jit_log(n, opts, vals, CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, "");
+	module_t *m = h_new(H_MODULE, c);
+	if (m == NULL) FAIL(E_OUT_OF_MEMORY);
+	m->kind = kind;
+	m->len = len;
+	m->image = malloc(len + 1);
+	if (m->image == NULL) abort();
+	memcpy(m->image, img, len);
+	m->image[len] = 0;
+	*out = (H)m;
+	END
+}
+
+EXPORT CUresult cuModuleLoadData(H *out, const void *img) { return cuModuleLoadDataEx(out, img, 0, NULL, NULL); }
+
+EXPORT CUresult cuModuleGetFunction(H *out, H hm, const char *name) {
+	if (!strict()) {
+		fast_module *m = (fast_module *)hm;
+		layout *l = calloc(1, sizeof *l);
+		const char *p = *m->ptx ? find_entry(m->ptx, name) : NULL;
+		if (p == NULL && *m->ptx) { free(l); return E_NOT_FOUND; }
+		if (p) parse_params(p, l);
+		*out = (H)l;
+		return OK;
+	}
+	BEGIN("cuModuleGetFunction");
+	module_t *m;
+	if (out == NULL || name == NULL) FAIL(E_INVALID_VALUE);
+	TRY(get_h(FN, hm, H_MODULE, (void **)&m));
+	for (func_t *f = m->funcs; f; f = f->next) {
+		if (strcmp(f->name, name) == 0) {
+			*out = (H)f; // the same handle for the same name, as the driver does
+			goto out;
+		}
+	}
+	const char *p = NULL;
+	if (m->kind == IMG_PTX && (p = find_entry(m->image, name)) == NULL) FAIL(E_NOT_FOUND);
+	func_t *f = h_new(H_FUNC, m->h.ctx);
+	if (f == NULL) FAIL(E_OUT_OF_MEMORY);
+	f->mod = m;
+	f->name = strdup(name);
+	if (p) parse_params(p, &f->l); // cubins and fatbins: no parameters
+	f->next = m->funcs;
+	m->funcs = f;
+	*out = (H)f;
+	END
+}
+
+EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, H hm, const char *name) {
+	if (!strict()) {
+		if (bytes) *bytes = 8;
+		if (dptr) *dptr = fast_ptr(8);
+		return OK;
+	}
+	BEGIN("cuModuleGetGlobal_v2");
+	module_t *m;
+	if (name == NULL) FAIL(E_INVALID_VALUE);
+	TRY(get_h(FN, hm, H_MODULE, (void **)&m));
+	gvar_t *g;
+	for (g = m->globals; g; g = g->next)
+		if (strcmp(g->name, name) == 0) break;
+	if (g == NULL) {
+		int64_t size = 8; // cubins and fatbins: 8 bytes for any name
+		int elem = 0;
+		const char *init = NULL;
+		if (m->kind == IMG_PTX && (size = find_global(m->image, name, &elem, &init)) < 0) FAIL(E_NOT_FOUND);
+		if (size == 0) size = 8;
+		mem_t *mm;
+		TRY(mem_alloc(m->h.ctx, m->h.ctx->dev, MK_GLOBAL, API_GLOBAL, NULL, (size_t)size, 0, &mm));
+		if (init) init_global((char *)mm->base, mm->size, elem, init);
+		g = calloc(1, sizeof *g);
+		if (g == NULL) abort();
+		g->name = strdup(name);
+		g->m = mm;
+		g->next = m->globals;
+		m->globals = g;
+	}
+	if (dptr) *dptr = g->m->base;
+	if (bytes) *bytes = g->m->size;
+	END
+}
+
+// cuModuleUnload waits for all the context's work first, as measured on the driver.
+EXPORT CUresult cuModuleUnload(H hm) {
+	if (!strict()) {
+		fast_module *m = (fast_module *)hm;
+		free(m->ptx);
+		free(m);
+		return OK;
+	}
+	inject_slow(DK_MODULE);
+	BEGIN("cuModuleUnload");
+	module_t *m;
+	hdr *h = h_at(hm);
+	if (h && h->type == H_MODULE && h->dead) {
+		violation(FN, "module %#lx unloaded twice", (unsigned long)hm);
+		FAIL(E_INVALID_HANDLE);
+	}
+	TRY(get_h(FN, hm, H_MODULE, (void **)&m));
+	int code = inject_fail(DK_MODULE);
+	if (code) FAIL(code);
+	ctx_t *c = m->h.ctx;
+	WAIT_WHILE(c->pending > 0);
+	if (!m->h.dead) module_kill(m);
+	END
+}
+
+static CUresult get_func(const char *FN, H hf, func_t **out) {
+	CUresult r = get_h(FN, hf, H_FUNC, (void **)out);
+	if (r == OK && (*out)->mod->h.dead) {
+		violation(FN, "function %#lx of unloaded module %#lx", (unsigned long)hf, (unsigned long)(uintptr_t)(*out)->mod);
+		r = E_INVALID_HANDLE;
+	}
+	return r;
+}
+
+EXPORT CUresult cuFuncGetParamInfo(H hf, size_t i, size_t *off, size_t *size) {
+	if (!strict()) {
+		layout *l = (layout *)hf;
+		if (i >= l->n) return E_INVALID_VALUE;
+		if (off) *off = l->off[i];
+		if (size) *size = l->size[i];
+		return OK;
+	}
+	BEGIN("cuFuncGetParamInfo");
+	func_t *f;
+	TRY(get_func(FN, hf, &f));
+	if (i >= f->l.n) FAIL(E_INVALID_VALUE); // past the last parameter, as the driver answers
+	if (off) *off = f->l.off[i];
+	if (size) *size = f->l.size[i];
+	END
+}
+
+EXPORT CUresult cuFuncGetAttribute(int *v, int attr, H hf) {
+	if (!strict()) { *v = attr == CU_FUNC_ATTRIBUTE_NUM_REGS ? 32 : 1024; return OK; }
+	BEGIN("cuFuncGetAttribute");
+	func_t *f;
+	if (v == NULL) FAIL(E_INVALID_VALUE);
+	TRY(get_func(FN, hf, &f));
+	switch (attr) {
+	case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = 1024; break;
+	case CU_FUNC_ATTRIBUTE_NUM_REGS: *v = 32; break;
+	case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *v = f->max_dyn_smem; break;
+	default:
+		if (attr < 0 || attr >= CU_FUNC_ATTRIBUTE_MAX) FAIL(E_INVALID_VALUE);
+		*v = 0;
+	}
+	END
+}
+
+EXPORT CUresult cuFuncSetAttribute(H hf, int attr, int v) {
+	if (!strict()) return OK;
+	BEGIN("cuFuncSetAttribute");
+	func_t *f;
+	TRY(get_func(FN, hf, &f));
+	if (attr < 0 || attr >= CU_FUNC_ATTRIBUTE_MAX) FAIL(E_INVALID_VALUE);
+	if (attr == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
+		if (v < 0 || v > 232448) FAIL(E_INVALID_VALUE); // the opt-in maximum
+		f->max_dyn_smem = v;
+	}
+	END
+}
+
+EXPORT CUresult cuFuncGetName(const char **name, H hf) {
+	if (!strict()) { *name = "fake"; return OK; }
+	BEGIN("cuFuncGetName");
+	func_t *f;
+	if (name == NULL) FAIL(E_INVALID_VALUE);
+	TRY(get_func(FN, hf, &f));
+	*name = f->name;
+	END
+}
+
+EXPORT CUresult cuFuncGetModule(H *out, H hf) {
+	if (!strict()) { *out = 0; return OK; }
+	BEGIN("cuFuncGetModule");
+	func_t *f;
+	if (out == NULL) FAIL(E_INVALID_VALUE);
+	TRY(get_func(FN, hf, &f));
+	*out = (H)f->mod;
+	END
+}
+
+/* ---------- launches ---------- */
+
+// scan_params checks every 8-byte parameter that holds an address of tracked memory:
+// freed, free-pending or unregistered memory is a violation (the driver would accept
+// the launch; the kernel would fault), live memory becomes a reference checked again
+// when the kernel runs.
+static void scan_params(const char *FN, const char *what, func_t *f, const uint8_t *buf, op_t *o) {
+	for (size_t i = 0; i < f->l.n; i++) {
+		if (f->l.size[i] != 8 || f->l.off[i] % 8) continue;
+		uint64_t v;
+		memcpy(&v, buf + f->l.off[i], 8);
+		mem_t *m = mem_find((uintptr_t)v);
+		if (m) {
+			if (m->r.state != ST_LIVE)
+				violation(FN, "%s with freed memory: %s parameter %zu = %#llx, in the %s allocation [%#lx, +%zu) (%s)", what,
+					f->name, i, (unsigned long long)v, mkname[m->kind], (unsigned long)m->base, m->size, stname[m->r.state]);
+			else
+				op_ref(o, &m->r);
+			continue;
+		}
+		reg_t *g = reg_find((uintptr_t)v);
+		if (g == NULL) continue;
+		if (g->r.state != ST_LIVE)
+			violation(FN, "%s with unregistered host memory: %s parameter %zu = %#llx, in [%#lx, +%zu), unregistered", what,
+				f->name, i, (unsigned long long)v, (unsigned long)g->base, g->size);
+		else
+			op_ref(o, &g->r);
+	}
+}
+
+static void record_launch(op_t *o, H hs, ctx_t *c) {
+	if (ring == NULL && (ring = calloc(RING, sizeof *ring)) == NULL) abort();
+	int64_t seq = ++launch_seq;
+	fakecuda_launch *rec = &ring[(seq - 1) % RING];
+	rec->seq = seq;
+	memcpy(rec->grid, o->u.k.grid, sizeof rec->grid);
+	memcpy(rec->block, o->u.k.block, sizeof rec->block);
+	rec->shared_mem = o->u.k.shm;
+	rec->param_size = (uint32_t)o->u.k.psize;
+	rec->stream = hs;
+	rec->context = (uint64_t)(uintptr_t)c;
+	size_t nl = strnlen(o->u.k.f->name, sizeof rec->func - 1);
+	memcpy(rec->func, o->u.k.f->name, nl);
+	rec->func[nl] = 0;
+	size_t n = o->u.k.psize < REC_PARAMS ? o->u.k.psize : REC_PARAMS;
+	if (n) memcpy(rec->params, o->u.k.params, n);
+}
+
+EXPORT CUresult cuLaunchKernel(H hf, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+	unsigned shm, H hs, void **params, void **extra) {
+	if (!strict()) {
+		if ((uint64_t)bx * by * bz > 1024) return E_INVALID_VALUE; // more threads than a block holds
+		return OK;
+	}
+	BEGIN("cuLaunchKernel");
+	ctx_t *c;
+	func_t *f;
+	stream_t *s;
+	TRY(need_ctx(FN, &c));
+	TRY(get_func(FN, hf, &f));
+	TRY(get_stream(FN, hs, &s));
+	if (!gx || !gy || !gz || !bx || !by || !bz) FAIL(E_INVALID_VALUE);
+	if (bx > 1024 || by > 1024 || bz > 64 || (uint64_t)bx * by * bz > 1024) FAIL(E_INVALID_VALUE);
+	if (gx > 2147483647u || gy > 65535 || gz > 65535) FAIL(E_INVALID_VALUE);
+	if (shm > (unsigned)(f->max_dyn_smem > 48 * 1024 ? f->max_dyn_smem : 48 * 1024)) FAIL(E_INVALID_VALUE);
+	size_t size = f->l.argsize;
+	op_t *o = op_new(OP_KERNEL, FN);
+	uint8_t *buf = size == 0 ? NULL : size <= sizeof o->pbuf ? o->pbuf : malloc(size);
+	if (size && buf == NULL) abort();
+	o->u.k.params = buf;
+	o->u.k.psize = size;
+	if (params && extra) {
+		violation(FN, "malformed launch of %s: both kernelParams and extra", f->name);
+		op_free(o);
+		FAIL(E_INVALID_VALUE);
+	}
+	if (extra) {
+		const void *bp = NULL;
+		const size_t *bs = NULL;
+		int bad = 0;
+		for (size_t i = 0; extra[i] != (void *)CU_LAUNCH_PARAM_END; i += 2) {
+			uintptr_t key = (uintptr_t)extra[i];
+			if (key == CU_LAUNCH_PARAM_BUFFER_POINTER) bp = extra[i + 1];
+			else if (key == CU_LAUNCH_PARAM_BUFFER_SIZE) bs = extra[i + 1];
+			else { bad = 1; break; }
+			if (i > 64) { bad = 1; break; } // no END
+		}
+		if (bad || bp == NULL || bs == NULL || *bs != size) {
+			violation(FN, "malformed launch of %s: extra gives %s%zu bytes of parameters, the kernel takes %zu", f->name,
+				bad ? "an unknown key, " : (bp == NULL ? "no buffer, " : ""), bs ? *bs : 0, size);
+			op_free(o);
+			FAIL(E_INVALID_VALUE);
+		}
+		if (size) memcpy(buf, bp, size);
+	} else if (params) {
+		for (size_t i = 0; i < f->l.n; i++) {
+			if (params[i] == NULL) {
+				violation(FN, "malformed launch of %s: kernelParams[%zu] is NULL", f->name, i);
+				op_free(o);
+				FAIL(E_INVALID_VALUE);
+			}
+			memcpy(buf + f->l.off[i], params[i], f->l.size[i]);
+		}
+	} else if (f->l.n) {
+		violation(FN, "malformed launch of %s: no parameters given, the kernel takes %zu", f->name, f->l.n);
+		op_free(o);
+		FAIL(E_INVALID_VALUE);
+	}
+	o->u.k.f = f;
+	o->u.k.ns = kernel_ns;
+	o->u.k.grid[0] = gx, o->u.k.grid[1] = gy, o->u.k.grid[2] = gz;
+	o->u.k.block[0] = bx, o->u.k.block[1] = by, o->u.k.block[2] = bz;
+	o->u.k.shm = shm;
+	scan_params(FN, "launch", f, buf ? buf : (const uint8_t *)"", o);
+	if (!(s && s->capture)) record_launch(o, hs, c);
+	submit(c, s, o);
+	END
+}
+
+/* ---------- stream capture and graphs (minimal) ---------- */
+
+EXPORT CUresult cuStreamBeginCapture_v2(H hs, int mode) {
+	(void)mode;
+	if (!strict()) return OK;
+	BEGIN("cuStreamBeginCapture_v2");
+	ctx_t *c;
+	stream_t *s;
+	TRY(need_ctx(FN, &c));
+	TRY(get_stream(FN, hs, &s));
+	if (s == LEGACY) FAIL(E_STREAM_CAPTURE_UNSUPPORTED);
+	if (s->capture) FAIL(E_ILLEGAL_STATE);
+	graph_t *g = h_new(H_GRAPH, c);
+	if (g == NULL) FAIL(E_OUT_OF_MEMORY);
+	s->capture = g;
+	s->capture_invalid = 0;
+	END
+}
+
+static void graph_free_ops(graph_t *g) {
+	for (op_t *o = g->head, *next; o; o = next) {
+		next = o->next;
+		op_free(o);
+	}
+	g->head = g->tail = NULL;
+	g->n = 0;
+}
+
+EXPORT CUresult cuStreamEndCapture(H hs, H *out) {
+	if (!strict()) { *out = fast_handle(); return OK; }
+	BEGIN("cuStreamEndCapture");
+	stream_t *s;
+	if (out == NULL) FAIL(E_INVALID_VALUE);
+	TRY(get_stream(FN, hs, &s));
+	if (s == LEGACY || s->capture == NULL) FAIL(E_ILLEGAL_STATE);
+	graph_t *g = s->capture;
+	s->capture = NULL;
+	if (s->capture_invalid) {
+		graph_free_ops(g);
+		h_kill(&g->h);
+		*out = 0;
+		FAIL(E_STREAM_CAPTURE_INVALIDATED);
+	}
+	*out = (H)g;
+	END
+}
+
+EXPORT CUresult cuStreamIsCapturing(H hs, int *status) {
+	if (!strict()) { *status = 0; return OK; }
+	BEGIN("cuStreamIsCapturing");
+	stream_t *s;
+	if (status == NULL) FAIL(E_INVALID_VALUE);
+	TRY(get_stream(FN, hs, &s));
+	*status = s == LEGACY || s->capture == NULL ? CU_STREAM_CAPTURE_STATUS_NONE :
+		s->capture_invalid ? CU_STREAM_CAPTURE_STATUS_INVALIDATED : CU_STREAM_CAPTURE_STATUS_ACTIVE;
+	END
+}
+
+EXPORT CUresult cuGraphCreate(H *out, unsigned flags) {
+	if (!strict()) { *out = fast_handle(); return OK; }
+	BEGIN("cuGraphCreate");
+	ctx_t *c;
+	if (out == NULL || flags) FAIL(E_INVALID_VALUE);
+	TRY(need_ctx(FN, &c));
+	graph_t *g = h_new(H_GRAPH, c);
+	if (g == NULL) FAIL(E_OUT_OF_MEMORY);
+	*out = (H)g;
+	END
+}
+
+EXPORT CUresult cuGraphInstantiateWithFlags(H *out, H hg, unsigned long long flags) {
+	(void)flags;
+	if (!strict()) { *out = fast_handle(); return OK; }
+	BEGIN("cuGraphInstantiateWithFlags");
+	ctx_t *c;
+	graph_t *g;
+	if (out == NULL) FAIL(E_INVALID_VALUE);
+	TRY(need_ctx(FN, &c));
+	TRY(get_h(FN, hg, H_GRAPH, (void **)&g));
+	graph_t *e = h_new(H_EXEC, c);
+	if (e == NULL) FAIL(E_OUT_OF_MEMORY);
+	for (op_t *o = g->head; o; o = o->next) graph_append(e, op_clone(o));
+	*out = (H)e;
+	END
+}
+
+// cuGraphLaunch queues copies of the exec's operations on s, checking their memory
+// as the calls that captured them did.
+EXPORT CUresult cuGraphLaunch(H he, H hs) {
+	if (!strict()) return OK;
+	BEGIN("cuGraphLaunch");
+	ctx_t *c;
+	graph_t *e;
+	stream_t *s;
+	TRY(need_ctx(FN, &c));
+	TRY(get_h(FN, he, H_EXEC, (void **)&e));
+	TRY(get_stream(FN, hs, &s));
+	if (s && s->capture) {
+		s->capture_invalid = 1;
+		FAIL(E_NOT_SUPPORTED);
+	}
+	for (op_t *o = e->head; o; o = o->next) {
+		for (size_t i = 0; i < o->nrefs; i++) {
+			int st = o->refs[i]->state;
+			if (st == ST_FREED || st == ST_FREE_PENDING || st == ST_UNREG)
+				violation(FN, "graph launch uses %s memory (captured by %s)", stname[st], o->fn);
+		}
+		op_t *k = op_clone(o);
+		if (k->type == OP_KERNEL) record_launch(k, hs, c);
+		submit(c, s, k);
+	}
+	END
+}
+
+EXPORT CUresult cuGraphDestroy(H hg) {
+	if (!strict()) return OK;
+	BEGIN("cuGraphDestroy");
+	graph_t *g;
+	hdr *h = h_at(hg);
+	if (h && h->type == H_GRAPH && h->dead) {
+		violation(FN, "graph %#lx destroyed twice", (unsigned long)hg);
+		FAIL(E_INVALID_HANDLE);
+	}
+	TRY(get_h(FN, hg, H_GRAPH, (void **)&g));
+	graph_free_ops(g);
+	h_kill(&g->h);
+	END
+}
+
+EXPORT CUresult cuGraphExecDestroy(H he) {
+	if (!strict()) return OK;
+	BEGIN("cuGraphExecDestroy");
+	graph_t *e;
+	hdr *h = h_at(he);
+	if (h && h->type == H_EXEC && h->dead) {
+		violation(FN, "graph exec %#lx destroyed twice", (unsigned long)he);
+		FAIL(E_INVALID_HANDLE);
+	}
+	TRY(get_h(FN, he, H_EXEC, (void **)&e));
+	graph_free_ops(e);
+	h_kill(&e->h);
+	END
+}

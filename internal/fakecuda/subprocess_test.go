@@ -1,0 +1,134 @@
+package fakecuda_test
+
+import (
+	"os"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/dl"
+	"github.com/gocuda/gocuda/internal/fakecuda"
+)
+
+// A symbol left out of the build is missing for the Go side, as with an older
+// driver.
+func TestMissingSymbol(t *testing.T) {
+	if !child(t, map[string]string{fakecuda.EnvOmit: "cuMemsetD8Async,cuStreamQuery"}) {
+		return
+	}
+	require.True(t, fakecuda.Strict())
+	e := newEnv(t)
+	d := e.alloc(16)
+	s := e.stream(true)
+	err := cuda.MemsetD8Async(d, 1, 16, s)
+	require.ErrorIs(t, err, dl.ErrSymbolNotFound)
+	assert.Contains(t, err.Error(), "cuMemsetD8Async")
+	require.ErrorIs(t, cuda.StreamQuery(s), dl.ErrSymbolNotFound)
+	require.NoError(t, cuda.MemsetD8(d, 1, 16)) // the others are there
+	require.NoError(t, cuda.StreamSynchronize(s))
+}
+
+// Without a driver the library is not found: the no-driver paths run for real.
+func TestNoDriver(t *testing.T) {
+	if os.Getenv(fakecuda.EnvChild) == "" {
+		if !fakecuda.Active() {
+			t.Skip("needs the strict fake driver")
+		}
+		fakecuda.RunWithoutDriver(t)
+		return
+	}
+	require.False(t, fakecuda.Loaded())
+	require.ErrorIs(t, cuda.Init(0), dl.ErrLibraryNotFound)
+	n, _ := fakecuda.Violations()
+	require.Zero(t, n)
+	require.ErrorIs(t, fakecuda.SetSeed(1), fakecuda.ErrNotLoaded)
+}
+
+// Fast mode, for the benchmarks: everything succeeds, nothing is tracked.
+func TestFastMode(t *testing.T) {
+	if !child(t, map[string]string{"FAKECUDA_MODE": "fast"}) {
+		return
+	}
+	require.True(t, fakecuda.Loaded())
+	require.False(t, fakecuda.Strict())
+	require.NoError(t, cuda.Init(0))
+	var dev cuda.CUdevice
+	require.NoError(t, cuda.DeviceGet(&dev, 0))
+	var ctx cuda.CUcontext
+	require.NoError(t, cuda.DevicePrimaryCtxRetain(&ctx, dev))
+	require.NoError(t, cuda.CtxSetCurrent(ctx))
+	var s cuda.CUstream
+	require.NoError(t, cuda.StreamCreate(&s, 0))
+	var d cuda.CUdeviceptr
+	require.NoError(t, cuda.MemAllocAsync(&d, 1<<40, s)) // nothing is allocated
+	require.NotZero(t, d)
+	require.NoError(t, cuda.MemsetD8Async(d, 1, 1<<40, s))
+	require.NoError(t, cuda.MemFreeAsync(d, s))
+	require.NoError(t, cuda.MemFreeAsync(d, s)) // nothing is checked
+	img := append([]byte(testPTX), 0)
+	var m cuda.CUmodule
+	require.NoError(t, cuda.ModuleLoadData(&m, unsafe.Pointer(&img[0])))
+	var f cuda.CUfunction
+	require.NoError(t, cuda.ModuleGetFunction(&f, m, cstr("axpy")))
+	var off, size uint64
+	require.NoError(t, cuda.FuncGetParamInfo(f, 2, &off, &size))
+	assert.Equal(t, [2]uint64{16, 8}, [2]uint64{off, size})
+	require.NoError(t, cuda.LaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, nil, nil))
+	require.NoError(t, cuda.StreamSynchronize(s))
+	require.NoError(t, cuda.StreamDestroy(s))
+	require.NoError(t, cuda.StreamDestroy(s))
+	assert.Zero(t, fakecuda.LaunchCount())
+	n, _ := fakecuda.Violations()
+	assert.Zero(t, n)
+}
+
+// FAKECUDA_DEVICES and FAKECUDA_MEMORY_BYTES, in a fresh process (no primary
+// context retained yet).
+func TestDevices(t *testing.T) {
+	if !child(t, map[string]string{"FAKECUDA_DEVICES": "8", "FAKECUDA_MEMORY_BYTES": "1G"}) {
+		return
+	}
+	require.True(t, fakecuda.Strict())
+	var d cuda.CUdevice
+	require.ErrorIs(t, cuda.DeviceGet(&d, 0), cuda.CUDA_ERROR_NOT_INITIALIZED)
+	require.NoError(t, cuda.Init(0))
+	var n int32
+	require.NoError(t, cuda.DeviceGetCount(&n))
+	require.Equal(t, int32(8), n)
+	require.NoError(t, cuda.DeviceGet(&d, 7))
+	require.ErrorIs(t, cuda.DeviceGet(&d, 8), cuda.CUDA_ERROR_INVALID_DEVICE)
+	var total uint64
+	require.NoError(t, cuda.DeviceTotalMem(&total, 7))
+	require.Equal(t, uint64(1<<30), total)
+
+	lockThread(t)
+	var ctx cuda.CUcontext
+	require.NoError(t, cuda.DevicePrimaryCtxRetain(&ctx, 5))
+	require.NoError(t, cuda.CtxSetCurrent(ctx))
+	var cd cuda.CUdevice
+	require.NoError(t, cuda.CtxGetDevice(&cd))
+	require.Equal(t, cuda.CUdevice(5), cd)
+	var p cuda.CUdeviceptr
+	require.NoError(t, cuda.MemAlloc(&p, 1<<29))
+	require.ErrorIs(t, cuda.MemAlloc(&p, 1<<30), cuda.CUDA_ERROR_OUT_OF_MEMORY)
+	// The last release resets the primary context: its memory is freed, and the
+	// handle is a destroyed context until retained again.
+	require.NoError(t, cuda.DevicePrimaryCtxRelease(5))
+	assert.Zero(t, fakecuda.Counters().DeviceAllocs)
+	before, _ := fakecuda.Violations()
+	require.ErrorIs(t, cuda.MemAlloc(&p, 8), cuda.CUDA_ERROR_CONTEXT_IS_DESTROYED)
+	require.ErrorIs(t, cuda.DevicePrimaryCtxRelease(5), cuda.CUDA_ERROR_INVALID_CONTEXT)
+	after, text := fakecuda.Violations()
+	require.Equal(t, before+2, after, text)
+	assert.Contains(t, text, "which is not retained")
+	fakecuda.ResetViolations()
+	var again cuda.CUcontext
+	require.NoError(t, cuda.DevicePrimaryCtxRetain(&again, 5))
+	require.Equal(t, ctx, again)
+	require.NoError(t, cuda.MemAlloc(&p, 8))
+	require.NoError(t, cuda.DevicePrimaryCtxReset(5))
+	require.NoError(t, cuda.CtxSetCurrent(0))
+}
