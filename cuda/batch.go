@@ -16,8 +16,9 @@ import (
 // they were added. A batch can be submitted again, to any stream of its context, and
 // reused after Reset. Device memory passed to Add must stay open until the last
 // Submit: Submit checks that it is and fails with ErrClosed otherwise, before queuing
-// anything. The zero LaunchBatch is empty and ready to use; a LaunchBatch is not safe
-// for concurrent use.
+// anything; while Submit queues the launches it holds that memory, so a concurrent
+// Close waits for it. The zero LaunchBatch is empty and ready to use; a LaunchBatch
+// is not safe for concurrent use, and a nil one is empty and refuses Submit.
 type LaunchBatch struct {
 	ctx   *Context
 	recs  []batchRec
@@ -32,11 +33,20 @@ type batchDev struct {
 	ptr CUdeviceptr
 }
 
-// Len returns the number of launches in the batch.
-func (b *LaunchBatch) Len() int { return len(b.recs) }
+// Len returns the number of launches in the batch (0 for a nil batch).
+func (b *LaunchBatch) Len() int {
+	if b == nil {
+		return 0
+	}
+	return len(b.recs)
+}
 
-// Reset empties the batch, keeping its memory for reuse.
+// Reset empties the batch, keeping its memory for reuse; it does nothing to a nil
+// batch.
 func (b *LaunchBatch) Reset() {
+	if b == nil {
+		return
+	}
 	clear(b.funcs)
 	clear(b.devs)
 	b.ctx, b.recs, b.args, b.funcs, b.devs = nil, b.recs[:0], b.args[:0], b.funcs[:0], b.devs[:0]
@@ -48,6 +58,9 @@ func (b *LaunchBatch) Reset() {
 // before queuing, and with ErrWrongContext for a kernel of another context than the
 // batch's earlier launches.
 func (b *LaunchBatch) Add(f *Function, grid, block Dim3, sharedMem int, args ...any) error {
+	if b == nil {
+		return fmt.Errorf("%w: nil *cuda.LaunchBatch", ErrInvalidArgument)
+	}
 	d, err := f.launchDims(grid, block, sharedMem)
 	if err != nil {
 		return err
@@ -56,7 +69,7 @@ func (b *LaunchBatch) Add(f *Function, grid, block Dim3, sharedMem int, args ...
 	if err := m.ctx.check(); err != nil {
 		return err
 	}
-	if b.ctx != nil && b.ctx != m.ctx {
+	if b.ctx != nil && b.ctx.ctxState != m.ctx.ctxState {
 		return fmt.Errorf("%w: batching %s (module of context %p) with launches of context %p",
 			ErrWrongContext, f.name, m.ctx, b.ctx)
 	}
@@ -65,36 +78,56 @@ func (b *LaunchBatch) Add(f *Function, grid, block Dim3, sharedMem int, args ...
 		room = f.argSize
 	}
 	start := len(b.args)
-	size, err := b.pack(f, room, args)
+	size, held, err := b.pack(f, room, args)
 	if errors.Is(err, errParamsTooLarge) { // unknown layout, more than inlineParams
 		b.args = b.args[:start]
-		size, err = b.pack(f, size, args)
+		size, held, err = b.pack(f, size, args)
 	}
 	if err != nil {
 		b.args = b.args[:start]
 		return err
 	}
 	b.args = b.args[:start+int((size+7)/8)]
+	// pack holds the device memory it packed: record it (with the address packed)
+	// for Submit, which holds it again, and let go.
 	devs := len(b.devs)
 	for i := range args {
+		if held&maskOf(i) == 0 {
+			continue
+		}
 		if dm, ok := detach(&args[i]).(deviceArg); ok {
-			p, _, err := dm.devicePtr()
-			if err != nil { // packArgs checked it: closed since
-				b.args, b.devs = b.args[:start], b.devs[:devs]
-				return fmt.Errorf("cuda: kernel %s argument %d: %w", f.name, i, err)
-			}
-			b.devs = append(b.devs, batchDev{dm, p})
+			b.devs = append(b.devs, batchDev{dm, 0})
 		}
 	}
+	for i := devs; i < len(b.devs); i++ {
+		// Held by pack, so open: this only reads the address.
+		p, _, err := b.devs[i].mem.holdArg()
+		if err != nil { // closing meanwhile
+			releaseArgs(args, held, nil)
+			b.args, b.devs = b.args[:start], b.devs[:devs]
+			return fmt.Errorf("cuda: kernel %s: %w", f.name, err)
+		}
+		b.devs[i].mem.releaseArg(nil)
+		b.devs[i].ptr = p
+	}
+	releaseArgs(args, held, nil)
 	b.recs = append(b.recs, newBatchRec(f.h, d, uintptr(start*8), size))
 	b.funcs = append(b.funcs, f)
 	b.ctx = m.ctx
 	return nil
 }
 
+// release ends Submit's holds on the first n device memory arguments, recording
+// their use on s unless s is nil.
+func (b *LaunchBatch) release(n int, s *stream) {
+	for i := range b.devs[:n] {
+		b.devs[i].mem.releaseArg(s)
+	}
+}
+
 // pack packs args for f into room new bytes at the end of b.args and returns their
-// size (as packArgs does).
-func (b *LaunchBatch) pack(f *Function, room uintptr, args []any) (uintptr, error) {
+// size and the arguments it holds (as packArgs does).
+func (b *LaunchBatch) pack(f *Function, room uintptr, args []any) (uintptr, argMask, error) {
 	start := len(b.args)
 	words := int((room + 7) / 8)
 	b.args = append(b.args, make([]uint64, words)...)
@@ -102,8 +135,7 @@ func (b *LaunchBatch) pack(f *Function, room uintptr, args []any) (uintptr, erro
 	if words > 0 {
 		buf = unsafe.Slice((*byte)(unsafe.Pointer(&b.args[start])), room)
 	}
-	size, _, err := packArgs(buf, f.params, f.known, f.mod.ctx, f.name, args)
-	return size, err
+	return packArgs(buf, f.params, f.known, f.mod.ctx, f.name, args)
 }
 
 // Submit queues the batch's launches on s, in the order they were added, with one
@@ -113,22 +145,34 @@ func (b *LaunchBatch) pack(f *Function, room uintptr, args []any) (uintptr, erro
 // then. If the driver rejects a launch, the launches before it stay queued and the
 // error names the failed one. Submitting an empty batch does nothing.
 func (b *LaunchBatch) Submit(s *Stream) error {
+	if b == nil {
+		return fmt.Errorf("%w: nil *cuda.LaunchBatch", ErrInvalidArgument)
+	}
 	if err := checkStream(s); err != nil {
 		return err
 	}
 	if len(b.recs) == 0 {
 		return nil
 	}
-	if s.ctx != b.ctx {
+	c := b.ctx.ctxState
+	if s.cs != c {
 		return fmt.Errorf("%w: submitting a batch of context %p on a stream of context %p", ErrWrongContext, b.ctx, s.ctx)
 	}
+	if err := c.enter(); err != nil {
+		return err
+	}
+	defer c.exit()
+	// Hold the device memory until the launches are queued.
+	held := 0
+	defer func() { b.release(held, nil) }()
 	for i := range b.devs {
-		p, _, err := b.devs[i].mem.devicePtr()
-		if err == nil && p != b.devs[i].ptr {
-			err = fmt.Errorf("cuda: device memory moved: %w", ErrClosed)
-		}
+		p, _, err := b.devs[i].mem.holdArg()
 		if err != nil {
 			return fmt.Errorf("cuda: submitting a batch: %w", err)
+		}
+		held++
+		if p != b.devs[i].ptr {
+			return fmt.Errorf("cuda: submitting a batch: device memory moved: %w", ErrClosed)
 		}
 	}
 
@@ -161,10 +205,15 @@ func (b *LaunchBatch) Submit(s *Stream) error {
 	if st.closed {
 		return fmt.Errorf("cuda: stream: %w", ErrClosed)
 	}
-	for i := range b.devs {
-		b.devs[i].mem.usedOn(st)
+	done, err := launchBatch(c.h, st.h, b.recs, b.args)
+	// Uses are recorded with the stream's lock held (see memBase.usedOn); launches
+	// before a failed one stay queued.
+	if done > 0 {
+		b.release(held, st)
+	} else {
+		b.release(held, nil)
 	}
-	done, err := launchBatch(b.ctx.h, st.h, b.recs, b.args)
+	held = 0
 	if err != nil {
 		return fmt.Errorf("cuda: submitting a batch: launch %d of %d (%s): %w", done+1, len(b.recs), b.funcs[done].name, err)
 	}

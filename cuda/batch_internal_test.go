@@ -13,7 +13,7 @@ import (
 // Add checks and packs each launch before anything reaches the driver, and a failed
 // Add leaves the batch as it was.
 func TestLaunchBatchAddCPU(t *testing.T) {
-	ctx := &Context{}
+	ctx := fakeContext()
 	m := &Module{ctx: ctx}
 	f := &Function{mod: m, name: "k", params: []paramInfo{{0, 4}, {8, 8}}, known: true, argSize: 16}
 	buf := &fakeBuf{ptr: 0xabc000, ctx: ctx}
@@ -47,7 +47,7 @@ func TestLaunchBatchAddCPU(t *testing.T) {
 	}
 	closed := &fakeBuf{ctx: ctx, err: fmt.Errorf("buffer: %w", ErrClosed)}
 	require.ErrorIs(t, b.Add(f, D1(1), D1(1), 0, int32(1), closed), ErrClosed)
-	other := &Function{mod: &Module{ctx: &Context{}}, name: "k2", known: true}
+	other := &Function{mod: &Module{ctx: fakeContext()}, name: "k2", known: true}
 	require.ErrorIs(t, b.Add(other, D1(1), D1(1), 0), ErrWrongContext)
 	assert.Equal(t, 2, b.Len())
 	assert.Len(t, b.args, 4)
@@ -68,10 +68,10 @@ func TestLaunchBatchAddCPU(t *testing.T) {
 // Submit fails before the driver for a nil, closed or foreign stream, a closed
 // module and closed device memory; an empty batch queues nothing.
 func TestLaunchBatchSubmitChecksCPU(t *testing.T) {
-	ctx := &Context{}
+	ctx := fakeContext()
 	m := &Module{ctx: ctx}
 	f := &Function{mod: m, name: "k", params: []paramInfo{{0, 8}}, known: true, argSize: 8}
-	s := &Stream{&stream{ctx: ctx}}
+	s := fakeStream(ctx)
 	var empty LaunchBatch
 	require.ErrorIs(t, empty.Submit(nil), ErrInvalidArgument)
 	require.NoError(t, empty.Submit(s))
@@ -79,7 +79,7 @@ func TestLaunchBatchSubmitChecksCPU(t *testing.T) {
 	buf := &fakeBuf{ptr: 0xabc000, ctx: ctx}
 	var b LaunchBatch
 	require.NoError(t, b.Add(f, D1(1), D1(1), 0, buf))
-	require.ErrorIs(t, b.Submit(&Stream{&stream{ctx: &Context{}}}), ErrWrongContext)
+	require.ErrorIs(t, b.Submit(fakeStream(fakeContext())), ErrWrongContext)
 
 	buf.err = fmt.Errorf("buffer: %w", ErrClosed)
 	require.ErrorIs(t, b.Submit(s), ErrClosed)

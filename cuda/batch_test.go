@@ -14,7 +14,7 @@ import (
 // A batch runs its launches in order, can be submitted again, and refuses memory
 // closed since Add.
 func TestLaunchBatch(t *testing.T) {
-	g, m, s := loadKernels(t)
+	g, m, s := loadKernels(t, gputest.Kernels)
 	ctx := m.Context()
 	const n = 1000
 	x, err := cuda.AllocFor[float32](s, n)

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -13,21 +14,38 @@ import (
 // made with NewContext. Every call of this package runs with its object's context
 // current on whatever thread the goroutine is on, so callers never need
 // runtime.LockOSThread.
+//
+// A Context is safe for concurrent use. Calls in a context made by NewContext hold it
+// while they queue work: Close waits for the calls in progress, and later calls in
+// the context, or on its objects, fail with ErrClosed. The zero Context is not
+// usable: its methods return ErrInvalidArgument.
 type Context struct {
+	*ctxState
+	reg *resource.Registration // NewContext: the release (cuCtxDestroy); nil for primary contexts
+}
+
+// ctxState is the part of a Context that the package's own objects in the context
+// (its streams, its memory state, release registrations) point to. They must not
+// point to the Context itself: a Context dropped without Close is destroyed once it
+// is unreachable, which it never would be if it were reachable from itself.
+type ctxState struct {
 	h       CUcontext
 	dev     Device
 	primary bool
-	dead    atomic.Bool
+	// hold counts the calls in a context of NewContext; destroying the context
+	// shuts it first. Primary contexts live as long as the process: no hold.
+	hold hold
+	dead atomic.Bool // destroyed: set once the hold is shut and its calls are out
 
 	mu       sync.Mutex
 	disposal *stream // non-blocking stream for releases whose stream is gone
 	waiter   *stream // non-blocking stream for host waits on events (sleepOn)
-	closed   bool
+	mem      atomic.Pointer[memState]
 }
 
 var (
 	primaries sync.Map // Device → *primaryEntry
-	contexts  sync.Map // CUcontext → *Context, for the resource hooks
+	contexts  sync.Map // CUcontext → *ctxState, for the resource hooks
 )
 
 type primaryEntry struct {
@@ -36,10 +54,16 @@ type primaryEntry struct {
 	err  error
 }
 
+// errContextClosed is the error of a call in a destroyed context.
+var errContextClosed = fmt.Errorf("cuda: context: %w", ErrClosed)
+
 // Context returns the device's primary context, retained once for the life of the
 // process (as the CUDA runtime does). Synchronization in it blocks the thread rather
 // than spinning once a short poll has not seen the work finish.
 func (d Device) Context() (*Context, error) {
+	if err := d.check(); err != nil {
+		return nil, err
+	}
 	v, _ := primaries.LoadOrStore(d, &primaryEntry{})
 	e := v.(*primaryEntry)
 	e.once.Do(func() {
@@ -60,98 +84,178 @@ func (d Device) Context() (*Context, error) {
 			e.err = fmt.Errorf("cuda: device %d primary context: %w", int(d), err)
 			return
 		}
-		e.ctx = &Context{h: c, dev: d, primary: true}
-		contexts.Store(c, e.ctx)
+		cs := &ctxState{h: c, dev: d, primary: true}
+		e.ctx = &Context{ctxState: cs}
+		contexts.Store(c, cs)
 	})
+	if e.err != nil {
+		// Keep nothing for a device that has no context (a bad ordinal), and let a
+		// later call try again.
+		primaries.CompareAndDelete(d, e)
+	}
 	return e.ctx, e.err
 }
 
-// NewContext creates a context of its own on the device (cuCtxCreate); Close destroys
-// it. Most programs want the device's primary context instead.
+// NewContext creates a context of its own on the device (cuCtxCreate). Close
+// destroys it; one dropped without Close is destroyed in resource.Reclaim
+// (cuCtxDestroy waits for the context's work, so never on the way of the program).
+// Most programs want the device's primary context instead.
 func NewContext(d Device, flags CUctx_flags) (*Context, error) {
 	h, err := d.handle()
 	if err != nil {
 		return nil, err
 	}
 	var c CUcontext
-	// cuCtxCreate makes the new context current on this thread; keep the thread for
-	// the call and restore what was current.
+	// cuCtxCreate pushes the new context on this thread's stack of current contexts:
+	// keep the thread for the call, and pop it (the driver restores what was current;
+	// setting that back ourselves could name a context destroyed since).
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	var prev CUcontext
-	_ = CtxGetCurrent(&prev)
 	if err := CtxCreate(&c, nil, uint32(flags), h); err != nil {
 		return nil, fmt.Errorf("cuda: creating a context on device %d: %w", int(d), err)
 	}
-	_ = CtxSetCurrent(prev)
-	ctx := &Context{h: c, dev: d}
-	contexts.Store(c, ctx)
+	var popped CUcontext
+	_ = CtxPopCurrent(&popped)
+	cs := &ctxState{h: c, dev: d}
+	contexts.Store(c, cs)
+	ctx := &Context{ctxState: cs}
+	ctx.reg = resource.ResourceFinalizerErr((*Context).destroy, ctx, true,
+		resource.Kind("cuCtxDestroy"), resource.WithContext(nil), resource.CallerSkip(1))
 	return ctx, nil
 }
 
-// Handle returns the raw context.
-func (c *Context) Handle() CUcontext { return c.h }
-
-// Device returns the context's device.
-func (c *Context) Device() Device { return c.dev }
-
-// check returns ErrClosed for a destroyed context and ErrInvalidArgument for nil.
-func (c *Context) check() error {
-	if c == nil {
-		return fmt.Errorf("%w: nil *cuda.Context", ErrInvalidArgument)
+// Handle returns the raw context (0 for a nil or zero Context).
+func (c *Context) Handle() CUcontext {
+	if c == nil || c.ctxState == nil {
+		return 0
 	}
-	if c.dead.Load() {
-		return fmt.Errorf("cuda: context: %w", ErrClosed)
+	return c.h
+}
+
+// Device returns the context's device (-1 for a nil or zero Context, which no
+// device call accepts).
+func (c *Context) Device() Device {
+	if c == nil || c.ctxState == nil {
+		return -1
+	}
+	return c.dev
+}
+
+// check returns ErrInvalidArgument for a nil or zero Context and ErrClosed for a
+// destroyed one.
+func (c *Context) check() error {
+	if c == nil || c.ctxState == nil {
+		return fmt.Errorf("%w: nil or zero *cuda.Context (use Device.Context or NewContext)", ErrInvalidArgument)
+	}
+	return c.ctxState.check()
+}
+
+// check returns ErrClosed for a destroyed context.
+func (c *ctxState) check() error {
+	if c.hold.closed() {
+		return errContextClosed
 	}
 	return nil
 }
 
-// Synchronize waits for all work in the context.
+// enter keeps the context from being destroyed until exit, or returns ErrClosed.
+// Every call that passes the context (or an object of it) to the driver enters
+// first. Primary contexts are never destroyed: entering costs a field load.
+func (c *ctxState) enter() error {
+	if c.primary || c.hold.enter() {
+		return nil
+	}
+	return errContextClosed
+}
+
+// exit ends an enter.
+func (c *ctxState) exit() {
+	if !c.primary {
+		c.hold.exit()
+	}
+}
+
+// Synchronize waits for all work in the context. A concurrent Close of a context
+// made by NewContext waits for it.
 func (c *Context) Synchronize() error {
 	if err := c.check(); err != nil {
 		return err
 	}
 	resource.Drain()
+	if err := c.enter(); err != nil {
+		return err
+	}
+	defer c.exit()
 	return inCtxSynchronize(c.h)
 }
 
-// Close destroys a context made by NewContext: it waits for its work, and releases
-// still queued for it are dropped (the driver frees everything the context owned).
-// Closing a primary context does nothing: it lives as long as the process.
+// Close destroys a context made by NewContext: it waits for the calls in progress in
+// it and for its work; objects of the context are destroyed with it (their Close
+// then returns nil, later uses ErrClosed). Closing again returns an error matching
+// ErrClosed. Closing a primary context does nothing: it lives as long as the
+// process.
 func (c *Context) Close() error {
-	if c == nil || c.primary {
+	if c == nil || c.ctxState == nil {
+		return fmt.Errorf("%w: nil or zero *cuda.Context", ErrInvalidArgument)
+	}
+	if c.primary {
 		return nil
 	}
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return fmt.Errorf("cuda: context: %w", ErrClosed)
-	}
-	c.closed = true
-	c.mu.Unlock()
 	// Run what is queued for it while it still exists.
 	resource.Drain()
+	err := c.reg.Release()
+	runtime.KeepAlive(c) // the finalizer must not run while Release does
+	if errors.Is(err, resource.ErrReleased) {
+		return errContextClosed
+	}
+	return err
+}
+
+// destroy is a NewContext's release, from Close or from resource.Reclaim.
+func (c *Context) destroy() error { return c.ctxState.destroy() }
+
+func (c *ctxState) destroy() error {
+	c.hold.close() // no call is in the context from here on
+	ms := c.mem.Load()
+	if ms != nil {
+		ms.teardown()
+	}
 	c.dead.Store(true)
 	contexts.Delete(c.h)
+	memContexts.Delete(c)
+	// The context's own streams go with it.
+	c.mu.Lock()
+	own := []*stream{c.disposal, c.waiter}
+	c.mu.Unlock()
+	if ms != nil {
+		own = append(own, ms.defStream, ms.hostStream)
+	}
+	for _, s := range own {
+		if s != nil {
+			s.mu.Lock()
+			s.closed = true
+			s.mu.Unlock()
+		}
+	}
 	return CtxDestroy(c.h)
 }
 
 // disposalStream returns the context's stream for releases whose own stream has been
 // destroyed: a non-blocking stream, never the legacy default stream.
-func (c *Context) disposalStream() (*stream, error) { return c.ownStream(&c.disposal) }
+func (c *ctxState) disposalStream() (*stream, error) { return c.ownStream(&c.disposal) }
 
 // waitStream returns the context's stream for sleepOn.
-func (c *Context) waitStream() (*stream, error) { return c.ownStream(&c.waiter) }
+func (c *ctxState) waitStream() (*stream, error) { return c.ownStream(&c.waiter) }
 
 // ownStream returns *p, one of the context's own non-blocking streams, creating it
-// on first use.
-func (c *Context) ownStream(p **stream) (*stream, error) {
+// on first use. The caller is in the context.
+func (c *ctxState) ownStream(p **stream) (*stream, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if *p != nil {
 		return *p, nil
 	}
-	s, err := newStream(c, true, 0)
+	s, err := newStream(c, true, 0, false)
 	if err != nil {
 		return nil, err
 	}
@@ -165,9 +269,10 @@ func (c *Context) ownStream(p **stream) (*stream, error) {
 // there (on s, or after ev on the context's wait stream) and synchronizes on it,
 // holding no lock meanwhile. A blocking-sync event sleeps whatever the context's
 // scheduling flags, so streams and user events need not be blocking-sync themselves
-// (which would make handing work between streams slower).
-func (c *Context) sleepOn(s *stream, ev CUevent) error {
-	ms, err := memFor(c)
+// (which would make handing work between streams slower). The caller is in the
+// context, and holds ev.
+func (c *ctxState) sleepOn(s *stream, ev CUevent) error {
+	ms, err := c.memory()
 	if err != nil {
 		return err
 	}
@@ -197,21 +302,25 @@ func (c *Context) sleepOn(s *stream, ev CUevent) error {
 
 // selfSwitching is the resource context of this package's own releases: they make
 // their context current themselves, inside their cgo calls (the in* functions), so
-// running them needs no thread lock and no context switch, only the check that the
-// context still exists.
-type selfSwitching struct{ c *Context }
+// running them needs no thread lock and no context switch; they enter the context
+// themselves, and report resource.ErrContextDestroyed when it is gone.
+type selfSwitching struct{ c *ctxState }
 
 // res returns the resource context for a release of this package in c.
-func (c *Context) res() resource.Context { return selfSwitching{c} }
+func (c *ctxState) res() resource.Context { return selfSwitching{c} }
 
-// currentContext maps the thread's current context to its *Context.
+// ResourceDirect makes selfSwitching a resource.DirectContext: resource runs the
+// package's own releases directly, without the Run hook and the closure it takes.
+func (sc selfSwitching) ResourceDirect() (alive bool) { return !sc.c.dead.Load() }
+
+// currentContext maps the thread's current context to its state.
 func currentContext() resource.Context {
 	var h CUcontext
 	if CtxGetCurrent(&h) != nil || h == 0 {
 		return nil
 	}
 	if v, ok := contexts.Load(h); ok {
-		return v.(*Context)
+		return v.(*ctxState)
 	}
 	return nil
 }
@@ -223,7 +332,7 @@ func installHooks() {
 		Current: currentContext,
 		Alive: func(ctx resource.Context) bool {
 			switch c := ctx.(type) {
-			case *Context:
+			case *ctxState:
 				return !c.dead.Load()
 			case selfSwitching:
 				return !c.c.dead.Load()
@@ -231,35 +340,35 @@ func installHooks() {
 			return true
 		},
 		Run: func(ctx resource.Context, f func()) error {
-			if sc, ok := ctx.(selfSwitching); ok {
-				if sc.c.dead.Load() {
-					return resource.ErrContextDestroyed
-				}
+			var c *ctxState
+			switch x := ctx.(type) {
+			case *ctxState:
+				c = x
+			case selfSwitching:
+				c = x.c
+			}
+			if c == nil {
 				f()
 				return nil
 			}
-			c, ok := ctx.(*Context)
-			if !ok || c == nil {
-				f()
-				return nil
-			}
-			if c.dead.Load() {
+			if c.enter() != nil {
 				return resource.ErrContextDestroyed
 			}
+			defer c.exit()
+			if _, ok := ctx.(selfSwitching); ok {
+				f()
+				return nil
+			}
+			// Push and pop: the driver restores what was current (which may be a
+			// context destroyed since: not ours to set again).
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
-			var prev CUcontext
-			if err := CtxGetCurrent(&prev); err != nil {
+			if err := CtxPushCurrent(c.h); err != nil {
 				return err
 			}
-			if prev != c.h {
-				if err := CtxSetCurrent(c.h); err != nil {
-					return err
-				}
-				defer CtxSetCurrent(prev)
-			}
 			f()
-			return nil
+			var popped CUcontext
+			return CtxPopCurrent(&popped)
 		},
 	})
 }

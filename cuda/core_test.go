@@ -8,14 +8,20 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/dl"
+	"github.com/gocuda/gocuda/internal/fakecuda"
 	"github.com/gocuda/gocuda/internal/gputest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// Without a driver (CI), every entry point returns ErrNoDriver wrapping the loader's
-// typed error, and nothing panics.
+// Without a driver, every entry point returns ErrNoDriver wrapping the loader's typed
+// error, and nothing panics. On the fake driver (CI) the test runs again in a process
+// without any driver.
 func TestNoDriver(t *testing.T) {
+	if fakecuda.Active() {
+		fakecuda.RunWithoutDriver(t)
+		return
+	}
 	if err := cuda.Library().Open(); err == nil {
 		t.Skip("libcuda.so.1 is present: the no-driver path is tested where it is absent (CI)")
 	}

@@ -129,7 +129,7 @@ func (s *stream) flushCache(ms *memState) (known bool) {
 	for class, bin := range bins {
 		size := devClassSize(class)
 		for _, p := range bin {
-			_ = inMemFreeAsync(s.ctx.h, p, s.h)
+			_ = inMemFreeAsync(s.cs.h, p, s.h)
 			ms.devCached.Add(-int64(size))
 		}
 	}
@@ -145,15 +145,9 @@ func (s *stream) dropCache() {
 	if empty {
 		return
 	}
-	ms := cachedMem(s.ctx)
+	ms := s.cs.mem.Load()
 	if ms == nil {
-		v, ok := memStates.Load(s.ctx)
-		if !ok {
-			return
-		}
-		if ms = v.(*memEntry).ms.Load(); ms == nil {
-			return
-		}
+		return
 	}
 	if !s.flushCache(ms) {
 		return

@@ -3,6 +3,7 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 
 	"github.com/gocuda/gocuda/dl"
@@ -60,8 +61,20 @@ func DeviceCount() (int, error) {
 	return int(n), nil
 }
 
+// check rejects ordinals the driver cannot take (it takes an int32: a larger
+// Device would otherwise name another device).
+func (d Device) check() error {
+	if d < 0 || d > math.MaxInt32 {
+		return fmt.Errorf("%w: device ordinal %d", ErrInvalidArgument, int(d))
+	}
+	return nil
+}
+
 // handle returns the driver's device handle.
 func (d Device) handle() (CUdevice, error) {
+	if err := d.check(); err != nil {
+		return 0, err
+	}
 	if err := initDriver(); err != nil {
 		return 0, err
 	}

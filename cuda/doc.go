@@ -21,6 +21,18 @@
 // (cuModuleUnload, cuMemHostUnregister) in resource.Reclaim, which the allocator runs
 // when the device is out of memory.
 //
+// # Close and concurrency
+//
+// Every object is safe for concurrent use, and Close may race with anything: each
+// operation holds the objects it passes to the driver (its context, stream, event,
+// module and memory arguments) until its work is queued. A concurrent Close waits for
+// that (never for the GPU), and an operation that comes after Close fails with an
+// error matching ErrClosed: the driver never sees a destroyed handle or freed memory.
+// Closing an object twice returns ErrClosed; closing an object whose context was
+// closed returns nil, as the object went with its context. Objects keep their Context
+// alive, and a Context of NewContext dropped without Close is destroyed in
+// resource.Reclaim.
+//
 // # Memory and launches
 //
 // DeviceBuffer memory comes from the device's stream-ordered pool; a buffer closed on

@@ -1,10 +1,8 @@
 package cuda
 
 import (
-	"errors"
 	"fmt"
 	"runtime"
-	"sync/atomic"
 	"time"
 
 	"github.com/gocuda/gocuda/resource"
@@ -13,15 +11,20 @@ import (
 // Event is a CUDA event: a marker recorded on a stream, completed when the GPU
 // reaches it. Use it to time work, to wait for part of a stream, and to make another
 // stream wait (Stream.WaitEvent) without blocking the host.
+//
+// An Event is safe for concurrent use. Calls hold it while they pass it to the
+// driver: Close waits for them (never for the GPU) and later calls fail with
+// ErrClosed. The Event keeps its Context alive.
 type Event struct {
 	*event
+	ctx *Context
 }
 
 type event struct {
-	ctx    *Context
+	cs     *ctxState
 	h      CUevent
 	timing bool
-	closed atomic.Bool
+	hold   hold
 	reg    *resource.Registration
 }
 
@@ -33,7 +36,15 @@ func (c *Context) NewEvent(timing bool) (*Event, error) {
 	if err := c.check(); err != nil {
 		return nil, err
 	}
-	return newEventIn(c, timing)
+	if err := c.enter(); err != nil {
+		return nil, err
+	}
+	defer c.exit()
+	e, err := newEvent(c.ctxState, timing)
+	if err != nil {
+		return nil, err
+	}
+	return &Event{event: e, ctx: c}, nil
 }
 
 // NewEvent creates an event in the primary context of device 0.
@@ -45,38 +56,79 @@ func NewEvent(timing bool) (*Event, error) {
 	return c.NewEvent(timing)
 }
 
-func newEventIn(c *Context, timing bool) (*Event, error) {
+// newEvent creates an event in c, which the caller has entered.
+func newEvent(c *ctxState, timing bool) (*event, error) {
 	// Not CU_EVENT_BLOCKING_SYNC: it makes a stream's wait for the event slower
 	// (about 1 µs per hand-off on an H200); Synchronize sleeps through sleepOn.
 	var flags uint32
 	if !timing {
 		flags = uint32(CU_EVENT_DISABLE_TIMING)
 	}
-	e := &event{ctx: c, timing: timing}
+	e := &event{cs: c, timing: timing}
 	if err := inEventCreate(c.h, &e.h, flags); err != nil {
 		return nil, fmt.Errorf("cuda: creating an event: %w", err)
 	}
-	e.reg = resource.ResourceFinalizerErr(func(e *event) error { return inEventDestroy(e.ctx.h, e.h) }, e, false,
+	e.reg = resource.ResourceFinalizerErr((*event).destroy, e, false,
 		resource.Kind("cuEventDestroy"), resource.WithContext(c.res()), resource.CallerSkip(2))
-	return &Event{e}, nil
+	return e, nil
+}
+
+// destroy is the event's release: it waits for the calls holding the event, then
+// destroys it (cuEventDestroy does not wait for the GPU).
+func (e *event) destroy() error {
+	e.hold.close()
+	if err := e.cs.enter(); err != nil {
+		return resource.ErrContextDestroyed // destroyed with its context
+	}
+	defer e.cs.exit()
+	return inEventDestroy(e.cs.h, e.h)
 }
 
 func checkEvent(e *Event) error {
-	if e == nil || e.event == nil {
-		return fmt.Errorf("%w: nil *cuda.Event", ErrInvalidArgument)
+	if e == nil || e.event == nil || e.ctx == nil {
+		return fmt.Errorf("%w: nil or zero *cuda.Event", ErrInvalidArgument)
 	}
-	if e.closed.Load() {
-		return fmt.Errorf("cuda: event: %w", ErrClosed)
+	if e.hold.closed() {
+		return errEventClosed
 	}
-	return e.ctx.check()
+	return e.cs.check()
 }
 
-// Handle returns the raw event.
+var errEventClosed = fmt.Errorf("cuda: event: %w", ErrClosed)
+
+// acquire enters the event's context and holds the event until leave.
+func (e *event) acquire() error {
+	if err := e.cs.enter(); err != nil {
+		return err
+	}
+	if !e.hold.enter() {
+		e.cs.exit()
+		return errEventClosed
+	}
+	return nil
+}
+
+// leave ends an acquire.
+func (e *event) leave() {
+	e.hold.exit()
+	e.cs.exit()
+}
+
+// Handle returns the raw event. Keep the Event reachable (and open) while the handle
+// is in use.
 func (e *Event) Handle() CUevent {
 	if e == nil || e.event == nil {
 		return 0
 	}
 	return e.h
+}
+
+// Context returns the event's context (nil for a nil or zero Event).
+func (e *Event) Context() *Context {
+	if e == nil {
+		return nil
+	}
+	return e.ctx
 }
 
 // Record marks the event at the current end of the stream.
@@ -87,10 +139,14 @@ func (e *Event) Record(s *Stream) error {
 	if err := checkStream(s); err != nil {
 		return err
 	}
-	if s.ctx != e.ctx {
-		return ErrWrongContext
+	if s.cs != e.cs {
+		return fmt.Errorf("cuda: recording an event on a stream of another context: %w", ErrWrongContext)
 	}
-	return s.use(func(h CUstream) error { return inEventRecord(e.ctx.h, e.h, h) })
+	if err := e.acquire(); err != nil {
+		return err
+	}
+	defer e.leave()
+	return s.use(func(h CUstream) error { return inEventRecord(e.cs.h, e.h, h) })
 }
 
 // Query reports whether the GPU has reached the event.
@@ -98,22 +154,36 @@ func (e *Event) Query() (bool, error) {
 	if err := checkEvent(e); err != nil {
 		return false, err
 	}
-	return ready(inEventQuery(e.ctx.h, e.h))
+	return e.query()
+}
+
+func (e *event) query() (bool, error) {
+	if err := e.acquire(); err != nil {
+		return false, err
+	}
+	defer e.leave()
+	return ready(inEventQuery(e.cs.h, e.h))
 }
 
 // Synchronize waits until the GPU reaches the event: it polls briefly, then yields,
-// then blocks the thread, holding no lock meanwhile.
+// then blocks the thread, holding no lock meanwhile (a concurrent Close does not
+// wait for it, and the wait ends at the record it started with).
 func (e *Event) Synchronize() error {
 	if err := checkEvent(e); err != nil {
 		return err
 	}
 	resource.Drain()
-	return wait(func() (bool, error) { return ready(inEventQuery(e.ctx.h, e.h)) },
-		func() error { return e.ctx.sleepOn(nil, e.h) })
+	return wait(e.query, func() error {
+		if err := e.acquire(); err != nil {
+			return err
+		}
+		defer e.leave()
+		return e.cs.sleepOn(nil, e.h)
+	})
 }
 
-// Elapsed returns the GPU time from start to end; both must be timing events that
-// have completed.
+// Elapsed returns the GPU time from start to end; both must be timing events of one
+// context that have completed.
 func Elapsed(start, end *Event) (time.Duration, error) {
 	if err := checkEvent(start); err != nil {
 		return 0, err
@@ -124,23 +194,31 @@ func Elapsed(start, end *Event) (time.Duration, error) {
 	if !start.timing || !end.timing {
 		return 0, fmt.Errorf("%w: Elapsed needs timing events", ErrInvalidArgument)
 	}
+	if start.cs != end.cs {
+		return 0, fmt.Errorf("cuda: Elapsed between events of two contexts: %w", ErrWrongContext)
+	}
+	if err := start.acquire(); err != nil {
+		return 0, err
+	}
+	defer start.leave()
+	if err := end.acquire(); err != nil {
+		return 0, err
+	}
+	defer end.leave()
 	var ms float32
-	if err := EventElapsedTime(&ms, start.h, end.h); err != nil {
+	if err := inEventElapsedTime(start.cs.h, &ms, start.h, end.h); err != nil {
 		return 0, err
 	}
 	return time.Duration(float64(ms) * float64(time.Millisecond)), nil
 }
 
-// Close destroys the event (it does not wait). Closing again returns ErrClosed.
+// Close destroys the event once the calls using it have queued their work (it does
+// not wait for the GPU). Closing again returns an error matching ErrClosed.
 func (e *Event) Close() error {
-	if e == nil || e.event == nil {
-		return fmt.Errorf("%w: nil *cuda.Event", ErrInvalidArgument)
+	if e == nil || e.event == nil || e.reg == nil {
+		return fmt.Errorf("%w: nil or zero *cuda.Event", ErrInvalidArgument)
 	}
-	e.closed.Store(true)
 	err := e.reg.Release()
 	runtime.KeepAlive(e.event) // the finalizer must not run while Release does
-	if errors.Is(err, resource.ErrReleased) {
-		return fmt.Errorf("cuda: event: %w", ErrClosed)
-	}
-	return err
+	return closeError("event", err)
 }

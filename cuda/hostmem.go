@@ -3,6 +3,7 @@ package cuda
 import (
 	"errors"
 	"math/bits"
+	"reflect"
 	"sync"
 	"unsafe"
 
@@ -18,7 +19,11 @@ import (
 // The memory is not Go memory: the slices stay valid until Close, or until the
 // HostBuffer becomes unreachable, whichever comes first, so keep the HostBuffer
 // reachable (runtime.KeepAlive) while its slices are used. Never store Go pointers in
-// it. A HostBuffer is safe for concurrent use; its contents are not synchronized.
+// it.
+//
+// A HostBuffer is safe for concurrent use, its contents are not synchronized.
+// Operations hold it until their work is queued: Close waits for them, never for the
+// GPU, and operations after Close fail with ErrClosed.
 type HostBuffer struct {
 	m   memBase
 	blk *hostBlock
@@ -74,11 +79,15 @@ func (c *Context) allocHostKind(kind MemoryKind, bytes int) (*memState, *hostBlo
 	if err := c.check(); err != nil {
 		return nil, nil, err
 	}
-	ms, err := memFor(c)
+	ms, err := c.memory()
 	if err != nil {
 		return nil, nil, err
 	}
 	resource.Drain()
+	if err := c.enter(); err != nil {
+		return nil, nil, err
+	}
+	defer c.exit()
 	if err := ms.initHost(); err != nil {
 		return nil, nil, err
 	}
@@ -98,7 +107,18 @@ func (b *HostBuffer) free() error {
 	s, gen := b.m.retire()
 	blk := b.blk
 	b.blk = nil
-	return b.m.ms.pinned.put(blk, s, gen)
+	return b.m.ms.pinned.putFrom(&b.m, blk, s, gen)
+}
+
+// putFrom is the release of a block of a HostBuffer or ManagedBuffer whose memory was
+// last used on s (in generation gen): into the cache, or back to its pool.
+func (k *hostKind) putFrom(m *memBase, blk *hostBlock, s *stream, gen uint64) error {
+	c := m.ctx
+	if c.enter() != nil {
+		return resource.ErrContextDestroyed // freed with its context
+	}
+	defer c.exit()
+	return k.put(blk, s, gen)
 }
 
 // Ptr returns the memory's address, valid on the host and (unified addressing) on
@@ -124,9 +144,9 @@ func (b *HostBuffer) Close() error { return b.base().close() }
 // Free is Close.
 func (b *HostBuffer) Free() error { return b.base().close() }
 
-func (b *HostBuffer) usedOn(s *stream) { b.base().usedOn(s) }
+func (b *HostBuffer) holdArg() (CUdeviceptr, *Context, error) { return b.base().holdArg() }
 
-func (b *HostBuffer) devicePtr() (CUdeviceptr, *Context, error) { return b.base().devicePtr() }
+func (b *HostBuffer) releaseArg(s *stream) { b.m.releaseArg(s) }
 
 // HostSlice returns b's memory as a []T of length b.Size()/sizeof(T), or nil if b is
 // nil or closed or T holds Go pointers. It is valid while b is open and reachable.
@@ -136,7 +156,7 @@ func hostBytes(m *memBase) []byte {
 	if m == nil || m.ctx == nil {
 		return nil
 	}
-	if m.closed.Load() {
+	if m.hold.closed() {
 		return nil
 	}
 	return unsafe.Slice((*byte)(hostPointer(m.ptr)), m.size)
@@ -151,8 +171,8 @@ func viewSlice[T any](m *memBase) []T {
 	if len(bs)/elem == 0 {
 		return nil
 	}
-	var z T
-	if uintptr(unsafe.Pointer(&bs[0]))%unsafe.Alignof(z) != 0 {
+	// The alignment from the type: T may be too large to make a value of.
+	if uintptr(unsafe.Pointer(&bs[0]))%uintptr(reflect.TypeFor[T]().Align()) != 0 {
 		return nil
 	}
 	return unsafe.Slice((*T)(unsafe.Pointer(&bs[0])), len(bs)/elem)
@@ -209,17 +229,21 @@ type hostBlock struct {
 // rawBlock owns memory of the fallback allocators, whose free functions wait for the
 // GPU: dropped, it is freed in resource.Reclaim, never on the way of the program.
 type rawBlock struct {
-	ctx  *Context
+	cs   *ctxState
 	ptr  CUdeviceptr
 	kind MemoryKind
 	reg  *resource.Registration
 }
 
 func (r *rawBlock) free() error {
-	if r.kind == KindPinned {
-		return inMemFreeHost(r.ctx.h, hostPointer(r.ptr))
+	if r.cs.enter() != nil {
+		return resource.ErrContextDestroyed // freed with its context
 	}
-	return inMemFree(r.ctx.h, r.ptr)
+	defer r.cs.exit()
+	if r.kind == KindPinned {
+		return inMemFreeHost(r.cs.h, hostPointer(r.ptr))
+	}
+	return inMemFree(r.cs.h, r.ptr)
 }
 
 // get returns a block of at least bytes: a cached one whose last use has finished,
@@ -266,7 +290,7 @@ func (k *hostKind) take(class int) *hostBlock {
 // host may touch it) or from the fallback allocator.
 func (k *hostKind) alloc(size int) (*hostBlock, error) {
 	ms := k.ms
-	c := ms.ctx
+	c := ms.cs
 	if k.pool != 0 {
 		var p CUdeviceptr
 		err := ms.hostStream.use(func(h CUstream) error {
@@ -295,7 +319,7 @@ func (k *hostKind) alloc(size int) (*hostBlock, error) {
 		}
 		kind = "cuMemFree"
 	}
-	raw := &rawBlock{ctx: c, ptr: p, kind: k.kind}
+	raw := &rawBlock{cs: c, ptr: p, kind: k.kind}
 	raw.reg = resource.ResourceFinalizerErr((*rawBlock).free, raw, true, resource.Kind(kind), resource.WithContext(c.res()))
 	return &hostBlock{ptr: p, size: size, raw: raw, f: fence{done: true}}, nil
 }
@@ -350,7 +374,7 @@ func (k *hostKind) put(blk *hostBlock, s *stream, gen uint64) error {
 // fallback) to resource.Reclaim by dropping its owner.
 func (k *hostKind) release(blk *hostBlock, s *stream, gen uint64) error {
 	if k.pool != 0 {
-		return freeAsync(k.ms.ctx, blk.ptr, s, gen, k.ms.hostStream)
+		return freeAsync(k.ms.cs, blk.ptr, s, gen, k.ms.hostStream)
 	}
 	blk.raw = nil
 	return nil
@@ -372,7 +396,7 @@ func (k *hostKind) flush() {
 			if k.pool != 0 {
 				if d == nil {
 					var err error
-					if d, err = ms.ctx.disposalStream(); err != nil {
+					if d, err = ms.cs.disposalStream(); err != nil {
 						return
 					}
 				}
@@ -380,7 +404,7 @@ func (k *hostKind) flush() {
 					if err := blk.f.orderOn(ms, h); err != nil {
 						return err
 					}
-					return inMemFreeAsync(ms.ctx.h, blk.ptr, h)
+					return inMemFreeAsync(ms.cs.h, blk.ptr, h)
 				})
 			}
 			blk.f.clear(ms)

@@ -5,6 +5,7 @@ package cuda_test
 
 import (
 	_ "embed"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"runtime"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/internal/callbench"
+	"github.com/gocuda/gocuda/internal/fakecuda"
 	"github.com/gocuda/gocuda/internal/gputest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -25,10 +27,10 @@ import (
 var kernelsPTX []byte
 
 // loadKernels loads testdata/kernels.ptx into device 0's primary context and makes a
-// stream; both are closed when the test ends.
-func loadKernels(t testing.TB) (*gputest.GPU, *cuda.Module, *cuda.Stream) {
+// stream; both are closed when the test ends. needs go to gputest.Require.
+func loadKernels(t testing.TB, needs ...gputest.Need) (*gputest.GPU, *cuda.Module, *cuda.Stream) {
 	t.Helper()
-	g := gputest.Require(t)
+	g := gputest.Require(t, needs...)
 	ctx, err := cuda.Device(0).Context()
 	require.NoError(t, err)
 	m, err := ctx.LoadModule(kernelsPTX)
@@ -74,10 +76,9 @@ func TestModuleLoad(t *testing.T) {
 	require.ErrorIs(t, err, cuda.ErrNotFound)
 	assert.Contains(t, err.Error(), "no_such_kernel")
 
-	p, size, err := m.Global("magic")
+	_, size, err := m.Global("magic")
 	require.NoError(t, err)
 	assert.Equal(t, 4, size)
-	assert.Equal(t, []uint32{0xC0FFEE}, gputest.FromDevice[uint32](t, p, 1))
 	_, _, err = m.Global("no_such_global")
 	require.ErrorIs(t, err, cuda.ErrNotFound)
 
@@ -89,8 +90,16 @@ func TestModuleLoad(t *testing.T) {
 	require.NoError(t, m2.Close())
 }
 
+// A global's initial value is the module's (set by the JIT compiler).
+func TestModuleGlobalValue(t *testing.T) {
+	_, m, _ := loadKernels(t, gputest.Kernels)
+	p, _, err := m.Global("magic")
+	require.NoError(t, err)
+	assert.Equal(t, []uint32{0xC0FFEE}, gputest.FromDevice[uint32](t, p, 1))
+}
+
 func TestModuleBadPTX(t *testing.T) {
-	gputest.Require(t)
+	gputest.Require(t, gputest.Kernels) // the JIT compiler's log
 	bad := []byte(".version 8.0\n.target sm_80\n.address_size 64\n\n.visible .entry broken()\n{\n\tbogus.instruction %r1;\n\tret;\n}\n")
 	_, err := cuda.LoadModule(bad)
 	require.Error(t, err)
@@ -117,7 +126,7 @@ func TestModuleClose(t *testing.T) {
 }
 
 func TestLaunchFill(t *testing.T) {
-	g, m, s := loadKernels(t)
+	g, m, s := loadKernels(t, gputest.Kernels)
 	const n = 100_000
 	p := gputest.Alloc[uint32](t, g, n)
 	f := function(t, m, "fill_u32")
@@ -138,7 +147,7 @@ func TestLaunchFill(t *testing.T) {
 }
 
 func TestLaunchAxpy(t *testing.T) {
-	g, m, s := loadKernels(t)
+	g, m, s := loadKernels(t, gputest.Kernels)
 	const n = 1000
 	r := gputest.Rand(1)
 	x, y := gputest.RandFloat32s(r, n), gputest.RandFloat32s(r, n)
@@ -156,7 +165,7 @@ func TestLaunchAxpy(t *testing.T) {
 // Every kind of argument arrives intact: sign-extended small integers, both float
 // widths and a struct with inner padding, at the offsets the driver reports.
 func TestLaunchMixed(t *testing.T) {
-	g, m, s := loadKernels(t)
+	g, m, s := loadKernels(t, gputest.Kernels)
 	type gArg struct {
 		X int32
 		Y float32
@@ -174,7 +183,7 @@ func TestLaunchMixed(t *testing.T) {
 }
 
 func TestLaunchReadSum(t *testing.T) {
-	g, m, s := loadKernels(t)
+	g, m, s := loadKernels(t, gputest.Kernels)
 	const n = 4096
 	vals := make([]uint32, n)
 	var want uint64
@@ -192,7 +201,7 @@ func TestLaunchReadSum(t *testing.T) {
 
 // spin holds the GPU for the time asked, measured on the GPU's clock.
 func TestLaunchSpin(t *testing.T) {
-	_, m, s := loadKernels(t)
+	_, m, s := loadKernels(t, gputest.Kernels)
 	ctx := m.Context()
 	start, err := ctx.NewEvent(true)
 	require.NoError(t, err)
@@ -265,8 +274,17 @@ func TestLaunchDeviceBuffer(t *testing.T) {
 	})
 	assert.Zero(t, allocs)
 	require.NoError(t, s.Synchronize())
-	for i, v := range gputest.FromDevice[uint32](t, buf.Ptr(), n) {
-		require.Equal(t, uint32(9), v, "p[%d]", i)
+	if fakecuda.Loaded() {
+		// No kernel runs: the launch recorded the buffer's address as argument 0.
+		last := fakecuda.Launches(fakecuda.LaunchCount() - 1)
+		require.Len(t, last, 1)
+		assert.Equal(t, "fill_u32", last[0].Func)
+		assert.Equal(t, uint64(buf.Ptr()), binary.NativeEndian.Uint64(last[0].Params))
+		assert.Equal(t, uint32(9), binary.NativeEndian.Uint32(last[0].Params[8:]))
+	} else {
+		for i, v := range gputest.FromDevice[uint32](t, buf.Ptr(), n) {
+			require.Equal(t, uint32(9), v, "p[%d]", i)
+		}
 	}
 	require.NoError(t, buf.Close())
 	err = fill.Launch(s, cuda.D1(4), cuda.D1(256), 0, buf, uint32(9), uint64(n))
@@ -326,7 +344,7 @@ func TestLaunchAllocations(t *testing.T) {
 // Launches from many goroutines onto one stream and onto their own streams, with no
 // thread locked and no context made current by the caller.
 func TestLaunchConcurrent(t *testing.T) {
-	g, m, s := loadKernels(t)
+	g, m, s := loadKernels(t, gputest.Kernels)
 	const workers, each = 8, 200
 	counts := gputest.Alloc[uint32](t, g, workers)
 	fill := function(t, m, "fill_u32")
@@ -488,6 +506,12 @@ func BenchmarkLaunch(b *testing.B) {
 
 	launchEmpty := func() error { return empty.Launch(s, cuda.D1(1), cuda.D1(1), 0) }
 	launchAxpy := func() error { return axpy.Launch(s, cuda.D1(1), cuda.D1(1), 0, a, p, p, n) }
+	// The same launch with the memory as *DeviceBuffer arguments, which Launch holds
+	// until the kernel is queued (so that a concurrent Close cannot free them first).
+	xb, err := s.Context().Alloc(s, 4)
+	require.NoError(b, err)
+	b.Cleanup(func() { xb.Close() })
+	launchAxpyBuf := func() error { return axpy.Launch(s, cuda.D1(1), cuda.D1(1), 0, a, xb, xb, n) }
 	h, sh := empty.Handle(), s.Handle()
 	launchRaw := func() error { return cuda.LaunchKernel(h, 1, 1, 1, 1, 1, 1, 0, sh, nil, nil) }
 
@@ -503,6 +527,9 @@ func BenchmarkLaunch(b *testing.B) {
 	b.Run("axpy/pair", func(b *testing.B) {
 		pair(b, goLoopOf(b, launchAxpy), cLoop(b, axpy, false, axpyParams, axpyOffsets))
 	})
+	b.Run("axpy/go-buffers", func(b *testing.B) { alone(b, goLoopOf(b, launchAxpyBuf)) })
+	// Both loops are Go here: x-c-ns is the cost of holding two buffers.
+	b.Run("axpy/pair-buffers", func(b *testing.B) { pair(b, goLoopOf(b, launchAxpyBuf), goLoopOf(b, launchAxpy)) })
 
 	// Probes of where the time over C goes: C with a pause of d after each launch
 	// (other code between launches), and k launches per cgo call from Go.
@@ -564,7 +591,7 @@ func cpuTime(t *testing.T) time.Duration {
 // Long waits sleep instead of burning a core, for streams and events alike, even in a
 // context whose scheduling flag says spin.
 func TestSynchronizeSleeps(t *testing.T) {
-	gputest.Require(t)
+	gputest.Require(t, gputest.Kernels)
 	spinCtx, err := cuda.NewContext(cuda.Device(0), cuda.CU_CTX_SCHED_SPIN)
 	require.NoError(t, err)
 	defer spinCtx.Close()

@@ -70,6 +70,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"reflect"
 	"sync"
 	"unsafe"
@@ -118,24 +119,33 @@ func D2(x, y int) Dim3 { return Dim3{x, y, 1} }
 func D3(x, y, z int) Dim3 { return Dim3{x, y, z} }
 
 // Blocks returns the number of blocks of size threads each that cover n elements:
-// ⌈n/size⌉, for one-dimensional grids such as D1(Blocks(n, 256)).
+// ⌈n/size⌉, for one-dimensional grids such as D1(Blocks(n, 256)). It returns 0 for
+// a size or n that is not positive.
 func Blocks(n, size int) int {
 	if size <= 0 || n <= 0 {
 		return 0
 	}
-	return (n + size - 1) / size
+	q := n / size // not (n+size-1)/size, which overflows near math.MaxInt
+	if n%size != 0 {
+		q++
+	}
+	return q
 }
 
-// Count returns X·Y·Z, with zero Y and Z counted as 1.
+// Count returns X·Y·Z, with zero Y and Z counted as 1: the number of blocks of a
+// grid or threads of a block. It returns 0 for a shape that no launch accepts (X not
+// positive, a negative Y or Z, or a dimension of 2³² or more) and for a product that
+// overflows int.
 func (d Dim3) Count() int {
-	y, z := d.Y, d.Z
-	if y == 0 {
-		y = 1
+	x, y, z, err := d.dims("")
+	if err != nil {
+		return 0
 	}
-	if z == 0 {
-		z = 1
+	hi, n := bits.Mul64(uint64(x)*uint64(y), uint64(z)) // x·y < 2⁶⁴
+	if hi != 0 || n > math.MaxInt {
+		return 0
 	}
-	return d.X * y * z
+	return int(n)
 }
 
 // dims returns the shape as the driver takes it.
@@ -159,15 +169,17 @@ func dimsError(what string, d Dim3) error {
 	return fmt.Errorf("%w: %s %d×%d×%d: each dimension must be in [1, 2³²)", ErrInvalidArgument, what, d.X, d.Y, d.Z)
 }
 
-// deviceArg is device memory that Launch takes as a kernel argument: it passes the
-// device pointer, and records that the memory is used on the launch's stream.
+// deviceArg is device memory that Launch takes as a kernel argument: Launch holds
+// it while the kernel is queued (a concurrent Close waits, a Close before fails the
+// launch), passes the device pointer, and records that the memory is used on the
+// launch's stream.
 type deviceArg interface {
-	// devicePtr returns the device address and the context of the memory, or an
-	// error (ErrClosed for freed memory).
-	devicePtr() (CUdeviceptr, *Context, error)
-	// usedOn records that work using the memory is queued on s. Launch calls it
-	// with s's read lock held, just before queuing the kernel.
-	usedOn(s *stream)
+	// holdArg holds the memory until releaseArg and returns its device address and
+	// context, or an error (ErrClosed for freed memory).
+	holdArg() (CUdeviceptr, *Context, error)
+	// releaseArg ends holdArg; with s non-nil it first records that work using the
+	// memory was queued on s (Launch calls it with s's read lock held).
+	releaseArg(s *stream)
 }
 
 // paramInfo is one kernel parameter as the driver reports it.
@@ -201,9 +213,13 @@ func (f *Function) Launch(s *Stream, grid, block Dim3, sharedMem int, args ...an
 		return err
 	}
 	m := f.mod
-	if s.ctx != m.ctx {
+	c := m.ctx.ctxState
+	if s.cs != c {
 		return fmt.Errorf("%w: launching %s (module of context %p) on a stream of context %p",
 			ErrWrongContext, f.name, m.ctx, s.ctx)
+	}
+	if err := c.enter(); err != nil {
+		return err
 	}
 
 	var buf []byte
@@ -216,34 +232,43 @@ func (f *Function) Launch(s *Stream, grid, block Dim3, sharedMem int, args ...an
 		var inline [inlineParams / 8]uint64 // 8-byte aligned
 		buf = unsafe.Slice((*byte)(unsafe.Pointer(&inline)), inlineParams)
 	}
-	size, devs, err := packArgs(buf, f.params, f.known, m.ctx, f.name, args)
+	// Device-memory arguments are held from here until the kernel is queued.
+	size, held, err := packArgs(buf, f.params, f.known, m.ctx, f.name, args)
 	if err != nil && errors.Is(err, errParamsTooLarge) { // unknown layout, more than inlineParams
 		buf = make([]byte, size)
-		size, devs, err = packArgs(buf, f.params, f.known, m.ctx, f.name, args)
+		size, held, err = packArgs(buf, f.params, f.known, m.ctx, f.name, args)
 	}
 	if err != nil {
+		c.exit()
 		return err
 	}
 
 	// The module's read lock, then the stream's (s.use, without its closure): the
 	// kernel is queued while neither can be closed.
+	var used *stream
 	m.mu.RLock()
 	if m.closed {
-		m.mu.RUnlock()
-		return fmt.Errorf("cuda: launching %s: module: %w", f.name, ErrClosed)
-	}
-	st := s.stream
-	st.mu.RLock()
-	if st.closed {
-		err = fmt.Errorf("cuda: stream: %w", ErrClosed)
+		err = fmt.Errorf("cuda: launching %s: module: %w", f.name, ErrClosed)
 	} else {
-		if devs > 0 {
-			markUsed(args, st)
+		st := s.stream
+		st.mu.RLock()
+		if st.closed {
+			err = fmt.Errorf("cuda: stream: %w", ErrClosed)
+		} else if err = launchPacked(c.h, f.h, d.gx, d.gy, d.gz, d.bx, d.by, d.bz, d.shm, st.h, buf[:size]); err == nil {
+			used = st
 		}
-		err = launchPacked(m.ctx.h, f.h, d.gx, d.gy, d.gz, d.bx, d.by, d.bz, d.shm, st.h, buf[:size])
+		if held != 0 {
+			// Uses are recorded with the stream's lock held (see memBase.usedOn).
+			releaseArgs(args, held, used)
+			held = 0
+		}
+		st.mu.RUnlock()
 	}
-	st.mu.RUnlock()
 	m.mu.RUnlock()
+	if held != 0 {
+		releaseArgs(args, held, nil)
+	}
+	c.exit()
 	if err != nil {
 		return fmt.Errorf("cuda: launching %s: %w", f.name, err)
 	}
@@ -306,18 +331,38 @@ func launchPacked(ctx CUcontext, f CUfunction, gx, gy, gz, bx, by, bz, shm uint3
 var errParamsTooLarge = errors.New("cuda: kernel arguments exceed the parameter buffer")
 
 // packArgs writes args into buf at the kernel's parameter offsets and returns the
-// size of the parameter buffer and the number of device-memory arguments. With
+// size of the parameter buffer and the device-memory arguments, which it holds
+// (deviceArg.holdArg): the caller releases them with releaseArgs. On error nothing
+// stays held. With
 // known false (the driver did not report the parameters) it lays the arguments out
 // by their natural alignment, as C does, and checks nothing. ctx is the launch's
 // context, which device-memory arguments must belong to (nil: not checked); name is
 // the kernel's, for errors.
-func packArgs(buf []byte, params []paramInfo, known bool, ctx *Context, name string, args []any) (size uintptr, devs int, err error) {
+func packArgs(buf []byte, params []paramInfo, known bool, ctx *Context, name string, args []any) (size uintptr, held argMask, err error) {
+	size, held, done, err := packHeld(buf, params, known, ctx, name, args)
+	if err != nil && held != 0 {
+		releaseArgs(args[:done], held, nil)
+		held = 0
+	}
+	return size, held, err
+}
+
+// argMask marks the arguments of a launch that hold device memory: bit i for
+// args[i], and the top bit for every argument from the 64th on (found again by
+// type), so that releasing them looks at no other argument.
+type argMask uint64
+
+func maskOf(i int) argMask { return 1 << min(i, 63) }
+
+// packHeld is packArgs; when it fails, held marks what args[:done] hold.
+func packHeld(buf []byte, params []paramInfo, known bool, ctx *Context, name string, args []any) (size uintptr, held argMask, done int, err error) {
 	if known && len(args) != len(params) {
-		return 0, 0, fmt.Errorf("%w: kernel %s takes %d parameters, got %d arguments", ErrInvalidArgument, name, len(params), len(args))
+		return 0, 0, 0, fmt.Errorf("%w: kernel %s takes %d parameters, got %d arguments", ErrInvalidArgument, name, len(params), len(args))
 	}
 	var end uintptr // unknown layout: end of the last argument
 	tooLarge := false
 	for i := range args {
+		done = i
 		var (
 			sz, align uintptr
 			v         uint64         // the value of a scalar
@@ -358,22 +403,22 @@ func packArgs(buf []byte, params []paramInfo, known bool, ctx *Context, name str
 		case CUdeviceptr:
 			sz, v = 8, uint64(x)
 		case nil:
-			return 0, 0, fmt.Errorf("%w: kernel %s argument %d is nil", ErrInvalidArgument, name, i)
-		case deviceArg:
-			// Through detach, so that the call does not make args leak.
-			p, c, err := detach(&args[i]).(deviceArg).devicePtr()
+			return 0, held, done, fmt.Errorf("%w: kernel %s argument %d is nil", ErrInvalidArgument, name, i)
+		case *DeviceBuffer, deviceArg:
+			p, c, err := holdDev(&args[i])
 			if err != nil {
-				return 0, 0, fmt.Errorf("cuda: kernel %s argument %d: %w", name, i, err)
+				return 0, held, done, fmt.Errorf("cuda: kernel %s argument %d: %w", name, i, err)
 			}
-			if ctx != nil && c != ctx {
-				return 0, 0, fmt.Errorf("%w: kernel %s argument %d is memory of another context", ErrWrongContext, name, i)
+			held |= maskOf(i)
+			done = i + 1
+			if ctx != nil && (c == nil || c.ctxState != ctx.ctxState) {
+				return 0, held, done, fmt.Errorf("%w: kernel %s argument %d is memory of another context", ErrWrongContext, name, i)
 			}
 			sz, v = 8, uint64(p)
-			devs++
 		default:
 			t := reflect.TypeOf(x)
 			if err := checkArgType(t); err != nil {
-				return 0, 0, fmt.Errorf("%w: kernel %s argument %d: %v", ErrInvalidArgument, name, i, err)
+				return 0, held, done, fmt.Errorf("%w: kernel %s argument %d: %v", ErrInvalidArgument, name, i, err)
 			}
 			sz, align = t.Size(), uintptr(t.Align())
 			// Not pointer-shaped (it holds no pointers), so the interface's data word
@@ -387,11 +432,11 @@ func packArgs(buf []byte, params []paramInfo, known bool, ctx *Context, name str
 		if known {
 			p := params[i]
 			if sz != p.size {
-				return 0, 0, fmt.Errorf("%w: kernel %s argument %d: %s is %d bytes, the parameter is %d bytes",
+				return 0, held, done, fmt.Errorf("%w: kernel %s argument %d: %s is %d bytes, the parameter is %d bytes",
 					ErrInvalidArgument, name, i, reflect.TypeOf(args[i]), sz, p.size)
 			}
 			if p.offset&(align-1) != 0 { // alignments are powers of 2
-				return 0, 0, fmt.Errorf("%w: kernel %s argument %d: %s needs %d-byte alignment, the parameter is at offset %d",
+				return 0, held, done, fmt.Errorf("%w: kernel %s argument %d: %s needs %d-byte alignment, the parameter is at offset %d",
 					ErrInvalidArgument, name, i, reflect.TypeOf(args[i]), align, p.offset)
 			}
 			off = p.offset
@@ -401,7 +446,7 @@ func packArgs(buf []byte, params []paramInfo, known bool, ctx *Context, name str
 		}
 		if off+sz > uintptr(len(buf)) {
 			if known {
-				return 0, 0, fmt.Errorf("%w: kernel %s parameter %d ends at %d, past the %d-byte buffer", ErrInvalidArgument, name, i, off+sz, len(buf))
+				return 0, held, done, fmt.Errorf("%w: kernel %s parameter %d ends at %d, past the %d-byte buffer", ErrInvalidArgument, name, i, off+sz, len(buf))
 			}
 			tooLarge = true
 			continue
@@ -420,24 +465,55 @@ func packArgs(buf []byte, params []paramInfo, known bool, ctx *Context, name str
 			binary.NativeEndian.PutUint64(dst, v)
 		}
 	}
+	done = len(args)
 	if !known {
 		if tooLarge {
-			return end, devs, errParamsTooLarge
+			return end, held, done, errParamsTooLarge
 		}
-		return end, devs, nil
+		return end, held, done, nil
 	}
 	for _, p := range params {
 		size = max(size, p.offset+p.size)
 	}
-	return size, devs, nil
+	return size, held, done, nil
 }
 
-// markUsed records on every device-memory argument that it is used on s.
-func markUsed(args []any, s *stream) {
-	for i := range args {
-		if d, ok := detach(&args[i]).(deviceArg); ok {
-			d.usedOn(s)
+// holdDev holds the device memory *a (a *DeviceBuffer, the common case, tried
+// first, or another deviceArg). It goes through detach so that the call does not
+// make the caller's arguments escape.
+func holdDev(a *any) (CUdeviceptr, *Context, error) {
+	switch d := detach(a).(type) {
+	case *DeviceBuffer:
+		return d.base().holdArg()
+	case deviceArg:
+		return d.holdArg()
+	}
+	return 0, nil, fmt.Errorf("%w: not device memory", ErrInvalidArgument)
+}
+
+// releaseDev ends holdDev, recording a use on s unless s is nil.
+func releaseDev(a *any, s *stream) {
+	switch d := detach(a).(type) {
+	case *DeviceBuffer:
+		d.m.releaseArg(s)
+	case deviceArg:
+		d.releaseArg(s)
+	}
+}
+
+// releaseArgs ends the holds of packArgs on the arguments in held, recording first
+// that each is used on s unless s is nil.
+func releaseArgs(args []any, held argMask, s *stream) {
+	for held != 0 {
+		i := bits.TrailingZeros64(uint64(held))
+		if i == 63 { // the 64th argument and every one after it
+			for j := 63; j < len(args); j++ {
+				releaseDev(&args[j], s)
+			}
+			return
 		}
+		releaseDev(&args[i], s)
+		held &= held - 1
 	}
 }
 

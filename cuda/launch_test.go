@@ -28,6 +28,18 @@ func TestDim3(t *testing.T) {
 	assert.Equal(t, 1, Blocks(256, 256))
 	assert.Equal(t, 2, Blocks(257, 256))
 	assert.Equal(t, 0, Blocks(10, 0))
+	assert.Equal(t, 0, Blocks(-5, 256))
+	// Near the limit: (n+size-1)/size would overflow.
+	assert.Equal(t, math.MaxInt/256+1, Blocks(math.MaxInt, 256))
+	assert.Equal(t, 1, Blocks(math.MaxInt, math.MaxInt))
+
+	// Shapes no launch accepts, and products past int, count 0.
+	for _, d := range []Dim3{D3(1<<32, 1<<32, 1<<32), D3(-2, 3, 1), D3(2, -3, 1), D3(1, 1, 1<<32), D1(-1)} {
+		assert.Zero(t, d.Count(), "%v", d)
+	}
+	assert.Equal(t, 1<<62, D2(1<<31, 1<<31).Count())
+	assert.Zero(t, D2(1<<32-1, 1<<32-1).Count(), "overflows int")
+	assert.Zero(t, D3(1<<32-1, 1<<32-1, 1<<32-1).Count(), "overflows int")
 
 	x, y, z, err := Dim3{X: 3}.dims("grid")
 	require.NoError(t, err)
@@ -163,38 +175,84 @@ func TestPackArgsErrors(t *testing.T) {
 	assert.Contains(t, err.Error(), "contains *int")
 }
 
-// fakeBuf stands in for DeviceBuffer.
+// fakeBuf stands in for DeviceBuffer; it counts its holds.
 type fakeBuf struct {
-	ptr  CUdeviceptr
-	ctx  *Context
-	err  error
-	used []*stream
+	ptr   CUdeviceptr
+	ctx   *Context
+	err   error
+	used  []*stream
+	holds int
 }
 
-func (b *fakeBuf) devicePtr() (CUdeviceptr, *Context, error) { return b.ptr, b.ctx, b.err }
-func (b *fakeBuf) usedOn(s *stream)                          { b.used = append(b.used, s) }
+func (b *fakeBuf) holdArg() (CUdeviceptr, *Context, error) {
+	if b.err != nil {
+		return 0, nil, b.err
+	}
+	b.holds++
+	return b.ptr, b.ctx, nil
+}
+
+func (b *fakeBuf) releaseArg(s *stream) {
+	if s != nil {
+		b.used = append(b.used, s)
+	}
+	b.holds--
+}
 
 func TestPackArgsDeviceMemory(t *testing.T) {
-	ctx, other := &Context{}, &Context{}
+	ctx, other := fakeContext(), fakeContext()
 	b := &fakeBuf{ptr: 0xabc000, ctx: ctx}
 	buf := make([]byte, 16)
 	params := []paramInfo{{0, 8}, {8, 4}}
-	size, devs, err := packArgs(buf, params, true, ctx, "k", []any{b, uint32(1)})
+	args := []any{b, uint32(1)}
+	size, held, err := packArgs(buf, params, true, ctx, "k", args)
 	require.NoError(t, err)
 	assert.Equal(t, uintptr(12), size)
-	assert.Equal(t, 1, devs)
+	assert.Equal(t, argMask(1), held)
 	assert.Equal(t, uint64(0xabc000), binary.NativeEndian.Uint64(buf))
-
+	assert.Equal(t, 1, b.holds, "held until the launch is queued")
 	s := &stream{}
-	markUsed([]any{b, uint32(1), b}, s)
-	assert.Equal(t, []*stream{s, s}, b.used)
+	releaseArgs(args, held, s)
+	assert.Zero(t, b.holds)
+	assert.Equal(t, []*stream{s}, b.used)
 
+	// Every failure lets go of what it held, the failing argument included.
 	_, _, err = packArgs(buf, params, true, other, "k", []any{b, uint32(1)})
 	require.ErrorIs(t, err, ErrWrongContext)
-	b.err = fmt.Errorf("buffer: %w", ErrClosed)
-	_, _, err = packArgs(buf, params, true, ctx, "k", []any{b, uint32(1)})
+	assert.Zero(t, b.holds)
+	_, _, err = packArgs(buf, params, true, ctx, "k", []any{b, int64(1)})
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	assert.Zero(t, b.holds)
+	_, _, err = packArgs(buf, []paramInfo{{0, 8}, {8, 8}, {16, 8}}, true, ctx, "k", []any{b, b, "x"})
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	assert.Zero(t, b.holds)
+	closed := &fakeBuf{err: fmt.Errorf("buffer: %w", ErrClosed)}
+	_, _, err = packArgs(buf, params, true, ctx, "k", []any{b, closed})
 	require.ErrorIs(t, err, ErrClosed)
-	assert.Contains(t, err.Error(), "argument 0")
+	assert.Contains(t, err.Error(), "argument 1")
+	assert.Zero(t, b.holds)
+	_, _, err = packArgs(make([]byte, 8), nil, false, ctx, "k", []any{b, [2]uint64{}})
+	require.ErrorIs(t, err, errParamsTooLarge)
+	assert.Zero(t, b.holds)
+	assert.Equal(t, []*stream{s}, b.used, "failed packs record no use")
+
+	// Past 64 arguments the mask's top bit stands for the rest: still exactly the
+	// held ones are released, on success and on a failure among them.
+	many := make([]any, 80)
+	for i := range many {
+		many[i] = uint64(i)
+	}
+	many[3], many[70], many[75] = b, b, b
+	big := make([]byte, 8*80)
+	_, held, err = packArgs(big, nil, false, ctx, "k", many)
+	require.NoError(t, err)
+	assert.Equal(t, 3, b.holds)
+	releaseArgs(many, held, nil)
+	assert.Zero(t, b.holds)
+	many[72] = closed
+	_, _, err = packArgs(big, nil, false, ctx, "k", many)
+	require.ErrorIs(t, err, ErrClosed)
+	assert.Zero(t, b.holds, "the holds of arguments 3 and 70 are released, 75 was never taken")
 }
 
 // Packing allocates nothing, even for variables boxed by the caller: the arguments do
@@ -252,7 +310,7 @@ func TestLaunchNilChecks(t *testing.T) {
 	_, err := f.Attribute(CU_FUNC_ATTRIBUTE_NUM_REGS)
 	require.ErrorIs(t, err, ErrInvalidArgument)
 
-	f = &Function{mod: &Module{ctx: &Context{}}, name: "k", known: true}
+	f = &Function{mod: &Module{ctx: fakeContext()}, name: "k", known: true}
 	require.ErrorIs(t, f.Launch(nil, D1(1), D1(1), 0), ErrInvalidArgument)
 	require.ErrorIs(t, f.Launch(&Stream{}, D1(1), D1(1), 0), ErrInvalidArgument)
 
@@ -267,10 +325,12 @@ func TestLaunchNilChecks(t *testing.T) {
 	var c *Context
 	_, err = c.LoadModule([]byte(".version 8.0"))
 	require.ErrorIs(t, err, ErrInvalidArgument)
-	_, err = (&Context{}).LoadModule(nil)
+	_, err = (&Context{}).LoadModule([]byte(".version 8.0"))
+	require.ErrorIs(t, err, ErrInvalidArgument, "zero Context")
+	_, err = fakeContext().LoadModule(nil)
 	require.ErrorIs(t, err, ErrInvalidArgument)
-	dead := &Context{}
-	dead.dead.Store(true)
+	dead := fakeContext()
+	destroyFake(dead)
 	_, err = dead.LoadModule([]byte(".version 8.0"))
 	require.ErrorIs(t, err, ErrClosed)
 }
@@ -279,10 +339,10 @@ func TestLaunchNilChecks(t *testing.T) {
 // anything reaches the driver; with the stream and module of different contexts, it
 // fails with ErrWrongContext.
 func TestLaunchChecksBeforeDriver(t *testing.T) {
-	ctx := &Context{}
+	ctx := fakeContext()
 	m := &Module{ctx: ctx}
 	f := &Function{mod: m, name: "k", params: []paramInfo{{0, 4}}, known: true, argSize: 4}
-	s := &Stream{&stream{ctx: ctx}}
+	s := fakeStream(ctx)
 
 	require.ErrorIs(t, f.Launch(s, Dim3{}, D1(1), 0, int32(1)), ErrInvalidArgument)
 	require.ErrorIs(t, f.Launch(s, D1(1), D1(-1), 0, int32(1)), ErrInvalidArgument)
@@ -290,7 +350,7 @@ func TestLaunchChecksBeforeDriver(t *testing.T) {
 	require.ErrorIs(t, f.Launch(s, D1(1), D1(1), 0), ErrInvalidArgument)
 	require.ErrorIs(t, f.Launch(s, D1(1), D1(1), 0, int64(1)), ErrInvalidArgument)
 
-	other := &Stream{&stream{ctx: &Context{}}}
+	other := fakeStream(fakeContext())
 	require.ErrorIs(t, f.Launch(other, D1(1), D1(1), 0, int32(1)), ErrWrongContext)
 
 	m.closed = true
@@ -301,7 +361,7 @@ func TestLaunchChecksBeforeDriver(t *testing.T) {
 	require.ErrorIs(t, err, ErrClosed)
 	_, err = f.Attribute(CU_FUNC_ATTRIBUTE_NUM_REGS)
 	require.ErrorIs(t, err, ErrClosed)
-	require.ErrorIs(t, m.Close(), ErrClosed)
+	require.ErrorIs(t, m.Close(), ErrInvalidArgument, "a Module that was never loaded")
 
 	m.closed = false
 	s.closed = true

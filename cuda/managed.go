@@ -11,7 +11,7 @@ import (
 //
 // As with HostBuffer, the slices are valid until Close or until the buffer becomes
 // unreachable, and must not hold Go pointers. Do not touch the memory from the host
-// while GPU work that uses it is running.
+// while GPU work that uses it is running. Its concurrency contract is HostBuffer's.
 type ManagedBuffer struct {
 	m   memBase
 	blk *hostBlock
@@ -63,7 +63,7 @@ func (b *ManagedBuffer) free() error {
 	s, gen := b.m.retire()
 	blk := b.blk
 	b.blk = nil
-	return b.m.ms.unified.put(blk, s, gen)
+	return b.m.ms.unified.putFrom(&b.m, blk, s, gen)
 }
 
 // Ptr returns the memory's address, the same on the host and the device.
@@ -87,9 +87,9 @@ func (b *ManagedBuffer) Close() error { return b.base().close() }
 // Free is Close.
 func (b *ManagedBuffer) Free() error { return b.base().close() }
 
-func (b *ManagedBuffer) usedOn(s *stream) { b.base().usedOn(s) }
+func (b *ManagedBuffer) holdArg() (CUdeviceptr, *Context, error) { return b.base().holdArg() }
 
-func (b *ManagedBuffer) devicePtr() (CUdeviceptr, *Context, error) { return b.base().devicePtr() }
+func (b *ManagedBuffer) releaseArg(s *stream) { b.m.releaseArg(s) }
 
 // ManagedSlice returns b's memory as a []T of length b.Size()/sizeof(T), or nil if b
 // is nil or closed or T holds Go pointers.

@@ -18,7 +18,7 @@ func SetNoHostPoolsForTest(on bool) { testNoHostPools = on }
 
 // TrimPoolsForTest returns the context's unused pool memory to the driver.
 func TrimPoolsForTest(c *Context) {
-	if ms, err := memFor(c); err == nil {
+	if ms, err := c.memory(); err == nil {
 		ms.trim()
 	}
 }
@@ -26,7 +26,31 @@ func TrimPoolsForTest(c *Context) {
 // FlushCachesForTest gives the context's cached device blocks back to the pool, as
 // an allocation that ran out of memory does.
 func FlushCachesForTest(c *Context) {
-	if ms, err := memFor(c); err == nil {
+	if ms, err := c.memory(); err == nil {
 		ms.flushDeviceCaches()
 	}
 }
+
+// ContextsForTest returns the number of contexts of NewContext not yet destroyed.
+func ContextsForTest() int {
+	n := 0
+	contexts.Range(func(_, v any) bool {
+		if !v.(*ctxState).primary {
+			n++
+		}
+		return true
+	})
+	return n
+}
+
+// PrimariesForTest returns the number of devices the package keeps a primary
+// context entry for.
+func PrimariesForTest() int {
+	n := 0
+	primaries.Range(func(_, _ any) bool { n++; return true })
+	return n
+}
+
+// HoldWaitsForTest returns how many closes waited for calls holding their object
+// (or context).
+func HoldWaitsForTest() int64 { return holdWaits.Load() }

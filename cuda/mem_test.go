@@ -4,6 +4,7 @@ import (
 	"bytes"
 	_ "embed"
 	"encoding/binary"
+	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"runtime/pprof"
@@ -15,14 +16,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/internal/fakecuda"
 	"github.com/gocuda/gocuda/internal/gputest"
 	"github.com/gocuda/gocuda/resource"
 )
 
 // memSetup returns device 0's primary context and a stream closed at the end.
-func memSetup(t testing.TB) (*cuda.Context, *cuda.Stream) {
+func memSetup(t testing.TB, needs ...gputest.Need) (*cuda.Context, *cuda.Stream) {
 	t.Helper()
-	gputest.Require(t)
+	gputest.Require(t, needs...)
 	ctx, err := cuda.Device(0).Context()
 	require.NoError(t, err)
 	s, err := ctx.NewStream()
@@ -177,12 +179,18 @@ func TestHostBuffer(t *testing.T) {
 	assert.Equal(t, p, again.Ptr())
 	require.NoError(t, again.Close())
 
-	// A block a pending copy uses is not handed out until the copy is done.
-	busy, err := ctx.Alloc(s, 1<<30)
-	require.NoError(t, err)
-	defer busy.Close()
-	for i := range 16 {
-		require.NoError(t, busy.Memset32Async(s, uint32(i)))
+	// A block a pending copy uses is not handed out until the copy is done. The
+	// GPU is kept busy with large memsets; the fake driver is paused.
+	if fakecuda.Loaded() {
+		require.NoError(t, fakecuda.Pause())
+		defer fakecuda.Resume()
+	} else {
+		busy, err := ctx.Alloc(s, 1<<30)
+		require.NoError(t, err)
+		defer busy.Close()
+		for i := range 16 {
+			require.NoError(t, busy.Memset32Async(s, uint32(i)))
+		}
 	}
 	d4, err := ctx.Alloc(s, 4096)
 	require.NoError(t, err)
@@ -196,6 +204,10 @@ func TestHostBuffer(t *testing.T) {
 	require.NoError(t, err)
 	done, err := s.Query()
 	require.NoError(t, err)
+	if fakecuda.Loaded() {
+		require.False(t, done, "paused")
+		require.NoError(t, fakecuda.Resume())
+	}
 	require.NoError(t, s.Synchronize())
 	if done {
 		t.Log("the copy finished before the check: nothing to compare")
@@ -399,16 +411,18 @@ func TestMemOOMReclaimRetry(t *testing.T) {
 	}()
 	total, err := ctx.Device().TotalMemory()
 	require.NoError(t, err)
-	const chunk = 8 << 30
-	n := int(total/chunk) + 2
+	chunk := min(8<<30, int(total/8)) // 8 GiB on a GPU; the fake driver's device is small
+	n := int(total)/chunk + 2
 	before := cuda.OOMReclaimsForTest()
 	start := time.Now()
 	for i := range n {
 		b, err := ctx.Alloc(s, chunk)
-		require.NoError(t, err, "allocation %d of %d × 8 GiB (device has %d GiB)", i+1, n, total>>30)
-		require.NoError(t, b.Memset8Async(s, 0)) // used, then dropped: garbage
+		require.NoError(t, err, "allocation %d of %d × %d MiB (device has %d GiB)", i+1, n, chunk>>20, total>>30)
+		// Used (one byte: the fake driver's device memory is host memory), then
+		// dropped: garbage.
+		require.NoError(t, cuda.CopyToDeviceAsync(s, b, []byte{1}))
 	}
-	t.Logf("%d × 8 GiB on a %.1f GiB device in %v, %d reclaims", n, float64(total)/(1<<30), time.Since(start), cuda.OOMReclaimsForTest()-before)
+	t.Logf("%d × %d MiB on a %.1f GiB device in %v, %d reclaims", n, chunk>>20, float64(total)/(1<<30), time.Since(start), cuda.OOMReclaimsForTest()-before)
 	assert.Greater(t, cuda.OOMReclaimsForTest(), before)
 
 	// Live buffers cannot be reclaimed: the allocation that does not fit fails.
@@ -422,11 +436,11 @@ func TestMemOOMReclaimRetry(t *testing.T) {
 		b, err := ctx.Alloc(s, chunk)
 		if err != nil {
 			require.ErrorIs(t, err, cuda.ErrOutOfMemory)
-			assert.Contains(t, err.Error(), "allocating 8589934592 bytes")
+			assert.Contains(t, err.Error(), fmt.Sprintf("allocating %d bytes", chunk))
 			break
 		}
 		keep = append(keep, b)
-		require.Less(t, len(keep), n, "more 8 GiB buffers than the device holds")
+		require.Less(t, len(keep), n, "more buffers than the device holds")
 	}
 }
 
@@ -499,6 +513,9 @@ func TestMemFallbackAndContexts(t *testing.T) {
 	require.Equal(t, h.Bytes(), m.Bytes())
 	p := h.Ptr()
 	require.NoError(t, h.Close())
+	// The block is reused once its last use (the copy on os2) is known to be done:
+	// the fence recorded at Close.
+	require.NoError(t, os2.Synchronize())
 	h2, err := other.AllocHost(4096)
 	require.NoError(t, err)
 	assert.Equal(t, p, h2.Ptr(), "fallback blocks are cached too")
@@ -538,7 +555,7 @@ var memKernels []byte
 // Kernels write unified and pinned memory through their device addresses; the host
 // reads the result through the slices.
 func TestMemKernelArgs(t *testing.T) {
-	ctx, s := memSetup(t)
+	ctx, s := memSetup(t, gputest.Kernels)
 	mod, err := ctx.LoadModule(memKernels)
 	require.NoError(t, err)
 	defer mod.Close()

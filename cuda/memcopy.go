@@ -127,9 +127,14 @@ func copyHost(s *Stream, m *memBase, p unsafe.Pointer, n int, toDevice bool) err
 	if n > m.size {
 		return fmt.Errorf("%w: copying %d bytes with a %d-byte buffer", ErrInvalidArgument, n, m.size)
 	}
-	if s != nil && s.ctx != m.ctx {
+	if s != nil && s.cs != m.ctx.ctxState {
 		return fmt.Errorf("cuda: copying on a stream of another context: %w", ErrWrongContext)
 	}
+	c := m.ctx.ctxState
+	if err := c.enter(); err != nil {
+		return err
+	}
+	defer c.exit()
 	if err := m.acquire(); err != nil {
 		return err
 	}
@@ -137,7 +142,7 @@ func copyHost(s *Stream, m *memBase, p unsafe.Pointer, n int, toDevice bool) err
 		m.leave()
 		return nil
 	}
-	ctx := m.ctx.h
+	ctx := c.h
 	return run(s, func(h CUstream) error {
 		if toDevice {
 			return inMemcpyHtoDAsync(ctx, m.ptr, p, uint64(n), h)
@@ -160,10 +165,15 @@ func copyMem(s *Stream, dst, src Memory) error {
 	if o.size > d.size {
 		return fmt.Errorf("%w: copying %d bytes into a %d-byte buffer", ErrInvalidArgument, o.size, d.size)
 	}
-	if d.ctx != o.ctx || (s != nil && s.ctx != d.ctx) {
+	if d.ctx.ctxState != o.ctx.ctxState || (s != nil && s.cs != d.ctx.ctxState) {
 		return fmt.Errorf("cuda: copying between contexts: %w", ErrWrongContext)
 	}
-	ctx := d.ctx.h
+	c := d.ctx.ctxState
+	if err := c.enter(); err != nil {
+		return err
+	}
+	defer c.exit()
+	ctx := c.h
 	dp, sp, n := d.ptr, o.ptr, uint64(o.size)
 	if d == o {
 		if err := d.acquire(); err != nil {
@@ -198,13 +208,18 @@ func memset(s *Stream, m *memBase, width int, v uint32) error {
 	if m.size%width != 0 {
 		return fmt.Errorf("%w: %d-byte memset of a %d-byte buffer", ErrInvalidArgument, width, m.size)
 	}
-	if s != nil && s.ctx != m.ctx {
+	if s != nil && s.cs != m.ctx.ctxState {
 		return fmt.Errorf("cuda: memset on a stream of another context: %w", ErrWrongContext)
 	}
+	c := m.ctx.ctxState
+	if err := c.enter(); err != nil {
+		return err
+	}
+	defer c.exit()
 	if err := m.acquire(); err != nil {
 		return err
 	}
-	ctx, p, n := m.ctx.h, m.ptr, uint64(m.size/width)
+	ctx, p, n := c.h, m.ptr, uint64(m.size/width)
 	return run(s, func(h CUstream) error {
 		switch width {
 		case 1:
@@ -217,7 +232,7 @@ func memset(s *Stream, m *memBase, width int, v uint32) error {
 }
 
 // run queues op, which uses a and b (b may be nil; both acquired by the caller, and
-// released here), on s; with s nil it picks the stream for a (see syncStreamFor),
+// released here), on s, in their context, which the caller has entered; with s nil it picks the stream for a (see syncStreamFor),
 // orders it after b's last use, and waits for op. Either way the memory's last use
 // becomes op's stream; a last use on a stream closed since is waited for on the
 // device first.
@@ -291,7 +306,7 @@ func queue(ms *memState, s *Stream, op func(h CUstream) error, a, b *memBase, ev
 			if b != nil {
 				b.usedOn(t)
 			}
-			return inEventRecord(ms.ctx.h, e, h)
+			return inEventRecord(ms.cs.h, e, h)
 		})
 		if !ran && attempt == 0 && errors.Is(err, ErrClosed) {
 			continue

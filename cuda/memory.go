@@ -8,7 +8,6 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"time"
 	"unsafe"
 
 	"github.com/gocuda/gocuda/resource"
@@ -68,14 +67,11 @@ type memBase struct {
 	kind MemoryKind
 	prof uint64 // key in the memory profile; 0 when not profiled
 
-	// users and closed keep the memory from being freed while work using it is
-	// queued: operations count themselves in users (acquire, leave), and the
-	// release marks the buffer closed, then waits until users drops to zero. Either
-	// an operation sees closed (and fails with ErrClosed) or the release sees the
-	// operation in users (and waits for it to leave); both sides are sequentially
-	// consistent atomics. Order: acquire, then a stream's mu, then lastMu.
-	users  atomic.Int32
-	closed atomic.Bool
+	// hold keeps the memory from being freed while work using it is queued:
+	// operations hold it until their work is queued, and the release shuts it
+	// (waiting for them) before freeing. Order: the context, the hold, then a
+	// stream's mu, then lastMu.
+	hold hold
 
 	// lastMu serializes changes of the last use; it is a leaf lock (Launch takes
 	// it inside a stream's read lock). last and lastGen are atomic so that the
@@ -93,34 +89,25 @@ type memBase struct {
 	regv resource.Registration
 }
 
-// acquire keeps m from being freed while the caller queues work on it (until
-// leave), or returns ErrClosed.
+// acquire holds m (keeps it from being freed) while the caller queues work on it,
+// until leave, or returns ErrClosed. The caller is in m's context.
 func (m *memBase) acquire() error {
-	m.users.Add(1)
-	if m.closed.Load() {
-		m.leave()
-		return fmt.Errorf("cuda: %s buffer: %w", m.kind, ErrClosed)
+	if !m.hold.enter() {
+		return errMemClosed[m.kind]
 	}
 	return nil
 }
 
 // leave ends an acquire.
-func (m *memBase) leave() { m.users.Add(-1) }
+func (m *memBase) leave() { m.hold.exit() }
 
-// waitUsers waits until no operation holds m (acquire without leave). Operations
-// hold it only while they queue work, so the wait is short: it yields, then sleeps
-// with a growing pause (up to a millisecond).
-func (m *memBase) waitUsers() {
-	sleep := time.Microsecond
-	for i := 0; m.users.Load() != 0; i++ {
-		if i < 100 {
-			runtime.Gosched()
-			continue
-		}
-		time.Sleep(sleep)
-		sleep = min(2*sleep, time.Millisecond)
+// errMemClosed are the errors of uses of freed memory, per kind.
+var errMemClosed = func() (e [numKinds]error) {
+	for k := range numKinds {
+		e[k] = fmt.Errorf("cuda: %s buffer: %w", k, ErrClosed)
 	}
-}
+	return e
+}()
 
 // check rejects nil and uninitialized buffers and buffers of destroyed contexts,
 // without locking and without calling the driver.
@@ -163,26 +150,33 @@ func (m *memBase) lastIsCurrent(t *stream) bool {
 	return s == nil || s == t && m.lastGen.Load() == t.gen.Load()
 }
 
-// devicePtr returns the address and context for a kernel argument.
-func (m *memBase) devicePtr() (CUdeviceptr, *Context, error) {
-	if err := m.check(); err != nil {
-		return 0, nil, err
+// holdArg holds the memory for a kernel argument until releaseArg and returns its
+// address and context.
+func (m *memBase) holdArg() (CUdeviceptr, *Context, error) {
+	if m == nil || m.ctx == nil {
+		return 0, nil, fmt.Errorf("%w: nil or zero buffer", ErrInvalidArgument)
 	}
-	if m.closed.Load() {
-		return 0, nil, fmt.Errorf("cuda: %s buffer: %w", m.kind, ErrClosed)
+	if !m.hold.enter() {
+		return 0, nil, errMemClosed[m.kind]
 	}
 	return m.ptr, m.ctx, nil
 }
 
-// retire marks m closed, once the operations queuing work on it are done, and
+// releaseArg records that work using the memory was queued on s (unless s is nil)
+// and ends holdArg.
+func (m *memBase) releaseArg(s *stream) {
+	if s != nil {
+		m.usedOn(s)
+	}
+	m.hold.exit()
+}
+
+// retire shuts m's hold, once the operations queuing work on it are done, and
 // returns its last use, which it forgets.
 func (m *memBase) retire() (*stream, uint64) {
-	m.closed.Store(true)
-	m.waitUsers()
-	// Without lastMu: once closed is set and the users are gone, only a Launch
-	// racing with the release can still record a use. gen then might not be s's
-	// generation at that use; the free is safe either way (on s while s is in
-	// generation gen, else after s's final work).
+	m.hold.close()
+	// Without lastMu: every use is recorded while the memory is held, and no one
+	// holds it any more.
 	s := m.last.Swap(nil)
 	gen := m.lastGen.Load()
 	if m.ms != nil {
@@ -202,16 +196,10 @@ func (m *memBase) close() error {
 	}
 	err := r.Release()
 	runtime.KeepAlive(m) // the buffer stays reachable until its release has run
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, resource.ErrReleased):
-		return fmt.Errorf("cuda: %s buffer: %w", m.kind, ErrClosed)
-	case errors.Is(err, resource.ErrContextDestroyed):
-		// The driver freed the memory with its context.
-		return nil
+	if errors.Is(err, resource.ErrReleased) {
+		return errMemClosed[m.kind]
 	}
-	return err
+	return closeError("", err) // ErrContextDestroyed: the driver freed it with its context
 }
 
 func (m *memBase) ptrOrZero() CUdeviceptr {
@@ -239,8 +227,11 @@ func (m *memBase) context() *Context {
 // (cuMemAllocAsync). It remembers the stream that last used it and is freed there
 // (cuMemFreeAsync) by Close or, if dropped without Close, soon after it becomes
 // unreachable; if that stream has been closed meanwhile, the free waits on the
-// context's disposal stream for the stream's last work. A DeviceBuffer is safe for
-// concurrent use.
+// context's disposal stream for the stream's last work.
+//
+// A DeviceBuffer is safe for concurrent use. Operations (copies, memsets, launches)
+// hold it until their work is queued: Close waits for them, never for the GPU, and
+// operations after Close fail with ErrClosed. The buffer keeps its Context alive.
 type DeviceBuffer struct {
 	m memBase
 }
@@ -271,7 +262,7 @@ func Alloc(bytes int) (*DeviceBuffer, error) {
 	if err != nil {
 		return nil, err
 	}
-	ms, err := memFor(c)
+	ms, err := c.memory()
 	if err != nil {
 		return nil, err
 	}
@@ -304,10 +295,10 @@ func (c *Context) alloc(s *Stream, bytes, elem, skip int) (*DeviceBuffer, error)
 	if err := checkStream(s); err != nil {
 		return nil, err
 	}
-	if s.ctx != c {
+	if s.cs != c.ctxState {
 		return nil, fmt.Errorf("cuda: allocating on a stream of another context: %w", ErrWrongContext)
 	}
-	ms := cachedMem(c)
+	ms := c.mem.Load()
 	if ms == nil || !ms.devReady.Load() {
 		// First device allocation in the context: a closed stream fails before
 		// anything is set up. Later ones find it closed under the stream's lock,
@@ -316,7 +307,7 @@ func (c *Context) alloc(s *Stream, bytes, elem, skip int) (*DeviceBuffer, error)
 			return nil, errAllocClosed()
 		}
 		var err error
-		if ms, err = memFor(c); err != nil {
+		if ms, err = c.memory(); err != nil {
 			return nil, err
 		}
 	}
@@ -327,6 +318,10 @@ func errAllocClosed() error { return fmt.Errorf("cuda: allocating on a stream: %
 
 func allocDevice(c *Context, ms *memState, s *stream, bytes, elem, skip int) (*DeviceBuffer, error) {
 	resource.Drain()
+	if err := c.enter(); err != nil {
+		return nil, err
+	}
+	defer c.exit()
 	if err := ms.initDevice(); err != nil {
 		return nil, err
 	}
@@ -386,6 +381,11 @@ func allocOn(c *Context, ms *memState, s *stream, p *CUdeviceptr, bytes int) (ui
 // the pool.
 func (b *DeviceBuffer) free() error {
 	s, gen := b.m.retire()
+	c := b.m.ctx
+	if c.enter() != nil {
+		return resource.ErrContextDestroyed // freed with its context
+	}
+	defer c.exit()
 	if size, class := devClass(b.m.size); class >= 0 && s != nil {
 		s.mu.RLock()
 		if !s.closed && s.gen.Load() == gen && s.putBlock(b.m.ms, b.m.ptr, class, size) {
@@ -394,7 +394,7 @@ func (b *DeviceBuffer) free() error {
 		}
 		s.mu.RUnlock()
 	}
-	return freeAsync(b.m.ctx, b.m.ptr, s, gen, nil)
+	return freeAsync(c.ctxState, b.m.ptr, s, gen, nil)
 }
 
 // Ptr returns the device address of the memory, for the raw layer and other
@@ -423,9 +423,9 @@ func (b *DeviceBuffer) Close() error { return b.base().close() }
 // Free is Close.
 func (b *DeviceBuffer) Free() error { return b.base().close() }
 
-func (b *DeviceBuffer) usedOn(s *stream) { b.base().usedOn(s) }
+func (b *DeviceBuffer) holdArg() (CUdeviceptr, *Context, error) { return b.base().holdArg() }
 
-func (b *DeviceBuffer) devicePtr() (CUdeviceptr, *Context, error) { return b.base().devicePtr() }
+func (b *DeviceBuffer) releaseArg(s *stream) { b.m.releaseArg(s) }
 
 // checkSize rejects zero and negative sizes.
 func checkSize(bytes int) error {
@@ -474,7 +474,7 @@ func useIfCurrent(s *stream, gen uint64, f func(h CUstream) error) (bool, error)
 
 // finalOf returns the event marking the end of s's work before its generation moved
 // on (nil if the stream could not record one).
-func finalOf(s *stream) *Event {
+func finalOf(s *stream) *event {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.final
@@ -483,7 +483,7 @@ func finalOf(s *stream) *Event {
 // freeAsync frees stream-ordered memory: on s if it is still in generation gen,
 // else on the disposal stream after s's final event; memory never used on a stream
 // (s nil) is freed on idle.
-func freeAsync(c *Context, ptr CUdeviceptr, s *stream, gen uint64, idle *stream) error {
+func freeAsync(c *ctxState, ptr CUdeviceptr, s *stream, gen uint64, idle *stream) error {
 	free := func(h CUstream) error { return inMemFreeAsync(c.h, ptr, h) }
 	if s == nil {
 		return idle.use(free)
@@ -517,7 +517,7 @@ func freeAsync(c *Context, ptr CUdeviceptr, s *stream, gen uint64, idle *stream)
 // waitableFinal returns s's final event; where s could not record one (event
 // creation failed when it was destroyed), it waits for the whole context instead,
 // which is rare and the only way left to order after s's work.
-func waitableFinal(c *Context, s *stream) (*Event, error) {
+func waitableFinal(c *ctxState, s *stream) (*event, error) {
 	if final := finalOf(s); final != nil {
 		return final, nil
 	}
@@ -525,11 +525,11 @@ func waitableFinal(c *Context, s *stream) (*Event, error) {
 }
 
 // elemSize returns T's size, rejecting zero-size types and types holding Go
-// pointers (the GPU cannot hold them, and cgo forbids passing them).
+// pointers (the GPU cannot hold them, and cgo forbids passing them). It never makes
+// a value of T, which may be far too large to exist ([1 << 40]byte).
 func elemSize[T any]() (int, error) {
-	var z T
-	n := int(unsafe.Sizeof(z))
 	t := reflect.TypeFor[T]()
+	n := int(t.Size())
 	if n == 0 {
 		return 0, fmt.Errorf("%w: %v has size zero", ErrInvalidArgument, t)
 	}
@@ -588,9 +588,3 @@ func hostSpan[T any](s []T) (unsafe.Pointer, int, error) {
 func hostPointer(p CUdeviceptr) unsafe.Pointer {
 	return *(*unsafe.Pointer)(unsafe.Pointer(&p))
 }
-
-// ResourceDirect makes selfSwitching a resource.DirectContext: the package's own
-// release functions make their context current inside their cgo calls (the in*
-// functions), so resource runs them directly, without the Run hook and the closure it
-// takes, once it has checked that the context still exists.
-func (sc selfSwitching) ResourceDirect() (alive bool) { return !sc.c.dead.Load() }

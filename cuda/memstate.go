@@ -15,7 +15,7 @@ import (
 // streams for the context, the pinned and unified pools with their caches, a pool of
 // events and the counters.
 type memState struct {
-	ctx   *Context
+	cs    *ctxState
 	total uint64 // device memory in bytes
 
 	// defStream orders Alloc without a stream and the copies without a stream
@@ -64,69 +64,51 @@ func (ms *memState) regOpts(k MemoryKind, skip int) []resource.Option {
 	if skip >= 0 && skip < len(ms.opts[k]) {
 		return ms.opts[k][skip]
 	}
-	return []resource.Option{resource.Kind(releaseKinds[k]), resource.WithContext(ms.ctx.res()), resource.CallerSkip(skip)}
+	return []resource.Option{resource.Kind(releaseKinds[k]), resource.WithContext(ms.cs.res()), resource.CallerSkip(skip)}
 }
 
-var memStates sync.Map // *Context → *memState
+// memContexts holds the contexts that have a memory state, for MemoryStatus; a
+// context leaves it when destroyed.
+var memContexts sync.Map // *ctxState → struct{}
 
-type memEntry struct {
-	once sync.Once
-	ms   atomic.Pointer[memState]
-	err  error
-}
-
-// lastMem is the memory state memFor returned last: the allocation paths find it
-// with one atomic load (most programs use one context).
-var lastMem atomic.Pointer[memState]
-
-// cachedMem returns c's memory state if it is lastMem, else nil (then use memFor).
-func cachedMem(c *Context) *memState {
-	if ms := lastMem.Load(); ms != nil && ms.ctx == c {
-		return ms
-	}
-	return nil
-}
-
-// memFor returns c's memory state, creating it (and the context's default stream)
+// memory returns c's memory state, creating it (and the context's default stream)
 // on first use.
-func memFor(c *Context) (*memState, error) {
-	if ms := cachedMem(c); ms != nil {
+func (c *ctxState) memory() (*memState, error) {
+	if ms := c.mem.Load(); ms != nil {
 		return ms, nil
 	}
-	v, ok := memStates.Load(c)
-	if !ok {
-		v, _ = memStates.LoadOrStore(c, &memEntry{})
+	return c.initMemory()
+}
+
+func (c *ctxState) initMemory() (*memState, error) {
+	if err := c.enter(); err != nil {
+		return nil, err
 	}
-	e := v.(*memEntry)
-	e.once.Do(func() {
-		ms := &memState{ctx: c}
-		for k := KindDevice; k <= KindUnified; k++ {
-			for skip := range ms.opts[k] {
-				ms.opts[k][skip] = []resource.Option{resource.Kind(releaseKinds[k]),
-					resource.WithContext(c.res()), resource.CallerSkip(skip)}
-			}
-		}
-		ms.pinned = hostKind{ms: ms, kind: KindPinned}
-		ms.unified = hostKind{ms: ms, kind: KindUnified}
-		total, err := c.dev.TotalMemory()
-		if err != nil {
-			e.err = err
-			return
-		}
-		ms.total = total
-		if ms.defStream, err = newStream(c, true, 0); err != nil {
-			e.err = err
-			return
-		}
-		e.ms.Store(ms)
-	})
-	if e.err != nil {
-		// Let a later call try again (say after memory was freed).
-		memStates.CompareAndDelete(c, e)
-		return nil, e.err
+	defer c.exit()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ms := c.mem.Load(); ms != nil {
+		return ms, nil
 	}
-	ms := e.ms.Load()
-	lastMem.Store(ms)
+	ms := &memState{cs: c}
+	for k := KindDevice; k <= KindUnified; k++ {
+		for skip := range ms.opts[k] {
+			ms.opts[k][skip] = []resource.Option{resource.Kind(releaseKinds[k]),
+				resource.WithContext(c.res()), resource.CallerSkip(skip)}
+		}
+	}
+	ms.pinned = hostKind{ms: ms, kind: KindPinned}
+	ms.unified = hostKind{ms: ms, kind: KindUnified}
+	total, err := c.dev.TotalMemory()
+	if err != nil {
+		return nil, err
+	}
+	ms.total = total
+	if ms.defStream, err = newStream(c, true, 0, false); err != nil {
+		return nil, err
+	}
+	c.mem.Store(ms)
+	memContexts.Store(c, struct{}{})
 	return ms, nil
 }
 
@@ -142,7 +124,7 @@ func (ms *memState) initDevice() error {
 	if ms.devReady.Load() {
 		return nil
 	}
-	c := ms.ctx
+	c := ms.cs
 	dev, err := c.dev.handle()
 	if err != nil {
 		return err
@@ -172,8 +154,8 @@ func (ms *memState) initHost() error {
 	if ms.hostReady.Load() {
 		return nil
 	}
-	c := ms.ctx
-	s, err := newStream(c, true, 0)
+	c := ms.cs
+	s, err := newStream(c, true, 0, false)
 	if err != nil {
 		return err
 	}
@@ -205,7 +187,7 @@ func (ms *memState) createPool(props *CUmemPoolProps, threshold *uint64, enabled
 	if !enabled {
 		return 0, fmt.Errorf("cuda: memory pools disabled: %w", ErrNotSupported)
 	}
-	c := ms.ctx
+	c := ms.cs
 	var pool CUmemoryPool
 	if err := inMemPoolCreate(c.h, &pool, props); err != nil {
 		return 0, fmt.Errorf("cuda: creating a %v memory pool: %w", props.AllocType, err)
@@ -228,7 +210,7 @@ func (ms *memState) getEvent() (CUevent, error) {
 	}
 	ms.evMu.Unlock()
 	var ev CUevent
-	if err := inEventCreate(ms.ctx.h, &ev, uint32(CU_EVENT_DISABLE_TIMING|CU_EVENT_BLOCKING_SYNC)); err != nil {
+	if err := inEventCreate(ms.cs.h, &ev, uint32(CU_EVENT_DISABLE_TIMING|CU_EVENT_BLOCKING_SYNC)); err != nil {
 		return 0, fmt.Errorf("cuda: creating an event: %w", err)
 	}
 	return ev, nil
@@ -247,14 +229,14 @@ func (ms *memState) putEvent(ev CUevent) {
 
 // waitEvent waits for ev on the host: polling, then yielding, then blocking.
 func (ms *memState) waitEvent(ev CUevent) error {
-	h := ms.ctx.h
+	h := ms.cs.h
 	return wait(func() (bool, error) { return ready(inEventQuery(h, ev)) },
 		func() error { return inEventSynchronize(h, ev) })
 }
 
 // syncInternal waits for one of the package's own streams (never closed).
 func (ms *memState) syncInternal(s *stream) error {
-	h := ms.ctx.h
+	h := ms.cs.h
 	return wait(func() (bool, error) { return ready(inStreamQuery(h, s.h)) },
 		func() error { return inStreamSynchronize(h, s.h) })
 }
@@ -264,7 +246,7 @@ func (ms *memState) syncInternal(s *stream) error {
 // (no GPU work used it).
 type fence struct {
 	ev    CUevent // from the context's event pool; 0 if none
-	final *Event  // a closed stream's final event (kept alive by this reference)
+	final *event  // a closed stream's final event (kept alive by this reference)
 	done  bool
 }
 
@@ -277,7 +259,7 @@ func (ms *memState) fenceAfter(s *stream, gen uint64) (fence, error) {
 	if err != nil {
 		return fence{}, err
 	}
-	ran, err := useIfCurrent(s, gen, func(h CUstream) error { return inEventRecord(ms.ctx.h, ev, h) })
+	ran, err := useIfCurrent(s, gen, func(h CUstream) error { return inEventRecord(ms.cs.h, ev, h) })
 	if ran {
 		if err != nil {
 			ms.putEvent(ev)
@@ -286,7 +268,7 @@ func (ms *memState) fenceAfter(s *stream, gen uint64) (fence, error) {
 		return fence{ev: ev}, nil
 	}
 	ms.putEvent(ev)
-	final, err := waitableFinal(ms.ctx, s)
+	final, err := waitableFinal(ms.cs, s)
 	if err != nil {
 		return fence{}, err
 	}
@@ -308,7 +290,7 @@ func (f *fence) poll(ms *memState) bool {
 	if f.done {
 		return true
 	}
-	ok, err := ready(inEventQuery(ms.ctx.h, f.event()))
+	ok, err := ready(inEventQuery(ms.cs.h, f.event()))
 	if err != nil || !ok {
 		return false
 	}
@@ -333,7 +315,7 @@ func (f *fence) orderOn(ms *memState, h CUstream) error {
 	if f.done {
 		return nil
 	}
-	return inStreamWaitEvent(ms.ctx.h, h, f.event(), 0)
+	return inStreamWaitEvent(ms.cs.h, h, f.event(), 0)
 }
 
 // clear marks the fence done and returns its event.
@@ -394,13 +376,32 @@ func (ms *memState) reclaimForOOM() {
 		ms.unified.flush()
 	}
 	_, _ = resource.Reclaim()
-	_ = inCtxSynchronize(ms.ctx.h)
+	_ = inCtxSynchronize(ms.cs.h)
 	ms.trim()
+}
+
+// teardown gives back what the package holds for a context about to be destroyed
+// (its caller shut the context's hold): the cached blocks, then the pools it made.
+// Pools belong to the device, not the context: destroying the context would leave
+// them behind.
+func (ms *memState) teardown() {
+	ms.flushDeviceCaches()
+	if !ms.hostReady.Load() {
+		return
+	}
+	ms.pinned.flush()
+	ms.unified.flush()
+	_ = inCtxSynchronize(ms.cs.h)
+	for _, k := range []*hostKind{&ms.pinned, &ms.unified} {
+		if k.pool != 0 {
+			_ = inMemPoolDestroy(ms.cs.h, k.pool)
+		}
+	}
 }
 
 // trim returns the memory the pools hold unused to the driver.
 func (ms *memState) trim() {
-	h := ms.ctx.h
+	h := ms.cs.h
 	if ms.devReady.Load() {
 		_ = inMemPoolTrimTo(h, ms.devPool, 0)
 	}

@@ -62,18 +62,15 @@ type PoolStats struct {
 func MemoryStatus() (MemoryStats, error) {
 	var st MemoryStats
 	var errs []error
-	memStates.Range(func(k, v any) bool {
-		c := k.(*Context)
-		e := v.(*memEntry)
-		ms := e.ms.Load()
+	memContexts.Range(func(k, _ any) bool {
+		ms := k.(*ctxState).mem.Load()
 		if ms == nil {
 			return true
 		}
-		if c.dead.Load() {
-			memStates.Delete(c)
-			return true
-		}
 		cs, err := ms.status()
+		if err == errContextClosed {
+			return true // destroyed meanwhile
+		}
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -90,8 +87,12 @@ func MemoryStatus() (MemoryStats, error) {
 }
 
 func (ms *memState) status() (ContextMemoryStats, error) {
-	c := ms.ctx
+	c := ms.cs
 	cs := ContextMemoryStats{Device: c.dev, Primary: c.primary}
+	if err := c.enter(); err != nil {
+		return cs, err // destroyed meanwhile
+	}
+	defer c.exit()
 	var errs []error
 	// Locals, not fields of cs: cgo must not see the Go pointers (errors) in cs.
 	var free, total uint64

@@ -40,6 +40,7 @@ import (
 	"strings"
 	"sync"
 	"unsafe"
+	"weak"
 
 	"github.com/gocuda/gocuda/resource"
 )
@@ -52,6 +53,10 @@ import (
 // for as long as unrelated work runs, ~500 ms behind a 500 ms kernel), so a Module
 // dropped without Close is unloaded only by resource.Reclaim, never on the finalizer
 // path. Functions keep their Module loaded while they are reachable.
+//
+// A Module is safe for concurrent use. Calls hold it while they pass it (or its
+// functions) to the driver: Close waits for them, and calls after Close fail with
+// ErrClosed. The Module keeps its Context alive.
 type Module struct {
 	ctx *Context
 	h   CUmodule
@@ -60,7 +65,9 @@ type Module struct {
 	// launches take the read lock, Close the write lock.
 	mu     sync.RWMutex
 	closed bool
-	funcs  map[string]*Function
+	// funcs caches the module's Functions weakly: a Function points to its
+	// Module, and a Module reachable from itself would never be unloaded.
+	funcs map[string]weak.Pointer[Function]
 
 	reg *resource.Registration
 }
@@ -77,6 +84,10 @@ func (c *Context) LoadModule(image []byte) (*Module, error) {
 		return nil, fmt.Errorf("%w: empty module image", ErrInvalidArgument)
 	}
 	resource.Drain()
+	if err := c.enter(); err != nil {
+		return nil, err
+	}
+	defer c.exit()
 	img := moduleImage(image)
 	jit := C.gocuda_jit_new(C.int32_t(CU_JIT_ERROR_LOG_BUFFER), C.int32_t(CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES))
 	if jit == nil {
@@ -95,7 +106,7 @@ func (c *Context) LoadModule(image []byte) (*Module, error) {
 	}
 	m := &Module{ctx: c, h: h}
 	m.reg = resource.ResourceFinalizerErr((*Module).unload, m, true,
-		resource.Kind("cuModuleUnload"), resource.WithContext(c.res()), resource.CallerSkip(1))
+		resource.Kind("cuModuleUnload"), resource.WithContext(c.ctxState.res()), resource.CallerSkip(1))
 	return m, nil
 }
 
@@ -127,15 +138,44 @@ func moduleImage(image []byte) []byte {
 
 // unload is the release function: it runs once, from Close or from Reclaim.
 func (m *Module) unload() error {
-	return inModuleUnload(m.ctx.h, m.h)
+	lockCounting(&m.mu)
+	m.closed = true
+	m.mu.Unlock()
+	c := m.ctx
+	if c.enter() != nil {
+		return resource.ErrContextDestroyed // unloaded with its context
+	}
+	defer c.exit()
+	return inModuleUnload(c.h, m.h)
 }
 
 func checkModule(m *Module) error {
-	if m == nil {
-		return fmt.Errorf("%w: nil *cuda.Module", ErrInvalidArgument)
+	if m == nil || m.ctx == nil {
+		return fmt.Errorf("%w: nil or zero *cuda.Module", ErrInvalidArgument)
 	}
 	return m.ctx.check()
 }
+
+// rlock enters the module's context and takes its read lock, or fails for a closed
+// module or context.
+func (m *Module) rlock() error {
+	if err := m.ctx.enter(); err != nil {
+		return err
+	}
+	m.mu.RLock()
+	if m.closed {
+		m.runlock()
+		return errModuleClosed
+	}
+	return nil
+}
+
+func (m *Module) runlock() {
+	m.mu.RUnlock()
+	m.ctx.exit()
+}
+
+var errModuleClosed = fmt.Errorf("cuda: module: %w", ErrClosed)
 
 // Handle returns the raw module. Keep the Module reachable (and open) while the handle
 // is in use.
@@ -146,8 +186,13 @@ func (m *Module) Handle() CUmodule {
 	return m.h
 }
 
-// Context returns the module's context.
-func (m *Module) Context() *Context { return m.ctx }
+// Context returns the module's context (nil for a nil Module).
+func (m *Module) Context() *Context {
+	if m == nil {
+		return nil
+	}
+	return m.ctx
+}
 
 // Function returns the module's kernel called name (for CUDA C++ kernels, the mangled
 // name unless the kernel is declared extern "C"). Functions are cached: asking for the
@@ -157,16 +202,20 @@ func (m *Module) Function(name string) (*Function, error) {
 	if err := checkModule(m); err != nil {
 		return nil, err
 	}
+	if strings.IndexByte(name, 0) >= 0 {
+		return nil, fmt.Errorf("%w: function name %q contains a NUL byte", ErrInvalidArgument, name)
+	}
+	if err := m.ctx.enter(); err != nil {
+		return nil, err
+	}
+	defer m.ctx.exit()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		return nil, fmt.Errorf("cuda: module: %w", ErrClosed)
+		return nil, errModuleClosed
 	}
-	if f := m.funcs[name]; f != nil {
+	if f := m.funcs[name].Value(); f != nil {
 		return f, nil
-	}
-	if strings.IndexByte(name, 0) >= 0 {
-		return nil, fmt.Errorf("%w: function name %q contains a NUL byte", ErrInvalidArgument, name)
 	}
 	cname := append([]byte(name), 0)
 	var h CUfunction
@@ -176,9 +225,9 @@ func (m *Module) Function(name string) (*Function, error) {
 	f := &Function{mod: m, h: h, name: name}
 	f.loadParams()
 	if m.funcs == nil {
-		m.funcs = make(map[string]*Function)
+		m.funcs = make(map[string]weak.Pointer[Function])
 	}
-	m.funcs[name] = f
+	m.funcs[name] = weak.Make(f)
 	return f, nil
 }
 
@@ -192,11 +241,10 @@ func (m *Module) Global(name string) (CUdeviceptr, int, error) {
 	if strings.IndexByte(name, 0) >= 0 {
 		return 0, 0, fmt.Errorf("%w: global name %q contains a NUL byte", ErrInvalidArgument, name)
 	}
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	if m.closed {
-		return 0, 0, fmt.Errorf("cuda: module: %w", ErrClosed)
+	if err := m.rlock(); err != nil {
+		return 0, 0, err
 	}
+	defer m.runlock()
 	cname := append([]byte(name), 0)
 	var p CUdeviceptr
 	var size uint64
@@ -211,24 +259,14 @@ func (m *Module) Global(name string) (CUdeviceptr, int, error) {
 // takes. Closing again returns ErrClosed, as does any later use of the module or its
 // functions.
 func (m *Module) Close() error {
-	if m == nil {
-		return fmt.Errorf("%w: nil *cuda.Module", ErrInvalidArgument)
+	if m == nil || m.reg == nil {
+		return fmt.Errorf("%w: nil or zero *cuda.Module", ErrInvalidArgument)
 	}
-	// Wait for launches in flight, and keep new ones out, before unloading; the
-	// unload itself runs without the lock.
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
-		return fmt.Errorf("cuda: module: %w", ErrClosed)
-	}
-	m.closed = true
-	m.mu.Unlock()
+	// unload waits for launches in flight, and keeps new ones out, before
+	// unloading; the unload itself runs without the lock.
 	err := m.reg.Release()
 	runtime.KeepAlive(m)
-	if errors.Is(err, resource.ErrReleased) {
-		return fmt.Errorf("cuda: module: %w", ErrClosed)
-	}
-	return err
+	return closeError("module", err)
 }
 
 // Function is a kernel of a Module. It is safe for concurrent use; its Module stays
@@ -295,8 +333,13 @@ func (f *Function) Handle() CUfunction {
 	return f.h
 }
 
-// Module returns the function's module.
-func (f *Function) Module() *Module { return f.mod }
+// Module returns the function's module (nil for a nil Function).
+func (f *Function) Module() *Module {
+	if f == nil {
+		return nil
+	}
+	return f.mod
+}
 
 // Params returns the kernel's parameters as the driver reports them; ok is false
 // where the driver does not (before CUDA 12.4), and Launch then cannot check
@@ -322,11 +365,10 @@ func (f *Function) Attribute(a CUfunction_attribute) (int, error) {
 	if err := checkModule(m); err != nil {
 		return 0, err
 	}
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	if m.closed {
-		return 0, fmt.Errorf("cuda: module: %w", ErrClosed)
+	if err := m.rlock(); err != nil {
+		return 0, err
 	}
+	defer m.runlock()
 	var v int32
 	if err := inFuncGetAttribute(m.ctx.h, &v, a, f.h); err != nil {
 		return 0, fmt.Errorf("cuda: function %q attribute %v: %w", f.name, a, err)

@@ -4,13 +4,19 @@ import (
 	"testing"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/internal/fakecuda"
 	"github.com/gocuda/gocuda/internal/libtest"
 )
 
 // These tests need no GPU and no CUDA driver library: they run in CI.
 
-// TestNoLibrary: where libcuda.so.1 cannot be loaded (CI), calls return its typed error.
+// TestNoLibrary: where libcuda.so.1 cannot be loaded (CI), calls return its typed
+// error. On the fake driver the test runs again in a process without any driver.
 func TestNoLibrary(t *testing.T) {
+	if fakecuda.Active() {
+		fakecuda.RunWithoutDriver(t)
+		return
+	}
 	libtest.NoLibrary(t, cuda.Library(), "cuda", "libcuda.so.1", "GOCUDA_CUDA_LIB",
 		func() error { return cuda.Init(0) },
 		func() error { var n int32; return cuda.DeviceGetCount(&n) },

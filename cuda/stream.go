@@ -12,16 +12,20 @@ import (
 )
 
 // Stream is a CUDA stream: an ordered queue of GPU work. Streams are non-blocking
-// (they do not synchronize with the legacy default stream). A Stream is safe for
-// concurrent use; Close waits for nothing and returns at once.
+// (they do not synchronize with the legacy default stream).
+//
+// A Stream is safe for concurrent use. Calls hold it while they queue work on it:
+// Close waits for them (never for the GPU) and returns at once; calls after Close
+// fail with ErrClosed. The Stream keeps its Context alive.
 type Stream struct {
 	*stream
+	ctx *Context
 }
 
 // stream is the part of Stream that buffers point at and the finalizer watches.
 type stream struct {
-	ctx *Context
-	h   CUstream
+	cs *ctxState
+	h  CUstream
 
 	// mu guards h against Close while work is being queued: enqueuing takes the read
 	// lock (never while waiting for the GPU), Close the write lock.
@@ -32,11 +36,11 @@ type stream struct {
 	gen atomic.Uint64
 	// final is recorded when the stream is destroyed: work queued on it before then
 	// is complete once final is.
-	final *Event
+	final *event
 	// cache holds device blocks freed on the stream, for its next allocations.
 	cache devCache
 
-	reg *resource.Registration
+	reg *resource.Registration // nil for the context's own streams
 }
 
 // StreamOption configures NewStream.
@@ -64,11 +68,16 @@ func (c *Context) NewStream(opts ...StreamOption) (*Stream, error) {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	s, err := newStream(c, !cfg.blocking, cfg.priority)
+	resource.Drain()
+	if err := c.enter(); err != nil {
+		return nil, err
+	}
+	defer c.exit()
+	s, err := newStream(c.ctxState, !cfg.blocking, cfg.priority, true)
 	if err != nil {
 		return nil, err
 	}
-	return &Stream{s}, nil
+	return &Stream{stream: s, ctx: c}, nil
 }
 
 // NewStream creates a stream in the primary context of device 0.
@@ -80,18 +89,21 @@ func NewStream(opts ...StreamOption) (*Stream, error) {
 	return c.NewStream(opts...)
 }
 
-func newStream(c *Context, nonBlocking bool, priority int) (*stream, error) {
-	resource.Drain()
+// newStream creates a stream in c, which the caller has entered. The context's own
+// streams (register false) get no release: they are destroyed with the context.
+func newStream(c *ctxState, nonBlocking bool, priority int, register bool) (*stream, error) {
 	var flags uint32
 	if nonBlocking {
 		flags = uint32(CU_STREAM_NON_BLOCKING)
 	}
-	s := &stream{ctx: c}
+	s := &stream{cs: c}
 	if err := inStreamCreateWithPriority(c.h, &s.h, flags, int32(priority)); err != nil {
 		return nil, fmt.Errorf("cuda: creating a stream: %w", err)
 	}
-	s.reg = resource.ResourceFinalizerErr((*stream).destroy, s, false,
-		resource.Kind("cuStreamDestroy"), resource.WithContext(c.res()), resource.CallerSkip(2))
+	if register {
+		s.reg = resource.ResourceFinalizerErr((*stream).destroy, s, false,
+			resource.Kind("cuStreamDestroy"), resource.WithContext(c.res()), resource.CallerSkip(2))
+	}
 	return s, nil
 }
 
@@ -101,6 +113,10 @@ func (c *Context) StreamPriorityRange() (least, greatest int, err error) {
 	if err := c.check(); err != nil {
 		return 0, 0, err
 	}
+	if err := c.enter(); err != nil {
+		return 0, 0, err
+	}
+	defer c.exit()
 	var l, g int32
 	if err := inCtxGetStreamPriorityRange(c.h, &l, &g); err != nil {
 		return 0, 0, err
@@ -117,10 +133,16 @@ func (s *Stream) Handle() CUstream {
 	return s.h
 }
 
-// Context returns the stream's context.
-func (s *Stream) Context() *Context { return s.ctx }
+// Context returns the stream's context (nil for a nil or zero Stream).
+func (s *Stream) Context() *Context {
+	if s == nil {
+		return nil
+	}
+	return s.ctx
+}
 
 // use runs f with the stream's handle under the read lock: f must only enqueue work.
+// The caller is in the stream's context.
 func (s *stream) use(f func(h CUstream) error) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -131,10 +153,10 @@ func (s *stream) use(f func(h CUstream) error) error {
 }
 
 func checkStream(s *Stream) error {
-	if s == nil || s.stream == nil {
-		return fmt.Errorf("%w: nil *cuda.Stream", ErrInvalidArgument)
+	if s == nil || s.stream == nil || s.ctx == nil {
+		return fmt.Errorf("%w: nil or zero *cuda.Stream", ErrInvalidArgument)
 	}
-	return s.ctx.check()
+	return s.cs.check()
 }
 
 // Query reports whether all work queued on the stream has finished.
@@ -142,10 +164,14 @@ func (s *Stream) Query() (bool, error) {
 	if err := checkStream(s); err != nil {
 		return false, err
 	}
+	if err := s.cs.enter(); err != nil {
+		return false, err
+	}
+	defer s.cs.exit()
 	var done bool
 	err := s.use(func(h CUstream) error {
 		var err error
-		done, err = ready(inStreamQuery(s.ctx.h, h))
+		done, err = ready(inStreamQuery(s.cs.h, h))
 		return err
 	})
 	return done, err
@@ -168,7 +194,11 @@ func (s *Stream) Synchronize() error {
 	if err != nil || !slow {
 		return err
 	}
-	return s.ctx.sleepOn(s.stream, 0)
+	if err := s.cs.enter(); err != nil {
+		return err
+	}
+	defer s.cs.exit()
+	return s.cs.sleepOn(s.stream, 0)
 }
 
 // WaitEvent makes work queued on the stream after this call wait until e completes
@@ -180,23 +210,36 @@ func (s *Stream) WaitEvent(e *Event) error {
 	if err := checkEvent(e); err != nil {
 		return err
 	}
-	if e.ctx != s.ctx {
-		return ErrWrongContext
+	if e.cs != s.cs {
+		return fmt.Errorf("cuda: stream waiting for an event of another context: %w", ErrWrongContext)
 	}
-	return s.use(func(h CUstream) error { return inStreamWaitEvent(s.ctx.h, h, e.h, 0) })
+	if err := e.acquire(); err != nil {
+		return err
+	}
+	defer e.leave()
+	return s.use(func(h CUstream) error { return inStreamWaitEvent(s.cs.h, h, e.h, 0) })
 }
 
 // Close destroys the stream. Work already queued still runs; buffers last used on
 // the stream are freed after that work, through the final event recorded here. It
 // returns at once (cuStreamDestroy does not wait). Closing again returns ErrClosed.
 func (s *Stream) Close() error {
-	if s == nil || s.stream == nil {
-		return fmt.Errorf("%w: nil *cuda.Stream", ErrInvalidArgument)
+	if s == nil || s.stream == nil || s.reg == nil {
+		return fmt.Errorf("%w: nil or zero *cuda.Stream", ErrInvalidArgument)
 	}
 	err := s.reg.Release()
 	runtime.KeepAlive(s.stream) // the finalizer must not run while Release does
-	if errors.Is(err, resource.ErrReleased) {
-		return fmt.Errorf("cuda: stream: %w", ErrClosed)
+	return closeError("stream", err)
+}
+
+// closeError maps a release's outcome to Close's: a second Close is ErrClosed, and
+// an object whose context was destroyed went with it (nil).
+func closeError(what string, err error) error {
+	switch {
+	case err == nil, errors.Is(err, resource.ErrContextDestroyed):
+		return nil
+	case errors.Is(err, resource.ErrReleased):
+		return fmt.Errorf("cuda: %s: %w", what, ErrClosed)
 	}
 	return err
 }
@@ -204,19 +247,23 @@ func (s *Stream) Close() error {
 // destroy records the final event and destroys the stream; it runs once, from Close
 // or after the Stream became unreachable (then no buffer refers to it either).
 func (s *stream) destroy() error {
-	s.mu.Lock()
+	lockCounting(&s.mu)
 	defer s.mu.Unlock()
 	s.closed = true
+	if err := s.cs.enter(); err != nil {
+		return resource.ErrContextDestroyed // destroyed with its context
+	}
+	defer s.cs.exit()
 	s.dropCache()
 	s.gen.Add(1)
-	if e, err := newEventIn(s.ctx, false); err == nil {
-		if inEventRecord(s.ctx.h, e.h, s.h) == nil {
+	if e, err := newEvent(s.cs, false); err == nil {
+		if inEventRecord(s.cs.h, e.h, s.h) == nil {
 			s.final = e
 		} else {
-			e.Close()
+			_ = e.reg.Release()
 		}
 	}
-	return inStreamDestroy(s.ctx.h, s.h)
+	return inStreamDestroy(s.cs.h, s.h)
 }
 
 // ready turns CUDA_ERROR_NOT_READY into false and success into true.

@@ -28,6 +28,10 @@ import (
 // registered (the driver reports CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED), so wrap
 // large, separately allocated slices. Registering costs about 100 µs for 4 KiB; for
 // short-lived buffers HostBuffer is far cheaper.
+//
+// A WrappedBuffer is safe for concurrent use. Operations hold it until their work is
+// queued: Close waits for them (and then for the GPU work that used the memory), and
+// operations after Close fail with ErrClosed.
 type WrappedBuffer struct {
 	w *wrapped
 }
@@ -98,12 +102,16 @@ func wrapIn[T any](c *Context, s []T, skip int) (*WrappedBuffer, error) {
 	if err := c.check(); err != nil {
 		return nil, err
 	}
-	ms, err := memFor(c)
+	ms, err := c.memory()
 	if err != nil {
 		return nil, err
 	}
 	resource.Drain()
 	maybeReclaimWrapped()
+	if err := c.enter(); err != nil {
+		return nil, err
+	}
+	defer c.exit()
 	w := &wrapped{host: p, st: &wrapState{size: int64(n)}}
 	w.pin.Pin(p)
 	register := func() error { return inMemHostRegister(c.h, p, uint64(n), uint32(CU_MEMHOSTREGISTER_DEVICEMAP)) }
@@ -140,7 +148,7 @@ func wrapIn[T any](c *Context, s []T, skip int) (*WrappedBuffer, error) {
 func (w *wrapped) unregister() error {
 	s, gen := w.m.retire()
 	var err error
-	if c := w.m.ctx; !c.dead.Load() {
+	if c := w.m.ctx; c.enter() == nil { // else the context went, and the registration with it
 		ms := w.m.ms
 		f, ferr := ms.fenceAfter(s, gen)
 		if ferr == nil {
@@ -148,6 +156,7 @@ func (w *wrapped) unregister() error {
 			f.clear(ms)
 		}
 		err = errors.Join(ferr, inMemHostUnregister(c.h, w.host))
+		c.exit()
 	}
 	w.pin.Unpin()
 	w.host = nil
@@ -255,6 +264,6 @@ func (b *WrappedBuffer) Close() error {
 	return err
 }
 
-func (b *WrappedBuffer) usedOn(s *stream) { b.base().usedOn(s) }
+func (b *WrappedBuffer) holdArg() (CUdeviceptr, *Context, error) { return b.base().holdArg() }
 
-func (b *WrappedBuffer) devicePtr() (CUdeviceptr, *Context, error) { return b.base().devicePtr() }
+func (b *WrappedBuffer) releaseArg(s *stream) { b.w.m.releaseArg(s) }

@@ -14,7 +14,7 @@ import (
 // right after the launch, or a drop followed by collection and Reclaim, waits for the
 // kernel (read_sum spins 300 ms before it reads) before unregistering.
 func TestWrappedMemoryOutlivesKernel(t *testing.T) {
-	g, m, s := loadKernels(t)
+	g, m, s := loadKernels(t, gputest.Kernels)
 	ctx := m.Context()
 	readSum := function(t, m, "read_sum")
 	const n = 1 << 16

@@ -111,6 +111,7 @@ static int64_t gocuda_in_cuEventCreate(uintptr_t fn, uintptr_t get, uintptr_t se
 static int32_t gocuda_cuEventDestroy_v2(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static int64_t gocuda_in_cuEventDestroy_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cuEventElapsedTime_v2(uintptr_t fn, uint8_t* a0, uintptr_t a1, uintptr_t a2) { return ((int32_t (*)(uint8_t*, uintptr_t, uintptr_t))fn)(a0, a1, a2); }
+static int64_t gocuda_in_cuEventElapsedTime_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint8_t* a0, uintptr_t a1, uintptr_t a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint8_t*, uintptr_t, uintptr_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuEventQuery(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static int64_t gocuda_in_cuEventQuery(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cuEventRecord(uintptr_t fn, uintptr_t a0, uintptr_t a1) { return ((int32_t (*)(uintptr_t, uintptr_t))fn)(a0, a1); }
@@ -2247,6 +2248,23 @@ func EventElapsedTime(pMilliseconds *float32, hStart CUevent, hEnd CUevent) erro
 		return err
 	}
 	return Result(C.gocuda_cuEventElapsedTime_v2(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(pMilliseconds)), C.uintptr_t(hStart), C.uintptr_t(hEnd))).err()
+}
+
+// inEventElapsedTime calls cuEventElapsedTime_v2 with the CUDA context ctx current on the calling thread.
+func inEventElapsedTime(ctx CUcontext, pMilliseconds *float32, hStart CUevent, hEnd CUevent) error {
+	fn, err := proc_cuEventElapsedTime_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ContextSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuEventElapsedTime_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), (*C.uint8_t)(unsafe.Pointer(pMilliseconds)), C.uintptr_t(hStart), C.uintptr_t(hEnd)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
 }
 
 // EventQuery calls cuEventQuery:

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/dl"
+	"github.com/gocuda/gocuda/internal/fakecuda"
 )
 
 // RequireEnv is the environment variable that turns Require's skips into
@@ -31,6 +32,14 @@ type GPU struct {
 	Context cuda.CUcontext // the device's primary context, current on the test's thread
 }
 
+// Need is what a test needs beyond a driver with a device.
+type Need int
+
+// Kernels marks a test that checks what kernels compute (or how long they take): it
+// needs a GPU, and skips on the fake driver (internal/fakecuda), which records
+// launches but runs no kernel.
+const Kernels Need = 1
+
 // Require returns device 0 with its primary context retained and made
 // current on the calling goroutine's OS thread, which it locks until the end
 // of the test (the CUDA driver keeps the current context per thread). The
@@ -39,9 +48,15 @@ type GPU struct {
 //
 // Where the driver library cannot be loaded, cuInit fails or there is no
 // device, Require skips the test with a message saying so; with
-// GOCUDA_GPU_TESTS=require in the environment it fails the test instead.
-func Require(t testing.TB) *GPU {
+// GOCUDA_GPU_TESTS=require in the environment it fails the test instead. On
+// the fake driver (CI) it skips the tests that need Kernels.
+func Require(t testing.TB, needs ...Need) *GPU {
 	t.Helper()
+	for _, n := range needs {
+		if n == Kernels && fakecuda.Loaded() {
+			t.Skip("runs kernels: needs a GPU (the fake driver records launches, runs no kernel); GPU tests run on the GPU machine")
+		}
+	}
 	skip := func(format string, args ...any) {
 		t.Helper()
 		msg := fmt.Sprintf(format, args...)
