@@ -409,7 +409,7 @@ func TestRaceCloseContext(t *testing.T) {
 	e := newRaceEnv(t)
 	n := races(t)
 	if !fakecuda.Strict() {
-		n = min(n, 100) // a context costs tens of milliseconds on a GPU
+		n = min(n, 30) // a context costs milliseconds on a GPU
 	}
 	type cx struct {
 		ctx   *cuda.Context
