@@ -66,7 +66,7 @@ func (c *Context) allocHost(bytes, skip int) (*HostBuffer, error) {
 	}
 	b := &HostBuffer{m: memBase{ctx: c, ms: ms, ptr: blk.ptr, size: bytes, elem: 1, kind: KindPinned}, blk: blk}
 	resource.ResourceFinalizerAt(&b.m.regv, (*HostBuffer).free, b, finalizeHost, false, ms.regOpts(KindPinned, skip)...)
-	ms.track(&b.m, skip)
+	ms.track(&b.m, blk, skip)
 	return b, nil
 }
 

@@ -52,7 +52,7 @@ func (c *Context) allocManaged(bytes, skip int) (*ManagedBuffer, error) {
 	}
 	b := &ManagedBuffer{m: memBase{ctx: c, ms: ms, ptr: blk.ptr, size: bytes, elem: 1, kind: KindUnified}, blk: blk}
 	resource.ResourceFinalizerAt(&b.m.regv, (*ManagedBuffer).free, b, finalizeManaged, false, ms.regOpts(KindUnified, skip)...)
-	ms.track(&b.m, skip)
+	ms.track(&b.m, blk, skip)
 	return b, nil
 }
 

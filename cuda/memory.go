@@ -344,7 +344,7 @@ func allocDevice(c *Context, ms *memState, s *stream, bytes, elem, skip int) (*D
 		b.m.lastGen.Store(gen)
 	}
 	resource.ResourceFinalizerAt(&b.m.regv, (*DeviceBuffer).free, b, finalizeDevice, false, ms.regOpts(KindDevice, skip)...)
-	ms.track(&b.m, skip)
+	ms.track(&b.m, nil, skip)
 	return b, nil
 }
 

@@ -45,6 +45,12 @@ type memState struct {
 	liveBytes [numKinds]atomic.Int64
 	sinceGC   atomic.Int64 // bytes allocated since the last pressure collection
 
+	// owned is the memory of the live buffers of a context of NewContext (by the
+	// buffers' addresses): pool memory belongs to the device, and would outlive
+	// the context if its destruction did not free it.
+	ownedMu sync.Mutex
+	owned   map[uintptr]ownedMem
+
 	// opts are the release registration options of the buffers allocated here,
 	// per kind and CallerSkip, made once so that an allocation builds none.
 	opts [numKinds][4][]resource.Option
@@ -384,17 +390,52 @@ func (ms *memState) reclaimForOOM() {
 // (its caller shut the context's hold): the cached blocks, then the pools it made.
 // Pools belong to the device, not the context: destroying the context would leave
 // them behind.
+//
+// Buffers still open are freed here too: their releases find the context gone and
+// call no driver. Each buffer's work is complete by then (cuCtxSynchronize), so the
+// frees need no ordering.
 func (ms *memState) teardown() {
+	c := ms.cs
+	ms.ownedMu.Lock()
+	owned := ms.owned
+	ms.owned = nil
+	ms.ownedMu.Unlock()
+	_ = inCtxSynchronize(c.h)
 	ms.flushDeviceCaches()
-	if !ms.hostReady.Load() {
-		return
+	if len(owned) > 0 {
+		if d, err := c.disposalStream(); err == nil {
+			for _, o := range owned {
+				switch {
+				case o.blk == nil: // device memory
+					_ = inMemFreeAsync(c.h, o.ptr, d.h)
+				case o.blk.raw != nil: // the fallback allocators
+					if o.kind == KindPinned {
+						_ = inMemFreeHost(c.h, hostPointer(o.ptr))
+					} else {
+						_ = inMemFree(c.h, o.ptr)
+					}
+					o.blk.raw.reg.Cancel()
+				default: // a pinned or unified pool
+					_ = inMemFreeAsync(c.h, o.ptr, d.h)
+				}
+			}
+		}
 	}
-	ms.pinned.flush()
-	ms.unified.flush()
-	_ = inCtxSynchronize(ms.cs.h)
-	for _, k := range []*hostKind{&ms.pinned, &ms.unified} {
-		if k.pool != 0 {
-			_ = inMemPoolDestroy(ms.cs.h, k.pool)
+	if ms.hostReady.Load() {
+		ms.pinned.flush()
+		ms.unified.flush()
+	}
+	_ = inCtxSynchronize(c.h)
+	if ms.devReady.Load() {
+		// The device's pool keeps freed memory (release threshold): give back what
+		// this context's buffers held.
+		_ = inMemPoolTrimTo(c.h, ms.devPool, 0)
+	}
+	if ms.hostReady.Load() {
+		for _, k := range []*hostKind{&ms.pinned, &ms.unified} {
+			if k.pool != 0 {
+				_ = inMemPoolDestroy(c.h, k.pool)
+			}
 		}
 	}
 }
@@ -418,12 +459,16 @@ var oomReclaims atomic.Int64 // tests
 
 // track counts a new buffer, profiles it, and applies memory pressure. The caller
 // of the package's exported function is skip frames above track's caller.
-func (ms *memState) track(m *memBase, skip int) {
+// blk is the block of a pinned or unified buffer (nil for the other kinds).
+func (ms *memState) track(m *memBase, blk *hostBlock, skip int) {
 	ms.live[m.kind].Add(1)
 	ms.liveBytes[m.kind].Add(int64(m.size))
 	profileAdd(m, skip+1)
 	if m.kind != KindWrapped {
 		ms.pressure(m.size)
+		if !ms.cs.primary {
+			ms.own(m, blk)
+		}
 	}
 }
 
@@ -432,6 +477,33 @@ func (ms *memState) untrack(m *memBase) {
 	ms.live[m.kind].Add(-1)
 	ms.liveBytes[m.kind].Add(-int64(m.size))
 	profileRemove(m)
+	if m.kind != KindWrapped && !ms.cs.primary {
+		ms.disown(m)
+	}
+}
+
+// ownedMem is the memory of a live buffer of a context of NewContext, which the
+// context's destruction frees if the buffer has not been freed by then.
+type ownedMem struct {
+	ptr  CUdeviceptr
+	kind MemoryKind
+	blk  *hostBlock
+}
+
+// own records m's memory; the key is m's address, which keeps nothing alive.
+func (ms *memState) own(m *memBase, blk *hostBlock) {
+	ms.ownedMu.Lock()
+	if ms.owned == nil {
+		ms.owned = make(map[uintptr]ownedMem)
+	}
+	ms.owned[uintptr(unsafe.Pointer(m))] = ownedMem{m.ptr, m.kind, blk}
+	ms.ownedMu.Unlock()
+}
+
+func (ms *memState) disown(m *memBase) {
+	ms.ownedMu.Lock()
+	delete(ms.owned, uintptr(unsafe.Pointer(m)))
+	ms.ownedMu.Unlock()
 }
 
 // cacheLimit bounds the bytes each context's cache of freed blocks holds per kind

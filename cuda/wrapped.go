@@ -137,7 +137,7 @@ func wrapIn[T any](c *Context, s []T, skip int) (*WrappedBuffer, error) {
 	// it makes the context current itself and skips the driver if the context is gone.
 	w.m.reg = resource.ResourceFinalizerErr((*wrapped).unregister, w, true,
 		resource.Kind("cuMemHostUnregister"), resource.WithContext(nil), resource.CallerSkip(skip))
-	ms.track(&w.m, skip)
+	ms.track(&w.m, nil, skip)
 	wraps.live.Add(int64(n))
 	out := &WrappedBuffer{w: w}
 	runtime.AddCleanup(out, awaitUnregister, w.st)

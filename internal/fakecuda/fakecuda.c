@@ -1507,19 +1507,23 @@ static void module_kill(module_t *m) {
 	for (gvar_t *g = m->globals; g; g = g->next) mem_release(g->m);
 }
 
-// ctx_wipe destroys everything created in c: streams, events, modules and their
-// functions, pools, graphs, allocations and registrations. c's work has finished.
+// ctx_wipe destroys everything created in c but its pools and their memory: streams,
+// events, modules and their functions, graphs, other allocations and registrations.
+// c's work has finished.
 static void ctx_wipe(ctx_t *c) {
 	for (hdr *h = c->objs; h; h = h->cnext) {
-		if (h->dead) continue;
+		// Memory pools belong to the device, not to the context that made them
+		// (as on the real driver): they outlive it.
+		if (h->dead || h->type == H_POOL) continue;
 		if (h->type == H_MODULE) module_kill((module_t *)h);
 		else if (h->type != H_FUNC) h_kill(h); // functions go with their modules
-		if (h->type == H_POOL) {
-			pool_t *p = (pool_t *)h;
-			if (cur_pool[p->dev] == p) cur_pool[p->dev] = def_pool[p->dev];
-		}
 	}
-	for (mem_t *m = c->mems; m; m = m->cnext) mem_release(m);
+	// So does their memory: measured on an H200 (driver 580), stream-ordered
+	// allocations made in a context stay allocated after cuCtxDestroy. The rest of
+	// the context's memory goes with it.
+	for (mem_t *m = c->mems; m; m = m->cnext) {
+		if (m->pool == NULL) mem_release(m);
+	}
 	for (reg_t *r = c->regs; r; r = r->cnext) {
 		if (r->r.state == ST_LIVE) {
 			r->r.state = ST_UNREG;
