@@ -14,7 +14,7 @@ import (
 // right after the launch, or a drop followed by collection and Reclaim, waits for the
 // kernel (read_sum spins 300 ms before it reads) before unregistering.
 func TestWrappedMemoryOutlivesKernel(t *testing.T) {
-	g, m, s := loadKernels(t, gputest.Kernels)
+	_, m, s := loadKernels(t, gputest.Kernels)
 	ctx := m.Context()
 	readSum := function(t, m, "read_sum")
 	const n = 1 << 16
@@ -30,7 +30,10 @@ func TestWrappedMemoryOutlivesKernel(t *testing.T) {
 		return vals, want
 	}
 
+	// Each subtest runs on a goroutine of its own: Require makes the context current
+	// on its thread for the raw allocations of gputest.
 	t.Run("Close", func(t *testing.T) {
+		g := gputest.Require(t, gputest.Kernels)
 		vals, want := fill()
 		w, err := cuda.WrapIn(ctx, vals)
 		require.NoError(t, err)
@@ -44,6 +47,7 @@ func TestWrappedMemoryOutlivesKernel(t *testing.T) {
 	})
 
 	t.Run("Dropped", func(t *testing.T) {
+		g := gputest.Require(t, gputest.Kernels)
 		out := gputest.ToDevice(t, g, []uint64{0})
 		var want uint64
 		func() {
