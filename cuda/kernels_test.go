@@ -511,7 +511,11 @@ func BenchmarkLaunch(b *testing.B) {
 	xb, err := s.Context().Alloc(s, 4)
 	require.NoError(b, err)
 	b.Cleanup(func() { xb.Close() })
-	launchAxpyBuf := func() error { return axpy.Launch(s, cuda.D1(1), cuda.D1(1), 0, a, xb, xb, n) }
+	yb, err := s.Context().Alloc(s, 4)
+	require.NoError(b, err)
+	b.Cleanup(func() { yb.Close() })
+	launchAxpyBuf := func() error { return axpy.Launch(s, cuda.D1(1), cuda.D1(1), 0, a, xb, yb, n) }
+	launchAxpySame := func() error { return axpy.Launch(s, cuda.D1(1), cuda.D1(1), 0, a, xb, xb, n) }
 	h, sh := empty.Handle(), s.Handle()
 	launchRaw := func() error { return cuda.LaunchKernel(h, 1, 1, 1, 1, 1, 1, 0, sh, nil, nil) }
 
@@ -528,8 +532,11 @@ func BenchmarkLaunch(b *testing.B) {
 		pair(b, goLoopOf(b, launchAxpy), cLoop(b, axpy, false, axpyParams, axpyOffsets))
 	})
 	b.Run("axpy/go-buffers", func(b *testing.B) { alone(b, goLoopOf(b, launchAxpyBuf)) })
-	// Both loops are Go here: x-c-ns is the cost of holding two buffers.
+	// Both loops are Go here: x-c-ns is the cost of passing x and y as two buffers,
+	// which Launch holds until the kernel is queued, rather than as CUdeviceptr;
+	// pair-same passes one buffer as both.
 	b.Run("axpy/pair-buffers", func(b *testing.B) { pair(b, goLoopOf(b, launchAxpyBuf), goLoopOf(b, launchAxpy)) })
+	b.Run("axpy/pair-same", func(b *testing.B) { pair(b, goLoopOf(b, launchAxpySame), goLoopOf(b, launchAxpy)) })
 
 	// Probes of where the time over C goes: C with a pause of d after each launch
 	// (other code between launches), and k launches per cgo call from Go.

@@ -405,12 +405,15 @@ func packHeld(buf []byte, params []paramInfo, known bool, ctx *Context, name str
 		case nil:
 			return 0, held, done, fmt.Errorf("%w: kernel %s argument %d is nil", ErrInvalidArgument, name, i)
 		case *DeviceBuffer, deviceArg:
-			p, c, err := holdDev(&args[i])
-			if err != nil {
-				return 0, held, done, fmt.Errorf("cuda: kernel %s argument %d: %w", name, i, err)
+			p, c, again := heldAgain(args, held, i)
+			if !again {
+				var err error
+				if p, c, err = holdDev(&args[i]); err != nil {
+					return 0, held, done, fmt.Errorf("cuda: kernel %s argument %d: %w", name, i, err)
+				}
+				held |= maskOf(i)
+				done = i + 1
 			}
-			held |= maskOf(i)
-			done = i + 1
 			if ctx != nil && (c == nil || c.ctxState != ctx.ctxState) {
 				return 0, held, done, fmt.Errorf("%w: kernel %s argument %d is memory of another context", ErrWrongContext, name, i)
 			}
@@ -476,6 +479,27 @@ func packHeld(buf []byte, params []paramInfo, known bool, ctx *Context, name str
 		size = max(size, p.offset+p.size)
 	}
 	return size, held, done, nil
+}
+
+// heldAgain reports whether args[i] is memory that an earlier argument holds
+// already (a buffer passed twice, as input and output): one hold covers both, and
+// its address and context are returned.
+func heldAgain(args []any, held argMask, i int) (CUdeviceptr, *Context, bool) {
+	if i >= 63 {
+		return 0, nil, false
+	}
+	w := *(*[2]uintptr)(unsafe.Pointer(&args[i])) // type and data words
+	for m := held & (maskOf(i) - 1); m != 0; m &= m - 1 {
+		if *(*[2]uintptr)(unsafe.Pointer(&args[bits.TrailingZeros64(uint64(m))])) != w {
+			continue
+		}
+		if mem, ok := detach(&args[i]).(Memory); ok {
+			if b := mem.base(); b != nil {
+				return b.ptr, b.ctx, true
+			}
+		}
+	}
+	return 0, nil, false
 }
 
 // holdDev holds the device memory *a (a *DeviceBuffer, the common case, tried

@@ -380,3 +380,21 @@ func TestFunctionParams(t *testing.T) {
 	_, ok = (&Function{}).Params()
 	assert.False(t, ok)
 }
+
+// A buffer passed twice (input and output) is held once, and both parameters get its
+// address.
+func TestPackArgsSameBufferTwice(t *testing.T) {
+	ctx, _, b := fakeMem(64)
+	b.m.ptr = 0xd000
+	buf := make([]byte, 24)
+	params := []paramInfo{{0, 8}, {8, 4}, {16, 8}}
+	args := []any{b, float32(1), b}
+	_, held, err := packArgs(buf, params, true, ctx, "k", args)
+	require.NoError(t, err)
+	assert.Equal(t, argMask(1), held, "one hold")
+	assert.Equal(t, int32(1), b.m.hold.users.Load())
+	assert.Equal(t, uint64(0xd000), binary.NativeEndian.Uint64(buf[0:]))
+	assert.Equal(t, uint64(0xd000), binary.NativeEndian.Uint64(buf[16:]))
+	releaseArgs(args, held, nil)
+	assert.Zero(t, b.m.hold.users.Load())
+}
