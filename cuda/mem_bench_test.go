@@ -128,18 +128,26 @@ func BenchmarkAllocPair(b *testing.B) {
 		b.StartTimer()
 	}
 	h := ctx.Handle()
+	goLoop := goLoopOf(b, func() error {
+		d, err := ctx.Alloc(s, size)
+		if err != nil {
+			return err
+		}
+		if err := d.Memset8Async(s, 1); err != nil {
+			return err
+		}
+		return d.Close()
+	})
 	b.Run("go", func(b *testing.B) {
 		lockContext(b, h)
-		pairLoops(b, settle, goLoopOf(b, func() error {
-			d, err := ctx.Alloc(s, size)
-			if err != nil {
-				return err
-			}
-			if err := d.Memset8Async(s, 1); err != nil {
-				return err
-			}
-			return d.Close()
-		}), c, "op")
+		pairLoops(b, settle, goLoop, c, "op")
+	})
+	// The same without the package's cache: every allocation and free goes to the
+	// driver, as in the C loop.
+	b.Run("go-pool", func(b *testing.B) {
+		defer cuda.SetCacheLimit(cuda.SetCacheLimit(0))
+		lockContext(b, h)
+		pairLoops(b, settle, goLoop, c, "op")
 	})
 	b.Run("raw", func(b *testing.B) {
 		lockContext(b, h)
