@@ -219,26 +219,28 @@ func TestRaceCloseBuffer(t *testing.T) {
 	})
 
 	// The other kinds of memory, as kernel arguments.
-	runRaces(t, n, raceKind[*cuda.HostBuffer]{
-		name: "HostBuffer/Launch",
-		setup: func(t *testing.T) *cuda.HostBuffer {
-			h, err := e.ctx.AllocHost(256)
-			require.NoError(t, err)
-			return h
-		},
-		op:    func(h *cuda.HostBuffer) error { return e.launch(e.s, h, h) },
-		close: (*cuda.HostBuffer).Close,
-	})
-	runRaces(t, n, raceKind[*cuda.ManagedBuffer]{
-		name: "ManagedBuffer/Launch",
-		setup: func(t *testing.T) *cuda.ManagedBuffer {
-			m, err := e.ctx.AllocManaged(256)
-			require.NoError(t, err)
-			return m
-		},
-		op:    func(m *cuda.ManagedBuffer) error { return e.launch(e.s, m, m) },
-		close: (*cuda.ManagedBuffer).Close,
-	})
+	type closer interface {
+		cuda.Memory
+		Close() error
+	}
+	for _, k := range []struct {
+		name  string
+		alloc func() (closer, error)
+	}{
+		{"HostBuffer/Launch", func() (closer, error) { return e.ctx.AllocHost(256) }},
+		{"ManagedBuffer/Launch", func() (closer, error) { return e.ctx.AllocManaged(256) }},
+	} {
+		runRaces(t, n, raceKind[closer]{
+			name: k.name,
+			setup: func(t *testing.T) closer {
+				m, err := k.alloc()
+				require.NoError(t, err)
+				return m
+			},
+			op:    func(m closer) error { return e.launch(e.s, m, m) },
+			close: closer.Close,
+		})
+	}
 	runRaces(t, min(n, wrapRaces()), raceKind[*cuda.WrappedBuffer]{
 		name: "WrappedBuffer/Launch",
 		setup: func(t *testing.T) *cuda.WrappedBuffer {
