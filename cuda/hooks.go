@@ -1,0 +1,80 @@
+package cuda
+
+import (
+	"runtime"
+
+	"github.com/gocuda/gocuda/resource"
+)
+
+// selfSwitching is the resource context of this package's own releases: they make
+// their context current themselves, inside their cgo calls (the in* functions), so
+// running them needs no thread lock and no context switch; they enter the context
+// themselves, and report resource.ErrContextDestroyed when it is gone.
+type selfSwitching struct{ c *ctxState }
+
+// res returns the resource context for a release of this package in c.
+func (c *ctxState) res() resource.Context { return selfSwitching{c} }
+
+// ResourceDirect makes selfSwitching a resource.DirectContext: resource runs the
+// package's own releases directly, without the Run hook and the closure it takes.
+func (sc selfSwitching) ResourceDirect() (alive bool) { return !sc.c.dead.Load() }
+
+// currentContext maps the thread's current context to its state.
+func currentContext() resource.Context {
+	var h CUcontext
+	if CtxGetCurrent(&h) != nil || h == 0 {
+		return nil
+	}
+	if v, ok := contexts.Load(h); ok {
+		return v.(*ctxState)
+	}
+	return nil
+}
+
+// installHooks connects resource to contexts: releases run with their context
+// current, and releases of a destroyed context are dropped.
+func installHooks() {
+	resource.SetContextHooks(resource.ContextHooks{
+		Current: currentContext,
+		Alive: func(ctx resource.Context) bool {
+			switch c := ctx.(type) {
+			case *ctxState:
+				return !c.dead.Load()
+			case selfSwitching:
+				return !c.c.dead.Load()
+			}
+			return true
+		},
+		Run: func(ctx resource.Context, f func()) error {
+			var c *ctxState
+			switch x := ctx.(type) {
+			case *ctxState:
+				c = x
+			case selfSwitching:
+				c = x.c
+			}
+			if c == nil {
+				f()
+				return nil
+			}
+			if c.enter() != nil {
+				return resource.ErrContextDestroyed
+			}
+			defer c.exit()
+			if _, ok := ctx.(selfSwitching); ok {
+				f()
+				return nil
+			}
+			// Push and pop: the driver restores what was current (which may be a
+			// context destroyed since: not ours to set again).
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			if err := CtxPushCurrent(c.h); err != nil {
+				return err
+			}
+			f()
+			var popped CUcontext
+			return CtxPopCurrent(&popped)
+		},
+	})
+}
