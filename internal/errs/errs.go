@@ -1,0 +1,21 @@
+// Package errs holds the errors that every gocuda package shares, so that each
+// package's sentinel is the same value: cuda.ErrClosed is ErrClosed, and an object of
+// any package closed twice returns an error from Closed.
+package errs
+
+import (
+	"fmt"
+
+	"github.com/gocuda/gocuda/resource"
+)
+
+// ErrClosed is matched by the errors of every use of a closed object, in every
+// package (each package exports it as its ErrClosed).
+var ErrClosed = fmt.Errorf("gocuda: use of a closed object")
+
+// Closed returns the error of a second Close, or of a Close of a nil object, of the
+// object named what (such as "cuda: stream"): it matches ErrClosed and
+// resource.ErrReleased, so that callers can test either.
+func Closed(what string) error {
+	return fmt.Errorf("%s: already closed: %w (%w)", what, ErrClosed, resource.ErrReleased)
+}
