@@ -40,7 +40,7 @@ func (o *OwnedHandle) Handle() CublasHandle {
 }
 
 // Close releases the cublasHandle_t with cublasDestroy_v2 now and returns its error. Closing again, or
-// closing a nil OwnedHandle, returns an error that matches resource.ErrReleased.
+// closing a nil OwnedHandle, returns an error that matches cuda.ErrClosed and resource.ErrReleased.
 func (o *OwnedHandle) Close() error {
 	var owned owner.Owned[CublasHandle]
 	if o != nil {

@@ -174,6 +174,11 @@ func (b *LaunchBatch) Submit(s *Stream) error {
 		if p != b.devs[i].ptr {
 			return fmt.Errorf("cuda: submitting a batch: device memory moved: %w", ErrClosed)
 		}
+		if d, ok := b.devs[i].mem.(*DeviceBuffer); ok && d.m.isFresh(s.stream) {
+			if err := d.m.ms.orderAfterLast(d.m.owner(), s.stream); err != nil {
+				return fmt.Errorf("cuda: submitting a batch: %w", err)
+			}
+		}
 	}
 
 	// Each module's read lock (once per module), then the stream's: the kernels are

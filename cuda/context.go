@@ -1,12 +1,12 @@
 package cuda
 
 import (
-	"errors"
 	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
 
+	"github.com/gocuda/gocuda/internal/errs"
 	"github.com/gocuda/gocuda/resource"
 )
 
@@ -36,6 +36,12 @@ type ctxState struct {
 	// shuts it first. Primary contexts live as long as the process: no hold.
 	hold hold
 	dead atomic.Bool // destroyed: set once the hold is shut and its calls are out
+
+	limits limits
+	// WrappedBuffers: bytes registered, and bytes of dropped ones awaiting
+	// unregistration in resource.Reclaim (see Context.SetWrapLimit).
+	wrapLive, wrapAwaiting atomic.Int64
+	wrapReclaiming         atomic.Bool
 
 	mu       sync.Mutex
 	disposal *stream // non-blocking stream for releases whose stream is gone
@@ -84,7 +90,7 @@ func (d Device) Context() (*Context, error) {
 			e.err = fmt.Errorf("cuda: device %d primary context: %w", int(d), err)
 			return
 		}
-		cs := &ctxState{h: c, dev: d, primary: true}
+		cs := newCtxState(c, d, true)
 		e.ctx = &Context{ctxState: cs}
 		contexts.Store(c, cs)
 	})
@@ -116,12 +122,18 @@ func NewContext(d Device, flags CUctx_flags) (*Context, error) {
 	}
 	var popped CUcontext
 	_ = CtxPopCurrent(&popped)
-	cs := &ctxState{h: c, dev: d}
+	cs := newCtxState(c, d, false)
 	contexts.Store(c, cs)
 	ctx := &Context{ctxState: cs}
 	ctx.reg = resource.ResourceFinalizerErr((*Context).destroy, ctx, true,
 		resource.Kind("cuCtxDestroy"), resource.WithContext(nil), resource.CallerSkip(1))
 	return ctx, nil
+}
+
+func newCtxState(h CUcontext, d Device, primary bool) *ctxState {
+	c := &ctxState{h: h, dev: d, primary: primary}
+	c.limits.init()
+	return c
 }
 
 // Handle returns the raw context (0 for a nil or zero Context).
@@ -190,13 +202,14 @@ func (c *Context) Synchronize() error {
 }
 
 // Close destroys a context made by NewContext: it waits for the calls in progress in
-// it and for its work; objects of the context are destroyed with it (their Close
-// then returns nil, later uses ErrClosed). Closing again returns an error matching
-// ErrClosed. Closing a primary context does nothing: it lives as long as the
-// process.
+// it and for its work, and frees the memory of its buffers still open; objects of
+// the context are destroyed with it (their Close then returns nil, later uses
+// ErrClosed). Closing again, or closing a nil Context, returns an error matching
+// ErrClosed and resource.ErrReleased. Closing a primary context does nothing: it
+// lives as long as the process.
 func (c *Context) Close() error {
 	if c == nil || c.ctxState == nil {
-		return fmt.Errorf("%w: nil or zero *cuda.Context", ErrInvalidArgument)
+		return errs.Closed("cuda: context")
 	}
 	if c.primary {
 		return nil
@@ -205,10 +218,7 @@ func (c *Context) Close() error {
 	resource.Drain()
 	err := c.reg.Release()
 	runtime.KeepAlive(c) // the finalizer must not run while Release does
-	if errors.Is(err, resource.ErrReleased) {
-		return errContextClosed
-	}
-	return err
+	return closeError("cuda: context", err)
 }
 
 // destroy is a NewContext's release, from Close or from resource.Reclaim.

@@ -1,25 +1,9 @@
 package cuda
 
-import "sync/atomic"
+import "github.com/gocuda/gocuda/internal/ctxswitch"
 
-var ctxSwitch struct {
-	get, set atomic.Uintptr
-}
-
-// ContextSwitchProcs returns the addresses of cuCtxGetCurrent and cuCtxSetCurrent,
-// resolved once. Generated in-context calls of every gocuda package pass them to C,
-// which makes an object's context current in the same cgo call as the library call.
-func ContextSwitchProcs() (get, set uintptr, err error) {
-	if g, s := ctxSwitch.get.Load(), ctxSwitch.set.Load(); g != 0 && s != 0 {
-		return g, s, nil
-	}
-	if get, err = proc_cuCtxGetCurrent.Addr(); err != nil {
-		return 0, 0, err
-	}
-	if set, err = proc_cuCtxSetCurrent.Addr(); err != nil {
-		return 0, 0, err
-	}
-	ctxSwitch.get.Store(get)
-	ctxSwitch.set.Store(set)
-	return get, set, nil
-}
+// The generated in-context calls of every gocuda package (inX) get cuCtxGetCurrent
+// and cuCtxSetCurrent from internal/ctxswitch, which cannot import this package:
+// hand it this package's procs. Package-level variables (the procs) are initialized
+// before init runs, and any package that calls ctxswitch.Procs imports this one.
+func init() { ctxswitch.Register(proc_cuCtxGetCurrent, proc_cuCtxSetCurrent) }

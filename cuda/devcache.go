@@ -18,7 +18,7 @@ import (
 //
 // Only small blocks are cached (up to devCacheMaxBlock), rounded up to size classes
 // at most 25% apart so that a block serves nearby sizes. The cache is bounded per
-// class, and per context by the limit SetCacheLimit sets (shared with the pinned and
+// class, and per context by the limit Context.SetCacheLimit sets (shared with the pinned and
 // unified caches, per kind). Cached blocks go back to the pool when their stream is
 // closed, when an allocation runs out of memory (before resource.Reclaim), and when
 // the cache is full.
@@ -88,7 +88,7 @@ func devClassSize(class int) int {
 // it did. The caller holds the stream's read lock and has checked that the stream is
 // open.
 func (s *stream) putBlock(ms *memState, p CUdeviceptr, class, size int) bool {
-	if ms.devCached.Add(int64(size)) > cacheLimit.Load() {
+	if ms.devCached.Add(int64(size)) > ms.cs.limits.cache.Load() {
 		ms.devCached.Add(-int64(size))
 		return false
 	}

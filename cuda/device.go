@@ -7,13 +7,16 @@ import (
 	"sync"
 
 	"github.com/gocuda/gocuda/dl"
+	"github.com/gocuda/gocuda/internal/errs"
 )
 
 // Errors of the idiomatic layer. They wrap with details (the object, the sizes) and
 // match with errors.Is.
 var (
-	// ErrClosed is returned by any use of an object after its Close.
-	ErrClosed = errors.New("cuda: use of a closed object")
+	// ErrClosed is matched by the error of any use of an object after its Close, and
+	// by the error of a second Close or a Close of a nil object (which also matches
+	// resource.ErrReleased). It is the same value in every gocuda package.
+	ErrClosed = errs.ErrClosed
 	// ErrInvalidArgument is returned for bad input: sizes, lengths, nil objects.
 	ErrInvalidArgument = errors.New("cuda: invalid argument")
 	// ErrWrongContext is returned when objects of different contexts are mixed.

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/gocuda/gocuda/internal/errs"
 	"github.com/gocuda/gocuda/resource"
 )
 
@@ -45,15 +46,6 @@ func (c *Context) NewEvent(timing bool) (*Event, error) {
 		return nil, err
 	}
 	return &Event{event: e, ctx: c}, nil
-}
-
-// NewEvent creates an event in the primary context of device 0.
-func NewEvent(timing bool) (*Event, error) {
-	c, err := Device(0).Context()
-	if err != nil {
-		return nil, err
-	}
-	return c.NewEvent(timing)
 }
 
 // newEvent creates an event in c, which the caller has entered.
@@ -213,12 +205,13 @@ func Elapsed(start, end *Event) (time.Duration, error) {
 }
 
 // Close destroys the event once the calls using it have queued their work (it does
-// not wait for the GPU). Closing again returns an error matching ErrClosed.
+// not wait for the GPU). Closing again, or closing a nil Event, returns an error
+// matching ErrClosed and resource.ErrReleased.
 func (e *Event) Close() error {
 	if e == nil || e.event == nil || e.reg == nil {
-		return fmt.Errorf("%w: nil or zero *cuda.Event", ErrInvalidArgument)
+		return errs.Closed("cuda: event")
 	}
 	err := e.reg.Release()
 	runtime.KeepAlive(e.event) // the finalizer must not run while Release does
-	return closeError("event", err)
+	return closeError("cuda: event", err)
 }

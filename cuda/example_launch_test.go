@@ -18,7 +18,11 @@ var kernels []byte
 // arguments. fill_u32(uint32_t* p, uint32_t v, uint64_t n) sets p[0..n) to v; here p
 // is the module's global variable magic.
 func ExampleFunction_Launch() {
-	m, err := cuda.LoadModule(kernels) // device 0's primary context
+	ctx, err := cuda.Device(0).Context() // the device's primary context
+	if err != nil {
+		log.Fatal(err)
+	}
+	m, err := ctx.LoadModule(kernels)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -31,7 +35,7 @@ func ExampleFunction_Launch() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	s, err := cuda.NewStream()
+	s, err := ctx.NewStream()
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -53,7 +57,11 @@ func ExampleFunction_Launch() {
 // A LaunchBatch queues several launches with one call into the driver: here a fill
 // and two in-place updates of the same buffer, in order.
 func ExampleLaunchBatch() {
-	m, err := cuda.LoadModule(kernels)
+	ctx, err := cuda.Device(0).Context()
+	if err != nil {
+		log.Fatal(err)
+	}
+	m, err := ctx.LoadModule(kernels)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -62,7 +70,7 @@ func ExampleLaunchBatch() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	s, err := cuda.NewStream()
+	s, err := ctx.NewStream()
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package cuda
 import (
 	"runtime"
 
+	"github.com/gocuda/gocuda/internal/rescore"
 	"github.com/gocuda/gocuda/resource"
 )
 
@@ -15,12 +16,17 @@ type selfSwitching struct{ c *ctxState }
 // res returns the resource context for a release of this package in c.
 func (c *ctxState) res() resource.Context { return selfSwitching{c} }
 
-// ResourceDirect makes selfSwitching a resource.DirectContext: resource runs the
+// ResourceDirect makes selfSwitching a rescore.DirectContext: resource runs the
 // package's own releases directly, without the Run hook and the closure it takes.
 func (sc selfSwitching) ResourceDirect() (alive bool) { return !sc.c.dead.Load() }
 
-// currentContext maps the thread's current context to its state.
-func currentContext() resource.Context {
+// resource finds the method by a type assertion: a change of its signature would
+// silently send every release through the Run hook.
+var _ rescore.DirectContext = selfSwitching{}
+
+// currentContext maps the thread's current context to its state (a
+// resource.Context: the hooks see contexts as any).
+func currentContext() any {
 	var h CUcontext
 	if CtxGetCurrent(&h) != nil || h == 0 {
 		return nil
@@ -32,11 +38,12 @@ func currentContext() resource.Context {
 }
 
 // installHooks connects resource to contexts: releases run with their context
-// current, and releases of a destroyed context are dropped.
+// current, and releases of a destroyed context are dropped. The hooks go through
+// internal/rescore so that only this package can install them.
 func installHooks() {
-	resource.SetContextHooks(resource.ContextHooks{
+	rescore.SetContextHooks(rescore.ContextHooks{
 		Current: currentContext,
-		Alive: func(ctx resource.Context) bool {
+		Alive: func(ctx any) bool {
 			switch c := ctx.(type) {
 			case *ctxState:
 				return !c.dead.Load()
@@ -45,7 +52,7 @@ func installHooks() {
 			}
 			return true
 		},
-		Run: func(ctx resource.Context, f func()) error {
+		Run: func(ctx any, f func()) error {
 			var c *ctxState
 			switch x := ctx.(type) {
 			case *ctxState:

@@ -25,9 +25,115 @@ import (
 // Operations hold it until their work is queued: Close waits for them, never for the
 // GPU, and operations after Close fail with ErrClosed.
 type HostBuffer struct {
+	hostMem
+}
+
+// ManagedBuffer is unified (managed) memory: one address that both the host and the
+// GPU use, its pages migrating on demand. It comes from a managed memory pool (where
+// the driver has none, from cuMemAllocManaged), through a cache of freed blocks, like
+// HostBuffer. Bytes and HostSlice expose it to Go; Ptr is for kernels.
+//
+// As with HostBuffer, the slices are valid until Close or until the buffer becomes
+// unreachable, and must not hold Go pointers. Do not touch the memory from the host
+// while GPU work that uses it is running. Its concurrency contract is HostBuffer's.
+type ManagedBuffer struct {
+	hostMem
+}
+
+// hostMem is what a HostBuffer and a ManagedBuffer are made of: memory of a
+// host-visible kind (pinned or unified) and its block, one implementation for both.
+type hostMem struct {
 	m   memBase
 	blk *hostBlock
 }
+
+// AllocHost allocates bytes of pinned host memory for the context. The memory is
+// ready for the host when AllocHost returns. A freed block is reused only once the
+// GPU work that used it (copies and kernels the package saw) has finished, checked
+// without waiting.
+func (c *Context) AllocHost(bytes int) (*HostBuffer, error) {
+	b := new(HostBuffer)
+	ms, err := c.allocVisible(&b.hostMem, KindPinned, bytes)
+	if err != nil {
+		return nil, err
+	}
+	resource.ResourceFinalizerAt(&b.m.regv, (*HostBuffer).free, b, finalizeHost, false, ms.regOpts(KindPinned, 1)...)
+	ms.track(&b.m, b.blk, 1)
+	return b, nil
+}
+
+// AllocManaged allocates bytes of unified memory for the context, ready for the host
+// when it returns.
+func (c *Context) AllocManaged(bytes int) (*ManagedBuffer, error) {
+	b := new(ManagedBuffer)
+	ms, err := c.allocVisible(&b.hostMem, KindUnified, bytes)
+	if err != nil {
+		return nil, err
+	}
+	resource.ResourceFinalizerAt(&b.m.regv, (*ManagedBuffer).free, b, finalizeManaged, false, ms.regOpts(KindUnified, 1)...)
+	ms.track(&b.m, b.blk, 1)
+	return b, nil
+}
+
+// finalizeHost and finalizeManaged are the buffers' finalizers: they queue the
+// release.
+func finalizeHost(b *HostBuffer)       { resource.Finalized(&b.m.regv, b) }
+func finalizeManaged(b *ManagedBuffer) { resource.Finalized(&b.m.regv, b) }
+
+// allocVisible fills h with a block of bytes of the kind (pinned or unified) from
+// the cache or the pool; the caller registers the release.
+func (c *Context) allocVisible(h *hostMem, kind MemoryKind, bytes int) (*memState, error) {
+	if err := checkSize(bytes); err != nil {
+		return nil, err
+	}
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	ms, err := c.memory()
+	if err != nil {
+		return nil, err
+	}
+	resource.Drain()
+	if err := c.enter(); err != nil {
+		return nil, err
+	}
+	defer c.exit()
+	if err := ms.initHost(); err != nil {
+		return nil, err
+	}
+	blk, err := ms.hostKindOf(kind).get(bytes)
+	if err != nil {
+		return nil, err
+	}
+	h.m = memBase{ctx: c, ms: ms, ptr: blk.ptr, size: bytes, elem: 1, kind: kind}
+	h.blk = blk
+	return ms, nil
+}
+
+// hostKindOf returns the pinned or the unified kind.
+func (ms *memState) hostKindOf(kind MemoryKind) *hostKind {
+	if kind == KindUnified {
+		return &ms.unified
+	}
+	return &ms.pinned
+}
+
+// free is the release: the block goes back to the cache, or to its pool, after the
+// GPU work that last used it.
+func (h *hostMem) free() error {
+	s, gen := h.m.retire()
+	blk := h.blk
+	h.blk = nil
+	c := h.m.ctx
+	if c.enter() != nil {
+		return resource.ErrContextDestroyed // freed with its context
+	}
+	defer c.exit()
+	return h.m.ms.hostKindOf(h.m.kind).put(blk, s, gen)
+}
+
+// The methods are the same for both kinds; each type has its own so that they work
+// on a nil buffer.
 
 func (b *HostBuffer) base() *memBase {
 	if b == nil {
@@ -36,121 +142,73 @@ func (b *HostBuffer) base() *memBase {
 	return &b.m
 }
 
-// AllocHost allocates bytes of pinned host memory for device 0's primary context.
-func AllocHost(bytes int) (*HostBuffer, error) {
-	if err := checkSize(bytes); err != nil {
-		return nil, err
+func (b *ManagedBuffer) base() *memBase {
+	if b == nil {
+		return nil
 	}
-	c, err := defaultContext()
-	if err != nil {
-		return nil, err
-	}
-	return c.allocHost(bytes, 2)
-}
-
-// AllocHost allocates bytes of pinned host memory for the context. The memory is
-// ready for the host when AllocHost returns. A freed block is reused only once the
-// GPU work that used it (copies and kernels the package saw) has finished, checked
-// without waiting.
-func (c *Context) AllocHost(bytes int) (*HostBuffer, error) {
-	if err := checkSize(bytes); err != nil {
-		return nil, err
-	}
-	return c.allocHost(bytes, 2)
-}
-
-func (c *Context) allocHost(bytes, skip int) (*HostBuffer, error) {
-	ms, blk, err := c.allocHostKind(KindPinned, bytes)
-	if err != nil {
-		return nil, err
-	}
-	b := &HostBuffer{m: memBase{ctx: c, ms: ms, ptr: blk.ptr, size: bytes, elem: 1, kind: KindPinned}, blk: blk}
-	resource.ResourceFinalizerAt(&b.m.regv, (*HostBuffer).free, b, finalizeHost, false, ms.regOpts(KindPinned, skip)...)
-	ms.track(&b.m, blk, skip)
-	return b, nil
-}
-
-// finalizeHost is a HostBuffer's finalizer: it queues the release.
-func finalizeHost(b *HostBuffer) { resource.Finalized(&b.m.regv, b) }
-
-// allocHostKind takes a block of the pinned or unified kind from the cache or the
-// pool.
-func (c *Context) allocHostKind(kind MemoryKind, bytes int) (*memState, *hostBlock, error) {
-	if err := c.check(); err != nil {
-		return nil, nil, err
-	}
-	ms, err := c.memory()
-	if err != nil {
-		return nil, nil, err
-	}
-	resource.Drain()
-	if err := c.enter(); err != nil {
-		return nil, nil, err
-	}
-	defer c.exit()
-	if err := ms.initHost(); err != nil {
-		return nil, nil, err
-	}
-	k := &ms.pinned
-	if kind == KindUnified {
-		k = &ms.unified
-	}
-	blk, err := k.get(bytes)
-	if err != nil {
-		return nil, nil, err
-	}
-	return ms, blk, nil
-}
-
-// free returns the block to the cache, or to its pool.
-func (b *HostBuffer) free() error {
-	s, gen := b.m.retire()
-	blk := b.blk
-	b.blk = nil
-	return b.m.ms.pinned.putFrom(&b.m, blk, s, gen)
-}
-
-// putFrom is the release of a block of a HostBuffer or ManagedBuffer whose memory was
-// last used on s (in generation gen): into the cache, or back to its pool.
-func (k *hostKind) putFrom(m *memBase, blk *hostBlock, s *stream, gen uint64) error {
-	c := m.ctx
-	if c.enter() != nil {
-		return resource.ErrContextDestroyed // freed with its context
-	}
-	defer c.exit()
-	return k.put(blk, s, gen)
+	return &b.m
 }
 
 // Ptr returns the memory's address, valid on the host and (unified addressing) on
 // the device.
 func (b *HostBuffer) Ptr() CUdeviceptr { return b.base().ptrOrZero() }
 
+// Ptr returns the memory's address, the same on the host and the device.
+func (b *ManagedBuffer) Ptr() CUdeviceptr { return b.base().ptrOrZero() }
+
 // Size returns the buffer's size in bytes.
 func (b *HostBuffer) Size() int { return b.base().sizeOrZero() }
 
+// Size returns the buffer's size in bytes.
+func (b *ManagedBuffer) Size() int { return b.base().sizeOrZero() }
+
+// Len returns the buffer's length in bytes (its elements are bytes; HostSlice views
+// them as other types).
+func (b *HostBuffer) Len() int { return b.base().length() }
+
+// Len returns the buffer's length in bytes (its elements are bytes; HostSlice views
+// them as other types).
+func (b *ManagedBuffer) Len() int { return b.base().length() }
+
 // Context returns the buffer's context.
 func (b *HostBuffer) Context() *Context { return b.base().context() }
+
+// Context returns the buffer's context.
+func (b *ManagedBuffer) Context() *Context { return b.base().context() }
 
 // Bytes returns the memory as a byte slice of length Size; nil for a nil or closed
 // buffer. It is valid while the buffer is open and reachable.
 func (b *HostBuffer) Bytes() []byte { return hostBytes(b.base()) }
 
+// Bytes returns the memory as a byte slice of length Size; nil for a nil or closed
+// buffer. It is valid while the buffer is open and reachable.
+func (b *ManagedBuffer) Bytes() []byte { return hostBytes(b.base()) }
+
 // Close releases the memory: it is reused once the GPU work queued so far on the
 // stream that last used it has finished. It does not wait. Slices obtained from the
-// buffer must not be used afterwards. Closing again returns an error matching
-// ErrClosed.
-func (b *HostBuffer) Close() error { return b.base().close() }
+// buffer must not be used afterwards. Closing again, or closing a nil buffer,
+// returns an error matching ErrClosed and resource.ErrReleased.
+func (b *HostBuffer) Close() error { return b.base().close("cuda: pinned buffer") }
 
-// Free is Close.
-func (b *HostBuffer) Free() error { return b.base().close() }
+// Close releases the memory, as HostBuffer.Close does.
+func (b *ManagedBuffer) Close() error { return b.base().close("cuda: unified buffer") }
 
-func (b *HostBuffer) holdArg() (CUdeviceptr, *Context, error) { return b.base().holdArg() }
+func (b *HostBuffer) holdArg() (CUdeviceptr, *Context, error)    { return b.base().holdArg() }
+func (b *ManagedBuffer) holdArg() (CUdeviceptr, *Context, error) { return b.base().holdArg() }
+func (b *HostBuffer) releaseArg(s *stream)                       { b.m.releaseArg(s) }
+func (b *ManagedBuffer) releaseArg(s *stream)                    { b.m.releaseArg(s) }
 
-func (b *HostBuffer) releaseArg(s *stream) { b.m.releaseArg(s) }
+// HostVisible is a buffer that the host reads and writes directly: a *HostBuffer
+// or a *ManagedBuffer.
+type HostVisible interface {
+	*HostBuffer | *ManagedBuffer
+	base() *memBase
+}
 
-// HostSlice returns b's memory as a []T of length b.Size()/sizeof(T), or nil if b is
-// nil or closed or T holds Go pointers. It is valid while b is open and reachable.
-func HostSlice[T any](b *HostBuffer) []T { return viewSlice[T](b.base()) }
+// HostSlice returns b's memory (a *HostBuffer or *ManagedBuffer) as a []T of length
+// b.Size()/sizeof(T), or nil if b is nil or closed, T holds Go pointers or the memory
+// is not aligned for T. It is valid while b is open and reachable.
+func HostSlice[T any, B HostVisible](b B) []T { return viewSlice[T](b.base()) }
 
 func hostBytes(m *memBase) []byte {
 	if m == nil || m.ctx == nil {
@@ -331,14 +389,14 @@ func (k *hostKind) accepts(size int) bool {
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.cached+int64(size) <= cacheLimit.Load()
+	return k.cached+int64(size) <= k.ms.cs.limits.cache.Load()
 }
 
 // push puts a fenced block in the cache, if it still fits.
 func (k *hostKind) push(blk *hostBlock) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.cached+int64(blk.size) > cacheLimit.Load() {
+	if k.cached+int64(blk.size) > k.ms.cs.limits.cache.Load() {
 		return false
 	}
 	if k.free == nil {

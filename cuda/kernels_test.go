@@ -17,6 +17,7 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/internal/callbench"
+	"github.com/gocuda/gocuda/internal/ctxswitch"
 	"github.com/gocuda/gocuda/internal/fakecuda"
 	"github.com/gocuda/gocuda/internal/gputest"
 	"github.com/stretchr/testify/assert"
@@ -82,9 +83,8 @@ func TestModuleLoad(t *testing.T) {
 	_, _, err = m.Global("no_such_global")
 	require.ErrorIs(t, err, cuda.ErrNotFound)
 
-	// The package-level LoadModule uses the same primary context; a NUL-terminated
-	// image is taken as it is.
-	m2, err := cuda.LoadModule(append(append([]byte(nil), kernelsPTX...), 0))
+	// A NUL-terminated image is taken as it is.
+	m2, err := ctx.LoadModule(append(append([]byte(nil), kernelsPTX...), 0))
 	require.NoError(t, err)
 	assert.Same(t, ctx, m2.Context())
 	require.NoError(t, m2.Close())
@@ -100,8 +100,10 @@ func TestModuleGlobalValue(t *testing.T) {
 
 func TestModuleBadPTX(t *testing.T) {
 	gputest.Require(t, gputest.Kernels) // the JIT compiler's log
+	ctx, err := cuda.Device(0).Context()
+	require.NoError(t, err)
 	bad := []byte(".version 8.0\n.target sm_80\n.address_size 64\n\n.visible .entry broken()\n{\n\tbogus.instruction %r1;\n\tret;\n}\n")
-	_, err := cuda.LoadModule(bad)
+	_, err = ctx.LoadModule(bad)
 	require.Error(t, err)
 	require.ErrorIs(t, err, cuda.ErrInvalidPtx)
 	assert.Contains(t, err.Error(), "JIT log")
@@ -455,7 +457,7 @@ func BenchmarkLaunch(b *testing.B) {
 	p := gputest.Alloc[float32](b, g, 1)
 	fn, err := cuda.Library().NewProc("cuLaunchKernel").Addr()
 	require.NoError(b, err)
-	get, set, err := cuda.ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	require.NoError(b, err)
 
 	// axpy_f32(float a, const float* x, float* y, int n) with n = 0: four arguments;

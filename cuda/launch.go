@@ -74,6 +74,8 @@ import (
 	"reflect"
 	"sync"
 	"unsafe"
+
+	"github.com/gocuda/gocuda/internal/ctxswitch"
 )
 
 // How arguments reach the driver
@@ -238,6 +240,12 @@ func (f *Function) Launch(s *Stream, grid, block Dim3, sharedMem int, args ...an
 		buf = make([]byte, size)
 		size, held, err = packArgs(buf, f.params, f.known, m.ctx, f.name, args)
 	}
+	if err == nil && held != 0 {
+		err = orderFresh(args, held, s.stream)
+		if err != nil {
+			releaseArgs(args, held, nil)
+		}
+	}
 	if err != nil {
 		c.exit()
 		return err
@@ -308,7 +316,7 @@ func launchPacked(ctx CUcontext, f CUfunction, gx, gy, gz, bx, by, bz, shm uint3
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -515,6 +523,22 @@ func holdDev(a *any) (CUdeviceptr, *Context, error) {
 	return 0, nil, fmt.Errorf("%w: not device memory", ErrInvalidArgument)
 }
 
+// orderFresh makes t wait for the allocation of every device buffer in held that
+// has not been used since it was allocated on another stream.
+func orderFresh(args []any, held argMask, t *stream) error {
+	for i := range args {
+		if held&maskOf(i) == 0 {
+			continue
+		}
+		if b, ok := detach(&args[i]).(*DeviceBuffer); ok && b.m.isFresh(t) {
+			if err := b.m.ms.orderAfterLast(b.m.owner(), t); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // releaseDev ends holdDev, recording a use on s unless s is nil.
 func releaseDev(a *any, s *stream) {
 	switch d := detach(a).(type) {
@@ -556,11 +580,11 @@ func detach(a *any) any {
 	return out
 }
 
-// argTypes caches checkArgType's verdict per type: nil or the error.
+// argTypes caches pointerFree's verdict per type: nil or the error.
 var argTypes sync.Map // reflect.Type → error
 
 // checkArgType accepts fixed-size types free of Go pointers: they can be copied into
-// the parameter buffer byte for byte.
+// the parameter buffer byte for byte, and held in GPU memory.
 func checkArgType(t reflect.Type) error {
 	if v, ok := argTypes.Load(t); ok {
 		if v == nil {
@@ -573,6 +597,9 @@ func checkArgType(t reflect.Type) error {
 	return err
 }
 
+// pointerFree is the one walk of a type for Go pointers (kernel arguments, element
+// types of buffers and copies). A zero-length array holds nothing, whatever its
+// element type.
 func pointerFree(top, t reflect.Type) error {
 	switch t.Kind() {
 	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
@@ -580,6 +607,9 @@ func pointerFree(top, t reflect.Type) error {
 		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
 		return nil
 	case reflect.Array:
+		if t.Len() == 0 {
+			return nil
+		}
 		return pointerFree(top, t.Elem())
 	case reflect.Struct:
 		for i := range t.NumField() {
@@ -590,9 +620,9 @@ func pointerFree(top, t reflect.Type) error {
 		return nil
 	}
 	if top == t {
-		return fmt.Errorf("%s cannot be a kernel argument (pass device memory as CUdeviceptr or *DeviceBuffer, sizes as fixed-size integers)", t)
+		return fmt.Errorf("%s cannot be a kernel argument or element type (pass device memory as CUdeviceptr or *DeviceBuffer, sizes as fixed-size integers)", t)
 	}
-	return fmt.Errorf("%s cannot be a kernel argument: it contains %s, a Go pointer or a variable-size value", top, t)
+	return fmt.Errorf("%s cannot be a kernel argument or element type: it contains %s, a Go pointer or a variable-size value", top, t)
 }
 
 // batchRec is a launch of a LaunchBatch as gocuda_launch_batch reads it.
@@ -617,7 +647,7 @@ func launchBatch(ctx CUcontext, s CUstream, recs []batchRec, args []uint64) (int
 	if err != nil {
 		return 0, err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return 0, err
 	}

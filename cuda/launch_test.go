@@ -319,7 +319,7 @@ func TestLaunchNilChecks(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalidArgument)
 	_, _, err = m.Global("g")
 	require.ErrorIs(t, err, ErrInvalidArgument)
-	require.ErrorIs(t, m.Close(), ErrInvalidArgument)
+	require.ErrorIs(t, m.Close(), ErrClosed, "the Close of a nil Module")
 	assert.Zero(t, m.Handle())
 
 	var c *Context
@@ -361,7 +361,7 @@ func TestLaunchChecksBeforeDriver(t *testing.T) {
 	require.ErrorIs(t, err, ErrClosed)
 	_, err = f.Attribute(CU_FUNC_ATTRIBUTE_NUM_REGS)
 	require.ErrorIs(t, err, ErrClosed)
-	require.ErrorIs(t, m.Close(), ErrInvalidArgument, "a Module that was never loaded")
+	require.ErrorIs(t, m.Close(), ErrClosed, "a Module that was never loaded")
 
 	m.closed = false
 	s.closed = true

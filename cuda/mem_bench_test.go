@@ -14,7 +14,7 @@ import (
 // device memory is touched with a memset on the stream and the stream is synchronized
 // once at the end (timed); pinned and unified memory are touched from Go with clear,
 // Go's memset, as the C loops touch them with memset(p, 0, n). The
-// "pool" variants bypass the package's caches of freed blocks (SetCacheLimit(0)), to
+// "pool" variants bypass the package's caches of freed blocks (Context.SetCacheLimit(0)), to
 // compare with the C loops over the same pools (floors on an H200: device 4 KiB
 // 2.27 µs, 64 MiB 22.5 µs; pinned pool 7.6 µs, 3260 µs; unified pool 3.4 µs, 3238 µs;
 // CuPy's cached pinned pool 2.8 µs).
@@ -32,7 +32,7 @@ func BenchmarkAlloc(b *testing.B) {
 			}
 			b.Run(name+sz.name, func(b *testing.B) {
 				if !cached {
-					defer cuda.SetCacheLimit(cuda.SetCacheLimit(0))
+					defer ctx.SetCacheLimit(ctx.SetCacheLimit(0))
 				}
 				benchDevice(b, ctx, s, sz.n)
 			})
@@ -44,7 +44,7 @@ func BenchmarkAlloc(b *testing.B) {
 			}
 			b.Run("pinned"+suffix+"/"+sz.name, func(b *testing.B) {
 				if !cached {
-					defer cuda.SetCacheLimit(cuda.SetCacheLimit(0))
+					defer ctx.SetCacheLimit(ctx.SetCacheLimit(0))
 				}
 				b.SetBytes(int64(sz.n))
 				b.ResetTimer()
@@ -61,7 +61,7 @@ func BenchmarkAlloc(b *testing.B) {
 			})
 			b.Run("unified"+suffix+"/"+sz.name, func(b *testing.B) {
 				if !cached {
-					defer cuda.SetCacheLimit(cuda.SetCacheLimit(0))
+					defer ctx.SetCacheLimit(ctx.SetCacheLimit(0))
 				}
 				b.SetBytes(int64(sz.n))
 				b.ResetTimer()
@@ -145,7 +145,7 @@ func BenchmarkAllocPair(b *testing.B) {
 	// The same without the package's cache: every allocation and free goes to the
 	// driver, as in the C loop.
 	b.Run("go-pool", func(b *testing.B) {
-		defer cuda.SetCacheLimit(cuda.SetCacheLimit(0))
+		defer ctx.SetCacheLimit(ctx.SetCacheLimit(0))
 		lockContext(b, h)
 		pairLoops(b, settle, goLoop, c, "op")
 	})

@@ -10,7 +10,7 @@ func OOMReclaimsForTest() int64 { return oomReclaims.Load() }
 func PressureCollectionsForTest() int64 { return pressure.collections.Load() }
 
 // WrapReclaimsForTest returns how many background reclaims wrapped memory started.
-func WrapReclaimsForTest() int64 { return wraps.reclaims.Load() }
+func WrapReclaimsForTest() int64 { return wrapReclaims.Load() }
 
 // SetNoHostPoolsForTest makes contexts set up afterwards use the fallback
 // allocators.

@@ -17,7 +17,7 @@ import (
 // fakeContext returns a context that was never near a driver: enough for the
 // argument checks, which come before any driver call.
 func fakeContext() *Context {
-	return &Context{ctxState: &ctxState{h: 0xc0ffee}}
+	return &Context{ctxState: newCtxState(0xc0ffee, 0, false)}
 }
 
 // destroyFake marks a fake context destroyed, as Close does before cuCtxDestroy.
@@ -40,14 +40,8 @@ func fakeMem(size int) (*Context, *Stream, *DeviceBuffer) {
 
 func TestMemBadSizesCPU(t *testing.T) {
 	for _, n := range []int{0, -1, math.MinInt} {
-		_, err := Alloc(n)
-		require.ErrorIs(t, err, ErrInvalidArgument, n)
-		_, err = AllocHost(n)
-		require.ErrorIs(t, err, ErrInvalidArgument, n)
-		_, err = AllocManaged(n)
-		require.ErrorIs(t, err, ErrInvalidArgument, n)
 		c, s, _ := fakeMem(0)
-		_, err = c.Alloc(s, n)
+		_, err := c.Alloc(s, n)
 		require.ErrorIs(t, err, ErrInvalidArgument, n)
 		_, err = c.AllocHost(n)
 		require.ErrorIs(t, err, ErrInvalidArgument, n)
@@ -66,13 +60,13 @@ func TestMemBadSizesCPU(t *testing.T) {
 	_, err = AllocFor[int32](nil, 4)
 	require.ErrorIs(t, err, ErrInvalidArgument, "nil stream")
 
-	_, err = Wrap([]byte{})
+	_, err = Wrap(fakeContext(), []byte{})
 	require.ErrorIs(t, err, ErrInvalidArgument)
-	_, err = Wrap([]string{"x"})
+	_, err = Wrap(fakeContext(), []string{"x"})
 	require.ErrorIs(t, err, ErrInvalidArgument)
-	_, err = WrapIn(nil, []byte{1})
+	_, err = Wrap(nil, []byte{1})
 	require.ErrorIs(t, err, ErrInvalidArgument)
-	_, err = WrapIn[int](fakeContext(), nil)
+	_, err = Wrap[int](fakeContext(), nil)
 	require.ErrorIs(t, err, ErrInvalidArgument)
 }
 
@@ -101,7 +95,7 @@ func TestMemStreamAndContextChecksCPU(t *testing.T) {
 	require.ErrorIs(t, err, ErrClosed)
 	_, err = other.AllocHost(16)
 	require.ErrorIs(t, err, ErrClosed)
-	_, err = WrapIn(other, []byte{1})
+	_, err = Wrap(other, []byte{1})
 	require.ErrorIs(t, err, ErrClosed)
 }
 
@@ -170,21 +164,21 @@ func TestMemCopyChecksCPU(t *testing.T) {
 }
 
 func TestMemCloseCPU(t *testing.T) {
-	// Nil and zero buffers: typed errors, no panic.
-	require.ErrorIs(t, (*DeviceBuffer)(nil).Close(), ErrInvalidArgument)
-	require.ErrorIs(t, (*HostBuffer)(nil).Free(), ErrInvalidArgument)
-	require.ErrorIs(t, (*ManagedBuffer)(nil).Close(), ErrInvalidArgument)
-	require.ErrorIs(t, (*WrappedBuffer)(nil).Close(), ErrInvalidArgument)
-	require.ErrorIs(t, (&WrappedBuffer{}).Close(), ErrInvalidArgument)
-	require.ErrorIs(t, (&DeviceBuffer{}).Close(), ErrClosed)
+	// Nil and zero buffers: the one error of a second Close, no panic.
+	for _, c := range []interface{ Close() error }{(*DeviceBuffer)(nil), (*HostBuffer)(nil),
+		(*ManagedBuffer)(nil), (*WrappedBuffer)(nil), &WrappedBuffer{}, &DeviceBuffer{}} {
+		err := c.Close()
+		require.ErrorIs(t, err, ErrClosed, "%T", c)
+		require.ErrorIs(t, err, resource.ErrReleased, "%T", c)
+	}
 	assert.Zero(t, (*DeviceBuffer)(nil).Ptr())
 	assert.Zero(t, (*DeviceBuffer)(nil).Size())
 	assert.Zero(t, (*DeviceBuffer)(nil).Len())
 	assert.Nil(t, (*DeviceBuffer)(nil).Context())
 	assert.Zero(t, (*WrappedBuffer)(nil).Size())
 	assert.Nil(t, (*HostBuffer)(nil).Bytes())
-	assert.Nil(t, HostSlice[float64](nil))
-	assert.Nil(t, ManagedSlice[int32](nil))
+	assert.Nil(t, HostSlice[float64]((*HostBuffer)(nil)))
+	assert.Nil(t, HostSlice[int32]((*ManagedBuffer)(nil)))
 
 	// Double Close, through a registration whose release touches no driver.
 	_, _, b := fakeMem(16)
@@ -195,12 +189,13 @@ func TestMemCloseCPU(t *testing.T) {
 		return nil
 	}, b, false)
 	require.NoError(t, b.Close())
-	require.ErrorIs(t, b.Close(), ErrClosed)
-	require.ErrorIs(t, b.Free(), ErrClosed)
+	err := b.Close()
+	require.ErrorIs(t, err, ErrClosed)
+	require.ErrorIs(t, err, resource.ErrReleased)
 	assert.Equal(t, 1, released)
 
 	// Host views of a closed buffer are nil.
-	h := &HostBuffer{m: memBase{ctx: fakeContext(), size: 16, elem: 1, kind: KindPinned}}
+	h := &HostBuffer{hostMem{m: memBase{ctx: fakeContext(), size: 16, elem: 1, kind: KindPinned}}}
 	h.m.hold.close()
 	assert.Nil(t, h.Bytes())
 	assert.Nil(t, HostSlice[uint32](h))
@@ -260,22 +255,29 @@ func TestMemDeviceClassCPU(t *testing.T) {
 }
 
 func TestMemTunablesCPU(t *testing.T) {
-	prev := SetGCThreshold(0.25)
-	defer SetGCThreshold(prev)
-	assert.Equal(t, 0.25, SetGCThreshold(math.NaN()))
-	assert.Equal(t, 0.0, SetGCThreshold(7))
-	assert.Equal(t, 1.0, SetGCThreshold(-1))
-	assert.Equal(t, 0.0, SetGCThreshold(0.125))
+	// Limits belong to a context, each starting from the process default.
+	c, other := fakeContext(), fakeContext()
+	assert.Equal(t, DefaultGCThreshold, c.SetGCThreshold(0.25))
+	assert.Equal(t, 0.25, c.SetGCThreshold(math.NaN()))
+	assert.Equal(t, 0.0, c.SetGCThreshold(7))
+	assert.Equal(t, 1.0, c.SetGCThreshold(-1))
+	assert.Equal(t, 0.0, c.SetGCThreshold(0.125))
+	assert.Equal(t, DefaultGCThreshold, other.SetGCThreshold(DefaultGCThreshold), "another context's own")
 
-	lim := SetCacheLimit(1 << 20)
-	assert.Equal(t, int64(256<<20), lim, "default cache limit")
-	assert.Equal(t, int64(1<<20), SetCacheLimit(-1))
-	assert.Equal(t, int64(0), SetCacheLimit(lim), "negative is 0: no caching")
+	assert.Equal(t, int64(DefaultCacheLimit), c.SetCacheLimit(1<<20), "default cache limit")
+	assert.Equal(t, int64(1<<20), c.SetCacheLimit(-1))
+	assert.Equal(t, int64(0), c.SetCacheLimit(5), "negative is 0: no caching")
+	assert.Equal(t, int64(DefaultCacheLimit), other.SetCacheLimit(DefaultCacheLimit))
 
-	def := SetWrapLimit(1 << 20)
+	def := c.SetWrapLimit(1 << 20)
+	assert.Equal(t, DefaultWrapLimit(), def)
 	assert.Positive(t, def)
-	assert.Equal(t, int64(1<<20), SetWrapLimit(-5))
-	assert.Equal(t, def, wrapLimit(), "negative restores the default")
+	assert.Equal(t, int64(1<<20), c.SetWrapLimit(-5))
+	assert.Equal(t, def, c.SetWrapLimit(def), "negative restores the default")
+
+	var z *Context
+	assert.Zero(t, z.SetCacheLimit(1))
+	assert.Zero(t, (&Context{}).SetWrapLimit(1))
 	if runtime.GOOS == "linux" {
 		assert.Positive(t, memTotal())
 	}

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"runtime/pprof"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -65,15 +66,15 @@ func TestMemCopies(t *testing.T) {
 	require.NoError(t, s.Synchronize())
 	require.Equal(t, src, got)
 
-	// The waiting forms, on the package's stream, with another element type.
+	// The waiting forms, with another element type (untyped buffers take any).
 	ints := make([]int64, 1000)
 	for i := range ints {
 		ints[i] = r.Int64()
 	}
-	b, err := cuda.Alloc(8 * len(ints))
+	b, err := ctx.Alloc(s, 8*len(ints))
 	require.NoError(t, err)
 	defer b.Close()
-	b2, err := cuda.Alloc(8 * len(ints))
+	b2, err := ctx.Alloc(s, 8*len(ints))
 	require.NoError(t, err)
 	defer b2.Close()
 	require.NoError(t, cuda.CopyToDevice(b, ints))
@@ -105,7 +106,7 @@ func TestMemCopies(t *testing.T) {
 	// Bad input after the fact: typed errors, nothing queued.
 	require.ErrorIs(t, cuda.CopyToDevice(b, make([]int64, 1001)), cuda.ErrInvalidArgument)
 	require.ErrorIs(t, cuda.CopyFromDevice(make([]int64, 1001), b), cuda.ErrInvalidArgument)
-	big, err := cuda.Alloc(8*len(ints) + 8)
+	big, err := ctx.Alloc(s, 8*len(ints)+8)
 	require.NoError(t, err)
 	require.ErrorIs(t, cuda.Copy(b, big), cuda.ErrInvalidArgument)
 	require.NoError(t, big.Close())
@@ -116,8 +117,8 @@ func TestMemCopies(t *testing.T) {
 }
 
 func TestMemMemset(t *testing.T) {
-	_, s := memSetup(t)
-	b, err := cuda.Alloc(4096)
+	ctx, s := memSetup(t)
+	b, err := ctx.Alloc(s, 4096)
 	require.NoError(t, err)
 	defer b.Close()
 	out := make([]byte, 4096)
@@ -148,7 +149,7 @@ func TestHostBuffer(t *testing.T) {
 	ctx, s := memSetup(t)
 	r := rand.New(rand.NewPCG(3, 4))
 	const size = 1 << 20
-	h, err := cuda.AllocHost(size)
+	h, err := ctx.AllocHost(size)
 	require.NoError(t, err)
 	f := cuda.HostSlice[float32](h)
 	require.Len(t, f, size/4)
@@ -167,7 +168,7 @@ func TestHostBuffer(t *testing.T) {
 	require.ErrorIs(t, h.Close(), cuda.ErrClosed)
 	assert.Nil(t, h.Bytes())
 	require.ErrorIs(t, cuda.Copy(d, h), cuda.ErrClosed)
-	require.NoError(t, h2.Free())
+	require.NoError(t, h2.Close())
 
 	// A block no GPU work used is reused at once (cache, same size class).
 	small, err := ctx.AllocHost(4096)
@@ -224,9 +225,9 @@ func TestHostBuffer(t *testing.T) {
 func TestManagedBuffer(t *testing.T) {
 	ctx, s := memSetup(t)
 	const n = 1 << 18
-	m, err := cuda.AllocManaged(4 * n)
+	m, err := ctx.AllocManaged(4 * n)
 	require.NoError(t, err)
-	v := cuda.ManagedSlice[int32](m)
+	v := cuda.HostSlice[int32](m)
 	require.Len(t, v, n)
 	for i := range v {
 		v[i] = int32(i * 3)
@@ -239,17 +240,17 @@ func TestManagedBuffer(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, cuda.CopyAsync(s, m2, d))
 	require.NoError(t, s.Synchronize())
-	require.Equal(t, v, cuda.ManagedSlice[int32](m2))
+	require.Equal(t, v, cuda.HostSlice[int32](m2))
 	require.Equal(t, m.Bytes(), m2.Bytes())
 	require.NoError(t, m.Close())
 	require.ErrorIs(t, m.Close(), cuda.ErrClosed)
-	assert.Nil(t, cuda.ManagedSlice[int32](m))
+	assert.Nil(t, cuda.HostSlice[int32](m))
 
 	// A waiting copy straight between unified buffers.
 	m3, err := ctx.AllocManaged(4 * n)
 	require.NoError(t, err)
 	require.NoError(t, cuda.Copy(m3, m2))
-	require.Equal(t, cuda.ManagedSlice[int32](m2), cuda.ManagedSlice[int32](m3))
+	require.Equal(t, cuda.HostSlice[int32](m2), cuda.HostSlice[int32](m3))
 	require.NoError(t, m2.Close())
 	require.NoError(t, m3.Close())
 }
@@ -263,11 +264,11 @@ func TestWrappedBuffer(t *testing.T) {
 		data[i] = r.Float64()
 	}
 	out := make([]float64, n)
-	w, err := cuda.WrapIn(ctx, data)
+	w, err := cuda.Wrap(ctx, data)
 	require.NoError(t, err)
 	assert.Equal(t, 8*n, w.Size())
 	assert.NotZero(t, w.Ptr())
-	wo, err := cuda.Wrap(out)
+	wo, err := cuda.Wrap(ctx, out)
 	require.NoError(t, err)
 	d, err := ctx.Alloc(s, 8*n)
 	require.NoError(t, err)
@@ -282,20 +283,32 @@ func TestWrappedBuffer(t *testing.T) {
 
 	// Unregistered: the same memory registers again. Dropped without Close, it is
 	// unregistered by a background Reclaim once the bytes awaiting exceed the limit.
-	prev := cuda.SetWrapLimit(0)
-	defer cuda.SetWrapLimit(prev)
+	prev := ctx.SetWrapLimit(0)
+	defer ctx.SetWrapLimit(prev)
 	reclaims := cuda.WrapReclaimsForTest()
+	live := primaryStats(t).Kinds[cuda.KindWrapped].Buffers
 	func() {
-		w2, err := cuda.WrapIn(ctx, data)
+		w2, err := cuda.Wrap(ctx, data)
 		require.NoError(t, err)
 		require.NoError(t, cuda.CopyAsync(s, d, w2))
 	}()
+	// Until w2 itself is unregistered (a background reclaim started for earlier
+	// tests' garbage does not count).
 	require.Eventually(t, func() bool {
 		runtime.GC()
 		st, err := cuda.MemoryStatus()
-		return err == nil && st.WrappedAwaiting == 0 && cuda.WrapReclaimsForTest() > reclaims
+		if err != nil {
+			return false
+		}
+		for _, c := range st.Contexts {
+			if c.Primary && c.Device == 0 {
+				return c.Kinds[cuda.KindWrapped].Buffers == live && c.WrappedAwaiting == 0 &&
+					cuda.WrapReclaimsForTest() > reclaims
+			}
+		}
+		return false
 	}, 10*time.Second, 20*time.Millisecond)
-	w3, err := cuda.WrapIn(ctx, data)
+	w3, err := cuda.Wrap(ctx, data)
 	require.NoError(t, err, "registering again after the background unregistration")
 	require.NoError(t, w3.Close())
 	runtime.KeepAlive(data)
@@ -343,8 +356,8 @@ func primaryStats(t *testing.T) cuda.ContextMemoryStats {
 // Dropped buffers come back to the pools with resource.Reclaim.
 func TestMemPoolUsageAfterReclaim(t *testing.T) {
 	ctx, s := memSetup(t)
-	prev := cuda.SetGCThreshold(0) // no pressure collection in the middle
-	defer cuda.SetGCThreshold(prev)
+	prev := ctx.SetGCThreshold(0) // no pressure collection in the middle
+	defer ctx.SetGCThreshold(prev)
 	// Start from a clean state: earlier garbage freed.
 	_, _ = resource.Reclaim()
 	require.NoError(t, ctx.Synchronize())
@@ -402,8 +415,8 @@ func TestMemPoolUsageAfterReclaim(t *testing.T) {
 // size.
 func TestMemOOMReclaimRetry(t *testing.T) {
 	ctx, s := memSetup(t)
-	prev := cuda.SetGCThreshold(0) // no pressure collections: only OOM reclaims
-	defer cuda.SetGCThreshold(prev)
+	prev := ctx.SetGCThreshold(0) // no pressure collections: only OOM reclaims
+	defer ctx.SetGCThreshold(prev)
 	defer func() {
 		_, _ = resource.Reclaim()
 		_ = ctx.Synchronize()
@@ -450,8 +463,8 @@ func TestMemPressure(t *testing.T) {
 	ctx, s := memSetup(t)
 	total, err := ctx.Device().TotalMemory()
 	require.NoError(t, err)
-	prev := cuda.SetGCThreshold(float64(4<<20) / float64(total)) // every 4 MiB
-	defer cuda.SetGCThreshold(prev)
+	prev := ctx.SetGCThreshold(float64(4<<20) / float64(total)) // every 4 MiB
+	defer ctx.SetGCThreshold(prev)
 	collections := cuda.PressureCollectionsForTest()
 	released := resource.Status().ReleasedNonBlocking
 	for range 64 {
@@ -473,14 +486,19 @@ func TestMemoryProfile(t *testing.T) {
 	before := p.Count()
 	b, err := ctx.Alloc(s, 4096)
 	require.NoError(t, err)
-	h, err := cuda.AllocHost(4096)
+	h, err := ctx.AllocHost(4096)
 	require.NoError(t, err)
 	assert.Equal(t, before+2, p.Count())
 	var buf bytes.Buffer
 	require.NoError(t, p.WriteTo(&buf, 1))
 	out := buf.String()
 	assert.Contains(t, out, "cuda.(*Context).Alloc")
-	assert.Contains(t, out, "cuda.AllocHost")
+	assert.Contains(t, out, "cuda.(*Context).AllocHost")
+	for _, rec := range strings.Split(out, "\n\n") {
+		if i := strings.Index(rec, "#\t"); i >= 0 && rec[i:] != "" {
+			assert.Contains(t, strings.SplitN(rec[i:], "\n", 2)[0], "cuda.(*Context).Alloc", "each trace starts at the allocating function")
+		}
+	}
 	assert.Contains(t, out, "TestMemoryProfile")
 	require.NoError(t, b.Close())
 	require.NoError(t, h.Close())
@@ -573,7 +591,7 @@ func TestMemKernelArgs(t *testing.T) {
 	require.NoError(t, fill.Launch(s, grid, block, 0, h, uint32(8), uint64(n)))
 	require.NoError(t, fill.Launch(s, grid, block, 0, d, uint32(7), uint64(n)))
 	require.NoError(t, s.Synchronize())
-	for i, v := range cuda.ManagedSlice[uint32](m) {
+	for i, v := range cuda.HostSlice[uint32](m) {
 		require.Equal(t, uint32(9), v, i)
 	}
 	for i, v := range cuda.HostSlice[uint32](h) {
@@ -641,13 +659,13 @@ func TestMemDeviceCache(t *testing.T) {
 	require.NoError(t, b.Close())
 
 	// With caching off, a closed block goes straight back to the pool.
-	prev := cuda.SetCacheLimit(0)
+	prev := ctx.SetCacheLimit(0)
 	d, err := ctx.Alloc(s, 1<<16)
 	require.NoError(t, err)
 	before := primaryStats(t).Kinds[cuda.KindDevice].Cached
 	require.NoError(t, d.Close())
 	assert.Equal(t, before, primaryStats(t).Kinds[cuda.KindDevice].Cached, "nothing cached at limit 0")
-	cuda.SetCacheLimit(prev)
+	ctx.SetCacheLimit(prev)
 
 	// Closing the stream frees its cached blocks.
 	require.NoError(t, s.Close())
@@ -707,8 +725,8 @@ func TestMemDeviceCacheConcurrent(t *testing.T) {
 
 // A stream dropped without Close gives its cached blocks back when it is collected.
 func TestMemDeviceCacheDroppedStream(t *testing.T) {
-	ctx, _ := memSetup(t)
-	warm, err := cuda.Alloc(2 << 20) // sets up device 0's memory; not cached
+	ctx, ws := memSetup(t)
+	warm, err := ctx.Alloc(ws, 2<<20) // sets up device 0's memory; not cached
 	require.NoError(t, err)
 	require.NoError(t, warm.Close())
 	_, err = resource.Reclaim()

@@ -20,8 +20,12 @@ import (
 // overlap with other work.
 
 // CopyToDevice copies src into the start of dst and waits for the copy. src must not
-// be longer than dst; T must be free of Go pointers.
+// be longer than dst; T must be free of Go pointers, and be dst's element type if
+// dst has one (AllocFor).
 func CopyToDevice[T any](dst *DeviceBuffer, src []T) error {
+	if err := checkElem[T](dst.base()); err != nil {
+		return err
+	}
 	p, n, err := hostSpan(src)
 	if err != nil {
 		return err
@@ -36,6 +40,9 @@ func CopyToDeviceAsync[T any](s *Stream, dst *DeviceBuffer, src []T) error {
 	if err := checkStream(s); err != nil {
 		return err
 	}
+	if err := checkElem[T](dst.base()); err != nil {
+		return err
+	}
 	p, n, err := hostSpan(src)
 	if err != nil {
 		return err
@@ -48,6 +55,9 @@ func CopyToDeviceAsync[T any](s *Stream, dst *DeviceBuffer, src []T) error {
 // CopyFromDevice fills dst from the start of src and waits for the copy. dst must
 // not be longer than src.
 func CopyFromDevice[T any](dst []T, src *DeviceBuffer) error {
+	if err := checkElem[T](src.base()); err != nil {
+		return err
+	}
 	p, n, err := hostSpan(dst)
 	if err != nil {
 		return err
@@ -61,6 +71,9 @@ func CopyFromDevice[T any](dst []T, src *DeviceBuffer) error {
 // pageable dst (any ordinary Go slice) the driver returns only once the copy is done.
 func CopyFromDeviceAsync[T any](s *Stream, dst []T, src *DeviceBuffer) error {
 	if err := checkStream(s); err != nil {
+		return err
+	}
+	if err := checkElem[T](src.base()); err != nil {
 		return err
 	}
 	p, n, err := hostSpan(dst)
@@ -316,12 +329,17 @@ func queue(ms *memState, s *Stream, op func(h CUstream) error, a, b *memBase, ev
 }
 
 // orderAfterClosed makes t wait for m's last use when that was on a stream that has
-// been closed (or moved to a new generation) since: its final event. Ordering
+// been closed (or moved to a new generation) since, its final event, and for m's
+// allocation when m was allocated on another stream and not used since. Ordering
 // against a last use on another open stream is the caller's to arrange
 // (Stream.WaitEvent), as in CUDA.
 func (ms *memState) orderAfterClosed(m *memBase, t *stream) error {
 	if m.lastIsCurrent(t) {
 		return nil
+	}
+	if m.isFresh(t) {
+		// Allocated on another stream and not used since: after the allocation.
+		return ms.orderAfterLast(m, t)
 	}
 	s, gen := m.lastUse()
 	if s == nil || s == t && s.gen.Load() == gen {

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/gocuda/gocuda/internal/errs"
 	"github.com/gocuda/gocuda/resource"
 )
 
@@ -20,6 +21,9 @@ type Memory interface {
 	Ptr() CUdeviceptr
 	// Size returns the memory's size in bytes.
 	Size() int
+	// Len returns the number of elements: Size divided by the element size (1 for
+	// untyped memory).
+	Len() int
 	// Context returns the context the memory belongs to.
 	Context() *Context
 	base() *memBase
@@ -59,13 +63,22 @@ func (k MemoryKind) String() string {
 // memBase is what every buffer type holds: the memory, its owner, and the stream
 // (with that stream's generation) that last used it.
 type memBase struct {
-	ctx  *Context
-	ms   *memState
-	ptr  CUdeviceptr
-	size int
-	elem int // element size: Len is size/elem
-	kind MemoryKind
-	prof uint64 // key in the memory profile; 0 when not profiled
+	ctx   *Context
+	ms    *memState
+	ptr   CUdeviceptr
+	size  int
+	elem  int          // element size: Len is size/elem
+	etype reflect.Type // the element type of AllocFor and Wrap; nil for bytes
+	kind  MemoryKind
+	prof  uint64 // key in the memory profile; 0 when not profiled
+
+	// root is the allocation a view (DeviceBuffer.Slice) is part of, nil for an
+	// allocation: operations on a view hold the root too, and the root keeps the
+	// stream history (last, fresh).
+	root *memBase
+	// fresh is set from an allocation on a stream to the first use recorded
+	// (usedOn): work on another stream is ordered after the allocation first.
+	fresh atomic.Bool
 
 	// hold keeps the memory from being freed while work using it is queued:
 	// operations hold it until their work is queued, and the release shuts it
@@ -90,16 +103,34 @@ type memBase struct {
 }
 
 // acquire holds m (keeps it from being freed) while the caller queues work on it,
-// until leave, or returns ErrClosed. The caller is in m's context.
+// until leave, or returns ErrClosed. The caller is in m's context. A view holds its
+// root as well.
 func (m *memBase) acquire() error {
 	if !m.hold.enter() {
+		return errMemClosed[m.kind]
+	}
+	if m.root != nil && !m.root.hold.enter() {
+		m.hold.exit()
 		return errMemClosed[m.kind]
 	}
 	return nil
 }
 
 // leave ends an acquire.
-func (m *memBase) leave() { m.hold.exit() }
+func (m *memBase) leave() {
+	if m.root != nil {
+		m.root.hold.exit()
+	}
+	m.hold.exit()
+}
+
+// owner returns the memBase of the allocation m is part of: m, or a view's root.
+func (m *memBase) owner() *memBase {
+	if m.root != nil {
+		return m.root
+	}
+	return m
+}
 
 // errMemClosed are the errors of uses of freed memory, per kind.
 var errMemClosed = func() (e [numKinds]error) {
@@ -121,6 +152,7 @@ func (m *memBase) check() error {
 // usedOn records that work using the memory was queued on s. Launch calls it with
 // s's read lock held.
 func (m *memBase) usedOn(s *stream) {
+	m = m.owner()
 	gen := s.gen.Load()
 	if m.last.Load() == s && m.lastGen.Load() == gen {
 		// Already recorded (the common case: a buffer used on one stream). A
@@ -132,11 +164,13 @@ func (m *memBase) usedOn(s *stream) {
 	m.lastMu.Lock()
 	m.last.Store(s)
 	m.lastGen.Store(gen)
+	m.fresh.Store(false)
 	m.lastMu.Unlock()
 }
 
 // lastUse returns the stream that last used m and its generation then.
 func (m *memBase) lastUse() (*stream, uint64) {
+	m = m.owner()
 	m.lastMu.Lock()
 	defer m.lastMu.Unlock()
 	return m.last.Load(), m.lastGen.Load()
@@ -146,6 +180,7 @@ func (m *memBase) lastUse() (*stream, uint64) {
 // t's current generation (work queued on t is then ordered after that use) or never
 // used on a stream.
 func (m *memBase) lastIsCurrent(t *stream) bool {
+	m = m.owner()
 	s := m.last.Load()
 	return s == nil || s == t && m.lastGen.Load() == t.gen.Load()
 }
@@ -156,8 +191,8 @@ func (m *memBase) holdArg() (CUdeviceptr, *Context, error) {
 	if m == nil || m.ctx == nil {
 		return 0, nil, fmt.Errorf("%w: nil or zero buffer", ErrInvalidArgument)
 	}
-	if !m.hold.enter() {
-		return 0, nil, errMemClosed[m.kind]
+	if err := m.acquire(); err != nil {
+		return 0, nil, err
 	}
 	return m.ptr, m.ctx, nil
 }
@@ -168,7 +203,14 @@ func (m *memBase) releaseArg(s *stream) {
 	if s != nil {
 		m.usedOn(s)
 	}
-	m.hold.exit()
+	m.leave()
+}
+
+// isFresh reports whether m's allocation has not been used since it was made on a
+// stream other than t: work on t must then wait for the allocation.
+func (m *memBase) isFresh(t *stream) bool {
+	o := m.owner()
+	return o.fresh.Load() && o.last.Load() != t
 }
 
 // retire shuts m's hold, once the operations queuing work on it are done, and
@@ -185,21 +227,19 @@ func (m *memBase) retire() (*stream, uint64) {
 	return s, gen
 }
 
-// close runs the registration's release now.
-func (m *memBase) close() error {
+// close runs the registration's release now; a nil buffer, or one released
+// already, gives errs.Closed.
+func (m *memBase) close(what string) error {
 	if m == nil {
-		return fmt.Errorf("%w: nil buffer", ErrInvalidArgument)
+		return errs.Closed(what)
 	}
 	r := m.reg
 	if r == nil {
 		r = &m.regv
 	}
 	err := r.Release()
-	runtime.KeepAlive(m) // the buffer stays reachable until its release has run
-	if errors.Is(err, resource.ErrReleased) {
-		return errMemClosed[m.kind]
-	}
-	return closeError("", err) // ErrContextDestroyed: the driver freed it with its context
+	runtime.KeepAlive(m)         // the buffer stays reachable until its release has run
+	return closeError(what, err) // ErrContextDestroyed: the driver freed it with its context
 }
 
 func (m *memBase) ptrOrZero() CUdeviceptr {
@@ -248,29 +288,12 @@ func (b *DeviceBuffer) base() *memBase {
 // On CUDA_ERROR_OUT_OF_MEMORY it runs resource.Reclaim, waits for the context's work
 // and retries once; the error then wraps ErrOutOfMemory and names the size.
 func (c *Context) Alloc(s *Stream, bytes int) (*DeviceBuffer, error) {
-	return c.alloc(s, bytes, 1, 2)
+	return c.alloc(s, bytes, 1, nil, 2)
 }
 
-// Alloc allocates bytes of device memory on device 0, ordered on a non-blocking
-// stream that the package keeps for its context (not the legacy default stream).
-// Copy functions without a stream argument use that stream too.
-func Alloc(bytes int) (*DeviceBuffer, error) {
-	if err := checkSize(bytes); err != nil {
-		return nil, err
-	}
-	c, err := defaultContext()
-	if err != nil {
-		return nil, err
-	}
-	ms, err := c.memory()
-	if err != nil {
-		return nil, err
-	}
-	return allocDevice(c, ms, ms.defStream, bytes, 1, 2)
-}
-
-// AllocFor allocates device memory for n elements of T on s; the buffer's Len is n.
-// T must be free of Go pointers.
+// AllocFor allocates device memory for n elements of T on s (in s's context); the
+// buffer's Len is n, and typed copies to and from it must use T. T must be free of
+// Go pointers.
 func AllocFor[T any](s *Stream, n int) (*DeviceBuffer, error) {
 	elem, err := elemSize[T]()
 	if err != nil {
@@ -282,10 +305,10 @@ func AllocFor[T any](s *Stream, n int) (*DeviceBuffer, error) {
 	if err := checkStream(s); err != nil {
 		return nil, err
 	}
-	return s.ctx.alloc(s, n*elem, elem, 2)
+	return s.ctx.alloc(s, n*elem, elem, reflect.TypeFor[T](), 2)
 }
 
-func (c *Context) alloc(s *Stream, bytes, elem, skip int) (*DeviceBuffer, error) {
+func (c *Context) alloc(s *Stream, bytes, elem int, etype reflect.Type, skip int) (*DeviceBuffer, error) {
 	if err := checkSize(bytes); err != nil {
 		return nil, err
 	}
@@ -311,12 +334,12 @@ func (c *Context) alloc(s *Stream, bytes, elem, skip int) (*DeviceBuffer, error)
 			return nil, err
 		}
 	}
-	return allocDevice(c, ms, s.stream, bytes, elem, skip+1)
+	return allocDevice(c, ms, s.stream, bytes, elem, etype, skip+1)
 }
 
 func errAllocClosed() error { return fmt.Errorf("cuda: allocating on a stream: %w", ErrClosed) }
 
-func allocDevice(c *Context, ms *memState, s *stream, bytes, elem, skip int) (*DeviceBuffer, error) {
+func allocDevice(c *Context, ms *memState, s *stream, bytes, elem int, etype reflect.Type, skip int) (*DeviceBuffer, error) {
 	resource.Drain()
 	if err := c.enter(); err != nil {
 		return nil, err
@@ -327,7 +350,7 @@ func allocDevice(c *Context, ms *memState, s *stream, bytes, elem, skip int) (*D
 	}
 	// The driver writes the address straight into the buffer (a field free of Go
 	// pointers, which cgo allows), so that it needs no allocation of its own.
-	b := &DeviceBuffer{m: memBase{ctx: c, ms: ms, size: bytes, elem: elem, kind: KindDevice}}
+	b := &DeviceBuffer{m: memBase{ctx: c, ms: ms, size: bytes, elem: elem, etype: etype, kind: KindDevice}}
 	gen, err := allocOn(c, ms, s, &b.m.ptr, bytes)
 	if errors.Is(err, ErrOutOfMemory) {
 		ms.reclaimForOOM()
@@ -343,6 +366,7 @@ func allocDevice(c *Context, ms *memState, s *stream, bytes, elem, skip int) (*D
 	if gen != 0 {
 		b.m.lastGen.Store(gen)
 	}
+	b.m.fresh.Store(true)
 	resource.ResourceFinalizerAt(&b.m.regv, (*DeviceBuffer).free, b, finalizeDevice, false, ms.regOpts(KindDevice, skip)...)
 	ms.track(&b.m, nil, skip)
 	return b, nil
@@ -406,22 +430,64 @@ func (b *DeviceBuffer) Size() int { return b.base().sizeOrZero() }
 
 // Len returns the number of elements: Size divided by the element size given to
 // AllocFor (1 for Alloc).
-func (b *DeviceBuffer) Len() int {
-	if b == nil || b.m.elem == 0 {
+func (b *DeviceBuffer) Len() int { return b.base().length() }
+
+// length returns the number of elements (0 for nil).
+func (m *memBase) length() int {
+	if m == nil || m.elem == 0 {
 		return 0
 	}
-	return b.m.size / b.m.elem
+	return m.size / m.elem
+}
+
+// checkElem rejects a typed copy of T with memory of another element type.
+func checkElem[T any](m *memBase) error {
+	if m == nil || m.etype == nil {
+		return nil
+	}
+	if t := reflect.TypeFor[T](); t != m.etype {
+		return fmt.Errorf("%w: copying %v with a buffer of %v", ErrInvalidArgument, t, m.etype)
+	}
+	return nil
 }
 
 // Context returns the buffer's context.
 func (b *DeviceBuffer) Context() *Context { return b.base().context() }
 
 // Close frees the memory, ordered after the work queued on the stream that last used
-// it; it does not wait. Closing again returns an error matching ErrClosed.
-func (b *DeviceBuffer) Close() error { return b.base().close() }
+// it; it does not wait. Closing a view (Slice) frees nothing: the view is closed,
+// the memory stays with its allocation. Closing again, or closing a nil buffer,
+// returns an error matching ErrClosed and resource.ErrReleased.
+func (b *DeviceBuffer) Close() error {
+	if b != nil && b.m.root != nil {
+		if !b.m.hold.close() {
+			return errs.Closed("cuda: device buffer view")
+		}
+		return nil
+	}
+	return b.base().close("cuda: device buffer")
+}
 
-// Free is Close.
-func (b *DeviceBuffer) Free() error { return b.base().close() }
+// Slice returns a view of n elements of b from element off (elements of b's Len;
+// bytes for a buffer from Context.Alloc), as b[off:off+n] would be. The view shares
+// b's memory and lifetime: it keeps b reachable, operations on it hold b (so that
+// b's Close waits for them, or they fail with ErrClosed after it), and its work is
+// ordered on b's streams as b's own. Views of views are views of b.
+func (b *DeviceBuffer) Slice(off, n int) (*DeviceBuffer, error) {
+	m := b.base()
+	if m == nil || m.ctx == nil {
+		return nil, fmt.Errorf("%w: nil or zero buffer", ErrInvalidArgument)
+	}
+	if length := m.size / m.elem; off < 0 || n < 0 || off > length || n > length-off {
+		return nil, fmt.Errorf("%w: slice [%d:%d] of a buffer of %d elements", ErrInvalidArgument, off, off+n, length)
+	}
+	if m.hold.closed() || m.owner().hold.closed() {
+		return nil, errMemClosed[KindDevice]
+	}
+	v := &DeviceBuffer{m: memBase{ctx: m.ctx, ms: m.ms, ptr: m.ptr + CUdeviceptr(off*m.elem), size: n * m.elem,
+		elem: m.elem, etype: m.etype, kind: KindDevice, root: m.owner()}}
+	return v, nil
+}
 
 func (b *DeviceBuffer) holdArg() (CUdeviceptr, *Context, error) { return b.base().holdArg() }
 
@@ -444,21 +510,6 @@ func streamClosed(s *stream) bool {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.closed
-}
-
-var dev0 atomic.Pointer[Context]
-
-// defaultContext returns device 0's primary context.
-func defaultContext() (*Context, error) {
-	if c := dev0.Load(); c != nil {
-		return c, nil
-	}
-	c, err := Device(0).Context()
-	if err != nil {
-		return nil, err
-	}
-	dev0.Store(c)
-	return c, nil
 }
 
 // useIfCurrent runs f on s if s is open and still in generation gen; it reports
@@ -539,36 +590,9 @@ func elemSize[T any]() (int, error) {
 	return n, nil
 }
 
-var pointerTypes sync.Map // reflect.Type → bool
-
-// hasPointers reports whether values of t hold Go pointers.
-func hasPointers(t reflect.Type) bool {
-	if v, ok := pointerTypes.Load(t); ok {
-		return v.(bool)
-	}
-	r := walkPointers(t)
-	pointerTypes.Store(t, r)
-	return r
-}
-
-func walkPointers(t reflect.Type) bool {
-	switch t.Kind() {
-	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
-		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
-		return false
-	case reflect.Array:
-		return t.Len() > 0 && walkPointers(t.Elem())
-	case reflect.Struct:
-		for i := range t.NumField() {
-			if walkPointers(t.Field(i).Type) {
-				return true
-			}
-		}
-		return false
-	}
-	return true
-}
+// hasPointers reports whether values of t hold Go pointers (pointerFree's verdict,
+// cached).
+func hasPointers(t reflect.Type) bool { return checkArgType(t) != nil }
 
 // hostSpan returns the address and byte length of a Go slice, checking its element
 // type.

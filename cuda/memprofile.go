@@ -11,7 +11,7 @@ import (
 //
 // Like the goroutine or block profiles it counts objects, not bytes: each sample is
 // one live buffer, and the allocating function (Alloc, AllocHost, AllocManaged,
-// WrapIn…) at the top of the stack tells the kind. To look at it:
+// Wrap…) at the top of the stack tells the kind. To look at it:
 //
 //	cuda.EnableMemoryProfile(true)
 //	...
@@ -41,15 +41,20 @@ func EnableMemoryProfile(on bool) (previous bool) {
 	return memProfiling.Swap(on)
 }
 
-// profileAdd records m in the profile. The caller of the package's exported
-// function is skip frames above profileAdd's caller: the trace starts at that
-// exported function.
+// profileAdd records m in the profile when profiling is on. The package's exported
+// allocating function is skip frames above profileAdd's caller: the trace starts
+// there. (Profile.Add's skip 0 is Add itself, 1 profileAdd; not inlined, so that
+// the count holds.)
 func profileAdd(m *memBase, skip int) {
-	if !memProfiling.Load() {
-		return
+	if memProfiling.Load() {
+		profileRecord(m, skip+1)
 	}
+}
+
+//go:noinline
+func profileRecord(m *memBase, skip int) {
 	m.prof = profileKeys.Add(1)
-	memProfile.Add(m.prof, skip)
+	memProfile.Add(m.prof, skip+1)
 }
 
 // profileRemove removes m from the profile.

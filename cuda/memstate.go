@@ -505,18 +505,3 @@ func (ms *memState) disown(m *memBase) {
 	delete(ms.owned, uintptr(unsafe.Pointer(m)))
 	ms.ownedMu.Unlock()
 }
-
-// cacheLimit bounds the bytes each context's cache of freed blocks holds per kind
-// (device, pinned, unified); 0 disables caching.
-var cacheLimit atomic.Int64
-
-func init() { cacheLimit.Store(256 << 20) }
-
-// SetCacheLimit sets how many bytes of freed memory the package keeps for reuse per
-// context and kind (device blocks of up to 1 MiB, pinned and unified blocks of up to
-// 64 MiB), and returns the previous limit. The default is 256 MiB; 0 turns caching
-// off, so that every allocation and free goes to the driver's pools. Blocks already
-// cached stay until they are reused or their stream is closed.
-func SetCacheLimit(bytes int64) int64 {
-	return cacheLimit.Swap(max(bytes, 0))
-}

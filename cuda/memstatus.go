@@ -17,7 +17,7 @@ type MemoryStats struct {
 	// package, in device order.
 	Contexts []ContextMemoryStats
 	// WrappedAwaiting is the bytes of WrappedBuffers dropped without Close that
-	// await unregistration in resource.Reclaim.
+	// await unregistration in resource.Reclaim, in all contexts.
 	WrappedAwaiting int64
 	// Resources is resource.Status at the time of the snapshot.
 	Resources resource.Stats
@@ -33,6 +33,9 @@ type ContextMemoryStats struct {
 	// Kinds holds the device, pinned, unified and wrapped memory, indexed by
 	// MemoryKind.
 	Kinds [4]PoolStats
+	// WrappedAwaiting is the bytes of the context's WrappedBuffers dropped without
+	// Close that await unregistration in resource.Reclaim.
+	WrappedAwaiting int64
 }
 
 // PoolStats is the memory of one kind in one context.
@@ -81,14 +84,16 @@ func MemoryStatus() (MemoryStats, error) {
 		a, b := st.Contexts[i], st.Contexts[j]
 		return a.Device < b.Device || a.Device == b.Device && a.Primary && !b.Primary
 	})
-	st.WrappedAwaiting = wraps.awaiting.Load()
+	for _, c := range st.Contexts {
+		st.WrappedAwaiting += c.WrappedAwaiting
+	}
 	st.Resources = resource.Status()
 	return st, errors.Join(errs...)
 }
 
 func (ms *memState) status() (ContextMemoryStats, error) {
 	c := ms.cs
-	cs := ContextMemoryStats{Device: c.dev, Primary: c.primary}
+	cs := ContextMemoryStats{Device: c.dev, Primary: c.primary, WrappedAwaiting: c.wrapAwaiting.Load()}
 	if err := c.enter(); err != nil {
 		return cs, err // destroyed meanwhile
 	}

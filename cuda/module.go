@@ -42,6 +42,7 @@ import (
 	"unsafe"
 	"weak"
 
+	"github.com/gocuda/gocuda/internal/errs"
 	"github.com/gocuda/gocuda/resource"
 )
 
@@ -108,16 +109,6 @@ func (c *Context) LoadModule(image []byte) (*Module, error) {
 	m.reg = resource.ResourceFinalizerErr((*Module).unload, m, true,
 		resource.Kind("cuModuleUnload"), resource.WithContext(c.ctxState.res()), resource.CallerSkip(1))
 	return m, nil
-}
-
-// LoadModule loads a module image into the primary context of device 0; see
-// Context.LoadModule.
-func LoadModule(image []byte) (*Module, error) {
-	c, err := Device(0).Context()
-	if err != nil {
-		return nil, err
-	}
-	return c.LoadModule(image)
 }
 
 // moduleImage returns image as the driver reads it: cubins and fatbins as they are,
@@ -256,17 +247,18 @@ func (m *Module) Global(name string) (CUdeviceptr, int, error) {
 
 // Close unloads the module. It waits for the GPU to finish the work queued in the
 // context (that is what cuModuleUnload does), so it may block for as long as that
-// takes. Closing again returns ErrClosed, as does any later use of the module or its
-// functions.
+// takes. Closing again, or closing a nil Module, returns an error matching ErrClosed
+// and resource.ErrReleased; any later use of the module or its functions returns
+// ErrClosed.
 func (m *Module) Close() error {
 	if m == nil || m.reg == nil {
-		return fmt.Errorf("%w: nil or zero *cuda.Module", ErrInvalidArgument)
+		return errs.Closed("cuda: module")
 	}
 	// unload waits for launches in flight, and keeps new ones out, before
 	// unloading; the unload itself runs without the lock.
 	err := m.reg.Release()
 	runtime.KeepAlive(m)
-	return closeError("module", err)
+	return closeError("cuda: module", err)
 }
 
 // Function is a kernel of a Module. It is safe for concurrent use; its Module stays

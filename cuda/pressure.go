@@ -15,33 +15,18 @@ import (
 // unified) and, each time they reach a fraction of the device's memory, runs a
 // collection (runtime.GC, then resource.Drain, which frees the buffers it found
 // unreachable) in a goroutine of its own: the allocating goroutine never waits, and
-// at most one such collection runs at a time.
-
-var gcThreshold atomic.Uint64 // math.Float64bits of the fraction
-
-func init() { gcThreshold.Store(math.Float64bits(1.0 / 8)) }
+// at most one such collection runs at a time. Context.SetGCThreshold sets the
+// fraction.
 
 var pressure struct {
 	running     atomic.Bool
 	collections atomic.Int64
 }
 
-// SetGCThreshold sets the fraction of a device's memory that may be allocated in a
-// context between two pressure collections (the default is 1/8) and returns the
-// previous fraction. Zero or a negative value turns pressure collections off;
-// values above 1 count as 1.
-func SetGCThreshold(fraction float64) (previous float64) {
-	if math.IsNaN(fraction) || fraction < 0 {
-		fraction = 0
-	}
-	fraction = min(fraction, 1)
-	return math.Float64frombits(gcThreshold.Swap(math.Float64bits(fraction)))
-}
-
 // pressure counts n allocated bytes and starts a collection when the context's
 // count reaches the threshold.
 func (ms *memState) pressure(n int) {
-	f := math.Float64frombits(gcThreshold.Load())
+	f := math.Float64frombits(ms.cs.limits.gc.Load())
 	if f <= 0 {
 		return
 	}

@@ -206,6 +206,25 @@ func TestRaceCloseBuffer(t *testing.T) {
 	} {
 		runRaces(t, n, raceKind[bufs]{name: k.name, setup: setup, op: k.op, close: closeB, done: done})
 	}
+	// A view holds its buffer: the buffer's Close waits for operations on the view.
+	type viewOf struct{ b, v *cuda.DeviceBuffer }
+	viewSetup := func(t *testing.T) viewOf {
+		b := e.alloc(t)
+		v, err := b.Slice(64, 128)
+		require.NoError(t, err)
+		return viewOf{b, v}
+	}
+	for _, k := range []struct {
+		name string
+		op   func(viewOf) error
+	}{
+		{"View/Memset8Async", func(x viewOf) error { return x.v.Memset8Async(e.s, 1) }},
+		{"View/Launch", func(x viewOf) error { return e.launch(e.s, x.v, x.v) }},
+	} {
+		runRaces(t, n, raceKind[viewOf]{name: k.name, setup: viewSetup, op: k.op,
+			close: func(x viewOf) error { return x.b.Close() }})
+	}
+
 	// A batch holds its buffers only while Submit queues them.
 	runRaces(t, n, raceKind[bufs]{
 		name: "LaunchBatch.Submit",
@@ -244,7 +263,7 @@ func TestRaceCloseBuffer(t *testing.T) {
 	runRaces(t, min(n, wrapRaces()), raceKind[*cuda.WrappedBuffer]{
 		name: "WrappedBuffer/Launch",
 		setup: func(t *testing.T) *cuda.WrappedBuffer {
-			w, err := cuda.WrapIn(e.ctx, make([]float32, 1024)) // a page of its own
+			w, err := cuda.Wrap(e.ctx, make([]float32, 1024)) // a page of its own
 			require.NoError(t, err)
 			return w
 		},
@@ -470,7 +489,7 @@ func TestRaceCloseContext(t *testing.T) {
 		{"LoadModule", func(x cx) error { _, err := x.ctx.LoadModule(kernelsPTX); return err }},
 		{"Module.Function", func(x cx) error { _, err := x.m.Function("fill_u32"); return err }},
 		{"Wrap", func(x cx) error {
-			w, err := cuda.WrapIn(x.ctx, make([]float32, 1024))
+			w, err := cuda.Wrap(x.ctx, make([]float32, 1024))
 			if err == nil {
 				return w.Close()
 			}

@@ -29,7 +29,7 @@ func makeGarbage(t *testing.T, ctx *cuda.Context, work *cuda.Stream, n int) {
 		u, err := ctx.AllocManaged(64 << 10)
 		require.NoError(t, err)
 		u.Bytes()[0] = 1
-		w, err := cuda.WrapIn(ctx, make([]byte, 1<<20))
+		w, err := cuda.Wrap(ctx, make([]byte, 1<<20))
 		require.NoError(t, err)
 		require.NoError(t, cuda.CopyAsync(work, d, w))
 		m, err := ctx.LoadModule(kernelsPTX)

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gocuda/gocuda/internal/errs"
 	"github.com/gocuda/gocuda/resource"
 )
 
@@ -78,15 +79,6 @@ func (c *Context) NewStream(opts ...StreamOption) (*Stream, error) {
 		return nil, err
 	}
 	return &Stream{stream: s, ctx: c}, nil
-}
-
-// NewStream creates a stream in the primary context of device 0.
-func NewStream(opts ...StreamOption) (*Stream, error) {
-	c, err := Device(0).Context()
-	if err != nil {
-		return nil, err
-	}
-	return c.NewStream(opts...)
 }
 
 // newStream creates a stream in c, which the caller has entered. The context's own
@@ -222,24 +214,26 @@ func (s *Stream) WaitEvent(e *Event) error {
 
 // Close destroys the stream. Work already queued still runs; buffers last used on
 // the stream are freed after that work, through the final event recorded here. It
-// returns at once (cuStreamDestroy does not wait). Closing again returns ErrClosed.
+// returns at once (cuStreamDestroy does not wait). Closing again, or closing a nil
+// Stream, returns an error matching ErrClosed and resource.ErrReleased.
 func (s *Stream) Close() error {
 	if s == nil || s.stream == nil || s.reg == nil {
-		return fmt.Errorf("%w: nil or zero *cuda.Stream", ErrInvalidArgument)
+		return errs.Closed("cuda: stream")
 	}
 	err := s.reg.Release()
 	runtime.KeepAlive(s.stream) // the finalizer must not run while Release does
-	return closeError("stream", err)
+	return closeError("cuda: stream", err)
 }
 
-// closeError maps a release's outcome to Close's: a second Close is ErrClosed, and
-// an object whose context was destroyed went with it (nil).
+// closeError maps the outcome of the release of the object named what to Close's:
+// a second Close is errs.Closed, and an object whose context was destroyed went
+// with it (nil). Every Close of the package goes through it.
 func closeError(what string, err error) error {
 	switch {
 	case err == nil, errors.Is(err, resource.ErrContextDestroyed):
 		return nil
 	case errors.Is(err, resource.ErrReleased):
-		return fmt.Errorf("cuda: %s: %w", what, ErrClosed)
+		return errs.Closed(what)
 	}
 	return err
 }

@@ -1,14 +1,10 @@
 package cuda
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
-	"os"
+	"reflect"
 	"runtime"
-	"strconv"
-	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -21,8 +17,8 @@ import (
 // closed: Close waits for the GPU work that used it, then unregisters it. A buffer
 // dropped without Close is unregistered in resource.Reclaim (unregistering may wait
 // for the GPU, so it never happens on the way of the program); when the bytes
-// awaiting that exceed SetWrapLimit's bound, the package starts a Reclaim in the
-// background.
+// awaiting that exceed the context's bound (Context.SetWrapLimit), the package
+// starts a Reclaim in the background.
 //
 // Registration works on whole pages: two slices that share a page cannot both be
 // registered (the driver reports CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED), so wrap
@@ -33,7 +29,8 @@ import (
 // queued: Close waits for them (and then for the GPU work that used the memory), and
 // operations after Close fail with ErrClosed.
 type WrappedBuffer struct {
-	w *wrapped
+	w       *wrapped
+	cleanup runtime.Cleanup // counts the bytes awaiting unregistration if dropped
 }
 
 // wrapped is the part of a WrappedBuffer that the release runs on; WrappedBuffer
@@ -47,6 +44,7 @@ type wrapped struct {
 
 // wrapState is shared by a WrappedBuffer's cleanup and its release.
 type wrapState struct {
+	cs    *ctxState
 	size  int64
 	state atomic.Int32 // wrapLive, wrapAwaiting or wrapDone
 }
@@ -57,33 +55,11 @@ const (
 	wrapDone
 )
 
-var wraps struct {
-	live       atomic.Int64 // registered bytes
-	awaiting   atomic.Int64 // bytes of dropped buffers not yet unregistered
-	limit      atomic.Int64 // -1: default, computed at first use
-	reclaiming atomic.Bool
-	reclaims   atomic.Int64
-	defOnce    sync.Once
-	def        int64
-}
+// wrapReclaims counts the background reclaims started for wrapped memory (tests).
+var wrapReclaims atomic.Int64
 
-func init() { wraps.limit.Store(-1) }
-
-// Wrap registers s for device 0's primary context. T must be free of Go pointers and
-// s not empty.
-func Wrap[T any](s []T) (*WrappedBuffer, error) {
-	if _, n, err := hostSpan(s); err != nil || n == 0 {
-		return nil, emptyWrap(err)
-	}
-	c, err := defaultContext()
-	if err != nil {
-		return nil, err
-	}
-	return wrapIn(c, s, 2)
-}
-
-// WrapIn registers s for the context.
-func WrapIn[T any](c *Context, s []T) (*WrappedBuffer, error) {
+// Wrap registers s for the context.
+func Wrap[T any](c *Context, s []T) (*WrappedBuffer, error) {
 	return wrapIn(c, s, 2)
 }
 
@@ -107,12 +83,12 @@ func wrapIn[T any](c *Context, s []T, skip int) (*WrappedBuffer, error) {
 		return nil, err
 	}
 	resource.Drain()
-	maybeReclaimWrapped()
+	c.maybeReclaimWrapped()
 	if err := c.enter(); err != nil {
 		return nil, err
 	}
 	defer c.exit()
-	w := &wrapped{host: p, st: &wrapState{size: int64(n)}}
+	w := &wrapped{host: p, st: &wrapState{cs: c.ctxState, size: int64(n)}}
 	w.pin.Pin(p)
 	register := func() error { return inMemHostRegister(c.h, p, uint64(n), uint32(CU_MEMHOSTREGISTER_DEVICEMAP)) }
 	err = register()
@@ -131,16 +107,16 @@ func wrapIn[T any](c *Context, s []T, skip int) (*WrappedBuffer, error) {
 		return nil, fmt.Errorf("cuda: device address of registered memory: %w", err)
 	}
 	elem, _ := elemSize[T]()
-	w.m = memBase{ctx: c, ms: ms, ptr: dp, size: n, elem: elem, kind: KindWrapped}
+	w.m = memBase{ctx: c, ms: ms, ptr: dp, size: n, elem: elem, etype: reflect.TypeFor[T](), kind: KindWrapped}
 	// No context for the registration: the release must run even after the context
 	// is destroyed, to unpin the Go memory (a Pinner collected while pinning panics);
 	// it makes the context current itself and skips the driver if the context is gone.
 	w.m.reg = resource.ResourceFinalizerErr((*wrapped).unregister, w, true,
 		resource.Kind("cuMemHostUnregister"), resource.WithContext(nil), resource.CallerSkip(skip))
 	ms.track(&w.m, nil, skip)
-	wraps.live.Add(int64(n))
+	c.wrapLive.Add(int64(n))
 	out := &WrappedBuffer{w: w}
-	runtime.AddCleanup(out, awaitUnregister, w.st)
+	out.cleanup = runtime.AddCleanup(out, awaitUnregister, w.st)
 	return out, nil
 }
 
@@ -160,9 +136,10 @@ func (w *wrapped) unregister() error {
 	}
 	w.pin.Unpin()
 	w.host = nil
-	wraps.live.Add(-w.st.size)
+	cs := w.st.cs
+	cs.wrapLive.Add(-w.st.size)
 	if w.st.state.Swap(wrapDone) == wrapAwaiting {
-		wraps.awaiting.Add(-w.st.size)
+		cs.wrapAwaiting.Add(-w.st.size)
 	}
 	return err
 }
@@ -171,68 +148,22 @@ func (w *wrapped) unregister() error {
 // unreachable without Close: its bytes now await unregistration in Reclaim.
 func awaitUnregister(st *wrapState) {
 	if st.state.CompareAndSwap(wrapLive, wrapAwaiting) {
-		wraps.awaiting.Add(st.size)
-		maybeReclaimWrapped()
+		st.cs.wrapAwaiting.Add(st.size)
+		st.cs.maybeReclaimWrapped()
 	}
 }
 
-// maybeReclaimWrapped starts resource.Reclaim in a goroutine when the bytes awaiting
-// unregistration exceed the limit; at most one runs at a time.
-func maybeReclaimWrapped() {
-	if wraps.awaiting.Load() <= wrapLimit() || !wraps.reclaiming.CompareAndSwap(false, true) {
+// maybeReclaimWrapped starts resource.Reclaim in a goroutine when the bytes of c
+// awaiting unregistration exceed its limit; at most one runs at a time per context.
+func (c *ctxState) maybeReclaimWrapped() {
+	if c.wrapAwaiting.Load() <= c.limits.wrap.Load() || !c.wrapReclaiming.CompareAndSwap(false, true) {
 		return
 	}
 	go func() {
-		defer wraps.reclaiming.Store(false)
-		wraps.reclaims.Add(1)
+		defer c.wrapReclaiming.Store(false)
+		wrapReclaims.Add(1)
 		_, _ = resource.Reclaim()
 	}()
-}
-
-// SetWrapLimit sets how many bytes of dropped WrappedBuffers may await
-// unregistration before the package runs resource.Reclaim in the background, and
-// returns the previous limit. A negative value restores the default, an eighth of
-// the machine's memory (MemTotal in /proc/meminfo; 1 GiB where that is unknown).
-func SetWrapLimit(bytes int64) (previous int64) {
-	prev := wrapLimit()
-	if bytes < 0 {
-		bytes = -1
-	}
-	wraps.limit.Store(bytes)
-	return prev
-}
-
-func wrapLimit() int64 {
-	if l := wraps.limit.Load(); l >= 0 {
-		return l
-	}
-	wraps.defOnce.Do(func() {
-		wraps.def = 1 << 30
-		if total := memTotal(); total > 0 {
-			wraps.def = total / 8
-		}
-	})
-	return wraps.def
-}
-
-// memTotal returns MemTotal from /proc/meminfo in bytes, or 0.
-func memTotal() int64 {
-	data, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		f := bytes.Fields(sc.Bytes())
-		if len(f) >= 2 && string(f[0]) == "MemTotal:" {
-			kb, err := strconv.ParseInt(string(f[1]), 10, 64)
-			if err != nil {
-				return 0
-			}
-			return kb << 10
-		}
-	}
-	return 0
 }
 
 func (b *WrappedBuffer) base() *memBase {
@@ -248,18 +179,21 @@ func (b *WrappedBuffer) Ptr() CUdeviceptr { return b.base().ptrOrZero() }
 // Size returns the registered size in bytes.
 func (b *WrappedBuffer) Size() int { return b.base().sizeOrZero() }
 
+// Len returns the number of elements of the wrapped slice.
+func (b *WrappedBuffer) Len() int { return b.base().length() }
+
 // Context returns the buffer's context.
 func (b *WrappedBuffer) Context() *Context { return b.base().context() }
 
 // Close waits for the GPU work queued so far on the stream that last used the
 // memory, then unregisters and unpins it; the Go slice is ordinary Go memory again.
-// Closing again returns an error matching ErrClosed.
+// Closing again, or closing a nil buffer, returns an error matching ErrClosed and
+// resource.ErrReleased.
 func (b *WrappedBuffer) Close() error {
-	m := b.base()
-	if m == nil {
-		return fmt.Errorf("%w: nil buffer", ErrInvalidArgument)
+	err := b.base().close("cuda: wrapped buffer")
+	if err == nil {
+		b.cleanup.Stop() // nothing will await unregistration
 	}
-	err := m.close()
 	runtime.KeepAlive(b)
 	return err
 }

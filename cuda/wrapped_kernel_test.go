@@ -35,7 +35,7 @@ func TestWrappedMemoryOutlivesKernel(t *testing.T) {
 	t.Run("Close", func(t *testing.T) {
 		g := gputest.Require(t, gputest.Kernels)
 		vals, want := fill()
-		w, err := cuda.WrapIn(ctx, vals)
+		w, err := cuda.Wrap(ctx, vals)
 		require.NoError(t, err)
 		out := gputest.ToDevice(t, g, []uint64{0})
 		require.NoError(t, readSum.Launch(s, cuda.D1(4), cuda.D1(256), 0, w, uint64(n), spin, out))
@@ -53,7 +53,7 @@ func TestWrappedMemoryOutlivesKernel(t *testing.T) {
 		func() {
 			var vals []uint32
 			vals, want = fill()
-			w, err := cuda.WrapIn(ctx, vals)
+			w, err := cuda.Wrap(ctx, vals)
 			require.NoError(t, err)
 			require.NoError(t, readSum.Launch(s, cuda.D1(4), cuda.D1(256), 0, w, uint64(n), spin, out))
 		}()

@@ -4,6 +4,7 @@ package cuda
 
 import (
 	"github.com/gocuda/gocuda/dl"
+	"github.com/gocuda/gocuda/internal/ctxswitch"
 	"unsafe"
 )
 
@@ -1478,7 +1479,7 @@ func inCtxGetStreamPriorityRange(ctx CUcontext, leastPriority *int32, greatestPr
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -1625,7 +1626,7 @@ func inCtxSynchronize(ctx CUcontext) error {
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -1811,7 +1812,7 @@ func inDeviceGetDefaultMemPool(ctx CUcontext, pool_out *CUmemoryPool, dev CUdevi
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -1906,7 +1907,7 @@ func inDeviceGetMemPool(ctx CUcontext, pool *CUmemoryPool, dev CUdevice) error {
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -2196,7 +2197,7 @@ func inEventCreate(ctx CUcontext, phEvent *CUevent, Flags uint32) error {
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -2226,7 +2227,7 @@ func inEventDestroy(ctx CUcontext, hEvent CUevent) error {
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -2256,7 +2257,7 @@ func inEventElapsedTime(ctx CUcontext, pMilliseconds *float32, hStart CUevent, h
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -2286,7 +2287,7 @@ func inEventQuery(ctx CUcontext, hEvent CUevent) error {
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -2316,7 +2317,7 @@ func inEventRecord(ctx CUcontext, hEvent CUevent, hStream CUstream) error {
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -2346,7 +2347,7 @@ func inEventRecordWithFlags(ctx CUcontext, hEvent CUevent, hStream CUstream, fla
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -2376,7 +2377,7 @@ func inEventSynchronize(ctx CUcontext, hEvent CUevent) error {
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -2445,7 +2446,7 @@ func inFuncGetAttribute(ctx CUcontext, pi *int32, attrib CUfunction_attribute, h
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -2501,7 +2502,7 @@ func inFuncGetParamInfo(ctx CUcontext, func_ CUfunction, paramIndex uint64, para
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -2960,7 +2961,7 @@ func inGraphDestroy(ctx CUcontext, hGraph CUgraph) error {
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -3081,7 +3082,7 @@ func inGraphExecDestroy(ctx CUcontext, hGraphExec CUgraphExec) error {
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -3371,7 +3372,7 @@ func inGraphInstantiateWithFlags(ctx CUcontext, phGraphExec *CUgraphExec, hGraph
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -3479,7 +3480,7 @@ func inGraphLaunch(ctx CUcontext, hGraphExec CUgraphExec, hStream CUstream) erro
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -4172,7 +4173,7 @@ func inLaunchHostFunc(ctx CUcontext, hStream CUstream, fn_ CUhostFn, userData un
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -4202,7 +4203,7 @@ func inLaunchKernel(ctx CUcontext, f CUfunction, gridDimX uint32, gridDimY uint3
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -4232,7 +4233,7 @@ func inLaunchKernelEx(ctx CUcontext, config *CUlaunchConfig, f CUfunction, kerne
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -4561,7 +4562,7 @@ func inMemAllocAsync(ctx CUcontext, dptr *CUdeviceptr, bytesize uint64, hStream 
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -4591,7 +4592,7 @@ func inMemAllocFromPoolAsync(ctx CUcontext, dptr *CUdeviceptr, bytesize uint64, 
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -4621,7 +4622,7 @@ func inMemAllocHost(ctx CUcontext, pp *unsafe.Pointer, bytesize uint64) error {
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -4651,7 +4652,7 @@ func inMemAllocManaged(ctx CUcontext, dptr *CUdeviceptr, bytesize uint64, flags 
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -4694,7 +4695,7 @@ func inMemAlloc(ctx CUcontext, dptr *CUdeviceptr, bytesize uint64) error {
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -4789,7 +4790,7 @@ func inMemFreeAsync(ctx CUcontext, dptr CUdeviceptr, hStream CUstream) error {
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -4819,7 +4820,7 @@ func inMemFreeHost(ctx CUcontext, p unsafe.Pointer) error {
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -4849,7 +4850,7 @@ func inMemFree(ctx CUcontext, dptr CUdeviceptr) error {
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -4957,7 +4958,7 @@ func inMemGetInfo(ctx CUcontext, free *uint64, total *uint64) error {
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -5013,7 +5014,7 @@ func inMemHostGetDevicePointer(ctx CUcontext, pdptr *CUdeviceptr, p unsafe.Point
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -5056,7 +5057,7 @@ func inMemHostRegister(ctx CUcontext, p unsafe.Pointer, bytesize uint64, Flags u
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -5086,7 +5087,7 @@ func inMemHostUnregister(ctx CUcontext, p unsafe.Pointer) error {
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -5155,7 +5156,7 @@ func inMemPoolCreate(ctx CUcontext, pool *CUmemoryPool, poolProps *CUmemPoolProp
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -5185,7 +5186,7 @@ func inMemPoolDestroy(ctx CUcontext, pool CUmemoryPool) error {
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -5254,7 +5255,7 @@ func inMemPoolGetAttribute(ctx CUcontext, pool CUmemoryPool, attr CUmemPool_attr
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -5310,7 +5311,7 @@ func inMemPoolSetAccess(ctx CUcontext, pool CUmemoryPool, map_ *CUmemAccessDesc,
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -5340,7 +5341,7 @@ func inMemPoolSetAttribute(ctx CUcontext, pool CUmemoryPool, attr CUmemPool_attr
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -5370,7 +5371,7 @@ func inMemPoolTrimTo(ctx CUcontext, pool CUmemoryPool, minBytesToKeep uint64) er
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -5400,7 +5401,7 @@ func inMemPrefetchAsync(ctx CUcontext, devPtr CUdeviceptr, count uint64, locatio
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -5651,7 +5652,7 @@ func inMemcpyAsync(ctx CUcontext, dst CUdeviceptr, src CUdeviceptr, ByteCount ui
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -5759,7 +5760,7 @@ func inMemcpyDtoDAsync(ctx CUcontext, dstDevice CUdeviceptr, srcDevice CUdevicep
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -5789,7 +5790,7 @@ func inMemcpyDtoD(ctx CUcontext, dstDevice CUdeviceptr, srcDevice CUdeviceptr, B
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -5819,7 +5820,7 @@ func inMemcpyDtoHAsync(ctx CUcontext, dstHost unsafe.Pointer, srcDevice CUdevice
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -5849,7 +5850,7 @@ func inMemcpyDtoH(ctx CUcontext, dstHost unsafe.Pointer, srcDevice CUdeviceptr, 
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -5905,7 +5906,7 @@ func inMemcpyHtoDAsync(ctx CUcontext, dstDevice CUdeviceptr, srcHost unsafe.Poin
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -5935,7 +5936,7 @@ func inMemcpyHtoD(ctx CUcontext, dstDevice CUdeviceptr, srcHost unsafe.Pointer, 
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -5991,7 +5992,7 @@ func inMemsetD16Async(ctx CUcontext, dstDevice CUdeviceptr, us uint16, N uint64,
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -6112,7 +6113,7 @@ func inMemsetD32Async(ctx CUcontext, dstDevice CUdeviceptr, ui uint32, N uint64,
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -6155,7 +6156,7 @@ func inMemsetD8Async(ctx CUcontext, dstDevice CUdeviceptr, uc uint8, N uint64, h
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -6276,7 +6277,7 @@ func inModuleGetFunction(ctx CUcontext, hfunc *CUfunction, hmod CUmodule, name *
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -6319,7 +6320,7 @@ func inModuleGetGlobal(ctx CUcontext, dptr *CUdeviceptr, bytes *uint64, hmod CUm
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -6401,7 +6402,7 @@ func inModuleLoadData(ctx CUcontext, module *CUmodule, image unsafe.Pointer) err
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -6431,7 +6432,7 @@ func inModuleLoadDataEx(ctx CUcontext, module *CUmodule, image unsafe.Pointer, n
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -6474,7 +6475,7 @@ func inModuleUnload(ctx CUcontext, hmod CUmodule) error {
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -6738,7 +6739,7 @@ func inPointerGetAttribute(ctx CUcontext, data unsafe.Pointer, attribute CUpoint
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -6859,7 +6860,7 @@ func inStreamBeginCapture(ctx CUcontext, hStream CUstream, mode CUstreamCaptureM
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -6902,7 +6903,7 @@ func inStreamCreate(ctx CUcontext, phStream *CUstream, Flags uint32) error {
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -6932,7 +6933,7 @@ func inStreamCreateWithPriority(ctx CUcontext, phStream *CUstream, flags uint32,
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -6962,7 +6963,7 @@ func inStreamDestroy(ctx CUcontext, hStream CUstream) error {
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -6992,7 +6993,7 @@ func inStreamEndCapture(ctx CUcontext, hStream CUstream, phGraph *CUgraph) error
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -7152,7 +7153,7 @@ func inStreamQuery(ctx CUcontext, hStream CUstream) error {
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -7195,7 +7196,7 @@ func inStreamSynchronize(ctx CUcontext, hStream CUstream) error {
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
@@ -7238,7 +7239,7 @@ func inStreamWaitEvent(ctx CUcontext, hStream CUstream, hEvent CUevent, Flags ui
 	if err != nil {
 		return err
 	}
-	get, set, err := ContextSwitchProcs()
+	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}

@@ -4,118 +4,10 @@ package cuda
 
 import "github.com/gocuda/gocuda/internal/owner"
 
-// OwnedStream owns a CUstream (created by cuStreamCreate, cuStreamCreateWithPriority) and releases it with cuStreamDestroy_v2.
-//
-// Close releases it now. An OwnedStream that is dropped without Close is released through
-// resource.ResourceFinalizer in the non-blocking lane: cuStreamDestroy_v2 returns promptly, so a dropped OwnedStream is released at the next allocation or synchronization, or within about a second.
-// Blocking class: measured: cuStreamDestroy returns in 0.012 ms behind a 500 ms kernel (H200, driver 580, CUDA 13.0).
-//
-// Handle returns the raw handle for the raw functions; keep the OwnedStream reachable
-// (runtime.KeepAlive) until the last call that uses it has returned, as with os.File.Fd.
-type OwnedStream struct {
-	o owner.Owned[CUstream]
-}
-
-// OwnStream takes ownership of h, a CUstream created through the raw layer: the returned
-// OwnedStream releases it with cuStreamDestroy_v2.
-func OwnStream(h CUstream) *OwnedStream {
-	return &OwnedStream{owner.New(h, StreamDestroy, false, "cuStreamDestroy_v2")}
-}
-
-// Handle returns the raw CUstream, or its zero value once closed.
-func (o *OwnedStream) Handle() CUstream {
-	if o == nil {
-		return 0
-	}
-	return o.o.Handle()
-}
-
-// Close releases the CUstream with cuStreamDestroy_v2 now and returns its error. Closing again, or
-// closing a nil OwnedStream, returns an error that matches resource.ErrReleased.
-func (o *OwnedStream) Close() error {
-	var owned owner.Owned[CUstream]
-	if o != nil {
-		owned = o.o
-	}
-	return owned.Close("cuda: OwnedStream")
-}
-
-// OwnedEvent owns a CUevent (created by cuEventCreate) and releases it with cuEventDestroy_v2.
-//
-// Close releases it now. An OwnedEvent that is dropped without Close is released through
-// resource.ResourceFinalizer in the non-blocking lane: cuEventDestroy_v2 returns promptly, so a dropped OwnedEvent is released at the next allocation or synchronization, or within about a second.
-// Blocking class: measured: cuEventDestroy returns in 0.002 ms behind a 500 ms kernel (H200, driver 580, CUDA 13.0).
-//
-// Handle returns the raw handle for the raw functions; keep the OwnedEvent reachable
-// (runtime.KeepAlive) until the last call that uses it has returned, as with os.File.Fd.
-type OwnedEvent struct {
-	o owner.Owned[CUevent]
-}
-
-// OwnEvent takes ownership of h, a CUevent created through the raw layer: the returned
-// OwnedEvent releases it with cuEventDestroy_v2.
-func OwnEvent(h CUevent) *OwnedEvent {
-	return &OwnedEvent{owner.New(h, EventDestroy, false, "cuEventDestroy_v2")}
-}
-
-// Handle returns the raw CUevent, or its zero value once closed.
-func (o *OwnedEvent) Handle() CUevent {
-	if o == nil {
-		return 0
-	}
-	return o.o.Handle()
-}
-
-// Close releases the CUevent with cuEventDestroy_v2 now and returns its error. Closing again, or
-// closing a nil OwnedEvent, returns an error that matches resource.ErrReleased.
-func (o *OwnedEvent) Close() error {
-	var owned owner.Owned[CUevent]
-	if o != nil {
-		owned = o.o
-	}
-	return owned.Close("cuda: OwnedEvent")
-}
-
-// OwnedModule owns a CUmodule (created by cuModuleLoadData, cuModuleLoadDataEx, cuModuleLoadFatBinary, cuModuleLoad) and releases it with cuModuleUnload.
-//
-// Close releases it now. An OwnedModule that is dropped without Close is released through
-// resource.ResourceFinalizer in the blocking lane: cuModuleUnload may wait for the GPU, so a dropped OwnedModule is held until resource.Reclaim (which the allocator runs on out-of-memory).
-// Blocking class: measured: cuModuleUnload blocks the caller 498.9 ms behind a 500 ms kernel (H200, driver 580, CUDA 13.0).
-//
-// Handle returns the raw handle for the raw functions; keep the OwnedModule reachable
-// (runtime.KeepAlive) until the last call that uses it has returned, as with os.File.Fd.
-type OwnedModule struct {
-	o owner.Owned[CUmodule]
-}
-
-// OwnModule takes ownership of h, a CUmodule created through the raw layer: the returned
-// OwnedModule releases it with cuModuleUnload.
-func OwnModule(h CUmodule) *OwnedModule {
-	return &OwnedModule{owner.New(h, ModuleUnload, true, "cuModuleUnload")}
-}
-
-// Handle returns the raw CUmodule, or its zero value once closed.
-func (o *OwnedModule) Handle() CUmodule {
-	if o == nil {
-		return 0
-	}
-	return o.o.Handle()
-}
-
-// Close releases the CUmodule with cuModuleUnload now and returns its error. Closing again, or
-// closing a nil OwnedModule, returns an error that matches resource.ErrReleased.
-func (o *OwnedModule) Close() error {
-	var owned owner.Owned[CUmodule]
-	if o != nil {
-		owned = o.o
-	}
-	return owned.Close("cuda: OwnedModule")
-}
-
 // OwnedGraphExec owns a CUgraphExec (created by cuGraphInstantiateWithFlags, cuGraphInstantiateWithParams) and releases it with cuGraphExecDestroy.
 //
 // Close releases it now. An OwnedGraphExec that is dropped without Close is released through
-// resource.ResourceFinalizer in the non-blocking lane: cuGraphExecDestroy returns promptly, so a dropped OwnedGraphExec is released at the next allocation or synchronization, or within about a second.
+// resource.ResourceFinalizer in the non-blocking lane: cuGraphExecDestroy returns promptly, so a dropped OwnedGraphExec is released soon after a garbage collection finds it unreachable: at the next allocation or synchronization, or within about 100 ms.
 // Blocking class: measured: cuGraphExecDestroy returns in 0.008 ms behind a 500 ms kernel (H200, driver 580, CUDA 13.0).
 //
 // Handle returns the raw handle for the raw functions; keep the OwnedGraphExec reachable
@@ -139,7 +31,7 @@ func (o *OwnedGraphExec) Handle() CUgraphExec {
 }
 
 // Close releases the CUgraphExec with cuGraphExecDestroy now and returns its error. Closing again, or
-// closing a nil OwnedGraphExec, returns an error that matches resource.ErrReleased.
+// closing a nil OwnedGraphExec, returns an error that matches ErrClosed and resource.ErrReleased.
 func (o *OwnedGraphExec) Close() error {
 	var owned owner.Owned[CUgraphExec]
 	if o != nil {
@@ -151,7 +43,7 @@ func (o *OwnedGraphExec) Close() error {
 // OwnedGraph owns a CUgraph (created by cuGraphCreate) and releases it with cuGraphDestroy.
 //
 // Close releases it now. An OwnedGraph that is dropped without Close is released through
-// resource.ResourceFinalizer in the non-blocking lane: cuGraphDestroy returns promptly, so a dropped OwnedGraph is released at the next allocation or synchronization, or within about a second.
+// resource.ResourceFinalizer in the non-blocking lane: cuGraphDestroy returns promptly, so a dropped OwnedGraph is released soon after a garbage collection finds it unreachable: at the next allocation or synchronization, or within about 100 ms.
 // Blocking class: measured by tools/blockprobe: cuGraphDestroy returns in 0.005 ms behind a 500 ms kernel (H200, driver 580.159, CUDA 13.0, 2026-11-29).
 //
 // Handle returns the raw handle for the raw functions; keep the OwnedGraph reachable
@@ -175,7 +67,7 @@ func (o *OwnedGraph) Handle() CUgraph {
 }
 
 // Close releases the CUgraph with cuGraphDestroy now and returns its error. Closing again, or
-// closing a nil OwnedGraph, returns an error that matches resource.ErrReleased.
+// closing a nil OwnedGraph, returns an error that matches ErrClosed and resource.ErrReleased.
 func (o *OwnedGraph) Close() error {
 	var owned owner.Owned[CUgraph]
 	if o != nil {
@@ -184,46 +76,10 @@ func (o *OwnedGraph) Close() error {
 	return owned.Close("cuda: OwnedGraph")
 }
 
-// OwnedDeviceMemory owns a CUdeviceptr (created by cuMemAlloc_v2, cuMemAllocPitch_v2, cuMemAllocManaged) and releases it with cuMemFree_v2.
-//
-// Close releases it now. An OwnedDeviceMemory that is dropped without Close is released through
-// resource.ResourceFinalizer in the blocking lane: cuMemFree_v2 may wait for the GPU, so a dropped OwnedDeviceMemory is held until resource.Reclaim (which the allocator runs on out-of-memory).
-// Blocking class: measured: cuMemFree blocks the caller 499.0 ms and other threads' launches 478.8 ms behind a 500 ms kernel (H200, driver 580, CUDA 13.0).
-//
-// Handle returns the raw handle for the raw functions; keep the OwnedDeviceMemory reachable
-// (runtime.KeepAlive) until the last call that uses it has returned, as with os.File.Fd.
-type OwnedDeviceMemory struct {
-	o owner.Owned[CUdeviceptr]
-}
-
-// OwnDeviceMemory takes ownership of h, a CUdeviceptr created through the raw layer: the returned
-// OwnedDeviceMemory releases it with cuMemFree_v2.
-func OwnDeviceMemory(h CUdeviceptr) *OwnedDeviceMemory {
-	return &OwnedDeviceMemory{owner.New(h, MemFree, true, "cuMemFree_v2")}
-}
-
-// Handle returns the raw CUdeviceptr, or its zero value once closed.
-func (o *OwnedDeviceMemory) Handle() CUdeviceptr {
-	if o == nil {
-		return 0
-	}
-	return o.o.Handle()
-}
-
-// Close releases the CUdeviceptr with cuMemFree_v2 now and returns its error. Closing again, or
-// closing a nil OwnedDeviceMemory, returns an error that matches resource.ErrReleased.
-func (o *OwnedDeviceMemory) Close() error {
-	var owned owner.Owned[CUdeviceptr]
-	if o != nil {
-		owned = o.o
-	}
-	return owned.Close("cuda: OwnedDeviceMemory")
-}
-
 // OwnedMemPool owns a CUmemoryPool (created by cuMemPoolCreate) and releases it with cuMemPoolDestroy.
 //
 // Close releases it now. An OwnedMemPool that is dropped without Close is released through
-// resource.ResourceFinalizer in the non-blocking lane: cuMemPoolDestroy returns promptly, so a dropped OwnedMemPool is released at the next allocation or synchronization, or within about a second.
+// resource.ResourceFinalizer in the non-blocking lane: cuMemPoolDestroy returns promptly, so a dropped OwnedMemPool is released soon after a garbage collection finds it unreachable: at the next allocation or synchronization, or within about 100 ms.
 // Blocking class: measured by tools/blockprobe: cuMemPoolDestroy returns in 0.184 ms behind a 500 ms kernel (H200, driver 580.159, CUDA 13.0, 2026-11-29).
 //
 // Handle returns the raw handle for the raw functions; keep the OwnedMemPool reachable
@@ -247,7 +103,7 @@ func (o *OwnedMemPool) Handle() CUmemoryPool {
 }
 
 // Close releases the CUmemoryPool with cuMemPoolDestroy now and returns its error. Closing again, or
-// closing a nil OwnedMemPool, returns an error that matches resource.ErrReleased.
+// closing a nil OwnedMemPool, returns an error that matches ErrClosed and resource.ErrReleased.
 func (o *OwnedMemPool) Close() error {
 	var owned owner.Owned[CUmemoryPool]
 	if o != nil {
@@ -259,7 +115,7 @@ func (o *OwnedMemPool) Close() error {
 // OwnedLinkState owns a CUlinkState (created by cuLinkCreate_v2) and releases it with cuLinkDestroy.
 //
 // Close releases it now. An OwnedLinkState that is dropped without Close is released through
-// resource.ResourceFinalizer in the non-blocking lane: cuLinkDestroy returns promptly, so a dropped OwnedLinkState is released at the next allocation or synchronization, or within about a second.
+// resource.ResourceFinalizer in the non-blocking lane: cuLinkDestroy returns promptly, so a dropped OwnedLinkState is released soon after a garbage collection finds it unreachable: at the next allocation or synchronization, or within about 100 ms.
 // Blocking class: measured by tools/blockprobe: cuLinkDestroy returns in 0.044 ms behind a 500 ms kernel (H200, driver 580.159, CUDA 13.0, 2026-11-29).
 //
 // Handle returns the raw handle for the raw functions; keep the OwnedLinkState reachable
@@ -283,7 +139,7 @@ func (o *OwnedLinkState) Handle() CUlinkState {
 }
 
 // Close releases the CUlinkState with cuLinkDestroy now and returns its error. Closing again, or
-// closing a nil OwnedLinkState, returns an error that matches resource.ErrReleased.
+// closing a nil OwnedLinkState, returns an error that matches ErrClosed and resource.ErrReleased.
 func (o *OwnedLinkState) Close() error {
 	var owned owner.Owned[CUlinkState]
 	if o != nil {
@@ -295,7 +151,7 @@ func (o *OwnedLinkState) Close() error {
 // OwnedLibrary owns a CUlibrary (created by cuLibraryLoadData, cuLibraryLoadFromFile) and releases it with cuLibraryUnload.
 //
 // Close releases it now. An OwnedLibrary that is dropped without Close is released through
-// resource.ResourceFinalizer in the non-blocking lane: cuLibraryUnload returns promptly, so a dropped OwnedLibrary is released at the next allocation or synchronization, or within about a second.
+// resource.ResourceFinalizer in the non-blocking lane: cuLibraryUnload returns promptly, so a dropped OwnedLibrary is released soon after a garbage collection finds it unreachable: at the next allocation or synchronization, or within about 100 ms.
 // Blocking class: measured by tools/blockprobe: cuLibraryUnload returns in 0.015 ms behind a 500 ms kernel (H200, driver 580.159, CUDA 13.0, 2026-11-29).
 //
 // Handle returns the raw handle for the raw functions; keep the OwnedLibrary reachable
@@ -319,47 +175,11 @@ func (o *OwnedLibrary) Handle() CUlibrary {
 }
 
 // Close releases the CUlibrary with cuLibraryUnload now and returns its error. Closing again, or
-// closing a nil OwnedLibrary, returns an error that matches resource.ErrReleased.
+// closing a nil OwnedLibrary, returns an error that matches ErrClosed and resource.ErrReleased.
 func (o *OwnedLibrary) Close() error {
 	var owned owner.Owned[CUlibrary]
 	if o != nil {
 		owned = o.o
 	}
 	return owned.Close("cuda: OwnedLibrary")
-}
-
-// OwnedContext owns a CUcontext (created by cuCtxCreate_v4) and releases it with cuCtxDestroy_v2.
-//
-// Close releases it now. An OwnedContext that is dropped without Close is released through
-// resource.ResourceFinalizer in the blocking lane: cuCtxDestroy_v2 may wait for the GPU, so a dropped OwnedContext is held until resource.Reclaim (which the allocator runs on out-of-memory).
-// Blocking class: not measured yet: destroying a context waits for its work.
-//
-// Handle returns the raw handle for the raw functions; keep the OwnedContext reachable
-// (runtime.KeepAlive) until the last call that uses it has returned, as with os.File.Fd.
-type OwnedContext struct {
-	o owner.Owned[CUcontext]
-}
-
-// OwnContext takes ownership of h, a CUcontext created through the raw layer: the returned
-// OwnedContext releases it with cuCtxDestroy_v2.
-func OwnContext(h CUcontext) *OwnedContext {
-	return &OwnedContext{owner.New(h, CtxDestroy, true, "cuCtxDestroy_v2")}
-}
-
-// Handle returns the raw CUcontext, or its zero value once closed.
-func (o *OwnedContext) Handle() CUcontext {
-	if o == nil {
-		return 0
-	}
-	return o.o.Handle()
-}
-
-// Close releases the CUcontext with cuCtxDestroy_v2 now and returns its error. Closing again, or
-// closing a nil OwnedContext, returns an error that matches resource.ErrReleased.
-func (o *OwnedContext) Close() error {
-	var owned owner.Owned[CUcontext]
-	if o != nil {
-		owned = o.o
-	}
-	return owned.Close("cuda: OwnedContext")
 }

@@ -40,7 +40,7 @@ func (o *OwnedHandle) Handle() CudnnHandle {
 }
 
 // Close releases the cudnnHandle_t with cudnnDestroy now and returns its error. Closing again, or
-// closing a nil OwnedHandle, returns an error that matches resource.ErrReleased.
+// closing a nil OwnedHandle, returns an error that matches cuda.ErrClosed and resource.ErrReleased.
 func (o *OwnedHandle) Close() error {
 	var owned owner.Owned[CudnnHandle]
 	if o != nil {
@@ -52,7 +52,7 @@ func (o *OwnedHandle) Close() error {
 // OwnedTensorDescriptor owns a cudnnTensorDescriptor_t (created by cudnnCreateTensorDescriptor) and releases it with cudnnDestroyTensorDescriptor.
 //
 // Close releases it now. An OwnedTensorDescriptor that is dropped without Close is released through
-// resource.ResourceFinalizer in the non-blocking lane: cudnnDestroyTensorDescriptor returns promptly, so a dropped OwnedTensorDescriptor is released at the next allocation or synchronization, or within about a second.
+// resource.ResourceFinalizer in the non-blocking lane: cudnnDestroyTensorDescriptor returns promptly, so a dropped OwnedTensorDescriptor is released soon after a garbage collection finds it unreachable: at the next allocation or synchronization, or within about 100 ms.
 // Blocking class: measured: cudnnDestroyTensorDescriptor returns in 0.020 ms behind a 500 ms kernel (H200, driver 580, CUDA 13.0).
 //
 // Handle returns the raw handle for the raw functions; keep the OwnedTensorDescriptor reachable
@@ -85,7 +85,7 @@ func (o *OwnedTensorDescriptor) Handle() CudnnTensorDescriptor {
 }
 
 // Close releases the cudnnTensorDescriptor_t with cudnnDestroyTensorDescriptor now and returns its error. Closing again, or
-// closing a nil OwnedTensorDescriptor, returns an error that matches resource.ErrReleased.
+// closing a nil OwnedTensorDescriptor, returns an error that matches cuda.ErrClosed and resource.ErrReleased.
 func (o *OwnedTensorDescriptor) Close() error {
 	var owned owner.Owned[CudnnTensorDescriptor]
 	if o != nil {
@@ -97,7 +97,7 @@ func (o *OwnedTensorDescriptor) Close() error {
 // OwnedActivationDescriptor owns a cudnnActivationDescriptor_t (created by cudnnCreateActivationDescriptor) and releases it with cudnnDestroyActivationDescriptor.
 //
 // Close releases it now. An OwnedActivationDescriptor that is dropped without Close is released through
-// resource.ResourceFinalizer in the non-blocking lane: cudnnDestroyActivationDescriptor returns promptly, so a dropped OwnedActivationDescriptor is released at the next allocation or synchronization, or within about a second.
+// resource.ResourceFinalizer in the non-blocking lane: cudnnDestroyActivationDescriptor returns promptly, so a dropped OwnedActivationDescriptor is released soon after a garbage collection finds it unreachable: at the next allocation or synchronization, or within about 100 ms.
 // Blocking class: host-side descriptor like cudnnDestroyTensorDescriptor (measured non-blocking); re-measured by tools/blockprobe.
 //
 // Handle returns the raw handle for the raw functions; keep the OwnedActivationDescriptor reachable
@@ -130,7 +130,7 @@ func (o *OwnedActivationDescriptor) Handle() CudnnActivationDescriptor {
 }
 
 // Close releases the cudnnActivationDescriptor_t with cudnnDestroyActivationDescriptor now and returns its error. Closing again, or
-// closing a nil OwnedActivationDescriptor, returns an error that matches resource.ErrReleased.
+// closing a nil OwnedActivationDescriptor, returns an error that matches cuda.ErrClosed and resource.ErrReleased.
 func (o *OwnedActivationDescriptor) Close() error {
 	var owned owner.Owned[CudnnActivationDescriptor]
 	if o != nil {

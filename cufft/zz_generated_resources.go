@@ -40,7 +40,7 @@ func (o *OwnedPlan) Handle() CufftHandle {
 }
 
 // Close releases the cufftHandle with cufftDestroy now and returns its error. Closing again, or
-// closing a nil OwnedPlan, returns an error that matches resource.ErrReleased.
+// closing a nil OwnedPlan, returns an error that matches cuda.ErrClosed and resource.ErrReleased.
 func (o *OwnedPlan) Close() error {
 	var owned owner.Owned[CufftHandle]
 	if o != nil {

@@ -31,7 +31,7 @@ func (o *OwnedGenerator) Handle() CurandGenerator {
 }
 
 // Close releases the curandGenerator_t with curandDestroyGenerator now and returns its error. Closing again, or
-// closing a nil OwnedGenerator, returns an error that matches resource.ErrReleased.
+// closing a nil OwnedGenerator, returns an error that matches cuda.ErrClosed and resource.ErrReleased.
 func (o *OwnedGenerator) Close() error {
 	var owned owner.Owned[CurandGenerator]
 	if o != nil {

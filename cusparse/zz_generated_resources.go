@@ -7,7 +7,7 @@ import "github.com/gocuda/gocuda/internal/owner"
 // OwnedHandle owns a cusparseHandle_t (created by cusparseCreate) and releases it with cusparseDestroy.
 //
 // Close releases it now. An OwnedHandle that is dropped without Close is released through
-// resource.ResourceFinalizer in the non-blocking lane: cusparseDestroy returns promptly, so a dropped OwnedHandle is released at the next allocation or synchronization, or within about a second.
+// resource.ResourceFinalizer in the non-blocking lane: cusparseDestroy returns promptly, so a dropped OwnedHandle is released soon after a garbage collection finds it unreachable: at the next allocation or synchronization, or within about 100 ms.
 // Blocking class: measured: cusparseDestroy returns in 0.002 ms behind a 500 ms kernel (H200, driver 580, CUDA 13.0).
 //
 // Handle returns the raw handle for the raw functions; keep the OwnedHandle reachable
@@ -40,7 +40,7 @@ func (o *OwnedHandle) Handle() CusparseHandle {
 }
 
 // Close releases the cusparseHandle_t with cusparseDestroy now and returns its error. Closing again, or
-// closing a nil OwnedHandle, returns an error that matches resource.ErrReleased.
+// closing a nil OwnedHandle, returns an error that matches cuda.ErrClosed and resource.ErrReleased.
 func (o *OwnedHandle) Close() error {
 	var owned owner.Owned[CusparseHandle]
 	if o != nil {
@@ -52,7 +52,7 @@ func (o *OwnedHandle) Close() error {
 // OwnedSpMat owns a cusparseSpMatDescr_t (created by cusparseCreateCsr, cusparseCreateCoo, cusparseCreateCsc, cusparseCreateBlockedEll, cusparseCreateBsr, cusparseCreateSlicedEll) and releases it with cusparseDestroySpMat.
 //
 // Close releases it now. An OwnedSpMat that is dropped without Close is released through
-// resource.ResourceFinalizer in the non-blocking lane: cusparseDestroySpMat returns promptly, so a dropped OwnedSpMat is released at the next allocation or synchronization, or within about a second.
+// resource.ResourceFinalizer in the non-blocking lane: cusparseDestroySpMat returns promptly, so a dropped OwnedSpMat is released soon after a garbage collection finds it unreachable: at the next allocation or synchronization, or within about 100 ms.
 // Blocking class: measured: cusparseDestroySpMat returns in 0.004 ms behind a 500 ms kernel (H200, driver 580, CUDA 13.0).
 //
 // Handle returns the raw handle for the raw functions; keep the OwnedSpMat reachable
@@ -76,7 +76,7 @@ func (o *OwnedSpMat) Handle() CusparseSpMatDescr {
 }
 
 // Close releases the cusparseSpMatDescr_t with cusparseDestroySpMat now and returns its error. Closing again, or
-// closing a nil OwnedSpMat, returns an error that matches resource.ErrReleased.
+// closing a nil OwnedSpMat, returns an error that matches cuda.ErrClosed and resource.ErrReleased.
 func (o *OwnedSpMat) Close() error {
 	var owned owner.Owned[CusparseSpMatDescr]
 	if o != nil {
@@ -88,7 +88,7 @@ func (o *OwnedSpMat) Close() error {
 // OwnedDnVec owns a cusparseDnVecDescr_t (created by cusparseCreateDnVec) and releases it with cusparseDestroyDnVec.
 //
 // Close releases it now. An OwnedDnVec that is dropped without Close is released through
-// resource.ResourceFinalizer in the non-blocking lane: cusparseDestroyDnVec returns promptly, so a dropped OwnedDnVec is released at the next allocation or synchronization, or within about a second.
+// resource.ResourceFinalizer in the non-blocking lane: cusparseDestroyDnVec returns promptly, so a dropped OwnedDnVec is released soon after a garbage collection finds it unreachable: at the next allocation or synchronization, or within about 100 ms.
 // Blocking class: host-side descriptor like cusparseDestroySpMat (measured non-blocking); re-measured by tools/blockprobe.
 //
 // Handle returns the raw handle for the raw functions; keep the OwnedDnVec reachable
@@ -112,7 +112,7 @@ func (o *OwnedDnVec) Handle() CusparseDnVecDescr {
 }
 
 // Close releases the cusparseDnVecDescr_t with cusparseDestroyDnVec now and returns its error. Closing again, or
-// closing a nil OwnedDnVec, returns an error that matches resource.ErrReleased.
+// closing a nil OwnedDnVec, returns an error that matches cuda.ErrClosed and resource.ErrReleased.
 func (o *OwnedDnVec) Close() error {
 	var owned owner.Owned[CusparseDnVecDescr]
 	if o != nil {
@@ -124,7 +124,7 @@ func (o *OwnedDnVec) Close() error {
 // OwnedDnMat owns a cusparseDnMatDescr_t (created by cusparseCreateDnMat) and releases it with cusparseDestroyDnMat.
 //
 // Close releases it now. An OwnedDnMat that is dropped without Close is released through
-// resource.ResourceFinalizer in the non-blocking lane: cusparseDestroyDnMat returns promptly, so a dropped OwnedDnMat is released at the next allocation or synchronization, or within about a second.
+// resource.ResourceFinalizer in the non-blocking lane: cusparseDestroyDnMat returns promptly, so a dropped OwnedDnMat is released soon after a garbage collection finds it unreachable: at the next allocation or synchronization, or within about 100 ms.
 // Blocking class: host-side descriptor like cusparseDestroySpMat (measured non-blocking); re-measured by tools/blockprobe.
 //
 // Handle returns the raw handle for the raw functions; keep the OwnedDnMat reachable
@@ -148,7 +148,7 @@ func (o *OwnedDnMat) Handle() CusparseDnMatDescr {
 }
 
 // Close releases the cusparseDnMatDescr_t with cusparseDestroyDnMat now and returns its error. Closing again, or
-// closing a nil OwnedDnMat, returns an error that matches resource.ErrReleased.
+// closing a nil OwnedDnMat, returns an error that matches cuda.ErrClosed and resource.ErrReleased.
 func (o *OwnedDnMat) Close() error {
 	var owned owner.Owned[CusparseDnMatDescr]
 	if o != nil {
@@ -160,7 +160,7 @@ func (o *OwnedDnMat) Close() error {
 // OwnedSpVec owns a cusparseSpVecDescr_t (created by cusparseCreateSpVec) and releases it with cusparseDestroySpVec.
 //
 // Close releases it now. An OwnedSpVec that is dropped without Close is released through
-// resource.ResourceFinalizer in the non-blocking lane: cusparseDestroySpVec returns promptly, so a dropped OwnedSpVec is released at the next allocation or synchronization, or within about a second.
+// resource.ResourceFinalizer in the non-blocking lane: cusparseDestroySpVec returns promptly, so a dropped OwnedSpVec is released soon after a garbage collection finds it unreachable: at the next allocation or synchronization, or within about 100 ms.
 // Blocking class: host-side descriptor like cusparseDestroySpMat (measured non-blocking); re-measured by tools/blockprobe.
 //
 // Handle returns the raw handle for the raw functions; keep the OwnedSpVec reachable
@@ -184,7 +184,7 @@ func (o *OwnedSpVec) Handle() CusparseSpVecDescr {
 }
 
 // Close releases the cusparseSpVecDescr_t with cusparseDestroySpVec now and returns its error. Closing again, or
-// closing a nil OwnedSpVec, returns an error that matches resource.ErrReleased.
+// closing a nil OwnedSpVec, returns an error that matches cuda.ErrClosed and resource.ErrReleased.
 func (o *OwnedSpVec) Close() error {
 	var owned owner.Owned[CusparseSpVecDescr]
 	if o != nil {

@@ -19,6 +19,7 @@ const (
 	cgenImport     = "github.com/gocuda/gocuda/internal/cgen"
 	layoutImport   = "github.com/gocuda/gocuda/internal/layouttest"
 	ownerImport    = "github.com/gocuda/gocuda/internal/owner"
+	ctxswImport    = "github.com/gocuda/gocuda/internal/ctxswitch"
 )
 
 // output is one generated file: its name and content.
@@ -29,7 +30,7 @@ type output struct {
 
 func newFile(pkg, command string, m *Model) *jen.File {
 	f := jen.NewFile(pkg)
-	f.ImportNames(map[string]string{dlImport: "dl", resourceImport: "resource", cgenImport: "cgen", layoutImport: "layouttest", ownerImport: "owner"})
+	f.ImportNames(map[string]string{dlImport: "dl", resourceImport: "resource", cgenImport: "cgen", layoutImport: "layouttest", ownerImport: "owner", ctxswImport: "ctxswitch"})
 	for _, l := range m.Libs {
 		f.ImportName(l.Spec.Import, l.Spec.pkgName())
 	}

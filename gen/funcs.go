@@ -270,13 +270,14 @@ func (g *gen) inContext(c string) bool {
 }
 
 // checkInContext checks what the in_context variants of the library's functions need:
-// package cuda's CUcontext, Result and ContextSwitchProcs, so the cuda spec must be
+// package cuda's CUcontext and Result (and its registering the context switch procs
+// with internal/ctxswitch, which importing cuda does), so the cuda spec must be
 // among the libraries (with its headers), and every function listed must be bound.
 func (g *gen) checkInContext() error {
 	s := g.lib.Spec
 	cuda := g.m.libs["cuda"]
 	if cuda == nil {
-		return fmt.Errorf("%s: in_context needs the cuda library (CUcontext, Result, ContextSwitchProcs), but no cuda spec is loaded (none among the specs, or its headers are missing)", s.Path)
+		return fmt.Errorf("%s: in_context needs the cuda library (CUcontext, Result), but no cuda spec is loaded (none among the specs, or its headers are missing)", s.Path)
 	}
 	if d := g.m.byName["CUcontext"]; d == nil || d.Lib != cuda {
 		return fmt.Errorf("%s: in_context needs the type CUcontext, which the cuda headers do not declare", s.Path)
@@ -304,9 +305,11 @@ func (g *gen) inContextVariant(fn *Func, status *TypeDecl, params, args []jen.Co
 	}
 	ctxT := jen.Qual(cuda.Spec.Import, "CUcontext")
 	result := jen.Qual(cuda.Spec.Import, "Result")
-	procs := jen.Qual(cuda.Spec.Import, "ContextSwitchProcs")
+	// Not a function of package cuda: it would be public API, and every package that
+	// calls it imports cuda anyway, whose init registers the procs.
+	procs := jen.Qual(ctxswImport, "Procs")
 	if g.lib == cuda {
-		ctxT, result, procs = jen.Id("CUcontext"), jen.Id("Result"), jen.Id("ContextSwitchProcs")
+		ctxT, result = jen.Id("CUcontext"), jen.Id("Result")
 	}
 	cp := "uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx"
 	if len(cparams) != 0 {

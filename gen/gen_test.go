@@ -209,6 +209,8 @@ func TestBadSpec(t *testing.T) {
 		{"resource without why", badSpec + "[[resource]]\ntype = \"x\"\ngo = \"X\"\ndestroy = \"badOk\"\n", []string{"resource x: why is empty"}},
 		{"excluded function not declared", badSpec + "[[exclude]]\nfunction = \"badGone\"\nreason = \"r\"\n", []string{"excluded function badGone is not declared"}},
 		{"soname macro not defined", strings.Replace(badSpec, "libbad.so.1", "libbad.so.{BAD_MAJOR}", 1), []string{"soname macro BAD_MAJOR is not defined"}},
+		{"handwritten not exported", badSpec + "[[resource]]\ntype = \"x\"\ngo = \"X\"\ndestroy = \"badOk\"\nwhy = \"w\"\nhandwritten = \"stream\"\n", []string{`resource x: handwritten = "stream" is not an exported Go identifier`}},
+		{"handwritten not an identifier", badSpec + "[[resource]]\ntype = \"x\"\ngo = \"X\"\ndestroy = \"badOk\"\nwhy = \"w\"\nhandwritten = \"cuda.Stream\"\n", []string{"is not an exported Go identifier"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			err := runBad(t, okHeader, c.spec)
@@ -247,6 +249,61 @@ func TestBadSpec(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, module+"/bad", s[0].Import)
 	})
+}
+
+// A resource row with a handwritten type gets no owner type, but is checked like any
+// other: its blocking class and destroy function are what the handwritten type (and
+// tools/blockprobe) rely on.
+func TestHandwrittenResource(t *testing.T) {
+	const header = "typedef enum { BAD_OK = 0, BAD_FAIL = 1 } badStatus;\n" +
+		"typedef struct badH_st *badH;\n" +
+		"badStatus badHCreate(badH *h);\n" +
+		"badStatus badHDestroy(badH h);\n"
+	spec := func(destroy, handwritten string) string {
+		s := badSpec + "status = \"badStatus\"\nsuccess = \"BAD_OK\"\n" +
+			"[[resource]]\ntype = \"badH\"\ngo = \"H\"\ncreate = [\"badHCreate\"]\ndestroy = \"" + destroy + "\"\nblocking = true\nwhy = \"w\"\n"
+		if handwritten != "" {
+			s += "handwritten = \"" + handwritten + "\"\n"
+		}
+		return s
+	}
+	resources := func(t *testing.T, spec string) string {
+		t.Helper()
+		inc, specs := badTree(t, header, spec)
+		out := t.TempDir()
+		require.NoError(t, run([]string{"-include", inc, "-specs", specs, "-lib", "bad", "-out", out}, io.Discard))
+		b, err := os.ReadFile(filepath.Join(out, "zz_generated_resources.go"))
+		require.NoError(t, err)
+		return string(b)
+	}
+	assert.Contains(t, resources(t, spec("badHDestroy", "")), "type OwnedH struct", "a plain row gets its owner")
+	got := resources(t, spec("badHDestroy", "Handle"))
+	for _, name := range []string{"OwnedH", "OwnH", "NewOwnedH", "owner."} {
+		assert.NotContains(t, got, name, "a handwritten row gets no owner")
+	}
+
+	err := runBad(t, header, spec("badGone", "Handle"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "resource badH: destroy function badGone is not bound")
+}
+
+// The in-context variants of a library other than cuda take the context switch procs
+// from internal/ctxswitch (cuda registers them there), not from a function of cuda's
+// public API.
+func TestInContextOfAnotherLibrary(t *testing.T) {
+	inc, specs := badTree(t, statusHeader, statusSpec+"in_context = [\"badOk\"]\n")
+	require.NoError(t, os.WriteFile(filepath.Join(inc, "cuda.h"), []byte("typedef struct CUctx_st *CUcontext;\nint cuInit(int f);\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(specs, "cuda.toml"), []byte(strings.NewReplacer(
+		`"bad"`, `"cuda"`, `"bad.h"`, `"cuda.h"`, `"Bad"`, `"CUDA"`, `prefix = "bad"`, `prefix = "cu"`, "GOCUDA_BAD_LIB", "GOCUDA_CUDA_LIB").Replace(badSpec)), 0o644))
+	out := t.TempDir()
+	require.NoError(t, run([]string{"-include", inc, "-specs", specs, "-lib", "bad", "-out", out}, io.Discard))
+	b, err := os.ReadFile(filepath.Join(out, "zz_generated_funcs.go"))
+	require.NoError(t, err)
+	got := string(b)
+	assert.Contains(t, got, "func inOk(ctx cuda.CUcontext, x int32) error")
+	assert.Contains(t, got, "get, set, err := ctxswitch.Procs()")
+	assert.Contains(t, got, `"github.com/gocuda/gocuda/internal/ctxswitch"`)
+	assert.NotContains(t, got, "ContextSwitchProcs")
 }
 
 // TestBadHeader checks that failures on C input report the header position and that run

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -85,6 +86,23 @@ func TestGolden(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestGoldenHandwritten checks the golden package for what the handwritten resource
+// row of golda.toml (goldQueue_t, handwritten = "Queue") must and must not produce:
+// its raw functions, and no owner type beside the handwritten Queue.
+func TestGoldenHandwritten(t *testing.T) {
+	dir := filepath.Join("internal", "golden", "golda")
+	got := readGenerated(t, dir)
+	res := string(got["zz_generated_resources.go"])
+	assert.Contains(t, res, "type OwnedCtx struct", "the plain row keeps its owner")
+	for _, name := range []string{"OwnedQueue", "OwnQueue", "GoldQueue"} {
+		assert.NotContains(t, res, name, "the handwritten row gets no owner")
+	}
+	assert.Contains(t, string(got["zz_generated_funcs.go"]), "func QueueDestroy(queue GoldQueue) error")
+	hand, err := os.ReadFile(filepath.Join(dir, "queue.go"))
+	require.NoError(t, err)
+	assert.Contains(t, string(hand), "type Queue struct", "the handwritten type the row names")
 }
 
 // TestGoldenStats compares the -stats report of the golden specs with testdata/golden/stats.txt.

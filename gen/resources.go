@@ -11,7 +11,9 @@ import (
 // emitResources writes one owner type per row of the spec's resource table. An owner
 // wraps a raw handle the way os.File wraps a descriptor: Close releases it now, and a
 // handle that is dropped without Close is released through resource.ResourceFinalizer
-// in the row's blocking class.
+// in the row's blocking class. A row with a handwritten type gets no owner (two types
+// for one resource would leave users to pick), but is checked all the same: its
+// create and destroy functions are what the handwritten type and blockprobe use.
 func (g *gen) emitResources(f *jen.File) error {
 	l := g.lib
 	funcs := map[string]*Func{}
@@ -49,7 +51,9 @@ func (g *gen) emitResources(f *jen.File) error {
 				simple = fn
 			}
 		}
-		g.emitOwner(f, r, d, destroy, simple)
+		if r.Handwritten == "" {
+			g.emitOwner(f, r, d, destroy, simple)
+		}
 	}
 	return nil
 }
@@ -73,7 +77,10 @@ func (g *gen) emitOwner(f *jen.File, r Resource, d *TypeDecl, destroy, simple *F
 	outer := "Owned" + r.Go
 	raw := jen.Id(d.GoName)
 	lane := "non-blocking"
-	laneWhy := "returns promptly, so a dropped " + outer + " is released at the next allocation or synchronization, or within about a second"
+	// resource runs the non-blocking lane at every Drain (the cuda package's allocations
+	// and synchronizations) and otherwise on its background worker, 100 ms after the
+	// first finalizer queued something (resource/queue.go, workerDelay).
+	laneWhy := "returns promptly, so a dropped " + outer + " is released soon after a garbage collection finds it unreachable: at the next allocation or synchronization, or within about 100 ms"
 	if r.Blocking {
 		lane = "blocking"
 		laneWhy = "may wait for the GPU, so a dropped " + outer + " is held until resource.Reclaim (which the allocator runs on out-of-memory)"
@@ -107,7 +114,12 @@ func (g *gen) emitOwner(f *jen.File, r Resource, d *TypeDecl, destroy, simple *F
 		jen.If(jen.Id("o").Op("==").Nil()).Block(jen.Return(jen.Lit(0))),
 		jen.Return(jen.Id("o").Dot("o").Dot("Handle").Call()),
 	)
-	f.Add(docComment(fmt.Sprintf("Close releases the %s with %s now and returns its error. Closing again, or\nclosing a nil %s, returns an error that matches resource.ErrReleased.", r.Type, r.Destroy, outer)))
+	// owner.Close returns errs.Closed: the error of every second Close in gocuda.
+	closed := "cuda.ErrClosed"
+	if l.Spec.Name == "cuda" {
+		closed = "ErrClosed"
+	}
+	f.Add(docComment(fmt.Sprintf("Close releases the %s with %s now and returns its error. Closing again, or\nclosing a nil %s, returns an error that matches %s and resource.ErrReleased.", r.Type, r.Destroy, outer, closed)))
 	f.Func().Params(recv).Id("Close").Params().Error().Block(
 		jen.Var().Id("owned").Qual(ownerImport, "Owned").Types(raw),
 		jen.If(jen.Id("o").Op("!=").Nil()).Block(jen.Id("owned").Op("=").Id("o").Dot("o")),

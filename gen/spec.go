@@ -73,7 +73,7 @@ type Exclusion struct {
 type Resource struct {
 	// Type is the C handle type (cublasHandle_t, CUstream, CUdeviceptr, ...).
 	Type string `toml:"type"`
-	// Go is the name of the generated owner type.
+	// Go names the generated owner type (Owned<Go>, Own<Go>).
 	Go string `toml:"go"`
 	// Create lists functions that create the handle through an out-parameter of Type.
 	Create []string `toml:"create"`
@@ -84,6 +84,11 @@ type Resource struct {
 	Blocking bool `toml:"blocking"`
 	// Why says where the blocking class comes from (a measurement or a reason).
 	Why string `toml:"why"`
+	// Handwritten names the package's handwritten type for the resource (cuda.Stream
+	// for CUstream): no owner type is generated for the row, so that the resource has
+	// one obvious type. The row stays: its blocking class is the one the handwritten
+	// type releases in, and tools/blockprobe measures it.
+	Handwritten string `toml:"handwritten"`
 }
 
 // loadSpecs reads every *.toml in dir, sorted by Order then name.
@@ -179,6 +184,9 @@ func (s *Spec) check() error {
 		}
 		if !isGoIdent(r.Go) {
 			return fmt.Errorf("resource %s: go = %q is not a Go identifier", r.Type, r.Go)
+		}
+		if h := r.Handwritten; h != "" && !(isGoIdent(h) && token.IsExported(h)) {
+			return fmt.Errorf("resource %s: handwritten = %q is not an exported Go identifier", r.Type, r.Handwritten)
 		}
 	}
 	return nil

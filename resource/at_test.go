@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gocuda/gocuda/internal/rescore"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -186,7 +187,7 @@ func TestResourceFinalizerAtLeakSite(t *testing.T) {
 	assert.NotContains(t, leaks[0].Stack, "dropAtRes")
 }
 
-// directCtx is a DirectContext: releases under it run without the hooks.
+// directCtx is a rescore.DirectContext: releases under it run without the hooks.
 type directCtx struct {
 	alive atomic.Bool
 	panic bool
@@ -205,9 +206,9 @@ func TestDirectContext(t *testing.T) {
 	resetAtReleases(t)
 	q := newTestQueue(t, time.Hour)
 	var hooked atomic.Int32
-	q.setContextHooks(ContextHooks{
-		Alive: func(Context) bool { hooked.Add(1); return true },
-		Run:   func(_ Context, f func()) error { hooked.Add(1); f(); return nil },
+	q.setContextHooks(rescore.ContextHooks{
+		Alive: func(any) bool { hooked.Add(1); return true },
+		Run:   func(_ any, f func()) error { hooked.Add(1); f(); return nil },
 	})
 	live, dead, broken := &directCtx{}, &directCtx{}, &directCtx{panic: true}
 	live.alive.Store(true)
@@ -252,7 +253,7 @@ func TestDirectContext(t *testing.T) {
 func TestReleaseReportsContextDestroyed(t *testing.T) {
 	resetAtReleases(t)
 	q := newTestQueue(t, time.Hour)
-	q.setContextHooks(ContextHooks{Run: func(_ Context, f func()) error { f(); return nil }})
+	q.setContextHooks(rescore.ContextHooks{Run: func(_ any, f func()) error { f(); return nil }})
 	live := &directCtx{}
 	live.alive.Store(true)
 	for _, ctx := range []Context{live, newFakeCtx("hooked")} {

@@ -107,14 +107,14 @@ func (*benchAtRes) release() error { return nil }
 
 func finalizeBenchAtRes(o *benchAtRes) { Finalized(&o.reg, o) }
 
-// benchDirect is a DirectContext that is always alive.
+// benchDirect is a rescore.DirectContext that is always alive.
 type benchDirect struct{ _ int }
 
 func (*benchDirect) ResourceDirect() bool { return true }
 
 // BenchmarkRegisterAtRelease is BenchmarkRegisterRelease with
 // ResourceFinalizerAt (no allocation besides the object) under a
-// DirectContext (no Run hook), the cuda package's buffer path.
+// rescore.DirectContext (no Run hook), the cuda package's buffer path.
 func BenchmarkRegisterAtRelease(b *testing.B) {
 	b.ReportAllocs()
 	ctx := &benchDirect{}

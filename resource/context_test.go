@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gocuda/gocuda/internal/rescore"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -33,16 +34,16 @@ type fakeDriver struct {
 	runs    atomic.Int32
 }
 
-func (d *fakeDriver) hooks() ContextHooks {
-	return ContextHooks{
-		Current: func() Context {
+func (d *fakeDriver) hooks() rescore.ContextHooks {
+	return rescore.ContextHooks{
+		Current: func() any {
 			if c := d.current.Load(); c != nil {
 				return c
 			}
 			return nil
 		},
-		Alive: func(ctx Context) bool { return ctx.(*fakeCtx).alive.Load() },
-		Run: func(ctx Context, f func()) error {
+		Alive: func(ctx any) bool { return ctx.(*fakeCtx).alive.Load() },
+		Run: func(ctx any, f func()) error {
 			c := ctx.(*fakeCtx)
 			if c.name == "broken" {
 				return fmt.Errorf("cuCtxPushCurrent: %w", ErrContextDestroyed)
@@ -165,19 +166,19 @@ func TestContextHookFailures(t *testing.T) {
 		return o
 	}
 
-	q.setContextHooks(ContextHooks{Run: func(Context, func()) error { return errPush }})
+	q.setContextHooks(rescore.ContextHooks{Run: func(any, func()) error { return errPush }})
 	assert.ErrorIs(t, register().reg.Release(), errPush)
-	q.setContextHooks(ContextHooks{Run: func(Context, func()) error { return nil }})
+	q.setContextHooks(rescore.ContextHooks{Run: func(any, func()) error { return nil }})
 	assert.ErrorContains(t, register().reg.Release(), "did not call")
-	q.setContextHooks(ContextHooks{Alive: func(Context) bool { panic("alive hook") }})
+	q.setContextHooks(rescore.ContextHooks{Alive: func(any) bool { panic("alive hook") }})
 	var pe *PanicError
 	assert.ErrorAs(t, register().reg.Release(), &pe)
-	q.setContextHooks(ContextHooks{Run: func(_ Context, f func()) error { f(); return errPush }})
+	q.setContextHooks(rescore.ContextHooks{Run: func(_ any, f func()) error { f(); return errPush }})
 	assert.ErrorIs(t, register().reg.Release(), errPush)
 	assert.Equal(t, int32(1), ran.Load())
 
 	// Through the finalizer path: reported, counted, and the rest goes on.
-	q.setContextHooks(ContextHooks{Run: func(Context, func()) error { return errPush }})
+	q.setContextHooks(rescore.ContextHooks{Run: func(any, func()) error { return errPush }})
 	func() { register() }()
 	_, err := q.reclaim()
 	require.NoError(t, err)
@@ -185,7 +186,7 @@ func TestContextHookFailures(t *testing.T) {
 	assert.Equal(t, uint64(5), q.status().Failed)
 
 	// Zero hooks uninstall: releases run without a context.
-	q.setContextHooks(ContextHooks{})
+	q.setContextHooks(rescore.ContextHooks{})
 	assert.NoError(t, register().reg.Release())
 	assert.Equal(t, int32(2), ran.Load())
 }

@@ -2,10 +2,11 @@
 // memory, streams, library handles) whose Go wrappers became unreachable,
 // without ever calling into CUDA from a finalizer.
 //
-// It is pure Go: no cgo, no CUDA import. The cuda package installs hooks
-// into it (SetContextHooks, BeginCapture/EndCapture, Drain, Reclaim), and
-// any wrapper library, including third-party ones, registers its handles
-// with ResourceFinalizer.
+// It is pure Go: no cgo, no CUDA import. The cuda package calls Drain and
+// Reclaim, and connects its contexts (and, for the graph work to come, the
+// capture gate) through an internal package, so that no other package can
+// install hooks of its own; any wrapper library, including third-party
+// ones, registers its handles with ResourceFinalizer.
 //
 // # Why finalizers must not call CUDA
 //
@@ -38,11 +39,13 @@
 //
 // Non-blocking releases run promptly: at the next Drain, which the cuda
 // package calls at every allocation and synchronization (a single atomic
-// load when nothing is queued), and otherwise within about 100 ms on a
-// background goroutine. That goroutine sleeps while there is nothing to
-// do; the first finalizer that queues something wakes it (a non-blocking
-// send on a one-slot channel), and it waits a little so that a burst of
-// finalizers is released as one batch.
+// load when nothing is queued), and otherwise within about 100 ms of the
+// finalizer queuing them, on a background goroutine. That goroutine sleeps
+// while there is nothing to do; the first finalizer that queues something
+// wakes it (a non-blocking send on a one-slot channel), and it waits 100 ms
+// so that a burst of finalizers is released as one batch. (The finalizer
+// itself runs only after a garbage collection has found the object
+// unreachable.)
 //
 // Blocking releases are held until Reclaim, so that they never stall the
 // process at an arbitrary moment.
@@ -81,26 +84,33 @@
 //
 // # Contexts
 //
-// At registration the current CUDA context is captured through
-// ContextHooks.Current (or given explicitly with WithContext), and the
-// release later runs with that context current (ContextHooks.Run). A
-// release whose context has since been destroyed (ContextHooks.Alive
-// reports false) is dropped, not run, and counted in Stats.Dropped: the
-// driver freed its resources with the context. A context whose releases
-// make it current by themselves implements DirectContext: its releases run
-// without ContextHooks.Run (and the closure that calling Run takes).
+// At registration the calling thread's current CUDA context is captured
+// (the cuda package reports it; WithContext gives one explicitly), and the
+// release later runs with that context current. A release whose context
+// has since been destroyed is dropped, not run, and counted in
+// Stats.Dropped: the driver freed its resources with the context; so is a
+// release function that finds the context gone and returns an error
+// wrapping ErrContextDestroyed. Releases of the cuda package's own objects
+// make their context current themselves, inside their cgo calls, and run
+// without a context switch here. The hooks behind this are internal to the
+// module: only the cuda package installs them, once, when it initializes
+// the driver. Without them (a program that never initializes the cuda
+// package) releases run with no context made current.
 //
 // # Graph capture
 //
-// While any stream capture is in progress, releasing (cuMemFree and
-// friends) would invalidate the capture, so the cuda package brackets
-// captures with BeginCapture and EndCapture, and nothing is released in
-// between: lanes keep queuing, Drain and Reclaim do nothing (Reclaim
-// returns ErrCaptureInProgress) and an explicit Release is deferred. When
-// the last capture ends, the non-blocking lane runs. BeginCapture waits for
+// Releasing (cuMemFree and friends) while a stream capture is in progress
+// would invalidate the capture, so this package has a capture gate, which
+// exists for the graph work to come: the cuda package is to close it
+// before it starts a stream capture and reopen it after (internally;
+// nothing closes it yet). While the gate is closed nothing is released:
+// lanes keep queuing, Drain and Reclaim do nothing (Reclaim returns
+// ErrCaptureInProgress) and an explicit Release is deferred. When the last
+// capture ends, the non-blocking lane runs. Closing the gate waits for
 // releases already running (they are short), except that it fails with
 // ErrReclaimInProgress instead of waiting while Reclaim runs releases,
-// which may take hundreds of milliseconds.
+// which may take hundreds of milliseconds. Stats.Captures counts the
+// captures in progress.
 //
 // # Failures
 //

@@ -15,7 +15,7 @@ type Failure struct {
 	// type name of the object.
 	Kind string
 	// Err is the release function's error, a *PanicError if it panicked,
-	// or the error of the ContextHooks.Run hook.
+	// or the error of the cuda package's context hook.
 	Err error
 	// Blocking reports the lane the resource was registered for.
 	Blocking bool

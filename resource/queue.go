@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"github.com/gocuda/gocuda/internal/rescore"
 )
 
 const (
@@ -58,7 +60,7 @@ type queue struct {
 	// held, together with those fields).
 	gate atomic.Int64
 
-	hooks     atomic.Pointer[ContextHooks]
+	hooks     atomic.Pointer[rescore.ContextHooks]
 	onFailure atomic.Pointer[func(Failure)]
 
 	registered atomic.Uint64
@@ -398,7 +400,7 @@ var errGoexit = errors.New("resource: release function called runtime.Goexit")
 // reports dropped if the context no longer exists.
 func (q *queue) execute(r *Registration, p unsafe.Pointer) (err error, dropped bool) {
 	ctx := r.ctx
-	if d, ok := ctx.(DirectContext); ok {
+	if d, ok := ctx.(rescore.DirectContext); ok {
 		alive, herr := callDirect(d)
 		switch {
 		case herr != nil:
@@ -434,7 +436,7 @@ func (q *queue) execute(r *Registration, p unsafe.Pointer) (err error, dropped b
 	case rerr != nil:
 		return rerr, false
 	case !c.called:
-		return errors.New("resource: ContextHooks.Run did not call the release function"), false
+		return errors.New("resource: the context hook Run did not call the release function"), false
 	}
 	return releaseOutcome(c.err)
 }
@@ -449,7 +451,7 @@ func releaseOutcome(err error) (error, bool) {
 	return err, false
 }
 
-// hookCall is the release function as ContextHooks.Run calls it: the call
+// hookCall is the release function as the Run hook calls it: the call
 // and its outcome in one allocation.
 type hookCall struct {
 	r      *Registration
@@ -487,7 +489,7 @@ func (q *queue) drain() {
 	}
 }
 
-// beginCapture closes the gate for a graph capture.
+// beginCapture closes the gate for a graph capture (rescore.BeginCapture).
 func (q *queue) beginCapture() error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -521,7 +523,7 @@ func (q *queue) beginCapture() error {
 }
 
 // endCapture reopens the gate when the last capture ends and runs what the
-// non-blocking lane collected meanwhile.
+// non-blocking lane collected meanwhile (rescore.EndCapture).
 func (q *queue) endCapture() {
 	q.mu.Lock()
 	if q.captures == 0 {

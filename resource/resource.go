@@ -15,20 +15,24 @@ var (
 	// cancelled. It is harmless: it only says that Release did nothing.
 	ErrReleased = errors.New("resource: already released")
 
-	// ErrReclaimInProgress is returned by BeginCapture while Reclaim is
-	// running releases (which may block for hundreds of milliseconds):
-	// starting a graph capture fails instead of waiting for them.
+	// ErrReclaimInProgress is the error of closing the capture gate (the
+	// cuda package, before a graph capture) while Reclaim is running
+	// releases, which may block for hundreds of milliseconds: starting the
+	// capture fails instead of waiting for them.
 	ErrReclaimInProgress = errors.New("resource: reclaim in progress")
 
-	// ErrCaptureInProgress is returned by Reclaim when a graph capture is
-	// in progress (or about to start): nothing may be released until the
-	// last capture ends, so Reclaim released nothing.
+	// ErrCaptureInProgress is returned by Reclaim when the capture gate is
+	// closed (a graph capture is in progress or about to start): nothing
+	// may be released until the last capture ends, so Reclaim released
+	// nothing.
 	ErrCaptureInProgress = errors.New("resource: graph capture in progress")
 
 	// ErrContextDestroyed is returned by Registration.Release when the
 	// context captured at registration no longer exists; the release is
-	// dropped and counted in Stats.Dropped. A ContextHooks.Run
-	// implementation may return it (or wrap it) to report the same thing.
+	// dropped and counted in Stats.Dropped. A release function (or the
+	// cuda package's context hook) returns it, or wraps it, to report the
+	// same thing: the context went with the resource, and nothing is left
+	// to release.
 	ErrContextDestroyed = errors.New("resource: context destroyed")
 )
 
@@ -91,9 +95,10 @@ const (
 // is used.
 func Kind(name string) Option { return Option{set: optKind, kind: name} }
 
-// WithContext registers the release under ctx instead of the context that
-// the installed ContextHooks.Current reports. A nil ctx means "no context":
-// the release then runs without making any context current.
+// WithContext registers the release under ctx instead of the context
+// current on the calling thread (as the cuda package reports it). A nil ctx
+// means "no context": the release then runs without making any context
+// current.
 func WithContext(ctx Context) Option { return Option{set: optCtx, ctx: ctx} }
 
 // CallerSkip makes leak reports attribute the registration n frames further
@@ -115,8 +120,8 @@ func withQueue(q *queue) Option { return Option{set: optQueue, q: q} }
 // Drain or within about 100 ms on a background goroutine. If blocking is
 // true (the release may wait for the GPU, like cuMemFree), f is held until
 // the next Reclaim. In both cases f runs with the context captured at
-// registration current (see ContextHooks), and never while a graph capture
-// is in progress.
+// registration current (see the package documentation, Contexts), and
+// never while a graph capture is in progress.
 //
 // The os.File pattern: call Release from the object's Close, and the
 // finalizer is only the fallback for objects that were never closed:

@@ -1,6 +1,6 @@
-// Package errs holds the errors that every gocuda package shares, so that each
-// package's sentinel is the same value: cuda.ErrClosed is ErrClosed, and an object of
-// any package closed twice returns an error from Closed.
+// Package errs holds the errors that every gocuda package shares: cuda.ErrClosed is
+// ErrClosed, and the objects of every package (cuda's, and the generated owner types
+// of all of them) return errors matching it, from Closed for a second Close.
 package errs
 
 import (
@@ -10,7 +10,7 @@ import (
 )
 
 // ErrClosed is matched by the errors of every use of a closed object, in every
-// package (each package exports it as its ErrClosed).
+// package (exported as cuda.ErrClosed).
 var ErrClosed = fmt.Errorf("gocuda: use of a closed object")
 
 // Closed returns the error of a second Close, or of a Close of a nil object, of the

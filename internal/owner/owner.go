@@ -5,9 +5,9 @@ package owner
 
 import (
 	"errors"
-	"fmt"
 	"runtime"
 
+	"github.com/gocuda/gocuda/internal/errs"
 	"github.com/gocuda/gocuda/resource"
 )
 
@@ -43,29 +43,20 @@ func (o Owned[H]) Handle() H {
 }
 
 // Close releases the handle now and returns the release's error. Closing again, or
-// closing a zero Owned, returns an error matching resource.ErrReleased that names
-// the owner ("cublas: OwnedHandle").
+// closing a zero Owned, returns errs.Closed(name) (name such as "cublas:
+// OwnedHandle"), as every Close in gocuda does: it matches errs.ErrClosed
+// (cuda.ErrClosed) and resource.ErrReleased.
 func (o Owned[H]) Close(name string) error {
 	if o.inner == nil {
-		return fmt.Errorf("%s: %w", closeOfNil(name), resource.ErrReleased)
+		return errs.Closed(name)
 	}
 	err := o.reg.Release()
 	// The finalizer must not see the owner unreachable while Release runs.
 	runtime.KeepAlive(o.inner)
 	if errors.Is(err, resource.ErrReleased) {
-		return fmt.Errorf("%s already closed: %w", name, err)
+		return errs.Closed(name)
 	}
 	var zero H
 	o.h = zero
 	return err
-}
-
-// closeOfNil turns "cublas: OwnedHandle" into "cublas: Close of a nil OwnedHandle".
-func closeOfNil(name string) string {
-	for i := 0; i+1 < len(name); i++ {
-		if name[i] == ':' && name[i+1] == ' ' {
-			return name[:i+2] + "Close of a nil " + name[i+2:]
-		}
-	}
-	return "Close of a nil " + name
 }

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/gocuda/gocuda/internal/errs"
 	"github.com/gocuda/gocuda/resource"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -27,17 +28,21 @@ func TestClose(t *testing.T) {
 	assert.Equal(t, []uintptr{1}, destroyed)
 	assert.Zero(t, o.Handle(), "zero once closed")
 	err := o.Close("lib: OwnedX")
-	require.ErrorIs(t, err, resource.ErrReleased)
-	assert.EqualError(t, err, "lib: OwnedX already closed: resource: already released")
+	// The same error as every second Close in gocuda.
+	assert.Equal(t, errs.Closed("lib: OwnedX"), err)
+	assert.ErrorIs(t, err, errs.ErrClosed)
+	assert.ErrorIs(t, err, resource.ErrReleased)
 	assert.Equal(t, []uintptr{1}, destroyed, "destroyed once")
 
-	require.ErrorIs(t, New(uintptr(2), destroy, false, "destroy").Close("lib: OwnedX"), fail)
+	o2 := New(uintptr(2), destroy, false, "destroy")
+	err = o2.Close("lib: OwnedX")
+	require.ErrorIs(t, err, fail)
+	assert.NotErrorIs(t, err, errs.ErrClosed, "the first Close returns the release's own error")
+	assert.Equal(t, errs.Closed("lib: OwnedX"), o2.Close("lib: OwnedX"), "a failed release is still the one release")
 
 	var zero Owned[uintptr]
 	assert.Zero(t, zero.Handle())
-	err = zero.Close("lib: OwnedX")
-	require.ErrorIs(t, err, resource.ErrReleased)
-	assert.Contains(t, err.Error(), "lib: Close of a nil OwnedX")
+	assert.Equal(t, errs.Closed("lib: OwnedX"), zero.Close("lib: OwnedX"))
 }
 
 // A dropped owner is destroyed by Reclaim, never by the finalizer goroutine itself.

@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/gocuda/gen/internal/golden/goldentest"
+	"github.com/gocuda/gocuda/internal/errs"
 	"github.com/gocuda/gocuda/resource"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -193,9 +194,12 @@ func TestOwnedCtx(t *testing.T) {
 	require.NoError(t, o.Close())
 	assert.Equal(t, base, live())
 	assert.Zero(t, o.Handle())
-	assert.ErrorIs(t, o.Close(), resource.ErrReleased)
+	err = o.Close()
+	assert.ErrorIs(t, err, errs.ErrClosed)
+	assert.ErrorIs(t, err, resource.ErrReleased)
+	assert.Equal(t, errs.Closed("golda: OwnedCtx"), err)
 	var nilOwner *OwnedCtx
-	assert.ErrorIs(t, nilOwner.Close(), resource.ErrReleased)
+	assert.Equal(t, errs.Closed("golda: OwnedCtx"), nilOwner.Close())
 
 	var h GoldCtx
 	require.NoError(t, Create(&h))
@@ -203,4 +207,22 @@ func TestOwnedCtx(t *testing.T) {
 	assert.Equal(t, h, o.Handle())
 	require.NoError(t, o.Close())
 	assert.Equal(t, base, live())
+}
+
+// Queue is the handwritten type of a resource row: the same Close story as the owners.
+func TestQueue(t *testing.T) {
+	live := func() uint64 {
+		n, err := GetWorkspaceSize(0)
+		require.NoError(t, err)
+		return n
+	}
+	base := live()
+	q, err := NewQueue()
+	require.NoError(t, err)
+	assert.Equal(t, base+1, live())
+	require.NoError(t, q.Close())
+	assert.Equal(t, base, live())
+	assert.Equal(t, errs.Closed("golda: Queue"), q.Close())
+	var nilQueue *Queue
+	assert.Equal(t, errs.Closed("golda: Queue"), nilQueue.Close())
 }

@@ -25,6 +25,8 @@ static int32_t gocuda_goldGetAddr(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint6
 static void* gocuda_goldGetErrorString(uintptr_t fn, int32_t a0) { return ((void* (*)(int32_t))fn)(a0); }
 static uint64_t gocuda_goldGetWorkspaceSize(uintptr_t fn, uintptr_t a0) { return ((uint64_t (*)(uintptr_t))fn)(a0); }
 static gocuda_GoldPoint gocuda_goldMid(uintptr_t fn, gocuda_GoldPoint a0, gocuda_GoldPoint a1) { return ((gocuda_GoldPoint (*)(gocuda_GoldPoint, gocuda_GoldPoint))fn)(a0, a1); }
+static int32_t gocuda_goldQueueCreate(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
+static int32_t gocuda_goldQueueDestroy(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static void gocuda_goldReset(uintptr_t fn) { ((void (*)(void))fn)(); }
 static int32_t gocuda_goldScale(uintptr_t fn, uintptr_t a0, int32_t a1, float a2, uint8_t* a3) { return ((int32_t (*)(uintptr_t, int32_t, float, uint8_t*))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_goldScale_64(uintptr_t fn, uintptr_t a0, int64_t a1, float a2, uint8_t* a3) { return ((int32_t (*)(uintptr_t, int64_t, float, uint8_t*))fn)(a0, a1, a2, a3); }
@@ -55,6 +57,8 @@ var (
 	proc_goldGetErrorString   = library.NewProc("goldGetErrorString")
 	proc_goldGetWorkspaceSize = library.NewProc("goldGetWorkspaceSize")
 	proc_goldMid              = library.NewProc("goldMid")
+	proc_goldQueueCreate      = library.NewProc("goldQueueCreate")
+	proc_goldQueueDestroy     = library.NewProc("goldQueueDestroy")
 	proc_goldReset            = library.NewProc("goldReset")
 	proc_goldScale            = library.NewProc("goldScale")
 	proc_goldScale_64         = library.NewProc("goldScale_64")
@@ -235,6 +239,32 @@ func Mid(a GoldPoint, b GoldPoint) (GoldPoint, error) {
 	}
 	c := C.gocuda_goldMid(C.uintptr_t(fn), *(*C.gocuda_GoldPoint)(unsafe.Pointer(&a)), *(*C.gocuda_GoldPoint)(unsafe.Pointer(&b)))
 	return *(*GoldPoint)(unsafe.Pointer(&c)), nil
+}
+
+// QueueCreate calls goldQueueCreate:
+//
+//	goldStatus_t goldQueueCreate(goldQueue_t *queue)
+//
+// It returns nil on GOLD_STATUS_SUCCESS, else the Status as an error.
+func QueueCreate(queue *GoldQueue) error {
+	fn, err := proc_goldQueueCreate.Addr()
+	if err != nil {
+		return err
+	}
+	return Status(C.gocuda_goldQueueCreate(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(queue)))).err()
+}
+
+// QueueDestroy calls goldQueueDestroy:
+//
+//	goldStatus_t goldQueueDestroy(goldQueue_t queue)
+//
+// It returns nil on GOLD_STATUS_SUCCESS, else the Status as an error.
+func QueueDestroy(queue GoldQueue) error {
+	fn, err := proc_goldQueueDestroy.Addr()
+	if err != nil {
+		return err
+	}
+	return Status(C.gocuda_goldQueueDestroy(C.uintptr_t(fn), C.uintptr_t(queue))).err()
 }
 
 // Reset calls goldReset:

@@ -176,6 +176,10 @@ func TestLayout(t *testing.T) {
 			U:    uint64(unsafe.Sizeof(GoldPoint{}.Y)),
 		},
 		{
+			Expr: "sizeof(goldQueue_t)",
+			U:    uint64(unsafe.Sizeof(GoldQueue(0))),
+		},
+		{
 			Expr: "sizeof(goldptr)",
 			U:    uint64(unsafe.Sizeof(Goldptr(0))),
 		},

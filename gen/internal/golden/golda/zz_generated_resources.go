@@ -7,7 +7,7 @@ import "github.com/gocuda/gocuda/internal/owner"
 // OwnedCtx owns a goldCtx_t (created by goldCreate) and releases it with goldDestroy.
 //
 // Close releases it now. An OwnedCtx that is dropped without Close is released through
-// resource.ResourceFinalizer in the non-blocking lane: goldDestroy returns promptly, so a dropped OwnedCtx is released at the next allocation or synchronization, or within about a second.
+// resource.ResourceFinalizer in the non-blocking lane: goldDestroy returns promptly, so a dropped OwnedCtx is released soon after a garbage collection finds it unreachable: at the next allocation or synchronization, or within about 100 ms.
 // Blocking class: golden test: goldDestroy never waits.
 //
 // Handle returns the raw handle for the raw functions; keep the OwnedCtx reachable
@@ -40,7 +40,7 @@ func (o *OwnedCtx) Handle() GoldCtx {
 }
 
 // Close releases the goldCtx_t with goldDestroy now and returns its error. Closing again, or
-// closing a nil OwnedCtx, returns an error that matches resource.ErrReleased.
+// closing a nil OwnedCtx, returns an error that matches cuda.ErrClosed and resource.ErrReleased.
 func (o *OwnedCtx) Close() error {
 	var owned owner.Owned[GoldCtx]
 	if o != nil {

@@ -184,6 +184,9 @@ type GoldPoint struct {
 	Y float32
 }
 
+// GoldQueue is the C type goldQueue_t from golda.h. It is an opaque handle owned by the library; the zero value is NULL.
+type GoldQueue uintptr
+
 // Goldptr is the C type goldptr (also goldptr_v2) from golda.h.
 type Goldptr uint64
 

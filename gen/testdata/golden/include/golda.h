@@ -55,6 +55,10 @@ typedef goldptr_v2 goldptr;
 /* An opaque handle with a resource row (goldCreate / goldDestroy). */
 typedef struct goldCtx_st *goldCtx_t;
 
+/* A handle whose resource row names a handwritten type (handwritten = "Queue"): no
+ * owner type is generated for it. */
+typedef struct goldQueue_st *goldQueue_t;
+
 /* A function pointer type, used as a parameter and as a struct field. */
 typedef void (*goldCallback)(void *userData, goldStatus_t status);
 
@@ -103,6 +107,8 @@ typedef struct goldDesc_st {
 /* Resource functions. */
 goldStatus_t goldCreate(goldCtx_t *ctx);
 goldStatus_t goldDestroy(goldCtx_t ctx);
+goldStatus_t goldQueueCreate(goldQueue_t *queue);
+goldStatus_t goldQueueDestroy(goldQueue_t queue);
 
 /* A _v2 ABI behind its plain name: bound as Foo. Const pointers of several kinds. */
 #define goldFoo goldFoo_v2

@@ -10,7 +10,11 @@ struct goldCtx_st {
     goldptr addr;
 };
 
-static int live; /* contexts created and not destroyed */
+struct goldQueue_st {
+    int depth;
+};
+
+static int live; /* contexts and queues created and not destroyed */
 static int resets;
 
 goldStatus_t goldCreate(goldCtx_t *ctx) {
@@ -24,6 +28,21 @@ goldStatus_t goldCreate(goldCtx_t *ctx) {
 goldStatus_t goldDestroy(goldCtx_t ctx) {
     if (!ctx) return GOLD_STATUS_NOT_INITIALIZED;
     free(ctx);
+    live--;
+    return GOLD_STATUS_SUCCESS;
+}
+
+goldStatus_t goldQueueCreate(goldQueue_t *queue) {
+    if (!queue) return GOLD_STATUS_INVALID_VALUE;
+    *queue = calloc(1, sizeof **queue);
+    if (!*queue) return GOLD_STATUS_ALLOC_FAILED;
+    live++;
+    return GOLD_STATUS_SUCCESS;
+}
+
+goldStatus_t goldQueueDestroy(goldQueue_t queue) {
+    if (!queue) return GOLD_STATUS_NOT_INITIALIZED;
+    free(queue);
     live--;
     return GOLD_STATUS_SUCCESS;
 }
@@ -110,7 +129,7 @@ const char *goldGetErrorString(goldStatus_t status) {
     }
 }
 
-/* With a NULL ctx: the number of live contexts, for the resource tests. */
+/* With a NULL ctx: the number of live contexts and queues, for the resource tests. */
 size_t goldGetWorkspaceSize(goldCtx_t ctx) { return ctx ? ((size_t)1 << 33) + ctx->mode : (size_t)live; }
 
 /* With NULL data: the number of goldReset calls. */
