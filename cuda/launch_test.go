@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"reflect"
 	"testing"
 	"unsafe"
 
@@ -397,4 +398,23 @@ func TestPackArgsSameBufferTwice(t *testing.T) {
 	assert.Equal(t, uint64(0xd000), binary.NativeEndian.Uint64(buf[16:]))
 	releaseArgs(args, held, nil)
 	assert.Zero(t, b.m.hold.users.Load())
+}
+
+// One walk of types for Go pointers serves kernel arguments and element types, and a
+// zero-length array holds none, whatever its element type.
+func TestPointerFreeTypes(t *testing.T) {
+	type tail struct {
+		N    int32
+		Tail [0]*int
+	}
+	require.NoError(t, checkArgType(reflect.TypeFor[tail]()))
+	assert.False(t, hasPointers(reflect.TypeFor[tail]()))
+	n, err := elemSize[tail]()
+	require.NoError(t, err)
+	assert.Equal(t, int(reflect.TypeFor[tail]().Size()), n)
+	for _, bad := range []reflect.Type{reflect.TypeFor[*int](), reflect.TypeFor[[1]*int](), reflect.TypeFor[struct{ S string }](),
+		reflect.TypeFor[[]byte](), reflect.TypeFor[map[int]int]()} {
+		require.Error(t, checkArgType(bad), "%v", bad)
+		assert.True(t, hasPointers(bad), "%v", bad)
+	}
 }
