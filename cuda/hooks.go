@@ -43,24 +43,15 @@ func currentContext() any {
 func installHooks() {
 	rescore.SetContextHooks(rescore.ContextHooks{
 		Current: currentContext,
+		// Only the contexts Current reports come here: the package's own releases
+		// (selfSwitching) are DirectContexts, which resource runs without hooks.
 		Alive: func(ctx any) bool {
-			switch c := ctx.(type) {
-			case *ctxState:
-				return !c.dead.Load()
-			case selfSwitching:
-				return !c.c.dead.Load()
-			}
-			return true
+			c, ok := ctx.(*ctxState)
+			return !ok || !c.dead.Load()
 		},
 		Run: func(ctx any, f func()) error {
-			var c *ctxState
-			switch x := ctx.(type) {
-			case *ctxState:
-				c = x
-			case selfSwitching:
-				c = x.c
-			}
-			if c == nil {
+			c, ok := ctx.(*ctxState)
+			if !ok {
 				f()
 				return nil
 			}
@@ -68,10 +59,6 @@ func installHooks() {
 				return resource.ErrContextDestroyed
 			}
 			defer c.exit()
-			if _, ok := ctx.(selfSwitching); ok {
-				f()
-				return nil
-			}
 			// Push and pop: the driver restores what was current (which may be a
 			// context destroyed since: not ours to set again).
 			runtime.LockOSThread()

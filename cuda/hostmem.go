@@ -298,6 +298,11 @@ func (r *rawBlock) free() error {
 		return resource.ErrContextDestroyed // freed with its context
 	}
 	defer r.cs.exit()
+	return r.release()
+}
+
+// release frees the memory; the caller is in the context, or is destroying it.
+func (r *rawBlock) release() error {
 	if r.kind == KindPinned {
 		return inMemFreeHost(r.cs.h, hostPointer(r.ptr))
 	}

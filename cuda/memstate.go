@@ -409,11 +409,7 @@ func (ms *memState) teardown() {
 				case o.blk == nil: // device memory
 					_ = inMemFreeAsync(c.h, o.ptr, d.h)
 				case o.blk.raw != nil: // the fallback allocators
-					if o.kind == KindPinned {
-						_ = inMemFreeHost(c.h, hostPointer(o.ptr))
-					} else {
-						_ = inMemFree(c.h, o.ptr)
-					}
+					_ = o.blk.raw.release()
 					o.blk.raw.reg.Cancel()
 				default: // a pinned or unified pool
 					_ = inMemFreeAsync(c.h, o.ptr, d.h)
@@ -485,9 +481,8 @@ func (ms *memState) untrack(m *memBase) {
 // ownedMem is the memory of a live buffer of a context of NewContext, which the
 // context's destruction frees if the buffer has not been freed by then.
 type ownedMem struct {
-	ptr  CUdeviceptr
-	kind MemoryKind
-	blk  *hostBlock
+	ptr CUdeviceptr
+	blk *hostBlock // pinned and unified memory; nil for device memory
 }
 
 // own records m's memory; the key is m's address, which keeps nothing alive.
@@ -496,7 +491,7 @@ func (ms *memState) own(m *memBase, blk *hostBlock) {
 	if ms.owned == nil {
 		ms.owned = make(map[uintptr]ownedMem)
 	}
-	ms.owned[uintptr(unsafe.Pointer(m))] = ownedMem{m.ptr, m.kind, blk}
+	ms.owned[uintptr(unsafe.Pointer(m))] = ownedMem{m.ptr, blk}
 	ms.ownedMu.Unlock()
 }
 

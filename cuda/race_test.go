@@ -188,7 +188,11 @@ func TestRaceCloseBuffer(t *testing.T) {
 		b, other *cuda.DeviceBuffer
 		batch    *cuda.LaunchBatch
 	}
-	setup := func(t *testing.T) bufs { return bufs{b: e.alloc(t), other: e.alloc(t)} }
+	setup := func(t *testing.T) bufs {
+		b, other := e.alloc(t), e.alloc(t)
+		// A batch holds its buffers only while Submit queues them.
+		return bufs{b, other, batchOf(t, e.axpy, b, other)}
+	}
 	closeB := func(x bufs) error { return x.b.Close() }
 	done := func(x bufs) { require.NoError(t, x.other.Close()) }
 	for _, k := range []struct {
@@ -203,6 +207,7 @@ func TestRaceCloseBuffer(t *testing.T) {
 		{"Copy", func(x bufs) error { return cuda.Copy(x.b, x.other) }},
 		{"Memset8Async", func(x bufs) error { return x.b.Memset8Async(e.s, 1) }},
 		{"Memset32", func(x bufs) error { return x.b.Memset32(7) }},
+		{"LaunchBatch.Submit", func(x bufs) error { return x.batch.Submit(e.s) }},
 	} {
 		runRaces(t, n, raceKind[bufs]{name: k.name, setup: setup, op: k.op, close: closeB, done: done})
 	}
@@ -224,18 +229,6 @@ func TestRaceCloseBuffer(t *testing.T) {
 		runRaces(t, n, raceKind[viewOf]{name: k.name, setup: viewSetup, op: k.op,
 			close: func(x viewOf) error { return x.b.Close() }})
 	}
-
-	// A batch holds its buffers only while Submit queues them.
-	runRaces(t, n, raceKind[bufs]{
-		name: "LaunchBatch.Submit",
-		setup: func(t *testing.T) bufs {
-			x := setup(t)
-			x.batch = batchOf(t, e.axpy, x.b, x.other)
-			return x
-		},
-		op:    func(x bufs) error { return x.batch.Submit(e.s) },
-		close: closeB, done: done,
-	})
 
 	// The other kinds of memory, as kernel arguments.
 	type closer interface {
@@ -335,7 +328,7 @@ func TestRaceCloseStream(t *testing.T) {
 		ev, err := e.ctx.NewEvent(false)
 		require.NoError(t, err)
 		require.NoError(t, ev.Record(e.s))
-		return strm{s: s, b: b, ev: ev}
+		return strm{s: s, b: b, ev: ev, batch: batchOf(t, e.axpy, b, b)}
 	}
 	done := func(x strm) {
 		if err := x.b.Close(); !errors.Is(err, cuda.ErrClosed) { // the Buffer.Close kind closed it
@@ -362,20 +355,11 @@ func TestRaceCloseStream(t *testing.T) {
 		{"Query", func(x strm) error { _, err := x.s.Query(); return err }},
 		{"Synchronize", func(x strm) error { return x.s.Synchronize() }},
 		{"Buffer.Close", func(x strm) error { return x.b.Close() }}, // freed on x.s, where it was allocated
+		{"LaunchBatch.Submit", func(x strm) error { return x.batch.Submit(x.s) }},
 	} {
 		runRaces(t, n, raceKind[strm]{name: k.name, setup: setup, op: k.op,
 			close: func(x strm) error { return x.s.Close() }, done: done})
 	}
-	runRaces(t, n, raceKind[strm]{
-		name: "LaunchBatch.Submit",
-		setup: func(t *testing.T) strm {
-			x := setup(t)
-			x.batch = batchOf(t, e.axpy, x.b, x.b)
-			return x
-		},
-		op:    func(x strm) error { return x.batch.Submit(x.s) },
-		close: func(x strm) error { return x.s.Close() }, done: done,
-	})
 }
 
 // TestRaceCloseModule races Module.Close against launches and lookups.
