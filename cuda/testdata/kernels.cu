@@ -81,4 +81,14 @@ __global__ void read_sum(const uint32_t* p, uint64_t n, uint64_t spin_ns, unsign
   atomicAdd(out, sum);
 }
 
+// add_u32 adds v to p[0..n) (any grid: grid-stride loop). Its PTX in kernels.ptx was written
+// by hand after fill_u32's (identical to what nvcc 11.8 emits for it; the rest of the file is
+// nvcc 13.0's), so recompiling may change it. tools/bench/kernels.ptx has the same code (with
+// fill_u32 and read_sum), so the C floor (tools/floor) and this package's benchmarks run the
+// same kernels.
+__global__ void add_u32(uint32_t* p, uint32_t v, uint64_t n) {
+  uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+  for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) p[i] += v;
+}
+
 }  // extern "C"

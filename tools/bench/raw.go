@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
+	"sync"
 	"testing"
 	"unsafe"
 
@@ -12,23 +14,34 @@ import (
 	"github.com/gocuda/gocuda/internal/rawctx"
 )
 
-// kernelsPTX holds empty() and axpb(float*, int); tools/floor/floor.cu loads the same file.
+// kernelsPTX holds empty(), axpb(float*, int) and copies of cuda/testdata/kernels.ptx's fill_u32,
+// add_u32 and read_sum; tools/floor/floor.cu loads the same file.
 //
 //go:embed kernels.ptx
 var kernelsPTX string
 
 // Env is the state the in-process workloads share, set up once by [NewEnv] through the
 // generated raw layer only: device 0's primary context, the kernels, two streams, an event,
-// memory pools, axpb's buffer and arguments, and the 10-kernel graph.
+// memory pools, axpb's buffer and arguments, the 10-kernel graph, a stream pool and the
+// small-buffer workloads' memory.
 type Env struct {
 	Dev   cuda.CUdevice
 	Ctx   cuda.CUcontext
 	Mod   cuda.CUmodule
 	Empty cuda.CUfunction // empty()
 	Axpb  cuda.CUfunction // axpb(float* x, int n)
+	Fill  cuda.CUfunction // fill_u32(uint32_t* p, uint32_t v, uint64_t n)
+	Add   cuda.CUfunction // add_u32(uint32_t* p, uint32_t v, uint64_t n)
+	Sum   cuda.CUfunction // read_sum(const uint32_t* p, uint64_t n, uint64_t spin_ns, unsigned long long* out)
 	S1    cuda.CUstream   // the stream most workloads use
 	S2    cuda.CUstream   // the hand-off partner
 	Ev    cuda.CUevent    // timing disabled
+
+	Pool    *StreamPool      // stream/pool's pool, stocked with poolStreams streams
+	HBuf    cuda.CUdeviceptr // handoff/buffer's buffer: bufLen uint32
+	DSum    cuda.CUdeviceptr // pipeline's device sum: one uint64, the consumer's, reused
+	HostX   unsafe.Pointer   // pinned host memory: x[i] = i for i < bufLen (tasks/sum's input)
+	HostRes unsafe.Pointer   // pinned host memory: one uint64, the sum copied back
 
 	HostPool, ManagedPool       cuda.CUmemoryPool
 	HostPoolErr, ManagedPoolErr error // why a pool could not be made (its workloads then fail)
@@ -65,19 +78,26 @@ func NewEnv() (*Env, error) {
 		return nil, err
 	}
 	var (
-		empty, axpb    cuda.CUfunction
-		s1, s2         cuda.CUstream
-		ev             cuda.CUevent
-		def            cuda.CUmemoryPool
-		graph, graph10 = cuda.CUgraph(0), cuda.CUgraphExec(0)
+		empty, axpb, fill, add, sum cuda.CUfunction
+		s1, s2                      cuda.CUstream
+		ev                          cuda.CUevent
+		def                         cuda.CUmemoryPool
+		graph, graph10              = cuda.CUgraph(0), cuda.CUgraphExec(0)
+		hbuf, dsum                  cuda.CUdeviceptr
+		hostX, hostRes              unsafe.Pointer
 	)
 	nb := uint32(cuda.CU_STREAM_NON_BLOCKING)
 	err = rawctx.Run(
 		rawctx.Step{What: "kernels", Do: func() (err error) {
-			if empty, err = d.Function("empty"); err == nil {
-				axpb, err = d.Function("axpb")
+			for _, k := range []struct {
+				f    *cuda.CUfunction
+				name string
+			}{{&empty, "empty"}, {&axpb, "axpb"}, {&fill, "fill_u32"}, {&add, "add_u32"}, {&sum, "read_sum"}} {
+				if *k.f, err = d.Function(k.name); err != nil {
+					return err
+				}
 			}
-			return err
+			return nil
 		}},
 		rawctx.Step{What: "cuStreamCreate", Do: func() error { return cuda.StreamCreate(&s1, nb) }},
 		rawctx.Step{What: "cuStreamCreate", Do: func() error { return cuda.StreamCreate(&s2, nb) }},
@@ -85,11 +105,25 @@ func NewEnv() (*Env, error) {
 		// The default pool keeps what it frees, as in floor.cu.
 		rawctx.Step{What: "cuDeviceGetDefaultMemPool", Do: func() error { return cuda.DeviceGetDefaultMemPool(&def, d.Dev) }},
 		rawctx.Step{What: "cuMemPoolSetAttribute", Do: func() error { return keepAll(def) }},
+		// The small-buffer workloads' memory, as in floor.cu.
+		rawctx.Step{What: "cuMemAlloc", Do: func() error { return cuda.MemAlloc(&hbuf, bufLen*4) }},
+		rawctx.Step{What: "cuMemAlloc", Do: func() error { return cuda.MemAlloc(&dsum, 8) }},
+		rawctx.Step{What: "cuMemHostAlloc", Do: func() error { return cuda.MemHostAlloc(&hostX, bufLen*4, 0) }},
+		rawctx.Step{What: "cuMemHostAlloc", Do: func() error { return cuda.MemHostAlloc(&hostRes, 8, 0) }},
 	)
 	if err != nil {
 		return nil, err
 	}
-	e := &Env{Dev: d.Dev, Ctx: d.Ctx, Mod: d.Mod, Empty: empty, Axpb: axpb, S1: s1, S2: s2, Ev: ev}
+	x := unsafe.Slice((*uint32)(hostX), bufLen)
+	for i := range x {
+		x[i] = uint32(i)
+	}
+	pool, err := NewStreamPool(poolStreams)
+	if err != nil {
+		return nil, err
+	}
+	e := &Env{Dev: d.Dev, Ctx: d.Ctx, Mod: d.Mod, Empty: empty, Axpb: axpb, Fill: fill, Add: add, Sum: sum,
+		S1: s1, S2: s2, Ev: ev, Pool: pool, HBuf: hbuf, DSum: dsum, HostX: hostX, HostRes: hostRes}
 	e.HostPool, e.HostPoolErr = makePool(cuda.CU_MEM_ALLOCATION_TYPE_PINNED, cuda.CU_MEM_LOCATION_TYPE_HOST)
 	e.ManagedPool, e.ManagedPoolErr = makePool(cuda.CU_MEM_ALLOCATION_TYPE_MANAGED, cuda.CU_MEM_LOCATION_TYPE_DEVICE)
 
@@ -323,7 +357,12 @@ func rawDeviceGetAttribute(b *testing.B, e *Env) error {
 	return nil
 }
 
-func rawHandoffEvent(b *testing.B, e *Env) error {
+func rawHandoffEvent(b *testing.B, e *Env) error { return rawHandoffs(b, e, e.launchEmpty) }
+
+// rawHandoffs hands work between e.S1 and e.S2 b.N times, as floor.cu's hand-off
+// workloads do: cuEventRecord on one stream, cuStreamWaitEvent on the other, then
+// launch there; it ends with both streams synchronized.
+func rawHandoffs(b *testing.B, e *Env, launch func(to cuda.CUstream) error) error {
 	for i := range b.N {
 		a, to := e.S1, e.S2
 		if i&1 == 1 {
@@ -335,7 +374,7 @@ func rawHandoffEvent(b *testing.B, e *Env) error {
 		if err := cuda.StreamWaitEvent(to, e.Ev, 0); err != nil {
 			return err
 		}
-		if err := e.launchEmpty(to); err != nil {
+		if err := launch(to); err != nil {
 			return err
 		}
 	}
@@ -392,4 +431,230 @@ func rawGraphGraph10(b *testing.B, e *Env) error {
 		}
 	}
 	return cuda.StreamSynchronize(e.S1)
+}
+
+// ---- the small-buffer workloads: handoff/buffer, stream/pool, tasks/sum, pipeline/* ----
+
+const (
+	bufLen      = 256 // uint32 elements of the small buffers
+	bufThreads  = 256 // threads of the one block each of their kernels runs
+	poolStreams = 8   // streams stream/pool's pool starts with
+	poolMax     = 64  // streams it keeps at most
+)
+
+// bufArgs holds the arguments of fill_u32/add_u32(p, v, n) and read_sum(p, n, spin_ns, out)
+// on one buffer. It is pinned, so the kernelParams arrays may point into it.
+type bufArgs struct {
+	p, out  cuda.CUdeviceptr
+	v       uint32
+	n, spin uint64
+}
+
+// bufKernels is a pinned bufArgs and the kernelParams arrays that point into it.
+type bufKernels struct {
+	a    *bufArgs
+	elem *[3]unsafe.Pointer // fill_u32 and add_u32: p, v, n
+	sum  *[4]unsafe.Pointer // read_sum: p, n, spin_ns, out
+}
+
+// newBufKernels returns the arguments p, v = 1, n = bufLen (and spin_ns = 0, out for
+// read_sum), pinned with pin.
+func newBufKernels(pin *runtime.Pinner, p, out cuda.CUdeviceptr) bufKernels {
+	a := &bufArgs{p: p, out: out, v: 1, n: bufLen}
+	pin.Pin(a)
+	return bufKernels{
+		a:    a,
+		elem: &[3]unsafe.Pointer{unsafe.Pointer(&a.p), unsafe.Pointer(&a.v), unsafe.Pointer(&a.n)},
+		sum:  &[4]unsafe.Pointer{unsafe.Pointer(&a.p), unsafe.Pointer(&a.n), unsafe.Pointer(&a.spin), unsafe.Pointer(&a.out)},
+	}
+}
+
+// launch runs f<<<1, bufThreads>>> on s with args (k.elem[:] or k.sum[:]).
+func (k bufKernels) launch(f cuda.CUfunction, s cuda.CUstream, args []unsafe.Pointer) error {
+	return cuda.LaunchKernel(f, 1, 1, 1, bufThreads, 1, 1, 0, s, &args[0], nil)
+}
+
+func rawHandoffBuffer(b *testing.B, e *Env) error {
+	b.StopTimer()
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	k := newBufKernels(&pin, e.HBuf, 0)
+	if err := cuda.MemsetD32Async(e.HBuf, 0, bufLen, e.S1); err != nil {
+		return err
+	}
+	if err := cuda.StreamSynchronize(e.S1); err != nil {
+		return err
+	}
+	b.StartTimer()
+	if err := rawHandoffs(b, e, func(to cuda.CUstream) error { return k.launch(e.Add, to, k.elem[:]) }); err != nil {
+		return err
+	}
+	b.StopTimer()
+	got := make([]uint32, bufLen)
+	if err := cuda.MemcpyDtoH(unsafe.Pointer(&got[0]), e.HBuf, bufLen*4); err != nil {
+		return err
+	}
+	for i, v := range got {
+		if v != uint32(b.N) {
+			return fmt.Errorf("handoff/buffer: element %d is %d after %d increments", i, v, b.N)
+		}
+	}
+	return nil
+}
+
+// StreamPool is stream/pool's pool, the same as floor.cu's: a mutex-protected LIFO free list
+// of non-blocking streams that hands out only streams whose work is complete.
+type StreamPool struct {
+	mu   sync.Mutex
+	free []cuda.CUstream // free[len-1] is the most recently released
+}
+
+// NewStreamPool returns a pool stocked with n new streams.
+func NewStreamPool(n int) (*StreamPool, error) {
+	p := &StreamPool{free: make([]cuda.CUstream, 0, poolMax)}
+	for range n {
+		var s cuda.CUstream
+		if err := cuda.StreamCreate(&s, uint32(cuda.CU_STREAM_NON_BLOCKING)); err != nil {
+			return nil, fmt.Errorf("cuStreamCreate: %w", err)
+		}
+		p.free = append(p.free, s)
+	}
+	return p, nil
+}
+
+// Acquire takes the most recently released stream whose work is done (cuStreamQuery under
+// the lock), or creates a stream when none is.
+func (p *StreamPool) Acquire() (cuda.CUstream, error) {
+	p.mu.Lock()
+	for i := len(p.free) - 1; i >= 0; i-- {
+		s := p.free[i]
+		err := cuda.StreamQuery(s)
+		if errors.Is(err, cuda.ErrNotReady) {
+			continue // still busy: stays in the list
+		}
+		if err != nil {
+			p.mu.Unlock()
+			return 0, err
+		}
+		p.free = slices.Delete(p.free, i, i+1)
+		p.mu.Unlock()
+		return s, nil
+	}
+	p.mu.Unlock()
+	var s cuda.CUstream
+	return s, cuda.StreamCreate(&s, uint32(cuda.CU_STREAM_NON_BLOCKING))
+}
+
+// Release puts s back on top of the list; a full pool destroys it.
+func (p *StreamPool) Release(s cuda.CUstream) error {
+	p.mu.Lock()
+	if len(p.free) < poolMax {
+		p.free = append(p.free, s)
+		p.mu.Unlock()
+		return nil
+	}
+	p.mu.Unlock()
+	return cuda.StreamDestroy(s)
+}
+
+func rawStreamPool(b *testing.B, e *Env) error {
+	for range b.N {
+		s, err := e.Pool.Acquire()
+		if err != nil {
+			return err
+		}
+		if err := e.Pool.Release(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func rawTasksSum(b *testing.B, e *Env) error {
+	b.StopTimer()
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	k := newBufKernels(&pin, 0, 0)
+	res := (*uint64)(e.HostRes)
+	*res = 0
+	b.StartTimer()
+	for range b.N {
+		// x: bufLen uint32, then the uint64 sum at byte bufLen*4.
+		if err := cuda.MemAllocAsync(&k.a.p, bufLen*4+8, e.S1); err != nil {
+			return err
+		}
+		k.a.out = k.a.p + bufLen*4
+		if err := cuda.MemcpyHtoDAsync(k.a.p, e.HostX, bufLen*4, e.S1); err != nil {
+			return err
+		}
+		if err := cuda.MemsetD32Async(k.a.out, 0, 2, e.S1); err != nil {
+			return err
+		}
+		if err := k.launch(e.Add, e.S1, k.elem[:]); err != nil {
+			return err
+		}
+		if err := k.launch(e.Sum, e.S1, k.sum[:]); err != nil {
+			return err
+		}
+		if err := cuda.MemcpyDtoHAsync(e.HostRes, k.a.out, 8, e.S1); err != nil {
+			return err
+		}
+		if err := cuda.StreamSynchronize(e.S1); err != nil {
+			return err
+		}
+		if err := cuda.MemFreeAsync(k.a.p, e.S1); err != nil {
+			return err
+		}
+	}
+	b.StopTimer()
+	if want := uint64(bufLen * (bufLen + 1) / 2); *res != want {
+		return fmt.Errorf("tasks/sum: sum is %d, want %d", *res, want)
+	}
+	return nil
+}
+
+func rawPipeline(b *testing.B, e *Env) error {
+	b.StopTimer()
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	k := newBufKernels(&pin, 0, e.DSum)
+	res := (*uint64)(e.HostRes)
+	*res = 0
+	b.StartTimer()
+	for range b.N {
+		// Produce on S1.
+		if err := cuda.MemAllocAsync(&k.a.p, bufLen*4, e.S1); err != nil {
+			return err
+		}
+		if err := k.launch(e.Fill, e.S1, k.elem[:]); err != nil {
+			return err
+		}
+		if err := cuda.EventRecord(e.Ev, e.S1); err != nil {
+			return err
+		}
+		// Consume on S2.
+		if err := cuda.StreamWaitEvent(e.S2, e.Ev, 0); err != nil {
+			return err
+		}
+		if err := cuda.MemsetD32Async(e.DSum, 0, 2, e.S2); err != nil {
+			return err
+		}
+		if err := k.launch(e.Sum, e.S2, k.sum[:]); err != nil {
+			return err
+		}
+		if err := cuda.MemcpyDtoHAsync(e.HostRes, e.DSum, 8, e.S2); err != nil {
+			return err
+		}
+		if err := cuda.StreamSynchronize(e.S2); err != nil {
+			return err
+		}
+		if err := cuda.MemFreeAsync(k.a.p, e.S2); err != nil {
+			return err
+		}
+	}
+	b.StopTimer()
+	if want := uint64(bufLen); *res != want {
+		return fmt.Errorf("pipeline: sum is %d, want %d", *res, want)
+	}
+	return nil
 }

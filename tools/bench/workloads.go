@@ -40,6 +40,19 @@ func allocGo(kind, size string, pool bool) GoBench {
 	return GoBench{Pkg: "cuda", Bench: "Alloc", Match: `^BenchmarkAlloc/` + kind + `/` + size + `$`}
 }
 
+// tasksDesc is one task of tasks/sum: sum(x + 1) for x = 256 uint32 (x[i] = i) in pinned host
+// memory. The C floor and the raw layer run the tasks one after another in one thread on one stream.
+const tasksDesc = "one task, sum(x + 1) of 256 uint32 (x[i] = i, pinned host memory): cuMemAllocAsync 1032 B " +
+	"(x, then the uint64 sum) + cuMemcpyHtoDAsync x + cuMemsetD32Async sum = 0 + add_u32<<<1, 256>>>(x, 1, 256) + " +
+	"read_sum<<<1, 256>>>(x, 256, 0, sum) + cuMemcpyDtoHAsync sum to pinned host memory + cuStreamSynchronize + " +
+	"cuMemFreeAsync; C: one thread, one stream"
+
+// pipelineDesc is one item of the pipeline workloads: produced on stream A, consumed on stream B.
+const pipelineDesc = "one item produced on stream A and consumed on stream B: A: cuMemAllocAsync 1 KiB (256 uint32) + " +
+	"fill_u32<<<1, 256>>>(p, 1, 256) + cuEventRecord; B: cuStreamWaitEvent + cuMemsetD32Async of the consumer's " +
+	"device uint64 (allocated once) + read_sum<<<1, 256>>>(p, 256, 0, sum) + cuMemcpyDtoHAsync to pinned host memory + " +
+	"cuStreamSynchronize + cuMemFreeAsync(p, B); C: one thread"
+
 // workloads is the registry. Keep IDs in step with the table in tools/floor/floor.cu.
 var workloads = []Workload{
 	{ID: "alloc/device/4KiB", Desc: "cuMemAlloc + cuMemsetD8Async + cuMemFree, 4 KiB", CFunc: "w_alloc_device_4k",
@@ -80,8 +93,24 @@ var workloads = []Workload{
 		Go: GoBench{Pkg: "cuda", Bench: "Handoff", Match: `^BenchmarkHandoff/event$`}, Raw: rawHandoffEvent},
 	{ID: "handoff/host-sync", Desc: "launch + cuStreamSynchronize, alternating two streams", CFunc: "w_handoff_host_sync",
 		Go: GoBench{Pkg: "cuda", Bench: "Handoff", Match: `^BenchmarkHandoff/host-sync$`}, Raw: rawHandoffHostSync},
+	{ID: "handoff/buffer", Desc: "one 1 KiB buffer (256 uint32) written alternately on two streams, each use ordered on the GPU after " +
+		"the previous one on the other stream: cuEventRecord(previous) + cuStreamWaitEvent(next) + add_u32<<<1, 256>>>(buf, 1, 256) " +
+		"on the next stream", CFunc: "w_handoff_buffer",
+		Go: GoBench{Pkg: "cuda", Bench: "Handoff", Match: `^BenchmarkHandoff/buffer$`}, Raw: rawHandoffBuffer},
 	{ID: "stream/create-destroy", Desc: "cuStreamCreate(non-blocking) + cuStreamDestroy", CFunc: "w_stream_create_destroy",
 		Go: GoBench{Pkg: "cuda", Bench: "StreamCreateDestroy", Match: `^BenchmarkStreamCreateDestroy$`}, Raw: rawStreamCreateDestroy},
+	{ID: "stream/pool", Desc: "acquire + release of a pooled non-blocking stream (a mutex-protected LIFO free list of streams " +
+		"created beforehand): acquire = lock, pop, cuStreamQuery (done), unlock; release = lock, push, unlock", CFunc: "w_stream_pool",
+		Go: GoBench{Pkg: "cuda", Bench: "StreamPool", Match: `^BenchmarkStreamPool$`}, Raw: rawStreamPool},
+	{ID: "tasks/sum", Desc: tasksDesc + "; the Go side runs the tasks in 20,000 goroutines", CFunc: "w_tasks_sum",
+		Go: GoBench{Pkg: "cuda", Bench: "Tasks", Match: `^BenchmarkTasks/goroutines$`}, Raw: rawTasksSum},
+	{ID: "tasks/sum-one", Desc: tasksDesc + "; the Go side runs the same tasks in one goroutine", CFunc: "w_tasks_sum",
+		Go: GoBench{Pkg: "cuda", Bench: "Tasks", Match: `^BenchmarkTasks/one$`}, Raw: rawTasksSum},
+	{ID: "pipeline/consumer", Desc: pipelineDesc + "; the Go side produces in one goroutine and consumes in another, " +
+		"joined by a channel", CFunc: "w_pipeline",
+		Go: GoBench{Pkg: "cuda", Bench: "Pipeline", Match: `^BenchmarkPipeline/channels$`}, Raw: rawPipeline},
+	{ID: "pipeline/one", Desc: pipelineDesc + "; the Go side produces and consumes in one goroutine", CFunc: "w_pipeline",
+		Go: GoBench{Pkg: "cuda", Bench: "Pipeline", Match: `^BenchmarkPipeline/one$`}, Raw: rawPipeline},
 	{ID: "graph/eager10", Desc: "10 axpb launches, eager (per iteration; one sync at the end)", CFunc: "w_graph_eager10",
 		Raw: rawGraphEager10},
 	{ID: "graph/graph10", Desc: "cuGraphLaunch of the same 10 kernels captured into a graph", CFunc: "w_graph_graph10",

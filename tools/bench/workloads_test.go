@@ -116,7 +116,8 @@ func TestPackageSelectors(t *testing.T) {
 	got := packageSelectors(workloads)
 	assert.Equal(t, []pkgSelector{
 		{"cuda", "^Benchmark(Alloc)$"}, {"cuda", "^Benchmark(Launch(Empty)?)$"}, {"cuda", "^Benchmark(CallOverhead)$"},
-		{"cuda", "^Benchmark(Handoff)$"}, {"cuda", "^Benchmark(StreamCreateDestroy)$"},
+		{"cuda", "^Benchmark(Handoff)$"}, {"cuda", "^Benchmark(StreamCreateDestroy)$"}, {"cuda", "^Benchmark(StreamPool)$"},
+		{"cuda", "^Benchmark(Tasks)$"}, {"cuda", "^Benchmark(Pipeline)$"},
 	}, got)
 	got = packageSelectors([]Workload{
 		{ID: "a", Go: GoBench{Pkg: "cublas", Bench: "Gemm"}}, {ID: "b", Go: GoBench{Pkg: "cuda", Bench: "X"}},
@@ -141,7 +142,44 @@ func TestFloorBuildArgs(t *testing.T) {
 }
 
 func TestPTXHasKernels(t *testing.T) {
-	for _, k := range []string{".visible .entry empty()", ".visible .entry axpb(", ".target sm_90", ".version 8.0"} {
+	for _, k := range []string{
+		".visible .entry empty()", ".visible .entry axpb(", ".visible .entry fill_u32(", ".visible .entry add_u32(",
+		".visible .entry read_sum(", ".target sm_90", ".version 8.0",
+	} {
 		assert.Contains(t, kernelsPTX, k)
 	}
+}
+
+// ptxEntry returns the text of kernel name in ptx, from ".visible .entry name(" to its closing
+// brace, or "".
+func ptxEntry(ptx, name string) string {
+	start := strings.Index(ptx, ".visible .entry "+name+"(")
+	if start < 0 {
+		return ""
+	}
+	end := strings.Index(ptx[start:], "\n}\n")
+	if end < 0 {
+		return ""
+	}
+	return ptx[start : start+end+3]
+}
+
+// The kernels that package cuda's benchmarks launch for the same workloads are verbatim
+// copies of cuda/testdata/kernels.ptx's, so the floor, the raw layer and the package run
+// the same code.
+func TestPTXKernelsMatchPackage(t *testing.T) {
+	pkg, err := os.ReadFile(filepath.Join("..", "..", "cuda", "testdata", "kernels.ptx"))
+	require.NoError(t, err)
+	for _, name := range []string{"fill_u32", "add_u32", "read_sum"} {
+		want := ptxEntry(string(pkg), name)
+		require.NotEmpty(t, want, "cuda/testdata/kernels.ptx has no %s", name)
+		assert.Equal(t, want, ptxEntry(kernelsPTX, name), "tools/bench/kernels.ptx's %s differs from cuda/testdata/kernels.ptx's", name)
+	}
+}
+
+func TestPTXEntry(t *testing.T) {
+	ptx := ".visible .entry a(\n)\n{\n\tret;\n}\n.visible .entry ab(\n)\n{\n}\n"
+	assert.Equal(t, ".visible .entry a(\n)\n{\n\tret;\n}\n", ptxEntry(ptx, "a"))
+	assert.Equal(t, ".visible .entry ab(\n)\n{\n}\n", ptxEntry(ptx, "ab"))
+	assert.Empty(t, ptxEntry(ptx, "b"))
 }

@@ -5,9 +5,11 @@
 //   nvcc -O2 -arch=sm_90 -o /tmp/floor tools/floor/floor.cu -lcuda -lpthread
 //   /tmp/floor [-ptx tools/bench/kernels.ptx] [-t 0.5] [-list] [ID|PREFIX ...]
 //
-// Kernels come from the same hand-written PTX file that tools/bench embeds on the Go side
-// (tools/bench/kernels.ptx: empty, axpb), loaded with cuModuleLoadData, so both sides launch the
-// same code. Output is one line per result, tab-separated, machine-readable:
+// Kernels come from the same PTX file that tools/bench embeds on the Go side
+// (tools/bench/kernels.ptx: empty, axpb, and fill_u32, add_u32, read_sum copied from
+// cuda/testdata/kernels.ptx, which package cuda's benchmarks load), loaded with
+// cuModuleLoadData, so every side launches the same code. Output is one line per result,
+// tab-separated, machine-readable:
 //
 //   info   <key>          <value>
 //   floor  <workload-id>  <ns per op>  <iterations>
@@ -18,6 +20,8 @@
 // registry (tools/bench/workloads.go). Timing calibrates n like Go's testing package: grow n until
 // one run lasts at least -t seconds, then report that run's time divided by n.
 #include <cuda.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +49,7 @@ static CUdevice dev;
 static CUcontext ctx;
 static CUmodule mod;
 static CUfunction f_empty, f_axpb;
+static CUfunction f_fill, f_add, f_sum;  // fill_u32, add_u32, read_sum
 static CUstream s1, s2;  // two non-blocking streams: s1 is "the" stream, s2 the hand-off partner
 static CUevent ev;       // timing disabled, for hand-off
 static CUmemoryPool host_pool, managed_pool;
@@ -54,6 +59,18 @@ static CUdeviceptr xbuf;  // 4096 floats for axpb
 static int xn = 4096;
 static void* axpb_args[2];
 static CUgraphExec graph10;
+
+// The small-buffer workloads (handoff/buffer, tasks/sum, pipeline/*): kBufLen uint32 elements,
+// one block of kThreads threads per kernel.
+enum { kBufLen = 256, kThreads = 256, kPoolStreams = 8, kPoolMax = 64 };
+static CUdeviceptr hbuf;        // handoff/buffer's buffer: kBufLen uint32
+static uint32_t* hx;            // pinned host: x[i] = i, i < kBufLen (tasks/sum's input)
+static unsigned long long* hres;  // pinned host: one sum copied back (tasks/sum, pipeline/*)
+static CUdeviceptr dsum;        // pipeline/*'s device sum (a uint64, the consumer's, reused)
+// Kernel arguments that never change: read_sum's spin_ns is 0, every kernel covers kBufLen.
+static uint32_t arg_one = 1;
+static uint64_t arg_len = kBufLen, arg_spin0 = 0;
+static void* handoff_args[3];   // add_u32(hbuf, 1, kBufLen)
 
 enum { KiB4 = 4096, MiB64 = 64 << 20 };
 static const int kGraphKernels = 10;
@@ -189,6 +206,143 @@ static double w_handoff_host_sync(long n) {
   return now_ns() - t0;
 }
 
+// handoff/buffer: one buffer written alternately on s1 and s2, each use ordered on the GPU after
+// the previous one on the other stream: per operation cuEventRecord(ev, previous stream) +
+// cuStreamWaitEvent(next stream, ev) + add_u32<<<1, 256>>>(hbuf, 1, 256) on the next stream.
+// The buffer is zeroed before the clock starts and checked after it stops: every element must
+// have been incremented n times (a hand-off that did not order the kernels could lose updates).
+static double w_handoff_buffer(long n) {
+  CK(cuMemsetD32Async(hbuf, 0, kBufLen, s1));
+  CK(cuStreamSynchronize(s1));
+  double t0 = now_ns();
+  for (long i = 0; i < n; i++) {
+    CUstream a = (i & 1) ? s2 : s1, b = (i & 1) ? s1 : s2;
+    CK(cuEventRecord(ev, a));
+    CK(cuStreamWaitEvent(b, ev, 0));
+    CK(cuLaunchKernel(f_add, 1, 1, 1, kThreads, 1, 1, 0, b, handoff_args, NULL));
+  }
+  CK(cuStreamSynchronize(s1));
+  CK(cuStreamSynchronize(s2));
+  double dt = now_ns() - t0;
+  static uint32_t got[kBufLen];
+  CK(cuMemcpyDtoH(got, hbuf, sizeof got));
+  for (int k = 0; k < kBufLen; k++) {
+    if (got[k] != (uint32_t)n) {
+      fprintf(stderr, "floor: handoff/buffer: element %d is %u after %ld increments\n", k, got[k], n);
+      exit(1);
+    }
+  }
+  return dt;
+}
+
+// ---- stream pool: a mutex-protected LIFO free list of non-blocking streams that hands out
+// only streams whose work is complete (cuStreamQuery under the lock). ----
+static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static CUstream pool_free[kPoolMax];  // pool_free[pool_n-1] is the most recently released
+static int pool_n;
+
+// pool_acquire takes the most recently released stream whose work is done, or creates a
+// stream when none is. With idle streams it is lock, pop, cuStreamQuery, unlock.
+static CUstream pool_acquire(void) {
+  CUstream s = NULL;
+  pthread_mutex_lock(&pool_mu);
+  for (int i = pool_n - 1; i >= 0; i--) {
+    CUresult r = cuStreamQuery(pool_free[i]);
+    if (r == CUDA_ERROR_NOT_READY) continue;  // still busy: stays in the list
+    CK(r);
+    s = pool_free[i];
+    memmove(&pool_free[i], &pool_free[i + 1], (size_t)(pool_n - 1 - i) * sizeof pool_free[0]);
+    pool_n--;
+    break;
+  }
+  pthread_mutex_unlock(&pool_mu);
+  if (s == NULL) CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  return s;
+}
+
+// pool_release puts s back on top of the list (lock, push, unlock); a full pool destroys it.
+static void pool_release(CUstream s) {
+  pthread_mutex_lock(&pool_mu);
+  if (pool_n < kPoolMax) {
+    pool_free[pool_n++] = s;
+    s = NULL;
+  }
+  pthread_mutex_unlock(&pool_mu);
+  if (s != NULL) CK(cuStreamDestroy(s));
+}
+
+// stream/pool: one acquire + one release of an idle pooled stream.
+static double w_stream_pool(long n) {
+  double t0 = now_ns();
+  for (long i = 0; i < n; i++) pool_release(pool_acquire());
+  return now_ns() - t0;
+}
+
+// tasks/sum: one task of "sum(x + 1) for a 256-element x", on s1, one after another. Per
+// operation: cuMemAllocAsync 1032 bytes (x: 256 uint32, then the uint64 sum at byte 1024),
+// cuMemcpyHtoDAsync x from pinned host memory (x[i] = i), cuMemsetD32Async the sum to 0,
+// add_u32<<<1, 256>>>(x, 1, 256), read_sum<<<1, 256>>>(x, 256, 0, sum), cuMemcpyDtoHAsync the
+// sum into pinned host memory, cuStreamSynchronize, cuMemFreeAsync. The last sum is checked
+// after the clock stops (256 * 257 / 2).
+static double w_tasks_sum(long n) {
+  const unsigned long long want = (unsigned long long)kBufLen * (kBufLen + 1) / 2;
+  *hres = 0;
+  double t0 = now_ns();
+  for (long i = 0; i < n; i++) {
+    CUdeviceptr x, sum;
+    CK(cuMemAllocAsync(&x, kBufLen * sizeof(uint32_t) + sizeof(uint64_t), s1));
+    sum = x + kBufLen * sizeof(uint32_t);
+    CK(cuMemcpyHtoDAsync(x, hx, kBufLen * sizeof(uint32_t), s1));
+    CK(cuMemsetD32Async(sum, 0, 2, s1));
+    void* add_args[] = {&x, &arg_one, &arg_len};
+    CK(cuLaunchKernel(f_add, 1, 1, 1, kThreads, 1, 1, 0, s1, add_args, NULL));
+    void* sum_args[] = {&x, &arg_len, &arg_spin0, &sum};
+    CK(cuLaunchKernel(f_sum, 1, 1, 1, kThreads, 1, 1, 0, s1, sum_args, NULL));
+    CK(cuMemcpyDtoHAsync(hres, sum, sizeof *hres, s1));
+    CK(cuStreamSynchronize(s1));
+    CK(cuMemFreeAsync(x, s1));
+  }
+  double dt = now_ns() - t0;
+  if (*hres != want) {
+    fprintf(stderr, "floor: tasks/sum: sum is %llu, want %llu\n", *hres, want);
+    exit(1);
+  }
+  return dt;
+}
+
+// pipeline/consumer: a producer and a consumer in one thread, one item per operation.
+// Produce on s1: cuMemAllocAsync 1 KiB (256 uint32), fill_u32<<<1, 256>>>(p, 1, 256),
+// cuEventRecord(ev, s1). Consume on s2: cuStreamWaitEvent(s2, ev), cuMemsetD32Async the
+// consumer's device uint64 (allocated once) to 0, read_sum<<<1, 256>>>(p, 256, 0, sum),
+// cuMemcpyDtoHAsync the sum into pinned host memory, cuStreamSynchronize(s2), and
+// cuMemFreeAsync(p, s2) (on the stream that used it last). The last sum is checked (256).
+static double w_pipeline(long n) {
+  const unsigned long long want = kBufLen;
+  *hres = 0;
+  double t0 = now_ns();
+  for (long i = 0; i < n; i++) {
+    CUdeviceptr p;
+    CK(cuMemAllocAsync(&p, kBufLen * sizeof(uint32_t), s1));
+    void* fill_args[] = {&p, &arg_one, &arg_len};
+    CK(cuLaunchKernel(f_fill, 1, 1, 1, kThreads, 1, 1, 0, s1, fill_args, NULL));
+    CK(cuEventRecord(ev, s1));
+
+    CK(cuStreamWaitEvent(s2, ev, 0));
+    CK(cuMemsetD32Async(dsum, 0, 2, s2));
+    void* sum_args[] = {&p, &arg_len, &arg_spin0, &dsum};
+    CK(cuLaunchKernel(f_sum, 1, 1, 1, kThreads, 1, 1, 0, s2, sum_args, NULL));
+    CK(cuMemcpyDtoHAsync(hres, dsum, sizeof *hres, s2));
+    CK(cuStreamSynchronize(s2));
+    CK(cuMemFreeAsync(p, s2));
+  }
+  double dt = now_ns() - t0;
+  if (*hres != want) {
+    fprintf(stderr, "floor: pipeline: sum is %llu, want %llu\n", *hres, want);
+    exit(1);
+  }
+  return dt;
+}
+
 static double w_stream_create_destroy(long n) {
   double t0 = now_ns();
   CUstream s;
@@ -246,7 +400,13 @@ static const struct workload workloads[] = {
     {"call/DeviceGetAttribute", w_call_device_get_attribute, NULL},
     {"handoff/event", w_handoff_event, NULL},
     {"handoff/host-sync", w_handoff_host_sync, NULL},
+    {"handoff/buffer", w_handoff_buffer, NULL},
     {"stream/create-destroy", w_stream_create_destroy, NULL},
+    {"stream/pool", w_stream_pool, NULL},
+    {"tasks/sum", w_tasks_sum, NULL},
+    {"tasks/sum-one", w_tasks_sum, NULL},
+    {"pipeline/consumer", w_pipeline, NULL},
+    {"pipeline/one", w_pipeline, NULL},
     {"graph/eager10", w_graph_eager10, NULL},
     {"graph/graph10", w_graph_graph10, NULL},
 };
@@ -307,6 +467,9 @@ static void setup(const char* ptx_path) {
   free(ptx);
   CK(cuModuleGetFunction(&f_empty, mod, "empty"));
   CK(cuModuleGetFunction(&f_axpb, mod, "axpb"));
+  CK(cuModuleGetFunction(&f_fill, mod, "fill_u32"));
+  CK(cuModuleGetFunction(&f_add, mod, "add_u32"));
+  CK(cuModuleGetFunction(&f_sum, mod, "read_sum"));
   CK(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
   CK(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
   CK(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
@@ -323,6 +486,20 @@ static void setup(const char* ptx_path) {
   CK(cuMemsetD8(xbuf, 0, (size_t)xn * sizeof(float)));
   axpb_args[0] = &xbuf;
   axpb_args[1] = &xn;
+
+  // The small-buffer workloads' memory and the stream pool's streams.
+  CK(cuMemAlloc(&hbuf, kBufLen * sizeof(uint32_t)));
+  handoff_args[0] = &hbuf;
+  handoff_args[1] = &arg_one;
+  handoff_args[2] = &arg_len;
+  CK(cuMemAlloc(&dsum, sizeof(uint64_t)));
+  void* h;
+  CK(cuMemHostAlloc(&h, kBufLen * sizeof(uint32_t), 0));
+  hx = (uint32_t*)h;
+  for (int i = 0; i < kBufLen; i++) hx[i] = (uint32_t)i;
+  CK(cuMemHostAlloc(&h, sizeof *hres, 0));
+  hres = (unsigned long long*)h;
+  for (int i = 0; i < kPoolStreams; i++) CK(cuStreamCreate(&pool_free[pool_n++], CU_STREAM_NON_BLOCKING));
 
   // 10 axpb kernels captured into a graph, instantiated once.
   CUgraph g;
