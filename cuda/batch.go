@@ -25,12 +25,15 @@ type LaunchBatch struct {
 	args  []uint64 // the launches' parameter buffers, 8-byte aligned
 	funcs []*Function
 	devs  []batchDev
+	plans []planned // Submit's, one per devs
 }
 
-// batchDev is device memory used by a batched launch, with the address packed.
+// batchDev is memory used by a batched launch, with the address packed and whether
+// the launch writes it.
 type batchDev struct {
-	mem deviceArg
-	ptr CUdeviceptr
+	m     *memBase
+	ptr   CUdeviceptr
+	write bool
 }
 
 // Len returns the number of launches in the batch (0 for a nil batch).
@@ -88,46 +91,34 @@ func (b *LaunchBatch) Add(f *Function, grid, block Dim3, sharedMem int, args ...
 		return err
 	}
 	b.args = b.args[:start+int((size+7)/8)]
-	// pack holds the device memory it packed: record it (with the address packed)
-	// for Submit, which holds it again, and let go.
-	devs := len(b.devs)
-	for i := range args {
-		if held&maskOf(i) == 0 {
-			continue
-		}
-		if dm, ok := detach(&args[i]).(deviceArg); ok {
-			b.devs = append(b.devs, batchDev{dm, 0})
-		}
-	}
-	for i := devs; i < len(b.devs); i++ {
-		// Held by pack, so open: this only reads the address.
-		p, _, err := b.devs[i].mem.holdArg()
-		if err != nil { // closing meanwhile
-			releaseArgs(args, held, nil)
-			b.args, b.devs = b.args[:start], b.devs[:devs]
-			return fmt.Errorf("cuda: kernel %s: %w", f.name, err)
-		}
-		b.devs[i].mem.releaseArg(nil)
-		b.devs[i].ptr = p
-	}
-	releaseArgs(args, held, nil)
+	// pack holds the memory it packed (so it is open): record it, with the address
+	// packed, for Submit, which holds it again, and let go.
+	forHeld(args, held, func(i int) {
+		m := argBase(&args[i])
+		b.devs = append(b.devs, batchDev{m, m.ptr, held.writes(args, i)})
+	})
+	releaseArgs(args, held, nil, nil)
 	b.recs = append(b.recs, newBatchRec(f.h, d, uintptr(start*8), size))
 	b.funcs = append(b.funcs, f)
 	b.ctx = m.ctx
 	return nil
 }
 
-// release ends Submit's holds on the first n device memory arguments, recording
-// their use on s unless s is nil.
+// release ends Submit's holds on the first n memory arguments, recording their use
+// on s (as planned) unless s is nil.
 func (b *LaunchBatch) release(n int, s *stream) {
 	for i := range b.devs[:n] {
-		b.devs[i].mem.releaseArg(s)
+		d := &b.devs[i]
+		if s != nil {
+			d.m.record(s, d.write, b.plans[i])
+		}
+		d.m.leave()
 	}
 }
 
 // pack packs args for f into room new bytes at the end of b.args and returns their
 // size and the arguments it holds (as packArgs does).
-func (b *LaunchBatch) pack(f *Function, room uintptr, args []any) (uintptr, argMask, error) {
+func (b *LaunchBatch) pack(f *Function, room uintptr, args []any) (uintptr, argHeld, error) {
 	start := len(b.args)
 	words := int((room + 7) / 8)
 	b.args = append(b.args, make([]uint64, words)...)
@@ -162,22 +153,23 @@ func (b *LaunchBatch) Submit(s *Stream) error {
 		return err
 	}
 	defer c.exit()
-	// Hold the device memory until the launches are queued.
+	// Hold the memory until the launches are queued, ordered after its conflicting
+	// uses on other streams.
 	held := 0
 	defer func() { b.release(held, nil) }()
+	b.plans = b.plans[:0]
+	var wait deps
 	for i := range b.devs {
-		p, _, err := b.devs[i].mem.holdArg()
-		if err != nil {
+		d := &b.devs[i]
+		if _, _, err := d.m.holdArg(); err != nil {
 			return fmt.Errorf("cuda: submitting a batch: %w", err)
 		}
 		held++
-		if p != b.devs[i].ptr {
-			return fmt.Errorf("cuda: submitting a batch: device memory moved: %w", ErrClosed)
-		}
-		if d, ok := b.devs[i].mem.(*DeviceBuffer); ok && d.m.isFresh(s.stream) {
-			if err := d.m.ms.orderAfterLast(d.m.owner(), s.stream); err != nil {
-				return fmt.Errorf("cuda: submitting a batch: %w", err)
-			}
+		b.plans = append(b.plans, d.m.plan(s.stream, d.write, &wait))
+	}
+	if wait.n > 0 {
+		if err := b.devs[0].m.ms.handOff(&wait, s.stream); err != nil {
+			return fmt.Errorf("cuda: submitting a batch: %w", errHandOff(err))
 		}
 	}
 
@@ -205,11 +197,10 @@ func (b *LaunchBatch) Submit(s *Stream) error {
 		}
 	}
 	st := s.stream
-	st.mu.RLock()
-	defer st.mu.RUnlock()
-	if st.closed {
-		return fmt.Errorf("cuda: stream: %w", ErrClosed)
+	if err := lockOpen(s, st); err != nil {
+		return err
 	}
+	defer st.mu.RUnlock()
 	done, err := launchBatch(c.h, st.h, b.recs, b.args)
 	// Uses are recorded with the stream's lock held (see memBase.usedOn); launches
 	// before a failed one stay queued.

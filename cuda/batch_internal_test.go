@@ -2,7 +2,6 @@ package cuda
 
 import (
 	"encoding/binary"
-	"fmt"
 	"testing"
 	"unsafe"
 
@@ -16,7 +15,7 @@ func TestLaunchBatchAddCPU(t *testing.T) {
 	ctx := fakeContext()
 	m := &Module{ctx: ctx}
 	f := &Function{mod: m, name: "k", params: []paramInfo{{0, 4}, {8, 8}}, known: true, argSize: 16}
-	buf := &fakeBuf{ptr: 0xabc000, ctx: ctx}
+	buf := newFakeBuf(0xabc000, ctx)
 
 	var b LaunchBatch
 	require.NoError(t, b.Add(f, D1(2), D2(32, 2), 128, int32(7), buf))
@@ -45,7 +44,7 @@ func TestLaunchBatchAddCPU(t *testing.T) {
 	} {
 		require.ErrorIs(t, bad(), ErrInvalidArgument)
 	}
-	closed := &fakeBuf{ctx: ctx, err: fmt.Errorf("buffer: %w", ErrClosed)}
+	closed := closedBuf(ctx)
 	require.ErrorIs(t, b.Add(f, D1(1), D1(1), 0, int32(1), closed), ErrClosed)
 	other := &Function{mod: &Module{ctx: fakeContext()}, name: "k2", known: true}
 	require.ErrorIs(t, b.Add(other, D1(1), D1(1), 0), ErrWrongContext)
@@ -76,22 +75,19 @@ func TestLaunchBatchSubmitChecksCPU(t *testing.T) {
 	require.ErrorIs(t, empty.Submit(nil), ErrInvalidArgument)
 	require.NoError(t, empty.Submit(s))
 
-	buf := &fakeBuf{ptr: 0xabc000, ctx: ctx}
+	buf := newFakeBuf(0xabc000, ctx)
 	var b LaunchBatch
 	require.NoError(t, b.Add(f, D1(1), D1(1), 0, buf))
 	require.ErrorIs(t, b.Submit(fakeStream(fakeContext())), ErrWrongContext)
 
-	buf.err = fmt.Errorf("buffer: %w", ErrClosed)
+	buf.m.hold.shut.Store(true)
 	require.ErrorIs(t, b.Submit(s), ErrClosed)
-	buf.err = nil
-	buf.ptr = 0xdef000
-	require.ErrorIs(t, b.Submit(s), ErrClosed, "memory reallocated since Add")
-	buf.ptr = 0xabc000
+	buf.m.hold.shut.Store(false)
 
 	m.closed = true
 	require.ErrorIs(t, b.Submit(s), ErrClosed)
 	m.closed = false
 	s.closed = true
 	require.ErrorIs(t, b.Submit(s), ErrClosed)
-	assert.Empty(t, buf.used, "nothing was marked used")
+	assert.Empty(t, buf.used(), "nothing was marked used")
 }

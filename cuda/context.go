@@ -43,6 +43,12 @@ type ctxState struct {
 	wrapLive, wrapAwaiting atomic.Int64
 	wrapReclaiming         atomic.Bool
 
+	// pools are the stream pools, one per priority and kind (a list replaced
+	// whole under mu); prio is the device's stream priority range (least,
+	// greatest), read once.
+	pools atomic.Pointer[[]*streamPool]
+	prio  atomic.Pointer[[2]int]
+
 	mu       sync.Mutex
 	disposal *stream // non-blocking stream for releases whose stream is gone
 	waiter   *stream // non-blocking stream for host waits on events (sleepOn)

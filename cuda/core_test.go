@@ -86,7 +86,7 @@ func TestDeviceAndStreams(t *testing.T) {
 	require.NoError(t, err)
 	assert.LessOrEqual(t, greatest, least)
 
-	s, err := ctx.NewStream(cuda.WithPriority(greatest))
+	s, err := ctx.NewStream(cuda.WithPriority(cuda.Priority(greatest)))
 	require.NoError(t, err)
 	start, err := ctx.NewEvent(true)
 	require.NoError(t, err)

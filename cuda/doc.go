@@ -8,15 +8,21 @@
 //
 //	Devices     Device(n), DeviceCount, Device.Name, Device.Attribute, Device.ComputeCapability
 //	Contexts    Device.Context (the primary context), NewContext, Context.Synchronize, Context.Close
-//	Limits      Context.SetCacheLimit, Context.SetGCThreshold, Context.SetWrapLimit; MemoryStatus
-//	Streams     Context.NewStream (WithPriority, WithLegacySync), Stream.Synchronize, Stream.Query,
-//	            Stream.WaitEvent, Stream.Close
+//	Limits      Context.SetCacheLimit, Context.SetGCThreshold, Context.SetWrapLimit,
+//	            Context.SetStreamLimit; MemoryStatus
+//	Streams     Context.WithStream (a pooled stream carried in a context.Context; StreamFromContext),
+//	            Context.AcquireStream (pooled, Close gives it back), Context.NewStream (long-lived);
+//	            WithPriority (High, Normal, Low), WithLegacySync; Stream.Synchronize(Context),
+//	            Stream.Query, Stream.WaitEvent, Stream.Close
 //	Events      Context.NewEvent, Event.Record, Event.Synchronize, Event.Query, Elapsed, Event.Close
 //	Memory      AllocFor[T](stream, n) and Context.Alloc (device), Context.AllocHost (pinned),
 //	            Context.AllocManaged (unified), Wrap (Go memory); DeviceBuffer.Slice (views);
 //	            HostSlice (a host-visible buffer as a []T); Close on each
 //	Copies      CopyToDevice(Async), CopyFromDevice(Async), Copy(Async), DeviceBuffer.Memset8/16/32(Async)
-//	Kernels     Context.LoadModule, Module.Function, Module.Global, Function.Launch, LaunchBatch
+//	Kernels     Context.LoadModule, Module.Function, Module.Global, Function.Launch (In marks
+//	            read-only arguments), LaunchBatch
+//	Hand-off    automatic; UseOn (work queued outside the package), Synchronize(Context) and
+//	            ForeignPtr on each buffer; EnableStreamCheck (GOCUDA_STREAMCHECK=1)
 //	Errors      ErrClosed, ErrInvalidArgument, ErrWrongContext, ErrNoDriver, and the Result
 //	            sentinels (ErrOutOfMemory, ...), all matched with errors.Is
 //
@@ -41,6 +47,48 @@
 // cuMemFreeAsync) run soon on an ordinary goroutine, those that may wait for the GPU
 // (cuModuleUnload, cuMemHostUnregister, cuCtxDestroy) in resource.Reclaim, which the
 // allocator runs when the device is out of memory.
+//
+// # Streams from goroutines
+//
+// A goroutine that has GPU work to do takes a stream from the context's pool for its
+// duration, and passes it down the call tree in its context.Context:
+//
+//	err := ctx.WithStream(cctx, func(cctx context.Context, s *cuda.Stream) error {
+//		return step(cctx) // deep inside: s := cuda.StreamFromContext(cctx)
+//	})
+//
+// The pool (one per context, priority and kind) lends a stream that no one else holds
+// and whose earlier work has finished, or makes one; it lends at most
+// Context.SetStreamLimit at a time (acquirers then wait, honouring their
+// context.Context) and keeps at most 32 released streams for reuse. A lent Stream is
+// closed once given back; the stream moves to a new generation, so that memory used
+// in an earlier one knows that work finished. Nested WithStream calls share the
+// caller's stream; one asking for another priority gets a stream of that priority,
+// ordered after the caller's work and (when it succeeds) before the caller's next.
+// Long-lived streams come from NewStream. Host waits that take a context.Context
+// (Stream.SynchronizeContext, the buffers' SynchronizeContext, AcquireStream) return
+// when it is done.
+//
+// # Hand-off between streams
+//
+// Memory used on several streams is ordered on the device: every operation the
+// package queues (launch, copy, memset, batch) first makes its stream wait, with an
+// event (cuStreamWaitEvent, never a host synchronization), for the earlier
+// conflicting uses of each buffer on other streams. Reads don't serialize: a read
+// waits for the last write only, a write for the last write and every read since.
+// Copies know what they read; a kernel argument counts as written unless marked with
+// In. The free of a buffer waits for every stream that used it since its last write.
+// Hand-off works per allocation: views of one buffer used on different streams are
+// ordered as if they overlapped. Uses that race (no happens-before in Go between
+// them) are ordered as they come, and never freed early.
+//
+// Work the package does not see is ordered with UseOn (call it before queuing that
+// work); Synchronize waits on the host for every use of a buffer (do it before the
+// host reads pinned or unified memory that the GPU wrote); ForeignPtr waits the same
+// way and returns the address, for code that orders nothing. Ptr orders nothing: with
+// the stream checker on (GOCUDA_STREAMCHECK=1 or EnableStreamCheck), an address from
+// Ptr that is launched on another stream while earlier work on it is outstanding,
+// without UseOn, is reported with both call sites.
 //
 // # Memory and launches
 //

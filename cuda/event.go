@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"time"
@@ -30,6 +31,19 @@ type event struct {
 }
 
 // NewEvent creates an event in the context; timing events can be measured with
+// SynchronizeContext is Synchronize, returning early with ctx's error (wrapped) once
+// ctx is done.
+func (e *Event) SynchronizeContext(ctx context.Context) error {
+	if ctx.Done() == nil {
+		return e.Synchronize()
+	}
+	if err := checkEvent(e); err != nil {
+		return err
+	}
+	resource.Drain()
+	return waitContext(ctx, e.query, nil)
+}
+
 // Elapsed, others are cheaper to record. Events are made without
 // CU_EVENT_BLOCKING_SYNC, which slows streams waiting for them; Synchronize sleeps
 // through long waits all the same.

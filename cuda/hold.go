@@ -14,31 +14,43 @@ import (
 // ErrClosed) or the release sees the call among the users (and waits for it): both
 // sides use sequentially consistent atomics. Calls hold an object only while they
 // queue work, never while they wait for the GPU, so the release's wait is short.
+//
+// users counts the calls inside in its low 32 bits and every enter ever in its high
+// 32 bits, so that one load tells memory's hand-off whether another call used the
+// object between two points (see memBase.record).
 type hold struct {
-	users atomic.Int32
+	users atomic.Uint64
 	shut  atomic.Bool
 }
 
+const (
+	enterTick = 1<<32 | 1  // an enter: one more call inside, one more ever
+	exitTick  = ^uint64(0) // an exit: one call fewer inside (adds -1)
+)
+
 // enter counts a call in, or reports false once the hold is shut.
 func (h *hold) enter() bool {
-	h.users.Add(1)
+	h.users.Add(enterTick)
 	if h.shut.Load() {
-		h.users.Add(-1)
+		h.users.Add(exitTick)
 		return false
 	}
 	return true
 }
 
 // exit ends an enter.
-func (h *hold) exit() { h.users.Add(-1) }
+func (h *hold) exit() { h.users.Add(exitTick) }
+
+// inside returns the number of calls inside.
+func (h *hold) inside() uint32 { return uint32(h.users.Load()) }
 
 // close shuts the hold and waits until the calls inside have exited. It reports
 // whether this call shut it (false: it was already shut).
 func (h *hold) close() bool {
 	first := !h.shut.Swap(true)
-	if h.users.Load() != 0 {
+	if h.inside() != 0 {
 		holdWaits.Add(1)
-		waitZero(&h.users)
+		waitZero(h.inside)
 	}
 	return first
 }
@@ -50,11 +62,11 @@ var holdWaits atomic.Int64
 // closed reports whether the hold is shut.
 func (h *hold) closed() bool { return h.shut.Load() }
 
-// waitZero waits until n is zero: it yields, then sleeps with a growing pause (up
-// to a millisecond). The calls it waits for only queue work, so the wait is short.
-func waitZero(n *atomic.Int32) {
+// waitZero waits until n returns zero: it yields, then sleeps with a growing pause
+// (up to a millisecond). The calls it waits for only queue work, so the wait is short.
+func waitZero(n func() uint32) {
 	sleep := time.Microsecond
-	for i := 0; n.Load() != 0; i++ {
+	for i := 0; n() != 0; i++ {
 		if i < 100 {
 			runtime.Gosched()
 			continue

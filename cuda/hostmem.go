@@ -121,7 +121,7 @@ func (ms *memState) hostKindOf(kind MemoryKind) *hostKind {
 // free is the release: the block goes back to the cache, or to its pool, after the
 // GPU work that last used it.
 func (h *hostMem) free() error {
-	s, gen := h.m.retire()
+	uses := h.m.retire()
 	blk := h.blk
 	h.blk = nil
 	c := h.m.ctx
@@ -129,7 +129,7 @@ func (h *hostMem) free() error {
 		return resource.ErrContextDestroyed // freed with its context
 	}
 	defer c.exit()
-	return h.m.ms.hostKindOf(h.m.kind).put(blk, s, gen)
+	return h.m.ms.hostKindOf(h.m.kind).put(blk, uses)
 }
 
 // The methods are the same for both kinds; each type has its own so that they work
@@ -150,11 +150,12 @@ func (b *ManagedBuffer) base() *memBase {
 }
 
 // Ptr returns the memory's address, valid on the host and (unified addressing) on
-// the device.
-func (b *HostBuffer) Ptr() CUdeviceptr { return b.base().ptrOrZero() }
+// the device. As DeviceBuffer.Ptr, it orders nothing (see UseOn and ForeignPtr).
+func (b *HostBuffer) Ptr() CUdeviceptr { return b.base().ptrChecked() }
 
-// Ptr returns the memory's address, the same on the host and the device.
-func (b *ManagedBuffer) Ptr() CUdeviceptr { return b.base().ptrOrZero() }
+// Ptr returns the memory's address, the same on the host and the device. As
+// DeviceBuffer.Ptr, it orders nothing (see UseOn and ForeignPtr).
+func (b *ManagedBuffer) Ptr() CUdeviceptr { return b.base().ptrChecked() }
 
 // Size returns the buffer's size in bytes.
 func (b *HostBuffer) Size() int { return b.base().sizeOrZero() }
@@ -192,11 +193,6 @@ func (b *HostBuffer) Close() error { return b.base().close("cuda: pinned buffer"
 
 // Close releases the memory, as HostBuffer.Close does.
 func (b *ManagedBuffer) Close() error { return b.base().close("cuda: unified buffer") }
-
-func (b *HostBuffer) holdArg() (CUdeviceptr, *Context, error)    { return b.base().holdArg() }
-func (b *ManagedBuffer) holdArg() (CUdeviceptr, *Context, error) { return b.base().holdArg() }
-func (b *HostBuffer) releaseArg(s *stream)                       { b.m.releaseArg(s) }
-func (b *ManagedBuffer) releaseArg(s *stream)                    { b.m.releaseArg(s) }
 
 // HostVisible is a buffer that the host reads and writes directly: a *HostBuffer
 // or a *ManagedBuffer.
@@ -413,15 +409,17 @@ func (k *hostKind) push(blk *hostBlock) bool {
 	return true
 }
 
-// put takes back a block that was last used on s (in generation gen): into the
-// cache if it has room, else back to the pool, ordered after that use.
-func (k *hostKind) put(blk *hostBlock, s *stream, gen uint64) error {
+// put takes back a block with the given uses: into the cache if it has room, else
+// back to the pool, ordered after those uses.
+func (k *hostKind) put(blk *hostBlock, uses []use) error {
 	if blk == nil {
 		return nil
 	}
 	ms := k.ms
 	if k.accepts(blk.size) {
-		f, err := ms.fenceAfter(s, gen)
+		var d deps
+		usesOf(uses, &d)
+		f, err := ms.fenceFor(&d)
 		if err == nil {
 			blk.f = f
 			if k.push(blk) {
@@ -430,14 +428,14 @@ func (k *hostKind) put(blk *hostBlock, s *stream, gen uint64) error {
 			blk.f.clear(ms)
 		}
 	}
-	return k.release(blk, s, gen)
+	return k.release(blk, uses)
 }
 
-// release gives a block back for good: to its pool, after its last use, or (the
+// release gives a block back for good: to its pool, after its uses, or (the
 // fallback) to resource.Reclaim by dropping its owner.
-func (k *hostKind) release(blk *hostBlock, s *stream, gen uint64) error {
+func (k *hostKind) release(blk *hostBlock, uses []use) error {
 	if k.pool != 0 {
-		return freeAsync(k.ms.cs, blk.ptr, s, gen, k.ms.hostStream)
+		return k.ms.freeAsync(blk.ptr, uses, k.ms.hostStream)
 	}
 	blk.raw = nil
 	return nil

@@ -406,7 +406,7 @@ func goLoopOf(b *testing.B, f func() error) loop {
 
 // lockContext locks the benchmark's goroutine to its thread and makes ctx current
 // there, for C loops and raw bindings.
-func lockContext(b *testing.B, ctx cuda.CUcontext) {
+func lockContext(b testing.TB, ctx cuda.CUcontext) {
 	runtime.LockOSThread()
 	b.Cleanup(runtime.UnlockOSThread)
 	require.NoError(b, cuda.CtxSetCurrent(ctx))

@@ -1,10 +1,10 @@
 package cuda
 
 /*
-#cgo noescape gocuda_launch_packed
-#cgo nocallback gocuda_launch_packed
 #cgo noescape gocuda_launch_batch
 #cgo nocallback gocuda_launch_batch
+#cgo noescape gocuda_launch_after
+#cgo nocallback gocuda_launch_after
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,16 +21,25 @@ static inline int64_t gocuda_make_current(uintptr_t get, uintptr_t set, uintptr_
 	return s ? (((int64_t)1 << 32) | (uint32_t)s) : 0;
 }
 
-// gocuda_launch_packed makes ctx current and launches f with its parameters packed in
+// gocuda_launch_after makes ctx current and launches f with its parameters packed in
 // one buffer, passed through cuLaunchKernel's extra array, which is built here on the
-// C stack. size 0 means a kernel without parameters. The result is the CUresult, or
+// C stack (size 0: a kernel without parameters). Before, for a hand-off, for each of
+// the n events it records it on from[i] (unless from[i] is 0: an event recorded
+// already) and makes stream wait for it: one call into C for what a C program does
+// in 2n+1 calls. The result is the CUresult of the failed call or the launch, or
 // gocuda_make_current's failure.
-static int64_t gocuda_launch_packed(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx,
+static int64_t gocuda_launch_after(uintptr_t fn, uintptr_t record, uintptr_t wait, uintptr_t get, uintptr_t set,
+		uintptr_t ctx, const uint64_t* evs, const uint64_t* from, size_t n,
 		uintptr_t f, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t bx, uint32_t by, uint32_t bz,
 		uint32_t shmem, uintptr_t stream, const uint64_t* buf, size_t size) {
 	int64_t c = gocuda_make_current(get, set, ctx);
 	if (c) return c;
-	// CU_LAUNCH_PARAM_BUFFER_POINTER, buf, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END
+	for (size_t i = 0; i < n; i++) {
+		int32_t s = 0;
+		if (from[i]) s = ((int32_t (*)(uintptr_t, uintptr_t))record)((uintptr_t)evs[i], (uintptr_t)from[i]);
+		if (!s) s = ((int32_t (*)(uintptr_t, uintptr_t, uint32_t))wait)(stream, (uintptr_t)evs[i], 0);
+		if (s) return (uint32_t)s;
+	}
 	void* extra[5] = {(void*)1, (void*)buf, (void*)2, &size, (void*)0};
 	return (uint32_t)((gocuda_launch_fn)fn)(f, gx, gy, gz, bx, by, bz, shmem, stream, NULL, size ? extra : NULL);
 }
@@ -171,18 +180,32 @@ func dimsError(what string, d Dim3) error {
 	return fmt.Errorf("%w: %s %d×%d×%d: each dimension must be in [1, 2³²)", ErrInvalidArgument, what, d.X, d.Y, d.Z)
 }
 
-// deviceArg is device memory that Launch takes as a kernel argument: Launch holds
-// it while the kernel is queued (a concurrent Close waits, a Close before fails the
-// launch), passes the device pointer, and records that the memory is used on the
-// launch's stream.
+// deviceArg is memory that Launch takes as a kernel argument (every Memory, and
+// Input): Launch holds it while the kernel is queued (a concurrent Close waits, a
+// Close before fails the launch), passes its address, orders the kernel after the
+// memory's conflicting uses on other streams and records the kernel's use.
 type deviceArg interface {
-	// holdArg holds the memory until releaseArg and returns its device address and
-	// context, or an error (ErrClosed for freed memory).
-	holdArg() (CUdeviceptr, *Context, error)
-	// releaseArg ends holdArg; with s non-nil it first records that work using the
-	// memory was queued on s (Launch calls it with s's read lock held).
-	releaseArg(s *stream)
+	base() *memBase
 }
+
+// Input marks a kernel argument that the kernel only reads (see In).
+type Input struct {
+	m *memBase // one pointer: boxing an Input in an interface does not allocate
+}
+
+// In marks m as an argument that the kernel only reads: Launch then orders the kernel
+// after m's last write on another stream only, so that kernels on different streams
+// that read the same memory run at the same time. An unmarked memory argument counts
+// as written: the kernel waits for every earlier use on other streams, and later uses
+// wait for it. Marking memory that the kernel writes breaks that ordering.
+func In(m Memory) Input {
+	if m == nil {
+		return Input{}
+	}
+	return Input{m.base()}
+}
+
+func (in Input) base() *memBase { return in.m }
 
 // paramInfo is one kernel parameter as the driver reports it.
 type paramInfo struct {
@@ -240,10 +263,21 @@ func (f *Function) Launch(s *Stream, grid, block Dim3, sharedMem int, args ...an
 		buf = make([]byte, size)
 		size, held, err = packArgs(buf, f.params, f.known, m.ctx, f.name, args)
 	}
-	if err == nil && held != 0 {
-		err = orderFresh(args, held, s.stream)
-		if err != nil {
-			releaseArgs(args, held, nil)
+	if err == nil && streamCheck.on.Load() {
+		checkLaunch(args, s.stream)
+	}
+	var plans argPlans
+	var wait deps
+	var ms *memState
+	if err == nil && held.any() {
+		ms = planArgs(args, held, s.stream, &plans, &wait)
+		if wait.n > maxFused {
+			// Rare: more streams to wait for than one call takes.
+			if err = ms.handOff(&wait, s.stream); err != nil {
+				err = errHandOff(err)
+				releaseArgs(args, held, nil, nil)
+			}
+			wait.n = 0
 		}
 	}
 	if err != nil {
@@ -259,22 +293,29 @@ func (f *Function) Launch(s *Stream, grid, block Dim3, sharedMem int, args ...an
 		err = fmt.Errorf("cuda: launching %s: module: %w", f.name, ErrClosed)
 	} else {
 		st := s.stream
-		st.mu.RLock()
-		if st.closed {
-			err = fmt.Errorf("cuda: stream: %w", ErrClosed)
-		} else if err = launchPacked(c.h, f.h, d.gx, d.gy, d.gz, d.bx, d.by, d.bz, d.shm, st.h, buf[:size]); err == nil {
-			used = st
+		if wait.n > 0 {
+			// A hand-off: the waits and the launch in one call.
+			if err = launchAfter(ms, &wait, s, c.h, f.h, d, buf[:size]); err == nil {
+				used = st
+			}
+		} else if err = lockOpen(s, st); err == nil {
+			if err = launchPacked(c.h, f.h, d, st.h, buf[:size]); err == nil {
+				used = st
+			}
+			if held.any() {
+				releaseArgs(args, held, used, &plans)
+				held = argHeld{}
+			}
+			st.mu.RUnlock()
 		}
-		if held != 0 {
-			// Uses are recorded with the stream's lock held (see memBase.usedOn).
-			releaseArgs(args, held, used)
-			held = 0
+		if held.any() && used != nil {
+			releaseArgs(args, held, used, &plans)
+			held = argHeld{}
 		}
-		st.mu.RUnlock()
 	}
 	m.mu.RUnlock()
-	if held != 0 {
-		releaseArgs(args, held, nil)
+	if held.any() {
+		releaseArgs(args, held, nil, nil)
 	}
 	c.exit()
 	if err != nil {
@@ -311,27 +352,8 @@ func (f *Function) launchDims(grid, block Dim3, sharedMem int) (launchShape, err
 
 // launchPacked launches f with the packed parameter buffer params, in one cgo call
 // that also makes ctx current.
-func launchPacked(ctx CUcontext, f CUfunction, gx, gy, gz, bx, by, bz, shm uint32, s CUstream, params []byte) error {
-	fn, err := proc_cuLaunchKernel.Addr()
-	if err != nil {
-		return err
-	}
-	get, set, err := ctxswitch.Procs()
-	if err != nil {
-		return err
-	}
-	// A pointer to a pointer-free C type: cgo needs no run-time check of it.
-	var p *C.uint64_t
-	if len(params) > 0 {
-		p = (*C.uint64_t)(unsafe.Pointer(&params[0]))
-	}
-	r := int64(C.gocuda_launch_packed(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx),
-		C.uintptr_t(f), C.uint32_t(gx), C.uint32_t(gy), C.uint32_t(gz), C.uint32_t(bx), C.uint32_t(by), C.uint32_t(bz),
-		C.uint32_t(shm), C.uintptr_t(s), p, C.size_t(len(params))))
-	if r>>32 != 0 {
-		return Result(int32(r))
-	}
-	return Result(r).err()
+func launchPacked(ctx CUcontext, f CUfunction, sh launchShape, s CUstream, params []byte) error {
+	return launchAfterC(ctx, nil, nil, f, sh, s, params)
 }
 
 // errParamsTooLarge reports that the arguments of a kernel whose layout is unknown
@@ -346,26 +368,35 @@ var errParamsTooLarge = errors.New("cuda: kernel arguments exceed the parameter 
 // by their natural alignment, as C does, and checks nothing. ctx is the launch's
 // context, which device-memory arguments must belong to (nil: not checked); name is
 // the kernel's, for errors.
-func packArgs(buf []byte, params []paramInfo, known bool, ctx *Context, name string, args []any) (size uintptr, held argMask, err error) {
+func packArgs(buf []byte, params []paramInfo, known bool, ctx *Context, name string, args []any) (size uintptr, held argHeld, err error) {
 	size, held, done, err := packHeld(buf, params, known, ctx, name, args)
-	if err != nil && held != 0 {
-		releaseArgs(args[:done], held, nil)
-		held = 0
+	if err != nil && held.any() {
+		releaseArgs(args[:done], held, nil, nil)
+		held = argHeld{}
 	}
 	return size, held, err
 }
 
-// argMask marks the arguments of a launch that hold device memory: bit i for
-// args[i], and the top bit for every argument from the 64th on (found again by
-// type), so that releasing them looks at no other argument.
+// argMask marks arguments of a launch: bit i for args[i], and the top bit for every
+// argument from the 64th on (found again by type), so that going over them looks at
+// no other argument.
 type argMask uint64
 
 func maskOf(i int) argMask { return 1 << min(i, 63) }
 
+// argHeld is the memory arguments a launch holds (mask), and among them the Inputs
+// (of the first 63 arguments) that it writes all the same, because the same memory
+// is passed unmarked too (written).
+type argHeld struct {
+	mask, written argMask
+}
+
+func (h argHeld) any() bool { return h.mask != 0 }
+
 // packHeld is packArgs; when it fails, held marks what args[:done] hold.
-func packHeld(buf []byte, params []paramInfo, known bool, ctx *Context, name string, args []any) (size uintptr, held argMask, done int, err error) {
+func packHeld(buf []byte, params []paramInfo, known bool, ctx *Context, name string, args []any) (size uintptr, held argHeld, done int, err error) {
 	if known && len(args) != len(params) {
-		return 0, 0, 0, fmt.Errorf("%w: kernel %s takes %d parameters, got %d arguments", ErrInvalidArgument, name, len(params), len(args))
+		return 0, held, 0, fmt.Errorf("%w: kernel %s takes %d parameters, got %d arguments", ErrInvalidArgument, name, len(params), len(args))
 	}
 	var end uintptr // unknown layout: end of the last argument
 	tooLarge := false
@@ -412,14 +443,14 @@ func packHeld(buf []byte, params []paramInfo, known bool, ctx *Context, name str
 			sz, v = 8, uint64(x)
 		case nil:
 			return 0, held, done, fmt.Errorf("%w: kernel %s argument %d is nil", ErrInvalidArgument, name, i)
-		case *DeviceBuffer, deviceArg:
-			p, c, again := heldAgain(args, held, i)
+		case *DeviceBuffer, Input, deviceArg:
+			p, c, again := heldAgain(args, &held, i)
 			if !again {
 				var err error
-				if p, c, err = holdDev(&args[i]); err != nil {
+				if p, c, err = argBase(&args[i]).holdArg(); err != nil {
 					return 0, held, done, fmt.Errorf("cuda: kernel %s argument %d: %w", name, i, err)
 				}
-				held |= maskOf(i)
+				held.mask |= maskOf(i)
 				done = i + 1
 			}
 			if ctx != nil && (c == nil || c.ctxState != ctx.ctxState) {
@@ -491,78 +522,235 @@ func packHeld(buf []byte, params []paramInfo, known bool, ctx *Context, name str
 
 // heldAgain reports whether args[i] is memory that an earlier argument holds
 // already (a buffer passed twice, as input and output): one hold covers both, and
-// its address and context are returned.
-func heldAgain(args []any, held argMask, i int) (CUdeviceptr, *Context, bool) {
-	if i >= 63 {
+// its address and context are returned. An earlier Input of memory that args[i]
+// passes unmarked becomes written.
+func heldAgain(args []any, held *argHeld, i int) (CUdeviceptr, *Context, bool) {
+	if i >= 63 || held.mask == 0 {
 		return 0, nil, false
 	}
-	w := *(*[2]uintptr)(unsafe.Pointer(&args[i])) // type and data words
-	for m := held & (maskOf(i) - 1); m != 0; m &= m - 1 {
-		if *(*[2]uintptr)(unsafe.Pointer(&args[bits.TrailingZeros64(uint64(m))])) != w {
+	m, read := argMem(&args[i])
+	if m == nil {
+		return 0, nil, false
+	}
+	for h := held.mask & (maskOf(i) - 1); h != 0; h &= h - 1 {
+		j := bits.TrailingZeros64(uint64(h))
+		if argBase(&args[j]) != m {
 			continue
 		}
-		if mem, ok := detach(&args[i]).(Memory); ok {
-			if b := mem.base(); b != nil {
-				return b.ptr, b.ctx, true
-			}
+		if !read {
+			held.written |= maskOf(j)
 		}
+		return m.ptr, m.ctx, true
 	}
 	return 0, nil, false
 }
 
-// holdDev holds the device memory *a (a *DeviceBuffer, the common case, tried
-// first, or another deviceArg). It goes through detach so that the call does not
-// make the caller's arguments escape.
-func holdDev(a *any) (CUdeviceptr, *Context, error) {
+// argMem returns the memory of a memory argument, and whether it is an Input (read
+// only). It goes through detach so that the call does not make the caller's
+// arguments escape.
+func argMem(a *any) (*memBase, bool) {
 	switch d := detach(a).(type) {
 	case *DeviceBuffer:
-		return d.base().holdArg()
+		return d.base(), false
+	case Input:
+		return d.m, true
 	case deviceArg:
-		return d.holdArg()
+		return d.base(), false
 	}
-	return 0, nil, fmt.Errorf("%w: not device memory", ErrInvalidArgument)
+	return nil, false
 }
 
-// orderFresh makes t wait for the allocation of every device buffer in held that
-// has not been used since it was allocated on another stream.
-func orderFresh(args []any, held argMask, t *stream) error {
-	for i := range args {
-		if held&maskOf(i) == 0 {
-			continue
-		}
-		if b, ok := detach(&args[i]).(*DeviceBuffer); ok && b.m.isFresh(t) {
-			if err := b.m.ms.orderAfterLast(b.m.owner(), t); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+// argBase returns the memory of a memory argument.
+func argBase(a *any) *memBase {
+	m, _ := argMem(a)
+	return m
 }
 
-// releaseDev ends holdDev, recording a use on s unless s is nil.
-func releaseDev(a *any, s *stream) {
-	switch d := detach(a).(type) {
-	case *DeviceBuffer:
-		d.m.releaseArg(s)
-	case deviceArg:
-		d.releaseArg(s)
-	}
+// writes reports whether the launch writes the memory of args[i] (held).
+func (h argHeld) writes(args []any, i int) bool {
+	_, read := argMem(&args[i])
+	return !read || i < 63 && h.written&maskOf(i) != 0
 }
 
-// releaseArgs ends the holds of packArgs on the arguments in held, recording first
-// that each is used on s unless s is nil.
-func releaseArgs(args []any, held argMask, s *stream) {
-	for held != 0 {
-		i := bits.TrailingZeros64(uint64(held))
+// argPlans is the plans of a launch's memory arguments, in argument order, on the
+// stack for the first few.
+type argPlans struct {
+	n      int
+	inline [8]planned
+	more   []planned
+}
+
+func (p *argPlans) add(x planned) {
+	if p.n < len(p.inline) {
+		p.inline[p.n] = x
+	} else {
+		p.more = append(p.more, x)
+	}
+	p.n++
+}
+
+func (p *argPlans) at(k int) planned {
+	if k < len(p.inline) {
+		return p.inline[k]
+	}
+	return p.more[k-len(p.inline)]
+}
+
+// forHeld calls f for each memory argument in held, in order, with its index.
+func forHeld(args []any, held argHeld, f func(i int)) {
+	for h := held.mask; h != 0; h &= h - 1 {
+		i := bits.TrailingZeros64(uint64(h))
 		if i == 63 { // the 64th argument and every one after it
 			for j := 63; j < len(args); j++ {
-				releaseDev(&args[j], s)
+				if argBase(&args[j]) != nil {
+					f(j)
+				}
 			}
 			return
 		}
-		releaseDev(&args[i], s)
-		held &= held - 1
+		f(i)
 	}
+}
+
+// planArgs plans the uses of a launch's memory arguments on t (memBase.plan),
+// putting the uses to wait for in d, and returns the arguments' memory state.
+func planArgs(args []any, held argHeld, t *stream, plans *argPlans, d *deps) *memState {
+	var ms *memState
+	forHeld(args, held, func(i int) {
+		m := argBase(&args[i])
+		ms = m.ms
+		plans.add(m.plan(t, held.writes(args, i), d))
+	})
+	return ms
+}
+
+// maxFused is the most streams a launch waits for in its one call into C.
+const maxFused = 4
+
+// launchAfter launches f on s after waiting, on the device, for the uses in d (at
+// most maxFused): it read-locks the streams of the uses and s, in address order
+// (so that two launches handing off in opposite directions cannot deadlock against
+// a Close), takes an event per use, and makes one call into C that records each on
+// its stream (a closed stream's final event is recorded already), makes s wait for
+// them and launches.
+func launchAfter(ms *memState, d *deps, s *Stream, ctx CUcontext, f CUfunction, sh launchShape, params []byte) error {
+	n := d.n
+	var evs, from [maxFused]uint64
+	var lock [maxFused + 1]*stream
+	for i := range n {
+		ev, err := ms.getHandoffEvent()
+		if err != nil {
+			for j := range i {
+				ms.putHandoffEvent(CUevent(evs[j]))
+			}
+			return err
+		}
+		evs[i] = uint64(ev)
+		lock[i] = d.at(i).s
+	}
+	pooled := evs
+	put := func() {
+		for i := range n {
+			ms.putHandoffEvent(CUevent(pooled[i]))
+		}
+	}
+	st := s.stream
+	lock[n] = st
+	locks := lock[:n+1]
+	for i := 1; i < len(locks); i++ { // insertion sort by address: a few entries
+		for j := i; j > 0 && uintptr(unsafe.Pointer(locks[j])) < uintptr(unsafe.Pointer(locks[j-1])); j-- {
+			locks[j], locks[j-1] = locks[j-1], locks[j]
+		}
+	}
+	unlock := func(k int) {
+		for _, x := range locks[:k] {
+			x.mu.RUnlock()
+		}
+	}
+	for i, x := range locks {
+		if x == st {
+			if err := lockOpen(s, st); err != nil {
+				unlock(i)
+				put()
+				return err
+			}
+			continue
+		}
+		x.mu.RLock()
+	}
+	for i := range n {
+		u := d.at(i)
+		switch {
+		case !u.s.closed:
+			from[i] = uint64(u.s.h)
+		case u.s.final != nil:
+			evs[i] = uint64(u.s.final.h) // the stream's end, recorded when it closed
+		default:
+			// The closed stream has no final event (its creation failed): wait for
+			// the whole context, holding no lock, and retry.
+			unlock(len(locks))
+			put()
+			if err := inCtxSynchronize(ctx); err != nil {
+				return err
+			}
+			return launchAfter(ms, d.without(i), s, ctx, f, sh, params)
+		}
+	}
+	handOffs.Add(int64(n))
+	err := launchAfterC(ctx, evs[:n], from[:n], f, sh, st.h, params)
+	unlock(len(locks))
+	put() // the waits are queued: the events may be recorded again
+	return err
+}
+
+// launchAfterC makes the call of launchAfter and launchPacked (evs empty).
+func launchAfterC(ctx CUcontext, evs, from []uint64, f CUfunction, sh launchShape, s CUstream, params []byte) error {
+	fn, err := proc_cuLaunchKernel.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	var record, wait uintptr
+	var pe, pf *C.uint64_t
+	if len(evs) > 0 {
+		if record, err = proc_cuEventRecord.Addr(); err != nil {
+			return err
+		}
+		if wait, err = proc_cuStreamWaitEvent.Addr(); err != nil {
+			return err
+		}
+		pe, pf = (*C.uint64_t)(unsafe.Pointer(&evs[0])), (*C.uint64_t)(unsafe.Pointer(&from[0]))
+	}
+	// Pointers to a pointer-free C type: cgo needs no run-time check of them.
+	var p *C.uint64_t
+	if len(params) > 0 {
+		p = (*C.uint64_t)(unsafe.Pointer(&params[0]))
+	}
+	r := int64(C.gocuda_launch_after(C.uintptr_t(fn), C.uintptr_t(record), C.uintptr_t(wait), C.uintptr_t(get), C.uintptr_t(set),
+		C.uintptr_t(ctx), pe, pf, C.size_t(len(evs)),
+		C.uintptr_t(f), C.uint32_t(sh.gx), C.uint32_t(sh.gy), C.uint32_t(sh.gz), C.uint32_t(sh.bx), C.uint32_t(sh.by), C.uint32_t(sh.bz),
+		C.uint32_t(sh.shm), C.uintptr_t(s), p, C.size_t(len(params))))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
+}
+
+// releaseArgs ends the holds of packArgs on the arguments in held, recording first
+// each one's use on s (planned in plans) unless s is nil.
+func releaseArgs(args []any, held argHeld, s *stream, plans *argPlans) {
+	k := 0
+	forHeld(args, held, func(i int) {
+		m := argBase(&args[i])
+		if s != nil {
+			m.record(s, held.writes(args, i), plans.at(k))
+		}
+		k++
+		m.leave()
+	})
 }
 
 // detach returns a copy of *a that escape analysis does not trace back to a.

@@ -6,7 +6,6 @@ package cuda
 
 import (
 	"encoding/binary"
-	"fmt"
 	"math"
 	"reflect"
 	"testing"
@@ -176,66 +175,75 @@ func TestPackArgsErrors(t *testing.T) {
 	assert.Contains(t, err.Error(), "contains *int")
 }
 
-// fakeBuf stands in for DeviceBuffer; it counts its holds.
-type fakeBuf struct {
-	ptr   CUdeviceptr
-	ctx   *Context
-	err   error
-	used  []*stream
-	holds int
+// fakeBuf is memory for the CPU tests of packing: a memBase with no driver behind
+// it.
+type fakeBuf struct{ m memBase }
+
+func newFakeBuf(ptr CUdeviceptr, ctx *Context) *fakeBuf {
+	return &fakeBuf{m: memBase{ptr: ptr, ctx: ctx, size: 8, elem: 1}}
 }
 
-func (b *fakeBuf) holdArg() (CUdeviceptr, *Context, error) {
-	if b.err != nil {
-		return 0, nil, b.err
-	}
-	b.holds++
-	return b.ptr, b.ctx, nil
+// closedBuf returns memory that has been closed.
+func closedBuf(ctx *Context) *fakeBuf {
+	b := newFakeBuf(0, ctx)
+	b.m.hold.shut.Store(true)
+	return b
 }
 
-func (b *fakeBuf) releaseArg(s *stream) {
-	if s != nil {
-		b.used = append(b.used, s)
+func (b *fakeBuf) base() *memBase { return &b.m }
+
+// holds returns the number of holds on the memory.
+func (b *fakeBuf) holds() int { return int(b.m.hold.inside()) }
+
+// used returns the streams of the memory's recorded uses.
+func (b *fakeBuf) used() []*stream {
+	var out []*stream
+	for _, u := range b.m.acc.uses {
+		out = append(out, u.s)
 	}
-	b.holds--
+	return out
 }
 
 func TestPackArgsDeviceMemory(t *testing.T) {
 	ctx, other := fakeContext(), fakeContext()
-	b := &fakeBuf{ptr: 0xabc000, ctx: ctx}
+	b := newFakeBuf(0xabc000, ctx)
 	buf := make([]byte, 16)
 	params := []paramInfo{{0, 8}, {8, 4}}
 	args := []any{b, uint32(1)}
 	size, held, err := packArgs(buf, params, true, ctx, "k", args)
 	require.NoError(t, err)
 	assert.Equal(t, uintptr(12), size)
-	assert.Equal(t, argMask(1), held)
+	assert.Equal(t, argMask(1), held.mask)
 	assert.Equal(t, uint64(0xabc000), binary.NativeEndian.Uint64(buf))
-	assert.Equal(t, 1, b.holds, "held until the launch is queued")
+	assert.Equal(t, 1, b.holds(), "held until the launch is queued")
 	s := &stream{}
-	releaseArgs(args, held, s)
-	assert.Zero(t, b.holds)
-	assert.Equal(t, []*stream{s}, b.used)
+	var plans argPlans
+	var wait deps
+	planArgs(args, held, s, &plans, &wait)
+	assert.Zero(t, wait.n)
+	releaseArgs(args, held, s, &plans)
+	assert.Zero(t, b.holds())
+	assert.Equal(t, []*stream{s}, b.used())
 
 	// Every failure lets go of what it held, the failing argument included.
 	_, _, err = packArgs(buf, params, true, other, "k", []any{b, uint32(1)})
 	require.ErrorIs(t, err, ErrWrongContext)
-	assert.Zero(t, b.holds)
+	assert.Zero(t, b.holds())
 	_, _, err = packArgs(buf, params, true, ctx, "k", []any{b, int64(1)})
 	require.ErrorIs(t, err, ErrInvalidArgument)
-	assert.Zero(t, b.holds)
+	assert.Zero(t, b.holds())
 	_, _, err = packArgs(buf, []paramInfo{{0, 8}, {8, 8}, {16, 8}}, true, ctx, "k", []any{b, b, "x"})
 	require.ErrorIs(t, err, ErrInvalidArgument)
-	assert.Zero(t, b.holds)
-	closed := &fakeBuf{err: fmt.Errorf("buffer: %w", ErrClosed)}
+	assert.Zero(t, b.holds())
+	closed := closedBuf(ctx)
 	_, _, err = packArgs(buf, params, true, ctx, "k", []any{b, closed})
 	require.ErrorIs(t, err, ErrClosed)
 	assert.Contains(t, err.Error(), "argument 1")
-	assert.Zero(t, b.holds)
+	assert.Zero(t, b.holds())
 	_, _, err = packArgs(make([]byte, 8), nil, false, ctx, "k", []any{b, [2]uint64{}})
 	require.ErrorIs(t, err, errParamsTooLarge)
-	assert.Zero(t, b.holds)
-	assert.Equal(t, []*stream{s}, b.used, "failed packs record no use")
+	assert.Zero(t, b.holds())
+	assert.Equal(t, []*stream{s}, b.used(), "failed packs record no use")
 
 	// Past 64 arguments the mask's top bit stands for the rest: still exactly the
 	// held ones are released, on success and on a failure among them.
@@ -247,13 +255,13 @@ func TestPackArgsDeviceMemory(t *testing.T) {
 	big := make([]byte, 8*80)
 	_, held, err = packArgs(big, nil, false, ctx, "k", many)
 	require.NoError(t, err)
-	assert.Equal(t, 3, b.holds)
-	releaseArgs(many, held, nil)
-	assert.Zero(t, b.holds)
+	assert.Equal(t, 3, b.holds())
+	releaseArgs(many, held, nil, nil)
+	assert.Zero(t, b.holds())
 	many[72] = closed
 	_, _, err = packArgs(big, nil, false, ctx, "k", many)
 	require.ErrorIs(t, err, ErrClosed)
-	assert.Zero(t, b.holds, "the holds of arguments 3 and 70 are released, 75 was never taken")
+	assert.Zero(t, b.holds(), "the holds of arguments 3 and 70 are released, 75 was never taken")
 }
 
 // Packing allocates nothing, even for variables boxed by the caller: the arguments do
@@ -262,7 +270,7 @@ func TestPackArgsAllocations(t *testing.T) {
 	var buf [inlineParams]byte
 	a, x, y, n := float32(2), CUdeviceptr(0x1000), CUdeviceptr(0x2000), int32(1000)
 	g := mixedG{1, 2, 3}
-	b := &fakeBuf{ptr: 0x3000}
+	b := newFakeBuf(0x3000, fakeContext())
 	params := []paramInfo{{0, 4}, {8, 8}, {16, 8}, {24, 4}, {32, 16}, {48, 8}}
 	allocs := testing.AllocsPerRun(100, func() {
 		if _, _, err := packArgs(buf[:], params, true, nil, "k", []any{a, x, y, n, g, b}); err != nil {
@@ -280,7 +288,7 @@ func TestDetach(t *testing.T) {
 	a := any(v)
 	d := detach(&a)
 	assert.Equal(t, v, d)
-	b := &fakeBuf{}
+	b := newFakeBuf(0, nil)
 	a = b
 	assert.Same(t, b, detach(&a))
 	a = nil
@@ -392,12 +400,12 @@ func TestPackArgsSameBufferTwice(t *testing.T) {
 	args := []any{b, float32(1), b}
 	_, held, err := packArgs(buf, params, true, ctx, "k", args)
 	require.NoError(t, err)
-	assert.Equal(t, argMask(1), held, "one hold")
-	assert.Equal(t, int32(1), b.m.hold.users.Load())
+	assert.Equal(t, argMask(1), held.mask, "one hold")
+	assert.Equal(t, uint32(1), b.m.hold.inside())
 	assert.Equal(t, uint64(0xd000), binary.NativeEndian.Uint64(buf[0:]))
 	assert.Equal(t, uint64(0xd000), binary.NativeEndian.Uint64(buf[16:]))
-	releaseArgs(args, held, nil)
-	assert.Zero(t, b.m.hold.users.Load())
+	releaseArgs(args, held, nil, nil)
+	assert.Zero(t, b.m.hold.inside())
 }
 
 // One walk of types for Go pointers serves kernel arguments and element types, and a

@@ -41,15 +41,17 @@ var defWrap struct {
 
 // limits are a context's limits (see the Context methods that set them).
 type limits struct {
-	cache atomic.Int64
-	gc    atomic.Uint64 // math.Float64bits of the fraction
-	wrap  atomic.Int64
+	cache   atomic.Int64
+	gc      atomic.Uint64 // math.Float64bits of the fraction
+	wrap    atomic.Int64
+	streams atomic.Int64 // streams lent at a time per pool
 }
 
 func (l *limits) init() {
 	l.cache.Store(DefaultCacheLimit)
 	l.gc.Store(math.Float64bits(DefaultGCThreshold))
 	l.wrap.Store(DefaultWrapLimit())
+	l.streams.Store(int64(defaultStreamLimit()))
 }
 
 // SetCacheLimit sets how many bytes of freed memory the context keeps for reuse per

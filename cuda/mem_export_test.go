@@ -54,3 +54,29 @@ func PrimariesForTest() int {
 // HoldWaitsForTest returns how many closes waited for calls holding their object
 // (or context).
 func HoldWaitsForTest() int64 { return holdWaits.Load() }
+
+// HandOffsForTest returns the number of hand-off waits queued so far.
+func HandOffsForTest() int64 { return handOffs.Load() }
+
+// PoolStatsForTest returns the state of c's stream pool for opts.
+func PoolStatsForTest(c *Context, opts ...StreamOption) (idle, lent int, created, destroyed, peak int64) {
+	cfg := configOf(opts)
+	p, err := c.streamPool(cfg)
+	if err != nil {
+		panic(err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.idle), p.lent, p.created.Load(), p.destroyed.Load(), p.peak.Load()
+}
+
+// UsesForTest returns the number of streams with uses of b recorded.
+func UsesForTest(b *DeviceBuffer) int {
+	a := &b.m.owner().acc
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.uses)
+}
+
+// StreamCheckForTest turns the stream checker on or off.
+func StreamCheckForTest(on bool) { streamCheck.on.Store(on) }

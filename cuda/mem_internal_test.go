@@ -27,7 +27,11 @@ func destroyFake(c *Context) {
 }
 
 // fakeStream returns a stream of c that was never near a driver.
-func fakeStream(c *Context) *Stream { return &Stream{stream: &stream{cs: c.ctxState}, ctx: c} }
+func fakeStream(c *Context) *Stream {
+	s := &stream{cs: c.ctxState}
+	s.gen.Store(1)
+	return &Stream{stream: s, ctx: c}
+}
 
 // fakeMem returns a context, a stream of it and a buffer of it that were never near
 // a driver.
@@ -155,7 +159,7 @@ func TestMemCopyChecksCPU(t *testing.T) {
 	require.ErrorIs(t, Copy(b, live), ErrClosed)
 	require.ErrorIs(t, Copy(live, b), ErrClosed)
 	require.ErrorIs(t, Copy(b, b), ErrClosed)
-	_, _, err := b.holdArg()
+	_, _, err := b.m.holdArg()
 	require.ErrorIs(t, err, ErrClosed)
 
 	// A destroyed context.

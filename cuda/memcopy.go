@@ -9,10 +9,11 @@ import (
 
 // Copies and memset. Each has a form that queues the work on a stream and returns
 // (…Async, taking the *Stream first) and a form that waits for it. The waiting forms
-// run on the stream that last used the buffer if it is still open, else on the
-// package's stream for the context, and wait only for that stream's work up to the
-// copy, holding no lock meanwhile. Every form records the stream (and its generation)
-// on the buffers it uses: they are freed there.
+// run on the stream of the buffer's only use if it is still open in the generation
+// of that use, else on the package's stream for the context, and wait only for that
+// stream's work up to the copy, holding no lock meanwhile. Every form takes part in
+// the hand-off: it waits on the GPU for the buffers' conflicting uses on other
+// streams (the source is read, the destination written) and is recorded as their use.
 //
 // Copies from and to Go slices use pageable memory: the driver stages them, so the
 // async forms return once the slice has been read (host to device) or written (device
@@ -161,7 +162,7 @@ func copyHost(s *Stream, m *memBase, p unsafe.Pointer, n int, toDevice bool) err
 			return inMemcpyHtoDAsync(ctx, m.ptr, p, uint64(n), h)
 		}
 		return inMemcpyDtoHAsync(ctx, p, m.ptr, uint64(n), h)
-	}, m, nil)
+	}, m, toDevice, nil)
 }
 
 func copyMem(s *Stream, dst, src Memory) error {
@@ -196,7 +197,7 @@ func copyMem(s *Stream, dst, src Memory) error {
 	} else if err := acquirePair(d, o); err != nil {
 		return err
 	}
-	return run(s, func(h CUstream) error { return inMemcpyAsync(ctx, dp, sp, n, h) }, d, o)
+	return run(s, func(h CUstream) error { return inMemcpyAsync(ctx, dp, sp, n, h) }, d, true, o)
 }
 
 // acquirePair acquires two distinct buffers in address order.
@@ -241,18 +242,18 @@ func memset(s *Stream, m *memBase, width int, v uint32) error {
 			return inMemsetD16Async(ctx, p, uint16(v), n, h)
 		}
 		return inMemsetD32Async(ctx, p, v, n, h)
-	}, m, nil)
+	}, m, true, nil)
 }
 
-// run queues op, which uses a and b (b may be nil; both acquired by the caller, and
-// released here), on s, in their context, which the caller has entered; with s nil it picks the stream for a (see syncStreamFor),
-// orders it after b's last use, and waits for op. Either way the memory's last use
-// becomes op's stream; a last use on a stream closed since is waited for on the
-// device first.
-func run(s *Stream, op func(h CUstream) error, a, b *memBase) error {
+// run queues op, which uses a (writing it if aWrite) and reads b (b may be nil; both
+// acquired by the caller, and released here), in their context, which the caller has
+// entered: on s, or with s nil on the stream syncStreamFor picks, and then waits for
+// op. Either way op is ordered after the conflicting uses of a and b on other streams
+// (hand-off) and recorded as their use.
+func run(s *Stream, op func(h CUstream) error, a *memBase, aWrite bool, b *memBase) error {
 	ms := a.ms
 	var ev CUevent
-	err := queue(ms, s, op, a, b, &ev)
+	err := queue(ms, s, op, a, aWrite, b, &ev)
 	a.leave()
 	if b != nil {
 		b.leave()
@@ -268,85 +269,54 @@ func run(s *Stream, op func(h CUstream) error, a, b *memBase) error {
 }
 
 // queue queues op for run; without a stream it also records *ev after op.
-func queue(ms *memState, s *Stream, op func(h CUstream) error, a, b *memBase, ev *CUevent) error {
+func queue(ms *memState, s *Stream, op func(h CUstream) error, a *memBase, aWrite bool, b *memBase, ev *CUevent) error {
+	var t *stream
 	if s != nil {
-		t := s.stream
-		if err := ms.orderAfterClosed(a, t); err != nil {
-			return err
-		}
-		if b != nil {
-			if err := ms.orderAfterClosed(b, t); err != nil {
-				return err
-			}
-		}
-		// t.use, without a closure.
-		t.mu.RLock()
-		defer t.mu.RUnlock()
-		if t.closed {
-			return fmt.Errorf("cuda: stream: %w", ErrClosed)
-		}
-		if err := op(t.h); err != nil {
-			return err
-		}
-		a.usedOn(t)
-		if b != nil {
-			b.usedOn(t)
-		}
-		return nil
-	}
-	e, err := ms.getEvent()
-	if err != nil {
-		return err
-	}
-	*ev = e
-	// The stream picked may be closed by its owner before the work is queued: then
-	// pick again (the default stream, which is never closed).
-	for attempt := 0; ; attempt++ {
-		t, err := ms.syncStreamFor(a)
-		if err == nil && b != nil {
-			err = ms.orderAfterLast(b, t)
-		}
+		t = s.stream
+	} else {
+		e, err := ms.getEvent()
 		if err != nil {
 			return err
 		}
-		ran := false
-		err = t.use(func(h CUstream) error {
-			ran = true
-			if err := op(h); err != nil {
-				return err
-			}
-			a.usedOn(t)
-			if b != nil {
-				b.usedOn(t)
-			}
-			return inEventRecord(ms.cs.h, e, h)
-		})
-		if !ran && attempt == 0 && errors.Is(err, ErrClosed) {
-			continue
+		*ev = e
+		t = ms.syncStreamFor(a)
+	}
+	// The stream picked without s may be closed by its owner before the work is
+	// queued: then pick again (the default stream, which is never closed).
+	for retry := s == nil && t != ms.defStream; ; retry = false {
+		var d deps
+		pa := a.plan(t, aWrite, &d)
+		var pb planned
+		if b != nil {
+			pb = b.plan(t, false, &d)
 		}
+		if d.n > 0 {
+			if err := ms.handOff(&d, t); err != nil {
+				if retry && errors.Is(err, ErrClosed) {
+					t = ms.defStream
+					continue
+				}
+				return errHandOff(err)
+			}
+		}
+		if err := lockOpen(s, t); err != nil {
+			if retry {
+				t = ms.defStream
+				continue
+			}
+			return err
+		}
+		err := op(t.h)
+		if err == nil {
+			a.record(t, aWrite, pa)
+			if b != nil {
+				b.record(t, false, pb)
+			}
+			if s == nil {
+				err = inEventRecord(ms.cs.h, *ev, t.h)
+			}
+		}
+		t.mu.RUnlock()
 		return err
 	}
-}
-
-// orderAfterClosed makes t wait for m's last use when that was on a stream that has
-// been closed (or moved to a new generation) since, its final event, and for m's
-// allocation when m was allocated on another stream and not used since. Ordering
-// against a last use on another open stream is the caller's to arrange
-// (Stream.WaitEvent), as in CUDA.
-func (ms *memState) orderAfterClosed(m *memBase, t *stream) error {
-	if m.lastIsCurrent(t) {
-		return nil
-	}
-	if m.isFresh(t) {
-		// Allocated on another stream and not used since: after the allocation.
-		return ms.orderAfterLast(m, t)
-	}
-	s, gen := m.lastUse()
-	if s == nil || s == t && s.gen.Load() == gen {
-		return nil
-	}
-	if ran, _ := useIfCurrent(s, gen, func(CUstream) error { return nil }); ran {
-		return nil
-	}
-	return ms.orderAfterLast(m, t)
 }

@@ -6,8 +6,6 @@ import (
 	"math"
 	"reflect"
 	"runtime"
-	"sync"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/gocuda/gocuda/internal/errs"
@@ -74,26 +72,17 @@ type memBase struct {
 
 	// root is the allocation a view (DeviceBuffer.Slice) is part of, nil for an
 	// allocation: operations on a view hold the root too, and the root keeps the
-	// stream history (last, fresh).
+	// hand-off state (acc).
 	root *memBase
-	// fresh is set from an allocation on a stream to the first use recorded
-	// (usedOn): work on another stream is ordered after the allocation first.
-	fresh atomic.Bool
 
 	// hold keeps the memory from being freed while work using it is queued:
 	// operations hold it until their work is queued, and the release shuts it
 	// (waiting for them) before freeing. Order: the context, the hold, then a
-	// stream's mu, then lastMu.
+	// stream's mu, then acc.mu.
 	hold hold
 
-	// lastMu serializes changes of the last use; it is a leaf lock (Launch takes
-	// it inside a stream's read lock). last and lastGen are atomic so that the
-	// common checks (the buffer is used on the stream that last used it, in that
-	// stream's current generation) take no lock; uses store them together, with
-	// lastMu held, and retire clears last alone.
-	lastMu  sync.Mutex
-	last    atomic.Pointer[stream] // stream that last used the memory (nil: none yet)
-	lastGen atomic.Uint64          // last's generation at that use
+	// acc is the allocation's uses on streams since its last write (access.go).
+	acc access
 
 	// reg is the buffer's release registration: regv, registered in place by
 	// the kinds that allocate often (no allocation of its own, see
@@ -149,43 +138,7 @@ func (m *memBase) check() error {
 	return m.ctx.check()
 }
 
-// usedOn records that work using the memory was queued on s. Launch calls it with
-// s's read lock held.
-func (m *memBase) usedOn(s *stream) {
-	m = m.owner()
-	gen := s.gen.Load()
-	if m.last.Load() == s && m.lastGen.Load() == gen {
-		// Already recorded (the common case: a buffer used on one stream). A
-		// concurrent change by another use of the memory may have come between
-		// the two loads; the outcome is then that of this use being recorded
-		// first and the other one after it.
-		return
-	}
-	m.lastMu.Lock()
-	m.last.Store(s)
-	m.lastGen.Store(gen)
-	m.fresh.Store(false)
-	m.lastMu.Unlock()
-}
-
-// lastUse returns the stream that last used m and its generation then.
-func (m *memBase) lastUse() (*stream, uint64) {
-	m = m.owner()
-	m.lastMu.Lock()
-	defer m.lastMu.Unlock()
-	return m.last.Load(), m.lastGen.Load()
-}
-
-// lastIsCurrent reports, without locking, whether the memory was last used on t in
-// t's current generation (work queued on t is then ordered after that use) or never
-// used on a stream.
-func (m *memBase) lastIsCurrent(t *stream) bool {
-	m = m.owner()
-	s := m.last.Load()
-	return s == nil || s == t && m.lastGen.Load() == t.gen.Load()
-}
-
-// holdArg holds the memory for a kernel argument until releaseArg and returns its
+// holdArg holds the memory for a kernel argument until leave and returns its
 // address and context.
 func (m *memBase) holdArg() (CUdeviceptr, *Context, error) {
 	if m == nil || m.ctx == nil {
@@ -197,34 +150,16 @@ func (m *memBase) holdArg() (CUdeviceptr, *Context, error) {
 	return m.ptr, m.ctx, nil
 }
 
-// releaseArg records that work using the memory was queued on s (unless s is nil)
-// and ends holdArg.
-func (m *memBase) releaseArg(s *stream) {
-	if s != nil {
-		m.usedOn(s)
-	}
-	m.leave()
-}
-
-// isFresh reports whether m's allocation has not been used since it was made on a
-// stream other than t: work on t must then wait for the allocation.
-func (m *memBase) isFresh(t *stream) bool {
-	o := m.owner()
-	return o.fresh.Load() && o.last.Load() != t
-}
-
 // retire shuts m's hold, once the operations queuing work on it are done, and
-// returns its last use, which it forgets.
-func (m *memBase) retire() (*stream, uint64) {
+// returns its uses, which it forgets.
+func (m *memBase) retire() []use {
 	m.hold.close()
-	// Without lastMu: every use is recorded while the memory is held, and no one
-	// holds it any more.
-	s := m.last.Swap(nil)
-	gen := m.lastGen.Load()
+	uses := m.takeUses()
+	checkForget(m)
 	if m.ms != nil {
 		m.ms.untrack(m)
 	}
-	return s, gen
+	return uses
 }
 
 // close runs the registration's release now; a nil buffer, or one released
@@ -240,6 +175,14 @@ func (m *memBase) close(what string) error {
 	err := r.Release()
 	runtime.KeepAlive(m)         // the buffer stays reachable until its release has run
 	return closeError(what, err) // ErrContextDestroyed: the driver freed it with its context
+}
+
+// ptrChecked is Ptr: the address, seen by the stream checker when it is on.
+func (m *memBase) ptrChecked() CUdeviceptr {
+	if streamCheck.on.Load() {
+		ptrTaken(m)
+	}
+	return m.ptrOrZero()
 }
 
 func (m *memBase) ptrOrZero() CUdeviceptr {
@@ -264,10 +207,12 @@ func (m *memBase) context() *Context {
 }
 
 // DeviceBuffer is device memory allocated from the device's stream-ordered pool
-// (cuMemAllocAsync). It remembers the stream that last used it and is freed there
-// (cuMemFreeAsync) by Close or, if dropped without Close, soon after it becomes
-// unreachable; if that stream has been closed meanwhile, the free waits on the
-// context's disposal stream for the stream's last work.
+// (cuMemAllocAsync). It records its uses on streams since its last write (see the
+// package documentation's hand-off): work on another stream waits on the GPU for
+// the conflicting ones. Close, or, if the buffer is dropped without Close, a release
+// soon after it becomes unreachable, frees it (cuMemFreeAsync) after every use: on
+// the stream of its only use (or of a reader that waited for the others), else on
+// the context's disposal stream once that has waited for all of them.
 //
 // A DeviceBuffer is safe for concurrent use. Operations (copies, memsets, launches)
 // hold it until their work is queued: Close waits for them, never for the GPU, and
@@ -334,12 +279,12 @@ func (c *Context) alloc(s *Stream, bytes, elem int, etype reflect.Type, skip int
 			return nil, err
 		}
 	}
-	return allocDevice(c, ms, s.stream, bytes, elem, etype, skip+1)
+	return allocDevice(c, ms, s, bytes, elem, etype, skip+1)
 }
 
 func errAllocClosed() error { return fmt.Errorf("cuda: allocating on a stream: %w", ErrClosed) }
 
-func allocDevice(c *Context, ms *memState, s *stream, bytes, elem int, etype reflect.Type, skip int) (*DeviceBuffer, error) {
+func allocDevice(c *Context, ms *memState, s *Stream, bytes, elem int, etype reflect.Type, skip int) (*DeviceBuffer, error) {
 	resource.Drain()
 	if err := c.enter(); err != nil {
 		return nil, err
@@ -362,11 +307,7 @@ func allocDevice(c *Context, ms *memState, s *stream, bytes, elem int, etype ref
 		}
 		return nil, allocError(bytes, err)
 	}
-	b.m.last.Store(s)
-	if gen != 0 {
-		b.m.lastGen.Store(gen)
-	}
-	b.m.fresh.Store(true)
+	b.m.allocated(s.stream, gen)
 	resource.ResourceFinalizerAt(&b.m.regv, (*DeviceBuffer).free, b, finalizeDevice, false, ms.regOpts(KindDevice, skip)...)
 	ms.track(&b.m, nil, skip)
 	return b, nil
@@ -379,13 +320,12 @@ func finalizeDevice(b *DeviceBuffer) { resource.Finalized(&b.m.regv, b) }
 // replaces it).
 var errStreamClosed = fmt.Errorf("cuda: stream: %w", ErrClosed)
 
-// allocOn allocates bytes on s into *p, from s's cache of freed blocks or from the
-// pool, and returns s's generation.
-func allocOn(c *Context, ms *memState, s *stream, p *CUdeviceptr, bytes int) (uint64, error) {
+// allocOn allocates bytes on pub into *p, from its stream's cache of freed blocks or
+// from the pool, and returns the stream's generation.
+func allocOn(c *Context, ms *memState, pub *Stream, p *CUdeviceptr, bytes int) (uint64, error) {
 	size, class := devClass(bytes)
-	s.mu.RLock()
-	if s.closed {
-		s.mu.RUnlock()
+	s := pub.stream
+	if lockOpen(pub, s) != nil {
 		return 0, errStreamClosed
 	}
 	gen := s.gen.Load()
@@ -400,30 +340,38 @@ func allocOn(c *Context, ms *memState, s *stream, p *CUdeviceptr, bytes int) (ui
 	return gen, err
 }
 
-// free frees the memory on the stream that last used it: into the stream's cache if
-// the stream is still in the generation of that use and the cache has room, else to
-// the pool.
+// free frees the memory after the work that used it: with one use, on its stream if
+// the stream is still in the generation of that use (into the stream's cache if it
+// has room); otherwise on the disposal stream, after every use (freeAsync).
 func (b *DeviceBuffer) free() error {
-	s, gen := b.m.retire()
+	uses := b.m.retire()
 	c := b.m.ctx
 	if c.enter() != nil {
 		return resource.ErrContextDestroyed // freed with its context
 	}
 	defer c.exit()
-	if size, class := devClass(b.m.size); class >= 0 && s != nil {
-		s.mu.RLock()
-		if !s.closed && s.gen.Load() == gen && s.putBlock(b.m.ms, b.m.ptr, class, size) {
-			s.mu.RUnlock()
+	if size, class := devClass(b.m.size); class >= 0 {
+		u, ok := freeStream(uses)
+		if !ok {
+			return b.m.ms.freeAsync(b.m.ptr, uses, nil)
+		}
+		u.s.mu.RLock()
+		if u.current() && u.s.putBlock(b.m.ms, b.m.ptr, class, size) {
+			u.s.mu.RUnlock()
 			return nil
 		}
-		s.mu.RUnlock()
+		u.s.mu.RUnlock()
 	}
-	return freeAsync(c.ctxState, b.m.ptr, s, gen, nil)
+	return b.m.ms.freeAsync(b.m.ptr, uses, nil)
 }
 
 // Ptr returns the device address of the memory, for the raw layer and other
 // libraries. It stays valid until Close; keep the buffer reachable while it is used.
-func (b *DeviceBuffer) Ptr() CUdeviceptr { return b.base().ptrOrZero() }
+// Ptr waits for nothing and orders nothing: work queued with the address on a stream
+// is ordered with the buffer's other uses only if UseOn announces it; ForeignPtr
+// waits for them instead. The stream checker (EnableStreamCheck) reports addresses
+// from Ptr launched on another stream without UseOn.
+func (b *DeviceBuffer) Ptr() CUdeviceptr { return b.base().ptrChecked() }
 
 // Size returns the buffer's size in bytes.
 func (b *DeviceBuffer) Size() int { return b.base().sizeOrZero() }
@@ -489,10 +437,6 @@ func (b *DeviceBuffer) Slice(off, n int) (*DeviceBuffer, error) {
 	return v, nil
 }
 
-func (b *DeviceBuffer) holdArg() (CUdeviceptr, *Context, error) { return b.base().holdArg() }
-
-func (b *DeviceBuffer) releaseArg(s *stream) { b.m.releaseArg(s) }
-
 // checkSize rejects zero and negative sizes.
 func checkSize(bytes int) error {
 	if bytes <= 0 {
@@ -531,38 +475,39 @@ func finalOf(s *stream) *event {
 	return s.final
 }
 
-// freeAsync frees stream-ordered memory: on s if it is still in generation gen,
-// else on the disposal stream after s's final event; memory never used on a stream
-// (s nil) is freed on idle.
-func freeAsync(c *ctxState, ptr CUdeviceptr, s *stream, gen uint64, idle *stream) error {
+// freeAsync frees stream-ordered memory after its uses: on the stream of the only
+// use if that stream is still in the generation of the use, else on the disposal
+// stream after every use not known to be complete (a multi-stream free joins there);
+// memory that no stream used is freed on idle.
+func (ms *memState) freeAsync(ptr CUdeviceptr, uses []use, idle *stream) error {
+	c := ms.cs
 	free := func(h CUstream) error { return inMemFreeAsync(c.h, ptr, h) }
-	if s == nil {
+	if len(uses) == 0 {
+		if idle == nil {
+			idle = ms.defStream
+		}
 		return idle.use(free)
 	}
-	// useIfCurrent(s, gen, free), without the closure.
-	s.mu.RLock()
-	if !s.closed && s.gen.Load() == gen {
-		err := inMemFreeAsync(c.h, ptr, s.h)
+	if u, ok := freeStream(uses); ok {
+		s := u.s
+		s.mu.RLock()
+		if u.current() {
+			err := inMemFreeAsync(c.h, ptr, s.h)
+			s.mu.RUnlock()
+			return err
+		}
 		s.mu.RUnlock()
-		return err
 	}
-	s.mu.RUnlock()
 	d, err := c.disposalStream()
 	if err != nil {
 		return err
 	}
-	final, err := waitableFinal(c, s)
-	if err != nil {
+	var wait deps
+	usesOf(uses, &wait)
+	if err := ms.handOff(&wait, d); err != nil {
 		return err
 	}
-	return d.use(func(h CUstream) error {
-		if final != nil {
-			if err := inStreamWaitEvent(c.h, h, final.h, 0); err != nil {
-				return err
-			}
-		}
-		return free(h)
-	})
+	return d.use(free)
 }
 
 // waitableFinal returns s's final event; where s could not record one (event

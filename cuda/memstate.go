@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"sync"
@@ -31,8 +32,10 @@ type memState struct {
 	pinned    hostKind
 	unified   hostKind
 
-	evMu   sync.Mutex
-	events []CUevent
+	evMu    sync.Mutex
+	events  []CUevent     // blocking-sync events, for host waits
+	hevents []CUevent     // events without blocking sync, for hand-offs (faster to wait for on the device)
+	hlast   atomic.Uint64 // one more such event, taken and given back without evMu
 
 	// devCached is the bytes in the streams' device block caches; cacheStreams
 	// lists the streams that may hold some (weakly: a dropped stream's destroy
@@ -205,31 +208,56 @@ func (ms *memState) createPool(props *CUmemPoolProps, threshold *uint64, enabled
 	return pool, nil
 }
 
-// getEvent returns an event of the context's pool (a cheap, non-timing event).
+// getEvent returns a blocking-sync event of the context's pool, for host waits.
 func (ms *memState) getEvent() (CUevent, error) {
+	return ms.takeEvent(&ms.events, CU_EVENT_DISABLE_TIMING|CU_EVENT_BLOCKING_SYNC)
+}
+
+// getHandoffEvent returns an event for a hand-off between streams: without
+// CU_EVENT_BLOCKING_SYNC, which makes a stream's wait for it slower (about 1.5 µs on
+// an H200, see BenchmarkHandoff).
+func (ms *memState) getHandoffEvent() (CUevent, error) {
+	if ev := ms.hlast.Swap(0); ev != 0 {
+		return CUevent(ev), nil
+	}
+	return ms.takeEvent(&ms.hevents, CU_EVENT_DISABLE_TIMING)
+}
+
+func (ms *memState) takeEvent(pool *[]CUevent, flags CUevent_flags) (CUevent, error) {
 	ms.evMu.Lock()
-	if n := len(ms.events); n > 0 {
-		ev := ms.events[n-1]
-		ms.events = ms.events[:n-1]
+	if n := len(*pool); n > 0 {
+		ev := (*pool)[n-1]
+		*pool = (*pool)[:n-1]
 		ms.evMu.Unlock()
 		return ev, nil
 	}
 	ms.evMu.Unlock()
 	var ev CUevent
-	if err := inEventCreate(ms.cs.h, &ev, uint32(CU_EVENT_DISABLE_TIMING|CU_EVENT_BLOCKING_SYNC)); err != nil {
+	if err := inEventCreate(ms.cs.h, &ev, uint32(flags)); err != nil {
 		return 0, fmt.Errorf("cuda: creating an event: %w", err)
 	}
 	return ev, nil
 }
 
-// putEvent returns an event to the pool. Recording it again is safe once every
-// query, synchronization or stream wait of its last record has been issued.
-func (ms *memState) putEvent(ev CUevent) {
+// putEvent returns an event of getEvent to the pool. Recording it again is safe once
+// every query, synchronization or stream wait of its last record has been issued.
+func (ms *memState) putEvent(ev CUevent) { ms.giveEvent(&ms.events, ev) }
+
+// putHandoffEvent returns an event of getHandoffEvent: into the one-event slot
+// that a hand-off takes without a lock, else to the pool.
+func (ms *memState) putHandoffEvent(ev CUevent) {
+	if ev != 0 && ms.hlast.CompareAndSwap(0, uint64(ev)) {
+		return
+	}
+	ms.giveEvent(&ms.hevents, ev)
+}
+
+func (ms *memState) giveEvent(pool *[]CUevent, ev CUevent) {
 	if ev == 0 {
 		return
 	}
 	ms.evMu.Lock()
-	ms.events = append(ms.events, ev)
+	*pool = append(*pool, ev)
 	ms.evMu.Unlock()
 }
 
@@ -256,23 +284,28 @@ type fence struct {
 	done  bool
 }
 
-// fenceAfter returns a fence for the work queued on s (in generation gen) so far.
-func (ms *memState) fenceAfter(s *stream, gen uint64) (fence, error) {
-	if s == nil {
+// fenceAfter returns a fence for u's work: an event recorded now on its stream, or
+// the final event of a stream closed since, or nothing if the work is known complete.
+func (ms *memState) fenceAfter(u use) (fence, error) {
+	if u.s == nil || u.complete() {
 		return fence{done: true}, nil
 	}
+	s := u.s
 	ev, err := ms.getEvent()
 	if err != nil {
 		return fence{}, err
 	}
-	ran, err := useIfCurrent(s, gen, func(h CUstream) error { return inEventRecord(ms.cs.h, ev, h) })
-	if ran {
+	s.mu.RLock()
+	if !s.closed {
+		err := inEventRecord(ms.cs.h, ev, s.h)
+		s.mu.RUnlock()
 		if err != nil {
 			ms.putEvent(ev)
 			return fence{}, err
 		}
 		return fence{ev: ev}, nil
 	}
+	s.mu.RUnlock()
 	ms.putEvent(ev)
 	final, err := waitableFinal(ms.cs, s)
 	if err != nil {
@@ -316,6 +349,20 @@ func (f *fence) wait(ms *memState) error {
 	return nil
 }
 
+// waitContext waits on the host for the fenced work, until ctx is done.
+func (f *fence) waitContext(ctx context.Context, ms *memState) error {
+	if f.done {
+		return nil
+	}
+	h, ev := ms.cs.h, f.event()
+	err := waitContext(ctx, func() (bool, error) { return ready(inEventQuery(h, ev)) },
+		func() error { return inEventSynchronize(h, ev) })
+	if err == nil {
+		f.clear(ms)
+	}
+	return err
+}
+
 // orderOn makes work queued on h after this call wait for the fenced work.
 func (f *fence) orderOn(ms *memState, h CUstream) error {
 	if f.done {
@@ -331,42 +378,14 @@ func (f *fence) clear(ms *memState) {
 }
 
 // syncStreamFor picks the stream for an operation that has no stream argument: the
-// stream that last used m if it is still open, else the context's default stream,
-// ordered after the closed stream's last work.
-func (ms *memState) syncStreamFor(m *memBase) (*stream, error) {
-	s, gen := m.lastUse()
-	if s == nil {
-		return ms.defStream, nil
+// stream of m's only use if it is still in the generation of that use (the
+// operation then waits for nothing else), else the context's default stream.
+func (ms *memState) syncStreamFor(m *memBase) *stream {
+	a := &m.owner().acc
+	if s := a.only.Load(); s != nil && !streamClosed(s) && s.gen.Load() == a.onlyTag.Load()>>1 {
+		return s
 	}
-	if ran, _ := useIfCurrent(s, gen, func(CUstream) error { return nil }); ran {
-		return s, nil
-	}
-	if err := ms.orderAfterLast(m, ms.defStream); err != nil {
-		return nil, err
-	}
-	return ms.defStream, nil
-}
-
-// orderAfterLast makes work queued on t after this call wait for the work queued
-// so far on the stream that last used m, when that is another stream (or another
-// generation of t). Operations without a stream argument use it; the stream-ordered
-// ownership hand-off for operations on a caller's stream is built on the same
-// record.
-func (ms *memState) orderAfterLast(m *memBase, t *stream) error {
-	s, gen := m.lastUse()
-	if s == nil || (s == t && s.gen.Load() == gen) {
-		return nil
-	}
-	f, err := ms.fenceAfter(s, gen)
-	if err != nil {
-		return err
-	}
-	err = t.use(func(h CUstream) error { return f.orderOn(ms, h) })
-	if f.ev != 0 {
-		// The wait is queued: the event may be recorded again.
-		ms.putEvent(f.ev)
-	}
-	return err
+	return ms.defStream
 }
 
 // reclaimForOOM makes room after an allocation failed for lack of memory: it hands

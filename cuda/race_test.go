@@ -8,6 +8,7 @@ package cuda_test
 // (GOCUDA_RACES overrides both).
 
 import (
+	"context"
 	"errors"
 	"math/rand/v2"
 	"os"
@@ -127,6 +128,7 @@ func spin(n int) {
 type raceEnv struct {
 	ctx  *cuda.Context
 	s    *cuda.Stream
+	s2   *cuda.Stream // another long-lived stream, for hand-offs
 	m    *cuda.Module
 	axpy *cuda.Function
 	host []float32
@@ -152,13 +154,16 @@ func newRaceEnv(t *testing.T) *raceEnv {
 	s, err := ctx.NewStream()
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
+	s2, err := ctx.NewStream()
+	require.NoError(t, err)
+	t.Cleanup(func() { s2.Close() })
 	m, err := ctx.LoadModule(kernelsPTX)
 	require.NoError(t, err)
 	t.Cleanup(func() { m.Close() })
 	f, err := m.Function("axpy_f32")
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, s.Synchronize()) })
-	return &raceEnv{ctx: ctx, s: s, m: m, axpy: f, host: make([]float32, 64)}
+	t.Cleanup(func() { require.NoError(t, s.Synchronize()); require.NoError(t, s2.Synchronize()) })
+	return &raceEnv{ctx: ctx, s: s, s2: s2, m: m, axpy: f, host: make([]float32, 64)}
 }
 
 // launch queues axpy on s reading x and writing y (any device memory).
@@ -208,6 +213,13 @@ func TestRaceCloseBuffer(t *testing.T) {
 		{"Memset8Async", func(x bufs) error { return x.b.Memset8Async(e.s, 1) }},
 		{"Memset32", func(x bufs) error { return x.b.Memset32(7) }},
 		{"LaunchBatch.Submit", func(x bufs) error { return x.batch.Submit(e.s) }},
+		// Hand-offs: the buffers were allocated on e.s; these use them on e.s2.
+		{"Launch/hand-off", func(x bufs) error { return e.launch(e.s2, x.b, x.other) }},
+		{"Launch/In", func(x bufs) error { return e.launch(e.s2, cuda.In(x.b), x.other) }},
+		{"CopyAsync/hand-off", func(x bufs) error { return cuda.CopyAsync(e.s2, x.other, x.b) }},
+		{"UseOn", func(x bufs) error { return x.b.UseOn(e.s2, cuda.Write) }},
+		{"Synchronize", func(x bufs) error { return x.b.Synchronize() }},
+		{"ForeignPtr", func(x bufs) error { _, err := x.b.ForeignPtr(); return err }},
 	} {
 		runRaces(t, n, raceKind[bufs]{name: k.name, setup: setup, op: k.op, close: closeB, done: done})
 	}
@@ -356,9 +368,61 @@ func TestRaceCloseStream(t *testing.T) {
 		{"Synchronize", func(x strm) error { return x.s.Synchronize() }},
 		{"Buffer.Close", func(x strm) error { return x.b.Close() }}, // freed on x.s, where it was allocated
 		{"LaunchBatch.Submit", func(x strm) error { return x.batch.Submit(x.s) }},
+		// The buffer was allocated on x.s: using it on e.s records an event on x.s
+		// (or waits for its final event once it is closed).
+		{"HandOff", func(x strm) error { return x.b.Memset8Async(e.s, 1) }},
+		{"Launch/HandOff", func(x strm) error { return e.launch(e.s, x.b, x.b) }},
 	} {
 		runRaces(t, n, raceKind[strm]{name: k.name, setup: setup, op: k.op,
 			close: func(x strm) error { return x.s.Close() }, done: done})
+	}
+}
+
+// TestRaceClosePooledStream races the release of a pooled stream against every
+// operation through it: each either runs before the release or fails with ErrClosed,
+// never on the stream's next holder.
+func TestRaceClosePooledStream(t *testing.T) {
+	e := newRaceEnv(t)
+	n := races(t)
+	type lease struct {
+		s  *cuda.Stream
+		b  *cuda.DeviceBuffer // allocated on e.s
+		ev *cuda.Event
+	}
+	setup := func(t *testing.T) lease {
+		s, err := e.ctx.AcquireStream(context.Background())
+		require.NoError(t, err)
+		ev, err := e.ctx.NewEvent(false)
+		require.NoError(t, err)
+		require.NoError(t, ev.Record(e.s))
+		return lease{s, e.alloc(t), ev}
+	}
+	done := func(x lease) {
+		require.NoError(t, x.b.Close())
+		require.NoError(t, x.ev.Close())
+	}
+	for _, k := range []struct {
+		name string
+		op   func(lease) error
+	}{
+		{"Launch", func(x lease) error { return e.launch(x.s, x.b, x.b) }},
+		{"Launch/In", func(x lease) error { return e.launch(x.s, cuda.In(x.b), x.b) }},
+		{"Alloc", func(x lease) error {
+			b, err := e.ctx.Alloc(x.s, 512)
+			if err == nil {
+				return b.Close()
+			}
+			return err
+		}},
+		{"CopyToDeviceAsync", func(x lease) error { return cuda.CopyToDeviceAsync(x.s, x.b, e.host) }},
+		{"Memset8Async", func(x lease) error { return x.b.Memset8Async(x.s, 0) }},
+		{"UseOn", func(x lease) error { return x.b.UseOn(x.s, cuda.Read) }},
+		{"Event.Record", func(x lease) error { return x.ev.Record(x.s) }},
+		{"WaitEvent", func(x lease) error { return x.s.WaitEvent(x.ev) }},
+		{"Synchronize", func(x lease) error { return x.s.Synchronize() }},
+	} {
+		runRaces(t, n, raceKind[lease]{name: k.name, setup: setup, op: k.op,
+			close: func(x lease) error { return x.s.Close() }, done: done})
 	}
 }
 

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"runtime"
@@ -17,10 +18,19 @@ import (
 //
 // A Stream is safe for concurrent use. Calls hold it while they queue work on it:
 // Close waits for them (never for the GPU) and returns at once; calls after Close
-// fail with ErrClosed. The Stream keeps its Context alive.
+// fail with ErrClosed. The Stream keeps its Context alive. A Stream of
+// Context.AcquireStream or Context.WithStream is lent by the context's pool: Close
+// gives it back, and the Stream is closed from then on, whoever holds the stream
+// next.
 type Stream struct {
 	*stream
 	ctx *Context
+	// lease is the generation of stream that this Stream holds, for a stream of a
+	// pool (AcquireStream); 0 for NewStream's. Once the holder releases it, the
+	// stream moves on and this Stream is closed. tok is the lease's token until
+	// Close (see leaseToken).
+	lease uint64
+	tok   atomic.Pointer[leaseToken]
 }
 
 // stream is the part of Stream that buffers point at and the finalizer watches.
@@ -32,14 +42,28 @@ type stream struct {
 	// lock (never while waiting for the GPU), Close the write lock.
 	mu     sync.RWMutex
 	closed bool
-	// gen counts the stream's lives: buffers remember the generation they were last
-	// used in, and a buffer whose generation is past finds the stream's final event.
-	gen atomic.Uint64
+	// gen counts the stream's lives (from 1): a pooled stream moves to a new
+	// generation when its holder releases it, any stream when it is destroyed.
+	// Memory remembers the generation of its uses: a use in a generation up to
+	// doneGen is known complete (a pooled stream is handed out again only once its
+	// work is done), one in a past generation of a destroyed stream is waited for
+	// through the stream's final event.
+	gen     atomic.Uint64
+	doneGen atomic.Uint64
 	// final is recorded when the stream is destroyed: work queued on it before then
 	// is complete once final is.
 	final *event
 	// cache holds device blocks freed on the stream, for its next allocations.
 	cache devCache
+
+	// dirty is set when work is queued through a pooled stream's lease (or its
+	// handle is taken): the pool queries a stream for completion before lending
+	// it again only then.
+	dirty atomic.Bool
+
+	priority int         // as created (resolved for the context's range)
+	nonBlock bool        // created with CU_STREAM_NON_BLOCKING
+	pool     *streamPool // the pool that lends it; nil for NewStream's
 
 	reg *resource.Registration // nil for the context's own streams
 }
@@ -48,13 +72,31 @@ type stream struct {
 type StreamOption func(*streamConfig)
 
 type streamConfig struct {
-	priority int
+	priority Priority
 	blocking bool
 }
 
-// WithPriority sets the stream's priority: lower numbers are higher priorities; see
-// Context.StreamPriorityRange. Values outside the range are clamped by the driver.
-func WithPriority(p int) StreamOption { return func(c *streamConfig) { c.priority = p } }
+// configOf applies opts. Without options nothing escapes: the common call
+// allocates nothing.
+func configOf(opts []StreamOption) streamConfig {
+	if len(opts) == 0 {
+		return streamConfig{}
+	}
+	return applyOptions(opts)
+}
+
+func applyOptions(opts []StreamOption) streamConfig {
+	cfg := new(streamConfig)
+	for _, o := range opts {
+		o(cfg)
+	}
+	return *cfg
+}
+
+// WithPriority sets the stream's priority: High, Normal (the default), Low, or a
+// number in Context.StreamPriorityRange (lower numbers are higher priorities);
+// numbers outside the range are clamped to it.
+func WithPriority(p Priority) StreamOption { return func(c *streamConfig) { c.priority = p } }
 
 // WithLegacySync makes the stream synchronize with the legacy default stream (it is
 // created without CU_STREAM_NON_BLOCKING). Few programs want this.
@@ -65,16 +107,17 @@ func (c *Context) NewStream(opts ...StreamOption) (*Stream, error) {
 	if err := c.check(); err != nil {
 		return nil, err
 	}
-	cfg := streamConfig{}
-	for _, o := range opts {
-		o(&cfg)
+	cfg := configOf(opts)
+	prio, err := c.resolvePriority(cfg.priority)
+	if err != nil {
+		return nil, err
 	}
 	resource.Drain()
 	if err := c.enter(); err != nil {
 		return nil, err
 	}
 	defer c.exit()
-	s, err := newStream(c.ctxState, !cfg.blocking, cfg.priority, true)
+	s, err := newStream(c.ctxState, !cfg.blocking, prio, true)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +131,8 @@ func newStream(c *ctxState, nonBlocking bool, priority int, register bool) (*str
 	if nonBlocking {
 		flags = uint32(CU_STREAM_NON_BLOCKING)
 	}
-	s := &stream{cs: c}
+	s := &stream{cs: c, priority: priority, nonBlock: nonBlocking}
+	s.gen.Store(1)
 	if err := inStreamCreateWithPriority(c.h, &s.h, flags, int32(priority)); err != nil {
 		return nil, fmt.Errorf("cuda: creating a stream: %w", err)
 	}
@@ -122,6 +166,9 @@ func (s *Stream) Handle() CUstream {
 	if s == nil || s.stream == nil {
 		return 0
 	}
+	if s.lease != 0 {
+		s.dirty.Store(true) // work may be queued through the handle
+	}
 	return s.h
 }
 
@@ -133,6 +180,17 @@ func (s *Stream) Context() *Context {
 	return s.ctx
 }
 
+// use runs f with the stream's handle under the read lock, unless the stream is
+// closed or, for a pooled stream, released: f must only enqueue work. The caller is
+// in the stream's context.
+func (s *Stream) use(f func(h CUstream) error) error {
+	if err := lockOpen(s, s.stream); err != nil {
+		return err
+	}
+	defer s.mu.RUnlock()
+	return f(s.h)
+}
+
 // use runs f with the stream's handle under the read lock: f must only enqueue work.
 // The caller is in the stream's context.
 func (s *stream) use(f func(h CUstream) error) error {
@@ -142,6 +200,28 @@ func (s *stream) use(f func(h CUstream) error) error {
 		return fmt.Errorf("cuda: stream: %w", ErrClosed)
 	}
 	return f(s.h)
+}
+
+// lockOpen takes t's read lock for queuing work on it, or fails with ErrClosed if t
+// is closed or, with s, if s is a released pooled stream (t is s's stream, or any of
+// the package's streams with s nil). On success the caller unlocks t.mu.
+func lockOpen(s *Stream, t *stream) error {
+	t.mu.RLock()
+	if s != nil && s.lease != 0 {
+		if t.closed || t.gen.Load() != s.lease {
+			t.mu.RUnlock()
+			return fmt.Errorf("cuda: stream: %w", ErrClosed)
+		}
+		if !t.dirty.Load() {
+			t.dirty.Store(true)
+		}
+		return nil
+	}
+	if t.closed {
+		t.mu.RUnlock()
+		return fmt.Errorf("cuda: stream: %w", ErrClosed)
+	}
+	return nil
 }
 
 func checkStream(s *Stream) error {
@@ -212,11 +292,16 @@ func (s *Stream) WaitEvent(e *Event) error {
 	return s.use(func(h CUstream) error { return inStreamWaitEvent(s.cs.h, h, e.h, 0) })
 }
 
-// Close destroys the stream. Work already queued still runs; buffers last used on
-// the stream are freed after that work, through the final event recorded here. It
-// returns at once (cuStreamDestroy does not wait). Closing again, or closing a nil
-// Stream, returns an error matching ErrClosed and resource.ErrReleased.
+// Close destroys the stream, or gives a pooled stream back to its pool. Work already
+// queued still runs; buffers last used on the stream are freed after that work,
+// through the final event recorded here (a pooled stream is lent again only once its
+// work is done). It returns at once (cuStreamDestroy does not wait). Closing again,
+// or closing a nil Stream, returns an error matching ErrClosed and
+// resource.ErrReleased.
 func (s *Stream) Close() error {
+	if s != nil && s.lease != 0 {
+		return s.closeLease()
+	}
 	if s == nil || s.stream == nil || s.reg == nil {
 		return errs.Closed("cuda: stream")
 	}
@@ -280,19 +365,58 @@ const (
 
 // wait waits until query reports done, polling, yielding, then calling block.
 func wait(query func() (bool, error), block func() error) error {
+	return waitContext(context.Background(), query, block)
+}
+
+// waitContext waits until query reports done, as wait does, but returns early with
+// ctx's error once ctx is done. With a ctx that can be done, it sleeps between
+// queries past the yielding phase (50 µs growing to 1 ms) instead of blocking in
+// the driver (block), so that it notices ctx.
+func waitContext(ctx context.Context, query func() (bool, error), block func() error) error {
 	start := time.Now()
+	sleep := 50 * time.Microsecond
+	var timer *time.Timer
 	for {
 		done, err := query()
 		if err != nil || done {
 			return err
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("cuda: waiting for the GPU: %w", context.Cause(ctx))
 		}
 		el := time.Since(start)
 		switch {
 		case el < pollFor:
 		case el < yieldFor:
 			runtime.Gosched()
-		default:
+		case ctx.Done() == nil:
 			return block()
+		default:
+			if timer == nil {
+				timer = time.NewTimer(sleep)
+				defer timer.Stop()
+			} else {
+				timer.Reset(sleep)
+			}
+			select {
+			case <-timer.C:
+			case <-ctx.Done():
+				return fmt.Errorf("cuda: waiting for the GPU: %w", context.Cause(ctx))
+			}
+			sleep = min(2*sleep, time.Millisecond)
 		}
 	}
+}
+
+// SynchronizeContext is Synchronize, returning early with ctx's error (wrapped) once
+// ctx is done; the GPU work goes on.
+func (s *Stream) SynchronizeContext(ctx context.Context) error {
+	if ctx.Done() == nil {
+		return s.Synchronize()
+	}
+	if err := checkStream(s); err != nil {
+		return err
+	}
+	resource.Drain()
+	return waitContext(ctx, s.Query, nil)
 }

@@ -1,9 +1,14 @@
 package cuda_test
 
 import (
+	"runtime"
 	"testing"
+	"time"
+	"unsafe"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/internal/callbench"
+	"github.com/gocuda/gocuda/internal/fakecuda"
 	"github.com/stretchr/testify/require"
 )
 
@@ -79,6 +84,92 @@ func BenchmarkHandoff(b *testing.B) {
 			require.NoError(b, s2.Synchronize())
 		})
 	}
+	// The same hand-off made by the package: a buffer written by a kernel
+	// alternately on the two streams, each launch ordered after the previous one on
+	// the other stream (floor.cu's w_handoff_buffer). handoffs launches k of them;
+	// check checks the buffer once the streams are done.
+	add := function(b, m, "add_u32")
+	buf, err := cuda.AllocFor[uint32](s1, 256)
+	require.NoError(b, err)
+	defer buf.Close()
+	n := 0
+	handoffs := func(k int) {
+		for range k {
+			c := s1
+			if n&1 == 1 {
+				c = s2
+			}
+			n++
+			if err := add.Launch(c, cuda.D1(1), cuda.D1(256), 0, buf, uint32(1), uint64(256)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	check := func(b *testing.B) {
+		got := make([]uint32, 256)
+		require.NoError(b, cuda.CopyFromDevice(got, buf))
+		if !fakecuda.Loaded() {
+			require.Equal(b, uint32(n), got[255], "every launch ran, in order")
+		}
+	}
+	b.Run("buffer", func(b *testing.B) {
+		require.NoError(b, buf.Memset32(0))
+		n = 0
+		for b.Loop() {
+			handoffs(1)
+		}
+		check(b)
+	})
+	// buffer-pair alternates chunks of the buffer loop above with the same hand-offs
+	// made from C in this process (callbench.LoopHandoff: cuEventRecord +
+	// cuStreamWaitEvent + cuLaunchKernel of add_u32), each chunk starting on empty
+	// queues: x-c-ns is the package's cost per hand-off over C.
+	b.Run("buffer-pair", func(b *testing.B) {
+		require.NoError(b, buf.Memset32(0))
+		n = 0
+		lib := cuda.Library()
+		procs := make([]uintptr, 3)
+		for i, name := range []string{"cuEventRecord", "cuStreamWaitEvent", "cuLaunchKernel"} {
+			procs[i], err = lib.NewProc(name).Addr()
+			require.NoError(b, err)
+		}
+		var h cuda.CUevent
+		func() {
+			lockContext(b, ctx.Handle())
+			defer runtime.UnlockOSThread()
+			require.NoError(b, cuda.EventCreate(&h, uint32(cuda.CU_EVENT_DISABLE_TIMING)))
+		}()
+		defer cuda.EventDestroy(h)
+		params := make([]byte, 24)
+		*(*cuda.CUdeviceptr)(unsafe.Pointer(&params[0])) = buf.Ptr()
+		*(*uint32)(unsafe.Pointer(&params[8])) = 1
+		*(*uint64)(unsafe.Pointer(&params[16])) = 256
+		offsets := []uintptr{0, 8, 16}
+		goLoop := func(k int) time.Duration {
+			start := time.Now()
+			handoffs(k)
+			return time.Since(start)
+		}
+		cLoop := func(k int) time.Duration {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			require.NoError(b, cuda.CtxSetCurrent(ctx.Handle()))
+			// Order the C chunk after the Go chunk's last use, as the package would.
+			require.NoError(b, s1.Synchronize())
+			require.NoError(b, s2.Synchronize())
+			d, err := callbench.LoopHandoff(procs[0], procs[1], procs[2], uintptr(h), uintptr(s1.Handle()),
+				uintptr(s2.Handle()), uintptr(add.Handle()), 256, params, offsets, k)
+			require.NoError(b, err)
+			n += k
+			return d
+		}
+		settle := func() {
+			require.NoError(b, s1.Synchronize())
+			require.NoError(b, s2.Synchronize())
+		}
+		pairLoops(b, settle, goLoop, cLoop, "handoff")
+		check(b)
+	})
 	b.Run("host-sync", func(b *testing.B) {
 		i := 0
 		for b.Loop() {

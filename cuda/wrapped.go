@@ -122,11 +122,13 @@ func wrapIn[T any](c *Context, s []T, skip int) (*WrappedBuffer, error) {
 
 // unregister waits for the GPU work that used the memory, unregisters and unpins it.
 func (w *wrapped) unregister() error {
-	s, gen := w.m.retire()
+	uses := w.m.retire()
 	var err error
 	if c := w.m.ctx; c.enter() == nil { // else the context went, and the registration with it
 		ms := w.m.ms
-		f, ferr := ms.fenceAfter(s, gen)
+		var d deps
+		usesOf(uses, &d)
+		f, ferr := ms.fenceFor(&d)
 		if ferr == nil {
 			ferr = f.wait(ms)
 			f.clear(ms)
@@ -173,8 +175,9 @@ func (b *WrappedBuffer) base() *memBase {
 	return &b.w.m
 }
 
-// Ptr returns the device address of the registered memory.
-func (b *WrappedBuffer) Ptr() CUdeviceptr { return b.base().ptrOrZero() }
+// Ptr returns the device address of the registered memory. As DeviceBuffer.Ptr, it
+// orders nothing (see UseOn and ForeignPtr).
+func (b *WrappedBuffer) Ptr() CUdeviceptr { return b.base().ptrChecked() }
 
 // Size returns the registered size in bytes.
 func (b *WrappedBuffer) Size() int { return b.base().sizeOrZero() }
@@ -197,7 +200,3 @@ func (b *WrappedBuffer) Close() error {
 	runtime.KeepAlive(b)
 	return err
 }
-
-func (b *WrappedBuffer) holdArg() (CUdeviceptr, *Context, error) { return b.base().holdArg() }
-
-func (b *WrappedBuffer) releaseArg(s *stream) { b.w.m.releaseArg(s) }

@@ -1,0 +1,461 @@
+package cuda
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
+
+// Hand-off: ordering memory's uses across streams on the device.
+//
+// Every operation the package queues orders itself after the earlier conflicting
+// uses of each buffer it touches that were queued on other streams, with an event
+// recorded on each such stream and waited for by the operation's stream
+// (cuStreamWaitEvent): the host never waits. A buffer (the allocation, for views)
+// keeps one use per stream since its last write: the stream, its generation then, and
+// whether that stream wrote. A read waits for the writes on other streams; a write
+// waits for every use on other streams and then, when nothing else touched the
+// buffer meanwhile, becomes its only use. So readers on different streams never wait
+// for each other, and the common case, a buffer used on one stream, costs a few
+// atomic loads and no lock (only).
+//
+// The bookkeeping is updated after the operation is queued and before it returns: an
+// operation that happens before another in Go (a channel send, a WaitGroup) is seen
+// by it. Operations that race (no happens-before between them) are recorded
+// conservatively: when another call held the buffer between an operation's plan and
+// its record, the operation adds its use instead of replacing the others, so that
+// the free, which waits for every use recorded, never runs before any of them.
+
+// use is a stream's use of memory since the memory's last write.
+type use struct {
+	s     *stream
+	gen   uint64 // s's generation at the use
+	write bool   // the stream wrote (some of its uses since the last write did)
+	// synced: the stream has waited for every write on other streams recorded
+	// since, so that its next read waits for nothing; it waited for everything
+	// those streams had done up to the memory's use number waited.
+	synced bool
+	seq    uint64 // the memory's use number at the stream's last use
+	waited uint64
+}
+
+// complete reports whether the use's work is known to have finished: its stream was
+// handed to a new holder after a query found its work done.
+func (u use) complete() bool { return u.gen <= u.s.doneGen.Load() }
+
+// current reports whether u's stream is still in the generation of the use (the
+// caller holds the stream's lock).
+func (u use) current() bool { return !u.s.closed && u.s.gen.Load() == u.gen }
+
+// access is the hand-off state of an allocation (memBase.acc; views use their
+// root's).
+type access struct {
+	// only is set when the memory has exactly one use, on that stream, with its
+	// generation and write flag in onlyTag (gen<<1 | write): operations on it
+	// read these and take no lock.
+	only    atomic.Pointer[stream]
+	onlyTag atomic.Uint64
+
+	mu     sync.Mutex
+	uses   []use  // one per stream; mu
+	seq    uint64 // uses recorded (slow path); mu
+	inline [2]use
+}
+
+// planned is what plan learned for record.
+type planned struct {
+	users uint64 // the allocation's hold at the plan (see hold)
+	fast  bool   // the use is already recorded: nothing to do
+	seq   uint64 // for a read: the use number up to which it waits for the writes
+}
+
+// plan adds to d the uses that an operation on t must wait for: for a read, the
+// writes on other streams; for a write, every use on other streams. The caller
+// holds m.
+func (m *memBase) plan(t *stream, write bool, d *deps) planned {
+	o := m.owner()
+	p := planned{users: o.hold.users.Load()}
+	a := &o.acc
+	if a.only.Load() == t {
+		tag := a.onlyTag.Load()
+		if tag>>1 == t.gen.Load() && (!write || tag&1 == 1) {
+			p.fast = true
+			return p
+		}
+	}
+	a.mu.Lock()
+	p.seq = a.seq
+	if !write {
+		for _, u := range a.uses {
+			if u.s == t && u.synced {
+				p.seq = u.waited
+				a.mu.Unlock()
+				return p // ordered after every write already
+			}
+		}
+	}
+	for _, u := range a.uses {
+		if u.s != t && (write || u.write) && !u.complete() {
+			d.add(u)
+		}
+	}
+	a.mu.Unlock()
+	return p
+}
+
+// record records that an operation planned with p was queued on t. The caller
+// still holds m.
+func (m *memBase) record(t *stream, write bool, p planned) {
+	if p.fast {
+		return
+	}
+	o := m.owner()
+	a := &o.acc
+	gen := t.gen.Load()
+	a.mu.Lock()
+	now := o.hold.users.Load()
+	// Alone: this operation was the only call holding the memory at its plan, and
+	// none entered since (the counts of enters agree).
+	alone := uint32(p.users) == 1 && p.users>>32 == now>>32
+	a.seq++
+	if write && alone {
+		clear(a.uses)
+		a.uses = append(a.inline[:0], use{s: t, gen: gen, write: true, synced: true, seq: a.seq, waited: a.seq})
+	} else {
+		// t waited for the writes there were at the plan: it is synced unless
+		// another call may have added one since.
+		found := false
+		keep := a.uses[:0]
+		for _, u := range a.uses {
+			switch {
+			case u.s == t:
+				u.gen, u.write, u.synced, u.seq, found = gen, u.write || write, alone, a.seq, true
+				u.waited = p.seq
+			case u.complete():
+				continue // finished: nothing will wait for it
+			case write:
+				u.synced = false // a write it has not waited for
+			}
+			keep = append(keep, u)
+		}
+		clear(a.uses[len(keep):])
+		a.uses = keep
+		if !found {
+			if a.uses == nil {
+				a.uses = a.inline[:0]
+			}
+			a.uses = append(a.uses, use{s: t, gen: gen, write: write, synced: alone, seq: a.seq, waited: p.seq})
+		}
+	}
+	if streamCheck.on.Load() {
+		checkUsed(o, t)
+	}
+	if len(a.uses) == 1 {
+		u := a.uses[0]
+		tag := u.gen << 1
+		if u.write {
+			tag |= 1
+		}
+		a.onlyTag.Store(tag)
+		a.only.Store(u.s)
+	} else {
+		a.only.Store(nil)
+	}
+	a.mu.Unlock()
+}
+
+// allocated records the allocation of m on s, in generation gen: a write, so that
+// work on other streams waits for it.
+func (m *memBase) allocated(s *stream, gen uint64) {
+	a := &m.acc
+	a.uses = append(a.inline[:0], use{s: s, gen: gen, write: true, synced: true})
+	a.onlyTag.Store(gen<<1 | 1)
+	a.only.Store(s)
+}
+
+// freeStream returns a use whose stream, still in the generation of that use, has
+// waited on the device for the work of every other use not known complete: freeing
+// there needs no join. Either the only use, or a reader that waited for the
+// writes, when the other uses are writes it waited for (a consumer after its
+// producer).
+func freeStream(uses []use) (use, bool) {
+	if len(uses) == 1 {
+		return uses[0], true
+	}
+	for _, u := range uses {
+		if !u.synced {
+			continue
+		}
+		covered := true
+		for _, v := range uses {
+			if v.s != u.s && !v.complete() && (!v.write || v.seq > u.waited) {
+				covered = false
+				break
+			}
+		}
+		if covered {
+			return u, true
+		}
+	}
+	return use{}, false
+}
+
+// takeUses returns m's uses and forgets them; the caller has shut m's hold (no
+// operation records any more).
+func (m *memBase) takeUses() []use {
+	a := &m.acc
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	u := a.uses
+	a.uses = nil
+	a.only.Store(nil)
+	return u
+}
+
+// snapshotUses returns a copy of m's uses.
+func (m *memBase) snapshotUses(d *deps) {
+	a := &m.owner().acc
+	a.mu.Lock()
+	for _, u := range a.uses {
+		if !u.complete() {
+			d.add(u)
+		}
+	}
+	a.mu.Unlock()
+}
+
+// deps is a set of uses to wait for, one per stream, without allocating for the
+// first few.
+type deps struct {
+	n      int
+	inline [4]use
+	more   []use
+}
+
+// add adds u, keeping the later generation for a stream already there (the event
+// recorded for it covers the earlier one).
+func (d *deps) add(u use) {
+	for i := range d.n {
+		x := d.at(i)
+		if x.s == u.s {
+			x.gen = max(x.gen, u.gen)
+			return
+		}
+	}
+	if d.n < len(d.inline) {
+		d.inline[d.n] = u
+	} else {
+		d.more = append(d.more, u)
+	}
+	d.n++
+}
+
+// without returns a copy of d without its i-th use.
+func (d *deps) without(i int) *deps {
+	out := new(deps)
+	for j := range d.n {
+		if j != i {
+			out.add(*d.at(j))
+		}
+	}
+	return out
+}
+
+func (d *deps) at(i int) *use {
+	if i < len(d.inline) {
+		return &d.inline[i]
+	}
+	return &d.more[i-len(d.inline)]
+}
+
+// handOff makes work queued on t from now on wait, on the device, for the uses in
+// d: an event recorded now on each use's stream (its final event if it was closed)
+// that t waits for.
+func (ms *memState) handOff(d *deps, t *stream) error {
+	for i := range d.n {
+		if err := ms.orderAfter(*d.at(i), t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// handOffs counts the waits queued by handOff (tests).
+var handOffs atomic.Int64
+
+// orderAfter makes work queued on t from now on wait for u's work.
+func (ms *memState) orderAfter(u use, t *stream) error {
+	handOffs.Add(1)
+	s := u.s
+	ev, err := ms.getHandoffEvent()
+	if err != nil {
+		return err
+	}
+	s.mu.RLock()
+	if !s.closed {
+		err = inEventRecord(ms.cs.h, ev, s.h)
+		s.mu.RUnlock()
+		if err == nil {
+			err = t.use(func(h CUstream) error { return inStreamWaitEvent(ms.cs.h, h, ev, 0) })
+		}
+		// The wait is queued (or failed): the event may be recorded again.
+		ms.putHandoffEvent(ev)
+		return err
+	}
+	s.mu.RUnlock()
+	ms.putHandoffEvent(ev)
+	final, err := waitableFinal(ms.cs, s)
+	if err != nil || final == nil {
+		return err
+	}
+	return t.use(func(h CUstream) error { return inStreamWaitEvent(ms.cs.h, h, final.h, 0) })
+}
+
+// fenceFor returns a fence for the work of the uses in d: the one use's fence, or
+// an event recorded on the disposal stream after it waited for all of them.
+func (ms *memState) fenceFor(d *deps) (fence, error) {
+	switch d.n {
+	case 0:
+		return fence{done: true}, nil
+	case 1:
+		return ms.fenceAfter(*d.at(0))
+	}
+	j, err := ms.cs.disposalStream()
+	if err != nil {
+		return fence{}, err
+	}
+	if err := ms.handOff(d, j); err != nil {
+		return fence{}, err
+	}
+	ev, err := ms.getEvent()
+	if err != nil {
+		return fence{}, err
+	}
+	if err := j.use(func(h CUstream) error { return inEventRecord(ms.cs.h, ev, h) }); err != nil {
+		ms.putEvent(ev)
+		return fence{}, err
+	}
+	return fence{ev: ev}, nil
+}
+
+// usesOf puts the uses not known complete in d.
+func usesOf(uses []use, d *deps) {
+	for _, u := range uses {
+		if u.s != nil && !u.complete() {
+			d.add(u)
+		}
+	}
+}
+
+// errHandOff wraps a hand-off failure.
+func errHandOff(err error) error {
+	return fmt.Errorf("cuda: ordering after another stream's work: %w", err)
+}
+
+// Access says how work that this package does not see uses memory (UseOn).
+type Access int
+
+const (
+	// Write is work that may write the memory: it waits for every earlier use on
+	// other streams, and later uses wait for it.
+	Write Access = iota
+	// Read is work that only reads the memory: it waits for the last write on
+	// other streams only, and later reads on other streams do not wait for it.
+	Read
+)
+
+// useOn is UseOn for every kind of memory.
+func useOn(m *memBase, s *Stream, a Access) error {
+	if err := m.check(); err != nil {
+		return err
+	}
+	if err := checkStream(s); err != nil {
+		return err
+	}
+	if a != Read && a != Write {
+		return fmt.Errorf("%w: access %d", ErrInvalidArgument, int(a))
+	}
+	if s.cs != m.ctx.ctxState {
+		return fmt.Errorf("cuda: using memory on a stream of another context: %w", ErrWrongContext)
+	}
+	if err := m.begin(); err != nil {
+		return err
+	}
+	defer m.end()
+	write := a == Write
+	var d deps
+	p := m.plan(s.stream, write, &d)
+	if d.n > 0 {
+		if err := m.ms.handOff(&d, s.stream); err != nil {
+			return errHandOff(err)
+		}
+	}
+	if err := lockOpen(s, s.stream); err != nil {
+		return err
+	}
+	m.record(s.stream, write, p)
+	checkUsed(m, s.stream)
+	s.mu.RUnlock()
+	return nil
+}
+
+// begin checks m, enters its context and holds m, until end.
+func (m *memBase) begin() error {
+	if err := m.check(); err != nil {
+		return err
+	}
+	c := m.ctx.ctxState
+	if err := c.enter(); err != nil {
+		return err
+	}
+	if err := m.acquire(); err != nil {
+		c.exit()
+		return err
+	}
+	return nil
+}
+
+// end ends begin.
+func (m *memBase) end() {
+	m.leave()
+	m.ctx.ctxState.exit()
+}
+
+// syncMem waits on the host, honouring ctx, for every use of m recorded so far.
+func syncMem(ctx context.Context, m *memBase) error {
+	if err := m.begin(); err != nil {
+		return err
+	}
+	c := m.ctx.ctxState
+	defer c.exit()
+	var d deps
+	m.snapshotUses(&d)
+	ms := m.ms
+	fences := make([]fence, 0, d.n)
+	var err error
+	for i := range d.n {
+		var f fence
+		if f, err = ms.fenceAfter(*d.at(i)); err != nil {
+			break
+		}
+		fences = append(fences, f)
+	}
+	m.leave()
+	for i := range fences {
+		if err == nil {
+			err = fences[i].waitContext(ctx, ms)
+		}
+		fences[i].clear(ms)
+	}
+	return err
+}
+
+// foreignPtr waits for every use of m and returns its address.
+func foreignPtr(m *memBase) (CUdeviceptr, error) {
+	if err := syncMem(context.Background(), m); err != nil {
+		return 0, err
+	}
+	checkForget(m.owner()) // nothing outstanding: no address of Ptr to watch
+	return m.ptr, nil
+}

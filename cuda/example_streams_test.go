@@ -1,0 +1,107 @@
+package cuda_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gocuda/gocuda/cuda"
+)
+
+// Goroutines with pooled streams, and a buffer handed from a producer to a
+// consumer: the consumer's kernel waits on the GPU for the producer's, never on the
+// host. (It needs a GPU, so it is compiled but not run by go test.)
+func Example_streams() {
+	ctx, err := cuda.Device(0).Context()
+	if err != nil {
+		fmt.Println("no GPU:", err)
+		return
+	}
+	m, err := ctx.LoadModule(kernelsPTX) // fill_u32 and read_sum, from testdata/kernels.cu
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer m.Close()
+	fill, _ := m.Function("fill_u32")
+	readSum, _ := m.Function("read_sum")
+
+	buffers := make(chan *cuda.DeviceBuffer)
+	go func() { // the producer, on a stream of its own
+		defer close(buffers)
+		err := ctx.WithStream(context.Background(), func(_ context.Context, s *cuda.Stream) error {
+			for range 3 {
+				b, err := cuda.AllocFor[uint32](s, 256)
+				if err != nil {
+					return err
+				}
+				if err := fill.Launch(s, cuda.D1(1), cuda.D1(256), 0, b, uint32(1), uint64(256)); err != nil {
+					return err
+				}
+				buffers <- b // no synchronization: the consumer's stream waits on the GPU
+			}
+			return nil
+		})
+		if err != nil {
+			fmt.Println(err)
+		}
+	}()
+
+	// The consumer, on another pooled stream, carried in its context.Context.
+	err = ctx.WithStream(context.Background(), func(cctx context.Context, s *cuda.Stream) error {
+		for b := range buffers {
+			sum, err := cuda.AllocFor[uint64](cuda.StreamFromContext(cctx), 1)
+			if err != nil {
+				return err
+			}
+			if err := sum.Memset32Async(s, 0); err != nil {
+				return err
+			}
+			// In: the kernel only reads b, so other readers would not wait for it.
+			if err := readSum.Launch(s, cuda.D1(1), cuda.D1(256), 0, cuda.In(b), uint64(256), uint64(0), sum); err != nil {
+				return err
+			}
+			out := make([]uint64, 1)
+			if err := cuda.CopyFromDevice(out, sum); err != nil {
+				return err
+			}
+			fmt.Println(out[0])
+			sum.Close()
+			b.Close() // freed on s, after the read that waited for the fill
+		}
+		return nil
+	})
+	if err != nil {
+		fmt.Println(err)
+	}
+}
+
+// Work queued outside the package (the raw layer, another library, cgo) is ordered
+// with a buffer's other uses by UseOn, called before that work is queued.
+func ExampleDeviceBuffer_UseOn() {
+	ctx, err := cuda.Device(0).Context()
+	if err != nil {
+		fmt.Println("no GPU:", err)
+		return
+	}
+	s1, _ := ctx.NewStream()
+	defer s1.Close()
+	s2, _ := ctx.NewStream()
+	defer s2.Close()
+	b, err := cuda.AllocFor[float32](s1, 1024)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer b.Close()
+	_ = b.Memset32Async(s1, 0)
+	// s2 will write b through a library that takes raw pointers: order it after
+	// the memset on s1, and everything after it after s2's work.
+	if err := b.UseOn(s2, cuda.Write); err != nil {
+		fmt.Println(err)
+		return
+	}
+	// ... queue the foreign work on s2.Handle() with b.Ptr() ...
+	if err := b.Synchronize(); err != nil { // waits for s1 and s2
+		fmt.Println(err)
+	}
+}
