@@ -63,8 +63,9 @@
 // context.Context) and keeps at most 32 released streams for reuse. A lent Stream is
 // closed once given back; the stream moves to a new generation, so that memory used
 // in an earlier one knows that work finished. Nested WithStream calls share the
-// caller's stream; one asking for another priority gets a stream of that priority,
-// ordered after the caller's work and (when it succeeds) before the caller's next.
+// caller's stream; one asking for another priority gets a stream of that priority
+// (switching back reuses the caller's), ordered after the caller's work and (when it
+// succeeds) before the caller's next.
 // Long-lived streams come from NewStream. Host waits that take a context.Context
 // (Stream.SynchronizeContext, the buffers' SynchronizeContext, AcquireStream) return
 // when it is done.

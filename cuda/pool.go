@@ -337,33 +337,47 @@ func (c *Context) StreamLimit() int {
 
 func defaultStreamLimit() int { return DefaultStreamLimit * runtime.GOMAXPROCS(0) }
 
-// streamKey is the values of StreamFromContext.
+// streamKey is the key of the streams a context.Context carries: a *streamNode.
 type streamKey struct{}
+
+// streamNode is a stream carried in a context.Context, above the streams that the
+// callers further up carried (the streams they switched away from).
+type streamNode struct {
+	s    *Stream
+	prev *streamNode
+}
 
 // ContextWithStream returns a copy of ctx that carries s: library calls deep in a
 // call tree that take a context.Context queue their work on the caller's stream
 // (StreamFromContext). WithStream sets it for the function it runs.
 func ContextWithStream(ctx context.Context, s *Stream) context.Context {
-	return context.WithValue(ctx, streamKey{}, s)
+	prev, _ := ctx.Value(streamKey{}).(*streamNode)
+	return context.WithValue(ctx, streamKey{}, &streamNode{s, prev})
 }
 
 // StreamFromContext returns the stream that ctx carries, or nil.
 func StreamFromContext(ctx context.Context) *Stream {
-	s, _ := ctx.Value(streamKey{}).(*Stream)
-	return s
+	if n, _ := ctx.Value(streamKey{}).(*streamNode); n != nil {
+		return n.s
+	}
+	return nil
 }
 
 // WithStream runs f with a stream of the context's pool for the options' priority
 // and kind, carried in f's context.Context, and returns the stream to the pool
-// after f returns (or panics). If ctx already carries a stream of this context with
-// that priority and kind, f runs with it: nested calls share their caller's stream.
+// after f returns (or panics). If ctx carries a stream of this context with that
+// priority and kind, f runs with it instead: nested calls share their caller's
+// stream, and switching back to a priority that a caller further up had reuses that
+// caller's stream.
 //
-// With another stream in ctx (a priority switch), the new stream first waits on the
-// device for the work queued on the caller's stream, and when f returns nil the
-// caller's stream waits for f's work: work after WithStream runs after it, on the
-// caller's stream. When f fails or panics, the caller's stream is not ordered after
-// the failed work, and f's error (or panic) is what WithStream reports.
+// A switch (another stream than the one ctx carries) is ordered both ways on the
+// device: the stream f gets first waits for the work queued on the caller's, and
+// when f returns nil the caller's stream waits for f's work, so that work after
+// WithStream runs after it. When f fails or panics, the caller's stream is not
+// ordered after the failed work, and f's error (or panic) is what WithStream
+// reports.
 //
+// The context.Context given to f carries the stream for the duration of f only.
 // Waiting for a stream at the pool's limit honours ctx (see AcquireStream).
 func (c *Context) WithStream(ctx context.Context, f func(ctx context.Context, s *Stream) error, opts ...StreamOption) error {
 	if err := c.check(); err != nil {
@@ -373,18 +387,32 @@ func (c *Context) WithStream(ctx context.Context, f func(ctx context.Context, s 
 	if err != nil {
 		return err
 	}
-	prev := StreamFromContext(ctx)
-	if prev != nil && prev.stream != nil && prev.cs != c.ctxState {
-		prev = nil // another context's: nothing to order with
+	// prev is the caller's stream (nil if none, or another context's: nothing to
+	// order with); found is a stream of this pool's priority and kind that the
+	// caller or a caller further up carries.
+	var prev, found *Stream
+	if n, _ := ctx.Value(streamKey{}).(*streamNode); n != nil {
+		if n.s != nil && n.s.stream != nil && n.s.cs == c.ctxState {
+			prev = n.s
+		}
+		for ; n != nil && prev != nil; n = n.prev {
+			x := n.s
+			if x != nil && x.stream != nil && x.cs == c.ctxState && x.priority == p.priority && x.nonBlock == p.nonBlock {
+				found = x
+				break
+			}
+		}
 	}
-	if prev != nil && prev.priority == p.priority && prev.nonBlock == p.nonBlock {
+	if found != nil && found == prev {
 		return f(ctx, prev)
 	}
-	s, err := p.acquire(ctx, c)
-	if err != nil {
-		return err
+	s := found
+	if s == nil {
+		if s, err = p.acquire(ctx, c); err != nil {
+			return err
+		}
+		defer s.Close()
 	}
-	defer s.Close()
 	if prev != nil {
 		if err := c.orderStreams(s, prev); err != nil {
 			return err

@@ -131,6 +131,15 @@ func BenchmarkTasks(b *testing.B) {
 		idle, _, created, _, peak := cuda.PoolStatsForTest(k.ctx)
 		b.ReportMetric(float64(created), "streams-made")
 		b.ReportMetric(float64(peak), "streams-peak")
+		// The device pool's reserved memory: what the tasks' buffers (and the
+		// streams' block caches) grew it to.
+		if st, err := cuda.MemoryStatus(); err == nil {
+			for _, c := range st.Contexts {
+				if c.Primary && c.Device == k.ctx.Device() {
+					b.ReportMetric(float64(c.Kinds[cuda.KindDevice].Reserved)/(1<<20), "pool-MiB")
+				}
+			}
+		}
 		b.ReportMetric(float64(idle), "streams-idle")
 	})
 	b.Run("one", func(b *testing.B) {

@@ -187,9 +187,10 @@ func TestWithStream(t *testing.T) {
 		require.NoError(t, ctx.WithStream(c, func(c2 context.Context, hi *cuda.Stream) error {
 			assert.NotSame(t, s, hi)
 			assert.Same(t, hi, cuda.StreamFromContext(c2))
-			// Switching back (Normal inside High) gets a Normal stream.
-			return ctx.WithStream(c2, func(_ context.Context, lo *cuda.Stream) error {
-				assert.NotSame(t, hi, lo)
+			// Switching back (Normal inside High) reuses the caller's stream.
+			return ctx.WithStream(c2, func(c3 context.Context, lo *cuda.Stream) error {
+				assert.Same(t, s, lo)
+				assert.Same(t, s, cuda.StreamFromContext(c3))
 				return nil
 			}, cuda.WithPriority(cuda.Normal))
 		}, cuda.WithPriority(cuda.High)))
