@@ -23,6 +23,8 @@
 //	            read-only arguments), LaunchBatch
 //	Hand-off    automatic; UseOn (work queued outside the package), Synchronize(Context) and
 //	            ForeignPtr on each buffer; EnableStreamCheck (GOCUDA_STREAMCHECK=1)
+//	Libraries   Enqueue (Reads, Writes) for calls into other libraries and the raw layer;
+//	            Context.Locked (a context current on a locked thread), DevicePtr[T]
 //	Errors      ErrClosed, ErrInvalidArgument, ErrWrongContext, ErrNoDriver, and the Result
 //	            sentinels (ErrOutOfMemory, ...), all matched with errors.Is
 //
@@ -114,7 +116,9 @@
 // the same headers calls. C types keep their spelling (CUstream, CUdeviceptr), constants
 // their C names. Calls return nil or a Result, an error matching sentinels such as
 // ErrOutOfMemory. Raw calls run in whatever context is current on the calling thread,
-// as in C. Owner types (OwnedGraph, OwnedMemPool, ...) release raw handles of the
+// as in C: Context.Locked runs a function with a context current on a locked thread,
+// DevicePtr gives a buffer's address as the typed pointer a raw function takes, and
+// Enqueue holds and orders the memory a raw call uses. Owner types (OwnedGraph, OwnedMemPool, ...) release raw handles of the
 // resources that have no idiomatic type; a resource with one (a stream is a Stream)
 // has no owner type.
 //

@@ -1,0 +1,113 @@
+package cuda_test
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+	"unsafe"
+
+	"github.com/gocuda/gocuda/cuda"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Enqueue holds and hands off the memory of work it does not see, and records it.
+func TestEnqueue(t *testing.T) {
+	ctx, _ := memSetup(t)
+	ss := streams(t, ctx, 2)
+	a, err := cuda.AllocFor[float32](ss[0], 64)
+	require.NoError(t, err)
+	defer a.Close()
+	b, err := cuda.AllocFor[float32](ss[0], 64)
+	require.NoError(t, err)
+	defer b.Close()
+	require.NoError(t, a.Memset32Async(ss[0], 0))
+
+	before := cuda.HandOffsForTest()
+	var got cuda.CUstream
+	err = cuda.Enqueue(ss[1], func(c cuda.CUcontext, h cuda.CUstream) error {
+		assert.Equal(t, ctx.Handle(), c)
+		got = h
+		return nil
+	}, cuda.Reads(a), cuda.Writes(b), cuda.Reads(b))
+	require.NoError(t, err)
+	assert.Equal(t, ss[1].Handle(), got)
+	assert.EqualValues(t, 1, cuda.HandOffsForTest()-before, "one wait: both buffers were last used on ss[0]")
+	assert.Equal(t, 2, cuda.UsesForTest(a), "a read on ss[1] beside the write on ss[0]")
+	assert.Equal(t, 1, cuda.UsesForTest(b), "b written on ss[1]: its only use")
+
+	boom := errors.New("boom")
+	require.ErrorIs(t, cuda.Enqueue(ss[0], func(cuda.CUcontext, cuda.CUstream) error { return boom }, cuda.Writes(a)), boom)
+	assert.Equal(t, 2, cuda.UsesForTest(a), "a failed call records nothing")
+
+	other, _, ob := ownContext(t)
+	defer other.Close()
+	defer ob.Close()
+	require.ErrorIs(t, cuda.Enqueue(ss[0], func(cuda.CUcontext, cuda.CUstream) error { return nil }, cuda.Reads(ob)), cuda.ErrWrongContext)
+	require.ErrorIs(t, cuda.Enqueue(ss[0], nil), cuda.ErrInvalidArgument)
+	require.ErrorIs(t, cuda.Enqueue(nil, func(cuda.CUcontext, cuda.CUstream) error { return nil }), cuda.ErrInvalidArgument)
+	require.NoError(t, b.Close())
+	require.ErrorIs(t, cuda.Enqueue(ss[0], func(cuda.CUcontext, cuda.CUstream) error { return nil }, cuda.Writes(b)), cuda.ErrClosed)
+	for _, s := range ss {
+		require.NoError(t, s.Synchronize())
+	}
+}
+
+// Locked makes the context current on a locked thread, and restores the thread's.
+func TestLocked(t *testing.T) {
+	ctx, s := memSetup(t)
+	other, _, ob := ownContext(t)
+	defer other.Close()
+	defer ob.Close()
+	err := other.Locked(func() error {
+		var cur cuda.CUcontext
+		require.NoError(t, cuda.CtxGetCurrent(&cur))
+		assert.Equal(t, other.Handle(), cur)
+		return ctx.Locked(func() error {
+			require.NoError(t, cuda.CtxGetCurrent(&cur))
+			assert.Equal(t, ctx.Handle(), cur)
+			return cuda.StreamSynchronize(s.Handle()) // a raw call
+		})
+	})
+	require.NoError(t, err)
+}
+
+// DevicePtr gives the typed pointer the raw layer takes; complex64 and CuComplex
+// (complex128 and CuDoubleComplex) share a layout.
+func TestDevicePtr(t *testing.T) {
+	_, s := memSetup(t)
+	f, err := cuda.AllocFor[float32](s, 4)
+	require.NoError(t, err)
+	defer f.Close()
+	p, err := cuda.DevicePtr[float32](f)
+	require.NoError(t, err)
+	assert.Equal(t, uintptr(f.Ptr()), uintptr(unsafe.Pointer(p)))
+	_, err = cuda.DevicePtr[float64](f)
+	require.ErrorIs(t, err, cuda.ErrInvalidArgument)
+
+	c, err := cuda.AllocFor[complex64](s, 4)
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = cuda.DevicePtr[cuda.CuComplex](c)
+	require.NoError(t, err)
+	z, err := cuda.AllocFor[cuda.CuDoubleComplex](s, 4)
+	require.NoError(t, err)
+	defer z.Close()
+	_, err = cuda.DevicePtr[complex128](z)
+	require.NoError(t, err)
+	_, err = cuda.DevicePtr[float32](nil)
+	require.ErrorIs(t, err, cuda.ErrInvalidArgument)
+
+	for _, pair := range [][2]reflect.Type{
+		{reflect.TypeFor[complex64](), reflect.TypeFor[cuda.CuComplex]()},
+		{reflect.TypeFor[complex128](), reflect.TypeFor[cuda.CuDoubleComplex]()},
+	} {
+		g, c := pair[0], pair[1]
+		assert.Equal(t, g.Size(), c.Size(), "%v and %v", g, c)
+		assert.Equal(t, uintptr(0), c.Field(c.NumField()-2).Offset, "real part first")
+		assert.Equal(t, g.Size()/2, c.Field(c.NumField()-1).Offset, "imaginary part second")
+	}
+	v := complex64(complex(1.5, -2))
+	cv := *(*cuda.CuComplex)(unsafe.Pointer(&v))
+	assert.Equal(t, cuda.CuComplex{X: 1.5, Y: -2}, cv)
+}
