@@ -3,29 +3,92 @@ package cublas_test
 import (
 	"errors"
 	"fmt"
-	"unsafe"
 
 	"github.com/gocuda/gocuda/cublas"
 	"github.com/gocuda/gocuda/cuda"
 )
 
-// Multiply two 2×2 matrices already on the device (column-major): C = A·B.
+// Multiply two row-major matrices on the GPU: C (2×3) = A (2×2) · B (2×3). (It needs
+// a GPU and cuBLAS, so it is compiled but not run by go test.)
 func Example() {
-	h, err := cublas.NewOwnedHandle()
+	ctx, err := cuda.Device(0).Context()
+	if err != nil {
+		fmt.Println("no GPU:", err)
+		return
+	}
+	s, err := ctx.NewStream()
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer h.Close()
-	var a, b, c cuda.CUdeviceptr // from cuda.MemAlloc and cuda.MemcpyHtoD
-	alpha, beta := float32(1), float32(0)
-	err = cublas.Sgemm(h.Handle(), cublas.CUBLAS_OP_N, cublas.CUBLAS_OP_N, 2, 2, 2,
-		&alpha, devicePtr(a), 2, devicePtr(b), 2, &beta, devicePtr(c), 2)
-	fmt.Println(err)
+	defer s.Close()
+	upload := func(v []float32) *cuda.DeviceBuffer {
+		b, err := cuda.AllocFor[float32](s, len(v))
+		if err == nil {
+			err = cuda.CopyToDeviceAsync(s, b, v)
+		}
+		if err != nil {
+			panic(err)
+		}
+		return b
+	}
+	a := upload([]float32{1, 2, 3, 4})
+	b := upload([]float32{1, 0, 1, 0, 1, 1})
+	c := upload(make([]float32, 6))
+	defer a.Close()
+	defer b.Close()
+	defer c.Close()
+
+	// Rows of A are 2 long, rows of B and C 3 long.
+	if err := cublas.GemmRowMajor[float32](s, cublas.NoTrans, cublas.NoTrans, 2, 3, 2, 1, a, 2, b, 3, 0, c, 3); err != nil {
+		fmt.Println(err)
+		return
+	}
+	out := make([]float32, 6)
+	if err := cuda.CopyFromDevice(out, c); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(out) // [1 2 3 3 4 7]
 }
 
-// devicePtr views a device address as the *float32 the raw layer takes.
-func devicePtr(p cuda.CUdeviceptr) *float32 { return *(**float32)(unsafe.Pointer(&p)) }
+// The raw layer, for what the typed operations do not cover: a context current on a
+// locked thread, typed pointers without unsafe, and Enqueue to order the call with
+// the memory's other uses. (Compiled, not run: it needs a GPU.)
+func Example_raw() {
+	ctx, err := cuda.Device(0).Context()
+	if err != nil {
+		fmt.Println("no GPU:", err)
+		return
+	}
+	s, _ := ctx.NewStream()
+	defer s.Close()
+	x, err := cuda.AllocFor[float32](s, 4)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer x.Close()
+	px, _ := cuda.DevicePtr[float32](x)
+	var handle cublas.CublasHandle
+	if err := ctx.Locked(func() error { return cublas.Create(&handle) }); err != nil {
+		fmt.Println(err)
+		return
+	}
+	owned := cublas.OwnHandle(handle)
+	defer owned.Close() // cublasDestroy waits for the GPU: outside Enqueue
+	err = cuda.Enqueue(s, func(_ cuda.CUcontext, h cuda.CUstream) error {
+		// Only queue work here: Enqueue holds the stream and x meanwhile.
+		return ctx.Locked(func() error {
+			if err := cublas.SetStream(handle, h); err != nil {
+				return err
+			}
+			alpha := float32(2)
+			return cublas.Sscal(handle, 4, &alpha, px, 1)
+		})
+	}, cuda.Writes(x))
+	fmt.Println(err)
+}
 
 // Statuses are errors that work without the library loaded.
 func Example_errors() {

@@ -5,6 +5,7 @@ package cublas
 import (
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/dl"
+	"github.com/gocuda/gocuda/internal/ctxswitch"
 	"unsafe"
 )
 
@@ -16,6 +17,7 @@ static int32_t gocuda_cublasAsumEx_64(uintptr_t fn, uintptr_t a0, int64_t a1, vo
 static int32_t gocuda_cublasAxpyEx(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4, int32_t a5, int32_t a6, void* a7, int32_t a8, int32_t a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*, int32_t, int32_t, void*, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cublasAxpyEx_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int32_t a3, void* a4, int32_t a5, int64_t a6, void* a7, int32_t a8, int64_t a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int64_t, void*, int32_t, void*, int32_t, int64_t, void*, int32_t, int64_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cublasCaxpy_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, uint8_t* a3, int32_t a4, uint8_t* a5, int32_t a6) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int64_t gocuda_in_cublasCaxpy_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, uint8_t* a2, uint8_t* a3, int32_t a4, uint8_t* a5, int32_t a6) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
 static int32_t gocuda_cublasCaxpy_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, uint8_t* a3, int64_t a4, uint8_t* a5, int64_t a6) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
 static int32_t gocuda_cublasCcopy_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4, int32_t a5) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5); }
 static int32_t gocuda_cublasCcopy_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4, int64_t a5) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5); }
@@ -43,14 +45,17 @@ static int32_t gocuda_cublasCgemmBatched_64(uintptr_t fn, uintptr_t a0, int32_t 
 static int32_t gocuda_cublasCgemmEx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, void* a7, int32_t a8, int32_t a9, void* a10, int32_t a11, int32_t a12, uint8_t* a13, void* a14, int32_t a15, int32_t a16) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, void*, int32_t, int32_t, void*, int32_t, int32_t, uint8_t*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16); }
 static int32_t gocuda_cublasCgemmEx_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, void* a7, int32_t a8, int64_t a9, void* a10, int32_t a11, int64_t a12, uint8_t* a13, void* a14, int32_t a15, int64_t a16) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, uint8_t*, void*, int32_t, int64_t, void*, int32_t, int64_t, uint8_t*, void*, int32_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16); }
 static int32_t gocuda_cublasCgemmStridedBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, int64_t a9, uint8_t* a10, int32_t a11, int64_t a12, uint8_t* a13, uint8_t* a14, int32_t a15, int64_t a16, int32_t a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, int64_t, uint8_t*, int32_t, int64_t, uint8_t*, uint8_t*, int32_t, int64_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
+static int64_t gocuda_in_cublasCgemmStridedBatched(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, int64_t a9, uint8_t* a10, int32_t a11, int64_t a12, uint8_t* a13, uint8_t* a14, int32_t a15, int64_t a16, int32_t a17) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, int64_t, uint8_t*, int32_t, int64_t, uint8_t*, uint8_t*, int32_t, int64_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
 static int32_t gocuda_cublasCgemmStridedBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, uint8_t* a7, int64_t a8, int64_t a9, uint8_t* a10, int64_t a11, int64_t a12, uint8_t* a13, uint8_t* a14, int64_t a15, int64_t a16, int64_t a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, int64_t, uint8_t*, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
 static int32_t gocuda_cublasCgemm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, int32_t a10, uint8_t* a11, uint8_t* a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int64_t gocuda_in_cublasCgemm_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, int32_t a10, uint8_t* a11, uint8_t* a12, int32_t a13) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cublasCgemm_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, uint8_t* a7, int64_t a8, uint8_t* a9, int64_t a10, uint8_t* a11, uint8_t* a12, int64_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cublasCgemvBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, void* a5, int32_t a6, void* a7, int32_t a8, uint8_t* a9, void* a10, int32_t a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, void*, int32_t, void*, int32_t, uint8_t*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cublasCgemvBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, uint8_t* a4, void* a5, int64_t a6, void* a7, int64_t a8, uint8_t* a9, void* a10, int64_t a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, uint8_t*, void*, int64_t, void*, int64_t, uint8_t*, void*, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cublasCgemvStridedBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, int32_t a6, int64_t a7, uint8_t* a8, int32_t a9, int64_t a10, uint8_t* a11, uint8_t* a12, int32_t a13, int64_t a14, int32_t a15) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, int64_t, uint8_t*, int32_t, int64_t, uint8_t*, uint8_t*, int32_t, int64_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
 static int32_t gocuda_cublasCgemvStridedBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, uint8_t* a4, uint8_t* a5, int64_t a6, int64_t a7, uint8_t* a8, int64_t a9, int64_t a10, uint8_t* a11, uint8_t* a12, int64_t a13, int64_t a14, int64_t a15) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, int64_t, uint8_t*, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
 static int32_t gocuda_cublasCgemv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, int32_t a6, uint8_t* a7, int32_t a8, uint8_t* a9, uint8_t* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int64_t gocuda_in_cublasCgemv_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, int32_t a6, uint8_t* a7, int32_t a8, uint8_t* a9, uint8_t* a10, int32_t a11) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
 static int32_t gocuda_cublasCgemv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, uint8_t* a4, uint8_t* a5, int64_t a6, uint8_t* a7, int64_t a8, uint8_t* a9, uint8_t* a10, int64_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
 static int32_t gocuda_cublasCgeqrfBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, int32_t a4, void* a5, uint8_t* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, int32_t, void*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cublasCgerc_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
@@ -90,10 +95,12 @@ static int32_t gocuda_cublasCmatinvBatched(uintptr_t fn, uintptr_t a0, int32_t a
 static int32_t gocuda_cublasCopyEx(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, int32_t a4, void* a5, int32_t a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, int32_t, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cublasCopyEx_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int32_t a3, int64_t a4, void* a5, int32_t a6, int64_t a7) { return ((int32_t (*)(uintptr_t, int64_t, void*, int32_t, int64_t, void*, int32_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cublasCreate_v2(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
+static int64_t gocuda_in_cublasCreate_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint8_t* a0) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint8_t*))fn)(a0); }
 static int32_t gocuda_cublasCrot_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cublasCrot_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4, int64_t a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cublasCrotg_v2(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cublasCscal_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, uint8_t* a3, int32_t a4) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4); }
+static int64_t gocuda_in_cublasCscal_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, uint8_t* a2, uint8_t* a3, int32_t a4) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cublasCscal_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, uint8_t* a3, int64_t a4) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cublasCsrot_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cublasCsrot_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4, int64_t a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
@@ -142,14 +149,17 @@ static int32_t gocuda_cublasCtrttp(uintptr_t fn, uintptr_t a0, int32_t a1, int32
 static int32_t gocuda_cublasDasum_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cublasDasum_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cublasDaxpy_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, uint8_t* a3, int32_t a4, uint8_t* a5, int32_t a6) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int64_t gocuda_in_cublasDaxpy_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, uint8_t* a2, uint8_t* a3, int32_t a4, uint8_t* a5, int32_t a6) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
 static int32_t gocuda_cublasDaxpy_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, uint8_t* a3, int64_t a4, uint8_t* a5, int64_t a6) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
 static int32_t gocuda_cublasDcopy_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4, int32_t a5) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5); }
 static int32_t gocuda_cublasDcopy_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4, int64_t a5) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5); }
 static int32_t gocuda_cublasDdgmm(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
 static int32_t gocuda_cublasDdgmm_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, uint8_t* a4, int64_t a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
 static int32_t gocuda_cublasDdot_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int64_t gocuda_in_cublasDdot_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
 static int32_t gocuda_cublasDdot_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4, int64_t a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
 static int32_t gocuda_cublasDestroy_v2(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
+static int64_t gocuda_in_cublasDestroy_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cublasDgbmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, int32_t a10, uint8_t* a11, uint8_t* a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cublasDgbmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, uint8_t* a7, int64_t a8, uint8_t* a9, int64_t a10, uint8_t* a11, uint8_t* a12, int64_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cublasDgeam(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10, uint8_t* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
@@ -160,14 +170,17 @@ static int32_t gocuda_cublasDgemmBatched_64(uintptr_t fn, uintptr_t a0, int32_t 
 static int32_t gocuda_cublasDgemmGroupedBatched(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, void* a7, uint8_t* a8, void* a9, uint8_t* a10, uint8_t* a11, void* a12, uint8_t* a13, int32_t a14, uint8_t* a15) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, void*, uint8_t*, void*, uint8_t*, uint8_t*, void*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
 static int32_t gocuda_cublasDgemmGroupedBatched_64(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, void* a7, uint8_t* a8, void* a9, uint8_t* a10, uint8_t* a11, void* a12, uint8_t* a13, int64_t a14, uint8_t* a15) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, void*, uint8_t*, void*, uint8_t*, uint8_t*, void*, uint8_t*, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
 static int32_t gocuda_cublasDgemmStridedBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, int64_t a9, uint8_t* a10, int32_t a11, int64_t a12, uint8_t* a13, uint8_t* a14, int32_t a15, int64_t a16, int32_t a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, int64_t, uint8_t*, int32_t, int64_t, uint8_t*, uint8_t*, int32_t, int64_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
+static int64_t gocuda_in_cublasDgemmStridedBatched(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, int64_t a9, uint8_t* a10, int32_t a11, int64_t a12, uint8_t* a13, uint8_t* a14, int32_t a15, int64_t a16, int32_t a17) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, int64_t, uint8_t*, int32_t, int64_t, uint8_t*, uint8_t*, int32_t, int64_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
 static int32_t gocuda_cublasDgemmStridedBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, uint8_t* a7, int64_t a8, int64_t a9, uint8_t* a10, int64_t a11, int64_t a12, uint8_t* a13, uint8_t* a14, int64_t a15, int64_t a16, int64_t a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, int64_t, uint8_t*, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
 static int32_t gocuda_cublasDgemm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, int32_t a10, uint8_t* a11, uint8_t* a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int64_t gocuda_in_cublasDgemm_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, int32_t a10, uint8_t* a11, uint8_t* a12, int32_t a13) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cublasDgemm_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, uint8_t* a7, int64_t a8, uint8_t* a9, int64_t a10, uint8_t* a11, uint8_t* a12, int64_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cublasDgemvBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, void* a5, int32_t a6, void* a7, int32_t a8, uint8_t* a9, void* a10, int32_t a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, void*, int32_t, void*, int32_t, uint8_t*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cublasDgemvBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, uint8_t* a4, void* a5, int64_t a6, void* a7, int64_t a8, uint8_t* a9, void* a10, int64_t a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, uint8_t*, void*, int64_t, void*, int64_t, uint8_t*, void*, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cublasDgemvStridedBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, int32_t a6, int64_t a7, uint8_t* a8, int32_t a9, int64_t a10, uint8_t* a11, uint8_t* a12, int32_t a13, int64_t a14, int32_t a15) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, int64_t, uint8_t*, int32_t, int64_t, uint8_t*, uint8_t*, int32_t, int64_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
 static int32_t gocuda_cublasDgemvStridedBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, uint8_t* a4, uint8_t* a5, int64_t a6, int64_t a7, uint8_t* a8, int64_t a9, int64_t a10, uint8_t* a11, uint8_t* a12, int64_t a13, int64_t a14, int64_t a15) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, int64_t, uint8_t*, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
 static int32_t gocuda_cublasDgemv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, int32_t a6, uint8_t* a7, int32_t a8, uint8_t* a9, uint8_t* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int64_t gocuda_in_cublasDgemv_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, int32_t a6, uint8_t* a7, int32_t a8, uint8_t* a9, uint8_t* a10, int32_t a11) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
 static int32_t gocuda_cublasDgemv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, uint8_t* a4, uint8_t* a5, int64_t a6, uint8_t* a7, int64_t a8, uint8_t* a9, uint8_t* a10, int64_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
 static int32_t gocuda_cublasDgeqrfBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, int32_t a4, void* a5, uint8_t* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, int32_t, void*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cublasDger_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
@@ -177,6 +190,7 @@ static int32_t gocuda_cublasDgetriBatched(uintptr_t fn, uintptr_t a0, int32_t a1
 static int32_t gocuda_cublasDgetrsBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, int32_t a5, uint8_t* a6, void* a7, int32_t a8, uint8_t* a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, int32_t, uint8_t*, void*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cublasDmatinvBatched(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4, int32_t a5, uint8_t* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cublasDnrm2_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int64_t gocuda_in_cublasDnrm2_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cublasDnrm2_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cublasDotEx(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, int32_t a4, void* a5, int32_t a6, int32_t a7, void* a8, int32_t a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, int32_t, void*, int32_t, int32_t, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cublasDotEx_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int32_t a3, int64_t a4, void* a5, int32_t a6, int64_t a7, void* a8, int32_t a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int64_t, void*, int32_t, int64_t, void*, int32_t, int64_t, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
@@ -191,6 +205,7 @@ static int32_t gocuda_cublasDrotmg_v2(uintptr_t fn, uintptr_t a0, uint8_t* a1, u
 static int32_t gocuda_cublasDsbmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, int32_t a6, uint8_t* a7, int32_t a8, uint8_t* a9, uint8_t* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
 static int32_t gocuda_cublasDsbmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, uint8_t* a4, uint8_t* a5, int64_t a6, uint8_t* a7, int64_t a8, uint8_t* a9, uint8_t* a10, int64_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
 static int32_t gocuda_cublasDscal_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, uint8_t* a3, int32_t a4) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4); }
+static int64_t gocuda_in_cublasDscal_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, uint8_t* a2, uint8_t* a3, int32_t a4) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cublasDscal_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, uint8_t* a3, int64_t a4) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cublasDspmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, int32_t a6, uint8_t* a7, uint8_t* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
 static int32_t gocuda_cublasDspmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, int64_t a6, uint8_t* a7, uint8_t* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, uint8_t*, uint8_t*, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
@@ -303,6 +318,7 @@ static int32_t gocuda_cublasRotmgEx(uintptr_t fn, uintptr_t a0, void* a1, int32_
 static int32_t gocuda_cublasSasum_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cublasSasum_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cublasSaxpy_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, uint8_t* a3, int32_t a4, uint8_t* a5, int32_t a6) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int64_t gocuda_in_cublasSaxpy_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, uint8_t* a2, uint8_t* a3, int32_t a4, uint8_t* a5, int32_t a6) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
 static int32_t gocuda_cublasSaxpy_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, uint8_t* a3, int64_t a4, uint8_t* a5, int64_t a6) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
 static int32_t gocuda_cublasScalEx(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4, int32_t a5, int32_t a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cublasScalEx_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int32_t a3, void* a4, int32_t a5, int64_t a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int64_t, void*, int32_t, void*, int32_t, int64_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
@@ -315,6 +331,7 @@ static int32_t gocuda_cublasScopy_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, 
 static int32_t gocuda_cublasSdgmm(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
 static int32_t gocuda_cublasSdgmm_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, uint8_t* a4, int64_t a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
 static int32_t gocuda_cublasSdot_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int64_t gocuda_in_cublasSdot_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
 static int32_t gocuda_cublasSdot_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4, int64_t a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
 static int32_t gocuda_cublasSetAtomicsMode(uintptr_t fn, uintptr_t a0, int32_t a1) { return ((int32_t (*)(uintptr_t, int32_t))fn)(a0, a1); }
 static int32_t gocuda_cublasSetEmulationSpecialValuesSupport(uintptr_t fn, uintptr_t a0, int32_t a1) { return ((int32_t (*)(uintptr_t, int32_t))fn)(a0, a1); }
@@ -330,13 +347,16 @@ static int32_t gocuda_cublasSetMatrixAsync(uintptr_t fn, int32_t a0, int32_t a1,
 static int32_t gocuda_cublasSetMatrixAsync_64(uintptr_t fn, int64_t a0, int64_t a1, int64_t a2, void* a3, int64_t a4, void* a5, int64_t a6, uintptr_t a7) { return ((int32_t (*)(int64_t, int64_t, int64_t, void*, int64_t, void*, int64_t, uintptr_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cublasSetMatrix_64(uintptr_t fn, int64_t a0, int64_t a1, int64_t a2, void* a3, int64_t a4, void* a5, int64_t a6) { return ((int32_t (*)(int64_t, int64_t, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
 static int32_t gocuda_cublasSetPointerMode_v2(uintptr_t fn, uintptr_t a0, int32_t a1) { return ((int32_t (*)(uintptr_t, int32_t))fn)(a0, a1); }
+static int64_t gocuda_in_cublasSetPointerMode_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t))fn)(a0, a1); }
 static int32_t gocuda_cublasSetSmCountTarget(uintptr_t fn, uintptr_t a0, int32_t a1) { return ((int32_t (*)(uintptr_t, int32_t))fn)(a0, a1); }
 static int32_t gocuda_cublasSetStream_v2(uintptr_t fn, uintptr_t a0, uintptr_t a1) { return ((int32_t (*)(uintptr_t, uintptr_t))fn)(a0, a1); }
+static int64_t gocuda_in_cublasSetStream_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, uintptr_t a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, uintptr_t))fn)(a0, a1); }
 static int32_t gocuda_cublasSetVector(uintptr_t fn, int32_t a0, int32_t a1, void* a2, int32_t a3, void* a4, int32_t a5) { return ((int32_t (*)(int32_t, int32_t, void*, int32_t, void*, int32_t))fn)(a0, a1, a2, a3, a4, a5); }
 static int32_t gocuda_cublasSetVectorAsync(uintptr_t fn, int32_t a0, int32_t a1, void* a2, int32_t a3, void* a4, int32_t a5, uintptr_t a6) { return ((int32_t (*)(int32_t, int32_t, void*, int32_t, void*, int32_t, uintptr_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
 static int32_t gocuda_cublasSetVectorAsync_64(uintptr_t fn, int64_t a0, int64_t a1, void* a2, int64_t a3, void* a4, int64_t a5, uintptr_t a6) { return ((int32_t (*)(int64_t, int64_t, void*, int64_t, void*, int64_t, uintptr_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
 static int32_t gocuda_cublasSetVector_64(uintptr_t fn, int64_t a0, int64_t a1, void* a2, int64_t a3, void* a4, int64_t a5) { return ((int32_t (*)(int64_t, int64_t, void*, int64_t, void*, int64_t))fn)(a0, a1, a2, a3, a4, a5); }
 static int32_t gocuda_cublasSetWorkspace_v2(uintptr_t fn, uintptr_t a0, void* a1, uint64_t a2) { return ((int32_t (*)(uintptr_t, void*, uint64_t))fn)(a0, a1, a2); }
+static int64_t gocuda_in_cublasSetWorkspace_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, void* a1, uint64_t a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, void*, uint64_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cublasSgbmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, int32_t a10, uint8_t* a11, uint8_t* a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cublasSgbmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, uint8_t* a7, int64_t a8, uint8_t* a9, int64_t a10, uint8_t* a11, uint8_t* a12, int64_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cublasSgeam(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10, uint8_t* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
@@ -349,14 +369,17 @@ static int32_t gocuda_cublasSgemmEx_64(uintptr_t fn, uintptr_t a0, int32_t a1, i
 static int32_t gocuda_cublasSgemmGroupedBatched(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, void* a7, uint8_t* a8, void* a9, uint8_t* a10, uint8_t* a11, void* a12, uint8_t* a13, int32_t a14, uint8_t* a15) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, void*, uint8_t*, void*, uint8_t*, uint8_t*, void*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
 static int32_t gocuda_cublasSgemmGroupedBatched_64(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, void* a7, uint8_t* a8, void* a9, uint8_t* a10, uint8_t* a11, void* a12, uint8_t* a13, int64_t a14, uint8_t* a15) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, void*, uint8_t*, void*, uint8_t*, uint8_t*, void*, uint8_t*, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
 static int32_t gocuda_cublasSgemmStridedBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, int64_t a9, uint8_t* a10, int32_t a11, int64_t a12, uint8_t* a13, uint8_t* a14, int32_t a15, int64_t a16, int32_t a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, int64_t, uint8_t*, int32_t, int64_t, uint8_t*, uint8_t*, int32_t, int64_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
+static int64_t gocuda_in_cublasSgemmStridedBatched(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, int64_t a9, uint8_t* a10, int32_t a11, int64_t a12, uint8_t* a13, uint8_t* a14, int32_t a15, int64_t a16, int32_t a17) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, int64_t, uint8_t*, int32_t, int64_t, uint8_t*, uint8_t*, int32_t, int64_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
 static int32_t gocuda_cublasSgemmStridedBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, uint8_t* a7, int64_t a8, int64_t a9, uint8_t* a10, int64_t a11, int64_t a12, uint8_t* a13, uint8_t* a14, int64_t a15, int64_t a16, int64_t a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, int64_t, uint8_t*, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
 static int32_t gocuda_cublasSgemm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, int32_t a10, uint8_t* a11, uint8_t* a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int64_t gocuda_in_cublasSgemm_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, int32_t a10, uint8_t* a11, uint8_t* a12, int32_t a13) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cublasSgemm_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, uint8_t* a7, int64_t a8, uint8_t* a9, int64_t a10, uint8_t* a11, uint8_t* a12, int64_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cublasSgemvBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, void* a5, int32_t a6, void* a7, int32_t a8, uint8_t* a9, void* a10, int32_t a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, void*, int32_t, void*, int32_t, uint8_t*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cublasSgemvBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, uint8_t* a4, void* a5, int64_t a6, void* a7, int64_t a8, uint8_t* a9, void* a10, int64_t a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, uint8_t*, void*, int64_t, void*, int64_t, uint8_t*, void*, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cublasSgemvStridedBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, int32_t a6, int64_t a7, uint8_t* a8, int32_t a9, int64_t a10, uint8_t* a11, uint8_t* a12, int32_t a13, int64_t a14, int32_t a15) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, int64_t, uint8_t*, int32_t, int64_t, uint8_t*, uint8_t*, int32_t, int64_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
 static int32_t gocuda_cublasSgemvStridedBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, uint8_t* a4, uint8_t* a5, int64_t a6, int64_t a7, uint8_t* a8, int64_t a9, int64_t a10, uint8_t* a11, uint8_t* a12, int64_t a13, int64_t a14, int64_t a15) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, int64_t, uint8_t*, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
 static int32_t gocuda_cublasSgemv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, int32_t a6, uint8_t* a7, int32_t a8, uint8_t* a9, uint8_t* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int64_t gocuda_in_cublasSgemv_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, int32_t a6, uint8_t* a7, int32_t a8, uint8_t* a9, uint8_t* a10, int32_t a11) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
 static int32_t gocuda_cublasSgemv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, uint8_t* a4, uint8_t* a5, int64_t a6, uint8_t* a7, int64_t a8, uint8_t* a9, uint8_t* a10, int64_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
 static int32_t gocuda_cublasSgeqrfBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, int32_t a4, void* a5, uint8_t* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, int32_t, void*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cublasSger_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
@@ -366,6 +389,7 @@ static int32_t gocuda_cublasSgetriBatched(uintptr_t fn, uintptr_t a0, int32_t a1
 static int32_t gocuda_cublasSgetrsBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, int32_t a5, uint8_t* a6, void* a7, int32_t a8, uint8_t* a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, int32_t, uint8_t*, void*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cublasSmatinvBatched(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, void* a4, int32_t a5, uint8_t* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, void*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cublasSnrm2_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
+static int64_t gocuda_in_cublasSnrm2_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cublasSnrm2_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cublasSrot_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cublasSrot_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4, int64_t a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
@@ -376,6 +400,7 @@ static int32_t gocuda_cublasSrotmg_v2(uintptr_t fn, uintptr_t a0, uint8_t* a1, u
 static int32_t gocuda_cublasSsbmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, int32_t a6, uint8_t* a7, int32_t a8, uint8_t* a9, uint8_t* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
 static int32_t gocuda_cublasSsbmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, uint8_t* a4, uint8_t* a5, int64_t a6, uint8_t* a7, int64_t a8, uint8_t* a9, uint8_t* a10, int64_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
 static int32_t gocuda_cublasSscal_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, uint8_t* a3, int32_t a4) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4); }
+static int64_t gocuda_in_cublasSscal_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, uint8_t* a2, uint8_t* a3, int32_t a4) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cublasSscal_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, uint8_t* a3, int64_t a4) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cublasSspmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, int32_t a6, uint8_t* a7, uint8_t* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
 static int32_t gocuda_cublasSspmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, int64_t a6, uint8_t* a7, uint8_t* a8, int64_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, uint8_t*, uint8_t*, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
@@ -424,6 +449,7 @@ static int32_t gocuda_cublasSwapEx_64(uintptr_t fn, uintptr_t a0, int64_t a1, vo
 static int32_t gocuda_cublasUint8gemmBias(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uint8_t* a7, int32_t a8, int32_t a9, uint8_t* a10, int32_t a11, int32_t a12, uint8_t* a13, int32_t a14, int32_t a15, int32_t a16, int32_t a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, int32_t, uint8_t*, int32_t, int32_t, uint8_t*, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
 static void gocuda_cublasXerbla(uintptr_t fn, uint8_t* a0, int32_t a1) { ((void (*)(uint8_t*, int32_t))fn)(a0, a1); }
 static int32_t gocuda_cublasZaxpy_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, uint8_t* a3, int32_t a4, uint8_t* a5, int32_t a6) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int64_t gocuda_in_cublasZaxpy_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, uint8_t* a2, uint8_t* a3, int32_t a4, uint8_t* a5, int32_t a6) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
 static int32_t gocuda_cublasZaxpy_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, uint8_t* a3, int64_t a4, uint8_t* a5, int64_t a6) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
 static int32_t gocuda_cublasZcopy_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4, int32_t a5) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5); }
 static int32_t gocuda_cublasZcopy_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4, int64_t a5) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5); }
@@ -447,14 +473,17 @@ static int32_t gocuda_cublasZgemm3m_64(uintptr_t fn, uintptr_t a0, int32_t a1, i
 static int32_t gocuda_cublasZgemmBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, void* a7, int32_t a8, void* a9, int32_t a10, uint8_t* a11, void* a12, int32_t a13, int32_t a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, void*, int32_t, void*, int32_t, uint8_t*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
 static int32_t gocuda_cublasZgemmBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, void* a7, int64_t a8, void* a9, int64_t a10, uint8_t* a11, void* a12, int64_t a13, int64_t a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, uint8_t*, void*, int64_t, void*, int64_t, uint8_t*, void*, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
 static int32_t gocuda_cublasZgemmStridedBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, int64_t a9, uint8_t* a10, int32_t a11, int64_t a12, uint8_t* a13, uint8_t* a14, int32_t a15, int64_t a16, int32_t a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, int64_t, uint8_t*, int32_t, int64_t, uint8_t*, uint8_t*, int32_t, int64_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
+static int64_t gocuda_in_cublasZgemmStridedBatched(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, int64_t a9, uint8_t* a10, int32_t a11, int64_t a12, uint8_t* a13, uint8_t* a14, int32_t a15, int64_t a16, int32_t a17) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, int64_t, uint8_t*, int32_t, int64_t, uint8_t*, uint8_t*, int32_t, int64_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
 static int32_t gocuda_cublasZgemmStridedBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, uint8_t* a7, int64_t a8, int64_t a9, uint8_t* a10, int64_t a11, int64_t a12, uint8_t* a13, uint8_t* a14, int64_t a15, int64_t a16, int64_t a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, int64_t, uint8_t*, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
 static int32_t gocuda_cublasZgemm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, int32_t a10, uint8_t* a11, uint8_t* a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int64_t gocuda_in_cublasZgemm_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, int32_t a10, uint8_t* a11, uint8_t* a12, int32_t a13) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cublasZgemm_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, uint8_t* a7, int64_t a8, uint8_t* a9, int64_t a10, uint8_t* a11, uint8_t* a12, int64_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cublasZgemvBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, void* a5, int32_t a6, void* a7, int32_t a8, uint8_t* a9, void* a10, int32_t a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, void*, int32_t, void*, int32_t, uint8_t*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cublasZgemvBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, uint8_t* a4, void* a5, int64_t a6, void* a7, int64_t a8, uint8_t* a9, void* a10, int64_t a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, uint8_t*, void*, int64_t, void*, int64_t, uint8_t*, void*, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cublasZgemvStridedBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, int32_t a6, int64_t a7, uint8_t* a8, int32_t a9, int64_t a10, uint8_t* a11, uint8_t* a12, int32_t a13, int64_t a14, int32_t a15) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, int64_t, uint8_t*, int32_t, int64_t, uint8_t*, uint8_t*, int32_t, int64_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
 static int32_t gocuda_cublasZgemvStridedBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, uint8_t* a4, uint8_t* a5, int64_t a6, int64_t a7, uint8_t* a8, int64_t a9, int64_t a10, uint8_t* a11, uint8_t* a12, int64_t a13, int64_t a14, int64_t a15) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, int64_t, uint8_t*, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
 static int32_t gocuda_cublasZgemv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, int32_t a6, uint8_t* a7, int32_t a8, uint8_t* a9, uint8_t* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int64_t gocuda_in_cublasZgemv_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, int32_t a6, uint8_t* a7, int32_t a8, uint8_t* a9, uint8_t* a10, int32_t a11) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
 static int32_t gocuda_cublasZgemv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, uint8_t* a4, uint8_t* a5, int64_t a6, uint8_t* a7, int64_t a8, uint8_t* a9, uint8_t* a10, int64_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
 static int32_t gocuda_cublasZgeqrfBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, int32_t a4, void* a5, uint8_t* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, int32_t, void*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cublasZgerc_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
@@ -491,6 +520,7 @@ static int32_t gocuda_cublasZrot_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint
 static int32_t gocuda_cublasZrot_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4, int64_t a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cublasZrotg_v2(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cublasZscal_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, uint8_t* a3, int32_t a4) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4); }
+static int64_t gocuda_in_cublasZscal_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, uint8_t* a2, uint8_t* a3, int32_t a4) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cublasZscal_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, uint8_t* a3, int64_t a4) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cublasZswap_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4, int32_t a5) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5); }
 static int32_t gocuda_cublasZswap_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4, int64_t a5) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5); }
@@ -1124,6 +1154,23 @@ func Caxpy(handle CublasHandle, n int32, alpha *cuda.CuComplex, x *cuda.CuComple
 	return Status(C.gocuda_cublasCaxpy_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy))).err()
 }
 
+// inCaxpy calls cublasCaxpy_v2 with the CUDA context ctx current on the calling thread.
+func inCaxpy(ctx cuda.CUcontext, handle CublasHandle, n int32, alpha *cuda.CuComplex, x *cuda.CuComplex, incx int32, y *cuda.CuComplex, incy int32) error {
+	fn, err := proc_cublasCaxpy_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasCaxpy_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
+}
+
 // Caxpy64 calls cublasCaxpy_v2_64:
 //
 //	cublasStatus_t cublasCaxpy_v2_64(cublasHandle_t handle, int64_t n, cuComplex *alpha, cuComplex *x, int64_t incx, cuComplex *y, int64_t incy)
@@ -1475,6 +1522,23 @@ func CgemmStridedBatched(handle CublasHandle, transa CublasOperation, transb Cub
 	return Status(C.gocuda_cublasCgemmStridedBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), C.int64_t(strideA), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), C.int64_t(strideB), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc), C.int64_t(strideC), C.int32_t(batchCount))).err()
 }
 
+// inCgemmStridedBatched calls cublasCgemmStridedBatched with the CUDA context ctx current on the calling thread.
+func inCgemmStridedBatched(ctx cuda.CUcontext, handle CublasHandle, transa CublasOperation, transb CublasOperation, m int32, n int32, k int32, alpha *cuda.CuComplex, A *cuda.CuComplex, lda int32, strideA int64, B *cuda.CuComplex, ldb int32, strideB int64, beta *cuda.CuComplex, C_ *cuda.CuComplex, ldc int32, strideC int64, batchCount int32) error {
+	fn, err := proc_cublasCgemmStridedBatched.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasCgemmStridedBatched(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), C.int64_t(strideA), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), C.int64_t(strideB), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc), C.int64_t(strideC), C.int32_t(batchCount)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
+}
+
 // CgemmStridedBatched64 calls cublasCgemmStridedBatched_64:
 //
 //	cublasStatus_t cublasCgemmStridedBatched_64(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m, int64_t n, int64_t k, cuComplex *alpha, cuComplex *A, int64_t lda, long long strideA, cuComplex *B, int64_t ldb, long long strideB, cuComplex *beta, cuComplex *C, int64_t ldc, long long strideC, int64_t batchCount)
@@ -1499,6 +1563,23 @@ func Cgemm(handle CublasHandle, transa CublasOperation, transb CublasOperation, 
 		return err
 	}
 	return Status(C.gocuda_cublasCgemm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
+}
+
+// inCgemm calls cublasCgemm_v2 with the CUDA context ctx current on the calling thread.
+func inCgemm(ctx cuda.CUcontext, handle CublasHandle, transa CublasOperation, transb CublasOperation, m int32, n int32, k int32, alpha *cuda.CuComplex, A *cuda.CuComplex, lda int32, B *cuda.CuComplex, ldb int32, beta *cuda.CuComplex, C_ *cuda.CuComplex, ldc int32) error {
+	fn, err := proc_cublasCgemm_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasCgemm_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
 }
 
 // Cgemm64 calls cublasCgemm_v2_64:
@@ -1577,6 +1658,23 @@ func Cgemv(handle CublasHandle, trans CublasOperation, m int32, n int32, alpha *
 		return err
 	}
 	return Status(C.gocuda_cublasCgemv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy))).err()
+}
+
+// inCgemv calls cublasCgemv_v2 with the CUDA context ctx current on the calling thread.
+func inCgemv(ctx cuda.CUcontext, handle CublasHandle, trans CublasOperation, m int32, n int32, alpha *cuda.CuComplex, A *cuda.CuComplex, lda int32, x *cuda.CuComplex, incx int32, beta *cuda.CuComplex, y *cuda.CuComplex, incy int32) error {
+	fn, err := proc_cublasCgemv_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasCgemv_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
 }
 
 // Cgemv64 calls cublasCgemv_v2_64:
@@ -2086,6 +2184,23 @@ func Create(handle *CublasHandle) error {
 	return Status(C.gocuda_cublasCreate_v2(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(handle)))).err()
 }
 
+// inCreate calls cublasCreate_v2 with the CUDA context ctx current on the calling thread.
+func inCreate(ctx cuda.CUcontext, handle *CublasHandle) error {
+	fn, err := proc_cublasCreate_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasCreate_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), (*C.uint8_t)(unsafe.Pointer(handle))))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
+}
+
 // Crot calls cublasCrot_v2:
 //
 //	cublasStatus_t cublasCrot_v2(cublasHandle_t handle, int n, cuComplex *x, int incx, cuComplex *y, int incy, const float *c, cuComplex *s)
@@ -2136,6 +2251,23 @@ func Cscal(handle CublasHandle, n int32, alpha *cuda.CuComplex, x *cuda.CuComple
 		return err
 	}
 	return Status(C.gocuda_cublasCscal_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx))).err()
+}
+
+// inCscal calls cublasCscal_v2 with the CUDA context ctx current on the calling thread.
+func inCscal(ctx cuda.CUcontext, handle CublasHandle, n int32, alpha *cuda.CuComplex, x *cuda.CuComplex, incx int32) error {
+	fn, err := proc_cublasCscal_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasCscal_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
 }
 
 // Cscal64 calls cublasCscal_v2_64:
@@ -2762,6 +2894,23 @@ func Daxpy(handle CublasHandle, n int32, alpha *float64, x *float64, incx int32,
 	return Status(C.gocuda_cublasDaxpy_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy))).err()
 }
 
+// inDaxpy calls cublasDaxpy_v2 with the CUDA context ctx current on the calling thread.
+func inDaxpy(ctx cuda.CUcontext, handle CublasHandle, n int32, alpha *float64, x *float64, incx int32, y *float64, incy int32) error {
+	fn, err := proc_cublasDaxpy_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasDaxpy_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
+}
+
 // Daxpy64 calls cublasDaxpy_v2_64:
 //
 //	cublasStatus_t cublasDaxpy_v2_64(cublasHandle_t handle, int64_t n, const double *alpha, const double *x, int64_t incx, double *y, int64_t incy)
@@ -2840,6 +2989,23 @@ func Ddot(handle CublasHandle, n int32, x *float64, incx int32, y *float64, incy
 	return Status(C.gocuda_cublasDdot_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy), (*C.uint8_t)(unsafe.Pointer(result)))).err()
 }
 
+// inDdot calls cublasDdot_v2 with the CUDA context ctx current on the calling thread.
+func inDdot(ctx cuda.CUcontext, handle CublasHandle, n int32, x *float64, incx int32, y *float64, incy int32, result *float64) error {
+	fn, err := proc_cublasDdot_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasDdot_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy), (*C.uint8_t)(unsafe.Pointer(result))))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
+}
+
 // Ddot64 calls cublasDdot_v2_64:
 //
 //	cublasStatus_t cublasDdot_v2_64(cublasHandle_t handle, int64_t n, const double *x, int64_t incx, const double *y, int64_t incy, double *result)
@@ -2864,6 +3030,23 @@ func Destroy(handle CublasHandle) error {
 		return err
 	}
 	return Status(C.gocuda_cublasDestroy_v2(C.uintptr_t(fn), C.uintptr_t(handle))).err()
+}
+
+// inDestroy calls cublasDestroy_v2 with the CUDA context ctx current on the calling thread.
+func inDestroy(ctx cuda.CUcontext, handle CublasHandle) error {
+	fn, err := proc_cublasDestroy_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasDestroy_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
 }
 
 // Dgbmv calls cublasDgbmv_v2:
@@ -2996,6 +3179,23 @@ func DgemmStridedBatched(handle CublasHandle, transa CublasOperation, transb Cub
 	return Status(C.gocuda_cublasDgemmStridedBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), C.int64_t(strideA), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), C.int64_t(strideB), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc), C.int64_t(strideC), C.int32_t(batchCount))).err()
 }
 
+// inDgemmStridedBatched calls cublasDgemmStridedBatched with the CUDA context ctx current on the calling thread.
+func inDgemmStridedBatched(ctx cuda.CUcontext, handle CublasHandle, transa CublasOperation, transb CublasOperation, m int32, n int32, k int32, alpha *float64, A *float64, lda int32, strideA int64, B *float64, ldb int32, strideB int64, beta *float64, C_ *float64, ldc int32, strideC int64, batchCount int32) error {
+	fn, err := proc_cublasDgemmStridedBatched.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasDgemmStridedBatched(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), C.int64_t(strideA), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), C.int64_t(strideB), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc), C.int64_t(strideC), C.int32_t(batchCount)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
+}
+
 // DgemmStridedBatched64 calls cublasDgemmStridedBatched_64:
 //
 //	cublasStatus_t cublasDgemmStridedBatched_64(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m, int64_t n, int64_t k, const double *alpha, const double *A, int64_t lda, long long strideA, const double *B, int64_t ldb, long long strideB, const double *beta, double *C, int64_t ldc, long long strideC, int64_t batchCount)
@@ -3020,6 +3220,23 @@ func Dgemm(handle CublasHandle, transa CublasOperation, transb CublasOperation, 
 		return err
 	}
 	return Status(C.gocuda_cublasDgemm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
+}
+
+// inDgemm calls cublasDgemm_v2 with the CUDA context ctx current on the calling thread.
+func inDgemm(ctx cuda.CUcontext, handle CublasHandle, transa CublasOperation, transb CublasOperation, m int32, n int32, k int32, alpha *float64, A *float64, lda int32, B *float64, ldb int32, beta *float64, C_ *float64, ldc int32) error {
+	fn, err := proc_cublasDgemm_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasDgemm_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
 }
 
 // Dgemm64 calls cublasDgemm_v2_64:
@@ -3098,6 +3315,23 @@ func Dgemv(handle CublasHandle, trans CublasOperation, m int32, n int32, alpha *
 		return err
 	}
 	return Status(C.gocuda_cublasDgemv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy))).err()
+}
+
+// inDgemv calls cublasDgemv_v2 with the CUDA context ctx current on the calling thread.
+func inDgemv(ctx cuda.CUcontext, handle CublasHandle, trans CublasOperation, m int32, n int32, alpha *float64, A *float64, lda int32, x *float64, incx int32, beta *float64, y *float64, incy int32) error {
+	fn, err := proc_cublasDgemv_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasDgemv_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
 }
 
 // Dgemv64 calls cublasDgemv_v2_64:
@@ -3215,6 +3449,23 @@ func Dnrm2(handle CublasHandle, n int32, x *float64, incx int32, result *float64
 		return err
 	}
 	return Status(C.gocuda_cublasDnrm2_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(result)))).err()
+}
+
+// inDnrm2 calls cublasDnrm2_v2 with the CUDA context ctx current on the calling thread.
+func inDnrm2(ctx cuda.CUcontext, handle CublasHandle, n int32, x *float64, incx int32, result *float64) error {
+	fn, err := proc_cublasDnrm2_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasDnrm2_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(result))))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
 }
 
 // Dnrm264 calls cublasDnrm2_v2_64:
@@ -3397,6 +3648,23 @@ func Dscal(handle CublasHandle, n int32, alpha *float64, x *float64, incx int32)
 		return err
 	}
 	return Status(C.gocuda_cublasDscal_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx))).err()
+}
+
+// inDscal calls cublasDscal_v2 with the CUDA context ctx current on the calling thread.
+func inDscal(ctx cuda.CUcontext, handle CublasHandle, n int32, alpha *float64, x *float64, incx int32) error {
+	fn, err := proc_cublasDscal_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasDscal_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
 }
 
 // Dscal64 calls cublasDscal_v2_64:
@@ -4858,6 +5126,23 @@ func Saxpy(handle CublasHandle, n int32, alpha *float32, x *float32, incx int32,
 	return Status(C.gocuda_cublasSaxpy_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy))).err()
 }
 
+// inSaxpy calls cublasSaxpy_v2 with the CUDA context ctx current on the calling thread.
+func inSaxpy(ctx cuda.CUcontext, handle CublasHandle, n int32, alpha *float32, x *float32, incx int32, y *float32, incy int32) error {
+	fn, err := proc_cublasSaxpy_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasSaxpy_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
+}
+
 // Saxpy64 calls cublasSaxpy_v2_64:
 //
 //	cublasStatus_t cublasSaxpy_v2_64(cublasHandle_t handle, int64_t n, const float *alpha, const float *x, int64_t incx, float *y, int64_t incy)
@@ -5012,6 +5297,23 @@ func Sdot(handle CublasHandle, n int32, x *float32, incx int32, y *float32, incy
 		return err
 	}
 	return Status(C.gocuda_cublasSdot_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy), (*C.uint8_t)(unsafe.Pointer(result)))).err()
+}
+
+// inSdot calls cublasSdot_v2 with the CUDA context ctx current on the calling thread.
+func inSdot(ctx cuda.CUcontext, handle CublasHandle, n int32, x *float32, incx int32, y *float32, incy int32, result *float32) error {
+	fn, err := proc_cublasSdot_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasSdot_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy), (*C.uint8_t)(unsafe.Pointer(result))))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
 }
 
 // Sdot64 calls cublasSdot_v2_64:
@@ -5209,6 +5511,23 @@ func SetPointerMode(handle CublasHandle, mode CublasPointerMode) error {
 	return Status(C.gocuda_cublasSetPointerMode_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(mode))).err()
 }
 
+// inSetPointerMode calls cublasSetPointerMode_v2 with the CUDA context ctx current on the calling thread.
+func inSetPointerMode(ctx cuda.CUcontext, handle CublasHandle, mode CublasPointerMode) error {
+	fn, err := proc_cublasSetPointerMode_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasSetPointerMode_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(mode)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
+}
+
 // SetSmCountTarget calls cublasSetSmCountTarget:
 //
 //	cublasStatus_t cublasSetSmCountTarget(cublasHandle_t handle, int smCountTarget)
@@ -5233,6 +5552,23 @@ func SetStream(handle CublasHandle, streamId cuda.CUstream) error {
 		return err
 	}
 	return Status(C.gocuda_cublasSetStream_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(streamId))).err()
+}
+
+// inSetStream calls cublasSetStream_v2 with the CUDA context ctx current on the calling thread.
+func inSetStream(ctx cuda.CUcontext, handle CublasHandle, streamId cuda.CUstream) error {
+	fn, err := proc_cublasSetStream_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasSetStream_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.uintptr_t(streamId)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
 }
 
 // SetVector calls cublasSetVector:
@@ -5298,6 +5634,23 @@ func SetWorkspace(handle CublasHandle, workspace unsafe.Pointer, workspaceSizeIn
 		return err
 	}
 	return Status(C.gocuda_cublasSetWorkspace_v2(C.uintptr_t(fn), C.uintptr_t(handle), unsafe.Pointer(workspace), C.uint64_t(workspaceSizeInBytes))).err()
+}
+
+// inSetWorkspace calls cublasSetWorkspace_v2 with the CUDA context ctx current on the calling thread.
+func inSetWorkspace(ctx cuda.CUcontext, handle CublasHandle, workspace unsafe.Pointer, workspaceSizeInBytes uint64) error {
+	fn, err := proc_cublasSetWorkspace_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasSetWorkspace_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), unsafe.Pointer(workspace), C.uint64_t(workspaceSizeInBytes)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
 }
 
 // Sgbmv calls cublasSgbmv_v2:
@@ -5456,6 +5809,23 @@ func SgemmStridedBatched(handle CublasHandle, transa CublasOperation, transb Cub
 	return Status(C.gocuda_cublasSgemmStridedBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), C.int64_t(strideA), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), C.int64_t(strideB), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc), C.int64_t(strideC), C.int32_t(batchCount))).err()
 }
 
+// inSgemmStridedBatched calls cublasSgemmStridedBatched with the CUDA context ctx current on the calling thread.
+func inSgemmStridedBatched(ctx cuda.CUcontext, handle CublasHandle, transa CublasOperation, transb CublasOperation, m int32, n int32, k int32, alpha *float32, A *float32, lda int32, strideA int64, B *float32, ldb int32, strideB int64, beta *float32, C_ *float32, ldc int32, strideC int64, batchCount int32) error {
+	fn, err := proc_cublasSgemmStridedBatched.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasSgemmStridedBatched(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), C.int64_t(strideA), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), C.int64_t(strideB), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc), C.int64_t(strideC), C.int32_t(batchCount)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
+}
+
 // SgemmStridedBatched64 calls cublasSgemmStridedBatched_64:
 //
 //	cublasStatus_t cublasSgemmStridedBatched_64(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m, int64_t n, int64_t k, const float *alpha, const float *A, int64_t lda, long long strideA, const float *B, int64_t ldb, long long strideB, const float *beta, float *C, int64_t ldc, long long strideC, int64_t batchCount)
@@ -5480,6 +5850,23 @@ func Sgemm(handle CublasHandle, transa CublasOperation, transb CublasOperation, 
 		return err
 	}
 	return Status(C.gocuda_cublasSgemm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
+}
+
+// inSgemm calls cublasSgemm_v2 with the CUDA context ctx current on the calling thread.
+func inSgemm(ctx cuda.CUcontext, handle CublasHandle, transa CublasOperation, transb CublasOperation, m int32, n int32, k int32, alpha *float32, A *float32, lda int32, B *float32, ldb int32, beta *float32, C_ *float32, ldc int32) error {
+	fn, err := proc_cublasSgemm_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasSgemm_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
 }
 
 // Sgemm64 calls cublasSgemm_v2_64:
@@ -5558,6 +5945,23 @@ func Sgemv(handle CublasHandle, trans CublasOperation, m int32, n int32, alpha *
 		return err
 	}
 	return Status(C.gocuda_cublasSgemv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy))).err()
+}
+
+// inSgemv calls cublasSgemv_v2 with the CUDA context ctx current on the calling thread.
+func inSgemv(ctx cuda.CUcontext, handle CublasHandle, trans CublasOperation, m int32, n int32, alpha *float32, A *float32, lda int32, x *float32, incx int32, beta *float32, y *float32, incy int32) error {
+	fn, err := proc_cublasSgemv_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasSgemv_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
 }
 
 // Sgemv64 calls cublasSgemv_v2_64:
@@ -5675,6 +6079,23 @@ func Snrm2(handle CublasHandle, n int32, x *float32, incx int32, result *float32
 		return err
 	}
 	return Status(C.gocuda_cublasSnrm2_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(result)))).err()
+}
+
+// inSnrm2 calls cublasSnrm2_v2 with the CUDA context ctx current on the calling thread.
+func inSnrm2(ctx cuda.CUcontext, handle CublasHandle, n int32, x *float32, incx int32, result *float32) error {
+	fn, err := proc_cublasSnrm2_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasSnrm2_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(result))))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
 }
 
 // Snrm264 calls cublasSnrm2_v2_64:
@@ -5805,6 +6226,23 @@ func Sscal(handle CublasHandle, n int32, alpha *float32, x *float32, incx int32)
 		return err
 	}
 	return Status(C.gocuda_cublasSscal_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx))).err()
+}
+
+// inSscal calls cublasSscal_v2 with the CUDA context ctx current on the calling thread.
+func inSscal(ctx cuda.CUcontext, handle CublasHandle, n int32, alpha *float32, x *float32, incx int32) error {
+	fn, err := proc_cublasSscal_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasSscal_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
 }
 
 // Sscal64 calls cublasSscal_v2_64:
@@ -6430,6 +6868,23 @@ func Zaxpy(handle CublasHandle, n int32, alpha *cuda.CuDoubleComplex, x *cuda.Cu
 	return Status(C.gocuda_cublasZaxpy_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy))).err()
 }
 
+// inZaxpy calls cublasZaxpy_v2 with the CUDA context ctx current on the calling thread.
+func inZaxpy(ctx cuda.CUcontext, handle CublasHandle, n int32, alpha *cuda.CuDoubleComplex, x *cuda.CuDoubleComplex, incx int32, y *cuda.CuDoubleComplex, incy int32) error {
+	fn, err := proc_cublasZaxpy_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasZaxpy_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
+}
+
 // Zaxpy64 calls cublasZaxpy_v2_64:
 //
 //	cublasStatus_t cublasZaxpy_v2_64(cublasHandle_t handle, int64_t n, cuDoubleComplex *alpha, cuDoubleComplex *x, int64_t incx, cuDoubleComplex *y, int64_t incy)
@@ -6729,6 +7184,23 @@ func ZgemmStridedBatched(handle CublasHandle, transa CublasOperation, transb Cub
 	return Status(C.gocuda_cublasZgemmStridedBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), C.int64_t(strideA), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), C.int64_t(strideB), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc), C.int64_t(strideC), C.int32_t(batchCount))).err()
 }
 
+// inZgemmStridedBatched calls cublasZgemmStridedBatched with the CUDA context ctx current on the calling thread.
+func inZgemmStridedBatched(ctx cuda.CUcontext, handle CublasHandle, transa CublasOperation, transb CublasOperation, m int32, n int32, k int32, alpha *cuda.CuDoubleComplex, A *cuda.CuDoubleComplex, lda int32, strideA int64, B *cuda.CuDoubleComplex, ldb int32, strideB int64, beta *cuda.CuDoubleComplex, C_ *cuda.CuDoubleComplex, ldc int32, strideC int64, batchCount int32) error {
+	fn, err := proc_cublasZgemmStridedBatched.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasZgemmStridedBatched(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), C.int64_t(strideA), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), C.int64_t(strideB), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc), C.int64_t(strideC), C.int32_t(batchCount)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
+}
+
 // ZgemmStridedBatched64 calls cublasZgemmStridedBatched_64:
 //
 //	cublasStatus_t cublasZgemmStridedBatched_64(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m, int64_t n, int64_t k, cuDoubleComplex *alpha, cuDoubleComplex *A, int64_t lda, long long strideA, cuDoubleComplex *B, int64_t ldb, long long strideB, cuDoubleComplex *beta, cuDoubleComplex *C, int64_t ldc, long long strideC, int64_t batchCount)
@@ -6753,6 +7225,23 @@ func Zgemm(handle CublasHandle, transa CublasOperation, transb CublasOperation, 
 		return err
 	}
 	return Status(C.gocuda_cublasZgemm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).err()
+}
+
+// inZgemm calls cublasZgemm_v2 with the CUDA context ctx current on the calling thread.
+func inZgemm(ctx cuda.CUcontext, handle CublasHandle, transa CublasOperation, transb CublasOperation, m int32, n int32, k int32, alpha *cuda.CuDoubleComplex, A *cuda.CuDoubleComplex, lda int32, B *cuda.CuDoubleComplex, ldb int32, beta *cuda.CuDoubleComplex, C_ *cuda.CuDoubleComplex, ldc int32) error {
+	fn, err := proc_cublasZgemm_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasZgemm_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
 }
 
 // Zgemm64 calls cublasZgemm_v2_64:
@@ -6831,6 +7320,23 @@ func Zgemv(handle CublasHandle, trans CublasOperation, m int32, n int32, alpha *
 		return err
 	}
 	return Status(C.gocuda_cublasZgemv_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy))).err()
+}
+
+// inZgemv calls cublasZgemv_v2 with the CUDA context ctx current on the calling thread.
+func inZgemv(ctx cuda.CUcontext, handle CublasHandle, trans CublasOperation, m int32, n int32, alpha *cuda.CuDoubleComplex, A *cuda.CuDoubleComplex, lda int32, x *cuda.CuDoubleComplex, incx int32, beta *cuda.CuDoubleComplex, y *cuda.CuDoubleComplex, incy int32) error {
+	fn, err := proc_cublasZgemv_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasZgemv_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(trans), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(y)), C.int32_t(incy)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
 }
 
 // Zgemv64 calls cublasZgemv_v2_64:
@@ -7299,6 +7805,23 @@ func Zscal(handle CublasHandle, n int32, alpha *cuda.CuDoubleComplex, x *cuda.Cu
 		return err
 	}
 	return Status(C.gocuda_cublasZscal_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx))).err()
+}
+
+// inZscal calls cublasZscal_v2 with the CUDA context ctx current on the calling thread.
+func inZscal(ctx cuda.CUcontext, handle CublasHandle, n int32, alpha *cuda.CuDoubleComplex, x *cuda.CuDoubleComplex, incx int32) error {
+	fn, err := proc_cublasZscal_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasZscal_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(x)), C.int32_t(incx)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
 }
 
 // Zscal64 calls cublasZscal_v2_64:

@@ -9,6 +9,7 @@ import (
 	"unsafe"
 	"weak"
 
+	"github.com/gocuda/gocuda/internal/oom"
 	"github.com/gocuda/gocuda/resource"
 )
 
@@ -400,6 +401,7 @@ func (ms *memState) reclaimForOOM() {
 		ms.pinned.flush()
 		ms.unified.flush()
 	}
+	oom.Run() // the libraries drop their cached handles: released in this Reclaim
 	_, _ = resource.Reclaim()
 	_ = inCtxSynchronize(ms.cs.h)
 	ms.trim()

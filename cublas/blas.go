@@ -1,0 +1,385 @@
+package cublas
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"unsafe"
+
+	"github.com/gocuda/gocuda/cuda"
+)
+
+// Scalar is an element type of the typed operations: float32, float64, complex64
+// or complex128 (cuBLAS's S, D, C and Z). complex64 and complex128 have the layout
+// of cuComplex and cuDoubleComplex.
+type Scalar interface {
+	float32 | float64 | complex64 | complex128
+}
+
+// Real is an element type of the operations that cuBLAS has for real numbers only.
+type Real interface {
+	float32 | float64
+}
+
+// Transposition of a matrix operand.
+const (
+	NoTrans   = CUBLAS_OP_N // op(A) = A
+	Trans     = CUBLAS_OP_T // op(A) = Aᵀ
+	ConjTrans = CUBLAS_OP_C // op(A) = Aᴴ
+)
+
+// Matrices are column-major, as in BLAS: element (i, j) of a matrix with leading
+// dimension ld is element i + j·ld of its memory. Row-major data is the transpose of
+// column-major data; GemmRowMajor does the bookkeeping for the common case.
+//
+// Every operation checks its arguments before any CUDA call: negative sizes, leading
+// dimensions smaller than the rows, memory of another element type (AllocFor) or
+// too small for the operand, and memory of another context than the stream's are
+// errors matching cuda.ErrInvalidArgument (or cuda.ErrWrongContext). The operation
+// then runs on s with a handle of s's context from a cache (see MaxIdleHandles):
+// it waits on the GPU for its operands' conflicting uses on other streams (inputs
+// are read, outputs written) and returns without waiting for the result. A failure
+// of cuBLAS is its Status, wrapped with the operation's name. Scalars (alpha, beta)
+// are read before the call returns.
+
+// Gemm computes C = alpha·op(A)·op(B) + beta·C on s, where op(A) is m×k, op(B) is k×n
+// and C is m×n: cublas{S,D,C,Z}gemm.
+func Gemm[T Scalar](s *cuda.Stream, transA, transB CublasOperation, m, n, k int, alpha T, a cuda.Memory, lda int,
+	b cuda.Memory, ldb int, beta T, c cuda.Memory, ldc int) error {
+	const op = "gemm"
+	ar, ac := dims(transA, m, k)
+	br, bc := dims(transB, k, n)
+	pa, err := matrix[T](op, "A", a, ar, ac, lda)
+	if err != nil {
+		return err
+	}
+	pb, err := matrix[T](op, "B", b, br, bc, ldb)
+	if err != nil {
+		return err
+	}
+	pc, err := matrix[T](op, "C", c, m, n, ldc)
+	if err != nil {
+		return err
+	}
+	if err := checkTrans(op, transA, transB); err != nil {
+		return err
+	}
+	M, N, K, LDA, LDB, LDC := int32(m), int32(n), int32(k), int32(lda), int32(ldb), int32(ldc)
+	return call(op, s, func(ctx cuda.CUcontext, h CublasHandle) error {
+		switch any(alpha).(type) {
+		case float32:
+			return inSgemm(ctx, h, transA, transB, M, N, K, f32(&alpha), f32(pa), LDA, f32(pb), LDB, f32(&beta), f32(pc), LDC)
+		case float64:
+			return inDgemm(ctx, h, transA, transB, M, N, K, f64(&alpha), f64(pa), LDA, f64(pb), LDB, f64(&beta), f64(pc), LDC)
+		case complex64:
+			return inCgemm(ctx, h, transA, transB, M, N, K, c64(&alpha), c64(pa), LDA, c64(pb), LDB, c64(&beta), c64(pc), LDC)
+		default:
+			return inZgemm(ctx, h, transA, transB, M, N, K, c128(&alpha), c128(pa), LDA, c128(pb), LDB, c128(&beta), c128(pc), LDC)
+		}
+	}, cuda.Reads(a), cuda.Reads(b), cuda.Writes(c))
+}
+
+// GemmRowMajor is Gemm for row-major matrices: C = alpha·op(A)·op(B) + beta·C with
+// op(A) m×k, op(B) k×n and C m×n stored by rows, lda, ldb and ldc their row
+// lengths in memory. It computes the column-major product Cᵀ = op(B)ᵀ·op(A)ᵀ, which
+// is C in row-major order: no data moves.
+func GemmRowMajor[T Scalar](s *cuda.Stream, transA, transB CublasOperation, m, n, k int, alpha T, a cuda.Memory, lda int,
+	b cuda.Memory, ldb int, beta T, c cuda.Memory, ldc int) error {
+	return Gemm(s, transB, transA, n, m, k, alpha, b, ldb, a, lda, beta, c, ldc)
+}
+
+// GemmStridedBatched computes batch products C[i] = alpha·op(A[i])·op(B[i]) +
+// beta·C[i] on s, where A[i] starts strideA elements after A[i-1] (likewise B and C):
+// cublas{S,D,C,Z}gemmStridedBatched.
+func GemmStridedBatched[T Scalar](s *cuda.Stream, transA, transB CublasOperation, m, n, k int, alpha T,
+	a cuda.Memory, lda, strideA int, b cuda.Memory, ldb, strideB int, beta T, c cuda.Memory, ldc, strideC int, batch int) error {
+	const op = "gemm strided batched"
+	if batch < 0 || strideA < 0 || strideB < 0 || strideC < 0 {
+		return fmt.Errorf("cublas: %s: %w: batch %d, strides %d, %d, %d", op, cuda.ErrInvalidArgument, batch, strideA, strideB, strideC)
+	}
+	ar, ac := dims(transA, m, k)
+	br, bc := dims(transB, k, n)
+	pa, err := batched[T](op, "A", a, ar, ac, lda, strideA, batch)
+	if err != nil {
+		return err
+	}
+	pb, err := batched[T](op, "B", b, br, bc, ldb, strideB, batch)
+	if err != nil {
+		return err
+	}
+	pc, err := batched[T](op, "C", c, m, n, ldc, strideC, batch)
+	if err != nil {
+		return err
+	}
+	if err := checkTrans(op, transA, transB); err != nil {
+		return err
+	}
+	M, N, K, LDA, LDB, LDC, B := int32(m), int32(n), int32(k), int32(lda), int32(ldb), int32(ldc), int32(batch)
+	SA, SB, SC := int64(strideA), int64(strideB), int64(strideC)
+	return call(op, s, func(ctx cuda.CUcontext, h CublasHandle) error {
+		switch any(alpha).(type) {
+		case float32:
+			return inSgemmStridedBatched(ctx, h, transA, transB, M, N, K, f32(&alpha), f32(pa), LDA, SA, f32(pb), LDB, SB, f32(&beta), f32(pc), LDC, SC, B)
+		case float64:
+			return inDgemmStridedBatched(ctx, h, transA, transB, M, N, K, f64(&alpha), f64(pa), LDA, SA, f64(pb), LDB, SB, f64(&beta), f64(pc), LDC, SC, B)
+		case complex64:
+			return inCgemmStridedBatched(ctx, h, transA, transB, M, N, K, c64(&alpha), c64(pa), LDA, SA, c64(pb), LDB, SB, c64(&beta), c64(pc), LDC, SC, B)
+		default:
+			return inZgemmStridedBatched(ctx, h, transA, transB, M, N, K, c128(&alpha), c128(pa), LDA, SA, c128(pb), LDB, SB, c128(&beta), c128(pc), LDC, SC, B)
+		}
+	}, cuda.Reads(a), cuda.Reads(b), cuda.Writes(c))
+}
+
+// Gemv computes y = alpha·op(A)·x + beta·y on s, where A is m×n (op(A) is n×m when
+// transposed), x and y vectors of the lengths op(A) takes and gives, with unit
+// stride: cublas{S,D,C,Z}gemv.
+func Gemv[T Scalar](s *cuda.Stream, trans CublasOperation, m, n int, alpha T, a cuda.Memory, lda int, x cuda.Memory,
+	beta T, y cuda.Memory) error {
+	const op = "gemv"
+	xl, yl := n, m
+	if trans != NoTrans {
+		xl, yl = m, n
+	}
+	pa, err := matrix[T](op, "A", a, m, n, lda)
+	if err != nil {
+		return err
+	}
+	px, err := vector[T](op, "x", x, xl)
+	if err != nil {
+		return err
+	}
+	py, err := vector[T](op, "y", y, yl)
+	if err != nil {
+		return err
+	}
+	if err := checkTrans(op, trans, NoTrans); err != nil {
+		return err
+	}
+	M, N, LDA := int32(m), int32(n), int32(lda)
+	return call(op, s, func(ctx cuda.CUcontext, h CublasHandle) error {
+		switch any(alpha).(type) {
+		case float32:
+			return inSgemv(ctx, h, trans, M, N, f32(&alpha), f32(pa), LDA, f32(px), 1, f32(&beta), f32(py), 1)
+		case float64:
+			return inDgemv(ctx, h, trans, M, N, f64(&alpha), f64(pa), LDA, f64(px), 1, f64(&beta), f64(py), 1)
+		case complex64:
+			return inCgemv(ctx, h, trans, M, N, c64(&alpha), c64(pa), LDA, c64(px), 1, c64(&beta), c64(py), 1)
+		default:
+			return inZgemv(ctx, h, trans, M, N, c128(&alpha), c128(pa), LDA, c128(px), 1, c128(&beta), c128(py), 1)
+		}
+	}, cuda.Reads(a), cuda.Reads(x), cuda.Writes(y))
+}
+
+// Axpy computes y = alpha·x + y for the first n elements on s: cublas{S,D,C,Z}axpy.
+func Axpy[T Scalar](s *cuda.Stream, n int, alpha T, x, y cuda.Memory) error {
+	const op = "axpy"
+	px, err := vector[T](op, "x", x, n)
+	if err != nil {
+		return err
+	}
+	py, err := vector[T](op, "y", y, n)
+	if err != nil {
+		return err
+	}
+	N := int32(n)
+	return call(op, s, func(ctx cuda.CUcontext, h CublasHandle) error {
+		switch any(alpha).(type) {
+		case float32:
+			return inSaxpy(ctx, h, N, f32(&alpha), f32(px), 1, f32(py), 1)
+		case float64:
+			return inDaxpy(ctx, h, N, f64(&alpha), f64(px), 1, f64(py), 1)
+		case complex64:
+			return inCaxpy(ctx, h, N, c64(&alpha), c64(px), 1, c64(py), 1)
+		default:
+			return inZaxpy(ctx, h, N, c128(&alpha), c128(px), 1, c128(py), 1)
+		}
+	}, cuda.Reads(x), cuda.Writes(y))
+}
+
+// Scal computes x = alpha·x for the first n elements on s: cublas{S,D,C,Z}scal.
+func Scal[T Scalar](s *cuda.Stream, n int, alpha T, x cuda.Memory) error {
+	const op = "scal"
+	px, err := vector[T](op, "x", x, n)
+	if err != nil {
+		return err
+	}
+	N := int32(n)
+	return call(op, s, func(ctx cuda.CUcontext, h CublasHandle) error {
+		switch any(alpha).(type) {
+		case float32:
+			return inSscal(ctx, h, N, f32(&alpha), f32(px), 1)
+		case float64:
+			return inDscal(ctx, h, N, f64(&alpha), f64(px), 1)
+		case complex64:
+			return inCscal(ctx, h, N, c64(&alpha), c64(px), 1)
+		default:
+			return inZscal(ctx, h, N, c128(&alpha), c128(px), 1)
+		}
+	}, cuda.Writes(x))
+}
+
+// DotTo computes the dot product of the first n elements of x and y on s into
+// result, one element of T in GPU memory: cublas{S,D}dot with the device pointer
+// mode, so that nothing waits. Dot returns it to the host.
+func DotTo[T Real](s *cuda.Stream, n int, x, y, result cuda.Memory) error {
+	const op = "dot"
+	px, err := vector[T](op, "x", x, n)
+	if err != nil {
+		return err
+	}
+	py, err := vector[T](op, "y", y, n)
+	if err != nil {
+		return err
+	}
+	pr, err := vector[T](op, "result", result, 1)
+	if err != nil {
+		return err
+	}
+	N := int32(n)
+	return call(op, s, func(ctx cuda.CUcontext, h CublasHandle) error {
+		return devicePointers(ctx, h, func() error {
+			if isFloat32[T]() {
+				return inSdot(ctx, h, N, f32(px), 1, f32(py), 1, f32(pr))
+			}
+			return inDdot(ctx, h, N, f64(px), 1, f64(py), 1, f64(pr))
+		})
+	}, cuda.Reads(x), cuda.Reads(y), cuda.Writes(result))
+}
+
+// Nrm2To computes the Euclidean norm of the first n elements of x on s into result,
+// one element of T in GPU memory: cublas{S,D}nrm2 with the device pointer mode.
+// Nrm2 returns it to the host.
+func Nrm2To[T Real](s *cuda.Stream, n int, x, result cuda.Memory) error {
+	const op = "nrm2"
+	px, err := vector[T](op, "x", x, n)
+	if err != nil {
+		return err
+	}
+	pr, err := vector[T](op, "result", result, 1)
+	if err != nil {
+		return err
+	}
+	N := int32(n)
+	return call(op, s, func(ctx cuda.CUcontext, h CublasHandle) error {
+		return devicePointers(ctx, h, func() error {
+			if isFloat32[T]() {
+				return inSnrm2(ctx, h, N, f32(px), 1, f32(pr))
+			}
+			return inDnrm2(ctx, h, N, f64(px), 1, f64(pr))
+		})
+	}, cuda.Reads(x), cuda.Writes(result))
+}
+
+// Dot returns the dot product of the first n elements of x and y, computed on s
+// (DotTo into a scratch element, then copied to the host: it waits for s's work).
+func Dot[T Real](s *cuda.Stream, n int, x, y cuda.Memory) (T, error) {
+	return scalarResult[T](s, func(r *cuda.DeviceBuffer) error { return DotTo[T](s, n, x, y, r) })
+}
+
+// Nrm2 returns the Euclidean norm of the first n elements of x, computed on s
+// (Nrm2To, then copied to the host: it waits for s's work).
+func Nrm2[T Real](s *cuda.Stream, n int, x cuda.Memory) (T, error) {
+	return scalarResult[T](s, func(r *cuda.DeviceBuffer) error { return Nrm2To[T](s, n, x, r) })
+}
+
+// scalarResult runs f with a one-element device buffer on s and returns its element.
+func scalarResult[T Real](s *cuda.Stream, f func(r *cuda.DeviceBuffer) error) (T, error) {
+	var out [1]T
+	r, err := cuda.AllocFor[T](s, 1)
+	if err != nil {
+		return 0, err
+	}
+	defer r.Close()
+	if err := f(r); err != nil {
+		return 0, err
+	}
+	err = cuda.CopyFromDevice(out[:], r)
+	return out[0], err
+}
+
+// devicePointers runs f with h in the device pointer mode, then back in the host
+// mode that the other operations use.
+func devicePointers(ctx cuda.CUcontext, h CublasHandle, f func() error) error {
+	if err := inSetPointerMode(ctx, h, CUBLAS_POINTER_MODE_DEVICE); err != nil {
+		return err
+	}
+	err := f()
+	return errors.Join(err, inSetPointerMode(ctx, h, CUBLAS_POINTER_MODE_HOST))
+}
+
+// dims returns the rows and columns a matrix operand holds when op(X) is r×c.
+func dims(t CublasOperation, r, c int) (int, int) {
+	if t == NoTrans {
+		return r, c
+	}
+	return c, r
+}
+
+func checkTrans(op string, ts ...CublasOperation) error {
+	for _, t := range ts {
+		if t != NoTrans && t != Trans && t != ConjTrans {
+			return fmt.Errorf("cublas: %s: %w: transposition %d", op, cuda.ErrInvalidArgument, int(t))
+		}
+	}
+	return nil
+}
+
+// matrix checks that m holds an r×c matrix of T with leading dimension ld and
+// returns its address.
+func matrix[T Scalar](op, name string, m cuda.Memory, r, c, ld int) (*T, error) {
+	if r < 0 || c < 0 {
+		return nil, fmt.Errorf("cublas: %s: %w: %s is %d×%d", op, cuda.ErrInvalidArgument, name, r, c)
+	}
+	return batched[T](op, name, m, r, c, ld, 0, 1)
+}
+
+// batched checks that m holds batch r×c matrices of T, stride elements apart.
+func batched[T Scalar](op, name string, m cuda.Memory, r, c, ld, stride, batch int) (*T, error) {
+	if r < 0 || c < 0 || ld < max(1, r) || ld > maxInt32 || r > maxInt32 || c > maxInt32 {
+		return nil, fmt.Errorf("cublas: %s: %w: %s is %d×%d with leading dimension %d", op, cuda.ErrInvalidArgument, name, r, c, ld)
+	}
+	need := 0
+	if r > 0 && c > 0 && batch > 0 {
+		need = ld*(c-1) + r + stride*(batch-1)
+	}
+	return operand[T](op, name, m, need)
+}
+
+// vector checks that m holds n elements of T and returns its address.
+func vector[T Scalar](op, name string, m cuda.Memory, n int) (*T, error) {
+	if n < 0 || n > maxInt32 {
+		return nil, fmt.Errorf("cublas: %s: %w: %s has %d elements", op, cuda.ErrInvalidArgument, name, n)
+	}
+	return operand[T](op, name, m, n)
+}
+
+const maxInt32 = 1<<31 - 1
+
+// operand checks that m is memory of T (or untyped) with room for need elements.
+func operand[T Scalar](op, name string, m cuda.Memory, need int) (*T, error) {
+	if m == nil {
+		return nil, fmt.Errorf("cublas: %s: %w: %s is nil", op, cuda.ErrInvalidArgument, name)
+	}
+	p, err := cuda.DevicePtr[T](m) // also nil and zero buffers
+	if err != nil {
+		return nil, fmt.Errorf("cublas: %s: %s: %w", op, name, err)
+	}
+	if size := int(unsafe.Sizeof(*new(T))); m.Size()/size < need {
+		return nil, fmt.Errorf("cublas: %s: %w: %s needs %d elements of %v, the memory holds %d",
+			op, cuda.ErrInvalidArgument, name, need, reflect.TypeFor[T](), m.Size()/size)
+	}
+	return p, nil
+}
+
+func isFloat32[T Real]() bool {
+	var z T
+	_, ok := any(z).(float32)
+	return ok
+}
+
+// The raw layer's pointer types for a *T of the element type the switch found:
+// the same memory, the pointer converted.
+func f32[T any](p *T) *float32               { return (*float32)(unsafe.Pointer(p)) }
+func f64[T any](p *T) *float64               { return (*float64)(unsafe.Pointer(p)) }
+func c64[T any](p *T) *cuda.CuComplex        { return (*cuda.CuComplex)(unsafe.Pointer(p)) }
+func c128[T any](p *T) *cuda.CuDoubleComplex { return (*cuda.CuDoubleComplex)(unsafe.Pointer(p)) }

@@ -1,0 +1,120 @@
+package cublas
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/internal/oom"
+)
+
+// Handles: the operations of blas.go take a handle of their stream's context from a
+// cache and give it back; the user never holds one. A cuBLAS handle is costly to make
+// (cublasCreate allocates on the device) and its destruction waits for the GPU, so
+// handles are kept: at most MaxIdleHandles idle ones per context. A handle the cache
+// has no room for, or drops on out-of-memory, is left to its OwnedHandle, whose
+// release runs in resource.Reclaim (blocking class, in headers/cublas.toml): never
+// on a goroutine that would wait for the GPU.
+
+// MaxIdleHandles is how many idle cuBLAS handles a context's cache keeps.
+const MaxIdleHandles = 4
+
+// handle is a cached cuBLAS handle: the owned handle, and the stream it is bound to.
+type handle struct {
+	own    *OwnedHandle
+	raw    CublasHandle
+	stream cuda.CUstream
+}
+
+var handles struct {
+	mu   sync.Mutex
+	idle map[cuda.CUcontext][]*handle
+}
+
+func init() {
+	oom.Register(dropIdle)
+}
+
+// dropIdle empties the caches: the handles' releases run in resource.Reclaim.
+func dropIdle() {
+	handles.mu.Lock()
+	handles.idle = nil
+	handles.mu.Unlock()
+}
+
+// take returns an idle handle of ctx, or a new one.
+func take(ctx *cuda.Context) (*handle, error) {
+	key := ctx.Handle()
+	handles.mu.Lock()
+	if list := handles.idle[key]; len(list) > 0 {
+		h := list[len(list)-1]
+		list[len(list)-1] = nil
+		handles.idle[key] = list[:len(list)-1]
+		handles.mu.Unlock()
+		return h, nil
+	}
+	handles.mu.Unlock()
+	h := new(handle)
+	// Created with the context current on a locked thread: the OwnedHandle's
+	// release captures that context (and destroys the handle there, or not at all
+	// once the context is gone).
+	err := ctx.Locked(func() error {
+		if err := Create(&h.raw); err != nil {
+			return err
+		}
+		h.own = OwnHandle(h.raw)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating a handle: %w", err)
+	}
+	return h, nil
+}
+
+// put gives h back to ctx's cache, or drops it if the cache is full.
+func put(ctx *cuda.Context, h *handle) {
+	key := ctx.Handle()
+	handles.mu.Lock()
+	defer handles.mu.Unlock()
+	if handles.idle == nil {
+		handles.idle = make(map[cuda.CUcontext][]*handle)
+	}
+	if list := handles.idle[key]; len(list) < MaxIdleHandles {
+		handles.idle[key] = append(list, h)
+	}
+}
+
+// idleHandles returns the number of idle handles of ctx (tests).
+func idleHandles(ctx *cuda.Context) int {
+	handles.mu.Lock()
+	defer handles.mu.Unlock()
+	return len(handles.idle[ctx.Handle()])
+}
+
+// call runs f with a handle of s's context bound to s, queued through cuda.Enqueue
+// with the memory f uses (holds, hand-off), and names the operation in errors. The
+// handle is taken once Enqueue has checked the stream and the memory, so that a
+// bad argument is reported before cuBLAS is loaded.
+func call(op string, s *cuda.Stream, f func(ctx cuda.CUcontext, h CublasHandle) error, uses ...cuda.Use) error {
+	var h *handle
+	err := cuda.Enqueue(s, func(c cuda.CUcontext, st cuda.CUstream) error {
+		var err error
+		if h, err = take(s.Context()); err != nil {
+			return err
+		}
+		if h.stream != st {
+			if err := inSetStream(c, h.raw, st); err != nil {
+				return err
+			}
+			h.stream = st
+		}
+		return f(c, h.raw)
+	}, uses...)
+	if h != nil {
+		put(s.Context(), h)
+	}
+	if err != nil {
+		return fmt.Errorf("cublas: %s: %w", op, err)
+	}
+	return nil
+}
