@@ -18,13 +18,7 @@ import (
 // setup returns the primary context and a stream of it.
 func setup(t *testing.T, needs ...gputest.Need) (*cuda.Context, *cuda.Stream) {
 	t.Helper()
-	gputest.Require(t, needs...)
-	ctx, err := cuda.Device(0).Context()
-	require.NoError(t, err)
-	s, err := ctx.NewStream()
-	require.NoError(t, err)
-	t.Cleanup(func() { s.Close() })
-	return ctx, s
+	return gputest.Stream(t, needs...)
 }
 
 // onDevice copies host to a new device buffer of T on s.

@@ -25,13 +25,7 @@ import (
 // memSetup returns device 0's primary context and a stream closed at the end.
 func memSetup(t testing.TB, needs ...gputest.Need) (*cuda.Context, *cuda.Stream) {
 	t.Helper()
-	gputest.Require(t, needs...)
-	ctx, err := cuda.Device(0).Context()
-	require.NoError(t, err)
-	s, err := ctx.NewStream()
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	return ctx, s
+	return gputest.Stream(t, needs...)
 }
 
 func randFloat32s(r *rand.Rand, n int) []float32 {

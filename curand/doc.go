@@ -1,5 +1,20 @@
 // Package curand binds cuRAND (random number generation on the GPU, host API) for Go.
 //
+// # The idiomatic API
+//
+//	g, err := curand.NewGenerator(ctx, curand.CURAND_RNG_PSEUDO_PHILOX4_32_10, seed)
+//	defer g.Close()
+//	err = curand.Normal[float32](g, s, buf, n, 0, 1) // on stream s, into a cuda buffer
+//
+// NewGenerator makes a pseudo- or quasi-random generator of a context (from a cache of
+// raw generators); Uniform, Normal, LogNormal (float32, float64), Poisson and Uint32
+// (uint32) fill any cuda.Memory of the element type on a stream. Calls make the
+// context current themselves and take part in the cuda package's hand-off; a
+// generator's calls are one sequence, ordered on the GPU whatever streams they use.
+// Arguments are checked before any CUDA call.
+//
+// # The raw layer
+//
 // The raw layer (zz_generated_*.go) has every function of curand.h as a Go function named
 // after it without the curand prefix and version suffix. C types keep their spelling,
 // constants their C names. Functions return nil on success or a Status, which matches the
@@ -10,5 +25,6 @@
 // *dl.LibraryError, and a function the installed library lacks returns a *dl.SymbolError.
 // OwnedGenerator owns a generator: Close destroys it; one dropped without Close is
 // destroyed by resource.Reclaim (curandDestroyGenerator waits for the GPU and stalls other
-// threads' launches, so never on the finalizer path).
+// threads' launches, so never on the finalizer path). The idiomatic Generator's raw
+// generators are OwnedGenerators: one its cache drops is destroyed in Reclaim.
 package curand

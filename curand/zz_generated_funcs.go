@@ -5,6 +5,7 @@ package curand
 import (
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/dl"
+	"github.com/gocuda/gocuda/internal/ctxswitch"
 	"unsafe"
 )
 
@@ -12,23 +13,32 @@ import (
 #include <stdint.h>
 #include <stddef.h>
 static int32_t gocuda_curandCreateGenerator(uintptr_t fn, uint8_t* a0, int32_t a1) { return ((int32_t (*)(uint8_t*, int32_t))fn)(a0, a1); }
+static int64_t gocuda_in_curandCreateGenerator(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint8_t* a0, int32_t a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint8_t*, int32_t))fn)(a0, a1); }
 static int32_t gocuda_curandCreateGeneratorHost(uintptr_t fn, uint8_t* a0, int32_t a1) { return ((int32_t (*)(uint8_t*, int32_t))fn)(a0, a1); }
 static int32_t gocuda_curandCreatePoissonDistribution(uintptr_t fn, double a0, uint8_t* a1) { return ((int32_t (*)(double, uint8_t*))fn)(a0, a1); }
 static int32_t gocuda_curandDestroyDistribution(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_curandDestroyGenerator(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_curandGenerate(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint64_t a2) { return ((int32_t (*)(uintptr_t, uint8_t*, uint64_t))fn)(a0, a1, a2); }
+static int64_t gocuda_in_curandGenerate(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, uint8_t* a1, uint64_t a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, uint8_t*, uint64_t))fn)(a0, a1, a2); }
 static int32_t gocuda_curandGenerateBinomial(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint64_t a2, uint32_t a3, double a4) { return ((int32_t (*)(uintptr_t, uint8_t*, uint64_t, uint32_t, double))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_curandGenerateBinomialMethod(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint64_t a2, uint32_t a3, double a4, int32_t a5) { return ((int32_t (*)(uintptr_t, uint8_t*, uint64_t, uint32_t, double, int32_t))fn)(a0, a1, a2, a3, a4, a5); }
 static int32_t gocuda_curandGenerateLogNormal(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint64_t a2, float a3, float a4) { return ((int32_t (*)(uintptr_t, uint8_t*, uint64_t, float, float))fn)(a0, a1, a2, a3, a4); }
+static int64_t gocuda_in_curandGenerateLogNormal(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, uint8_t* a1, uint64_t a2, float a3, float a4) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, uint8_t*, uint64_t, float, float))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_curandGenerateLogNormalDouble(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint64_t a2, double a3, double a4) { return ((int32_t (*)(uintptr_t, uint8_t*, uint64_t, double, double))fn)(a0, a1, a2, a3, a4); }
+static int64_t gocuda_in_curandGenerateLogNormalDouble(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, uint8_t* a1, uint64_t a2, double a3, double a4) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, uint8_t*, uint64_t, double, double))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_curandGenerateLongLong(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint64_t a2) { return ((int32_t (*)(uintptr_t, uint8_t*, uint64_t))fn)(a0, a1, a2); }
 static int32_t gocuda_curandGenerateNormal(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint64_t a2, float a3, float a4) { return ((int32_t (*)(uintptr_t, uint8_t*, uint64_t, float, float))fn)(a0, a1, a2, a3, a4); }
+static int64_t gocuda_in_curandGenerateNormal(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, uint8_t* a1, uint64_t a2, float a3, float a4) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, uint8_t*, uint64_t, float, float))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_curandGenerateNormalDouble(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint64_t a2, double a3, double a4) { return ((int32_t (*)(uintptr_t, uint8_t*, uint64_t, double, double))fn)(a0, a1, a2, a3, a4); }
+static int64_t gocuda_in_curandGenerateNormalDouble(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, uint8_t* a1, uint64_t a2, double a3, double a4) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, uint8_t*, uint64_t, double, double))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_curandGeneratePoisson(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint64_t a2, double a3) { return ((int32_t (*)(uintptr_t, uint8_t*, uint64_t, double))fn)(a0, a1, a2, a3); }
+static int64_t gocuda_in_curandGeneratePoisson(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, uint8_t* a1, uint64_t a2, double a3) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, uint8_t*, uint64_t, double))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_curandGeneratePoissonMethod(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint64_t a2, double a3, int32_t a4) { return ((int32_t (*)(uintptr_t, uint8_t*, uint64_t, double, int32_t))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_curandGenerateSeeds(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_curandGenerateUniform(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint64_t a2) { return ((int32_t (*)(uintptr_t, uint8_t*, uint64_t))fn)(a0, a1, a2); }
+static int64_t gocuda_in_curandGenerateUniform(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, uint8_t* a1, uint64_t a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, uint8_t*, uint64_t))fn)(a0, a1, a2); }
 static int32_t gocuda_curandGenerateUniformDouble(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint64_t a2) { return ((int32_t (*)(uintptr_t, uint8_t*, uint64_t))fn)(a0, a1, a2); }
+static int64_t gocuda_in_curandGenerateUniformDouble(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, uint8_t* a1, uint64_t a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, uint8_t*, uint64_t))fn)(a0, a1, a2); }
 static int32_t gocuda_curandGetDirectionVectors32(uintptr_t fn, void* a0, int32_t a1) { return ((int32_t (*)(void*, int32_t))fn)(a0, a1); }
 static int32_t gocuda_curandGetDirectionVectors64(uintptr_t fn, void* a0, int32_t a1) { return ((int32_t (*)(void*, int32_t))fn)(a0, a1); }
 static int32_t gocuda_curandGetProperty(uintptr_t fn, int32_t a0, uint8_t* a1) { return ((int32_t (*)(int32_t, uint8_t*))fn)(a0, a1); }
@@ -36,10 +46,14 @@ static int32_t gocuda_curandGetScrambleConstants32(uintptr_t fn, void* a0) { ret
 static int32_t gocuda_curandGetScrambleConstants64(uintptr_t fn, void* a0) { return ((int32_t (*)(void*))fn)(a0); }
 static int32_t gocuda_curandGetVersion(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
 static int32_t gocuda_curandSetGeneratorOffset(uintptr_t fn, uintptr_t a0, uint64_t a1) { return ((int32_t (*)(uintptr_t, uint64_t))fn)(a0, a1); }
+static int64_t gocuda_in_curandSetGeneratorOffset(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, uint64_t a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, uint64_t))fn)(a0, a1); }
 static int32_t gocuda_curandSetGeneratorOrdering(uintptr_t fn, uintptr_t a0, int32_t a1) { return ((int32_t (*)(uintptr_t, int32_t))fn)(a0, a1); }
 static int32_t gocuda_curandSetPseudoRandomGeneratorSeed(uintptr_t fn, uintptr_t a0, uint64_t a1) { return ((int32_t (*)(uintptr_t, uint64_t))fn)(a0, a1); }
+static int64_t gocuda_in_curandSetPseudoRandomGeneratorSeed(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, uint64_t a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, uint64_t))fn)(a0, a1); }
 static int32_t gocuda_curandSetQuasiRandomGeneratorDimensions(uintptr_t fn, uintptr_t a0, uint32_t a1) { return ((int32_t (*)(uintptr_t, uint32_t))fn)(a0, a1); }
+static int64_t gocuda_in_curandSetQuasiRandomGeneratorDimensions(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, uint32_t a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, uint32_t))fn)(a0, a1); }
 static int32_t gocuda_curandSetStream(uintptr_t fn, uintptr_t a0, uintptr_t a1) { return ((int32_t (*)(uintptr_t, uintptr_t))fn)(a0, a1); }
+static int64_t gocuda_in_curandSetStream(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, uintptr_t a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, uintptr_t))fn)(a0, a1); }
 */
 import "C"
 
@@ -94,6 +108,23 @@ func CreateGenerator(generator *CurandGenerator, rng_type CurandRngType) error {
 		return err
 	}
 	return Status(C.gocuda_curandCreateGenerator(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(generator)), C.int32_t(rng_type))).err()
+}
+
+// inCreateGenerator calls curandCreateGenerator with the CUDA context ctx current on the calling thread.
+func inCreateGenerator(ctx cuda.CUcontext, generator *CurandGenerator, rng_type CurandRngType) error {
+	fn, err := proc_curandCreateGenerator.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_curandCreateGenerator(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), (*C.uint8_t)(unsafe.Pointer(generator)), C.int32_t(rng_type)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
 }
 
 // CreateGeneratorHost calls curandCreateGeneratorHost:
@@ -161,6 +192,23 @@ func Generate(generator CurandGenerator, outputPtr *uint32, num uint64) error {
 	return Status(C.gocuda_curandGenerate(C.uintptr_t(fn), C.uintptr_t(generator), (*C.uint8_t)(unsafe.Pointer(outputPtr)), C.uint64_t(num))).err()
 }
 
+// inGenerate calls curandGenerate with the CUDA context ctx current on the calling thread.
+func inGenerate(ctx cuda.CUcontext, generator CurandGenerator, outputPtr *uint32, num uint64) error {
+	fn, err := proc_curandGenerate.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_curandGenerate(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(generator), (*C.uint8_t)(unsafe.Pointer(outputPtr)), C.uint64_t(num)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
+}
+
 // GenerateBinomial calls curandGenerateBinomial:
 //
 //	curandStatus_t curandGenerateBinomial(curandGenerator_t generator, unsigned *outputPtr, size_t num, unsigned n, double p)
@@ -200,6 +248,23 @@ func GenerateLogNormal(generator CurandGenerator, outputPtr *float32, n uint64, 
 	return Status(C.gocuda_curandGenerateLogNormal(C.uintptr_t(fn), C.uintptr_t(generator), (*C.uint8_t)(unsafe.Pointer(outputPtr)), C.uint64_t(n), C.float(mean), C.float(stddev))).err()
 }
 
+// inGenerateLogNormal calls curandGenerateLogNormal with the CUDA context ctx current on the calling thread.
+func inGenerateLogNormal(ctx cuda.CUcontext, generator CurandGenerator, outputPtr *float32, n uint64, mean float32, stddev float32) error {
+	fn, err := proc_curandGenerateLogNormal.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_curandGenerateLogNormal(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(generator), (*C.uint8_t)(unsafe.Pointer(outputPtr)), C.uint64_t(n), C.float(mean), C.float(stddev)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
+}
+
 // GenerateLogNormalDouble calls curandGenerateLogNormalDouble:
 //
 //	curandStatus_t curandGenerateLogNormalDouble(curandGenerator_t generator, double *outputPtr, size_t n, double mean, double stddev)
@@ -211,6 +276,23 @@ func GenerateLogNormalDouble(generator CurandGenerator, outputPtr *float64, n ui
 		return err
 	}
 	return Status(C.gocuda_curandGenerateLogNormalDouble(C.uintptr_t(fn), C.uintptr_t(generator), (*C.uint8_t)(unsafe.Pointer(outputPtr)), C.uint64_t(n), C.double(mean), C.double(stddev))).err()
+}
+
+// inGenerateLogNormalDouble calls curandGenerateLogNormalDouble with the CUDA context ctx current on the calling thread.
+func inGenerateLogNormalDouble(ctx cuda.CUcontext, generator CurandGenerator, outputPtr *float64, n uint64, mean float64, stddev float64) error {
+	fn, err := proc_curandGenerateLogNormalDouble.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_curandGenerateLogNormalDouble(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(generator), (*C.uint8_t)(unsafe.Pointer(outputPtr)), C.uint64_t(n), C.double(mean), C.double(stddev)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
 }
 
 // GenerateLongLong calls curandGenerateLongLong:
@@ -239,6 +321,23 @@ func GenerateNormal(generator CurandGenerator, outputPtr *float32, n uint64, mea
 	return Status(C.gocuda_curandGenerateNormal(C.uintptr_t(fn), C.uintptr_t(generator), (*C.uint8_t)(unsafe.Pointer(outputPtr)), C.uint64_t(n), C.float(mean), C.float(stddev))).err()
 }
 
+// inGenerateNormal calls curandGenerateNormal with the CUDA context ctx current on the calling thread.
+func inGenerateNormal(ctx cuda.CUcontext, generator CurandGenerator, outputPtr *float32, n uint64, mean float32, stddev float32) error {
+	fn, err := proc_curandGenerateNormal.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_curandGenerateNormal(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(generator), (*C.uint8_t)(unsafe.Pointer(outputPtr)), C.uint64_t(n), C.float(mean), C.float(stddev)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
+}
+
 // GenerateNormalDouble calls curandGenerateNormalDouble:
 //
 //	curandStatus_t curandGenerateNormalDouble(curandGenerator_t generator, double *outputPtr, size_t n, double mean, double stddev)
@@ -252,6 +351,23 @@ func GenerateNormalDouble(generator CurandGenerator, outputPtr *float64, n uint6
 	return Status(C.gocuda_curandGenerateNormalDouble(C.uintptr_t(fn), C.uintptr_t(generator), (*C.uint8_t)(unsafe.Pointer(outputPtr)), C.uint64_t(n), C.double(mean), C.double(stddev))).err()
 }
 
+// inGenerateNormalDouble calls curandGenerateNormalDouble with the CUDA context ctx current on the calling thread.
+func inGenerateNormalDouble(ctx cuda.CUcontext, generator CurandGenerator, outputPtr *float64, n uint64, mean float64, stddev float64) error {
+	fn, err := proc_curandGenerateNormalDouble.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_curandGenerateNormalDouble(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(generator), (*C.uint8_t)(unsafe.Pointer(outputPtr)), C.uint64_t(n), C.double(mean), C.double(stddev)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
+}
+
 // GeneratePoisson calls curandGeneratePoisson:
 //
 //	curandStatus_t curandGeneratePoisson(curandGenerator_t generator, unsigned *outputPtr, size_t n, double lambda)
@@ -263,6 +379,23 @@ func GeneratePoisson(generator CurandGenerator, outputPtr *uint32, n uint64, lam
 		return err
 	}
 	return Status(C.gocuda_curandGeneratePoisson(C.uintptr_t(fn), C.uintptr_t(generator), (*C.uint8_t)(unsafe.Pointer(outputPtr)), C.uint64_t(n), C.double(lambda))).err()
+}
+
+// inGeneratePoisson calls curandGeneratePoisson with the CUDA context ctx current on the calling thread.
+func inGeneratePoisson(ctx cuda.CUcontext, generator CurandGenerator, outputPtr *uint32, n uint64, lambda float64) error {
+	fn, err := proc_curandGeneratePoisson.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_curandGeneratePoisson(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(generator), (*C.uint8_t)(unsafe.Pointer(outputPtr)), C.uint64_t(n), C.double(lambda)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
 }
 
 // GeneratePoissonMethod calls curandGeneratePoissonMethod:
@@ -304,6 +437,23 @@ func GenerateUniform(generator CurandGenerator, outputPtr *float32, num uint64) 
 	return Status(C.gocuda_curandGenerateUniform(C.uintptr_t(fn), C.uintptr_t(generator), (*C.uint8_t)(unsafe.Pointer(outputPtr)), C.uint64_t(num))).err()
 }
 
+// inGenerateUniform calls curandGenerateUniform with the CUDA context ctx current on the calling thread.
+func inGenerateUniform(ctx cuda.CUcontext, generator CurandGenerator, outputPtr *float32, num uint64) error {
+	fn, err := proc_curandGenerateUniform.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_curandGenerateUniform(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(generator), (*C.uint8_t)(unsafe.Pointer(outputPtr)), C.uint64_t(num)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
+}
+
 // GenerateUniformDouble calls curandGenerateUniformDouble:
 //
 //	curandStatus_t curandGenerateUniformDouble(curandGenerator_t generator, double *outputPtr, size_t num)
@@ -315,6 +465,23 @@ func GenerateUniformDouble(generator CurandGenerator, outputPtr *float64, num ui
 		return err
 	}
 	return Status(C.gocuda_curandGenerateUniformDouble(C.uintptr_t(fn), C.uintptr_t(generator), (*C.uint8_t)(unsafe.Pointer(outputPtr)), C.uint64_t(num))).err()
+}
+
+// inGenerateUniformDouble calls curandGenerateUniformDouble with the CUDA context ctx current on the calling thread.
+func inGenerateUniformDouble(ctx cuda.CUcontext, generator CurandGenerator, outputPtr *float64, num uint64) error {
+	fn, err := proc_curandGenerateUniformDouble.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_curandGenerateUniformDouble(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(generator), (*C.uint8_t)(unsafe.Pointer(outputPtr)), C.uint64_t(num)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
 }
 
 // GetDirectionVectors32 calls curandGetDirectionVectors32:
@@ -408,6 +575,23 @@ func SetGeneratorOffset(generator CurandGenerator, offset uint64) error {
 	return Status(C.gocuda_curandSetGeneratorOffset(C.uintptr_t(fn), C.uintptr_t(generator), C.uint64_t(offset))).err()
 }
 
+// inSetGeneratorOffset calls curandSetGeneratorOffset with the CUDA context ctx current on the calling thread.
+func inSetGeneratorOffset(ctx cuda.CUcontext, generator CurandGenerator, offset uint64) error {
+	fn, err := proc_curandSetGeneratorOffset.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_curandSetGeneratorOffset(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(generator), C.uint64_t(offset)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
+}
+
 // SetGeneratorOrdering calls curandSetGeneratorOrdering:
 //
 //	curandStatus_t curandSetGeneratorOrdering(curandGenerator_t generator, curandOrdering_t order)
@@ -434,6 +618,23 @@ func SetPseudoRandomGeneratorSeed(generator CurandGenerator, seed uint64) error 
 	return Status(C.gocuda_curandSetPseudoRandomGeneratorSeed(C.uintptr_t(fn), C.uintptr_t(generator), C.uint64_t(seed))).err()
 }
 
+// inSetPseudoRandomGeneratorSeed calls curandSetPseudoRandomGeneratorSeed with the CUDA context ctx current on the calling thread.
+func inSetPseudoRandomGeneratorSeed(ctx cuda.CUcontext, generator CurandGenerator, seed uint64) error {
+	fn, err := proc_curandSetPseudoRandomGeneratorSeed.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_curandSetPseudoRandomGeneratorSeed(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(generator), C.uint64_t(seed)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
+}
+
 // SetQuasiRandomGeneratorDimensions calls curandSetQuasiRandomGeneratorDimensions:
 //
 //	curandStatus_t curandSetQuasiRandomGeneratorDimensions(curandGenerator_t generator, unsigned num_dimensions)
@@ -447,6 +648,23 @@ func SetQuasiRandomGeneratorDimensions(generator CurandGenerator, num_dimensions
 	return Status(C.gocuda_curandSetQuasiRandomGeneratorDimensions(C.uintptr_t(fn), C.uintptr_t(generator), C.uint32_t(num_dimensions))).err()
 }
 
+// inSetQuasiRandomGeneratorDimensions calls curandSetQuasiRandomGeneratorDimensions with the CUDA context ctx current on the calling thread.
+func inSetQuasiRandomGeneratorDimensions(ctx cuda.CUcontext, generator CurandGenerator, num_dimensions uint32) error {
+	fn, err := proc_curandSetQuasiRandomGeneratorDimensions.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_curandSetQuasiRandomGeneratorDimensions(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(generator), C.uint32_t(num_dimensions)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
+}
+
 // SetStream calls curandSetStream:
 //
 //	curandStatus_t curandSetStream(curandGenerator_t generator, cudaStream_t stream)
@@ -458,4 +676,21 @@ func SetStream(generator CurandGenerator, stream cuda.CUstream) error {
 		return err
 	}
 	return Status(C.gocuda_curandSetStream(C.uintptr_t(fn), C.uintptr_t(generator), C.uintptr_t(stream))).err()
+}
+
+// inSetStream calls curandSetStream with the CUDA context ctx current on the calling thread.
+func inSetStream(ctx cuda.CUcontext, generator CurandGenerator, stream cuda.CUstream) error {
+	fn, err := proc_curandSetStream.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_curandSetStream(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(generator), C.uintptr_t(stream)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
 }

@@ -235,3 +235,21 @@ func RequireLibrary(t testing.TB, lib *dl.Library) {
 	}
 	t.Logf("%s loaded from %s", lib.Name(), p)
 }
+
+// Stream is Require for tests of the idiomatic layers: it returns device 0's primary
+// context (cuda.Device(0).Context) and a new stream of it, closed when the test
+// ends.
+func Stream(t testing.TB, needs ...Need) (*cuda.Context, *cuda.Stream) {
+	t.Helper()
+	Require(t, needs...)
+	ctx, err := cuda.Device(0).Context()
+	if err != nil {
+		t.Fatalf("primary context: %v", err)
+	}
+	s, err := ctx.NewStream()
+	if err != nil {
+		t.Fatalf("stream: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return ctx, s
+}

@@ -1,0 +1,310 @@
+package curand
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/internal/errs"
+	"github.com/gocuda/gocuda/internal/oom"
+	"github.com/gocuda/gocuda/resource"
+)
+
+// Generator is a cuRAND generator of a context: one sequence of random numbers,
+// which the generating functions (Uniform, Normal, LogNormal, Poisson, Uint32) draw
+// from in call order, on whatever stream each call gives. Calls on different streams
+// are ordered on the GPU (each waits for the generator's previous call), so the
+// numbers are those one stream would draw; the output memory takes part in the cuda
+// package's hand-off like any operation's.
+//
+// A Generator is safe for concurrent use (calls are serialized: a sequence has an
+// order). Close gives the raw generator back to its context's cache, reseeded by the
+// next NewGenerator of its kind; a Generator dropped without Close goes back too. A
+// raw generator the cache has no room for, or drops when the device is out of memory,
+// is destroyed in resource.Reclaim: curandDestroyGenerator waits for the GPU and
+// stalls other threads' launches (headers/curand.toml), so never elsewhere.
+type Generator struct {
+	ctx  *cuda.Context
+	kind CurandRngType
+
+	mu    sync.Mutex
+	g     *rawGen            // nil once closed
+	state *cuda.DeviceBuffer // stands for the generator's state in the hand-off
+	reg   *resource.Registration
+}
+
+// rawGen is a cached raw generator: owned, and bound to a stream.
+type rawGen struct {
+	own    *OwnedGenerator
+	raw    CurandGenerator
+	kind   CurandRngType
+	stream cuda.CUstream
+}
+
+// MaxIdleGenerators is how many idle raw generators a context's cache keeps per kind.
+const MaxIdleGenerators = 4
+
+type genKey struct {
+	ctx  cuda.CUcontext
+	kind CurandRngType
+}
+
+var cache struct {
+	mu   sync.Mutex
+	idle map[genKey][]*rawGen
+}
+
+func init() {
+	oom.Register(func() {
+		cache.mu.Lock()
+		cache.idle = nil // released in the out-of-memory path's resource.Reclaim
+		cache.mu.Unlock()
+	})
+}
+
+// NewGenerator returns a generator of the given kind (CURAND_RNG_PSEUDO_* or
+// CURAND_RNG_QUASI_*) in ctx, seeded with seed: a pseudo-random generator's seed, or
+// a quasi-random generator's offset in its sequence (of one dimension). The same kind
+// and seed give the same numbers.
+func NewGenerator(ctx *cuda.Context, kind CurandRngType, seed uint64) (*Generator, error) {
+	if ctx == nil || ctx.Handle() == 0 {
+		return nil, fmt.Errorf("curand: %w: nil or zero context", cuda.ErrInvalidArgument)
+	}
+	quasi := kind >= CURAND_RNG_QUASI_DEFAULT && kind <= CURAND_RNG_QUASI_SCRAMBLED_SOBOL64
+	if !quasi && (kind < CURAND_RNG_PSEUDO_DEFAULT || kind > CURAND_RNG_PSEUDO_PHILOX4_32_10) {
+		return nil, fmt.Errorf("curand: %w: generator kind %d", cuda.ErrInvalidArgument, int(kind))
+	}
+	// The state stand-in: one byte on a stream of the pool, used by every call.
+	s, err := ctx.AcquireStream(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	state, err := ctx.Alloc(s, 1)
+	s.Close()
+	if err != nil {
+		return nil, err
+	}
+	rg, err := takeGen(ctx, kind)
+	if err != nil {
+		state.Close()
+		return nil, err
+	}
+	err = ctx.Locked(func() error {
+		h := ctx.Handle()
+		if quasi {
+			if err := inSetQuasiRandomGeneratorDimensions(h, rg.raw, 1); err != nil {
+				return err
+			}
+		} else if err := inSetPseudoRandomGeneratorSeed(h, rg.raw, seed); err != nil {
+			return err
+		}
+		if kind == CURAND_RNG_PSEUDO_MTGP32 || kind == CURAND_RNG_PSEUDO_MT19937 {
+			return nil // no offsets (CURAND_STATUS_TYPE_ERROR): the seed resets them
+		}
+		// A cached generator has moved on: back to the start (or, quasi, to seed).
+		off := uint64(0)
+		if quasi {
+			off = seed
+		}
+		return inSetGeneratorOffset(h, rg.raw, off)
+	})
+	if err != nil {
+		putGen(ctx, rg)
+		state.Close()
+		return nil, fmt.Errorf("curand: seeding: %w", err)
+	}
+	g := &Generator{ctx: ctx, kind: kind, g: rg, state: state}
+	g.reg = resource.ResourceFinalizer((*Generator).release, g, false, resource.Kind("curand generator (to its cache)"))
+	return g, nil
+}
+
+// takeGen returns an idle raw generator of ctx and kind, or a new one.
+func takeGen(ctx *cuda.Context, kind CurandRngType) (*rawGen, error) {
+	key := genKey{ctx.Handle(), kind}
+	cache.mu.Lock()
+	if list := cache.idle[key]; len(list) > 0 {
+		g := list[len(list)-1]
+		list[len(list)-1] = nil
+		cache.idle[key] = list[:len(list)-1]
+		cache.mu.Unlock()
+		return g, nil
+	}
+	cache.mu.Unlock()
+	g := &rawGen{kind: kind}
+	// Made with the context current on a locked thread: the OwnedGenerator's release
+	// (in Reclaim) destroys it in that context, or not at all once it is gone.
+	err := ctx.Locked(func() error {
+		if err := inCreateGenerator(ctx.Handle(), &g.raw, kind); err != nil {
+			return err
+		}
+		g.own = OwnGenerator(g.raw)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("curand: creating a generator: %w", err)
+	}
+	return g, nil
+}
+
+// putGen gives g back to the cache, or drops it (to Reclaim) if the cache is full.
+func putGen(ctx *cuda.Context, g *rawGen) {
+	key := genKey{ctx.Handle(), g.kind}
+	cache.mu.Lock()
+	defer cache.mu.Unlock()
+	if cache.idle == nil {
+		cache.idle = make(map[genKey][]*rawGen)
+	}
+	if list := cache.idle[key]; len(list) < MaxIdleGenerators {
+		cache.idle[key] = append(list, g)
+	}
+}
+
+// idleGenerators returns the number of idle raw generators of ctx and kind (tests).
+func idleGenerators(ctx *cuda.Context, kind CurandRngType) int {
+	cache.mu.Lock()
+	defer cache.mu.Unlock()
+	return len(cache.idle[genKey{ctx.Handle(), kind}])
+}
+
+// Close gives the raw generator back to the cache. Closing again, or closing a nil
+// Generator, returns an error matching cuda.ErrClosed and resource.ErrReleased.
+func (g *Generator) Close() error {
+	if g == nil || g.reg == nil {
+		return errs.Closed("curand: generator")
+	}
+	err := g.reg.Release()
+	runtime.KeepAlive(g)
+	if err != nil {
+		return errs.Closed("curand: generator")
+	}
+	return nil
+}
+
+// release is Close's (and a dropped Generator's) release: no CUDA call.
+func (g *Generator) release() {
+	g.mu.Lock()
+	rg := g.g
+	g.g = nil
+	g.mu.Unlock()
+	if rg != nil {
+		putGen(g.ctx, rg)
+	}
+	_ = g.state.Close()
+}
+
+// Float is an element type of the floating-point distributions.
+type Float interface {
+	float32 | float64
+}
+
+// Uniform fills the first n elements of out with numbers uniform in (0, 1], on s:
+// curandGenerateUniform(Double).
+func Uniform[T Float](g *Generator, s *cuda.Stream, out cuda.Memory, n int) error {
+	return generate[T](g, "uniform", s, out, n, false, func(ctx cuda.CUcontext, raw CurandGenerator, p unsafe.Pointer, N uint64) error {
+		if isFloat32[T]() {
+			return inGenerateUniform(ctx, raw, (*float32)(p), N)
+		}
+		return inGenerateUniformDouble(ctx, raw, (*float64)(p), N)
+	})
+}
+
+// Normal fills the first n elements of out with normally distributed numbers of the
+// given mean and standard deviation, on s: curandGenerateNormal(Double). n must be
+// even for pseudo-random generators (they draw pairs).
+func Normal[T Float](g *Generator, s *cuda.Stream, out cuda.Memory, n int, mean, stddev T) error {
+	return generate[T](g, "normal", s, out, n, true, func(ctx cuda.CUcontext, raw CurandGenerator, p unsafe.Pointer, N uint64) error {
+		if isFloat32[T]() {
+			return inGenerateNormal(ctx, raw, (*float32)(p), N, float32(mean), float32(stddev))
+		}
+		return inGenerateNormalDouble(ctx, raw, (*float64)(p), N, float64(mean), float64(stddev))
+	})
+}
+
+// LogNormal fills the first n elements of out with log-normally distributed numbers
+// whose logarithm has the given mean and standard deviation, on s:
+// curandGenerateLogNormal(Double). n must be even for pseudo-random generators.
+func LogNormal[T Float](g *Generator, s *cuda.Stream, out cuda.Memory, n int, mean, stddev T) error {
+	return generate[T](g, "log-normal", s, out, n, true, func(ctx cuda.CUcontext, raw CurandGenerator, p unsafe.Pointer, N uint64) error {
+		if isFloat32[T]() {
+			return inGenerateLogNormal(ctx, raw, (*float32)(p), N, float32(mean), float32(stddev))
+		}
+		return inGenerateLogNormalDouble(ctx, raw, (*float64)(p), N, float64(mean), float64(stddev))
+	})
+}
+
+// Poisson fills the first n elements of out (uint32) with Poisson-distributed
+// numbers of mean lambda (positive), on s: curandGeneratePoisson.
+func Poisson(g *Generator, s *cuda.Stream, out cuda.Memory, n int, lambda float64) error {
+	if !(lambda > 0) {
+		return fmt.Errorf("curand: poisson: %w: lambda %v", cuda.ErrInvalidArgument, lambda)
+	}
+	return generate[uint32](g, "poisson", s, out, n, false, func(ctx cuda.CUcontext, raw CurandGenerator, p unsafe.Pointer, N uint64) error {
+		return inGeneratePoisson(ctx, raw, (*uint32)(p), N, lambda)
+	})
+}
+
+// Uint32 fills the first n elements of out with random 32-bit words, on s:
+// curandGenerate.
+func Uint32(g *Generator, s *cuda.Stream, out cuda.Memory, n int) error {
+	return generate[uint32](g, "uint32", s, out, n, false, func(ctx cuda.CUcontext, raw CurandGenerator, p unsafe.Pointer, N uint64) error {
+		return inGenerate(ctx, raw, (*uint32)(p), N)
+	})
+}
+
+// generate checks out for n elements of T and queues f on s with the generator bound
+// to s, ordered after its previous call (the state stand-in is written by every
+// call) and out's conflicting uses.
+func generate[T Float | uint32](g *Generator, op string, s *cuda.Stream, out cuda.Memory, n int, pairs bool,
+	f func(ctx cuda.CUcontext, raw CurandGenerator, p unsafe.Pointer, n uint64) error) error {
+	if n < 0 {
+		return fmt.Errorf("curand: %s: %w: %d numbers", op, cuda.ErrInvalidArgument, n)
+	}
+	if out == nil {
+		return fmt.Errorf("curand: %s: %w: nil memory", op, cuda.ErrInvalidArgument)
+	}
+	p, err := cuda.DevicePtr[T](out)
+	if err != nil {
+		return fmt.Errorf("curand: %s: %w", op, err)
+	}
+	if size := int(unsafe.Sizeof(*new(T))); out.Size()/size < n {
+		return fmt.Errorf("curand: %s: %w: %d numbers into memory for %d", op, cuda.ErrInvalidArgument, n, out.Size()/size)
+	}
+	if g == nil {
+		return fmt.Errorf("curand: %s: %w: nil generator", op, cuda.ErrInvalidArgument)
+	}
+	quasi := g.kind >= CURAND_RNG_QUASI_DEFAULT
+	if pairs && !quasi && n%2 != 0 {
+		return fmt.Errorf("curand: %s: %w: %d numbers: pseudo-random generators draw pairs (an even count)", op, cuda.ErrInvalidArgument, n)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	rg := g.g
+	if rg == nil {
+		return fmt.Errorf("curand: %s: generator: %w", op, cuda.ErrClosed)
+	}
+	if n == 0 {
+		return nil
+	}
+	err = cuda.Enqueue(s, func(ctx cuda.CUcontext, h cuda.CUstream) error {
+		if rg.stream != h {
+			if err := inSetStream(ctx, rg.raw, h); err != nil {
+				return err
+			}
+			rg.stream = h
+		}
+		return f(ctx, rg.raw, unsafe.Pointer(p), uint64(n))
+	}, cuda.Writes(out), cuda.Writes(g.state))
+	if err != nil {
+		return fmt.Errorf("curand: %s: %w", op, err)
+	}
+	return nil
+}
+
+func isFloat32[T Float]() bool {
+	var z T
+	_, ok := any(z).(float32)
+	return ok
+}
