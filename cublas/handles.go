@@ -2,10 +2,9 @@ package cublas
 
 import (
 	"fmt"
-	"sync"
 
 	"github.com/gocuda/gocuda/cuda"
-	"github.com/gocuda/gocuda/internal/oom"
+	"github.com/gocuda/gocuda/internal/idlecache"
 )
 
 // Handles: the operations of blas.go take a handle of their stream's context from a
@@ -26,34 +25,14 @@ type handle struct {
 	stream cuda.CUstream
 }
 
-var handles struct {
-	mu   sync.Mutex
-	idle map[cuda.CUcontext][]*handle
-}
-
-func init() {
-	oom.Register(dropIdle)
-}
-
-// dropIdle empties the caches: the handles' releases run in resource.Reclaim.
-func dropIdle() {
-	handles.mu.Lock()
-	handles.idle = nil
-	handles.mu.Unlock()
-}
+// handles are the idle handles, per context.
+var handles = idlecache.New[cuda.CUcontext, cuda.CUcontext, *handle](MaxIdleHandles, func(c cuda.CUcontext) cuda.CUcontext { return c })
 
 // take returns an idle handle of ctx, or a new one.
 func take(ctx *cuda.Context) (*handle, error) {
-	key := ctx.Handle()
-	handles.mu.Lock()
-	if list := handles.idle[key]; len(list) > 0 {
-		h := list[len(list)-1]
-		list[len(list)-1] = nil
-		handles.idle[key] = list[:len(list)-1]
-		handles.mu.Unlock()
+	if h, ok := handles.Take(ctx.Handle()); ok {
 		return h, nil
 	}
-	handles.mu.Unlock()
 	h := new(handle)
 	// Created with the context current on a locked thread: the OwnedHandle's
 	// release captures that context (and destroys the handle there, or not at all
@@ -71,25 +50,12 @@ func take(ctx *cuda.Context) (*handle, error) {
 	return h, nil
 }
 
-// put gives h back to ctx's cache, or drops it if the cache is full.
-func put(ctx *cuda.Context, h *handle) {
-	key := ctx.Handle()
-	handles.mu.Lock()
-	defer handles.mu.Unlock()
-	if handles.idle == nil {
-		handles.idle = make(map[cuda.CUcontext][]*handle)
-	}
-	if list := handles.idle[key]; len(list) < MaxIdleHandles {
-		handles.idle[key] = append(list, h)
-	}
-}
+// put gives h back to ctx's cache; one the cache has no room for is dropped (its
+// OwnedHandle's release destroys it in resource.Reclaim).
+func put(ctx *cuda.Context, h *handle) { handles.Put(ctx.Handle(), h) }
 
 // idleHandles returns the number of idle handles of ctx (tests).
-func idleHandles(ctx *cuda.Context) int {
-	handles.mu.Lock()
-	defer handles.mu.Unlock()
-	return len(handles.idle[ctx.Handle()])
-}
+func idleHandles(ctx *cuda.Context) int { return handles.Idle(ctx.Handle()) }
 
 // call runs f with a handle of s's context bound to s, queued through cuda.Enqueue
 // with the memory f uses (holds, hand-off), and names the operation in errors. The

@@ -1,5 +1,20 @@
 // Package cufft binds cuFFT (fast Fourier transforms on the GPU) for Go.
 //
+// # The idiomatic API
+//
+//	err := cufft.FFT[complex64](s, []int{ny, nx}, batch, in, out, false)   // C2C, Z2Z
+//	err = cufft.RealToComplex[float32, complex64](s, sizes, batch, re, half) // R2C, D2Z
+//	err = cufft.ComplexToReal[complex64, float32](s, sizes, batch, half, re) // C2R, Z2D
+//
+// Transforms of rank 1 to 3, batched, on any cuda.Memory of the element type, queued
+// on a stream. Plans come from a per-context cache keyed by the transform (made once
+// with cufftPlanMany, bound to the caller's stream per call); calls make the context
+// current themselves and take part in the cuda package's hand-off (inputs read,
+// outputs written). Arguments are checked before any CUDA call. Transforms are
+// unnormalized, as in cuFFT.
+//
+// # The raw layer
+//
 // The raw layer (zz_generated_*.go) has every function of cufft.h as a Go function named
 // after it without the cufft prefix and version suffix. C types keep their spelling,
 // constants their C names. Functions return nil on success or a Result, which matches the
@@ -9,5 +24,7 @@
 // libcufft.so.12 is opened at first use ($GOCUDA_CUFFT_LIB overrides it); without it, calls return a
 // *dl.LibraryError, and a function the installed library lacks returns a *dl.SymbolError.
 // OwnedPlan owns a plan: Close destroys it; one dropped without Close is destroyed by
-// resource.Reclaim (cufftDestroy waits for the GPU, so never on the finalizer path).
+// resource.Reclaim (cufftDestroy waits for the GPU, so never on the finalizer path). The
+// cache's plans are OwnedPlans: one it drops (it keeps MaxIdlePlans per context, and
+// none after the device ran out of memory) is destroyed in Reclaim.
 package cufft

@@ -5,6 +5,7 @@ package cufft
 import (
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/dl"
+	"github.com/gocuda/gocuda/internal/ctxswitch"
 	"unsafe"
 )
 
@@ -18,11 +19,17 @@ static int32_t gocuda_cufftEstimate2d(uintptr_t fn, int32_t a0, int32_t a1, int3
 static int32_t gocuda_cufftEstimate3d(uintptr_t fn, int32_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4) { return ((int32_t (*)(int32_t, int32_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cufftEstimateMany(uintptr_t fn, int32_t a0, uint8_t* a1, uint8_t* a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, int32_t a7, int32_t a8, int32_t a9, uint8_t* a10) { return ((int32_t (*)(int32_t, uint8_t*, uint8_t*, int32_t, int32_t, uint8_t*, int32_t, int32_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cufftExecC2C(uintptr_t fn, int32_t a0, uint8_t* a1, uint8_t* a2, int32_t a3) { return ((int32_t (*)(int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3); }
+static int64_t gocuda_in_cufftExecC2C(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, int32_t a0, uint8_t* a1, uint8_t* a2, int32_t a3) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cufftExecC2R(uintptr_t fn, int32_t a0, uint8_t* a1, uint8_t* a2) { return ((int32_t (*)(int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2); }
+static int64_t gocuda_in_cufftExecC2R(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, int32_t a0, uint8_t* a1, uint8_t* a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2); }
 static int32_t gocuda_cufftExecD2Z(uintptr_t fn, int32_t a0, uint8_t* a1, uint8_t* a2) { return ((int32_t (*)(int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2); }
+static int64_t gocuda_in_cufftExecD2Z(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, int32_t a0, uint8_t* a1, uint8_t* a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2); }
 static int32_t gocuda_cufftExecR2C(uintptr_t fn, int32_t a0, uint8_t* a1, uint8_t* a2) { return ((int32_t (*)(int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2); }
+static int64_t gocuda_in_cufftExecR2C(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, int32_t a0, uint8_t* a1, uint8_t* a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2); }
 static int32_t gocuda_cufftExecZ2D(uintptr_t fn, int32_t a0, uint8_t* a1, uint8_t* a2) { return ((int32_t (*)(int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2); }
+static int64_t gocuda_in_cufftExecZ2D(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, int32_t a0, uint8_t* a1, uint8_t* a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2); }
 static int32_t gocuda_cufftExecZ2Z(uintptr_t fn, int32_t a0, uint8_t* a1, uint8_t* a2, int32_t a3) { return ((int32_t (*)(int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3); }
+static int64_t gocuda_in_cufftExecZ2Z(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, int32_t a0, uint8_t* a1, uint8_t* a2, int32_t a3) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cufftGetPlanPropertyInt64(uintptr_t fn, int32_t a0, int32_t a1, uint8_t* a2) { return ((int32_t (*)(int32_t, int32_t, uint8_t*))fn)(a0, a1, a2); }
 static int32_t gocuda_cufftGetProperty(uintptr_t fn, int32_t a0, uint8_t* a1) { return ((int32_t (*)(int32_t, uint8_t*))fn)(a0, a1); }
 static int32_t gocuda_cufftGetSize(uintptr_t fn, int32_t a0, uint8_t* a1) { return ((int32_t (*)(int32_t, uint8_t*))fn)(a0, a1); }
@@ -41,10 +48,12 @@ static int32_t gocuda_cufftPlan1d(uintptr_t fn, uint8_t* a0, int32_t a1, int32_t
 static int32_t gocuda_cufftPlan2d(uintptr_t fn, uint8_t* a0, int32_t a1, int32_t a2, int32_t a3) { return ((int32_t (*)(uint8_t*, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cufftPlan3d(uintptr_t fn, uint8_t* a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4) { return ((int32_t (*)(uint8_t*, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cufftPlanMany(uintptr_t fn, uint8_t* a0, int32_t a1, uint8_t* a2, uint8_t* a3, int32_t a4, int32_t a5, uint8_t* a6, int32_t a7, int32_t a8, int32_t a9, int32_t a10) { return ((int32_t (*)(uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, int32_t, uint8_t*, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int64_t gocuda_in_cufftPlanMany(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint8_t* a0, int32_t a1, uint8_t* a2, uint8_t* a3, int32_t a4, int32_t a5, uint8_t* a6, int32_t a7, int32_t a8, int32_t a9, int32_t a10) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, int32_t, uint8_t*, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cufftResetPlanProperty(uintptr_t fn, int32_t a0, int32_t a1) { return ((int32_t (*)(int32_t, int32_t))fn)(a0, a1); }
 static int32_t gocuda_cufftSetAutoAllocation(uintptr_t fn, int32_t a0, int32_t a1) { return ((int32_t (*)(int32_t, int32_t))fn)(a0, a1); }
 static int32_t gocuda_cufftSetPlanPropertyInt64(uintptr_t fn, int32_t a0, int32_t a1, int64_t a2) { return ((int32_t (*)(int32_t, int32_t, int64_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cufftSetStream(uintptr_t fn, int32_t a0, uintptr_t a1) { return ((int32_t (*)(int32_t, uintptr_t))fn)(a0, a1); }
+static int64_t gocuda_in_cufftSetStream(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, int32_t a0, uintptr_t a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(int32_t, uintptr_t))fn)(a0, a1); }
 static int32_t gocuda_cufftSetWorkArea(uintptr_t fn, int32_t a0, void* a1) { return ((int32_t (*)(int32_t, void*))fn)(a0, a1); }
 */
 import "C"
@@ -186,6 +195,23 @@ func ExecC2C(plan CufftHandle, idata *cuda.CuComplex, odata *cuda.CuComplex, dir
 	return Result(C.gocuda_cufftExecC2C(C.uintptr_t(fn), C.int32_t(plan), (*C.uint8_t)(unsafe.Pointer(idata)), (*C.uint8_t)(unsafe.Pointer(odata)), C.int32_t(direction))).err()
 }
 
+// inExecC2C calls cufftExecC2C with the CUDA context ctx current on the calling thread.
+func inExecC2C(ctx cuda.CUcontext, plan CufftHandle, idata *cuda.CuComplex, odata *cuda.CuComplex, direction int32) error {
+	fn, err := proc_cufftExecC2C.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cufftExecC2C(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.int32_t(plan), (*C.uint8_t)(unsafe.Pointer(idata)), (*C.uint8_t)(unsafe.Pointer(odata)), C.int32_t(direction)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Result(r).err()
+}
+
 // ExecC2R calls cufftExecC2R:
 //
 //	cufftResult cufftExecC2R(cufftHandle plan, cufftComplex *idata, cufftReal *odata)
@@ -197,6 +223,23 @@ func ExecC2R(plan CufftHandle, idata *cuda.CuComplex, odata *CufftReal) error {
 		return err
 	}
 	return Result(C.gocuda_cufftExecC2R(C.uintptr_t(fn), C.int32_t(plan), (*C.uint8_t)(unsafe.Pointer(idata)), (*C.uint8_t)(unsafe.Pointer(odata)))).err()
+}
+
+// inExecC2R calls cufftExecC2R with the CUDA context ctx current on the calling thread.
+func inExecC2R(ctx cuda.CUcontext, plan CufftHandle, idata *cuda.CuComplex, odata *CufftReal) error {
+	fn, err := proc_cufftExecC2R.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cufftExecC2R(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.int32_t(plan), (*C.uint8_t)(unsafe.Pointer(idata)), (*C.uint8_t)(unsafe.Pointer(odata))))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Result(r).err()
 }
 
 // ExecD2Z calls cufftExecD2Z:
@@ -212,6 +255,23 @@ func ExecD2Z(plan CufftHandle, idata *CufftDoubleReal, odata *cuda.CuDoubleCompl
 	return Result(C.gocuda_cufftExecD2Z(C.uintptr_t(fn), C.int32_t(plan), (*C.uint8_t)(unsafe.Pointer(idata)), (*C.uint8_t)(unsafe.Pointer(odata)))).err()
 }
 
+// inExecD2Z calls cufftExecD2Z with the CUDA context ctx current on the calling thread.
+func inExecD2Z(ctx cuda.CUcontext, plan CufftHandle, idata *CufftDoubleReal, odata *cuda.CuDoubleComplex) error {
+	fn, err := proc_cufftExecD2Z.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cufftExecD2Z(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.int32_t(plan), (*C.uint8_t)(unsafe.Pointer(idata)), (*C.uint8_t)(unsafe.Pointer(odata))))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Result(r).err()
+}
+
 // ExecR2C calls cufftExecR2C:
 //
 //	cufftResult cufftExecR2C(cufftHandle plan, cufftReal *idata, cufftComplex *odata)
@@ -223,6 +283,23 @@ func ExecR2C(plan CufftHandle, idata *CufftReal, odata *cuda.CuComplex) error {
 		return err
 	}
 	return Result(C.gocuda_cufftExecR2C(C.uintptr_t(fn), C.int32_t(plan), (*C.uint8_t)(unsafe.Pointer(idata)), (*C.uint8_t)(unsafe.Pointer(odata)))).err()
+}
+
+// inExecR2C calls cufftExecR2C with the CUDA context ctx current on the calling thread.
+func inExecR2C(ctx cuda.CUcontext, plan CufftHandle, idata *CufftReal, odata *cuda.CuComplex) error {
+	fn, err := proc_cufftExecR2C.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cufftExecR2C(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.int32_t(plan), (*C.uint8_t)(unsafe.Pointer(idata)), (*C.uint8_t)(unsafe.Pointer(odata))))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Result(r).err()
 }
 
 // ExecZ2D calls cufftExecZ2D:
@@ -238,6 +315,23 @@ func ExecZ2D(plan CufftHandle, idata *cuda.CuDoubleComplex, odata *CufftDoubleRe
 	return Result(C.gocuda_cufftExecZ2D(C.uintptr_t(fn), C.int32_t(plan), (*C.uint8_t)(unsafe.Pointer(idata)), (*C.uint8_t)(unsafe.Pointer(odata)))).err()
 }
 
+// inExecZ2D calls cufftExecZ2D with the CUDA context ctx current on the calling thread.
+func inExecZ2D(ctx cuda.CUcontext, plan CufftHandle, idata *cuda.CuDoubleComplex, odata *CufftDoubleReal) error {
+	fn, err := proc_cufftExecZ2D.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cufftExecZ2D(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.int32_t(plan), (*C.uint8_t)(unsafe.Pointer(idata)), (*C.uint8_t)(unsafe.Pointer(odata))))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Result(r).err()
+}
+
 // ExecZ2Z calls cufftExecZ2Z:
 //
 //	cufftResult cufftExecZ2Z(cufftHandle plan, cufftDoubleComplex *idata, cufftDoubleComplex *odata, int direction)
@@ -249,6 +343,23 @@ func ExecZ2Z(plan CufftHandle, idata *cuda.CuDoubleComplex, odata *cuda.CuDouble
 		return err
 	}
 	return Result(C.gocuda_cufftExecZ2Z(C.uintptr_t(fn), C.int32_t(plan), (*C.uint8_t)(unsafe.Pointer(idata)), (*C.uint8_t)(unsafe.Pointer(odata)), C.int32_t(direction))).err()
+}
+
+// inExecZ2Z calls cufftExecZ2Z with the CUDA context ctx current on the calling thread.
+func inExecZ2Z(ctx cuda.CUcontext, plan CufftHandle, idata *cuda.CuDoubleComplex, odata *cuda.CuDoubleComplex, direction int32) error {
+	fn, err := proc_cufftExecZ2Z.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cufftExecZ2Z(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.int32_t(plan), (*C.uint8_t)(unsafe.Pointer(idata)), (*C.uint8_t)(unsafe.Pointer(odata)), C.int32_t(direction)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Result(r).err()
 }
 
 // GetPlanPropertyInt64 calls cufftGetPlanPropertyInt64:
@@ -485,6 +596,23 @@ func PlanMany(plan *CufftHandle, rank int32, n *int32, inembed *int32, istride i
 	return Result(C.gocuda_cufftPlanMany(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(plan)), C.int32_t(rank), (*C.uint8_t)(unsafe.Pointer(n)), (*C.uint8_t)(unsafe.Pointer(inembed)), C.int32_t(istride), C.int32_t(idist), (*C.uint8_t)(unsafe.Pointer(onembed)), C.int32_t(ostride), C.int32_t(odist), C.int32_t(type_), C.int32_t(batch))).err()
 }
 
+// inPlanMany calls cufftPlanMany with the CUDA context ctx current on the calling thread.
+func inPlanMany(ctx cuda.CUcontext, plan *CufftHandle, rank int32, n *int32, inembed *int32, istride int32, idist int32, onembed *int32, ostride int32, odist int32, type_ CufftType, batch int32) error {
+	fn, err := proc_cufftPlanMany.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cufftPlanMany(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), (*C.uint8_t)(unsafe.Pointer(plan)), C.int32_t(rank), (*C.uint8_t)(unsafe.Pointer(n)), (*C.uint8_t)(unsafe.Pointer(inembed)), C.int32_t(istride), C.int32_t(idist), (*C.uint8_t)(unsafe.Pointer(onembed)), C.int32_t(ostride), C.int32_t(odist), C.int32_t(type_), C.int32_t(batch)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Result(r).err()
+}
+
 // ResetPlanProperty calls cufftResetPlanProperty:
 //
 //	cufftResult cufftResetPlanProperty(cufftHandle plan, cufftProperty property)
@@ -535,6 +663,23 @@ func SetStream(plan CufftHandle, stream cuda.CUstream) error {
 		return err
 	}
 	return Result(C.gocuda_cufftSetStream(C.uintptr_t(fn), C.int32_t(plan), C.uintptr_t(stream))).err()
+}
+
+// inSetStream calls cufftSetStream with the CUDA context ctx current on the calling thread.
+func inSetStream(ctx cuda.CUcontext, plan CufftHandle, stream cuda.CUstream) error {
+	fn, err := proc_cufftSetStream.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cufftSetStream(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.int32_t(plan), C.uintptr_t(stream)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Result(r).err()
 }
 
 // SetWorkArea calls cufftSetWorkArea:

@@ -2,7 +2,5 @@ package curand
 
 import "github.com/gocuda/gocuda/cuda"
 
-// IdleGeneratorsForTest returns the number of idle raw generators of ctx and kind.
-func IdleGeneratorsForTest(ctx *cuda.Context, kind CurandRngType) int {
-	return idleGenerators(ctx, kind)
-}
+// IdleGeneratorsForTest returns the number of idle raw generators of ctx.
+func IdleGeneratorsForTest(ctx *cuda.Context) int { return idleGenerators(ctx) }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/internal/errs"
-	"github.com/gocuda/gocuda/internal/oom"
+	"github.com/gocuda/gocuda/internal/idlecache"
 	"github.com/gocuda/gocuda/resource"
 )
 
@@ -44,7 +44,7 @@ type rawGen struct {
 	stream cuda.CUstream
 }
 
-// MaxIdleGenerators is how many idle raw generators a context's cache keeps per kind.
+// MaxIdleGenerators is how many idle raw generators a context's cache keeps.
 const MaxIdleGenerators = 4
 
 type genKey struct {
@@ -52,18 +52,8 @@ type genKey struct {
 	kind CurandRngType
 }
 
-var cache struct {
-	mu   sync.Mutex
-	idle map[genKey][]*rawGen
-}
-
-func init() {
-	oom.Register(func() {
-		cache.mu.Lock()
-		cache.idle = nil // released in the out-of-memory path's resource.Reclaim
-		cache.mu.Unlock()
-	})
-}
+// cache is the idle raw generators, per context and kind.
+var cache = idlecache.New[genKey, cuda.CUcontext, *rawGen](MaxIdleGenerators, func(k genKey) cuda.CUcontext { return k.ctx })
 
 // NewGenerator returns a generator of the given kind (CURAND_RNG_PSEUDO_* or
 // CURAND_RNG_QUASI_*) in ctx, seeded with seed: a pseudo-random generator's seed, or
@@ -123,16 +113,9 @@ func NewGenerator(ctx *cuda.Context, kind CurandRngType, seed uint64) (*Generato
 
 // takeGen returns an idle raw generator of ctx and kind, or a new one.
 func takeGen(ctx *cuda.Context, kind CurandRngType) (*rawGen, error) {
-	key := genKey{ctx.Handle(), kind}
-	cache.mu.Lock()
-	if list := cache.idle[key]; len(list) > 0 {
-		g := list[len(list)-1]
-		list[len(list)-1] = nil
-		cache.idle[key] = list[:len(list)-1]
-		cache.mu.Unlock()
+	if g, ok := cache.Take(genKey{ctx.Handle(), kind}); ok {
 		return g, nil
 	}
-	cache.mu.Unlock()
 	g := &rawGen{kind: kind}
 	// Made with the context current on a locked thread: the OwnedGenerator's release
 	// (in Reclaim) destroys it in that context, or not at all once it is gone.
@@ -150,24 +133,10 @@ func takeGen(ctx *cuda.Context, kind CurandRngType) (*rawGen, error) {
 }
 
 // putGen gives g back to the cache, or drops it (to Reclaim) if the cache is full.
-func putGen(ctx *cuda.Context, g *rawGen) {
-	key := genKey{ctx.Handle(), g.kind}
-	cache.mu.Lock()
-	defer cache.mu.Unlock()
-	if cache.idle == nil {
-		cache.idle = make(map[genKey][]*rawGen)
-	}
-	if list := cache.idle[key]; len(list) < MaxIdleGenerators {
-		cache.idle[key] = append(list, g)
-	}
-}
+func putGen(ctx *cuda.Context, g *rawGen) { cache.Put(genKey{ctx.Handle(), g.kind}, g) }
 
-// idleGenerators returns the number of idle raw generators of ctx and kind (tests).
-func idleGenerators(ctx *cuda.Context, kind CurandRngType) int {
-	cache.mu.Lock()
-	defer cache.mu.Unlock()
-	return len(cache.idle[genKey{ctx.Handle(), kind}])
-}
+// idleGenerators returns the number of idle raw generators of ctx (tests).
+func idleGenerators(ctx *cuda.Context) int { return cache.Idle(ctx.Handle()) }
 
 // Close gives the raw generator back to the cache. Closing again, or closing a nil
 // Generator, returns an error matching cuda.ErrClosed and resource.ErrReleased.

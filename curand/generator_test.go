@@ -106,7 +106,7 @@ func TestGeneratorDistributions(t *testing.T) {
 		require.NoError(t, u.Close())
 		require.NoError(t, g.Close())
 		require.ErrorIs(t, g.Close(), cuda.ErrClosed)
-		assert.Positive(t, curand.IdleGeneratorsForTest(ctx, kind), "the raw generator went back to the cache")
+		assert.Positive(t, curand.IdleGeneratorsForTest(ctx), "the raw generator went back to the cache")
 	}
 
 	// Reproducible, and one sequence across streams.

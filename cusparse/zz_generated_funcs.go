@@ -5,6 +5,7 @@ package cusparse
 import (
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/dl"
+	"github.com/gocuda/gocuda/internal/ctxswitch"
 	"unsafe"
 )
 
@@ -95,6 +96,7 @@ static int32_t gocuda_cusparseCooGet(uintptr_t fn, uintptr_t a0, uint8_t* a1, ui
 static int32_t gocuda_cusparseCooSetPointers(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3) { return ((int32_t (*)(uintptr_t, void*, void*, void*))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cusparseCooSetStridedBatch(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2) { return ((int32_t (*)(uintptr_t, int32_t, int64_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cusparseCreate(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
+static int64_t gocuda_in_cusparseCreate(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint8_t* a0) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint8_t*))fn)(a0); }
 static int32_t gocuda_cusparseCreateBlockedEll(uintptr_t fn, uint8_t* a0, int64_t a1, int64_t a2, int64_t a3, int64_t a4, void* a5, void* a6, int32_t a7, int32_t a8, int32_t a9) { return ((int32_t (*)(uint8_t*, int64_t, int64_t, int64_t, int64_t, void*, void*, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
 static int32_t gocuda_cusparseCreateBsr(uintptr_t fn, uint8_t* a0, int64_t a1, int64_t a2, int64_t a3, int64_t a4, int64_t a5, void* a6, void* a7, void* a8, int32_t a9, int32_t a10, int32_t a11, int32_t a12, int32_t a13) { return ((int32_t (*)(uint8_t*, int64_t, int64_t, int64_t, int64_t, int64_t, void*, void*, void*, int32_t, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cusparseCreateBsric02Info(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
@@ -112,13 +114,17 @@ static int32_t gocuda_cusparseCreateConstDnVec(uintptr_t fn, uint8_t* a0, int64_
 static int32_t gocuda_cusparseCreateConstSlicedEll(uintptr_t fn, uint8_t* a0, int64_t a1, int64_t a2, int64_t a3, int64_t a4, int64_t a5, void* a6, void* a7, void* a8, int32_t a9, int32_t a10, int32_t a11, int32_t a12) { return ((int32_t (*)(uint8_t*, int64_t, int64_t, int64_t, int64_t, int64_t, void*, void*, void*, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cusparseCreateConstSpVec(uintptr_t fn, uint8_t* a0, int64_t a1, int64_t a2, void* a3, void* a4, int32_t a5, int32_t a6, int32_t a7) { return ((int32_t (*)(uint8_t*, int64_t, int64_t, void*, void*, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cusparseCreateCoo(uintptr_t fn, uint8_t* a0, int64_t a1, int64_t a2, int64_t a3, void* a4, void* a5, void* a6, int32_t a7, int32_t a8, int32_t a9) { return ((int32_t (*)(uint8_t*, int64_t, int64_t, int64_t, void*, void*, void*, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int64_t gocuda_in_cusparseCreateCoo(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint8_t* a0, int64_t a1, int64_t a2, int64_t a3, void* a4, void* a5, void* a6, int32_t a7, int32_t a8, int32_t a9) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint8_t*, int64_t, int64_t, int64_t, void*, void*, void*, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
 static int32_t gocuda_cusparseCreateCsc(uintptr_t fn, uint8_t* a0, int64_t a1, int64_t a2, int64_t a3, void* a4, void* a5, void* a6, int32_t a7, int32_t a8, int32_t a9, int32_t a10) { return ((int32_t (*)(uint8_t*, int64_t, int64_t, int64_t, void*, void*, void*, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cusparseCreateCsr(uintptr_t fn, uint8_t* a0, int64_t a1, int64_t a2, int64_t a3, void* a4, void* a5, void* a6, int32_t a7, int32_t a8, int32_t a9, int32_t a10) { return ((int32_t (*)(uint8_t*, int64_t, int64_t, int64_t, void*, void*, void*, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int64_t gocuda_in_cusparseCreateCsr(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint8_t* a0, int64_t a1, int64_t a2, int64_t a3, void* a4, void* a5, void* a6, int32_t a7, int32_t a8, int32_t a9, int32_t a10) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint8_t*, int64_t, int64_t, int64_t, void*, void*, void*, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cusparseCreateCsric02Info(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
 static int32_t gocuda_cusparseCreateCsrilu02Info(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
 static int32_t gocuda_cusparseCreateCsru2csrInfo(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
 static int32_t gocuda_cusparseCreateDnMat(uintptr_t fn, uint8_t* a0, int64_t a1, int64_t a2, int64_t a3, void* a4, int32_t a5, int32_t a6) { return ((int32_t (*)(uint8_t*, int64_t, int64_t, int64_t, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int64_t gocuda_in_cusparseCreateDnMat(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint8_t* a0, int64_t a1, int64_t a2, int64_t a3, void* a4, int32_t a5, int32_t a6) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint8_t*, int64_t, int64_t, int64_t, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
 static int32_t gocuda_cusparseCreateDnVec(uintptr_t fn, uint8_t* a0, int64_t a1, void* a2, int32_t a3) { return ((int32_t (*)(uint8_t*, int64_t, void*, int32_t))fn)(a0, a1, a2, a3); }
+static int64_t gocuda_in_cusparseCreateDnVec(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint8_t* a0, int64_t a1, void* a2, int32_t a3) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint8_t*, int64_t, void*, int32_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cusparseCreateIdentityPermutation(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*))fn)(a0, a1, a2); }
 static int32_t gocuda_cusparseCreateMatDescr(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
 static int32_t gocuda_cusparseCreatePruneInfo(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
@@ -185,10 +191,13 @@ static int32_t gocuda_cusparseDestroyCsric02Info(uintptr_t fn, uintptr_t a0) { r
 static int32_t gocuda_cusparseDestroyCsrilu02Info(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cusparseDestroyCsru2csrInfo(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cusparseDestroyDnMat(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
+static int64_t gocuda_in_cusparseDestroyDnMat(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cusparseDestroyDnVec(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
+static int64_t gocuda_in_cusparseDestroyDnVec(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cusparseDestroyMatDescr(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cusparseDestroyPruneInfo(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cusparseDestroySpMat(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
+static int64_t gocuda_in_cusparseDestroySpMat(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cusparseDestroySpVec(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cusparseDgebsr2csr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, int32_t a9, uintptr_t a10, uint8_t* a11, uint8_t* a12, uint8_t* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cusparseDgebsr2gebsc(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, int32_t a7, int32_t a8, uint8_t* a9, uint8_t* a10, uint8_t* a11, int32_t a12, int32_t a13, void* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
@@ -300,6 +309,7 @@ static int32_t gocuda_cusparseSetMatIndexBase(uintptr_t fn, uintptr_t a0, int32_
 static int32_t gocuda_cusparseSetMatType(uintptr_t fn, uintptr_t a0, int32_t a1) { return ((int32_t (*)(uintptr_t, int32_t))fn)(a0, a1); }
 static int32_t gocuda_cusparseSetPointerMode(uintptr_t fn, uintptr_t a0, int32_t a1) { return ((int32_t (*)(uintptr_t, int32_t))fn)(a0, a1); }
 static int32_t gocuda_cusparseSetStream(uintptr_t fn, uintptr_t a0, uintptr_t a1) { return ((int32_t (*)(uintptr_t, uintptr_t))fn)(a0, a1); }
+static int64_t gocuda_in_cusparseSetStream(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, uintptr_t a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, uintptr_t))fn)(a0, a1); }
 static int32_t gocuda_cusparseSgebsr2csr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uintptr_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, int32_t a8, int32_t a9, uintptr_t a10, uint8_t* a11, uint8_t* a12, uint8_t* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, uintptr_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cusparseSgebsr2gebsc(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, int32_t a7, int32_t a8, uint8_t* a9, uint8_t* a10, uint8_t* a11, int32_t a12, int32_t a13, void* a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
 static int32_t gocuda_cusparseSgebsr2gebsc_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, int32_t a7, int32_t a8, uint8_t* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
@@ -333,13 +343,17 @@ static int32_t gocuda_cusparseSpGEMMreuse_copy(uintptr_t fn, uintptr_t a0, int32
 static int32_t gocuda_cusparseSpGEMMreuse_nnz(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uintptr_t a4, uintptr_t a5, int32_t a6, uintptr_t a7, uint8_t* a8, void* a9, uint8_t* a10, void* a11, uint8_t* a12, void* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uintptr_t, uintptr_t, int32_t, uintptr_t, uint8_t*, void*, uint8_t*, void*, uint8_t*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cusparseSpGEMMreuse_workEstimation(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uintptr_t a3, uintptr_t a4, uintptr_t a5, int32_t a6, uintptr_t a7, uint8_t* a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uintptr_t, uintptr_t, uintptr_t, int32_t, uintptr_t, uint8_t*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
 static int32_t gocuda_cusparseSpMM(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, uintptr_t a4, uintptr_t a5, void* a6, uintptr_t a7, int32_t a8, int32_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, uintptr_t, uintptr_t, void*, uintptr_t, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int64_t gocuda_in_cusparseSpMM(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, void* a3, uintptr_t a4, uintptr_t a5, void* a6, uintptr_t a7, int32_t a8, int32_t a9, void* a10) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, void*, uintptr_t, uintptr_t, void*, uintptr_t, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cusparseSpMMOp(uintptr_t fn, uintptr_t a0, void* a1) { return ((int32_t (*)(uintptr_t, void*))fn)(a0, a1); }
 static int32_t gocuda_cusparseSpMMOp_createPlan(uintptr_t fn, uintptr_t a0, uint8_t* a1, int32_t a2, int32_t a3, uintptr_t a4, uintptr_t a5, uintptr_t a6, int32_t a7, int32_t a8, void* a9, uint64_t a10, void* a11, uint64_t a12, void* a13, uint64_t a14, uint8_t* a15) { return ((int32_t (*)(uintptr_t, uint8_t*, int32_t, int32_t, uintptr_t, uintptr_t, uintptr_t, int32_t, int32_t, void*, uint64_t, void*, uint64_t, void*, uint64_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
 static int32_t gocuda_cusparseSpMMOp_destroyPlan(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cusparseSpMM_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, uintptr_t a4, uintptr_t a5, void* a6, uintptr_t a7, int32_t a8, int32_t a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, uintptr_t, uintptr_t, void*, uintptr_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int64_t gocuda_in_cusparseSpMM_bufferSize(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, void* a3, uintptr_t a4, uintptr_t a5, void* a6, uintptr_t a7, int32_t a8, int32_t a9, uint8_t* a10) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, void*, uintptr_t, uintptr_t, void*, uintptr_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cusparseSpMM_preprocess(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, uintptr_t a4, uintptr_t a5, void* a6, uintptr_t a7, int32_t a8, int32_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, uintptr_t, uintptr_t, void*, uintptr_t, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cusparseSpMV(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, uintptr_t a3, uintptr_t a4, void* a5, uintptr_t a6, int32_t a7, int32_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, void*, uintptr_t, uintptr_t, void*, uintptr_t, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int64_t gocuda_in_cusparseSpMV(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, void* a2, uintptr_t a3, uintptr_t a4, void* a5, uintptr_t a6, int32_t a7, int32_t a8, void* a9) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, void*, uintptr_t, uintptr_t, void*, uintptr_t, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
 static int32_t gocuda_cusparseSpMV_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, uintptr_t a3, uintptr_t a4, void* a5, uintptr_t a6, int32_t a7, int32_t a8, uint8_t* a9) { return ((int32_t (*)(uintptr_t, int32_t, void*, uintptr_t, uintptr_t, void*, uintptr_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int64_t gocuda_in_cusparseSpMV_bufferSize(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, void* a2, uintptr_t a3, uintptr_t a4, void* a5, uintptr_t a6, int32_t a7, int32_t a8, uint8_t* a9) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, void*, uintptr_t, uintptr_t, void*, uintptr_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
 static int32_t gocuda_cusparseSpMV_preprocess(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, uintptr_t a3, uintptr_t a4, void* a5, uintptr_t a6, int32_t a7, int32_t a8, void* a9) { return ((int32_t (*)(uintptr_t, int32_t, void*, uintptr_t, uintptr_t, void*, uintptr_t, int32_t, int32_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
 static int32_t gocuda_cusparseSpMatGetAttribute(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, uint64_t a3) { return ((int32_t (*)(uintptr_t, int32_t, void*, uint64_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cusparseSpMatGetFormat(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
@@ -1965,6 +1979,23 @@ func Create(handle *CusparseHandle) error {
 	return Status(C.gocuda_cusparseCreate(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(handle)))).err()
 }
 
+// inCreate calls cusparseCreate with the CUDA context ctx current on the calling thread.
+func inCreate(ctx cuda.CUcontext, handle *CusparseHandle) error {
+	fn, err := proc_cusparseCreate.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusparseCreate(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), (*C.uint8_t)(unsafe.Pointer(handle))))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
+}
+
 // CreateBlockedEll calls cusparseCreateBlockedEll:
 //
 //	cusparseStatus_t cusparseCreateBlockedEll(cusparseSpMatDescr_t *spMatDescr, int64_t rows, int64_t cols, int64_t ellBlockSize, int64_t ellCols, void *ellColInd, void *ellValue, cusparseIndexType_t ellIdxType, cusparseIndexBase_t idxBase, cudaDataType valueType)
@@ -2186,6 +2217,23 @@ func CreateCoo(spMatDescr *CusparseSpMatDescr, rows int64, cols int64, nnz int64
 	return Status(C.gocuda_cusparseCreateCoo(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(spMatDescr)), C.int64_t(rows), C.int64_t(cols), C.int64_t(nnz), unsafe.Pointer(cooRowInd), unsafe.Pointer(cooColInd), unsafe.Pointer(cooValues), C.int32_t(cooIdxType), C.int32_t(idxBase), C.int32_t(valueType))).err()
 }
 
+// inCreateCoo calls cusparseCreateCoo with the CUDA context ctx current on the calling thread.
+func inCreateCoo(ctx cuda.CUcontext, spMatDescr *CusparseSpMatDescr, rows int64, cols int64, nnz int64, cooRowInd unsafe.Pointer, cooColInd unsafe.Pointer, cooValues unsafe.Pointer, cooIdxType CusparseIndexType, idxBase CusparseIndexBase, valueType cuda.CudaDataType) error {
+	fn, err := proc_cusparseCreateCoo.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusparseCreateCoo(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), (*C.uint8_t)(unsafe.Pointer(spMatDescr)), C.int64_t(rows), C.int64_t(cols), C.int64_t(nnz), unsafe.Pointer(cooRowInd), unsafe.Pointer(cooColInd), unsafe.Pointer(cooValues), C.int32_t(cooIdxType), C.int32_t(idxBase), C.int32_t(valueType)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
+}
+
 // CreateCsc calls cusparseCreateCsc:
 //
 //	cusparseStatus_t cusparseCreateCsc(cusparseSpMatDescr_t *spMatDescr, int64_t rows, int64_t cols, int64_t nnz, void *cscColOffsets, void *cscRowInd, void *cscValues, cusparseIndexType_t cscColOffsetsType, cusparseIndexType_t cscRowIndType, cusparseIndexBase_t idxBase, cudaDataType valueType)
@@ -2210,6 +2258,23 @@ func CreateCsr(spMatDescr *CusparseSpMatDescr, rows int64, cols int64, nnz int64
 		return err
 	}
 	return Status(C.gocuda_cusparseCreateCsr(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(spMatDescr)), C.int64_t(rows), C.int64_t(cols), C.int64_t(nnz), unsafe.Pointer(csrRowOffsets), unsafe.Pointer(csrColInd), unsafe.Pointer(csrValues), C.int32_t(csrRowOffsetsType), C.int32_t(csrColIndType), C.int32_t(idxBase), C.int32_t(valueType))).err()
+}
+
+// inCreateCsr calls cusparseCreateCsr with the CUDA context ctx current on the calling thread.
+func inCreateCsr(ctx cuda.CUcontext, spMatDescr *CusparseSpMatDescr, rows int64, cols int64, nnz int64, csrRowOffsets unsafe.Pointer, csrColInd unsafe.Pointer, csrValues unsafe.Pointer, csrRowOffsetsType CusparseIndexType, csrColIndType CusparseIndexType, idxBase CusparseIndexBase, valueType cuda.CudaDataType) error {
+	fn, err := proc_cusparseCreateCsr.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusparseCreateCsr(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), (*C.uint8_t)(unsafe.Pointer(spMatDescr)), C.int64_t(rows), C.int64_t(cols), C.int64_t(nnz), unsafe.Pointer(csrRowOffsets), unsafe.Pointer(csrColInd), unsafe.Pointer(csrValues), C.int32_t(csrRowOffsetsType), C.int32_t(csrColIndType), C.int32_t(idxBase), C.int32_t(valueType)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
 }
 
 // CreateCsric02Info calls cusparseCreateCsric02Info:
@@ -2264,6 +2329,23 @@ func CreateDnMat(dnMatDescr *CusparseDnMatDescr, rows int64, cols int64, ld int6
 	return Status(C.gocuda_cusparseCreateDnMat(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(dnMatDescr)), C.int64_t(rows), C.int64_t(cols), C.int64_t(ld), unsafe.Pointer(values), C.int32_t(valueType), C.int32_t(order))).err()
 }
 
+// inCreateDnMat calls cusparseCreateDnMat with the CUDA context ctx current on the calling thread.
+func inCreateDnMat(ctx cuda.CUcontext, dnMatDescr *CusparseDnMatDescr, rows int64, cols int64, ld int64, values unsafe.Pointer, valueType cuda.CudaDataType, order CusparseOrder) error {
+	fn, err := proc_cusparseCreateDnMat.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusparseCreateDnMat(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), (*C.uint8_t)(unsafe.Pointer(dnMatDescr)), C.int64_t(rows), C.int64_t(cols), C.int64_t(ld), unsafe.Pointer(values), C.int32_t(valueType), C.int32_t(order)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
+}
+
 // CreateDnVec calls cusparseCreateDnVec:
 //
 //	cusparseStatus_t cusparseCreateDnVec(cusparseDnVecDescr_t *dnVecDescr, int64_t size, void *values, cudaDataType valueType)
@@ -2275,6 +2357,23 @@ func CreateDnVec(dnVecDescr *CusparseDnVecDescr, size int64, values unsafe.Point
 		return err
 	}
 	return Status(C.gocuda_cusparseCreateDnVec(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(dnVecDescr)), C.int64_t(size), unsafe.Pointer(values), C.int32_t(valueType))).err()
+}
+
+// inCreateDnVec calls cusparseCreateDnVec with the CUDA context ctx current on the calling thread.
+func inCreateDnVec(ctx cuda.CUcontext, dnVecDescr *CusparseDnVecDescr, size int64, values unsafe.Pointer, valueType cuda.CudaDataType) error {
+	fn, err := proc_cusparseCreateDnVec.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusparseCreateDnVec(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), (*C.uint8_t)(unsafe.Pointer(dnVecDescr)), C.int64_t(size), unsafe.Pointer(values), C.int32_t(valueType)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
 }
 
 // CreateIdentityPermutation calls cusparseCreateIdentityPermutation:
@@ -3135,6 +3234,23 @@ func DestroyDnMat(dnMatDescr CusparseDnMatDescr) error {
 	return Status(C.gocuda_cusparseDestroyDnMat(C.uintptr_t(fn), C.uintptr_t(dnMatDescr))).err()
 }
 
+// inDestroyDnMat calls cusparseDestroyDnMat with the CUDA context ctx current on the calling thread.
+func inDestroyDnMat(ctx cuda.CUcontext, dnMatDescr CusparseDnMatDescr) error {
+	fn, err := proc_cusparseDestroyDnMat.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusparseDestroyDnMat(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(dnMatDescr)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
+}
+
 // DestroyDnVec calls cusparseDestroyDnVec:
 //
 //	cusparseStatus_t cusparseDestroyDnVec(cusparseConstDnVecDescr_t dnVecDescr)
@@ -3146,6 +3262,23 @@ func DestroyDnVec(dnVecDescr CusparseDnVecDescr) error {
 		return err
 	}
 	return Status(C.gocuda_cusparseDestroyDnVec(C.uintptr_t(fn), C.uintptr_t(dnVecDescr))).err()
+}
+
+// inDestroyDnVec calls cusparseDestroyDnVec with the CUDA context ctx current on the calling thread.
+func inDestroyDnVec(ctx cuda.CUcontext, dnVecDescr CusparseDnVecDescr) error {
+	fn, err := proc_cusparseDestroyDnVec.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusparseDestroyDnVec(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(dnVecDescr)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
 }
 
 // DestroyMatDescr calls cusparseDestroyMatDescr:
@@ -3185,6 +3318,23 @@ func DestroySpMat(spMatDescr CusparseSpMatDescr) error {
 		return err
 	}
 	return Status(C.gocuda_cusparseDestroySpMat(C.uintptr_t(fn), C.uintptr_t(spMatDescr))).err()
+}
+
+// inDestroySpMat calls cusparseDestroySpMat with the CUDA context ctx current on the calling thread.
+func inDestroySpMat(ctx cuda.CUcontext, spMatDescr CusparseSpMatDescr) error {
+	fn, err := proc_cusparseDestroySpMat.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusparseDestroySpMat(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(spMatDescr)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
 }
 
 // DestroySpVec calls cusparseDestroySpVec:
@@ -4636,6 +4786,23 @@ func SetStream(handle CusparseHandle, streamId cuda.CUstream) error {
 	return Status(C.gocuda_cusparseSetStream(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(streamId))).err()
 }
 
+// inSetStream calls cusparseSetStream with the CUDA context ctx current on the calling thread.
+func inSetStream(ctx cuda.CUcontext, handle CusparseHandle, streamId cuda.CUstream) error {
+	fn, err := proc_cusparseSetStream.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusparseSetStream(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.uintptr_t(streamId)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
+}
+
 // Sgebsr2csr calls cusparseSgebsr2csr:
 //
 //	cusparseStatus_t cusparseSgebsr2csr(cusparseHandle_t handle, cusparseDirection_t dirA, int mb, int nb, cusparseMatDescr_t descrA, const float *bsrSortedValA, const int *bsrSortedRowPtrA, const int *bsrSortedColIndA, int rowBlockDim, int colBlockDim, cusparseMatDescr_t descrC, float *csrSortedValC, int *csrSortedRowPtrC, int *csrSortedColIndC)
@@ -5065,6 +5232,23 @@ func SpMM(handle CusparseHandle, opA CusparseOperation, opB CusparseOperation, a
 	return Status(C.gocuda_cusparseSpMM(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(opA), C.int32_t(opB), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(matB), unsafe.Pointer(beta), C.uintptr_t(matC), C.int32_t(computeType), C.int32_t(alg), unsafe.Pointer(externalBuffer))).err()
 }
 
+// inSpMM calls cusparseSpMM with the CUDA context ctx current on the calling thread.
+func inSpMM(ctx cuda.CUcontext, handle CusparseHandle, opA CusparseOperation, opB CusparseOperation, alpha unsafe.Pointer, matA CusparseSpMatDescr, matB CusparseDnMatDescr, beta unsafe.Pointer, matC CusparseDnMatDescr, computeType cuda.CudaDataType, alg CusparseSpMMAlg, externalBuffer unsafe.Pointer) error {
+	fn, err := proc_cusparseSpMM.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusparseSpMM(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(opA), C.int32_t(opB), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(matB), unsafe.Pointer(beta), C.uintptr_t(matC), C.int32_t(computeType), C.int32_t(alg), unsafe.Pointer(externalBuffer)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
+}
+
 // SpMMOp calls cusparseSpMMOp:
 //
 //	cusparseStatus_t cusparseSpMMOp(cusparseSpMMOpPlan_t plan, void *externalBuffer)
@@ -5117,6 +5301,23 @@ func SpMMBufferSize(handle CusparseHandle, opA CusparseOperation, opB CusparseOp
 	return Status(C.gocuda_cusparseSpMM_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(opA), C.int32_t(opB), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(matB), unsafe.Pointer(beta), C.uintptr_t(matC), C.int32_t(computeType), C.int32_t(alg), (*C.uint8_t)(unsafe.Pointer(bufferSize)))).err()
 }
 
+// inSpMMBufferSize calls cusparseSpMM_bufferSize with the CUDA context ctx current on the calling thread.
+func inSpMMBufferSize(ctx cuda.CUcontext, handle CusparseHandle, opA CusparseOperation, opB CusparseOperation, alpha unsafe.Pointer, matA CusparseSpMatDescr, matB CusparseDnMatDescr, beta unsafe.Pointer, matC CusparseDnMatDescr, computeType cuda.CudaDataType, alg CusparseSpMMAlg, bufferSize *uint64) error {
+	fn, err := proc_cusparseSpMM_bufferSize.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusparseSpMM_bufferSize(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(opA), C.int32_t(opB), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(matB), unsafe.Pointer(beta), C.uintptr_t(matC), C.int32_t(computeType), C.int32_t(alg), (*C.uint8_t)(unsafe.Pointer(bufferSize))))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
+}
+
 // SpMMPreprocess calls cusparseSpMM_preprocess:
 //
 //	cusparseStatus_t cusparseSpMM_preprocess(cusparseHandle_t handle, cusparseOperation_t opA, cusparseOperation_t opB, const void *alpha, cusparseConstSpMatDescr_t matA, cusparseConstDnMatDescr_t matB, const void *beta, cusparseDnMatDescr_t matC, cudaDataType computeType, cusparseSpMMAlg_t alg, void *externalBuffer)
@@ -5143,6 +5344,23 @@ func SpMV(handle CusparseHandle, opA CusparseOperation, alpha unsafe.Pointer, ma
 	return Status(C.gocuda_cusparseSpMV(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(opA), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(vecX), unsafe.Pointer(beta), C.uintptr_t(vecY), C.int32_t(computeType), C.int32_t(alg), unsafe.Pointer(externalBuffer))).err()
 }
 
+// inSpMV calls cusparseSpMV with the CUDA context ctx current on the calling thread.
+func inSpMV(ctx cuda.CUcontext, handle CusparseHandle, opA CusparseOperation, alpha unsafe.Pointer, matA CusparseSpMatDescr, vecX CusparseDnVecDescr, beta unsafe.Pointer, vecY CusparseDnVecDescr, computeType cuda.CudaDataType, alg CusparseSpMVAlg, externalBuffer unsafe.Pointer) error {
+	fn, err := proc_cusparseSpMV.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusparseSpMV(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(opA), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(vecX), unsafe.Pointer(beta), C.uintptr_t(vecY), C.int32_t(computeType), C.int32_t(alg), unsafe.Pointer(externalBuffer)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
+}
+
 // SpMVBufferSize calls cusparseSpMV_bufferSize:
 //
 //	cusparseStatus_t cusparseSpMV_bufferSize(cusparseHandle_t handle, cusparseOperation_t opA, const void *alpha, cusparseConstSpMatDescr_t matA, cusparseConstDnVecDescr_t vecX, const void *beta, cusparseDnVecDescr_t vecY, cudaDataType computeType, cusparseSpMVAlg_t alg, size_t *bufferSize)
@@ -5154,6 +5372,23 @@ func SpMVBufferSize(handle CusparseHandle, opA CusparseOperation, alpha unsafe.P
 		return err
 	}
 	return Status(C.gocuda_cusparseSpMV_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(opA), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(vecX), unsafe.Pointer(beta), C.uintptr_t(vecY), C.int32_t(computeType), C.int32_t(alg), (*C.uint8_t)(unsafe.Pointer(bufferSize)))).err()
+}
+
+// inSpMVBufferSize calls cusparseSpMV_bufferSize with the CUDA context ctx current on the calling thread.
+func inSpMVBufferSize(ctx cuda.CUcontext, handle CusparseHandle, opA CusparseOperation, alpha unsafe.Pointer, matA CusparseSpMatDescr, vecX CusparseDnVecDescr, beta unsafe.Pointer, vecY CusparseDnVecDescr, computeType cuda.CudaDataType, alg CusparseSpMVAlg, bufferSize *uint64) error {
+	fn, err := proc_cusparseSpMV_bufferSize.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusparseSpMV_bufferSize(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(opA), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(vecX), unsafe.Pointer(beta), C.uintptr_t(vecY), C.int32_t(computeType), C.int32_t(alg), (*C.uint8_t)(unsafe.Pointer(bufferSize))))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
 }
 
 // SpMVPreprocess calls cusparseSpMV_preprocess:

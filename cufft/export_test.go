@@ -1,0 +1,6 @@
+package cufft
+
+import "github.com/gocuda/gocuda/cuda"
+
+// IdlePlansForTest returns the number of idle plans of ctx.
+func IdlePlansForTest(ctx *cuda.Context) int { return idlePlans(ctx) }

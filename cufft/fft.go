@@ -1,0 +1,279 @@
+package cufft
+
+import (
+	"fmt"
+	"slices"
+	"unsafe"
+
+	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/internal/idlecache"
+)
+
+// The idiomatic API: transforms of the cuda package's memory on a stream, with plans
+// from a per-context cache keyed by the transform (type, sizes, batch).
+//
+// Sizes are the transform's dimensions, outermost first (rank 1 to 3); batch
+// transforms lie one after another. A complex transform (FFT) reads and writes
+// prod(sizes)·batch complex numbers; a real-to-complex one (RealToComplex) reads
+// prod(sizes)·batch reals and writes prod(sizes[:rank-1])·(sizes[rank-1]/2+1)·batch
+// complex numbers (the non-redundant half), which ComplexToReal reads back. As in
+// cuFFT (and FFTW), transforms are unnormalized: an inverse after a forward
+// transform multiplies by prod(sizes). In and out may be the same memory (in place;
+// for the real transforms only with the padding cuFFT documents). The memory takes
+// part in the cuda package's hand-off: in is read, out written.
+
+// Complex is an element type of complex transforms: complex64 (C2C) or complex128
+// (Z2Z).
+type Complex interface {
+	complex64 | complex128
+}
+
+// Real is an element type of real transforms: float32 (R2C, C2R) or float64 (D2Z,
+// Z2D).
+type Real interface {
+	float32 | float64
+}
+
+// FFT computes a complex transform of in into out on s: forward (e^-2πi·jk/n) or,
+// with inverse, backward (e^+2πi·jk/n): cufftExecC2C or cufftExecZ2Z.
+func FFT[T Complex](s *cuda.Stream, sizes []int, batch int, in, out cuda.Memory, inverse bool) error {
+	typ, op := CUFFT_C2C, "c2c"
+	if isComplex128[T]() {
+		typ, op = CUFFT_Z2Z, "z2z"
+	}
+	n, err := count(op, sizes, batch)
+	if err != nil {
+		return err
+	}
+	pi, err := operand[T](op, "in", in, n)
+	if err != nil {
+		return err
+	}
+	po, err := operand[T](op, "out", out, n)
+	if err != nil {
+		return err
+	}
+	dir := int32(CUFFT_FORWARD)
+	if inverse {
+		dir = CUFFT_INVERSE
+	}
+	return exec(op, s, planKey{typ: typ, batch: batch, sizes: key(sizes)}, func(ctx cuda.CUcontext, p CufftHandle) error {
+		if typ == CUFFT_C2C {
+			return inExecC2C(ctx, p, (*cuda.CuComplex)(unsafe.Pointer(pi)), (*cuda.CuComplex)(unsafe.Pointer(po)), dir)
+		}
+		return inExecZ2Z(ctx, p, (*cuda.CuDoubleComplex)(unsafe.Pointer(pi)), (*cuda.CuDoubleComplex)(unsafe.Pointer(po)), dir)
+	}, in, out)
+}
+
+// RealToComplex computes the forward transform of real in into its non-redundant
+// half in complex out on s: cufftExecR2C (R float32, C complex64) or cufftExecD2Z
+// (float64, complex128). A mismatched pair of precisions is an error.
+func RealToComplex[R Real, C Complex](s *cuda.Stream, sizes []int, batch int, in, out cuda.Memory) error {
+	typ, op := CUFFT_R2C, "r2c"
+	if isFloat64[R]() {
+		typ, op = CUFFT_D2Z, "d2z"
+	}
+	if isFloat64[R]() != isComplex128[C]() {
+		return fmt.Errorf("cufft: %s: %w: real and complex types of different precisions", op, cuda.ErrInvalidArgument)
+	}
+	n, err := count(op, sizes, batch)
+	if err != nil {
+		return err
+	}
+	pi, err := operand[R](op, "in", in, n)
+	if err != nil {
+		return err
+	}
+	po, err := operand[C](op, "out", out, half(sizes, batch))
+	if err != nil {
+		return err
+	}
+	return exec(op, s, planKey{typ: typ, batch: batch, sizes: key(sizes)}, func(ctx cuda.CUcontext, p CufftHandle) error {
+		if typ == CUFFT_R2C {
+			return inExecR2C(ctx, p, (*CufftReal)(unsafe.Pointer(pi)), (*cuda.CuComplex)(unsafe.Pointer(po)))
+		}
+		return inExecD2Z(ctx, p, (*CufftDoubleReal)(unsafe.Pointer(pi)), (*cuda.CuDoubleComplex)(unsafe.Pointer(po)))
+	}, in, out)
+}
+
+// ComplexToReal computes the backward transform of the non-redundant half in complex
+// in into real out on s: cufftExecC2R (complex64, float32) or cufftExecZ2D
+// (complex128, float64). cuFFT may overwrite in.
+func ComplexToReal[C Complex, R Real](s *cuda.Stream, sizes []int, batch int, in, out cuda.Memory) error {
+	typ, op := CUFFT_C2R, "c2r"
+	if isFloat64[R]() {
+		typ, op = CUFFT_Z2D, "z2d"
+	}
+	if isFloat64[R]() != isComplex128[C]() {
+		return fmt.Errorf("cufft: %s: %w: complex and real types of different precisions", op, cuda.ErrInvalidArgument)
+	}
+	n, err := count(op, sizes, batch)
+	if err != nil {
+		return err
+	}
+	pi, err := operand[C](op, "in", in, half(sizes, batch))
+	if err != nil {
+		return err
+	}
+	po, err := operand[R](op, "out", out, n)
+	if err != nil {
+		return err
+	}
+	// in is written too: cuFFT's complex-to-real transforms use it as scratch.
+	return exec(op, s, planKey{typ: typ, batch: batch, sizes: key(sizes)}, func(ctx cuda.CUcontext, p CufftHandle) error {
+		if typ == CUFFT_C2R {
+			return inExecC2R(ctx, p, (*cuda.CuComplex)(unsafe.Pointer(pi)), (*CufftReal)(unsafe.Pointer(po)))
+		}
+		return inExecZ2D(ctx, p, (*cuda.CuDoubleComplex)(unsafe.Pointer(pi)), (*CufftDoubleReal)(unsafe.Pointer(po)))
+	}, nil, in, out)
+}
+
+// count checks a transform's sizes and batch and returns its element count.
+func count(op string, sizes []int, batch int) (int, error) {
+	if len(sizes) < 1 || len(sizes) > 3 || batch < 1 {
+		return 0, fmt.Errorf("cufft: %s: %w: sizes %v (rank 1 to 3), batch %d", op, cuda.ErrInvalidArgument, sizes, batch)
+	}
+	n := batch
+	for _, d := range sizes {
+		if d < 1 || d > 1<<30 || n > (1<<62)/d {
+			return 0, fmt.Errorf("cufft: %s: %w: sizes %v, batch %d", op, cuda.ErrInvalidArgument, sizes, batch)
+		}
+		n *= d
+	}
+	return n, nil
+}
+
+// half returns the complex elements of a real transform's non-redundant half.
+func half(sizes []int, batch int) int {
+	n := batch * (sizes[len(sizes)-1]/2 + 1)
+	for _, d := range sizes[:len(sizes)-1] {
+		n *= d
+	}
+	return n
+}
+
+// operand checks that m is memory of T (or untyped) with room for n elements.
+func operand[T any](op, name string, m cuda.Memory, n int) (*T, error) {
+	if m == nil {
+		return nil, fmt.Errorf("cufft: %s: %w: %s is nil", op, cuda.ErrInvalidArgument, name)
+	}
+	p, err := cuda.DevicePtr[T](m)
+	if err != nil {
+		return nil, fmt.Errorf("cufft: %s: %s: %w", op, name, err)
+	}
+	if size := int(unsafe.Sizeof(*new(T))); m.Size()/size < n {
+		return nil, fmt.Errorf("cufft: %s: %w: %s needs %d elements, the memory holds %d", op, cuda.ErrInvalidArgument, name, n, m.Size()/size)
+	}
+	return p, nil
+}
+
+func isComplex128[T Complex]() bool {
+	var z T
+	_, ok := any(z).(complex128)
+	return ok
+}
+
+func isFloat64[T Real]() bool {
+	var z T
+	_, ok := any(z).(float64)
+	return ok
+}
+
+// Plans: a plan is made for one transform (cufftPlanMany, with the context current)
+// and reused by every call of that transform in its context, one call at a time; at
+// most MaxIdlePlans idle plans are kept per context. A plan the cache drops (also on
+// out-of-memory) is left to its OwnedPlan, destroyed in resource.Reclaim (cufftDestroy
+// waits for the GPU: headers/cufft.toml).
+
+// MaxIdlePlans is how many idle plans a context's cache keeps.
+const MaxIdlePlans = 16
+
+// planKey identifies a transform; sizes holds up to three dimensions.
+type planKey struct {
+	ctx   cuda.CUcontext
+	typ   CufftType
+	batch int
+	sizes [3]int
+}
+
+func key(sizes []int) [3]int {
+	var k [3]int
+	copy(k[:], sizes)
+	return k
+}
+
+type plan struct {
+	own    *OwnedPlan
+	raw    CufftHandle
+	stream cuda.CUstream
+}
+
+// plans are the idle plans, at most MaxIdlePlans per context.
+var plans = idlecache.New[planKey, cuda.CUcontext, *plan](MaxIdlePlans, func(k planKey) cuda.CUcontext { return k.ctx })
+
+func takePlan(ctx *cuda.Context, k planKey) (*plan, error) {
+	if p, ok := plans.Take(k); ok {
+		return p, nil
+	}
+	p := new(plan)
+	rank := 0
+	var dims [3]int32
+	for i, d := range k.sizes {
+		if d != 0 {
+			dims[i] = int32(d)
+			rank = i + 1
+		}
+	}
+	err := ctx.Locked(func() error {
+		if err := inPlanMany(k.ctx, &p.raw, int32(rank), &dims[0], nil, 1, 0, nil, 1, 0, k.typ, int32(k.batch)); err != nil {
+			return err
+		}
+		p.own = OwnPlan(p.raw)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("making a plan: %w", err)
+	}
+	return p, nil
+}
+
+// putPlan keeps p, or drops it (to Reclaim) if the context's cache is full.
+func putPlan(k planKey, p *plan) { plans.Put(k, p) }
+
+// idlePlans returns the idle plans of ctx (tests).
+func idlePlans(ctx *cuda.Context) int { return plans.Idle(ctx.Handle()) }
+
+// exec runs f with a plan of k in s's context, bound to s, through cuda.Enqueue: in
+// is read (unless nil), every memory of written is written.
+func exec(op string, s *cuda.Stream, k planKey, f func(ctx cuda.CUcontext, p CufftHandle) error, in cuda.Memory, written ...cuda.Memory) error {
+	var uses [3]cuda.Use
+	u := uses[:0]
+	if in != nil {
+		u = append(u, cuda.Reads(in))
+	}
+	for _, m := range written {
+		u = append(u, cuda.Writes(m))
+	}
+	var p *plan
+	err := cuda.Enqueue(s, func(ctx cuda.CUcontext, h cuda.CUstream) error {
+		k.ctx = ctx
+		var err error
+		if p, err = takePlan(s.Context(), k); err != nil {
+			return err
+		}
+		if p.stream != h {
+			if err := inSetStream(ctx, p.raw, h); err != nil {
+				return err
+			}
+			p.stream = h
+		}
+		return f(ctx, p.raw)
+	}, u...)
+	if p != nil {
+		putPlan(k, p)
+	}
+	if err != nil {
+		return fmt.Errorf("cufft: %s %v×%d: %w", op, slices.DeleteFunc(k.sizes[:], func(d int) bool { return d == 0 }), k.batch, err)
+	}
+	return nil
+}

@@ -1,0 +1,156 @@
+package cufft_test
+
+import (
+	"math"
+	"math/cmplx"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cufft"
+	"github.com/gocuda/gocuda/internal/gputest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Bad sizes, batches, element types and short memory fail before any CUDA call (on
+// the fake driver, in CI).
+func TestArgumentChecks(t *testing.T) {
+	_, s := gputest.Stream(t)
+	c, err := cuda.AllocFor[complex64](s, 16)
+	require.NoError(t, err)
+	defer c.Close()
+	z, err := cuda.AllocFor[complex128](s, 16)
+	require.NoError(t, err)
+	defer z.Close()
+	f, err := cuda.AllocFor[float32](s, 16)
+	require.NoError(t, err)
+	defer f.Close()
+	for name, err := range map[string]error{
+		"rank 0":        cufft.FFT[complex64](s, nil, 1, c, c, false),
+		"rank 4":        cufft.FFT[complex64](s, []int{1, 1, 1, 1}, 1, c, c, false),
+		"zero size":     cufft.FFT[complex64](s, []int{0}, 1, c, c, false),
+		"batch":         cufft.FFT[complex64](s, []int{4}, 0, c, c, false),
+		"too short":     cufft.FFT[complex64](s, []int{4, 5}, 1, c, c, false),
+		"element type":  cufft.FFT[complex128](s, []int{4}, 1, c, c, false),
+		"nil":           cufft.FFT[complex64](s, []int{4}, 1, nil, c, false),
+		"precisions":    cufft.RealToComplex[float32, complex128](s, []int{8}, 1, f, z),
+		"r2c out short": cufft.RealToComplex[float32, complex64](s, []int{16}, 2, f, c),
+		"c2r in type":   cufft.ComplexToReal[complex64, float32](s, []int{8}, 1, z, f),
+	} {
+		require.ErrorIs(t, err, cuda.ErrInvalidArgument, name)
+		assert.Contains(t, err.Error(), "cufft: ", name)
+	}
+}
+
+// dft is the direct transform of one row-major transform of the given sizes:
+// out[k] = Σ_j in[j]·e^(sign·2πi·Σ_d j_d·k_d/n_d).
+func dft(in []complex128, sizes []int, sign float64) []complex128 {
+	n := len(in)
+	out := make([]complex128, n)
+	idx := func(flat int) []int {
+		ix := make([]int, len(sizes))
+		for d := len(sizes) - 1; d >= 0; d-- {
+			ix[d] = flat % sizes[d]
+			flat /= sizes[d]
+		}
+		return ix
+	}
+	for k := range n {
+		kk := idx(k)
+		var sum complex128
+		for j := range n {
+			jj := idx(j)
+			var ph float64
+			for d := range sizes {
+				ph += float64(jj[d]*kk[d]) / float64(sizes[d])
+			}
+			sum += in[j] * cmplx.Exp(complex(0, sign*2*math.Pi*ph))
+		}
+		out[k] = sum
+	}
+	return out
+}
+
+// Complex and real transforms of several shapes and batches against the direct DFT,
+// and a round trip; plans are cached.
+func TestTransforms(t *testing.T) {
+	ctx, s := gputest.Stream(t, gputest.Kernels)
+	gputest.RequireLibrary(t, cufft.Library())
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, shape := range [][]int{{16}, {12}, {8, 6}, {4, 3, 5}} {
+		n := 1
+		for _, d := range shape {
+			n *= d
+		}
+		const batch = 3
+		in := make([]complex128, n*batch)
+		for i := range in {
+			in[i] = complex(r.Float64()*2-1, r.Float64()*2-1)
+		}
+		dIn, err := cuda.AllocFor[complex128](s, len(in))
+		require.NoError(t, err)
+		defer dIn.Close()
+		dOut, err := cuda.AllocFor[complex128](s, len(in))
+		require.NoError(t, err)
+		defer dOut.Close()
+		require.NoError(t, cuda.CopyToDeviceAsync(s, dIn, in))
+		for _, inverse := range []bool{false, true} {
+			require.NoError(t, cufft.FFT[complex128](s, shape, batch, dIn, dOut, inverse))
+			got := make([]complex128, len(in))
+			require.NoError(t, cuda.CopyFromDevice(got, dOut))
+			sign := -1.0
+			if inverse {
+				sign = 1
+			}
+			for b := range batch {
+				want := dft(in[b*n:(b+1)*n], shape, sign)
+				for i := range want {
+					require.InDelta(t, 0.0, cmplx.Abs(want[i]-got[b*n+i]), 1e-9*float64(n), "z2z %v inverse=%v batch %d element %d", shape, inverse, b, i)
+				}
+			}
+		}
+
+		// Single precision, real to complex and back: the round trip scales by n.
+		re := make([]float32, n*batch)
+		for i := range re {
+			re[i] = float32(r.Float64()*2 - 1)
+		}
+		h := n / shape[len(shape)-1] * (shape[len(shape)-1]/2 + 1)
+		dRe, err := cuda.AllocFor[float32](s, len(re))
+		require.NoError(t, err)
+		defer dRe.Close()
+		dHalf, err := cuda.AllocFor[complex64](s, h*batch)
+		require.NoError(t, err)
+		defer dHalf.Close()
+		require.NoError(t, cuda.CopyToDeviceAsync(s, dRe, re))
+		require.NoError(t, cufft.RealToComplex[float32, complex64](s, shape, batch, dRe, dHalf))
+		half := make([]complex64, h*batch)
+		require.NoError(t, cuda.CopyFromDevice(half, dHalf))
+		last := shape[len(shape)-1]
+		for b := range batch {
+			full := make([]complex128, n)
+			for i := range full {
+				full[i] = complex(float64(re[b*n+i]), 0)
+			}
+			want := dft(full, shape, -1)
+			for i := range want {
+				if k := i % last; k <= last/2 {
+					got := half[b*h+i/last*(last/2+1)+k]
+					require.InDelta(t, 0.0, cmplx.Abs(want[i]-complex128(got)), 1e-4*float64(n), "r2c %v batch %d element %d", shape, b, i)
+				}
+			}
+		}
+		back, err := cuda.AllocFor[float32](s, len(re))
+		require.NoError(t, err)
+		defer back.Close()
+		require.NoError(t, cufft.ComplexToReal[complex64, float32](s, shape, batch, dHalf, back))
+		got := make([]float32, len(re))
+		require.NoError(t, cuda.CopyFromDevice(got, back))
+		for i := range re {
+			require.InDelta(t, float64(re[i])*float64(n), float64(got[i]), 1e-4*float64(n), "round trip %v element %d", shape, i)
+		}
+	}
+	assert.Positive(t, cufft.IdlePlansForTest(ctx), "plans are cached")
+	assert.LessOrEqual(t, cufft.IdlePlansForTest(ctx), cufft.MaxIdlePlans)
+}

@@ -1,0 +1,12 @@
+package cusparse_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/gocuda/gocuda/internal/fakecuda"
+)
+
+// TestMain runs the tests on the strict fake driver where there is no GPU (CI): the
+// argument checks run there; what needs cuSPARSE skips without it.
+func TestMain(m *testing.M) { os.Exit(fakecuda.Main(m)) }

@@ -1,0 +1,361 @@
+package cusparse
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/internal/idlecache"
+)
+
+// The idiomatic API: sparse matrix products on the cuda package's memory, queued on
+// a stream (cuSPARSE's generic API: MulVec is cusparseSpMV, MulMat cusparseSpMM),
+// with handles from a per-context cache and the work buffer cuSPARSE asks for from
+// the device's pool.
+
+// Float is an element type of the products: float32 or float64.
+type Float interface {
+	float32 | float64
+}
+
+// Matrix is a sparse matrix of Rows×Cols with NNZ stored elements: a *CSR or a *COO.
+type Matrix interface {
+	dims() (rows, cols, nnz int)
+	// arrays checks the matrix's memory (values of elem bytes, whose address ptr
+	// returns after checking their type) and returns its three arrays' addresses
+	// and uses.
+	arrays(elem int, ptr func(cuda.Memory) (unsafe.Pointer, error)) ([3]unsafe.Pointer, []cuda.Use, error)
+	// describe makes the matrix's descriptor over the addresses of arrays.
+	describe(ctx cuda.CUcontext, vt cuda.CudaDataType, p [3]unsafe.Pointer) (CusparseSpMatDescr, error)
+}
+
+// CSR is a sparse matrix in compressed sparse row format with 0-based int32
+// indices: row i holds the elements RowOffsets[i] to RowOffsets[i+1]-1 of ColIndices
+// (their columns) and Values.
+type CSR struct {
+	Rows, Cols, NNZ int
+	RowOffsets      cuda.Memory // Rows+1 int32
+	ColIndices      cuda.Memory // NNZ int32
+	Values          cuda.Memory // NNZ elements
+}
+
+// COO is a sparse matrix in coordinate format with 0-based int32 indices, sorted by
+// row: element i is at (RowIndices[i], ColIndices[i]).
+type COO struct {
+	Rows, Cols, NNZ int
+	RowIndices      cuda.Memory // NNZ int32
+	ColIndices      cuda.Memory // NNZ int32
+	Values          cuda.Memory // NNZ elements
+}
+
+func (m *CSR) dims() (int, int, int) { return m.Rows, m.Cols, m.NNZ }
+func (m *COO) dims() (int, int, int) { return m.Rows, m.Cols, m.NNZ }
+
+func (m *CSR) arrays(elem int, ptr func(cuda.Memory) (unsafe.Pointer, error)) ([3]unsafe.Pointer, []cuda.Use, error) {
+	return arrays3(elem, ptr, "row offsets", m.RowOffsets, m.Rows+1, m.ColIndices, m.Values, m.NNZ)
+}
+
+func (m *COO) arrays(elem int, ptr func(cuda.Memory) (unsafe.Pointer, error)) ([3]unsafe.Pointer, []cuda.Use, error) {
+	return arrays3(elem, ptr, "row indices", m.RowIndices, m.NNZ, m.ColIndices, m.Values, m.NNZ)
+}
+
+// arrays3 checks a sparse matrix's index arrays (int32) and values.
+func arrays3(elem int, ptr func(cuda.Memory) (unsafe.Pointer, error), rowName string, rows cuda.Memory, nrows int,
+	cols, vals cuda.Memory, nnz int) ([3]unsafe.Pointer, []cuda.Use, error) {
+	var p [3]unsafe.Pointer
+	var err error
+	if p[0], err = array(rowName, rows, nrows, 4, ptrOf[int32]); err != nil {
+		return p, nil, err
+	}
+	if p[1], err = array("column indices", cols, nnz, 4, ptrOf[int32]); err != nil {
+		return p, nil, err
+	}
+	if p[2], err = array("values", vals, nnz, elem, ptr); err != nil {
+		return p, nil, err
+	}
+	return p, []cuda.Use{cuda.Reads(rows), cuda.Reads(cols), cuda.Reads(vals)}, nil
+}
+
+func (m *CSR) describe(ctx cuda.CUcontext, vt cuda.CudaDataType, p [3]unsafe.Pointer) (CusparseSpMatDescr, error) {
+	var d CusparseSpMatDescr
+	err := inCreateCsr(ctx, &d, int64(m.Rows), int64(m.Cols), int64(m.NNZ), p[0], p[1], p[2],
+		CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, vt)
+	return d, err
+}
+
+func (m *COO) describe(ctx cuda.CUcontext, vt cuda.CudaDataType, p [3]unsafe.Pointer) (CusparseSpMatDescr, error) {
+	var d CusparseSpMatDescr
+	err := inCreateCoo(ctx, &d, int64(m.Rows), int64(m.Cols), int64(m.NNZ), p[0], p[1], p[2],
+		CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, vt)
+	return d, err
+}
+
+// array checks that m holds n elements of elem bytes (ptr checks their type) and
+// returns its address.
+func array(name string, m cuda.Memory, n, elem int, ptr func(cuda.Memory) (unsafe.Pointer, error)) (unsafe.Pointer, error) {
+	if m == nil {
+		return nil, fmt.Errorf("%w: %s: nil memory", cuda.ErrInvalidArgument, name)
+	}
+	p, err := ptr(m)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if m.Size()/elem < n {
+		return nil, fmt.Errorf("%w: %s needs %d elements, the memory holds %d", cuda.ErrInvalidArgument, name, n, m.Size()/elem)
+	}
+	return p, nil
+}
+
+// ptrOf is DevicePtr[T] as an unsafe.Pointer, for the descriptors.
+func ptrOf[T any](m cuda.Memory) (unsafe.Pointer, error) {
+	p, err := cuda.DevicePtr[T](m)
+	return unsafe.Pointer(p), err
+}
+
+// MulVec computes y = alpha·op(A)·x + beta·y on s (trans: CUSPARSE_OPERATION_NON_TRANSPOSE
+// or CUSPARSE_OPERATION_TRANSPOSE): cusparseSpMV. A's values, x and y hold T.
+func MulVec[T Float](s *cuda.Stream, trans CusparseOperation, alpha T, a Matrix, x cuda.Memory, beta T, y cuda.Memory) error {
+	const op = "spmv"
+	if a == nil {
+		return fmt.Errorf("cusparse: %s: %w: nil matrix", op, cuda.ErrInvalidArgument)
+	}
+	rows, cols, nnz := a.dims()
+	if err := checkDims(rows, cols, nnz); err != nil {
+		return fmt.Errorf("cusparse: %s: %w", op, err)
+	}
+	xl, yl := cols, rows
+	if trans == CUSPARSE_OPERATION_TRANSPOSE {
+		xl, yl = rows, cols
+	} else if trans != CUSPARSE_OPERATION_NON_TRANSPOSE {
+		return fmt.Errorf("cusparse: %s: %w: operation %d", op, cuda.ErrInvalidArgument, int(trans))
+	}
+	if err := checkValues[T](a); err != nil {
+		return fmt.Errorf("cusparse: %s: %w", op, err)
+	}
+	px, err := vector[T]("x", x, xl)
+	if err != nil {
+		return fmt.Errorf("cusparse: %s: %w", op, err)
+	}
+	py, err := vector[T]("y", y, yl)
+	if err != nil {
+		return fmt.Errorf("cusparse: %s: %w", op, err)
+	}
+	vt := valueType[T]()
+	return run(op, s, a, vt, elemSize[T](), ptrOf[T], func(ctx cuda.CUcontext, h CusparseHandle, m CusparseSpMatDescr) (work func(unsafe.Pointer) error, size uint64, uses []cuda.Use, cleanup func(), err error) {
+		var dx, dy CusparseDnVecDescr
+		if err := inCreateDnVec(ctx, &dx, int64(xl), px, vt); err != nil {
+			return nil, 0, nil, nil, err
+		}
+		if err := inCreateDnVec(ctx, &dy, int64(yl), py, vt); err != nil {
+			_ = inDestroyDnVec(ctx, dx)
+			return nil, 0, nil, nil, err
+		}
+		cleanup = func() { _ = errors.Join(inDestroyDnVec(ctx, dx), inDestroyDnVec(ctx, dy)) }
+		ap, bp := unsafe.Pointer(&alpha), unsafe.Pointer(&beta)
+		if err := inSpMVBufferSize(ctx, h, trans, ap, m, dx, bp, dy, vt, CUSPARSE_SPMV_ALG_DEFAULT, &size); err != nil {
+			cleanup()
+			return nil, 0, nil, nil, err
+		}
+		work = func(ws unsafe.Pointer) error {
+			return inSpMV(ctx, h, trans, ap, m, dx, bp, dy, vt, CUSPARSE_SPMV_ALG_DEFAULT, ws)
+		}
+		return work, size, []cuda.Use{cuda.Reads(x), cuda.Writes(y)}, cleanup, nil
+	})
+}
+
+// MulMat computes C = alpha·A·B + beta·C on s, where B is a dense A.Cols×n matrix and C
+// a dense A.Rows×n matrix, column-major with leading dimensions ldb and ldc:
+// cusparseSpMM. A's values, B and C hold T.
+func MulMat[T Float](s *cuda.Stream, alpha T, a Matrix, n int, b cuda.Memory, ldb int, beta T, c cuda.Memory, ldc int) error {
+	const op = "spmm"
+	if a == nil {
+		return fmt.Errorf("cusparse: %s: %w: nil matrix", op, cuda.ErrInvalidArgument)
+	}
+	rows, cols, nnz := a.dims()
+	if err := checkDims(rows, cols, nnz); err != nil {
+		return fmt.Errorf("cusparse: %s: %w", op, err)
+	}
+	if n < 0 || ldb < max(1, cols) || ldc < max(1, rows) {
+		return fmt.Errorf("cusparse: %s: %w: n %d, ldb %d, ldc %d", op, cuda.ErrInvalidArgument, n, ldb, ldc)
+	}
+	if err := checkValues[T](a); err != nil {
+		return fmt.Errorf("cusparse: %s: %w", op, err)
+	}
+	nb, nc := 0, 0
+	if n > 0 {
+		nb, nc = ldb*(n-1)+cols, ldc*(n-1)+rows
+	}
+	pb, err := vector[T]("B", b, nb)
+	if err != nil {
+		return fmt.Errorf("cusparse: %s: %w", op, err)
+	}
+	pc, err := vector[T]("C", c, nc)
+	if err != nil {
+		return fmt.Errorf("cusparse: %s: %w", op, err)
+	}
+	vt := valueType[T]()
+	return run(op, s, a, vt, elemSize[T](), ptrOf[T], func(ctx cuda.CUcontext, h CusparseHandle, m CusparseSpMatDescr) (work func(unsafe.Pointer) error, size uint64, uses []cuda.Use, cleanup func(), err error) {
+		var db, dc CusparseDnMatDescr
+		if err := inCreateDnMat(ctx, &db, int64(cols), int64(n), int64(ldb), pb, vt, CUSPARSE_ORDER_COL); err != nil {
+			return nil, 0, nil, nil, err
+		}
+		if err := inCreateDnMat(ctx, &dc, int64(rows), int64(n), int64(ldc), pc, vt, CUSPARSE_ORDER_COL); err != nil {
+			_ = inDestroyDnMat(ctx, db)
+			return nil, 0, nil, nil, err
+		}
+		cleanup = func() { _ = errors.Join(inDestroyDnMat(ctx, db), inDestroyDnMat(ctx, dc)) }
+		ap, bp := unsafe.Pointer(&alpha), unsafe.Pointer(&beta)
+		nt := CUSPARSE_OPERATION_NON_TRANSPOSE
+		if err := inSpMMBufferSize(ctx, h, nt, nt, ap, m, db, bp, dc, vt, CUSPARSE_SPMM_ALG_DEFAULT, &size); err != nil {
+			cleanup()
+			return nil, 0, nil, nil, err
+		}
+		work = func(ws unsafe.Pointer) error {
+			return inSpMM(ctx, h, nt, nt, ap, m, db, bp, dc, vt, CUSPARSE_SPMM_ALG_DEFAULT, ws)
+		}
+		return work, size, []cuda.Use{cuda.Reads(b), cuda.Writes(c)}, cleanup, nil
+	})
+}
+
+// run makes the matrix's and the operation's descriptors (prepare), allocates the
+// work buffer cuSPARSE asks for on s from the device's pool, and queues the
+// operation with cuda.Enqueue (the matrix's arrays and the inputs read, the output
+// and the work buffer written); the buffer is freed after it on s.
+func run(op string, s *cuda.Stream, a Matrix, vt cuda.CudaDataType, elem int, values func(cuda.Memory) (unsafe.Pointer, error),
+	prepare func(ctx cuda.CUcontext, h CusparseHandle, m CusparseSpMatDescr) (func(unsafe.Pointer) error, uint64, []cuda.Use, func(), error)) error {
+	fail := func(err error) error { return fmt.Errorf("cusparse: %s: %w", op, err) }
+	ctx := s.Context()
+	if ctx == nil {
+		return fail(fmt.Errorf("%w: nil stream", cuda.ErrInvalidArgument))
+	}
+	ptrs, uses, err := a.arrays(elem, values)
+	if err != nil {
+		return fail(err)
+	}
+	h, err := take(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	defer put(ctx, h)
+	c := ctx.Handle()
+	m, err := a.describe(c, vt, ptrs)
+	if err != nil {
+		return fail(err)
+	}
+	defer inDestroySpMat(c, m)
+	work, size, more, cleanup, err := prepare(c, h.raw, m)
+	if err != nil {
+		return fail(err)
+	}
+	defer cleanup()
+	uses = append(uses, more...)
+	var ws *cuda.DeviceBuffer
+	var wp unsafe.Pointer
+	if size > 0 {
+		if ws, err = ctx.Alloc(s, int(size)); err != nil {
+			return fail(err)
+		}
+		defer ws.Close()
+		p, _ := cuda.DevicePtr[byte](ws)
+		wp = unsafe.Pointer(p)
+		uses = append(uses, cuda.Writes(ws))
+	}
+	err = cuda.Enqueue(s, func(cc cuda.CUcontext, st cuda.CUstream) error {
+		if h.stream != st {
+			if err := inSetStream(cc, h.raw, st); err != nil {
+				return err
+			}
+			h.stream = st
+		}
+		return work(wp)
+	}, uses...)
+	if err != nil {
+		return fail(err)
+	}
+	return nil
+}
+
+func checkDims(rows, cols, nnz int) error {
+	if rows < 0 || cols < 0 || nnz < 0 || nnz > rows*cols {
+		return fmt.Errorf("%w: %d×%d matrix with %d elements", cuda.ErrInvalidArgument, rows, cols, nnz)
+	}
+	return nil
+}
+
+// checkValues checks the matrix's values against T where their memory is typed.
+func checkValues[T Float](a Matrix) error {
+	var v cuda.Memory
+	switch m := a.(type) {
+	case *CSR:
+		v = m.Values
+	case *COO:
+		v = m.Values
+	}
+	if v == nil {
+		return fmt.Errorf("%w: nil values", cuda.ErrInvalidArgument)
+	}
+	if _, err := cuda.DevicePtr[T](v); err != nil {
+		return fmt.Errorf("values: %w", err)
+	}
+	return nil
+}
+
+func vector[T Float](name string, m cuda.Memory, n int) (unsafe.Pointer, error) {
+	if m == nil {
+		return nil, fmt.Errorf("%w: %s is nil", cuda.ErrInvalidArgument, name)
+	}
+	p, err := cuda.DevicePtr[T](m)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if m.Size()/elemSize[T]() < n {
+		return nil, fmt.Errorf("%w: %s needs %d elements, the memory holds %d", cuda.ErrInvalidArgument, name, n, m.Size()/elemSize[T]())
+	}
+	return unsafe.Pointer(p), nil
+}
+
+func elemSize[T Float]() int { return int(unsafe.Sizeof(*new(T))) }
+
+func valueType[T Float]() cuda.CudaDataType {
+	if elemSize[T]() == 4 {
+		return cuda.CUDA_R_32F
+	}
+	return cuda.CUDA_R_64F
+}
+
+// Handles: a per-context cache, as cublas's (cusparseDestroy does not wait for the
+// GPU, measured: a dropped handle's OwnedHandle is released promptly).
+
+// MaxIdleHandles is how many idle cuSPARSE handles a context's cache keeps.
+const MaxIdleHandles = 4
+
+type handle struct {
+	own    *OwnedHandle
+	raw    CusparseHandle
+	stream cuda.CUstream
+}
+
+// handles are the idle handles, per context.
+var handles = idlecache.New[cuda.CUcontext, cuda.CUcontext, *handle](MaxIdleHandles, func(c cuda.CUcontext) cuda.CUcontext { return c })
+
+func take(ctx *cuda.Context) (*handle, error) {
+	key := ctx.Handle()
+	if h, ok := handles.Take(key); ok {
+		return h, nil
+	}
+	h := new(handle)
+	err := ctx.Locked(func() error {
+		if err := inCreate(key, &h.raw); err != nil {
+			return err
+		}
+		h.own = OwnHandle(h.raw)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating a handle: %w", err)
+	}
+	return h, nil
+}
+
+func put(ctx *cuda.Context, h *handle) { handles.Put(ctx.Handle(), h) }
