@@ -287,6 +287,7 @@ var handOffs atomic.Int64
 // orderAfter makes work queued on t from now on wait for u's work.
 func (ms *memState) orderAfter(u use, t *stream) error {
 	handOffs.Add(1)
+	t.waits.Add(1)
 	s := u.s
 	ev, err := ms.getHandoffEvent()
 	if err != nil {

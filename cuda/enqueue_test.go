@@ -23,7 +23,7 @@ func TestEnqueue(t *testing.T) {
 	defer b.Close()
 	require.NoError(t, a.Memset32Async(ss[0], 0))
 
-	before := cuda.HandOffsForTest()
+	before := cuda.HandOffsForTest(ss...)
 	var got cuda.CUstream
 	err = cuda.Enqueue(ss[1], func(c cuda.CUcontext, h cuda.CUstream) error {
 		assert.Equal(t, ctx.Handle(), c)
@@ -32,7 +32,7 @@ func TestEnqueue(t *testing.T) {
 	}, cuda.Reads(a), cuda.Writes(b), cuda.Reads(b))
 	require.NoError(t, err)
 	assert.Equal(t, ss[1].Handle(), got)
-	assert.EqualValues(t, 1, cuda.HandOffsForTest()-before, "one wait: both buffers were last used on ss[0]")
+	assert.EqualValues(t, 1, cuda.HandOffsForTest(ss...)-before, "one wait: both buffers were last used on ss[0]")
 	assert.Equal(t, 2, cuda.UsesForTest(a), "a read on ss[1] beside the write on ss[0]")
 	assert.Equal(t, 1, cuda.UsesForTest(b), "b written on ss[1]: its only use")
 

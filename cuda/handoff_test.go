@@ -84,9 +84,9 @@ func TestHandOffReadsDoNotSerialize(t *testing.T) {
 		defer counters[i].Close()
 	}
 	read := func(i int) int64 {
-		before := cuda.HandOffsForTest()
+		before := cuda.HandOffsForTest(ss...)
 		require.NoError(t, readSum.Launch(ss[i], cuda.D1(1), cuda.D1(32), 0, cuda.In(b), uint64(1024), uint64(0), counters[i]))
-		return cuda.HandOffsForTest() - before
+		return cuda.HandOffsForTest(ss...) - before
 	}
 	require.NoError(t, b.Memset32Async(ss[0], 1))
 	assert.EqualValues(t, 1, read(1), "reader 1 waits for the write")
@@ -95,9 +95,9 @@ func TestHandOffReadsDoNotSerialize(t *testing.T) {
 	assert.EqualValues(t, 0, read(1), "a reader that has waited for the write waits for nothing")
 	assert.Equal(t, 4, cuda.UsesForTest(b))
 
-	before := cuda.HandOffsForTest()
+	before := cuda.HandOffsForTest(ss...)
 	require.NoError(t, b.Memset32Async(ss[2], 2))
-	assert.EqualValues(t, 3, cuda.HandOffsForTest()-before, "a write waits for the writer and the other readers")
+	assert.EqualValues(t, 3, cuda.HandOffsForTest(ss...)-before, "a write waits for the writer and the other readers")
 	assert.Equal(t, 1, cuda.UsesForTest(b), "then it is the only use")
 	for _, s := range ss {
 		require.NoError(t, s.Synchronize())
@@ -178,13 +178,13 @@ func TestUseOn(t *testing.T) {
 	defer b.Close()
 	require.NoError(t, b.Memset32Async(ss[0], 1))
 
-	before := cuda.HandOffsForTest()
+	before := cuda.HandOffsForTest(ss...)
 	require.NoError(t, b.UseOn(ss[1], cuda.Read))
-	assert.EqualValues(t, 1, cuda.HandOffsForTest()-before, "a foreign read waits for the write")
+	assert.EqualValues(t, 1, cuda.HandOffsForTest(ss...)-before, "a foreign read waits for the write")
 	require.NoError(t, b.UseOn(ss[2], cuda.Write))
-	assert.EqualValues(t, 3, cuda.HandOffsForTest()-before, "a foreign write waits for the writer and the reader")
+	assert.EqualValues(t, 3, cuda.HandOffsForTest(ss...)-before, "a foreign write waits for the writer and the reader")
 	require.NoError(t, b.Memset32Async(ss[0], 2))
-	assert.EqualValues(t, 4, cuda.HandOffsForTest()-before, "later uses wait for the foreign write")
+	assert.EqualValues(t, 4, cuda.HandOffsForTest(ss...)-before, "later uses wait for the foreign write")
 
 	require.ErrorIs(t, b.UseOn(nil, cuda.Read), cuda.ErrInvalidArgument)
 	require.ErrorIs(t, b.UseOn(ss[0], cuda.Access(7)), cuda.ErrInvalidArgument)
@@ -215,9 +215,9 @@ func TestHandOffFreeAfterConsumer(t *testing.T) {
 		require.NoError(t, fakecuda.Delay(uintptr(ss[0].Handle()), time.Millisecond))
 		require.NoError(t, b.Memset32Async(ss[0], uint32(i)))
 		require.NoError(t, cuda.CopyAsync(ss[1], h, b))
-		before := cuda.HandOffsForTest()
+		before := cuda.DisposalWaitsForTest(ctx)
 		require.NoError(t, b.Close())
-		assert.Zero(t, cuda.HandOffsForTest()-before, "no join: freed on the consumer's stream")
+		assert.Zero(t, cuda.DisposalWaitsForTest(ctx)-before, "no join: freed on the consumer's stream")
 		require.NoError(t, fakecuda.Resume())
 		require.NoError(t, ss[1].Synchronize())
 		require.Equal(t, uint32(i), cuda.HostSlice[uint32](h)[1023])

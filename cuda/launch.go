@@ -697,6 +697,7 @@ func launchAfter(ms *memState, d *deps, s *Stream, ctx CUcontext, f CUfunction, 
 		}
 	}
 	handOffs.Add(int64(n))
+	st.waits.Add(int64(n))
 	err := launchAfterC(ctx, evs[:n], from[:n], f, sh, st.h, params)
 	unlock(len(locks))
 	put() // the waits are queued: the events may be recorded again

@@ -55,8 +55,28 @@ func PrimariesForTest() int {
 // (or context).
 func HoldWaitsForTest() int64 { return holdWaits.Load() }
 
-// HandOffsForTest returns the number of hand-off waits queued so far.
-func HandOffsForTest() int64 { return handOffs.Load() }
+// HandOffsForTest returns the number of hand-off waits queued so far on the given
+// streams (with none: on every stream).
+func HandOffsForTest(streams ...*Stream) int64 {
+	if len(streams) == 0 {
+		return handOffs.Load()
+	}
+	var n int64
+	for _, s := range streams {
+		n += s.waits.Load()
+	}
+	return n
+}
+
+// DisposalWaitsForTest returns the hand-off waits queued on c's disposal stream (the
+// joins of frees).
+func DisposalWaitsForTest(c *Context) int64 {
+	d, err := c.disposalStream()
+	if err != nil {
+		panic(err)
+	}
+	return d.waits.Load()
+}
 
 // PoolStatsForTest returns the state of c's stream pool for opts.
 func PoolStatsForTest(c *Context, opts ...StreamOption) (idle, lent int, created, destroyed, peak int64) {

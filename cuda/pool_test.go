@@ -107,9 +107,9 @@ func TestStreamPoolLease(t *testing.T) {
 	}
 	// The buffer's use in the released generation is complete: the new holder
 	// writes it without waiting for anything.
-	before := cuda.HandOffsForTest()
+	before := cuda.HandOffsForTest(s2)
 	require.NoError(t, b.Memset32Async(s2, 2))
-	assert.Zero(t, cuda.HandOffsForTest()-before)
+	assert.Zero(t, cuda.HandOffsForTest(s2)-before)
 	require.NoError(t, b.Close())
 	require.NoError(t, s2.Synchronize())
 }

@@ -56,6 +56,9 @@ type stream struct {
 	// cache holds device blocks freed on the stream, for its next allocations.
 	cache devCache
 
+	// waits counts the hand-off waits queued on the stream (tests).
+	waits atomic.Int64
+
 	// dirty is set when work is queued through a pooled stream's lease (or its
 	// handle is taken): the pool queries a stream for completion before lending
 	// it again only then.
