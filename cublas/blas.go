@@ -222,52 +222,48 @@ func Scal[T Scalar](s *cuda.Stream, n int, alpha T, x cuda.Memory) error {
 // result, one element of T in GPU memory: cublas{S,D}dot with the device pointer
 // mode, so that nothing waits. Dot returns it to the host.
 func DotTo[T Real](s *cuda.Stream, n int, x, y, result cuda.Memory) error {
-	const op = "dot"
-	px, err := vector[T](op, "x", x, n)
-	if err != nil {
-		return err
-	}
-	py, err := vector[T](op, "y", y, n)
-	if err != nil {
-		return err
-	}
-	pr, err := vector[T](op, "result", result, 1)
-	if err != nil {
-		return err
-	}
-	N := int32(n)
-	return call(op, s, func(ctx cuda.CUcontext, h CublasHandle) error {
-		return devicePointers(ctx, h, func() error {
-			if isFloat32[T]() {
-				return inSdot(ctx, h, N, f32(px), 1, f32(py), 1, f32(pr))
-			}
-			return inDdot(ctx, h, N, f64(px), 1, f64(py), 1, f64(pr))
-		})
-	}, cuda.Reads(x), cuda.Reads(y), cuda.Writes(result))
+	return reduceTo[T]("dot", s, n, []cuda.Memory{x, y}, result, func(ctx cuda.CUcontext, h CublasHandle, N int32, p []*T, r *T) error {
+		if isFloat32[T]() {
+			return inSdot(ctx, h, N, f32(p[0]), 1, f32(p[1]), 1, f32(r))
+		}
+		return inDdot(ctx, h, N, f64(p[0]), 1, f64(p[1]), 1, f64(r))
+	})
 }
 
 // Nrm2To computes the Euclidean norm of the first n elements of x on s into result,
 // one element of T in GPU memory: cublas{S,D}nrm2 with the device pointer mode.
 // Nrm2 returns it to the host.
 func Nrm2To[T Real](s *cuda.Stream, n int, x, result cuda.Memory) error {
-	const op = "nrm2"
-	px, err := vector[T](op, "x", x, n)
-	if err != nil {
-		return err
+	return reduceTo[T]("nrm2", s, n, []cuda.Memory{x}, result, func(ctx cuda.CUcontext, h CublasHandle, N int32, p []*T, r *T) error {
+		if isFloat32[T]() {
+			return inSnrm2(ctx, h, N, f32(p[0]), 1, f32(r))
+		}
+		return inDnrm2(ctx, h, N, f64(p[0]), 1, f64(r))
+	})
+}
+
+// reduceTo is DotTo and Nrm2To: it checks the n-element inputs (named x, y) and the
+// one-element result, and runs f in the device pointer mode, the inputs read and the
+// result written.
+func reduceTo[T Real](op string, s *cuda.Stream, n int, in []cuda.Memory, result cuda.Memory,
+	f func(ctx cuda.CUcontext, h CublasHandle, n int32, p []*T, r *T) error) error {
+	p := make([]*T, len(in))
+	uses := make([]cuda.Use, 0, len(in)+1)
+	for i, m := range in {
+		var err error
+		if p[i], err = vector[T](op, string(rune('x'+i)), m, n); err != nil {
+			return err
+		}
+		uses = append(uses, cuda.Reads(m))
 	}
-	pr, err := vector[T](op, "result", result, 1)
+	r, err := vector[T](op, "result", result, 1)
 	if err != nil {
 		return err
 	}
 	N := int32(n)
 	return call(op, s, func(ctx cuda.CUcontext, h CublasHandle) error {
-		return devicePointers(ctx, h, func() error {
-			if isFloat32[T]() {
-				return inSnrm2(ctx, h, N, f32(px), 1, f32(pr))
-			}
-			return inDnrm2(ctx, h, N, f64(px), 1, f64(pr))
-		})
-	}, cuda.Reads(x), cuda.Writes(result))
+		return devicePointers(ctx, h, func() error { return f(ctx, h, N, p, r) })
+	}, append(uses, cuda.Writes(result))...)
 }
 
 // Dot returns the dot product of the first n elements of x and y, computed on s

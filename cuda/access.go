@@ -281,12 +281,8 @@ func (ms *memState) handOff(d *deps, t *stream) error {
 	return nil
 }
 
-// handOffs counts the waits queued by handOff (tests).
-var handOffs atomic.Int64
-
 // orderAfter makes work queued on t from now on wait for u's work.
 func (ms *memState) orderAfter(u use, t *stream) error {
-	handOffs.Add(1)
 	t.waits.Add(1)
 	s := u.s
 	ev, err := ms.getHandoffEvent()

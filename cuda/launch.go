@@ -696,7 +696,6 @@ func launchAfter(ms *memState, d *deps, s *Stream, ctx CUcontext, f CUfunction, 
 			return launchAfter(ms, d.without(i), s, ctx, f, sh, params)
 		}
 	}
-	handOffs.Add(int64(n))
 	st.waits.Add(int64(n))
 	err := launchAfterC(ctx, evs[:n], from[:n], f, sh, st.h, params)
 	unlock(len(locks))

@@ -456,17 +456,6 @@ func streamClosed(s *stream) bool {
 	return s.closed
 }
 
-// useIfCurrent runs f on s if s is open and still in generation gen; it reports
-// whether f ran.
-func useIfCurrent(s *stream, gen uint64, f func(h CUstream) error) (bool, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed || s.gen.Load() != gen {
-		return false, nil
-	}
-	return true, f(s.h)
-}
-
 // finalOf returns the event marking the end of s's work before its generation moved
 // on (nil if the stream could not record one).
 func finalOf(s *stream) *event {

@@ -178,6 +178,15 @@ func batchOf(t *testing.T, f *cuda.Function, x, y any) *cuda.LaunchBatch {
 	return b
 }
 
+// allocClose allocates on s and frees the memory again.
+func (e *raceEnv) allocClose(s *cuda.Stream) error {
+	b, err := e.ctx.Alloc(s, 512)
+	if err != nil {
+		return err
+	}
+	return b.Close()
+}
+
 func (e *raceEnv) alloc(t *testing.T) *cuda.DeviceBuffer {
 	b, err := e.ctx.Alloc(e.s, 256)
 	require.NoError(t, err)
@@ -353,13 +362,7 @@ func TestRaceCloseStream(t *testing.T) {
 		op   func(strm) error
 	}{
 		{"Launch", func(x strm) error { return e.launch(x.s, x.b, x.b) }},
-		{"Alloc", func(x strm) error {
-			b, err := e.ctx.Alloc(x.s, 512)
-			if err == nil {
-				return b.Close()
-			}
-			return err
-		}},
+		{"Alloc", func(x strm) error { return e.allocClose(x.s) }},
 		{"CopyToDeviceAsync", func(x strm) error { return cuda.CopyToDeviceAsync(x.s, x.b, e.host) }},
 		{"Memset8Async", func(x strm) error { return x.b.Memset8Async(x.s, 0) }},
 		{"Event.Record", func(x strm) error { return x.ev.Record(x.s) }},
@@ -407,13 +410,7 @@ func TestRaceClosePooledStream(t *testing.T) {
 	}{
 		{"Launch", func(x lease) error { return e.launch(x.s, x.b, x.b) }},
 		{"Launch/In", func(x lease) error { return e.launch(x.s, cuda.In(x.b), x.b) }},
-		{"Alloc", func(x lease) error {
-			b, err := e.ctx.Alloc(x.s, 512)
-			if err == nil {
-				return b.Close()
-			}
-			return err
-		}},
+		{"Alloc", func(x lease) error { return e.allocClose(x.s) }},
 		{"CopyToDeviceAsync", func(x lease) error { return cuda.CopyToDeviceAsync(x.s, x.b, e.host) }},
 		{"Memset8Async", func(x lease) error { return x.b.Memset8Async(x.s, 0) }},
 		{"UseOn", func(x lease) error { return x.b.UseOn(x.s, cuda.Read) }},

@@ -2,7 +2,6 @@ package cufft
 
 import (
 	"fmt"
-	"slices"
 	"unsafe"
 
 	"github.com/gocuda/gocuda/cuda"
@@ -196,6 +195,15 @@ type planKey struct {
 	sizes [3]int
 }
 
+// rank returns the number of the transform's dimensions.
+func (k planKey) rank() int {
+	r := 0
+	for r < len(k.sizes) && k.sizes[r] != 0 {
+		r++
+	}
+	return r
+}
+
 func key(sizes []int) [3]int {
 	var k [3]int
 	copy(k[:], sizes)
@@ -216,13 +224,10 @@ func takePlan(ctx *cuda.Context, k planKey) (*plan, error) {
 		return p, nil
 	}
 	p := new(plan)
-	rank := 0
+	rank := k.rank()
 	var dims [3]int32
-	for i, d := range k.sizes {
-		if d != 0 {
-			dims[i] = int32(d)
-			rank = i + 1
-		}
+	for i, d := range k.sizes[:rank] {
+		dims[i] = int32(d)
 	}
 	err := ctx.Locked(func() error {
 		if err := inPlanMany(k.ctx, &p.raw, int32(rank), &dims[0], nil, 1, 0, nil, 1, 0, k.typ, int32(k.batch)); err != nil {
@@ -273,7 +278,7 @@ func exec(op string, s *cuda.Stream, k planKey, f func(ctx cuda.CUcontext, p Cuf
 		putPlan(k, p)
 	}
 	if err != nil {
-		return fmt.Errorf("cufft: %s %v×%d: %w", op, slices.DeleteFunc(k.sizes[:], func(d int) bool { return d == 0 }), k.batch, err)
+		return fmt.Errorf("cufft: %s of %v, batch %d: %w", op, k.sizes[:k.rank()], k.batch, err)
 	}
 	return nil
 }
