@@ -6,6 +6,7 @@ require (
 	github.com/BurntSushi/toml v1.6.0
 	github.com/dave/jennifer v1.7.1
 	github.com/stretchr/testify v1.12.1
+	gonum.org/v1/gonum v0.17.0
 	modernc.org/cc/v4 v4.34.0
 	modernc.org/token v1.1.0
 )

@@ -16,6 +16,13 @@ type Scalar interface {
 	float32 | float64 | complex64 | complex128
 }
 
+// GemmScalar is an element type of Gemm and GemmStridedBatched: the Scalar types
+// and cuda.Float16 (half precision, computed in half precision as cublasHgemm does;
+// GemmMixed computes half inputs in float32).
+type GemmScalar interface {
+	Scalar | cuda.Float16
+}
+
 // Real is an element type of the operations that cuBLAS has for real numbers only.
 type Real interface {
 	float32 | float64
@@ -44,7 +51,7 @@ const (
 
 // Gemm computes C = alpha·op(A)·op(B) + beta·C on s, where op(A) is m×k, op(B) is k×n
 // and C is m×n: cublas{S,D,C,Z}gemm.
-func Gemm[T Scalar](s *cuda.Stream, transA, transB CublasOperation, m, n, k int, alpha T, a cuda.Memory, lda int,
+func Gemm[T GemmScalar](s *cuda.Stream, transA, transB CublasOperation, m, n, k int, alpha T, a cuda.Memory, lda int,
 	b cuda.Memory, ldb int, beta T, c cuda.Memory, ldc int) error {
 	const op = "gemm"
 	ar, ac := dims(transA, m, k)
@@ -73,6 +80,10 @@ func Gemm[T Scalar](s *cuda.Stream, transA, transB CublasOperation, m, n, k int,
 			return inDgemm(ctx, h, transA, transB, M, N, K, f64(&alpha), f64(pa), LDA, f64(pb), LDB, f64(&beta), f64(pc), LDC)
 		case complex64:
 			return inCgemm(ctx, h, transA, transB, M, N, K, c64(&alpha), c64(pa), LDA, c64(pb), LDB, c64(&beta), c64(pc), LDC)
+		case cuda.Float16:
+			return inGemmEx(ctx, h, transA, transB, M, N, K, unsafe.Pointer(&alpha), unsafe.Pointer(pa), cuda.CUDA_R_16F, LDA,
+				unsafe.Pointer(pb), cuda.CUDA_R_16F, LDB, unsafe.Pointer(&beta), unsafe.Pointer(pc), cuda.CUDA_R_16F, LDC,
+				CUBLAS_COMPUTE_16F, CUBLAS_GEMM_DEFAULT)
 		default:
 			return inZgemm(ctx, h, transA, transB, M, N, K, c128(&alpha), c128(pa), LDA, c128(pb), LDB, c128(&beta), c128(pc), LDC)
 		}
@@ -83,7 +94,7 @@ func Gemm[T Scalar](s *cuda.Stream, transA, transB CublasOperation, m, n, k int,
 // op(A) m×k, op(B) k×n and C m×n stored by rows, lda, ldb and ldc their row
 // lengths in memory. It computes the column-major product Cᵀ = op(B)ᵀ·op(A)ᵀ, which
 // is C in row-major order: no data moves.
-func GemmRowMajor[T Scalar](s *cuda.Stream, transA, transB CublasOperation, m, n, k int, alpha T, a cuda.Memory, lda int,
+func GemmRowMajor[T GemmScalar](s *cuda.Stream, transA, transB CublasOperation, m, n, k int, alpha T, a cuda.Memory, lda int,
 	b cuda.Memory, ldb int, beta T, c cuda.Memory, ldc int) error {
 	return Gemm(s, transB, transA, n, m, k, alpha, b, ldb, a, lda, beta, c, ldc)
 }
@@ -91,7 +102,7 @@ func GemmRowMajor[T Scalar](s *cuda.Stream, transA, transB CublasOperation, m, n
 // GemmStridedBatched computes batch products C[i] = alpha·op(A[i])·op(B[i]) +
 // beta·C[i] on s, where A[i] starts strideA elements after A[i-1] (likewise B and C):
 // cublas{S,D,C,Z}gemmStridedBatched.
-func GemmStridedBatched[T Scalar](s *cuda.Stream, transA, transB CublasOperation, m, n, k int, alpha T,
+func GemmStridedBatched[T GemmScalar](s *cuda.Stream, transA, transB CublasOperation, m, n, k int, alpha T,
 	a cuda.Memory, lda, strideA int, b cuda.Memory, ldb, strideB int, beta T, c cuda.Memory, ldc, strideC int, batch int) error {
 	const op = "gemm strided batched"
 	if batch < 0 || strideA < 0 || strideB < 0 || strideC < 0 {
@@ -124,6 +135,10 @@ func GemmStridedBatched[T Scalar](s *cuda.Stream, transA, transB CublasOperation
 			return inDgemmStridedBatched(ctx, h, transA, transB, M, N, K, f64(&alpha), f64(pa), LDA, SA, f64(pb), LDB, SB, f64(&beta), f64(pc), LDC, SC, B)
 		case complex64:
 			return inCgemmStridedBatched(ctx, h, transA, transB, M, N, K, c64(&alpha), c64(pa), LDA, SA, c64(pb), LDB, SB, c64(&beta), c64(pc), LDC, SC, B)
+		case cuda.Float16:
+			return inGemmStridedBatchedEx(ctx, h, transA, transB, M, N, K, unsafe.Pointer(&alpha), unsafe.Pointer(pa), cuda.CUDA_R_16F, LDA, SA,
+				unsafe.Pointer(pb), cuda.CUDA_R_16F, LDB, SB, unsafe.Pointer(&beta), unsafe.Pointer(pc), cuda.CUDA_R_16F, LDC, SC, B,
+				CUBLAS_COMPUTE_16F, CUBLAS_GEMM_DEFAULT)
 		default:
 			return inZgemmStridedBatched(ctx, h, transA, transB, M, N, K, c128(&alpha), c128(pa), LDA, SA, c128(pb), LDB, SB, c128(&beta), c128(pc), LDC, SC, B)
 		}
@@ -322,7 +337,7 @@ func checkTrans(op string, ts ...CublasOperation) error {
 
 // matrix checks that m holds an r×c matrix of T with leading dimension ld and
 // returns its address.
-func matrix[T Scalar](op, name string, m cuda.Memory, r, c, ld int) (*T, error) {
+func matrix[T any](op, name string, m cuda.Memory, r, c, ld int) (*T, error) {
 	if r < 0 || c < 0 {
 		return nil, fmt.Errorf("cublas: %s: %w: %s is %d×%d", op, cuda.ErrInvalidArgument, name, r, c)
 	}
@@ -330,7 +345,7 @@ func matrix[T Scalar](op, name string, m cuda.Memory, r, c, ld int) (*T, error) 
 }
 
 // batched checks that m holds batch r×c matrices of T, stride elements apart.
-func batched[T Scalar](op, name string, m cuda.Memory, r, c, ld, stride, batch int) (*T, error) {
+func batched[T any](op, name string, m cuda.Memory, r, c, ld, stride, batch int) (*T, error) {
 	if r < 0 || c < 0 || ld < max(1, r) || ld > maxInt32 || r > maxInt32 || c > maxInt32 {
 		return nil, fmt.Errorf("cublas: %s: %w: %s is %d×%d with leading dimension %d", op, cuda.ErrInvalidArgument, name, r, c, ld)
 	}
@@ -352,7 +367,7 @@ func vector[T Scalar](op, name string, m cuda.Memory, n int) (*T, error) {
 const maxInt32 = 1<<31 - 1
 
 // operand checks that m is memory of T (or untyped) with room for need elements.
-func operand[T Scalar](op, name string, m cuda.Memory, need int) (*T, error) {
+func operand[T any](op, name string, m cuda.Memory, need int) (*T, error) {
 	if m == nil {
 		return nil, fmt.Errorf("cublas: %s: %w: %s is nil", op, cuda.ErrInvalidArgument, name)
 	}

@@ -5,18 +5,24 @@
 // Typed operations on the cuda package's memory, queued on a cuda.Stream:
 //
 //	Gemm[T], GemmRowMajor[T], GemmStridedBatched[T]   C = alpha·op(A)·op(B) + beta·C
+//	GemmMixed[In, Out]                               the same in mixed precision
 //	Gemv[T]                                          y = alpha·op(A)·x + beta·y
 //	Axpy[T], Scal[T]                                 y = alpha·x + y, x = alpha·x
 //	Dot[T], Nrm2[T] (DotTo, Nrm2To into GPU memory)  x·y, ‖x‖
 //
-// T is float32, float64, complex64 or complex128 (Dot and Nrm2: float32, float64);
+// T is float32, float64, complex64 or complex128 (Gemm also cuda.Float16; Dot and
+// Nrm2: float32, float64). GemmMixed is cublasGemmEx: half, bfloat16, float32,
+// float64 or int8 inputs, with a compute type (Compute32F, Compute32FFastTF32, …);
 // memory is any cuda.Memory (device buffers and their views, unified memory), of
 // element type T if it has one. There is no handle to manage and no unsafe: each
 // call takes a cuBLAS handle of the stream's context from a cache, binds it to the
 // stream, and makes the context current itself, so any goroutine can call, and none
 // needs runtime.LockOSThread. Calls take part in the cuda package's hand-off: they
 // wait on the GPU for their operands' conflicting uses on other streams (inputs are
-// read, outputs written). Arguments are checked before any CUDA call.
+// read, outputs written). Arguments are checked before any CUDA call. Each handle
+// has a workspace from the device's pool (DefaultWorkspaceSize, or SetWorkspaceSize
+// per context), which shows in cuda.MemoryStatus and is ordered by the hand-off
+// when a handle moves between streams.
 //
 //	s := cuda.StreamFromContext(ctx) // or any *cuda.Stream
 //	err := cublas.GemmRowMajor[float32](s, cublas.NoTrans, cublas.NoTrans, m, n, k,
@@ -39,5 +45,5 @@
 // it, and one dropped without Close is destroyed by resource.Reclaim (cublasDestroy
 // waits for the GPU, so never on the finalizer path). The idiomatic layer's cached
 // handles are OwnedHandles too: a handle the cache drops (it keeps MaxIdleHandles per
-// context, and none after the device ran out of memory) is destroyed in Reclaim.
+// context, and drops them all at every Reclaim) is destroyed in Reclaim.
 package cublas

@@ -256,10 +256,12 @@ static int32_t gocuda_cublasDznrm2_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1,
 static int32_t gocuda_cublasGemmBatchedEx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, void* a6, void* a7, int32_t a8, int32_t a9, void* a10, int32_t a11, int32_t a12, void* a13, void* a14, int32_t a15, int32_t a16, int32_t a17, int32_t a18, int32_t a19) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, int32_t, void*, int32_t, int32_t, void*, void*, int32_t, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19); }
 static int32_t gocuda_cublasGemmBatchedEx_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, void* a6, void* a7, int32_t a8, int64_t a9, void* a10, int32_t a11, int64_t a12, void* a13, void* a14, int32_t a15, int64_t a16, int64_t a17, int32_t a18, int32_t a19) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, void*, void*, int32_t, int64_t, void*, int32_t, int64_t, void*, void*, int32_t, int64_t, int64_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19); }
 static int32_t gocuda_cublasGemmEx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, void* a6, void* a7, int32_t a8, int32_t a9, void* a10, int32_t a11, int32_t a12, void* a13, void* a14, int32_t a15, int32_t a16, int32_t a17, int32_t a18) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, int32_t, void*, int32_t, int32_t, void*, void*, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18); }
+static int64_t gocuda_in_cublasGemmEx(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, void* a6, void* a7, int32_t a8, int32_t a9, void* a10, int32_t a11, int32_t a12, void* a13, void* a14, int32_t a15, int32_t a16, int32_t a17, int32_t a18) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, int32_t, void*, int32_t, int32_t, void*, void*, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18); }
 static int32_t gocuda_cublasGemmEx_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, void* a6, void* a7, int32_t a8, int64_t a9, void* a10, int32_t a11, int64_t a12, void* a13, void* a14, int32_t a15, int64_t a16, int32_t a17, int32_t a18) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, void*, void*, int32_t, int64_t, void*, int32_t, int64_t, void*, void*, int32_t, int64_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18); }
 static int32_t gocuda_cublasGemmGroupedBatchedEx(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, void* a6, void* a7, int32_t a8, uint8_t* a9, void* a10, int32_t a11, uint8_t* a12, void* a13, void* a14, int32_t a15, uint8_t* a16, int32_t a17, uint8_t* a18, int32_t a19) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, void*, void*, int32_t, uint8_t*, void*, int32_t, uint8_t*, void*, void*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19); }
 static int32_t gocuda_cublasGemmGroupedBatchedEx_64(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, void* a6, void* a7, int32_t a8, uint8_t* a9, void* a10, int32_t a11, uint8_t* a12, void* a13, void* a14, int32_t a15, uint8_t* a16, int64_t a17, uint8_t* a18, int32_t a19) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, void*, void*, int32_t, uint8_t*, void*, int32_t, uint8_t*, void*, void*, int32_t, uint8_t*, int64_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19); }
 static int32_t gocuda_cublasGemmStridedBatchedEx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, void* a6, void* a7, int32_t a8, int32_t a9, int64_t a10, void* a11, int32_t a12, int32_t a13, int64_t a14, void* a15, void* a16, int32_t a17, int32_t a18, int64_t a19, int32_t a20, int32_t a21, int32_t a22) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, int32_t, int64_t, void*, int32_t, int32_t, int64_t, void*, void*, int32_t, int32_t, int64_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, a20, a21, a22); }
+static int64_t gocuda_in_cublasGemmStridedBatchedEx(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, void* a6, void* a7, int32_t a8, int32_t a9, int64_t a10, void* a11, int32_t a12, int32_t a13, int64_t a14, void* a15, void* a16, int32_t a17, int32_t a18, int64_t a19, int32_t a20, int32_t a21, int32_t a22) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*, void*, int32_t, int32_t, int64_t, void*, int32_t, int32_t, int64_t, void*, void*, int32_t, int32_t, int64_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, a20, a21, a22); }
 static int32_t gocuda_cublasGemmStridedBatchedEx_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, void* a6, void* a7, int32_t a8, int64_t a9, int64_t a10, void* a11, int32_t a12, int64_t a13, int64_t a14, void* a15, void* a16, int32_t a17, int64_t a18, int64_t a19, int64_t a20, int32_t a21, int32_t a22) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, void*, void*, int32_t, int64_t, int64_t, void*, int32_t, int64_t, int64_t, void*, void*, int32_t, int64_t, int64_t, int64_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, a20, a21, a22); }
 static int32_t gocuda_cublasGetAtomicsMode(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
 static uint64_t gocuda_cublasGetCudartVersion(uintptr_t fn) { return ((uint64_t (*)(void))fn)(); }
@@ -4317,6 +4319,23 @@ func GemmEx(handle CublasHandle, transa CublasOperation, transb CublasOperation,
 	return Status(C.gocuda_cublasGemmEx(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(Atype), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(Btype), C.int32_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(Ctype), C.int32_t(ldc), C.int32_t(computeType), C.int32_t(algo))).err()
 }
 
+// inGemmEx calls cublasGemmEx with the CUDA context ctx current on the calling thread.
+func inGemmEx(ctx cuda.CUcontext, handle CublasHandle, transa CublasOperation, transb CublasOperation, m int32, n int32, k int32, alpha unsafe.Pointer, A unsafe.Pointer, Atype cuda.CudaDataType, lda int32, B unsafe.Pointer, Btype cuda.CudaDataType, ldb int32, beta unsafe.Pointer, C_ unsafe.Pointer, Ctype cuda.CudaDataType, ldc int32, computeType CublasComputeType, algo CublasGemmAlgo) error {
+	fn, err := proc_cublasGemmEx.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasGemmEx(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(Atype), C.int32_t(lda), unsafe.Pointer(B), C.int32_t(Btype), C.int32_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(Ctype), C.int32_t(ldc), C.int32_t(computeType), C.int32_t(algo)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
+}
+
 // GemmEx64 calls cublasGemmEx_64:
 //
 //	cublasStatus_t cublasGemmEx_64(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m, int64_t n, int64_t k, const void *alpha, const void *A, cudaDataType Atype, int64_t lda, const void *B, cudaDataType Btype, int64_t ldb, const void *beta, void *C, cudaDataType Ctype, int64_t ldc, cublasComputeType_t computeType, cublasGemmAlgo_t algo)
@@ -4367,6 +4386,23 @@ func GemmStridedBatchedEx(handle CublasHandle, transa CublasOperation, transb Cu
 		return err
 	}
 	return Status(C.gocuda_cublasGemmStridedBatchedEx(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(Atype), C.int32_t(lda), C.int64_t(strideA), unsafe.Pointer(B), C.int32_t(Btype), C.int32_t(ldb), C.int64_t(strideB), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(Ctype), C.int32_t(ldc), C.int64_t(strideC), C.int32_t(batchCount), C.int32_t(computeType), C.int32_t(algo))).err()
+}
+
+// inGemmStridedBatchedEx calls cublasGemmStridedBatchedEx with the CUDA context ctx current on the calling thread.
+func inGemmStridedBatchedEx(ctx cuda.CUcontext, handle CublasHandle, transa CublasOperation, transb CublasOperation, m int32, n int32, k int32, alpha unsafe.Pointer, A unsafe.Pointer, Atype cuda.CudaDataType, lda int32, strideA int64, B unsafe.Pointer, Btype cuda.CudaDataType, ldb int32, strideB int64, beta unsafe.Pointer, C_ unsafe.Pointer, Ctype cuda.CudaDataType, ldc int32, strideC int64, batchCount int32, computeType CublasComputeType, algo CublasGemmAlgo) error {
+	fn, err := proc_cublasGemmStridedBatchedEx.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasGemmStridedBatchedEx(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int32_t(Atype), C.int32_t(lda), C.int64_t(strideA), unsafe.Pointer(B), C.int32_t(Btype), C.int32_t(ldb), C.int64_t(strideB), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int32_t(Ctype), C.int32_t(ldc), C.int64_t(strideC), C.int32_t(batchCount), C.int32_t(computeType), C.int32_t(algo)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
 }
 
 // GemmStridedBatchedEx64 calls cublasGemmStridedBatchedEx_64:

@@ -44,22 +44,13 @@ func memOf(m Memory) *memBase {
 //
 // Memory of another context than s's fails with ErrWrongContext, before f runs.
 func Enqueue(s *Stream, f func(ctx CUcontext, h CUstream) error, uses ...Use) error {
-	if err := checkStream(s); err != nil {
-		return err
-	}
 	if f == nil {
 		return fmt.Errorf("%w: nil function", ErrInvalidArgument)
 	}
-	c := s.cs
-	for i := range uses {
-		m := uses[i].m
-		if err := m.check(); err != nil {
-			return err
-		}
-		if m.ctx.ctxState != c {
-			return fmt.Errorf("cuda: memory of another context than the stream's: %w", ErrWrongContext)
-		}
+	if err := CheckEnqueue(s, uses...); err != nil {
+		return err
 	}
+	c := s.cs
 	if err := c.enter(); err != nil {
 		return err
 	}
@@ -113,6 +104,28 @@ func Enqueue(s *Stream, f func(ctx CUcontext, h CUstream) error, uses ...Use) er
 			p = plans[i]
 		}
 		uses[i].m.record(s.stream, uses[i].writes(uses), p)
+	}
+	return nil
+}
+
+// CheckEnqueue returns the error Enqueue(s, f, uses...) would return before f
+// runs for a nil, closed or released stream, nil or closed memory, or memory of
+// another context than s's, and queues nothing: a library checks its operands with
+// it before it makes the handle or plan the work needs (and loads the library).
+// Enqueue checks again: a Close between the two is still seen.
+func CheckEnqueue(s *Stream, uses ...Use) error {
+	if err := checkStream(s); err != nil {
+		return err
+	}
+	c := s.cs
+	for i := range uses {
+		m := uses[i].m
+		if err := m.check(); err != nil {
+			return err
+		}
+		if m.ctx.ctxState != c {
+			return fmt.Errorf("cuda: memory of another context than the stream's: %w", ErrWrongContext)
+		}
 	}
 	return nil
 }

@@ -9,7 +9,6 @@ import (
 	"unsafe"
 	"weak"
 
-	"github.com/gocuda/gocuda/internal/oom"
 	"github.com/gocuda/gocuda/resource"
 )
 
@@ -401,7 +400,6 @@ func (ms *memState) reclaimForOOM() {
 		ms.pinned.flush()
 		ms.unified.flush()
 	}
-	oom.Run() // the libraries drop their cached handles: released in this Reclaim
 	_, _ = resource.Reclaim()
 	_ = inCtxSynchronize(ms.cs.h)
 	ms.trim()

@@ -4,8 +4,76 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cudnn"
 )
+
+// Convolve a 4×4 image with a 3×3 filter of ones, add a bias and apply ReLU, on the
+// GPU. (It needs a GPU and cuDNN, so it is compiled but not run by go test.)
+func Example() {
+	ctx, err := cuda.Device(0).Context()
+	if err != nil {
+		fmt.Println("no GPU:", err)
+		return
+	}
+	s, err := ctx.NewStream()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer s.Close()
+	upload := func(v []float32) *cuda.DeviceBuffer {
+		b, err := cuda.AllocFor[float32](s, len(v))
+		if err == nil {
+			err = cuda.CopyToDeviceAsync(s, b, v)
+		}
+		if err != nil {
+			panic(err)
+		}
+		return b
+	}
+
+	xs := cudnn.Tensor4D{N: 1, C: 1, H: 4, W: 4}
+	ws := cudnn.Filter{K: 1, C: 1, R: 3, S: 3}
+	conv := cudnn.Conv{} // no padding, unit strides, cross-correlation
+	ys, err := cudnn.ConvolutionOutputShape(xs, ws, conv)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	x := upload([]float32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16})
+	w := upload([]float32{1, 1, 1, 1, 1, 1, 1, 1, 1})
+	b := upload([]float32{-60})
+	y, err := cuda.AllocFor[float32](s, ys.Len())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer x.Close()
+	defer w.Close()
+	defer b.Close()
+	defer y.Close()
+
+	// y = conv(x, w); y += b; y = ReLU(y), in place. Each call is queued on s.
+	if err := cudnn.Convolve[float32](s, conv, 1, x, xs, w, ws, 0, y); err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := cudnn.AddBias[float32](s, ys, 1, b, 1, y); err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := cudnn.Activate[float32](s, cudnn.Activation{Mode: cudnn.ReLU}, ys, 1, y, 0, y); err != nil {
+		fmt.Println(err)
+		return
+	}
+	out := make([]float32, ys.Len())
+	if err := cuda.CopyFromDevice(out, y); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(ys, out) // 1×1×2×2 [0 3 30 39]
+}
 
 // Statuses are errors that work without the library loaded.
 func Example_errors() {

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cudnn"
 	"github.com/gocuda/gocuda/dl"
 	"github.com/gocuda/gocuda/internal/libtest"
@@ -89,4 +91,29 @@ func TestSymbolErrorFromGeneratedCall(t *testing.T) {
 	check(cudnn.GetCTCLossDescriptorV9(0, nil, nil, nil, nil), "cudnnGetCTCLossDescriptor_v9")
 	check(cudnn.BackendPopulateCudaGraph(0, 0, 0, 0), "cudnnBackendPopulateCudaGraph")
 	t.Logf("e.g. %v", cudnn.GraphVersionCheck())
+
+	// The idiomatic layer passes the error on, wrapped with the operation's name
+	// (its first cuDNN call makes a descriptor). It needs a driver, real or fake.
+	ctx, err := cuda.Device(0).Context()
+	if err != nil {
+		t.Logf("no CUDA driver (%v): the operations' symbol errors are not checked", err)
+		return
+	}
+	stream, err := ctx.NewStream()
+	require.NoError(t, err)
+	defer stream.Close()
+	xs, ws := cudnn.Tensor4D{N: 1, C: 1, H: 3, W: 3}, cudnn.Filter{K: 1, C: 1, R: 3, S: 3}
+	x, err := cuda.AllocFor[float32](stream, 9)
+	require.NoError(t, err)
+	defer x.Close()
+	y, err := cuda.AllocFor[float32](stream, 9)
+	require.NoError(t, err)
+	defer y.Close()
+	err = cudnn.Convolve[float32](stream, cudnn.Conv{}, 1, x, xs, x, ws, 0, y)
+	check(err, "cudnnCreateTensorDescriptor")
+	assert.True(t, strings.HasPrefix(err.Error(), "cudnn: convolution forward: "), err.Error())
+	err = cudnn.Activate[float32](stream, cudnn.Activation{Mode: cudnn.ReLU}, xs, 1, x, 0, y)
+	check(err, "cudnnCreateActivationDescriptor")
+	assert.True(t, strings.HasPrefix(err.Error(), "cudnn: activation forward: "), err.Error())
+	t.Logf("e.g. %v", err)
 }

@@ -5,6 +5,7 @@ package cudnn
 import (
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/dl"
+	"github.com/gocuda/gocuda/internal/ctxswitch"
 	"unsafe"
 )
 
@@ -13,7 +14,9 @@ import (
 #include <stddef.h>
 static int32_t gocuda_cudnnActivationBackward(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2, uintptr_t a3, void* a4, uintptr_t a5, void* a6, uintptr_t a7, void* a8, void* a9, uintptr_t a10, void* a11) { return ((int32_t (*)(uintptr_t, uintptr_t, void*, uintptr_t, void*, uintptr_t, void*, uintptr_t, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
 static int32_t gocuda_cudnnActivationForward(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2, uintptr_t a3, void* a4, void* a5, uintptr_t a6, void* a7) { return ((int32_t (*)(uintptr_t, uintptr_t, void*, uintptr_t, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int64_t gocuda_in_cudnnActivationForward(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, uintptr_t a1, void* a2, uintptr_t a3, void* a4, void* a5, uintptr_t a6, void* a7) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, uintptr_t, void*, uintptr_t, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cudnnAddTensor(uintptr_t fn, uintptr_t a0, void* a1, uintptr_t a2, void* a3, void* a4, uintptr_t a5, void* a6) { return ((int32_t (*)(uintptr_t, void*, uintptr_t, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int64_t gocuda_in_cudnnAddTensor(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, void* a1, uintptr_t a2, void* a3, void* a4, uintptr_t a5, void* a6) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, void*, uintptr_t, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6); }
 static int32_t gocuda_cudnnAdvVersionCheck(uintptr_t fn) { return ((int32_t (*)(void))fn)(); }
 static int32_t gocuda_cudnnBackendCreateDescriptor(uintptr_t fn, int32_t a0, uint8_t* a1) { return ((int32_t (*)(int32_t, uint8_t*))fn)(a0, a1); }
 static int32_t gocuda_cudnnBackendDestroyDescriptor(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
@@ -38,6 +41,7 @@ static int32_t gocuda_cudnnConvolutionBackwardData(uintptr_t fn, uintptr_t a0, v
 static int32_t gocuda_cudnnConvolutionBackwardFilter(uintptr_t fn, uintptr_t a0, void* a1, uintptr_t a2, void* a3, uintptr_t a4, void* a5, uintptr_t a6, int32_t a7, void* a8, uint64_t a9, void* a10, uintptr_t a11, void* a12) { return ((int32_t (*)(uintptr_t, void*, uintptr_t, void*, uintptr_t, void*, uintptr_t, int32_t, void*, uint64_t, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cudnnConvolutionBiasActivationForward(uintptr_t fn, uintptr_t a0, void* a1, uintptr_t a2, void* a3, uintptr_t a4, void* a5, uintptr_t a6, int32_t a7, void* a8, uint64_t a9, void* a10, uintptr_t a11, void* a12, uintptr_t a13, void* a14, uintptr_t a15, uintptr_t a16, void* a17) { return ((int32_t (*)(uintptr_t, void*, uintptr_t, void*, uintptr_t, void*, uintptr_t, int32_t, void*, uint64_t, void*, uintptr_t, void*, uintptr_t, void*, uintptr_t, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
 static int32_t gocuda_cudnnConvolutionForward(uintptr_t fn, uintptr_t a0, void* a1, uintptr_t a2, void* a3, uintptr_t a4, void* a5, uintptr_t a6, int32_t a7, void* a8, uint64_t a9, void* a10, uintptr_t a11, void* a12) { return ((int32_t (*)(uintptr_t, void*, uintptr_t, void*, uintptr_t, void*, uintptr_t, int32_t, void*, uint64_t, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int64_t gocuda_in_cudnnConvolutionForward(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, void* a1, uintptr_t a2, void* a3, uintptr_t a4, void* a5, uintptr_t a6, int32_t a7, void* a8, uint64_t a9, void* a10, uintptr_t a11, void* a12) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, void*, uintptr_t, void*, uintptr_t, void*, uintptr_t, int32_t, void*, uint64_t, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cudnnCreate(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
 static int32_t gocuda_cudnnCreateActivationDescriptor(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
 static int32_t gocuda_cudnnCreateAttnDescriptor(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
@@ -92,6 +96,7 @@ static int32_t gocuda_cudnnFindConvolutionBackwardFilterAlgorithm(uintptr_t fn, 
 static int32_t gocuda_cudnnFindConvolutionBackwardFilterAlgorithmEx(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2, uintptr_t a3, void* a4, uintptr_t a5, uintptr_t a6, void* a7, int32_t a8, uint8_t* a9, uint8_t* a10, void* a11, uint64_t a12) { return ((int32_t (*)(uintptr_t, uintptr_t, void*, uintptr_t, void*, uintptr_t, uintptr_t, void*, int32_t, uint8_t*, uint8_t*, void*, uint64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cudnnFindConvolutionForwardAlgorithm(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4, int32_t a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cudnnFindConvolutionForwardAlgorithmEx(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2, uintptr_t a3, void* a4, uintptr_t a5, uintptr_t a6, void* a7, int32_t a8, uint8_t* a9, uint8_t* a10, void* a11, uint64_t a12) { return ((int32_t (*)(uintptr_t, uintptr_t, void*, uintptr_t, void*, uintptr_t, uintptr_t, void*, int32_t, uint8_t*, uint8_t*, void*, uint64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int64_t gocuda_in_cudnnFindConvolutionForwardAlgorithmEx(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, uintptr_t a1, void* a2, uintptr_t a3, void* a4, uintptr_t a5, uintptr_t a6, void* a7, int32_t a8, uint8_t* a9, uint8_t* a10, void* a11, uint64_t a12) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, uintptr_t, void*, uintptr_t, void*, uintptr_t, uintptr_t, void*, int32_t, uint8_t*, uint8_t*, void*, uint64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cudnnFusedOpsExecute(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cudnnGetActivationDescriptor(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cudnnGetActivationDescriptorSwishBeta(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
@@ -115,8 +120,11 @@ static int32_t gocuda_cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(uintptr
 static int32_t gocuda_cudnnGetConvolutionBackwardFilterAlgorithm_v7(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4, int32_t a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cudnnGetConvolutionBackwardFilterWorkspaceSize(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4, int32_t a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
 static int32_t gocuda_cudnnGetConvolutionForwardAlgorithmMaxCount(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
+static int64_t gocuda_in_cudnnGetConvolutionForwardAlgorithmMaxCount(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, uint8_t* a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
 static int32_t gocuda_cudnnGetConvolutionForwardAlgorithm_v7(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4, int32_t a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int64_t gocuda_in_cudnnGetConvolutionForwardAlgorithm_v7(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4, int32_t a5, uint8_t* a6, uint8_t* a7) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cudnnGetConvolutionForwardWorkspaceSize(uintptr_t fn, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4, int32_t a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
+static int64_t gocuda_in_cudnnGetConvolutionForwardWorkspaceSize(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4, int32_t a5, uint8_t* a6) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
 static int32_t gocuda_cudnnGetConvolutionGroupCount(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
 static int32_t gocuda_cudnnGetConvolutionMathType(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
 static int32_t gocuda_cudnnGetConvolutionNdDescriptor(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
@@ -216,6 +224,7 @@ static int32_t gocuda_cudnnSetReduceTensorDescriptor(uintptr_t fn, uintptr_t a0,
 static int32_t gocuda_cudnnSetSeqDataDescriptor(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, uint64_t a5, uint8_t* a6, void* a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, uint64_t, uint8_t*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cudnnSetSpatialTransformerNdDescriptor(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cudnnSetStream(uintptr_t fn, uintptr_t a0, uintptr_t a1) { return ((int32_t (*)(uintptr_t, uintptr_t))fn)(a0, a1); }
+static int64_t gocuda_in_cudnnSetStream(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, uintptr_t a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, uintptr_t))fn)(a0, a1); }
 static int32_t gocuda_cudnnSetTensor(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2, void* a3) { return ((int32_t (*)(uintptr_t, uintptr_t, void*, void*))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cudnnSetTensor4dDescriptor(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
 static int32_t gocuda_cudnnSetTensor4dDescriptorEx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, int32_t a7, int32_t a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
@@ -224,6 +233,7 @@ static int32_t gocuda_cudnnSetTensorNdDescriptorEx(uintptr_t fn, uintptr_t a0, i
 static int32_t gocuda_cudnnSetTensorTransformDescriptor(uintptr_t fn, uintptr_t a0, uint32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, int32_t a6) { return ((int32_t (*)(uintptr_t, uint32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
 static int32_t gocuda_cudnnSoftmaxBackward(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, uintptr_t a4, void* a5, uintptr_t a6, void* a7, void* a8, uintptr_t a9, void* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, uintptr_t, void*, uintptr_t, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cudnnSoftmaxForward(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, void* a3, uintptr_t a4, void* a5, void* a6, uintptr_t a7, void* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, void*, uintptr_t, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int64_t gocuda_in_cudnnSoftmaxForward(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, void* a3, uintptr_t a4, void* a5, void* a6, uintptr_t a7, void* a8) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, void*, uintptr_t, void*, void*, uintptr_t, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
 static int32_t gocuda_cudnnSpatialTfGridGeneratorBackward(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2, void* a3) { return ((int32_t (*)(uintptr_t, uintptr_t, void*, void*))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cudnnSpatialTfGridGeneratorForward(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2, void* a3) { return ((int32_t (*)(uintptr_t, uintptr_t, void*, void*))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cudnnSpatialTfSamplerBackward(uintptr_t fn, uintptr_t a0, uintptr_t a1, void* a2, uintptr_t a3, void* a4, void* a5, uintptr_t a6, void* a7, void* a8, uintptr_t a9, void* a10, void* a11, void* a12, void* a13) { return ((int32_t (*)(uintptr_t, uintptr_t, void*, uintptr_t, void*, void*, uintptr_t, void*, void*, uintptr_t, void*, void*, void*, void*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
@@ -491,6 +501,23 @@ func ActivationForward(handle CudnnHandle, activationDesc CudnnActivationDescrip
 	return Status(C.gocuda_cudnnActivationForward(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(activationDesc), unsafe.Pointer(alpha), C.uintptr_t(xDesc), unsafe.Pointer(x), unsafe.Pointer(beta), C.uintptr_t(yDesc), unsafe.Pointer(y))).err()
 }
 
+// inActivationForward calls cudnnActivationForward with the CUDA context ctx current on the calling thread.
+func inActivationForward(ctx cuda.CUcontext, handle CudnnHandle, activationDesc CudnnActivationDescriptor, alpha unsafe.Pointer, xDesc CudnnTensorDescriptor, x unsafe.Pointer, beta unsafe.Pointer, yDesc CudnnTensorDescriptor, y unsafe.Pointer) error {
+	fn, err := proc_cudnnActivationForward.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cudnnActivationForward(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.uintptr_t(activationDesc), unsafe.Pointer(alpha), C.uintptr_t(xDesc), unsafe.Pointer(x), unsafe.Pointer(beta), C.uintptr_t(yDesc), unsafe.Pointer(y)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
+}
+
 // AddTensor calls cudnnAddTensor:
 //
 //	cudnnStatus_t cudnnAddTensor(cudnnHandle_t handle, const void *alpha, cudnnTensorDescriptor_t aDesc, const void *A, const void *beta, cudnnTensorDescriptor_t cDesc, void *C)
@@ -502,6 +529,23 @@ func AddTensor(handle CudnnHandle, alpha unsafe.Pointer, aDesc CudnnTensorDescri
 		return err
 	}
 	return Status(C.gocuda_cudnnAddTensor(C.uintptr_t(fn), C.uintptr_t(handle), unsafe.Pointer(alpha), C.uintptr_t(aDesc), unsafe.Pointer(A), unsafe.Pointer(beta), C.uintptr_t(cDesc), unsafe.Pointer(C_))).err()
+}
+
+// inAddTensor calls cudnnAddTensor with the CUDA context ctx current on the calling thread.
+func inAddTensor(ctx cuda.CUcontext, handle CudnnHandle, alpha unsafe.Pointer, aDesc CudnnTensorDescriptor, A unsafe.Pointer, beta unsafe.Pointer, cDesc CudnnTensorDescriptor, C_ unsafe.Pointer) error {
+	fn, err := proc_cudnnAddTensor.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cudnnAddTensor(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), unsafe.Pointer(alpha), C.uintptr_t(aDesc), unsafe.Pointer(A), unsafe.Pointer(beta), C.uintptr_t(cDesc), unsafe.Pointer(C_)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
 }
 
 // AdvVersionCheck calls cudnnAdvVersionCheck:
@@ -814,6 +858,23 @@ func ConvolutionForward(handle CudnnHandle, alpha unsafe.Pointer, xDesc CudnnTen
 		return err
 	}
 	return Status(C.gocuda_cudnnConvolutionForward(C.uintptr_t(fn), C.uintptr_t(handle), unsafe.Pointer(alpha), C.uintptr_t(xDesc), unsafe.Pointer(x), C.uintptr_t(wDesc), unsafe.Pointer(w), C.uintptr_t(convDesc), C.int32_t(algo), unsafe.Pointer(workSpace), C.uint64_t(workSpaceSizeInBytes), unsafe.Pointer(beta), C.uintptr_t(yDesc), unsafe.Pointer(y))).err()
+}
+
+// inConvolutionForward calls cudnnConvolutionForward with the CUDA context ctx current on the calling thread.
+func inConvolutionForward(ctx cuda.CUcontext, handle CudnnHandle, alpha unsafe.Pointer, xDesc CudnnTensorDescriptor, x unsafe.Pointer, wDesc CudnnFilterDescriptor, w unsafe.Pointer, convDesc CudnnConvolutionDescriptor, algo CudnnConvolutionFwdAlgo, workSpace unsafe.Pointer, workSpaceSizeInBytes uint64, beta unsafe.Pointer, yDesc CudnnTensorDescriptor, y unsafe.Pointer) error {
+	fn, err := proc_cudnnConvolutionForward.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cudnnConvolutionForward(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), unsafe.Pointer(alpha), C.uintptr_t(xDesc), unsafe.Pointer(x), C.uintptr_t(wDesc), unsafe.Pointer(w), C.uintptr_t(convDesc), C.int32_t(algo), unsafe.Pointer(workSpace), C.uint64_t(workSpaceSizeInBytes), unsafe.Pointer(beta), C.uintptr_t(yDesc), unsafe.Pointer(y)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
 }
 
 // Create calls cudnnCreate:
@@ -1518,6 +1579,23 @@ func FindConvolutionForwardAlgorithmEx(handle CudnnHandle, xDesc CudnnTensorDesc
 	return Status(C.gocuda_cudnnFindConvolutionForwardAlgorithmEx(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(xDesc), unsafe.Pointer(x), C.uintptr_t(wDesc), unsafe.Pointer(w), C.uintptr_t(convDesc), C.uintptr_t(yDesc), unsafe.Pointer(y), C.int32_t(requestedAlgoCount), (*C.uint8_t)(unsafe.Pointer(returnedAlgoCount)), (*C.uint8_t)(unsafe.Pointer(perfResults)), unsafe.Pointer(workSpace), C.uint64_t(workSpaceSizeInBytes))).err()
 }
 
+// inFindConvolutionForwardAlgorithmEx calls cudnnFindConvolutionForwardAlgorithmEx with the CUDA context ctx current on the calling thread.
+func inFindConvolutionForwardAlgorithmEx(ctx cuda.CUcontext, handle CudnnHandle, xDesc CudnnTensorDescriptor, x unsafe.Pointer, wDesc CudnnFilterDescriptor, w unsafe.Pointer, convDesc CudnnConvolutionDescriptor, yDesc CudnnTensorDescriptor, y unsafe.Pointer, requestedAlgoCount int32, returnedAlgoCount *int32, perfResults *CudnnConvolutionFwdAlgoPerf, workSpace unsafe.Pointer, workSpaceSizeInBytes uint64) error {
+	fn, err := proc_cudnnFindConvolutionForwardAlgorithmEx.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cudnnFindConvolutionForwardAlgorithmEx(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.uintptr_t(xDesc), unsafe.Pointer(x), C.uintptr_t(wDesc), unsafe.Pointer(w), C.uintptr_t(convDesc), C.uintptr_t(yDesc), unsafe.Pointer(y), C.int32_t(requestedAlgoCount), (*C.uint8_t)(unsafe.Pointer(returnedAlgoCount)), (*C.uint8_t)(unsafe.Pointer(perfResults)), unsafe.Pointer(workSpace), C.uint64_t(workSpaceSizeInBytes)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
+}
+
 // FusedOpsExecute calls cudnnFusedOpsExecute:
 //
 //	cudnnStatus_t cudnnFusedOpsExecute(cudnnHandle_t handle, cudnnFusedOpsPlan_t plan, cudnnFusedOpsVariantParamPack_t varPack)
@@ -1817,6 +1895,23 @@ func GetConvolutionForwardAlgorithmMaxCount(handle CudnnHandle, count *int32) er
 	return Status(C.gocuda_cudnnGetConvolutionForwardAlgorithmMaxCount(C.uintptr_t(fn), C.uintptr_t(handle), (*C.uint8_t)(unsafe.Pointer(count)))).err()
 }
 
+// inGetConvolutionForwardAlgorithmMaxCount calls cudnnGetConvolutionForwardAlgorithmMaxCount with the CUDA context ctx current on the calling thread.
+func inGetConvolutionForwardAlgorithmMaxCount(ctx cuda.CUcontext, handle CudnnHandle, count *int32) error {
+	fn, err := proc_cudnnGetConvolutionForwardAlgorithmMaxCount.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cudnnGetConvolutionForwardAlgorithmMaxCount(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), (*C.uint8_t)(unsafe.Pointer(count))))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
+}
+
 // GetConvolutionForwardAlgorithm calls cudnnGetConvolutionForwardAlgorithm_v7:
 //
 //	cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t handle, cudnnTensorDescriptor_t srcDesc, cudnnFilterDescriptor_t filterDesc, cudnnConvolutionDescriptor_t convDesc, cudnnTensorDescriptor_t destDesc, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionFwdAlgoPerf_t *perfResults)
@@ -1830,6 +1925,23 @@ func GetConvolutionForwardAlgorithm(handle CudnnHandle, srcDesc CudnnTensorDescr
 	return Status(C.gocuda_cudnnGetConvolutionForwardAlgorithm_v7(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(srcDesc), C.uintptr_t(filterDesc), C.uintptr_t(convDesc), C.uintptr_t(destDesc), C.int32_t(requestedAlgoCount), (*C.uint8_t)(unsafe.Pointer(returnedAlgoCount)), (*C.uint8_t)(unsafe.Pointer(perfResults)))).err()
 }
 
+// inGetConvolutionForwardAlgorithm calls cudnnGetConvolutionForwardAlgorithm_v7 with the CUDA context ctx current on the calling thread.
+func inGetConvolutionForwardAlgorithm(ctx cuda.CUcontext, handle CudnnHandle, srcDesc CudnnTensorDescriptor, filterDesc CudnnFilterDescriptor, convDesc CudnnConvolutionDescriptor, destDesc CudnnTensorDescriptor, requestedAlgoCount int32, returnedAlgoCount *int32, perfResults *CudnnConvolutionFwdAlgoPerf) error {
+	fn, err := proc_cudnnGetConvolutionForwardAlgorithm_v7.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cudnnGetConvolutionForwardAlgorithm_v7(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.uintptr_t(srcDesc), C.uintptr_t(filterDesc), C.uintptr_t(convDesc), C.uintptr_t(destDesc), C.int32_t(requestedAlgoCount), (*C.uint8_t)(unsafe.Pointer(returnedAlgoCount)), (*C.uint8_t)(unsafe.Pointer(perfResults))))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
+}
+
 // GetConvolutionForwardWorkspaceSize calls cudnnGetConvolutionForwardWorkspaceSize:
 //
 //	cudnnStatus_t cudnnGetConvolutionForwardWorkspaceSize(cudnnHandle_t handle, cudnnTensorDescriptor_t xDesc, cudnnFilterDescriptor_t wDesc, cudnnConvolutionDescriptor_t convDesc, cudnnTensorDescriptor_t yDesc, cudnnConvolutionFwdAlgo_t algo, size_t *sizeInBytes)
@@ -1841,6 +1953,23 @@ func GetConvolutionForwardWorkspaceSize(handle CudnnHandle, xDesc CudnnTensorDes
 		return err
 	}
 	return Status(C.gocuda_cudnnGetConvolutionForwardWorkspaceSize(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(xDesc), C.uintptr_t(wDesc), C.uintptr_t(convDesc), C.uintptr_t(yDesc), C.int32_t(algo), (*C.uint8_t)(unsafe.Pointer(sizeInBytes)))).err()
+}
+
+// inGetConvolutionForwardWorkspaceSize calls cudnnGetConvolutionForwardWorkspaceSize with the CUDA context ctx current on the calling thread.
+func inGetConvolutionForwardWorkspaceSize(ctx cuda.CUcontext, handle CudnnHandle, xDesc CudnnTensorDescriptor, wDesc CudnnFilterDescriptor, convDesc CudnnConvolutionDescriptor, yDesc CudnnTensorDescriptor, algo CudnnConvolutionFwdAlgo, sizeInBytes *uint64) error {
+	fn, err := proc_cudnnGetConvolutionForwardWorkspaceSize.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cudnnGetConvolutionForwardWorkspaceSize(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.uintptr_t(xDesc), C.uintptr_t(wDesc), C.uintptr_t(convDesc), C.uintptr_t(yDesc), C.int32_t(algo), (*C.uint8_t)(unsafe.Pointer(sizeInBytes))))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
 }
 
 // GetConvolutionGroupCount calls cudnnGetConvolutionGroupCount:
@@ -3133,6 +3262,23 @@ func SetStream(handle CudnnHandle, streamId cuda.CUstream) error {
 	return Status(C.gocuda_cudnnSetStream(C.uintptr_t(fn), C.uintptr_t(handle), C.uintptr_t(streamId))).err()
 }
 
+// inSetStream calls cudnnSetStream with the CUDA context ctx current on the calling thread.
+func inSetStream(ctx cuda.CUcontext, handle CudnnHandle, streamId cuda.CUstream) error {
+	fn, err := proc_cudnnSetStream.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cudnnSetStream(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.uintptr_t(streamId)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
+}
+
 // SetTensor calls cudnnSetTensor:
 //
 //	cudnnStatus_t cudnnSetTensor(cudnnHandle_t handle, cudnnTensorDescriptor_t yDesc, void *y, const void *valuePtr)
@@ -3235,6 +3381,23 @@ func SoftmaxForward(handle CudnnHandle, algo CudnnSoftmaxAlgorithm, mode CudnnSo
 		return err
 	}
 	return Status(C.gocuda_cudnnSoftmaxForward(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(algo), C.int32_t(mode), unsafe.Pointer(alpha), C.uintptr_t(xDesc), unsafe.Pointer(x), unsafe.Pointer(beta), C.uintptr_t(yDesc), unsafe.Pointer(y))).err()
+}
+
+// inSoftmaxForward calls cudnnSoftmaxForward with the CUDA context ctx current on the calling thread.
+func inSoftmaxForward(ctx cuda.CUcontext, handle CudnnHandle, algo CudnnSoftmaxAlgorithm, mode CudnnSoftmaxMode, alpha unsafe.Pointer, xDesc CudnnTensorDescriptor, x unsafe.Pointer, beta unsafe.Pointer, yDesc CudnnTensorDescriptor, y unsafe.Pointer) error {
+	fn, err := proc_cudnnSoftmaxForward.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cudnnSoftmaxForward(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(algo), C.int32_t(mode), unsafe.Pointer(alpha), C.uintptr_t(xDesc), unsafe.Pointer(x), unsafe.Pointer(beta), C.uintptr_t(yDesc), unsafe.Pointer(y)))
+	if r>>32 != 0 {
+		return cuda.Result(int32(r))
+	}
+	return Status(r).err()
 }
 
 // SpatialTfGridGeneratorBackward calls cudnnSpatialTfGridGeneratorBackward:

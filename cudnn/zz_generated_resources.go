@@ -138,3 +138,93 @@ func (o *OwnedActivationDescriptor) Close() error {
 	}
 	return owned.Close("cudnn: OwnedActivationDescriptor")
 }
+
+// OwnedFilterDescriptor owns a cudnnFilterDescriptor_t (created by cudnnCreateFilterDescriptor) and releases it with cudnnDestroyFilterDescriptor.
+//
+// Close releases it now. An OwnedFilterDescriptor that is dropped without Close is released through
+// resource.ResourceFinalizer in the non-blocking lane: cudnnDestroyFilterDescriptor returns promptly, so a dropped OwnedFilterDescriptor is released soon after a garbage collection finds it unreachable: at the next allocation or synchronization, or within about 100 ms.
+// Blocking class: host-side descriptor like cudnnDestroyTensorDescriptor (measured non-blocking); re-measured by tools/blockprobe.
+//
+// Handle returns the raw handle for the raw functions; keep the OwnedFilterDescriptor reachable
+// (runtime.KeepAlive) until the last call that uses it has returned, as with os.File.Fd.
+type OwnedFilterDescriptor struct {
+	o owner.Owned[CudnnFilterDescriptor]
+}
+
+// OwnFilterDescriptor takes ownership of h, a cudnnFilterDescriptor_t created through the raw layer: the returned
+// OwnedFilterDescriptor releases it with cudnnDestroyFilterDescriptor.
+func OwnFilterDescriptor(h CudnnFilterDescriptor) *OwnedFilterDescriptor {
+	return &OwnedFilterDescriptor{owner.New(h, DestroyFilterDescriptor, false, "cudnnDestroyFilterDescriptor")}
+}
+
+// NewOwnedFilterDescriptor creates a cudnnFilterDescriptor_t with cudnnCreateFilterDescriptor and owns it.
+func NewOwnedFilterDescriptor() (*OwnedFilterDescriptor, error) {
+	var h CudnnFilterDescriptor
+	if err := CreateFilterDescriptor(&h); err != nil {
+		return nil, err
+	}
+	return OwnFilterDescriptor(h), nil
+}
+
+// Handle returns the raw cudnnFilterDescriptor_t, or its zero value once closed.
+func (o *OwnedFilterDescriptor) Handle() CudnnFilterDescriptor {
+	if o == nil {
+		return 0
+	}
+	return o.o.Handle()
+}
+
+// Close releases the cudnnFilterDescriptor_t with cudnnDestroyFilterDescriptor now and returns its error. Closing again, or
+// closing a nil OwnedFilterDescriptor, returns an error that matches cuda.ErrClosed and resource.ErrReleased.
+func (o *OwnedFilterDescriptor) Close() error {
+	var owned owner.Owned[CudnnFilterDescriptor]
+	if o != nil {
+		owned = o.o
+	}
+	return owned.Close("cudnn: OwnedFilterDescriptor")
+}
+
+// OwnedConvolutionDescriptor owns a cudnnConvolutionDescriptor_t (created by cudnnCreateConvolutionDescriptor) and releases it with cudnnDestroyConvolutionDescriptor.
+//
+// Close releases it now. An OwnedConvolutionDescriptor that is dropped without Close is released through
+// resource.ResourceFinalizer in the non-blocking lane: cudnnDestroyConvolutionDescriptor returns promptly, so a dropped OwnedConvolutionDescriptor is released soon after a garbage collection finds it unreachable: at the next allocation or synchronization, or within about 100 ms.
+// Blocking class: host-side descriptor like cudnnDestroyTensorDescriptor (measured non-blocking); re-measured by tools/blockprobe.
+//
+// Handle returns the raw handle for the raw functions; keep the OwnedConvolutionDescriptor reachable
+// (runtime.KeepAlive) until the last call that uses it has returned, as with os.File.Fd.
+type OwnedConvolutionDescriptor struct {
+	o owner.Owned[CudnnConvolutionDescriptor]
+}
+
+// OwnConvolutionDescriptor takes ownership of h, a cudnnConvolutionDescriptor_t created through the raw layer: the returned
+// OwnedConvolutionDescriptor releases it with cudnnDestroyConvolutionDescriptor.
+func OwnConvolutionDescriptor(h CudnnConvolutionDescriptor) *OwnedConvolutionDescriptor {
+	return &OwnedConvolutionDescriptor{owner.New(h, DestroyConvolutionDescriptor, false, "cudnnDestroyConvolutionDescriptor")}
+}
+
+// NewOwnedConvolutionDescriptor creates a cudnnConvolutionDescriptor_t with cudnnCreateConvolutionDescriptor and owns it.
+func NewOwnedConvolutionDescriptor() (*OwnedConvolutionDescriptor, error) {
+	var h CudnnConvolutionDescriptor
+	if err := CreateConvolutionDescriptor(&h); err != nil {
+		return nil, err
+	}
+	return OwnConvolutionDescriptor(h), nil
+}
+
+// Handle returns the raw cudnnConvolutionDescriptor_t, or its zero value once closed.
+func (o *OwnedConvolutionDescriptor) Handle() CudnnConvolutionDescriptor {
+	if o == nil {
+		return 0
+	}
+	return o.o.Handle()
+}
+
+// Close releases the cudnnConvolutionDescriptor_t with cudnnDestroyConvolutionDescriptor now and returns its error. Closing again, or
+// closing a nil OwnedConvolutionDescriptor, returns an error that matches cuda.ErrClosed and resource.ErrReleased.
+func (o *OwnedConvolutionDescriptor) Close() error {
+	var owned owner.Owned[CudnnConvolutionDescriptor]
+	if o != nil {
+		owned = o.o
+	}
+	return owned.Close("cudnn: OwnedConvolutionDescriptor")
+}

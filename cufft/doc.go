@@ -8,10 +8,11 @@
 //
 // Transforms of rank 1 to 3, batched, on any cuda.Memory of the element type, queued
 // on a stream. Plans come from a per-context cache keyed by the transform (made once
-// with cufftPlanMany, bound to the caller's stream per call); calls make the context
-// current themselves and take part in the cuda package's hand-off (inputs read,
-// outputs written). Arguments are checked before any CUDA call. Transforms are
-// unnormalized, as in cuFFT.
+// with cufftMakePlanMany, bound to the caller's stream per call), with their work
+// area from the device's pool (it shows in cuda.MemoryStatus); calls make the
+// context current themselves and take part in the cuda package's hand-off (inputs
+// read, outputs written, and the plan's work area written). Arguments are checked
+// before any CUDA call. Transforms are unnormalized, as in cuFFT.
 //
 // # The raw layer
 //
@@ -26,5 +27,5 @@
 // OwnedPlan owns a plan: Close destroys it; one dropped without Close is destroyed by
 // resource.Reclaim (cufftDestroy waits for the GPU, so never on the finalizer path). The
 // cache's plans are OwnedPlans: one it drops (it keeps MaxIdlePlans per context, and
-// none after the device ran out of memory) is destroyed in Reclaim.
+// drops them all at every Reclaim) is destroyed in Reclaim.
 package cufft

@@ -178,11 +178,18 @@ func isFloat64[T Real]() bool {
 	return ok
 }
 
-// Plans: a plan is made for one transform (cufftPlanMany, with the context current)
-// and reused by every call of that transform in its context, one call at a time; at
-// most MaxIdlePlans idle plans are kept per context. A plan the cache drops (also on
-// out-of-memory) is left to its OwnedPlan, destroyed in resource.Reclaim (cufftDestroy
-// waits for the GPU: headers/cufft.toml).
+// Plans: a plan is made for one transform (cufftMakePlanMany, with the context
+// current) and reused by every call of that transform in its context, one call at a
+// time; at most MaxIdlePlans idle plans are kept per context, and a call takes the
+// idle plan last bound to its own stream when there is one. A plan the cache drops
+// (all of them at every resource.Reclaim) is left to its OwnedPlan, destroyed in
+// resource.Reclaim (cufftDestroy waits for the GPU: headers/cufft.toml).
+//
+// Work area: a plan's scratch memory comes from the device's pool instead of
+// cuFFT's own allocation (cufftSetAutoAllocation(0), cufftSetWorkArea), so it shows
+// in cuda.MemoryStatus and goes back to the pool with its plan. Every call passes it
+// to the hand-off as written memory: a plan that moves to another stream waits on
+// the GPU for the old stream's last use of its work area.
 
 // MaxIdlePlans is how many idle plans a context's cache keeps.
 const MaxIdlePlans = 16
@@ -214,13 +221,28 @@ type plan struct {
 	own    *OwnedPlan
 	raw    CufftHandle
 	stream cuda.CUstream
+	work   *cuda.DeviceBuffer // nil when the transform needs none
 }
 
-// plans are the idle plans, at most MaxIdlePlans per context.
-var plans = idlecache.New[planKey, cuda.CUcontext, *plan](MaxIdlePlans, func(k planKey) cuda.CUcontext { return k.ctx })
+// MaxIdlePlanBytes bounds the bytes of work area a context's idle plans hold: a plan
+// that would pass it is dropped (and its work area goes back to the pool) rather
+// than kept, so a few huge transforms cannot pin the device's memory.
+const MaxIdlePlanBytes = 256 << 20
 
-func takePlan(ctx *cuda.Context, k planKey) (*plan, error) {
-	if p, ok := plans.Take(k); ok {
+// plans are the idle plans, at most MaxIdlePlans and MaxIdlePlanBytes per context.
+var plans = idlecache.New[planKey, cuda.CUcontext, *plan](MaxIdlePlans, func(k planKey) cuda.CUcontext { return k.ctx }).
+	LimitBytes(MaxIdlePlanBytes, func(p *plan) int64 {
+		if p.work == nil {
+			return 0
+		}
+		return int64(p.work.Size())
+	})
+
+// takePlan returns an idle plan of k, preferably the one last bound to s, or a new
+// one with its work area from the pool, allocated on s.
+func takePlan(ctx *cuda.Context, s *cuda.Stream, k planKey) (*plan, error) {
+	st := s.Handle()
+	if p, ok := plans.TakePrefer(k, func(p *plan) bool { return p.stream == st }); ok {
 		return p, nil
 	}
 	p := new(plan)
@@ -229,14 +251,29 @@ func takePlan(ctx *cuda.Context, k planKey) (*plan, error) {
 	for i, d := range k.sizes[:rank] {
 		dims[i] = int32(d)
 	}
+	var size uint64
 	err := ctx.Locked(func() error {
-		if err := inPlanMany(k.ctx, &p.raw, int32(rank), &dims[0], nil, 1, 0, nil, 1, 0, k.typ, int32(k.batch)); err != nil {
+		if err := Create(&p.raw); err != nil {
 			return err
 		}
-		p.own = OwnPlan(p.raw)
-		return nil
+		p.own = OwnPlan(p.raw) // from here on, the plan is released however this ends
+		if err := SetAutoAllocation(p.raw, 0); err != nil {
+			return err
+		}
+		return MakePlanMany(p.raw, int32(rank), &dims[0], nil, 1, 0, nil, 1, 0, k.typ, int32(k.batch), &size)
 	})
+	if err == nil && size > 0 {
+		if p.work, err = ctx.Alloc(s, int(size)); err == nil {
+			wp, _ := cuda.DevicePtr[byte](p.work)
+			err = ctx.Locked(func() error { return SetWorkArea(p.raw, unsafe.Pointer(wp)) })
+		}
+	}
 	if err != nil {
+		// Dropped, not closed: cufftDestroy may wait for the GPU, so the plan's
+		// OwnedPlan is destroyed in resource.Reclaim.
+		if p.work != nil {
+			p.work.Close()
+		}
 		return nil, fmt.Errorf("making a plan: %w", err)
 	}
 	return p, nil
@@ -249,9 +286,14 @@ func putPlan(k planKey, p *plan) { plans.Put(k, p) }
 func idlePlans(ctx *cuda.Context) int { return plans.Idle(ctx.Handle()) }
 
 // exec runs f with a plan of k in s's context, bound to s, through cuda.Enqueue: in
-// is read (unless nil), every memory of written is written.
+// is read (unless nil), every memory of written is written, and so is the plan's
+// work area. The stream and memory are checked before a plan is made, so that a bad
+// argument is reported before cuFFT is loaded.
 func exec(op string, s *cuda.Stream, k planKey, f func(ctx cuda.CUcontext, p CufftHandle) error, in cuda.Memory, written ...cuda.Memory) error {
-	var uses [3]cuda.Use
+	fail := func(err error) error {
+		return fmt.Errorf("cufft: %s of %v, batch %d: %w", op, k.sizes[:k.rank()], k.batch, err)
+	}
+	var uses [4]cuda.Use
 	u := uses[:0]
 	if in != nil {
 		u = append(u, cuda.Reads(in))
@@ -259,26 +301,30 @@ func exec(op string, s *cuda.Stream, k planKey, f func(ctx cuda.CUcontext, p Cuf
 	for _, m := range written {
 		u = append(u, cuda.Writes(m))
 	}
-	var p *plan
-	err := cuda.Enqueue(s, func(ctx cuda.CUcontext, h cuda.CUstream) error {
-		k.ctx = ctx
-		var err error
-		if p, err = takePlan(s.Context(), k); err != nil {
-			return err
-		}
+	if err := cuda.CheckEnqueue(s, u...); err != nil {
+		return fail(err)
+	}
+	ctx := s.Context()
+	k.ctx = ctx.Handle()
+	p, err := takePlan(ctx, s, k)
+	if err != nil {
+		return fail(err)
+	}
+	defer putPlan(k, p)
+	if p.work != nil {
+		u = append(u, cuda.Writes(p.work))
+	}
+	err = cuda.Enqueue(s, func(c cuda.CUcontext, h cuda.CUstream) error {
 		if p.stream != h {
-			if err := inSetStream(ctx, p.raw, h); err != nil {
+			if err := inSetStream(c, p.raw, h); err != nil {
 				return err
 			}
 			p.stream = h
 		}
-		return f(ctx, p.raw)
+		return f(c, p.raw)
 	}, u...)
-	if p != nil {
-		putPlan(k, p)
-	}
 	if err != nil {
-		return fmt.Errorf("cufft: %s of %v, batch %d: %w", op, k.sizes[:k.rank()], k.batch, err)
+		return fail(err)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cufft"
 	"github.com/gocuda/gocuda/internal/gputest"
+	"github.com/gocuda/gocuda/resource"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -153,4 +154,74 @@ func TestTransforms(t *testing.T) {
 	}
 	assert.Positive(t, cufft.IdlePlansForTest(ctx), "plans are cached")
 	assert.LessOrEqual(t, cufft.IdlePlansForTest(ctx), cufft.MaxIdlePlans)
+}
+
+// A transform that needs scratch memory gets its work area from the device's pool
+// (exactly the size cuFFT asks for), and one plan alternating between two streams
+// gives the direct DFT every time: the hand-off orders the work area's uses.
+func TestWorkArea(t *testing.T) {
+	ctx, s := gputest.Stream(t, gputest.Kernels)
+	gputest.RequireLibrary(t, cufft.Library())
+	_, err := resource.Reclaim() // no idle plans: the first call makes one
+	require.NoError(t, err)
+	s2, err := ctx.NewStream()
+	require.NoError(t, err)
+	defer s2.Close()
+
+	// The first of these sizes for which cuFFT wants a work area (primes go through
+	// Bluestein's algorithm), asked of a raw plan on this thread's context.
+	const batch = 8
+	n, work := 0, uint64(0)
+	for _, c := range []int{1031, 4099, 65537, 1 << 20} {
+		var p cufft.CufftHandle
+		require.NoError(t, cufft.Create(&p))
+		require.NoError(t, cufft.SetAutoAllocation(p, 0))
+		dims := []int32{int32(c)}
+		require.NoError(t, cufft.MakePlanMany(p, 1, &dims[0], nil, 1, 0, nil, 1, 0, cufft.CUFFT_Z2Z, batch, &work))
+		require.NoError(t, cufft.Destroy(p))
+		if work > 0 {
+			n = c
+			break
+		}
+	}
+	require.NotZero(t, n, "no candidate size needs a work area")
+	t.Logf("Z2Z of %d, batch %d: work area %d bytes", n, batch, work)
+
+	r := rand.New(rand.NewPCG(5, 6))
+	in := make([]complex128, n*batch)
+	for i := range in {
+		in[i] = complex(r.Float64()*2-1, r.Float64()*2-1)
+	}
+	dIn, err := cuda.AllocFor[complex128](s, len(in))
+	require.NoError(t, err)
+	defer dIn.Close()
+	require.NoError(t, cuda.CopyToDeviceAsync(s, dIn, in))
+	var want []complex128
+	if n <= 4099 {
+		want = dft(in[:n], []int{n}, -1)
+	}
+	before := gputest.DeviceBytes(t)
+	for i := range 6 {
+		st := []*cuda.Stream{s, s2}[i%2]
+		out, err := cuda.AllocFor[complex128](st, len(in))
+		require.NoError(t, err)
+		require.NoError(t, cufft.FFT[complex128](st, []int{n}, batch, dIn, out, false))
+		if i == 0 {
+			assert.Equal(t, int64(out.Size())+int64(work), gputest.DeviceBytes(t)-before, "the output and the work area")
+		}
+		got := make([]complex128, n)
+		require.NoError(t, cuda.CopyFromDevice(got, out))
+		if want == nil { // too long for the direct DFT: the inverse must give n·x back
+			require.NoError(t, cufft.FFT[complex128](st, []int{n}, batch, out, out, true))
+			require.NoError(t, cuda.CopyFromDevice(got, out))
+			for j := range got {
+				require.InDelta(t, 0.0, cmplx.Abs(got[j]/complex(float64(n), 0)-in[j]), 1e-9, "round %d element %d", i, j)
+			}
+		} else {
+			for j := range want {
+				require.InDelta(t, 0.0, cmplx.Abs(want[j]-got[j]), 1e-9*float64(n), "round %d element %d", i, j)
+			}
+		}
+		out.Close()
+	}
 }

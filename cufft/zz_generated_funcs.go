@@ -48,7 +48,6 @@ static int32_t gocuda_cufftPlan1d(uintptr_t fn, uint8_t* a0, int32_t a1, int32_t
 static int32_t gocuda_cufftPlan2d(uintptr_t fn, uint8_t* a0, int32_t a1, int32_t a2, int32_t a3) { return ((int32_t (*)(uint8_t*, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cufftPlan3d(uintptr_t fn, uint8_t* a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4) { return ((int32_t (*)(uint8_t*, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cufftPlanMany(uintptr_t fn, uint8_t* a0, int32_t a1, uint8_t* a2, uint8_t* a3, int32_t a4, int32_t a5, uint8_t* a6, int32_t a7, int32_t a8, int32_t a9, int32_t a10) { return ((int32_t (*)(uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, int32_t, uint8_t*, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
-static int64_t gocuda_in_cufftPlanMany(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint8_t* a0, int32_t a1, uint8_t* a2, uint8_t* a3, int32_t a4, int32_t a5, uint8_t* a6, int32_t a7, int32_t a8, int32_t a9, int32_t a10) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, int32_t, uint8_t*, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cufftResetPlanProperty(uintptr_t fn, int32_t a0, int32_t a1) { return ((int32_t (*)(int32_t, int32_t))fn)(a0, a1); }
 static int32_t gocuda_cufftSetAutoAllocation(uintptr_t fn, int32_t a0, int32_t a1) { return ((int32_t (*)(int32_t, int32_t))fn)(a0, a1); }
 static int32_t gocuda_cufftSetPlanPropertyInt64(uintptr_t fn, int32_t a0, int32_t a1, int64_t a2) { return ((int32_t (*)(int32_t, int32_t, int64_t))fn)(a0, a1, a2); }
@@ -594,23 +593,6 @@ func PlanMany(plan *CufftHandle, rank int32, n *int32, inembed *int32, istride i
 		return err
 	}
 	return Result(C.gocuda_cufftPlanMany(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(plan)), C.int32_t(rank), (*C.uint8_t)(unsafe.Pointer(n)), (*C.uint8_t)(unsafe.Pointer(inembed)), C.int32_t(istride), C.int32_t(idist), (*C.uint8_t)(unsafe.Pointer(onembed)), C.int32_t(ostride), C.int32_t(odist), C.int32_t(type_), C.int32_t(batch))).err()
-}
-
-// inPlanMany calls cufftPlanMany with the CUDA context ctx current on the calling thread.
-func inPlanMany(ctx cuda.CUcontext, plan *CufftHandle, rank int32, n *int32, inembed *int32, istride int32, idist int32, onembed *int32, ostride int32, odist int32, type_ CufftType, batch int32) error {
-	fn, err := proc_cufftPlanMany.Addr()
-	if err != nil {
-		return err
-	}
-	get, set, err := ctxswitch.Procs()
-	if err != nil {
-		return err
-	}
-	r := int64(C.gocuda_in_cufftPlanMany(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), (*C.uint8_t)(unsafe.Pointer(plan)), C.int32_t(rank), (*C.uint8_t)(unsafe.Pointer(n)), (*C.uint8_t)(unsafe.Pointer(inembed)), C.int32_t(istride), C.int32_t(idist), (*C.uint8_t)(unsafe.Pointer(onembed)), C.int32_t(ostride), C.int32_t(odist), C.int32_t(type_), C.int32_t(batch)))
-	if r>>32 != 0 {
-		return cuda.Result(int32(r))
-	}
-	return Result(r).err()
 }
 
 // ResetPlanProperty calls cufftResetPlanProperty:

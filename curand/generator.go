@@ -23,8 +23,8 @@ import (
 // A Generator is safe for concurrent use (calls are serialized: a sequence has an
 // order). Close gives the raw generator back to its context's cache, reseeded by the
 // next NewGenerator of its kind; a Generator dropped without Close goes back too. A
-// raw generator the cache has no room for, or drops when the device is out of memory,
-// is destroyed in resource.Reclaim: curandDestroyGenerator waits for the GPU and
+// raw generator the cache has no room for, or drops at every resource.Reclaim, is
+// destroyed in resource.Reclaim: curandDestroyGenerator waits for the GPU and
 // stalls other threads' launches (headers/curand.toml), so never elsewhere.
 type Generator struct {
 	ctx  *cuda.Context

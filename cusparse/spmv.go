@@ -142,25 +142,26 @@ func MulVec[T Float](s *cuda.Stream, trans CusparseOperation, alpha T, a Matrix,
 		return fmt.Errorf("cusparse: %s: %w", op, err)
 	}
 	vt := valueType[T]()
-	return run(op, s, a, vt, elemSize[T](), ptrOf[T], func(ctx cuda.CUcontext, h CusparseHandle, m CusparseSpMatDescr) (work func(unsafe.Pointer) error, size uint64, uses []cuda.Use, cleanup func(), err error) {
+	io := []cuda.Use{cuda.Reads(x), cuda.Writes(y)}
+	return run(op, s, a, vt, elemSize[T](), ptrOf[T], io, func(ctx cuda.CUcontext, h CusparseHandle, m CusparseSpMatDescr) (work func(unsafe.Pointer) error, size uint64, cleanup func(), err error) {
 		var dx, dy CusparseDnVecDescr
 		if err := inCreateDnVec(ctx, &dx, int64(xl), px, vt); err != nil {
-			return nil, 0, nil, nil, err
+			return nil, 0, nil, err
 		}
 		if err := inCreateDnVec(ctx, &dy, int64(yl), py, vt); err != nil {
 			_ = inDestroyDnVec(ctx, dx)
-			return nil, 0, nil, nil, err
+			return nil, 0, nil, err
 		}
 		cleanup = func() { _ = errors.Join(inDestroyDnVec(ctx, dx), inDestroyDnVec(ctx, dy)) }
 		ap, bp := unsafe.Pointer(&alpha), unsafe.Pointer(&beta)
 		if err := inSpMVBufferSize(ctx, h, trans, ap, m, dx, bp, dy, vt, CUSPARSE_SPMV_ALG_DEFAULT, &size); err != nil {
 			cleanup()
-			return nil, 0, nil, nil, err
+			return nil, 0, nil, err
 		}
 		work = func(ws unsafe.Pointer) error {
 			return inSpMV(ctx, h, trans, ap, m, dx, bp, dy, vt, CUSPARSE_SPMV_ALG_DEFAULT, ws)
 		}
-		return work, size, []cuda.Use{cuda.Reads(x), cuda.Writes(y)}, cleanup, nil
+		return work, size, cleanup, nil
 	})
 }
 
@@ -195,45 +196,49 @@ func MulMat[T Float](s *cuda.Stream, alpha T, a Matrix, n int, b cuda.Memory, ld
 		return fmt.Errorf("cusparse: %s: %w", op, err)
 	}
 	vt := valueType[T]()
-	return run(op, s, a, vt, elemSize[T](), ptrOf[T], func(ctx cuda.CUcontext, h CusparseHandle, m CusparseSpMatDescr) (work func(unsafe.Pointer) error, size uint64, uses []cuda.Use, cleanup func(), err error) {
+	io := []cuda.Use{cuda.Reads(b), cuda.Writes(c)}
+	return run(op, s, a, vt, elemSize[T](), ptrOf[T], io, func(ctx cuda.CUcontext, h CusparseHandle, m CusparseSpMatDescr) (work func(unsafe.Pointer) error, size uint64, cleanup func(), err error) {
 		var db, dc CusparseDnMatDescr
 		if err := inCreateDnMat(ctx, &db, int64(cols), int64(n), int64(ldb), pb, vt, CUSPARSE_ORDER_COL); err != nil {
-			return nil, 0, nil, nil, err
+			return nil, 0, nil, err
 		}
 		if err := inCreateDnMat(ctx, &dc, int64(rows), int64(n), int64(ldc), pc, vt, CUSPARSE_ORDER_COL); err != nil {
 			_ = inDestroyDnMat(ctx, db)
-			return nil, 0, nil, nil, err
+			return nil, 0, nil, err
 		}
 		cleanup = func() { _ = errors.Join(inDestroyDnMat(ctx, db), inDestroyDnMat(ctx, dc)) }
 		ap, bp := unsafe.Pointer(&alpha), unsafe.Pointer(&beta)
 		nt := CUSPARSE_OPERATION_NON_TRANSPOSE
 		if err := inSpMMBufferSize(ctx, h, nt, nt, ap, m, db, bp, dc, vt, CUSPARSE_SPMM_ALG_DEFAULT, &size); err != nil {
 			cleanup()
-			return nil, 0, nil, nil, err
+			return nil, 0, nil, err
 		}
 		work = func(ws unsafe.Pointer) error {
 			return inSpMM(ctx, h, nt, nt, ap, m, db, bp, dc, vt, CUSPARSE_SPMM_ALG_DEFAULT, ws)
 		}
-		return work, size, []cuda.Use{cuda.Reads(b), cuda.Writes(c)}, cleanup, nil
+		return work, size, cleanup, nil
 	})
 }
 
 // run makes the matrix's and the operation's descriptors (prepare), allocates the
 // work buffer cuSPARSE asks for on s from the device's pool, and queues the
-// operation with cuda.Enqueue (the matrix's arrays and the inputs read, the output
-// and the work buffer written); the buffer is freed after it on s.
+// operation with cuda.Enqueue (the matrix's arrays read, the dense operands as io
+// says, the work buffer written); the buffer is freed after it on s. The stream and
+// memory are checked (cuda.CheckEnqueue) before a handle is taken (and made), so that
+// a bad argument is reported before cuSPARSE is loaded.
 func run(op string, s *cuda.Stream, a Matrix, vt cuda.CudaDataType, elem int, values func(cuda.Memory) (unsafe.Pointer, error),
-	prepare func(ctx cuda.CUcontext, h CusparseHandle, m CusparseSpMatDescr) (func(unsafe.Pointer) error, uint64, []cuda.Use, func(), error)) error {
+	io []cuda.Use, prepare func(ctx cuda.CUcontext, h CusparseHandle, m CusparseSpMatDescr) (func(unsafe.Pointer) error, uint64, func(), error)) error {
 	fail := func(err error) error { return fmt.Errorf("cusparse: %s: %w", op, err) }
-	ctx := s.Context()
-	if ctx == nil {
-		return fail(fmt.Errorf("%w: nil stream", cuda.ErrInvalidArgument))
-	}
 	ptrs, uses, err := a.arrays(elem, values)
 	if err != nil {
 		return fail(err)
 	}
-	h, err := take(ctx)
+	uses = append(uses, io...)
+	if err := cuda.CheckEnqueue(s, uses...); err != nil {
+		return fail(err)
+	}
+	ctx := s.Context()
+	h, err := take(ctx, s)
 	if err != nil {
 		return fail(err)
 	}
@@ -244,12 +249,11 @@ func run(op string, s *cuda.Stream, a Matrix, vt cuda.CudaDataType, elem int, va
 		return fail(err)
 	}
 	defer inDestroySpMat(c, m)
-	work, size, more, cleanup, err := prepare(c, h.raw, m)
+	work, size, cleanup, err := prepare(c, h.raw, m)
 	if err != nil {
 		return fail(err)
 	}
 	defer cleanup()
-	uses = append(uses, more...)
 	var ws *cuda.DeviceBuffer
 	var wp unsafe.Pointer
 	if size > 0 {
@@ -339,9 +343,11 @@ type handle struct {
 // handles are the idle handles, per context.
 var handles = idlecache.New[cuda.CUcontext, cuda.CUcontext, *handle](MaxIdleHandles, func(c cuda.CUcontext) cuda.CUcontext { return c })
 
-func take(ctx *cuda.Context) (*handle, error) {
-	key := ctx.Handle()
-	if h, ok := handles.Take(key); ok {
+// take returns an idle handle of ctx, preferably the one last bound to s, or a new
+// one.
+func take(ctx *cuda.Context, s *cuda.Stream) (*handle, error) {
+	key, st := ctx.Handle(), s.Handle()
+	if h, ok := handles.TakePrefer(key, func(h *handle) bool { return h.stream == st }); ok {
 		return h, nil
 	}
 	h := new(handle)

@@ -12,7 +12,8 @@ func Drain() {
 }
 
 // Reclaim releases everything that can be released now, in this call: it
-// runs a garbage collection, waits until the runtime has run the
+// empties the library packages' caches of idle handles (cuBLAS, cuSPARSE and
+// cuDNN handles, cuRAND generators, cuFFT plans), runs a garbage collection, waits until the runtime has run the
 // finalizers that collection queued (so every object that had become
 // unreachable is queued), then runs both lanes, blocking releases
 // included, and waits for releases that other goroutines had already

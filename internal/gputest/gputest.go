@@ -253,3 +253,20 @@ func Stream(t testing.TB, needs ...Need) (*cuda.Context, *cuda.Stream) {
 	t.Cleanup(func() { s.Close() })
 	return ctx, s
 }
+
+// DeviceBytes returns the bytes of the cuda package's live device buffers in device
+// 0's primary context (cuda.MemoryStatus): library tests check with it that their
+// scratch memory comes from the package's pool.
+func DeviceBytes(t testing.TB) int64 {
+	t.Helper()
+	st, err := cuda.MemoryStatus()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range st.Contexts {
+		if c.Primary && c.Device == 0 {
+			return c.Kinds[cuda.KindDevice].Bytes
+		}
+	}
+	return 0
+}

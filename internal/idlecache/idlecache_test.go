@@ -3,7 +3,7 @@ package idlecache
 import (
 	"testing"
 
-	"github.com/gocuda/gocuda/internal/oom"
+	"github.com/gocuda/gocuda/internal/reclaimhook"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -24,9 +24,40 @@ func TestCache(t *testing.T) {
 	_, ok = c.Take(key{1, 2})
 	assert.False(t, ok)
 	assert.Equal(t, 1, c.Idle(1))
-	oom.Run()
+	reclaimhook.Run()
 	assert.Zero(t, c.Idle(1))
 	assert.Zero(t, c.Idle(2))
 	_, ok = c.Take(key{2, 1})
-	assert.False(t, ok, "emptied on out-of-memory")
+	assert.False(t, ok, "emptied at Reclaim")
+}
+
+func TestTakePrefer(t *testing.T) {
+	c := New[int, int, string](4, identity)
+	for _, h := range []string{"a", "b", "c"} {
+		c.Put(1, h)
+	}
+	h, ok := c.TakePrefer(1, func(h string) bool { return h == "a" })
+	assert.True(t, ok)
+	assert.Equal(t, "a", h)
+	h, _ = c.TakePrefer(1, func(h string) bool { return h == "z" })
+	assert.Equal(t, "c", h, "no preferred one: the most recent")
+	h, _ = c.Take(1)
+	assert.Equal(t, "b", h)
+	assert.Zero(t, c.Idle(1))
+}
+
+func identity(k int) int { return k }
+
+func TestLimitBytes(t *testing.T) {
+	c := New[int, int, int64](8, identity).LimitBytes(100, func(b int64) int64 { return b })
+	assert.True(t, c.Put(1, 60))
+	assert.False(t, c.Put(1, 50), "over 100 bytes")
+	assert.True(t, c.Put(1, 40))
+	assert.True(t, c.Put(2, 100), "another group")
+	h, ok := c.Take(1)
+	assert.True(t, ok)
+	assert.Equal(t, int64(40), h)
+	assert.True(t, c.Put(1, 30), "room again")
+	c.Drop()
+	assert.True(t, c.Put(1, 100), "emptied")
 }

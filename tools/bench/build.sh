@@ -2,7 +2,7 @@
 # build.sh: build, here (where Go is), what tools/bench and tools/blockprobe need on the GPU machine
 # (where Go is not). Run from anywhere inside the checkout:
 #
-#   bash tools/bench/build.sh [package dirs...]     # default: cuda (the packages with workload benchmarks)
+#   bash tools/bench/build.sh [package dirs...]     # default: cuda tools/bench (the packages with workload benchmarks)
 #
 # It writes .gpu/bench/ (git-ignored with .gpu/): bench and blockprobe (linux/amd64, cgo), and one
 # gzipped test binary per package with a 'packages' list, in the layout of ../shared/tools/gpu-test
@@ -17,7 +17,7 @@ cd "$root"
 grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || grep -qx '/.gpu/' .gitignore 2>/dev/null || echo '/.gpu/' >> .git/info/exclude
 dir=.gpu/bench
 rm -rf "$dir" && mkdir -p "$dir"
-if [ $# -eq 0 ]; then set -- cuda; fi
+if [ $# -eq 0 ]; then set -- cuda tools/bench; fi   # tools/bench: the cublas/ and mlp/ rows' gocuda side
 : > "$dir/packages"
 for rel in "$@"; do
   rel=${rel#./}; rel=${rel%/}

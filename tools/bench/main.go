@@ -231,9 +231,30 @@ func findNVCC(flagValue string) (string, error) {
 	return "", errors.New("nvcc not found (give -nvcc or -floor)")
 }
 
-// FloorBuildArgs is the nvcc command line that builds the floor.
-func FloorBuildArgs(src, bin, arch string) []string {
-	return []string{"-O2", "-arch=" + arch, "-o", bin, src, "-lcuda", "-lpthread"}
+// FloorBuildArgs is the nvcc command line that builds the floor. libDir, unless empty, becomes
+// an rpath: the floor then loads the libcublas it was linked with, wherever the loader looks.
+func FloorBuildArgs(src, bin, arch, libDir string) []string {
+	args := []string{"-O2", "-arch=" + arch, "-o", bin, src, "-lcuda", "-lcublas", "-lpthread"}
+	if libDir != "" {
+		args = append(args, "-Xlinker", "-rpath="+libDir)
+	}
+	return args
+}
+
+// toolkitLibDir returns the lib64 directory of the toolkit that nvcc belongs to
+// (<root>/bin/nvcc -> <root>/lib64), or "" where there is none.
+func toolkitLibDir(nvcc string) string {
+	if p, err := filepath.EvalSymlinks(nvcc); err == nil {
+		nvcc = p
+	}
+	dir := filepath.Join(filepath.Dir(filepath.Dir(nvcc)), "lib64")
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() || strings.Contains(dir, ",") {
+		return "" // nvcc splits option values at commas
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	return dir
 }
 
 func runFloor(o Options, ws []Workload) (FloorOutput, error) {
@@ -248,7 +269,7 @@ func runFloor(o Options, ws []Workload) (FloorOutput, error) {
 			return FloorOutput{}, err
 		}
 		bin = filepath.Join(dir, "floor")
-		args := FloorBuildArgs(o.FloorSrc, bin, o.Arch)
+		args := FloorBuildArgs(o.FloorSrc, bin, o.Arch, toolkitLibDir(nvcc))
 		fmt.Println("bench:", nvcc, strings.Join(args, " "))
 		cmd := exec.Command(nvcc, args...)
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr

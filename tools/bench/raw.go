@@ -14,8 +14,9 @@ import (
 	"github.com/gocuda/gocuda/internal/rawctx"
 )
 
-// kernelsPTX holds empty(), axpb(float*, int) and copies of cuda/testdata/kernels.ptx's fill_u32,
-// add_u32 and read_sum; tools/floor/floor.cu loads the same file.
+// kernelsPTX holds empty(), axpb(float*, int), bias_relu(float*, const float*, int, int) and
+// copies of cuda/testdata/kernels.ptx's fill_u32, add_u32 and read_sum; tools/floor/floor.cu
+// loads the same file.
 //
 //go:embed kernels.ptx
 var kernelsPTX string
@@ -23,7 +24,8 @@ var kernelsPTX string
 // Env is the state the in-process workloads share, set up once by [NewEnv] through the
 // generated raw layer only: device 0's primary context, the kernels, two streams, an event,
 // memory pools, axpb's buffer and arguments, the 10-kernel graph, a stream pool and the
-// small-buffer workloads' memory.
+// small-buffer workloads' memory; the MLP workloads' cuBLAS handle and memory come at their
+// first run (mlp.go).
 type Env struct {
 	Dev   cuda.CUdevice
 	Ctx   cuda.CUcontext
@@ -33,6 +35,7 @@ type Env struct {
 	Fill  cuda.CUfunction // fill_u32(uint32_t* p, uint32_t v, uint64_t n)
 	Add   cuda.CUfunction // add_u32(uint32_t* p, uint32_t v, uint64_t n)
 	Sum   cuda.CUfunction // read_sum(const uint32_t* p, uint64_t n, uint64_t spin_ns, unsigned long long* out)
+	Bias  cuda.CUfunction // bias_relu(float* h, const float* b, int rows, int cols)
 	S1    cuda.CUstream   // the stream most workloads use
 	S2    cuda.CUstream   // the hand-off partner
 	Ev    cuda.CUevent    // timing disabled
@@ -47,6 +50,9 @@ type Env struct {
 	HostPoolErr, ManagedPoolErr error // why a pool could not be made (its workloads then fail)
 
 	Graph10 cuda.CUgraphExec // 10 axpb kernels captured on S1
+
+	mlp    *rawNet // the MLP workloads' state, made at their first run (see Env.mlpNet)
+	mlpErr error
 
 	params *axpbParams
 	args   *[2]unsafe.Pointer // kernelParams for axpb: &params.x, &params.n
@@ -79,6 +85,7 @@ func NewEnv() (*Env, error) {
 	}
 	var (
 		empty, axpb, fill, add, sum cuda.CUfunction
+		bias                        cuda.CUfunction
 		s1, s2                      cuda.CUstream
 		ev                          cuda.CUevent
 		def                         cuda.CUmemoryPool
@@ -92,7 +99,7 @@ func NewEnv() (*Env, error) {
 			for _, k := range []struct {
 				f    *cuda.CUfunction
 				name string
-			}{{&empty, "empty"}, {&axpb, "axpb"}, {&fill, "fill_u32"}, {&add, "add_u32"}, {&sum, "read_sum"}} {
+			}{{&empty, "empty"}, {&axpb, "axpb"}, {&fill, "fill_u32"}, {&add, "add_u32"}, {&sum, "read_sum"}, {&bias, "bias_relu"}} {
 				if *k.f, err = d.Function(k.name); err != nil {
 					return err
 				}
@@ -122,7 +129,7 @@ func NewEnv() (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Env{Dev: d.Dev, Ctx: d.Ctx, Mod: d.Mod, Empty: empty, Axpb: axpb, Fill: fill, Add: add, Sum: sum,
+	e := &Env{Dev: d.Dev, Ctx: d.Ctx, Mod: d.Mod, Empty: empty, Axpb: axpb, Fill: fill, Add: add, Sum: sum, Bias: bias,
 		S1: s1, S2: s2, Ev: ev, Pool: pool, HBuf: hbuf, DSum: dsum, HostX: hostX, HostRes: hostRes}
 	e.HostPool, e.HostPoolErr = makePool(cuda.CU_MEM_ALLOCATION_TYPE_PINNED, cuda.CU_MEM_LOCATION_TYPE_HOST)
 	e.ManagedPool, e.ManagedPoolErr = makePool(cuda.CU_MEM_ALLOCATION_TYPE_MANAGED, cuda.CU_MEM_LOCATION_TYPE_DEVICE)

@@ -115,4 +115,11 @@ var workloads = []Workload{
 		Raw: rawGraphEager10},
 	{ID: "graph/graph10", Desc: "cuGraphLaunch of the same 10 kernels captured into a graph", CFunc: "w_graph_graph10",
 		Raw: rawGraphGraph10},
+	// The cuBLAS rows' gocuda side is this package's own benchmarks (mlp_bench_test.go), run
+	// from its test binary like the cuda package's. No mlp/graph row: gocuda's idiomatic API
+	// has no graph capture yet.
+	{ID: "cublas/sgemm-small", Desc: sgemmSmallDesc, CFunc: "w_cublas_sgemm_small",
+		Go: GoBench{Pkg: "tools/bench", Bench: "SgemmSmall", Match: `^BenchmarkSgemmSmall$`}, Raw: rawSgemmSmall},
+	{ID: "mlp/eager", Desc: mlpEagerDesc, CFunc: "w_mlp_eager",
+		Go: GoBench{Pkg: "tools/bench", Bench: "MLP", Match: `^BenchmarkMLP/eager$`}, Raw: rawMLPEager},
 }

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -118,6 +120,7 @@ func TestPackageSelectors(t *testing.T) {
 		{"cuda", "^Benchmark(Alloc)$"}, {"cuda", "^Benchmark(Launch(Empty)?)$"}, {"cuda", "^Benchmark(CallOverhead)$"},
 		{"cuda", "^Benchmark(Handoff)$"}, {"cuda", "^Benchmark(StreamCreateDestroy)$"}, {"cuda", "^Benchmark(StreamPool)$"},
 		{"cuda", "^Benchmark(Tasks)$"}, {"cuda", "^Benchmark(Pipeline)$"},
+		{"tools/bench", "^Benchmark(SgemmSmall)$"}, {"tools/bench", "^Benchmark(MLP)$"},
 	}, got)
 	got = packageSelectors([]Workload{
 		{ID: "a", Go: GoBench{Pkg: "cublas", Bench: "Gemm"}}, {ID: "b", Go: GoBench{Pkg: "cuda", Bench: "X"}},
@@ -137,14 +140,35 @@ func TestTestBinaryName(t *testing.T) {
 }
 
 func TestFloorBuildArgs(t *testing.T) {
-	args := FloorBuildArgs("tools/floor/floor.cu", "/tmp/floor", "sm_90")
-	assert.Equal(t, []string{"-O2", "-arch=sm_90", "-o", "/tmp/floor", "tools/floor/floor.cu", "-lcuda", "-lpthread"}, args)
+	args := FloorBuildArgs("tools/floor/floor.cu", "/tmp/floor", "sm_90", "")
+	assert.Equal(t, []string{"-O2", "-arch=sm_90", "-o", "/tmp/floor", "tools/floor/floor.cu", "-lcuda", "-lcublas", "-lpthread"}, args)
+	args = FloorBuildArgs("tools/floor/floor.cu", "/tmp/floor", "sm_90", "/usr/local/cuda-13.0/lib64")
+	assert.Equal(t, []string{"-O2", "-arch=sm_90", "-o", "/tmp/floor", "tools/floor/floor.cu", "-lcuda", "-lcublas", "-lpthread",
+		"-Xlinker", "-rpath=/usr/local/cuda-13.0/lib64"}, args)
+}
+
+func TestToolkitLibDir(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "cuda-13.0")
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "bin"), 0o755))
+	nvcc := filepath.Join(root, "bin", "nvcc")
+	require.NoError(t, os.WriteFile(nvcc, nil, 0o755))
+	assert.Empty(t, toolkitLibDir(nvcc), "no lib64")
+	require.NoError(t, os.Mkdir(filepath.Join(root, "lib64"), 0o755))
+	assert.Equal(t, filepath.Join(root, "lib64"), toolkitLibDir(nvcc))
+	// nvcc found through a link elsewhere (/usr/bin/nvcc -> the toolkit's) still names the toolkit's.
+	link := filepath.Join(t.TempDir(), "nvcc")
+	require.NoError(t, os.Symlink(nvcc, link))
+	got, err := filepath.EvalSymlinks(toolkitLibDir(link))
+	require.NoError(t, err)
+	want, err := filepath.EvalSymlinks(filepath.Join(root, "lib64"))
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
 }
 
 func TestPTXHasKernels(t *testing.T) {
 	for _, k := range []string{
 		".visible .entry empty()", ".visible .entry axpb(", ".visible .entry fill_u32(", ".visible .entry add_u32(",
-		".visible .entry read_sum(", ".target sm_90", ".version 8.0",
+		".visible .entry read_sum(", ".visible .entry bias_relu(", ".target sm_90", ".version 8.0",
 	} {
 		assert.Contains(t, kernelsPTX, k)
 	}
@@ -182,4 +206,177 @@ func TestPTXEntry(t *testing.T) {
 	assert.Equal(t, ".visible .entry a(\n)\n{\n\tret;\n}\n", ptxEntry(ptx, "a"))
 	assert.Equal(t, ".visible .entry ab(\n)\n{\n}\n", ptxEntry(ptx, "ab"))
 	assert.Empty(t, ptxEntry(ptx, "b"))
+}
+
+// ptxEntries returns the names of the kernels in ptx, in order.
+func ptxEntries(ptx string) []string {
+	var names []string
+	for _, m := range regexp.MustCompile(`(?m)^\.visible \.entry (\w+)\(`).FindAllStringSubmatch(ptx, -1) {
+		names = append(names, m[1])
+	}
+	return names
+}
+
+// ptxParams returns the types of an entry's parameters, in order ("u64", "u32", ...), and
+// their names.
+func ptxParams(entry string) (types, names []string) {
+	head := entry[:strings.Index(entry, ")")+1]
+	for _, m := range regexp.MustCompile(`\.param\s+\.(\w+)\s+(\w+)`).FindAllStringSubmatch(head, -1) {
+		types, names = append(types, m[1]), append(names, m[2])
+	}
+	return types, names
+}
+
+// ptxLint returns what it finds wrong in an entry that ptxas would reject: a register used
+// beyond its declaration (%r<9> declares %r0 to %r8), a branch to a label that is not defined,
+// a parameter loaded that is not declared, an instruction without its ';'.
+func ptxLint(entry string) []string {
+	var bad []string
+	_, params := ptxParams(entry)
+	body := entry[strings.Index(entry, "{"):]
+	regs := map[string]int{}
+	for _, m := range regexp.MustCompile(`\.reg\s+\.\w+\s+%(\w+)<(\d+)>;`).FindAllStringSubmatch(body, -1) {
+		n, _ := strconv.Atoi(m[2])
+		regs[m[1]] = n
+	}
+	labels := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^([\w$]+):\s*$`).FindAllStringSubmatch(body, -1) {
+		labels[m[1]] = true
+	}
+	for _, line := range strings.Split(body, "\n") {
+		code := strings.TrimSpace(line)
+		if i := strings.Index(code, "//"); i >= 0 {
+			code = strings.TrimSpace(code[:i])
+		}
+		if code == "" || code == "{" || code == "}" || strings.HasSuffix(code, ":") {
+			continue
+		}
+		if !strings.HasSuffix(code, ";") {
+			bad = append(bad, "no ';': "+code)
+		}
+		if strings.HasPrefix(code, ".reg") {
+			continue
+		}
+		for _, m := range regexp.MustCompile(`%([a-z]+)(\d+)\b`).FindAllStringSubmatch(code, -1) {
+			n, ok := regs[m[1]]
+			if k, _ := strconv.Atoi(m[2]); !ok || k >= n {
+				bad = append(bad, "undeclared register %"+m[1]+m[2]+": "+code)
+			}
+		}
+		if m := regexp.MustCompile(`\bbra(?:\.uni)?\s+([\w$]+);`).FindStringSubmatch(code); m != nil && !labels[m[1]] {
+			bad = append(bad, "undefined label "+m[1]+": "+code)
+		}
+		if m := regexp.MustCompile(`ld\.param\.\w+\s+%\w+,\s*\[(\w+)\]`).FindStringSubmatch(code); m != nil && !slices.Contains(params, m[1]) {
+			bad = append(bad, "undeclared parameter "+m[1]+": "+code)
+		}
+	}
+	return bad
+}
+
+// No ptxas here: a hand-written kernel's mistakes would show only on the GPU machine. The
+// parameters are what floor.cu passes and Go's Launch packs (8-byte pointers, 4-byte ints),
+// and every kernel passes a lint of what ptxas would reject.
+func TestPTXKernels(t *testing.T) {
+	assert.Equal(t, []string{"empty", "axpb", "bias_relu", "fill_u32", "read_sum", "add_u32"}, ptxEntries(kernelsPTX))
+	want := map[string][]string{
+		"empty":     nil,
+		"axpb":      {"u64", "u32"},               // float* x, int n
+		"bias_relu": {"u64", "u64", "u32", "u32"}, // float* h, const float* b, int rows, int cols
+		"fill_u32":  {"u64", "u32", "u64"},
+		"add_u32":   {"u64", "u32", "u64"},
+		"read_sum":  {"u64", "u64", "u64", "u64"},
+	}
+	for _, name := range ptxEntries(kernelsPTX) {
+		entry := ptxEntry(kernelsPTX, name)
+		require.NotEmpty(t, entry, name)
+		types, names := ptxParams(entry)
+		assert.Equal(t, want[name], types, name)
+		for i, n := range names {
+			assert.Equal(t, name+"_param_"+strconv.Itoa(i), n, name)
+		}
+		assert.Empty(t, ptxLint(entry), name)
+	}
+}
+
+func TestPTXLint(t *testing.T) {
+	entry := ".visible .entry k(\n\t.param .u64 k_param_0\n)\n{\n\t.reg .b32 \t%r<3>;\n" +
+		"\tld.param.u64 \t%rd1, [k_param_1];\n\tmov.u32 \t%r3, %tid.x;\n\t@%p1 bra \tNOWHERE;\n\tret\nDONE:\n\tret;\n}\n"
+	types, names := ptxParams(entry)
+	assert.Equal(t, []string{"u64"}, types)
+	assert.Equal(t, []string{"k_param_0"}, names)
+	assert.Equal(t, []string{
+		"undeclared register %rd1: ld.param.u64 \t%rd1, [k_param_1];",
+		"undeclared parameter k_param_1: ld.param.u64 \t%rd1, [k_param_1];",
+		"undeclared register %r3: mov.u32 \t%r3, %tid.x;",
+		"undeclared register %p1: @%p1 bra \tNOWHERE;",
+		"undefined label NOWHERE: @%p1 bra \tNOWHERE;",
+		"no ';': ret",
+	}, ptxLint(entry))
+}
+
+// Each workload's package benchmark exists in its package's test files, so a renamed
+// benchmark cannot leave its row's gocuda column empty unnoticed.
+func TestGoBenchExists(t *testing.T) {
+	decl := regexp.MustCompile(`(?m)^func (Benchmark\w*)\(b \*testing\.B\)`)
+	for _, w := range workloads {
+		if w.Go.Bench == "" {
+			continue
+		}
+		files, err := filepath.Glob(filepath.Join("..", "..", w.Go.Pkg, "*_test.go"))
+		require.NoError(t, err)
+		sel := regexp.MustCompile("^Benchmark(" + w.Go.Bench + ")$")
+		found := false
+		for _, f := range files {
+			src, err := os.ReadFile(f)
+			require.NoError(t, err)
+			for _, m := range decl.FindAllStringSubmatch(string(src), -1) {
+				found = found || sel.MatchString(m[1])
+			}
+		}
+		assert.True(t, found, "%s: no func Benchmark(%s) in %s's test files", w.ID, w.Go.Bench, w.Go.Pkg)
+	}
+}
+
+// The MLP rows: the gocuda column takes the names this package's benchmarks print, and the
+// shape and chunk constants agree with floor.cu's.
+func TestMLPRows(t *testing.T) {
+	ws, err := Select(workloads, `^(cublas|mlp)/`)
+	require.NoError(t, err)
+	require.Len(t, ws, 2)
+	var pkg []Result
+	for _, line := range []string{
+		"BenchmarkSgemmSmall-16   \t  200000\t      5012 ns/op",
+		"BenchmarkMLP/eager-16    \t   12000\t     41000 ns/op",
+	} {
+		r, ok := ParseBenchLine(line)
+		require.True(t, ok, line)
+		pkg = append(pkg, r)
+	}
+	floor := FloorOutput{Results: map[string]Result{
+		"cublas/sgemm-small": {Name: "cublas/sgemm-small", Iters: 100000, NsOp: 4000},
+		"mlp/eager":          {Name: "mlp/eager", Iters: 14000, NsOp: 39000},
+	}}
+	raw := map[string]RawResult{"mlp/eager": {Err: "cublasCreate: no cublas library"}}
+	rows, err := Join(ws, floor, map[string][]Result{"tools/bench": pkg}, raw)
+	require.NoError(t, err)
+	assert.Equal(t, "BenchmarkSgemmSmall", rows[0].GoBench)
+	assert.InDelta(t, 5012.0/4000, *rows[0].Ratio, 1e-9)
+	assert.Equal(t, "BenchmarkMLP/eager", rows[1].GoBench)
+	assert.InDelta(t, 41000.0/39000, *rows[1].Ratio, 1e-9)
+	assert.Equal(t, "cublasCreate: no cublas library", rows[1].RawError)
+	var b strings.Builder
+	require.NoError(t, WriteTable(&b, rows))
+	assert.Regexp(t, `(?m)^cublas/sgemm-small\s+4\.00 µs\s+5\.01 µs\s+1\.25×\s+—\s+—\s+BenchmarkSgemmSmall$`, b.String())
+	assert.Regexp(t, `(?m)^mlp/eager\s+39\.00 µs\s+41\.00 µs\s+1\.05×\s+— \(error\)\s+—\s+BenchmarkMLP/eager$`, b.String())
+
+	_, src := floorTable(t)
+	for name, v := range map[string]int{"kLayers": mlpLayers, "kWidth": mlpWidth, "kBatch": mlpBatch, "kMLPChunk": mlpChunk} {
+		m := regexp.MustCompile(name + ` = (\d+)`).FindStringSubmatch(src)
+		if assert.NotNil(t, m, "floor.cu has no %s", name) {
+			assert.Equal(t, strconv.Itoa(v), m[1], name)
+		}
+	}
+	assert.Contains(t, src, "kBlasWorkspace = 4 << 20")
+	assert.Equal(t, blasWorkspace, 4<<20)
+	assert.Equal(t, 16, biasBlocks) // mlp.cu's (256*16+255)/256
 }

@@ -108,9 +108,10 @@ func TestPlans(t *testing.T) {
 	for _, p := range plans {
 		names = append(names, p.Name)
 	}
-	assert.Equal(t, []string{"cuMemFree_v2", "cuMemFree_v2 (managed)", "cuNoSuchDestroy", "cusparseDestroy", "cuCtxSynchronize (reference)"}, names)
+	assert.Equal(t, []string{"cuMemFree_v2", "cuMemFree_v2 (managed)", "cuNoSuchDestroy", "cusparseDestroy", "cusparseDestroy (used)",
+		"cuCtxSynchronize (reference)"}, names)
 	assert.Nil(t, plans[2].Probe)
-	assert.True(t, plans[4].Blocking)
+	assert.True(t, plans[5].Blocking)
 	assert.Equal(t, VerdictNoProbe, probeOne(nil, plans[2]).Verdict)
 }
 
@@ -149,4 +150,17 @@ func TestPTXHasKernels(t *testing.T) {
 	for _, k := range []string{".visible .entry spin(", ".visible .entry empty()", "%globaltimer", ".target sm_90"} {
 		assert.Contains(t, kernelsPTX, k)
 	}
+}
+
+// A release classed blocking is right when any of its variants blocks.
+func TestSettleVariants(t *testing.T) {
+	outs := []Outcome{
+		{Name: "cusparseDestroyCsrilu02Info", Blocking: true, Measured: true, CallerMs: 0.03, Verdict: VerdictDoesNotBlock},
+		{Name: "cusparseDestroyCsrilu02Info (fresh)", Blocking: true, Measured: true, CallerMs: 499, Verdict: VerdictOK},
+		{Name: "cufftDestroy", Blocking: true, Measured: true, CallerMs: 0.02, Verdict: VerdictDoesNotBlock},
+	}
+	SettleVariants(outs)
+	assert.Equal(t, VerdictOK, outs[0].Verdict)
+	assert.Equal(t, VerdictOK, outs[1].Verdict)
+	assert.Equal(t, VerdictDoesNotBlock, outs[2].Verdict, "no variant blocks")
 }

@@ -264,6 +264,20 @@ var probes = map[string][]Probe{
 		}
 		return func() error { return cudnn.DestroyActivationDescriptor(a) }, noCleanup, nil
 	}}},
+	"cudnnDestroyFilterDescriptor": {{Make: func(e *Env) (func() error, func(), error) {
+		var f cudnn.CudnnFilterDescriptor
+		if err := cudnn.CreateFilterDescriptor(&f); err != nil {
+			return nil, nil, err
+		}
+		return func() error { return cudnn.DestroyFilterDescriptor(f) }, noCleanup, nil
+	}}},
+	"cudnnDestroyConvolutionDescriptor": {{Make: func(e *Env) (func() error, func(), error) {
+		var c cudnn.CudnnConvolutionDescriptor
+		if err := cudnn.CreateConvolutionDescriptor(&c); err != nil {
+			return nil, nil, err
+		}
+		return func() error { return cudnn.DestroyConvolutionDescriptor(c) }, noCleanup, nil
+	}}},
 }
 
 // Reference is a call that is not a release but whose behaviour is known: cuCtxSynchronize

@@ -1,13 +1,17 @@
-// floor: the C floor of each gocuda workload, on the raw CUDA driver API alone (no runtime API).
+// floor: the C floor of each gocuda workload, on the raw CUDA driver API alone (no runtime API),
+// plus cuBLAS for the cublas/ and mlp/ workloads (cuBLAS runs on the runtime internally, in the
+// primary context that floor makes current).
 //
-// Build and run on the GPU machine (tools/bench does both for you):
+// Build and run on the GPU machine (tools/bench does both for you, adding an rpath to the
+// toolkit's lib64 so that libcublas is found there):
 //
-//   nvcc -O2 -arch=sm_90 -o /tmp/floor tools/floor/floor.cu -lcuda -lpthread
+//   nvcc -O2 -arch=sm_90 -o /tmp/floor tools/floor/floor.cu -lcuda -lcublas -lpthread
 //   /tmp/floor [-ptx tools/bench/kernels.ptx] [-t 0.5] [-list] [ID|PREFIX ...]
 //
 // Kernels come from the same PTX file that tools/bench embeds on the Go side
-// (tools/bench/kernels.ptx: empty, axpb, and fill_u32, add_u32, read_sum copied from
-// cuda/testdata/kernels.ptx, which package cuda's benchmarks load), loaded with
+// (tools/bench/kernels.ptx: empty, axpb, bias_relu (../shared/anchors/mlp.cu's kernel), and
+// fill_u32, add_u32, read_sum copied from cuda/testdata/kernels.ptx, which package cuda's
+// benchmarks load), loaded with
 // cuModuleLoadData, so every side launches the same code. Output is one line per result,
 // tab-separated, machine-readable:
 //
@@ -19,6 +23,7 @@
 // nanoseconds they took (the final wait for the GPU included, unless it says otherwise), registered in the table `workloads` below under the same ID as the Go side's
 // registry (tools/bench/workloads.go). Timing calibrates n like Go's testing package: grow n until
 // one run lasts at least -t seconds, then report that run's time divided by n.
+#include <cublas_v2.h>
 #include <cuda.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -34,6 +39,16 @@
       const char* s_ = "?";                                                      \
       cuGetErrorName(r_, &s_);                                                   \
       fprintf(stderr, "floor: %s:%d %s -> %s\n", __FILE__, __LINE__, #x, s_);    \
+      exit(1);                                                                   \
+    }                                                                            \
+  } while (0)
+
+#define CKB(x)                                                                   \
+  do {                                                                           \
+    cublasStatus_t r_ = (x);                                                     \
+    if (r_ != CUBLAS_STATUS_SUCCESS) {                                           \
+      fprintf(stderr, "floor: %s:%d %s -> %s\n", __FILE__, __LINE__, #x,          \
+              cublasGetStatusName(r_));                                          \
       exit(1);                                                                   \
     }                                                                            \
   } while (0)
@@ -71,6 +86,20 @@ static CUdeviceptr dsum;        // pipeline/*'s device sum (a uint64, the consum
 static uint32_t arg_one = 1;
 static uint64_t arg_len = kBufLen, arg_spin0 = 0;
 static void* handoff_args[3];   // add_u32(hbuf, 1, kBufLen)
+
+// The MLP workloads (cublas/sgemm-small, mlp/*): ../shared/anchors/mlp.cu's network, 4 layers of
+// 256x256 weights, batch 16, column-major as cuBLAS takes it; all memory zeroed, as there.
+enum { kLayers = 4, kWidth = 256, kBatch = 16, kBlasWorkspace = 4 << 20 };
+static const long kMLPChunk = 2000;  // mlp.cu's iterations per measurement
+static CUfunction f_bias_relu;
+static cublasHandle_t blas;   // bound to s1, with a kBlasWorkspace workspace (as mlp.cu)
+static const char* blas_err;  // why there is no handle: the cuBLAS workloads are skipped
+static CUdeviceptr mlp_w[kLayers], mlp_b[kLayers];  // weights kWidth x kWidth, biases kWidth
+static CUdeviceptr mlp_h[kLayers + 1];              // activations kWidth x kBatch
+static CUdeviceptr blas_ws;
+static int arg_rows = kWidth, arg_cols = kBatch;
+static void* bias_args[kLayers][4];  // bias_relu(h[i+1], b[i], kWidth, kBatch)
+static const float f_one = 1, f_zero = 0;
 
 enum { KiB4 = 4096, MiB64 = 64 << 20 };
 static const int kGraphKernels = 10;
@@ -369,9 +398,50 @@ static double w_graph_graph10(long n) {
   return now_ns() - t0;
 }
 
+// gemm_layer queues layer i's SGEMM on s1 (through the handle's stream): h[i+1] = W[i] h[i],
+// mlp.cu's cublasSgemm(N, N, 256, 16, 256, 1, W[i], 256, h[i], 256, 0, h[i+1], 256).
+static void gemm_layer(int i) {
+  CKB(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, kWidth, kBatch, kWidth, &f_one, (const float*)mlp_w[i], kWidth,
+                  (const float*)mlp_h[i], kWidth, &f_zero, (float*)mlp_h[i + 1], kWidth));
+}
+
+// mlp_forward queues one forward pass on s1: per layer the SGEMM, then
+// bias_relu<<<(256*16+255)/256, 256>>>(h[i+1], b[i], 256, 16).
+static void mlp_forward(void) {
+  for (int i = 0; i < kLayers; i++) {
+    gemm_layer(i);
+    CK(cuLaunchKernel(f_bias_relu, (kWidth * kBatch + 255) / 256, 1, 1, 256, 1, 1, 0, s1, bias_args[i], NULL));
+  }
+}
+
+// cublas/sgemm-small: one cublasSgemm_v2 of the MLP's shape (N, N, m=256, n=16, k=256: W[0], 256x256,
+// times h[0], 256x16, into h[1]) on s1. Timed: n calls, then the final cuStreamSynchronize (as
+// graph/eager10), so per call it is the submit cost while the CPU is the slower side (mlp.cu's
+// eager submit and per-iteration times are equal), else the GPU's time per GEMM.
+static double w_cublas_sgemm_small(long n) {
+  double t0 = now_ns();
+  for (long i = 0; i < n; i++) gemm_layer(0);
+  CK(cuStreamSynchronize(s1));
+  return now_ns() - t0;
+}
+
+// mlp/eager: one operation is one eager forward pass of mlp.cu's MLP on s1 (4 x (SGEMM +
+// bias_relu)). Timed as mlp.cu's "per-iter": passes submitted in chunks of kMLPChunk (mlp.cu's
+// 2000), each chunk followed by cuStreamSynchronize, everything on the clock.
+static double w_mlp_eager(long n) {
+  double t0 = now_ns();
+  for (long done = 0; done < n; done += kMLPChunk) {
+    long m = n - done < kMLPChunk ? n - done : kMLPChunk;
+    for (long k = 0; k < m; k++) mlp_forward();
+    CK(cuStreamSynchronize(s1));
+  }
+  return now_ns() - t0;
+}
+
 // ---- readiness checks: NULL when the workload can run, else why not ----
 static const char* need_host_pool(void) { return host_pool_err; }
 static const char* need_managed_pool(void) { return managed_pool_err; }
+static const char* need_cublas(void) { return blas_err; }
 
 // ---- the registry: IDs match tools/bench/workloads.go ----
 struct workload {
@@ -409,6 +479,8 @@ static const struct workload workloads[] = {
     {"pipeline/one", w_pipeline, NULL},
     {"graph/eager10", w_graph_eager10, NULL},
     {"graph/graph10", w_graph_graph10, NULL},
+    {"cublas/sgemm-small", w_cublas_sgemm_small, need_cublas},
+    {"mlp/eager", w_mlp_eager, need_cublas},
 };
 static const int nworkloads = (int)(sizeof workloads / sizeof workloads[0]);
 
@@ -450,6 +522,38 @@ static const char* make_pool(CUmemoryPool* pool, CUmemAllocationType type, CUmem
   return NULL;
 }
 
+// setup_mlp allocates the MLP's memory (zeroed) and makes the cuBLAS handle; a failed
+// cublasCreate skips the cuBLAS workloads rather than all of them. 20 forward passes warm up
+// (cuBLAS loads its kernels at first use), as in mlp.cu.
+static void setup_mlp(void) {
+  for (int i = 0; i < kLayers; i++) {
+    CK(cuMemAlloc(&mlp_w[i], (size_t)kWidth * kWidth * sizeof(float)));
+    CK(cuMemsetD8(mlp_w[i], 0, (size_t)kWidth * kWidth * sizeof(float)));
+    CK(cuMemAlloc(&mlp_b[i], kWidth * sizeof(float)));
+    CK(cuMemsetD8(mlp_b[i], 0, kWidth * sizeof(float)));
+  }
+  for (int i = 0; i <= kLayers; i++) {
+    CK(cuMemAlloc(&mlp_h[i], (size_t)kWidth * kBatch * sizeof(float)));
+    CK(cuMemsetD8(mlp_h[i], 0, (size_t)kWidth * kBatch * sizeof(float)));
+  }
+  for (int i = 0; i < kLayers; i++) {
+    bias_args[i][0] = &mlp_h[i + 1];
+    bias_args[i][1] = &mlp_b[i];
+    bias_args[i][2] = &arg_rows;
+    bias_args[i][3] = &arg_cols;
+  }
+  cublasStatus_t st = cublasCreate(&blas);
+  if (st != CUBLAS_STATUS_SUCCESS) {
+    blas_err = cublasGetStatusName(st);
+    return;
+  }
+  CK(cuMemAlloc(&blas_ws, kBlasWorkspace));
+  CKB(cublasSetStream(blas, s1));
+  CKB(cublasSetWorkspace(blas, (void*)blas_ws, kBlasWorkspace));
+  for (int k = 0; k < 20; k++) mlp_forward();
+  CK(cuStreamSynchronize(s1));
+}
+
 static void setup(const char* ptx_path) {
   CK(cuInit(0));
   CK(cuDeviceGet(&dev, 0));
@@ -470,6 +574,7 @@ static void setup(const char* ptx_path) {
   CK(cuModuleGetFunction(&f_fill, mod, "fill_u32"));
   CK(cuModuleGetFunction(&f_add, mod, "add_u32"));
   CK(cuModuleGetFunction(&f_sum, mod, "read_sum"));
+  CK(cuModuleGetFunction(&f_bias_relu, mod, "bias_relu"));
   CK(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
   CK(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
   CK(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
@@ -512,6 +617,8 @@ static void setup(const char* ptx_path) {
   CK(cuGraphLaunch(graph10, s1));
   CK(cuLaunchKernel(f_empty, 1, 1, 1, 1, 1, 1, 0, s1, NULL, NULL));
   CK(cuCtxSynchronize());
+
+  setup_mlp();
 }
 
 // measure runs w like Go's testing.B: n=1 first, then grows n until a run lasts target_ns.

@@ -1,4 +1,4 @@
-package oom
+package reclaimhook
 
 import (
 	"testing"

@@ -1,0 +1,177 @@
+package cublas
+
+import (
+	"fmt"
+	"reflect"
+	"unsafe"
+
+	"github.com/gocuda/gocuda/cuda"
+)
+
+// ExType is an element type of GemmMixed's operands: half and bfloat16 floats
+// (cuda.Float16, cuda.BFloat16), float32, float64, and int8 inputs with int32 results.
+type ExType interface {
+	cuda.Float16 | cuda.BFloat16 | float32 | float64 | int8 | int32
+}
+
+// Compute types of GemmMixed: the precision products are accumulated in, and for the
+// FAST kinds the precision float32 inputs are rounded to for the tensor cores. The
+// _PEDANTIC and emulated kinds of cublas_api.h (CUBLAS_COMPUTE_*) are accepted too.
+const (
+	Compute16F         = CUBLAS_COMPUTE_16F           // half inputs and result, half accumulation
+	Compute32F         = CUBLAS_COMPUTE_32F           // float32 accumulation
+	Compute32FFast16F  = CUBLAS_COMPUTE_32F_FAST_16F  // float32 data, half tensor-core inputs
+	Compute32FFast16BF = CUBLAS_COMPUTE_32F_FAST_16BF // float32 data, bfloat16 tensor-core inputs
+	Compute32FFastTF32 = CUBLAS_COMPUTE_32F_FAST_TF32 // float32 data, TF32 tensor-core inputs
+	Compute64F         = CUBLAS_COMPUTE_64F           // float64
+	Compute32I         = CUBLAS_COMPUTE_32I           // int8 inputs, int32 accumulation and result
+)
+
+// exCombo is one row of cublasGemmEx's table of supported types: a compute type's
+// base kind, the inputs' and the result's types.
+type exCombo struct {
+	compute CublasComputeType
+	in, out reflect.Type
+}
+
+var (
+	tF16  = reflect.TypeFor[cuda.Float16]()
+	tBF16 = reflect.TypeFor[cuda.BFloat16]()
+	tF32  = reflect.TypeFor[float32]()
+	tF64  = reflect.TypeFor[float64]()
+	tI8   = reflect.TypeFor[int8]()
+	tI32  = reflect.TypeFor[int32]()
+)
+
+// exCombos are the real-typed rows of cublasGemmEx's table (cuBLAS documentation,
+// cublasGemmEx): anything else is refused before cuBLAS sees it.
+var exCombos = map[exCombo]bool{
+	{CUBLAS_COMPUTE_16F, tF16, tF16}:                     true,
+	{CUBLAS_COMPUTE_32I, tI8, tI32}:                      true,
+	{CUBLAS_COMPUTE_32F, tBF16, tBF16}:                   true,
+	{CUBLAS_COMPUTE_32F, tF16, tF16}:                     true,
+	{CUBLAS_COMPUTE_32F, tI8, tF32}:                      true,
+	{CUBLAS_COMPUTE_32F, tBF16, tF32}:                    true,
+	{CUBLAS_COMPUTE_32F, tF16, tF32}:                     true,
+	{CUBLAS_COMPUTE_32F, tF32, tF32}:                     true,
+	{CUBLAS_COMPUTE_32F_FAST_16F, tF32, tF32}:            true,
+	{CUBLAS_COMPUTE_32F_FAST_16BF, tF32, tF32}:           true,
+	{CUBLAS_COMPUTE_32F_FAST_TF32, tF32, tF32}:           true,
+	{CUBLAS_COMPUTE_32F_EMULATED_16BFX9, tF32, tF32}:     true,
+	{CUBLAS_COMPUTE_64F, tF64, tF64}:                     true,
+	{CUBLAS_COMPUTE_64F_EMULATED_FIXEDPOINT, tF64, tF64}: true,
+}
+
+// baseCompute maps a _PEDANTIC compute type to the kind it computes like.
+func baseCompute(c CublasComputeType) CublasComputeType {
+	switch c {
+	case CUBLAS_COMPUTE_16F_PEDANTIC:
+		return CUBLAS_COMPUTE_16F
+	case CUBLAS_COMPUTE_32F_PEDANTIC:
+		return CUBLAS_COMPUTE_32F
+	case CUBLAS_COMPUTE_64F_PEDANTIC:
+		return CUBLAS_COMPUTE_64F
+	case CUBLAS_COMPUTE_32I_PEDANTIC:
+		return CUBLAS_COMPUTE_32I
+	}
+	return c
+}
+
+// dataType is T's cudaDataType.
+func dataType(t reflect.Type) cuda.CudaDataType {
+	switch t {
+	case tF16:
+		return cuda.CUDA_R_16F
+	case tBF16:
+		return cuda.CUDA_R_16BF
+	case tF32:
+		return cuda.CUDA_R_32F
+	case tF64:
+		return cuda.CUDA_R_64F
+	case tI8:
+		return cuda.CUDA_R_8I
+	}
+	return cuda.CUDA_R_32I
+}
+
+// exScalars holds alpha and beta in the scale type of a compute kind: half for
+// Compute16F, int32 for Compute32I, float64 for Compute64F, float32 otherwise.
+type exScalars struct {
+	f16 [2]cuda.Float16
+	i32 [2]int32
+	f32 [2]float32
+	f64 [2]float64
+}
+
+// pointers converts alpha and beta to compute's scale type and returns their
+// addresses (in x, which the caller keeps alive across the call).
+func (x *exScalars) pointers(compute CublasComputeType, alpha, beta float64) (unsafe.Pointer, unsafe.Pointer, error) {
+	switch compute {
+	case CUBLAS_COMPUTE_16F:
+		x.f16 = [2]cuda.Float16{cuda.NewFloat16(float32(alpha)), cuda.NewFloat16(float32(beta))}
+		return unsafe.Pointer(&x.f16[0]), unsafe.Pointer(&x.f16[1]), nil
+	case CUBLAS_COMPUTE_32I:
+		if alpha != float64(int32(alpha)) || beta != float64(int32(beta)) {
+			return nil, nil, fmt.Errorf("%w: alpha %v and beta %v must be int32 values for Compute32I", cuda.ErrInvalidArgument, alpha, beta)
+		}
+		x.i32 = [2]int32{int32(alpha), int32(beta)}
+		return unsafe.Pointer(&x.i32[0]), unsafe.Pointer(&x.i32[1]), nil
+	case CUBLAS_COMPUTE_64F, CUBLAS_COMPUTE_64F_EMULATED_FIXEDPOINT:
+		x.f64 = [2]float64{alpha, beta}
+		return unsafe.Pointer(&x.f64[0]), unsafe.Pointer(&x.f64[1]), nil
+	}
+	x.f32 = [2]float32{float32(alpha), float32(beta)}
+	return unsafe.Pointer(&x.f32[0]), unsafe.Pointer(&x.f32[1]), nil
+}
+
+// GemmMixed computes C = alpha·op(A)·op(B) + beta·C on s with A and B of element type
+// In and C of Out, accumulated in compute: cublasGemmEx, with cuBLAS's default
+// algorithm (tensor cores where the types allow). alpha and beta are converted to
+// the compute kind's scale type (half for Compute16F, int32 for Compute32I, which
+// requires integral values, float64 for Compute64F, float32 otherwise). The type
+// combinations are those of cuBLAS's table for real types, e.g. half or bfloat16
+// inputs into half, bfloat16 or float32 results with Compute32F, float32 with a
+// FAST kind, int8 into int32 with Compute32I (cuBLAS's integer kernels need m, k and
+// the leading dimensions multiples of 4); any other is an error matching
+// cuda.ErrInvalidArgument before any CUDA call. Complex GEMMs are Gemm's.
+func GemmMixed[In, Out ExType](s *cuda.Stream, transA, transB CublasOperation, m, n, k int, alpha float64, a cuda.Memory, lda int,
+	b cuda.Memory, ldb int, beta float64, c cuda.Memory, ldc int, compute CublasComputeType) error {
+	const op = "gemm mixed"
+	base := baseCompute(compute)
+	in, out := reflect.TypeFor[In](), reflect.TypeFor[Out]()
+	if !exCombos[exCombo{base, in, out}] {
+		return fmt.Errorf("cublas: %s: %w: %v inputs into %v with compute type %v is not a cublasGemmEx combination",
+			op, cuda.ErrInvalidArgument, in, out, compute)
+	}
+	var sc exScalars
+	palpha, pbeta, err := sc.pointers(base, alpha, beta)
+	if err != nil {
+		return fmt.Errorf("cublas: %s: %w", op, err)
+	}
+	ar, ac := dims(transA, m, k)
+	br, bc := dims(transB, k, n)
+	pa, err := matrix[In](op, "A", a, ar, ac, lda)
+	if err != nil {
+		return err
+	}
+	pb, err := matrix[In](op, "B", b, br, bc, ldb)
+	if err != nil {
+		return err
+	}
+	pc, err := matrix[Out](op, "C", c, m, n, ldc)
+	if err != nil {
+		return err
+	}
+	if err := checkTrans(op, transA, transB); err != nil {
+		return err
+	}
+	if in == tI8 && (m%4 != 0 || k%4 != 0 || lda%4 != 0 || ldb%4 != 0 || ldc%4 != 0) {
+		return fmt.Errorf("cublas: %s: %w: int8 inputs need m, k and the leading dimensions multiples of 4 (m %d, k %d, lda %d, ldb %d, ldc %d)",
+			op, cuda.ErrInvalidArgument, m, k, lda, ldb, ldc)
+	}
+	it, ot := dataType(in), dataType(out)
+	return call(op, s, func(ctx cuda.CUcontext, h CublasHandle) error {
+		return inGemmEx(ctx, h, transA, transB, int32(m), int32(n), int32(k), palpha, unsafe.Pointer(pa), it, int32(lda),
+			unsafe.Pointer(pb), it, int32(ldb), pbeta, unsafe.Pointer(pc), ot, int32(ldc), compute, CUBLAS_GEMM_DEFAULT)
+	}, cuda.Reads(a), cuda.Reads(b), cuda.Writes(c))
+}

@@ -1,0 +1,13 @@
+package gonumblas_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/gocuda/gocuda/internal/fakecuda"
+)
+
+// TestMain runs the tests on the strict fake driver where there is no GPU (CI): the
+// routing, argument checks and staging run there, on a host stand-in for cuBLAS;
+// what needs cuBLAS skips without it.
+func TestMain(m *testing.M) { os.Exit(fakecuda.Main(m)) }

@@ -1,0 +1,99 @@
+package cufft_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cufft"
+	"github.com/gocuda/gocuda/internal/gputest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// collectSizes is how many transforms of different sizes a round of garbage runs at
+// once, each on its own stream of the context's pool: each needs its own plan, and
+// the cache keeps MaxIdlePlans per context, so every round drops at least
+// collectSizes-MaxIdlePlans plans (a round ends with at most MaxIdlePlans idle, and
+// made at least collectSizes less the idle ones it started with).
+const collectSizes = 2 * cufft.MaxIdlePlans
+
+// collectRawPlans is how many raw OwnedPlans a round makes, runs and drops.
+const collectRawPlans = 2
+
+// cuda's seed test for cuFFT plans: transforms of many sizes on many streams at once
+// overflow the plan cache, and raw OwnedPlans are dropped without Close; collecting
+// all that while the GPU is busy must not wait for it (cufftDestroy does:
+// headers/cufft.toml), and Reclaim then destroys every plan, the idle ones too.
+func TestCollectWhileGPUBusy(t *testing.T) {
+	ctx, s := gputest.Stream(t, gputest.Kernels)
+	gputest.RequireLibrary(t, cufft.Library())
+	perRound := collectSizes - cufft.MaxIdlePlans + collectRawPlans
+	st := gputest.CollectWhileBusy(t, ctx, perRound, func(n int) {
+		for range n {
+			collectRound(t, ctx, s)
+		}
+	})
+	t.Logf("%+v", st)
+	assert.Zero(t, cufft.IdlePlansForTest(ctx), "Reclaim empties the idle-plan cache")
+}
+
+// collectRound runs collectSizes goroutines, each a forward and an inverse complex
+// transform of its own size on a pooled stream, then makes collectRawPlans raw 1-D
+// plans, runs each once on s, and drops them; it returns once all that work is done.
+func collectRound(t *testing.T, ctx *cuda.Context, s *cuda.Stream) {
+	var wg sync.WaitGroup
+	for i := range collectSizes {
+		size := 64 + 8*i
+		wg.Go(func() {
+			err := ctx.WithStream(context.Background(), func(_ context.Context, ps *cuda.Stream) error {
+				b, err := cuda.AllocFor[complex64](ps, size)
+				if err != nil {
+					return err
+				}
+				defer b.Close()
+				if err := b.Memset32Async(ps, 0); err != nil {
+					return err
+				}
+				for _, inverse := range []bool{false, true} {
+					if err := cufft.FFT[complex64](ps, []int{size}, 1, b, b, inverse); err != nil {
+						return err
+					}
+				}
+				return ps.Synchronize()
+			})
+			assert.NoError(t, err)
+		})
+	}
+	wg.Wait()
+
+	const n = 1000 // not a size of the cached plans'
+	b, err := cuda.AllocFor[complex64](s, n)
+	require.NoError(t, err)
+	defer b.Close()
+	require.NoError(t, b.Memset32Async(s, 0))
+	p, err := cuda.DevicePtr[cuda.CuComplex](b)
+	require.NoError(t, err)
+	for range collectRawPlans {
+		var plan *cufft.OwnedPlan
+		require.NoError(t, ctx.Locked(func() error {
+			var h cufft.CufftHandle
+			if err := cufft.Plan1d(&h, n, cufft.CUFFT_C2C, 1); err != nil {
+				return err
+			}
+			plan = cufft.OwnPlan(h)
+			return nil
+		}))
+		require.NoError(t, cuda.Enqueue(s, func(_ cuda.CUcontext, st cuda.CUstream) error {
+			return ctx.Locked(func() error {
+				if err := cufft.SetStream(plan.Handle(), st); err != nil {
+					return err
+				}
+				return cufft.ExecC2C(plan.Handle(), p, p, cufft.CUFFT_FORWARD)
+			})
+		}, cuda.Writes(b)))
+		// plan is dropped here, without Close.
+	}
+	require.NoError(t, s.Synchronize())
+}

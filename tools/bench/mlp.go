@@ -1,0 +1,177 @@
+package main
+
+import (
+	"fmt"
+	"testing"
+	"unsafe"
+
+	"github.com/gocuda/gocuda/cublas"
+	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/internal/rawctx"
+)
+
+// The MLP workloads (cublas/sgemm-small, mlp/eager): ../shared/anchors/mlp.cu's network, the
+// same in floor.cu, here on the raw layer and in mlp_bench_test.go on the idiomatic API.
+// Per layer i: h[i+1] = W[i]·h[i] (cublasSgemm, N, N, m=256, n=16, k=256, column-major), then
+// bias_relu<<<16, 256>>>(h[i+1], b[i], 256, 16). All memory is zeroed, as in mlp.cu.
+const (
+	mlpLayers     = 4
+	mlpWidth      = 256     // rows of the activations, side of the weights
+	mlpBatch      = 16      // columns of the activations
+	mlpChunk      = 2000    // mlp/eager's passes per synchronization: mlp.cu's 2000
+	mlpWarmup     = 20      // forward passes before timing, as mlp.cu (cuBLAS loads kernels at first use)
+	biasThreads   = 256     // bias_relu's block
+	blasWorkspace = 4 << 20 // the cuBLAS handle's workspace, as mlp.cu sets it
+)
+
+// biasBlocks is bias_relu's grid: (256*16+255)/256 as in mlp.cu.
+const biasBlocks = (mlpWidth*mlpBatch + biasThreads - 1) / biasThreads
+
+const sgemmSmallDesc = "one cublasSgemm_v2 of the MLP's layer shape (N, N, m=256, n=16, k=256: a 256x256 weight " +
+	"times a 256x16 activation) on one non-blocking stream; timed: n calls, then one stream sync; gocuda: cublas.Gemm[float32]"
+
+const mlpEagerDesc = "one eager forward pass of ../shared/anchors/mlp.cu's MLP (4 layers of 256x256, batch 16) on one " +
+	"non-blocking stream: per layer cublasSgemm_v2 + bias_relu<<<16, 256>>>; timed as mlp.cu's per-iter: passes in chunks " +
+	"of 2000, each chunk then a stream sync, all on the clock; gocuda: cublas.Gemm[float32] + Function.Launch (cuda.In for the bias)"
+
+// rawNet is the MLP workloads' state on the raw layer, as floor.cu's: a cuBLAS handle bound
+// to Env.S1 with its workspace, and the network's memory.
+type rawNet struct {
+	blas cublas.CublasHandle
+	w, b [mlpLayers]cuda.CUdeviceptr
+	h    [mlpLayers + 1]cuda.CUdeviceptr
+	ws   cuda.CUdeviceptr
+	args [mlpLayers]*[4]unsafe.Pointer // bias_relu's kernelParams, into pinned biasArgs
+	// scal holds SGEMM's alpha = 1 and beta = 0: an object of its own, free of Go
+	// pointers, so that cgo may be handed pointers into it.
+	scal *[2]float32
+}
+
+// biasArgs holds bias_relu's arguments; it is pinned, so kernelParams may point into it.
+type biasArgs struct {
+	h, b       cuda.CUdeviceptr
+	rows, cols int32
+}
+
+// devF32 converts a device address to the *float32 that the cuBLAS bindings take for it (vet-clean).
+func devF32(d cuda.CUdeviceptr) *float32 { return *(**float32)(unsafe.Pointer(&d)) }
+
+// mlpNet returns the MLP workloads' raw state, made at the first call, on the calling
+// workload's thread with the context current. Made here rather than in NewEnv so that
+// a missing libcublas fails only the cuBLAS rows.
+func (e *Env) mlpNet() (*rawNet, error) {
+	if e.mlp == nil && e.mlpErr == nil {
+		e.mlp, e.mlpErr = newRawNet(e)
+	}
+	return e.mlp, e.mlpErr
+}
+
+func newRawNet(e *Env) (*rawNet, error) {
+	n := &rawNet{scal: &[2]float32{1, 0}}
+	alloc := func(p *cuda.CUdeviceptr, elems uint64) rawctx.Step {
+		return rawctx.Step{What: "cuMemAlloc + cuMemsetD8", Do: func() error {
+			var d cuda.CUdeviceptr // a local: cgo checks the whole object an out-parameter points into
+			if err := cuda.MemAlloc(&d, elems*4); err != nil {
+				return err
+			}
+			*p = d
+			return cuda.MemsetD8(d, 0, elems*4)
+		}}
+	}
+	var steps []rawctx.Step
+	for i := range mlpLayers {
+		steps = append(steps, alloc(&n.w[i], mlpWidth*mlpWidth), alloc(&n.b[i], mlpWidth))
+	}
+	for i := range n.h {
+		steps = append(steps, alloc(&n.h[i], mlpWidth*mlpBatch))
+	}
+	var h cublas.CublasHandle
+	steps = append(steps,
+		rawctx.Step{What: "cublasCreate", Do: func() error { return cublas.Create(&h) }},
+		rawctx.Step{What: "cuMemAlloc", Do: func() error {
+			var d cuda.CUdeviceptr
+			err := cuda.MemAlloc(&d, blasWorkspace)
+			n.ws = d
+			return err
+		}},
+		rawctx.Step{What: "cublasSetStream", Do: func() error { return cublas.SetStream(h, e.S1) }},
+		rawctx.Step{What: "cublasSetWorkspace", Do: func() error {
+			return cublas.SetWorkspace(h, *(*unsafe.Pointer)(unsafe.Pointer(&n.ws)), blasWorkspace)
+		}},
+	)
+	if err := rawctx.Run(steps...); err != nil {
+		return nil, err
+	}
+	n.blas = h
+	for i := range mlpLayers {
+		a := &biasArgs{h: n.h[i+1], b: n.b[i], rows: mlpWidth, cols: mlpBatch}
+		e.pinner.Pin(a)
+		n.args[i] = &[4]unsafe.Pointer{unsafe.Pointer(&a.h), unsafe.Pointer(&a.b), unsafe.Pointer(&a.rows), unsafe.Pointer(&a.cols)}
+	}
+	for range mlpWarmup {
+		if err := n.forward(e); err != nil {
+			return nil, fmt.Errorf("warm-up: %w", err)
+		}
+	}
+	if err := cuda.StreamSynchronize(e.S1); err != nil {
+		return nil, fmt.Errorf("warm-up: %w", err)
+	}
+	return n, nil
+}
+
+// gemm queues layer i's SGEMM on the handle's stream (Env.S1): h[i+1] = W[i]·h[i].
+func (n *rawNet) gemm(i int) error {
+	return cublas.Sgemm(n.blas, cublas.NoTrans, cublas.NoTrans, mlpWidth, mlpBatch, mlpWidth, &n.scal[0],
+		devF32(n.w[i]), mlpWidth, devF32(n.h[i]), mlpWidth, &n.scal[1], devF32(n.h[i+1]), mlpWidth)
+}
+
+// forward queues one forward pass on e.S1.
+func (n *rawNet) forward(e *Env) error {
+	for i := range mlpLayers {
+		if err := n.gemm(i); err != nil {
+			return fmt.Errorf("cublasSgemm: %w", err)
+		}
+		if err := cuda.LaunchKernel(e.Bias, biasBlocks, 1, 1, biasThreads, 1, 1, 0, e.S1, &n.args[i][0], nil); err != nil {
+			return fmt.Errorf("cuLaunchKernel(bias_relu): %w", err)
+		}
+	}
+	return nil
+}
+
+// rawSgemmSmall is floor.cu's w_cublas_sgemm_small: b.N SGEMMs, then the sync, on the clock.
+func rawSgemmSmall(b *testing.B, e *Env) error {
+	b.StopTimer() // the first run makes the network
+	n, err := e.mlpNet()
+	if err != nil {
+		return err
+	}
+	b.StartTimer()
+	for range b.N {
+		if err := n.gemm(0); err != nil {
+			return err
+		}
+	}
+	return cuda.StreamSynchronize(e.S1)
+}
+
+// rawMLPEager is floor.cu's w_mlp_eager: b.N forward passes in chunks of mlpChunk, each chunk
+// followed by the sync, all on the clock.
+func rawMLPEager(b *testing.B, e *Env) error {
+	b.StopTimer()
+	n, err := e.mlpNet()
+	if err != nil {
+		return err
+	}
+	b.StartTimer()
+	for done := 0; done < b.N; done += mlpChunk {
+		for range min(mlpChunk, b.N-done) {
+			if err := n.forward(e); err != nil {
+				return err
+			}
+		}
+		if err := cuda.StreamSynchronize(e.S1); err != nil {
+			return err
+		}
+	}
+	return nil
+}

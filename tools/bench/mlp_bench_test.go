@@ -1,0 +1,118 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/gocuda/gocuda/cublas"
+	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/internal/gputest"
+	"github.com/stretchr/testify/require"
+)
+
+// The gocuda side of the MLP workloads (mlp.go): the idiomatic API as a program uses it. bench
+// runs these from this package's test binary (tools/bench/build.sh builds it) and sets them
+// beside floor.cu's functions of the same workloads, which time the same spans.
+
+// goNet is the network on gocuda's idiomatic API: a stream of device 0's primary context,
+// bias_relu from the embedded kernels.ptx, and the network's buffers, zeroed.
+type goNet struct {
+	s    *cuda.Stream
+	bias *cuda.Function
+	w, b [mlpLayers]*cuda.DeviceBuffer
+	h    [mlpLayers + 1]*cuda.DeviceBuffer
+}
+
+func newGoNet(b *testing.B) *goNet {
+	b.Helper()
+	// gocuda opens the context first, as in a program (gputest.Require would retain it raw
+	// before gocuda sets its flags); where that fails, Require skips (or fails) saying why.
+	ctx, err := cuda.Device(0).Context()
+	if err != nil {
+		gputest.Require(b)
+		b.Fatalf("device 0's primary context: %v", err)
+	}
+	gputest.RequireLibrary(b, cublas.Library())
+	// The C floor gives its handle a 4 MiB workspace (as mlp.cu does): the same here.
+	require.NoError(b, cublas.SetWorkspaceSize(ctx, blasWorkspace))
+	s, err := ctx.NewStream()
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = s.Close() })
+	mod, err := ctx.LoadModule([]byte(kernelsPTX))
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = mod.Close() })
+	bias, err := mod.Function("bias_relu")
+	require.NoError(b, err)
+	n := &goNet{s: s, bias: bias}
+	alloc := func(elems int) *cuda.DeviceBuffer {
+		d, err := cuda.AllocFor[float32](s, elems)
+		require.NoError(b, err)
+		b.Cleanup(func() { _ = d.Close() })
+		require.NoError(b, d.Memset32Async(s, 0))
+		return d
+	}
+	for i := range mlpLayers {
+		n.w[i], n.b[i] = alloc(mlpWidth*mlpWidth), alloc(mlpWidth)
+	}
+	for i := range n.h {
+		n.h[i] = alloc(mlpWidth * mlpBatch)
+	}
+	for range mlpWarmup {
+		require.NoError(b, n.forward())
+	}
+	require.NoError(b, s.Synchronize())
+	return n
+}
+
+// gemm queues layer i's SGEMM on the stream: h[i+1] = W[i]·h[i].
+func (n *goNet) gemm(i int) error {
+	return cublas.Gemm[float32](n.s, cublas.NoTrans, cublas.NoTrans, mlpWidth, mlpBatch, mlpWidth,
+		1, n.w[i], mlpWidth, n.h[i], mlpWidth, 0, n.h[i+1], mlpWidth)
+}
+
+// forward queues one forward pass on the stream.
+func (n *goNet) forward() error {
+	for i := range mlpLayers {
+		if err := n.gemm(i); err != nil {
+			return err
+		}
+		err := n.bias.Launch(n.s, cuda.D1(biasBlocks), cuda.D1(biasThreads), 0,
+			n.h[i+1], cuda.In(n.b[i]), int32(mlpWidth), int32(mlpBatch))
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// BenchmarkSgemmSmall is cublas/sgemm-small: b.N cublas.Gemm[float32] calls of the MLP's layer
+// shape, then the stream's Synchronize, all on the clock (floor.cu's w_cublas_sgemm_small).
+func BenchmarkSgemmSmall(b *testing.B) {
+	n := newGoNet(b)
+	b.ResetTimer()
+	for range b.N {
+		if err := n.gemm(0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := n.s.Synchronize(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkMLP/eager is mlp/eager: b.N forward passes in chunks of 2000, each chunk followed by
+// the stream's Synchronize, all on the clock (floor.cu's w_mlp_eager, mlp.cu's per-iter).
+func BenchmarkMLP(b *testing.B) {
+	n := newGoNet(b)
+	b.Run("eager", func(b *testing.B) {
+		for done := 0; done < b.N; done += mlpChunk {
+			for range min(mlpChunk, b.N-done) {
+				if err := n.forward(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := n.s.Synchronize(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
