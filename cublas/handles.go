@@ -6,7 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/gocuda/cuda"
-	"github.com/gocuda/gocuda/internal/idlecache"
+	"github.com/gocuda/gocuda/internal/libhandle"
 )
 
 // Handles: the operations of blas.go take a handle of their stream's context from a
@@ -35,19 +35,17 @@ const MaxIdleHandles = 4
 // the larger workspace its heuristics pick other kernels.
 const DefaultWorkspaceSize = 4 << 20
 
-// handle is a cached cuBLAS handle: the owned handle, the stream it is bound to,
-// and its workspace.
-type handle struct {
-	own    *OwnedHandle
-	raw    CublasHandle
-	stream cuda.CUstream
-	bound  bool // stream is the handle's stream (cublasSetStream was called)
-	ws     *cuda.DeviceBuffer
-	wsSet  bool // the workspace is set for the bound stream (cublasSetStream resets it)
+// workspace is a handle's workspace: the buffer, and whether it is set for the
+// handle's stream (cublasSetStream resets cuBLAS to its default workspace).
+type workspace struct {
+	buf *cuda.DeviceBuffer
+	set bool
 }
 
+type handle = libhandle.Handle[CublasHandle, *OwnedHandle, workspace]
+
 // handles are the idle handles, per context.
-var handles = idlecache.New[cuda.CUcontext, cuda.CUcontext, *handle](MaxIdleHandles, func(c cuda.CUcontext) cuda.CUcontext { return c })
+var handles = libhandle.New[CublasHandle, *OwnedHandle, workspace](MaxIdleHandles, Create, OwnHandle, false)
 
 var (
 	wsMu    sync.Mutex
@@ -79,102 +77,78 @@ func WorkspaceSize(ctx *cuda.Context) int {
 
 // take returns an idle handle of ctx, preferably the one last bound to s, or a new
 // one, with a workspace of the context's size from the pool, allocated on s.
-func take(ctx *cuda.Context, s *cuda.Stream) (*handle, error) {
-	st := s.Handle()
-	h, ok := handles.TakePrefer(ctx.Handle(), func(h *handle) bool { return h.stream == st })
-	if !ok {
-		h = new(handle)
-		if err := h.create(ctx); err != nil {
-			return nil, err
-		}
+func take(ctx *cuda.Context, s *cuda.Stream, uses []cuda.Use) (*handle, error) {
+	h, err := handles.Take(ctx, s, uses...)
+	if err != nil {
+		return nil, err
 	}
+	ws := &h.State
 	size := WorkspaceSize(ctx)
-	if h.ws != nil && h.ws.Size() != size {
-		h.ws.Close() // ordered after its last use by the hand-off
+	if ws.buf != nil && ws.buf.Size() != size {
+		ws.buf.Close() // ordered after its last use by the hand-off
 		// The handle must not keep the old address: unbinding it makes the next
 		// bind call cublasSetStream, which resets cuBLAS to its default workspace.
-		h.ws, h.wsSet, h.bound = nil, false, false
+		ws.buf, ws.set = nil, false
+		h.Unbind()
 	}
-	if h.ws == nil && size > 0 {
-		ws, err := ctx.Alloc(s, size)
-		if err != nil {
-			put(ctx, h)
+	if ws.buf == nil && size > 0 {
+		if ws.buf, err = ctx.Alloc(s, size); err != nil {
+			handles.Put(ctx, h)
 			return nil, fmt.Errorf("allocating the workspace: %w", err)
 		}
-		h.ws, h.wsSet = ws, false
 	}
 	return h, nil
 }
 
-// create makes h's raw handle, with the context current on a locked thread: the
-// OwnedHandle's release captures that context (and destroys the handle there, or
-// not at all once the context is gone).
-func (h *handle) create(ctx *cuda.Context) error {
-	err := ctx.Locked(func() error {
-		if err := Create(&h.raw); err != nil {
-			return err
-		}
-		h.own = OwnHandle(h.raw)
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("creating a handle: %w", err)
-	}
-	return nil
-}
-
 // bind binds h to stream st with its workspace set.
-func (h *handle) bind(c cuda.CUcontext, st cuda.CUstream) error {
-	if !h.bound || h.stream != st {
-		if err := inSetStream(c, h.raw, st); err != nil {
-			return err
-		}
-		h.stream, h.bound, h.wsSet = st, true, false
+func bind(c cuda.CUcontext, h *handle, st cuda.CUstream) error {
+	rebound, err := h.Bind(c, st, inSetStream)
+	if err != nil {
+		return err
 	}
-	if h.ws != nil && !h.wsSet {
-		p, err := cuda.DevicePtr[byte](h.ws)
+	ws := &h.State
+	if rebound {
+		ws.set = false
+	}
+	if ws.buf != nil && !ws.set {
+		p, err := cuda.DevicePtr[byte](ws.buf)
 		if err != nil {
 			return err
 		}
-		if err := inSetWorkspace(c, h.raw, unsafe.Pointer(p), uint64(h.ws.Size())); err != nil {
+		if err := inSetWorkspace(c, h.Raw, unsafe.Pointer(p), uint64(ws.buf.Size())); err != nil {
 			return err
 		}
-		h.wsSet = true
+		ws.set = true
 	}
 	return nil
 }
 
-// put gives h back to ctx's cache; one the cache has no room for is dropped (its
-// OwnedHandle's release destroys it in resource.Reclaim, and its workspace goes
-// back to the pool when collected).
-func put(ctx *cuda.Context, h *handle) { handles.Put(ctx.Handle(), h) }
-
 // idleHandles returns the number of idle handles of ctx (tests).
-func idleHandles(ctx *cuda.Context) int { return handles.Idle(ctx.Handle()) }
+func idleHandles(ctx *cuda.Context) int { return handles.Idle(ctx) }
 
 // call runs f with a handle of s's context bound to s, queued through cuda.Enqueue
 // with the memory f uses and the handle's workspace (holds, hand-off), and names the
-// operation in errors. The stream and memory are checked before a handle is made,
-// so that a bad argument is reported before cuBLAS is loaded.
+// operation in errors. The stream and memory are checked before a handle is made
+// (libhandle.Pool.Take), so that a bad argument is reported before cuBLAS is loaded.
 func call(op string, s *cuda.Stream, f func(ctx cuda.CUcontext, h CublasHandle) error, uses ...cuda.Use) error {
 	fail := func(err error) error { return fmt.Errorf("cublas: %s: %w", op, err) }
-	if err := cuda.CheckEnqueue(s, uses...); err != nil {
-		return fail(err)
-	}
 	ctx := s.Context()
-	h, err := take(ctx, s)
+	if ctx == nil {
+		return fail(cuda.CheckEnqueue(s)) // the nil stream's error
+	}
+	h, err := take(ctx, s, uses)
 	if err != nil {
 		return fail(err)
 	}
-	defer put(ctx, h)
-	if h.ws != nil {
-		uses = append(uses, cuda.Writes(h.ws))
+	defer handles.Put(ctx, h)
+	if h.State.buf != nil {
+		uses = append(uses, cuda.Writes(h.State.buf))
 	}
 	err = cuda.Enqueue(s, func(c cuda.CUcontext, st cuda.CUstream) error {
-		if err := h.bind(c, st); err != nil {
+		if err := bind(c, h, st); err != nil {
 			return err
 		}
-		return f(c, h.raw)
+		return f(c, h.Raw)
 	}, uses...)
 	if err != nil {
 		return fail(err)

@@ -95,7 +95,6 @@ static int32_t gocuda_cublasCmatinvBatched(uintptr_t fn, uintptr_t a0, int32_t a
 static int32_t gocuda_cublasCopyEx(uintptr_t fn, uintptr_t a0, int32_t a1, void* a2, int32_t a3, int32_t a4, void* a5, int32_t a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, void*, int32_t, int32_t, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cublasCopyEx_64(uintptr_t fn, uintptr_t a0, int64_t a1, void* a2, int32_t a3, int64_t a4, void* a5, int32_t a6, int64_t a7) { return ((int32_t (*)(uintptr_t, int64_t, void*, int32_t, int64_t, void*, int32_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cublasCreate_v2(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
-static int64_t gocuda_in_cublasCreate_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint8_t* a0) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint8_t*))fn)(a0); }
 static int32_t gocuda_cublasCrot_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cublasCrot_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4, int64_t a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cublasCrotg_v2(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, uint8_t* a4) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4); }
@@ -159,7 +158,6 @@ static int32_t gocuda_cublasDdot_v2(uintptr_t fn, uintptr_t a0, int32_t a1, uint
 static int64_t gocuda_in_cublasDdot_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, uint8_t* a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
 static int32_t gocuda_cublasDdot_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, uint8_t* a2, int64_t a3, uint8_t* a4, int64_t a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
 static int32_t gocuda_cublasDestroy_v2(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
-static int64_t gocuda_in_cublasDestroy_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cublasDgbmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, int32_t a10, uint8_t* a11, uint8_t* a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cublasDgbmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, uint8_t* a7, int64_t a8, uint8_t* a9, int64_t a10, uint8_t* a11, uint8_t* a12, int64_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cublasDgeam(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10, uint8_t* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
@@ -2186,23 +2184,6 @@ func Create(handle *CublasHandle) error {
 	return Status(C.gocuda_cublasCreate_v2(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(handle)))).err()
 }
 
-// inCreate calls cublasCreate_v2 with the CUDA context ctx current on the calling thread.
-func inCreate(ctx cuda.CUcontext, handle *CublasHandle) error {
-	fn, err := proc_cublasCreate_v2.Addr()
-	if err != nil {
-		return err
-	}
-	get, set, err := ctxswitch.Procs()
-	if err != nil {
-		return err
-	}
-	r := int64(C.gocuda_in_cublasCreate_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), (*C.uint8_t)(unsafe.Pointer(handle))))
-	if r>>32 != 0 {
-		return cuda.Result(int32(r))
-	}
-	return Status(r).err()
-}
-
 // Crot calls cublasCrot_v2:
 //
 //	cublasStatus_t cublasCrot_v2(cublasHandle_t handle, int n, cuComplex *x, int incx, cuComplex *y, int incy, const float *c, cuComplex *s)
@@ -3032,23 +3013,6 @@ func Destroy(handle CublasHandle) error {
 		return err
 	}
 	return Status(C.gocuda_cublasDestroy_v2(C.uintptr_t(fn), C.uintptr_t(handle))).err()
-}
-
-// inDestroy calls cublasDestroy_v2 with the CUDA context ctx current on the calling thread.
-func inDestroy(ctx cuda.CUcontext, handle CublasHandle) error {
-	fn, err := proc_cublasDestroy_v2.Addr()
-	if err != nil {
-		return err
-	}
-	get, set, err := ctxswitch.Procs()
-	if err != nil {
-		return err
-	}
-	r := int64(C.gocuda_in_cublasDestroy_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle)))
-	if r>>32 != 0 {
-		return cuda.Result(int32(r))
-	}
-	return Status(r).err()
 }
 
 // Dgbmv calls cublasDgbmv_v2:

@@ -47,7 +47,7 @@ func TestCollectWhileGPUBusy(t *testing.T) {
 		}
 	})
 	t.Logf("%+v", st)
-	assert.Zero(t, handles.Idle(ctx.Handle()), "Reclaim empties the idle-handle cache")
+	assert.Zero(t, handles.Idle(ctx), "Reclaim empties the idle-handle cache")
 }
 
 // collectDevice copies host to a new device buffer of T on s, closed at the end of

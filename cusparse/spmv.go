@@ -6,7 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/gocuda/cuda"
-	"github.com/gocuda/gocuda/internal/idlecache"
+	"github.com/gocuda/gocuda/internal/libhandle"
 )
 
 // The idiomatic API: sparse matrix products on the cuda package's memory, queued on
@@ -234,22 +234,24 @@ func run(op string, s *cuda.Stream, a Matrix, vt cuda.CudaDataType, elem int, va
 		return fail(err)
 	}
 	uses = append(uses, io...)
+	// Checked here even with an idle handle: descriptors and the buffer-size query
+	// take the operands' addresses before cuda.Enqueue would check them.
 	if err := cuda.CheckEnqueue(s, uses...); err != nil {
 		return fail(err)
 	}
 	ctx := s.Context()
-	h, err := take(ctx, s)
+	h, err := handles.Take(ctx, s)
 	if err != nil {
 		return fail(err)
 	}
-	defer put(ctx, h)
+	defer handles.Put(ctx, h)
 	c := ctx.Handle()
 	m, err := a.describe(c, vt, ptrs)
 	if err != nil {
 		return fail(err)
 	}
 	defer inDestroySpMat(c, m)
-	work, size, cleanup, err := prepare(c, h.raw, m)
+	work, size, cleanup, err := prepare(c, h.Raw, m)
 	if err != nil {
 		return fail(err)
 	}
@@ -266,11 +268,8 @@ func run(op string, s *cuda.Stream, a Matrix, vt cuda.CudaDataType, elem int, va
 		uses = append(uses, cuda.Writes(ws))
 	}
 	err = cuda.Enqueue(s, func(cc cuda.CUcontext, st cuda.CUstream) error {
-		if h.stream != st {
-			if err := inSetStream(cc, h.raw, st); err != nil {
-				return err
-			}
-			h.stream = st
+		if _, err := h.Bind(cc, st, inSetStream); err != nil {
+			return err
 		}
 		return work(wp)
 	}, uses...)
@@ -334,34 +333,5 @@ func valueType[T Float]() cuda.CudaDataType {
 // MaxIdleHandles is how many idle cuSPARSE handles a context's cache keeps.
 const MaxIdleHandles = 4
 
-type handle struct {
-	own    *OwnedHandle
-	raw    CusparseHandle
-	stream cuda.CUstream
-}
-
 // handles are the idle handles, per context.
-var handles = idlecache.New[cuda.CUcontext, cuda.CUcontext, *handle](MaxIdleHandles, func(c cuda.CUcontext) cuda.CUcontext { return c })
-
-// take returns an idle handle of ctx, preferably the one last bound to s, or a new
-// one.
-func take(ctx *cuda.Context, s *cuda.Stream) (*handle, error) {
-	key, st := ctx.Handle(), s.Handle()
-	if h, ok := handles.TakePrefer(key, func(h *handle) bool { return h.stream == st }); ok {
-		return h, nil
-	}
-	h := new(handle)
-	err := ctx.Locked(func() error {
-		if err := inCreate(key, &h.raw); err != nil {
-			return err
-		}
-		h.own = OwnHandle(h.raw)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("creating a handle: %w", err)
-	}
-	return h, nil
-}
-
-func put(ctx *cuda.Context, h *handle) { handles.Put(ctx.Handle(), h) }
+var handles = libhandle.New[CusparseHandle, *OwnedHandle, struct{}](MaxIdleHandles, Create, OwnHandle, false)

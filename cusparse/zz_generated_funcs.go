@@ -96,7 +96,6 @@ static int32_t gocuda_cusparseCooGet(uintptr_t fn, uintptr_t a0, uint8_t* a1, ui
 static int32_t gocuda_cusparseCooSetPointers(uintptr_t fn, uintptr_t a0, void* a1, void* a2, void* a3) { return ((int32_t (*)(uintptr_t, void*, void*, void*))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cusparseCooSetStridedBatch(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2) { return ((int32_t (*)(uintptr_t, int32_t, int64_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cusparseCreate(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
-static int64_t gocuda_in_cusparseCreate(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint8_t* a0) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint8_t*))fn)(a0); }
 static int32_t gocuda_cusparseCreateBlockedEll(uintptr_t fn, uint8_t* a0, int64_t a1, int64_t a2, int64_t a3, int64_t a4, void* a5, void* a6, int32_t a7, int32_t a8, int32_t a9) { return ((int32_t (*)(uint8_t*, int64_t, int64_t, int64_t, int64_t, void*, void*, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
 static int32_t gocuda_cusparseCreateBsr(uintptr_t fn, uint8_t* a0, int64_t a1, int64_t a2, int64_t a3, int64_t a4, int64_t a5, void* a6, void* a7, void* a8, int32_t a9, int32_t a10, int32_t a11, int32_t a12, int32_t a13) { return ((int32_t (*)(uint8_t*, int64_t, int64_t, int64_t, int64_t, int64_t, void*, void*, void*, int32_t, int32_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cusparseCreateBsric02Info(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
@@ -1977,23 +1976,6 @@ func Create(handle *CusparseHandle) error {
 		return err
 	}
 	return Status(C.gocuda_cusparseCreate(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(handle)))).err()
-}
-
-// inCreate calls cusparseCreate with the CUDA context ctx current on the calling thread.
-func inCreate(ctx cuda.CUcontext, handle *CusparseHandle) error {
-	fn, err := proc_cusparseCreate.Addr()
-	if err != nil {
-		return err
-	}
-	get, set, err := ctxswitch.Procs()
-	if err != nil {
-		return err
-	}
-	r := int64(C.gocuda_in_cusparseCreate(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), (*C.uint8_t)(unsafe.Pointer(handle))))
-	if r>>32 != 0 {
-		return cuda.Result(int32(r))
-	}
-	return Status(r).err()
 }
 
 // CreateBlockedEll calls cusparseCreateBlockedEll:

@@ -12,17 +12,27 @@ import (
 )
 
 // Cache is the idle handles H by key K, at most max per group (group(k) names a
-// key's group; nil: each key is its own group).
+// key's group).
 type Cache[K comparable, G comparable, H any] struct {
 	max      int
 	group    func(K) G
 	maxBytes int64         // 0: no bound
 	size     func(H) int64 // the bytes an idle handle holds (with maxBytes)
 
-	mu    sync.Mutex
-	idle  map[K][]H
-	n     map[G]int
-	bytes map[G]int64
+	mu   sync.Mutex
+	idle map[K]*list[G, H] // made once per key: the hot path only looks up
+}
+
+// list is the idle handles of one key and the counts of its group.
+type list[G comparable, H any] struct {
+	handles []H
+	g       *groupCount
+}
+
+// groupCount is the number and bytes of a group's idle handles.
+type groupCount struct {
+	n     int
+	bytes int64
 }
 
 // New returns a cache that keeps at most max idle handles per group, emptied at
@@ -48,29 +58,28 @@ func (c *Cache[K, G, H]) Take(k K) (H, bool) {
 // TakePrefer returns the most recently kept idle handle of k for which prefer
 // reports true, or else the most recent one, if there is one.
 func (c *Cache[K, G, H]) TakePrefer(k K, prefer func(H) bool) (H, bool) {
+	var zero H
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	list := c.idle[k]
-	if len(list) == 0 {
-		var zero H
+	l := c.idle[k]
+	if l == nil || len(l.handles) == 0 {
 		return zero, false
 	}
-	i := len(list) - 1
+	hs := l.handles
+	i := len(hs) - 1
 	for j := i; j >= 0; j-- {
-		if prefer(list[j]) {
+		if prefer(hs[j]) {
 			i = j
 			break
 		}
 	}
-	h := list[i]
-	copy(list[i:], list[i+1:])
-	var zero H
-	list[len(list)-1] = zero
-	c.idle[k] = list[:len(list)-1]
-	g := c.group(k)
-	c.n[g]--
+	h := hs[i]
+	copy(hs[i:], hs[i+1:])
+	hs[len(hs)-1] = zero
+	l.handles = hs[:len(hs)-1]
+	l.g.n--
 	if c.size != nil {
-		c.bytes[g] -= c.size(h)
+		l.g.bytes -= c.size(h)
 	}
 	return h, true
 }
@@ -80,35 +89,62 @@ func (c *Cache[K, G, H]) TakePrefer(k K, prefer func(H) bool) (H, bool) {
 func (c *Cache[K, G, H]) Put(k K, h H) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.idle == nil {
-		c.idle, c.n, c.bytes = make(map[K][]H), make(map[G]int), make(map[G]int64)
+	l := c.idle[k]
+	if l == nil {
+		l = c.newList(k)
 	}
-	g := c.group(k)
-	if c.n[g] >= c.max {
+	if l.g.n >= c.max {
 		return false
 	}
 	if c.size != nil {
 		b := c.size(h)
-		if c.bytes[g]+b > c.maxBytes {
+		if l.g.bytes+b > c.maxBytes {
 			return false
 		}
-		c.bytes[g] += b
+		l.g.bytes += b
 	}
-	c.idle[k] = append(c.idle[k], h)
-	c.n[g]++
+	l.handles = append(l.handles, h)
+	l.g.n++
 	return true
+}
+
+// newList makes k's list, sharing its group's counts with the group's other keys.
+func (c *Cache[K, G, H]) newList(k K) *list[G, H] {
+	if c.idle == nil {
+		c.idle = make(map[K]*list[G, H])
+	}
+	g := c.groupOf(k)
+	l := &list[G, H]{g: g}
+	c.idle[k] = l
+	return l
+}
+
+// groupOf returns the counts of k's group (a new one if no key of it has a list).
+func (c *Cache[K, G, H]) groupOf(k K) *groupCount {
+	gk := c.group(k)
+	for k2, l := range c.idle {
+		if c.group(k2) == gk {
+			return l.g
+		}
+	}
+	return new(groupCount)
 }
 
 // Idle returns the number of idle handles of group g.
 func (c *Cache[K, G, H]) Idle(g G) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.n[g]
+	for k, l := range c.idle {
+		if c.group(k) == g {
+			return l.g.n
+		}
+	}
+	return 0
 }
 
 // Drop forgets every idle handle.
 func (c *Cache[K, G, H]) Drop() {
 	c.mu.Lock()
-	c.idle, c.n, c.bytes = nil, nil, nil
+	c.idle = nil
 	c.mu.Unlock()
 }
