@@ -240,10 +240,13 @@ var plans = idlecache.New[planKey, cuda.CUcontext, *plan](MaxIdlePlans, func(k p
 
 // takePlan returns an idle plan of k, preferably the one last bound to s, or a new
 // one with its work area from the pool, allocated on s.
-func takePlan(ctx *cuda.Context, s *cuda.Stream, k planKey) (*plan, error) {
+func takePlan(ctx *cuda.Context, s *cuda.Stream, k planKey, uses []cuda.Use) (*plan, error) {
 	st := s.Handle()
 	if p, ok := plans.TakePrefer(k, func(p *plan) bool { return p.stream == st }); ok {
-		return p, nil
+		return p, nil // cuda.Enqueue checks the stream and memory
+	}
+	if err := cuda.CheckEnqueue(s, uses...); err != nil {
+		return nil, err // before cuFFT is loaded
 	}
 	p := new(plan)
 	rank := k.rank()
@@ -301,12 +304,12 @@ func exec(op string, s *cuda.Stream, k planKey, f func(ctx cuda.CUcontext, p Cuf
 	for _, m := range written {
 		u = append(u, cuda.Writes(m))
 	}
-	if err := cuda.CheckEnqueue(s, u...); err != nil {
-		return fail(err)
-	}
 	ctx := s.Context()
+	if ctx == nil {
+		return fail(cuda.CheckEnqueue(s)) // the nil stream's error
+	}
 	k.ctx = ctx.Handle()
-	p, err := takePlan(ctx, s, k)
+	p, err := takePlan(ctx, s, k, u)
 	if err != nil {
 		return fail(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"unsafe"
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/internal/fakecuda"
@@ -127,7 +128,7 @@ func BenchmarkRun(b *testing.B) {
 	var bufs [3]*cuda.DeviceBuffer
 	for i := range bufs {
 		var err error
-		bufs[i], err = ctx.Alloc(s, 4096)
+		bufs[i], err = ctx.Alloc(s, 2<<20)
 		require.NoError(b, err)
 		defer bufs[i].Close()
 	}
@@ -138,4 +139,43 @@ func BenchmarkRun(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// A Close racing calls: each call either fails with ErrClosed or runs with the
+// memory held until its work is queued — under the strict fake driver, a memset on
+// freed memory fails the test. The buffers are larger than the cuda layer caches,
+// so that Close frees them at once.
+func TestRunCloseRace(t *testing.T) {
+	fakecuda.Check(t)
+	ctx, s := gputest.Stream(t)
+	l := &lib{handles: map[int]*raw{}}
+	p := libhandle.New[int, string, int](2, l.create, func(int) string { return "owner" }, false)
+	for range 50 {
+		buf, err := ctx.Alloc(s, 2<<20)
+		require.NoError(t, err)
+		ptr, err := cuda.DevicePtr[byte](buf)
+		require.NoError(t, err)
+		dev := cuda.CUdeviceptr(uintptr(unsafe.Pointer(ptr)))
+		var wg sync.WaitGroup
+		var ran, closed atomic.Int32
+		for range 4 {
+			wg.Go(func() {
+				err := p.Run(s, l.setStream, func(_ cuda.CUcontext, _ int) error {
+					return ctx.Locked(func() error { return cuda.MemsetD8Async(dev, 1, 2<<20, s.Handle()) })
+				}, cuda.Writes(buf))
+				switch {
+				case err == nil:
+					ran.Add(1)
+				case errors.Is(err, cuda.ErrClosed):
+					closed.Add(1)
+				default:
+					t.Error(err)
+				}
+			})
+		}
+		wg.Go(func() { assert.NoError(t, buf.Close()) })
+		wg.Wait()
+		assert.Equal(t, int32(4), ran.Load()+closed.Load())
+	}
+	require.NoError(t, s.Synchronize())
 }
