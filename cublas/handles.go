@@ -142,7 +142,10 @@ func call(op string, s *cuda.Stream, f func(ctx cuda.CUcontext, h CublasHandle) 
 	}
 	defer handles.Put(ctx, h)
 	if h.State.buf != nil {
-		uses = append(uses, cuda.Writes(h.State.buf))
+		// On the stack for the usual few uses: appending to the caller's
+		// variadic slice would allocate at every call.
+		var all [8]cuda.Use
+		uses = append(append(all[:0], uses...), cuda.Writes(h.State.buf))
 	}
 	err = cuda.Enqueue(s, func(c cuda.CUcontext, st cuda.CUstream) error {
 		if err := bind(c, h, st); err != nil {
