@@ -75,6 +75,11 @@ type planned struct {
 // holds m.
 func (m *memBase) plan(t *stream, write bool, d *deps) planned {
 	o := m.owner()
+	if cs := t.capture.Load(); cs != nil {
+		// Captured, not run: leased for the graph; Exec.Launch orders it.
+		cs.add(o, write)
+		return planned{fast: true}
+	}
 	p := planned{users: o.hold.users.Load()}
 	a := &o.acc
 	if a.only.Load() == t {

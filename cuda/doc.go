@@ -108,6 +108,19 @@
 // Function.Launch queues one kernel per call into the driver; LaunchBatch queues many
 // with one call, for code that launches several small kernels at a time.
 //
+// # Graphs
+//
+// Context.Capture records the work a function queues on a capture stream into a
+// Graph; Graph.Instantiate makes an Exec, whose Launch replays it on any stream with
+// one call into the driver. A graph leases every buffer its operations use: Close (or
+// the garbage collector) shuts a leased buffer for new operations at once, but its
+// memory is freed only after the graph and its executables let go of it, after their
+// last replay. Allocations in a capture come from the pool outside the graph, copies
+// from Go slices are snapshots in pinned memory the graph owns, and operations that
+// would invalidate a capture (synchronizing the stream, copying into Go memory) fail
+// with a *CaptureError. Nothing is released while a capture is in progress, so a
+// Close on another goroutine never invalidates it.
+//
 // # The raw layer
 //
 // The raw layer (zz_generated_*.go) has every function of cuda.h as a Go function

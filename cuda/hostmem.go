@@ -121,6 +121,9 @@ func (ms *memState) hostKindOf(kind MemoryKind) *hostKind {
 // free is the release: the block goes back to the cache, or to its pool, after the
 // GPU work that last used it.
 func (h *hostMem) free() error {
+	if h.m.postpone(h.free, false) {
+		return nil
+	}
 	uses := h.m.retire()
 	blk := h.blk
 	h.blk = nil

@@ -144,6 +144,9 @@ func copyHost(s *Stream, m *memBase, p unsafe.Pointer, n int, toDevice bool) err
 	if s != nil && s.cs != m.ctx.ctxState {
 		return fmt.Errorf("cuda: copying on a stream of another context: %w", ErrWrongContext)
 	}
+	if s != nil && s.capture.Load() != nil && n > 0 {
+		return copyHostCaptured(s, m, p, n, toDevice)
+	}
 	c := m.ctx.ctxState
 	if err := c.enter(); err != nil {
 		return err
@@ -163,6 +166,35 @@ func copyHost(s *Stream, m *memBase, p unsafe.Pointer, n int, toDevice bool) err
 		}
 		return inMemcpyDtoHAsync(ctx, p, m.ptr, uint64(n), h)
 	}, m, toDevice, nil)
+}
+
+// copyHostCaptured is copyHost on a capturing stream. A replay must not read Go
+// memory, which may have moved, been reused or been freed by then: a copy to the
+// device copies src now into pinned memory of the graph's (a snapshot, which every
+// replay copies again), and a copy into Go memory is refused.
+func copyHostCaptured(s *Stream, m *memBase, p unsafe.Pointer, n int, toDevice bool) error {
+	if !toDevice {
+		return s.capture.Load().refuse("copying into Go memory (copy into a HostBuffer)")
+	}
+	stage, err := m.ctx.AllocHost(n)
+	if err != nil {
+		return fmt.Errorf("cuda: staging a copy in a capture: %w", err)
+	}
+	copy(unsafe.Slice((*byte)(hostPointer(stage.m.ptr)), n), unsafe.Slice((*byte)(p), n))
+	c := m.ctx.ctxState
+	if err := c.enter(); err != nil {
+		return err
+	}
+	defer c.exit()
+	src := stage.base()
+	if err := acquirePair(m, src); err != nil {
+		return err
+	}
+	ctx, dst, sp := c.h, m.ptr, src.ptr
+	err = run(s, func(h CUstream) error { return inMemcpyAsync(ctx, dst, sp, uint64(n), h) }, m, true, src)
+	// Leased by the capture: freed when the graph and its executables no longer
+	// hold it.
+	return errors.Join(err, stage.Close())
 }
 
 func copyMem(s *Stream, dst, src Memory) error {

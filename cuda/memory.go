@@ -6,6 +6,7 @@ import (
 	"math"
 	"reflect"
 	"runtime"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/gocuda/gocuda/internal/errs"
@@ -89,6 +90,10 @@ type memBase struct {
 	// resource.ResourceFinalizerAt), or one of its own when reg is set.
 	reg  *resource.Registration
 	regv resource.Registration
+
+	// lease counts the graphs that keep the allocation (graph.go); nil until the
+	// first.
+	lease atomic.Pointer[leaseState]
 }
 
 // acquire holds m (keeps it from being freed) while the caller queues work on it,
@@ -296,8 +301,15 @@ func allocDevice(c *Context, ms *memState, s *Stream, bytes, elem int, etype ref
 	// The driver writes the address straight into the buffer (a field free of Go
 	// pointers, which cgo allows), so that it needs no allocation of its own.
 	b := &DeviceBuffer{m: memBase{ctx: c, ms: ms, size: bytes, elem: elem, etype: etype, kind: KindDevice}}
+	captured := s.capture.Load() != nil
+	if captured {
+		// On a capturing stream the allocation would become the graph's own: take
+		// it from the pool on the context's default stream instead, which the
+		// graph's replays wait for (hand-off), and never reclaim in a capture.
+		s = &Stream{stream: ms.defStream, ctx: c}
+	}
 	gen, err := allocOn(c, ms, s, &b.m.ptr, bytes)
-	if errors.Is(err, ErrOutOfMemory) {
+	if errors.Is(err, ErrOutOfMemory) && !captured {
 		ms.reclaimForOOM()
 		gen, err = allocOn(c, ms, s, &b.m.ptr, bytes)
 	}
@@ -344,6 +356,9 @@ func allocOn(c *Context, ms *memState, pub *Stream, p *CUdeviceptr, bytes int) (
 // the stream is still in the generation of that use (into the stream's cache if it
 // has room); otherwise on the disposal stream, after every use (freeAsync).
 func (b *DeviceBuffer) free() error {
+	if b.m.postpone(b.free, false) {
+		return nil
+	}
 	uses := b.m.retire()
 	c := b.m.ctx
 	if c.enter() != nil {

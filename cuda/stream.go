@@ -69,6 +69,9 @@ type stream struct {
 	pool     *streamPool // the pool that lends it; nil for NewStream's
 
 	reg *resource.Registration // nil for the context's own streams
+
+	// capture is set while Context.Capture records the stream's work (graph.go).
+	capture atomic.Pointer[captureSet]
 }
 
 // StreamOption configures NewStream.
@@ -237,6 +240,9 @@ func checkStream(s *Stream) error {
 // Query reports whether all work queued on the stream has finished.
 func (s *Stream) Query() (bool, error) {
 	if err := checkStream(s); err != nil {
+		return false, err
+	}
+	if err := refuseIfCapturing(s.stream, "querying or synchronizing the capturing stream"); err != nil {
 		return false, err
 	}
 	if err := s.cs.enter(); err != nil {

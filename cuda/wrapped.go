@@ -122,6 +122,9 @@ func wrapIn[T any](c *Context, s []T, skip int) (*WrappedBuffer, error) {
 
 // unregister waits for the GPU work that used the memory, unregisters and unpins it.
 func (w *wrapped) unregister() error {
+	if w.m.postpone(w.unregister, true) {
+		return nil
+	}
 	uses := w.m.retire()
 	var err error
 	if c := w.m.ctx; c.enter() == nil { // else the context went, and the registration with it

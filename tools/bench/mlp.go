@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"unsafe"
@@ -33,6 +34,10 @@ const sgemmSmallDesc = "one cublasSgemm_v2 of the MLP's layer shape (N, N, m=256
 const mlpEagerDesc = "one eager forward pass of ../shared/anchors/mlp.cu's MLP (4 layers of 256x256, batch 16) on one " +
 	"non-blocking stream: per layer cublasSgemm_v2 + bias_relu<<<16, 256>>>; timed as mlp.cu's per-iter: passes in chunks " +
 	"of 2000, each chunk then a stream sync, all on the clock; gocuda: cublas.Gemm[float32] + Function.Launch (cuda.In for the bias)"
+
+const mlpGraphDesc = "one forward pass of the same MLP captured once into a graph (cuStreamBeginCapture on the " +
+	"stream, the eager pass, cuStreamEndCapture, cuGraphInstantiate) and replayed with cuGraphLaunch; timed as mlp/eager; " +
+	"gocuda: Context.Capture of the eager pass, Exec.Launch"
 
 // rawNet is the MLP workloads' state on the raw layer, as floor.cu's: a cuBLAS handle bound
 // to Env.S1 with its workspace, and the network's memory.
@@ -166,6 +171,54 @@ func rawMLPEager(b *testing.B, e *Env) error {
 	for done := 0; done < b.N; done += mlpChunk {
 		for range min(mlpChunk, b.N-done) {
 			if err := n.forward(e); err != nil {
+				return err
+			}
+		}
+		if err := cuda.StreamSynchronize(e.S1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rawMLPGraph is floor.cu's w_mlp_graph: the forward pass captured on Env.S1 once (off the
+// clock, with 20 warm-up replays), then b.N replays in chunks of mlpChunk, each chunk followed
+// by the sync, on the clock.
+func rawMLPGraph(b *testing.B, e *Env) error {
+	b.StopTimer()
+	n, err := e.mlpNet()
+	if err != nil {
+		return err
+	}
+	if e.mlpExec == 0 {
+		var g cuda.CUgraph
+		if err := cuda.StreamBeginCapture(e.S1, cuda.CU_STREAM_CAPTURE_MODE_RELAXED); err != nil {
+			return fmt.Errorf("cuStreamBeginCapture: %w", err)
+		}
+		ferr := n.forward(e)
+		if err := cuda.StreamEndCapture(e.S1, &g); err != nil || ferr != nil {
+			return fmt.Errorf("capturing the forward pass: %w", errors.Join(ferr, err))
+		}
+		err := cuda.GraphInstantiateWithFlags(&e.mlpExec, g, 0)
+		if derr := cuda.GraphDestroy(g); err == nil {
+			err = derr
+		}
+		if err != nil {
+			return fmt.Errorf("cuGraphInstantiateWithFlags: %w", err)
+		}
+		for range mlpWarmup {
+			if err := cuda.GraphLaunch(e.mlpExec, e.S1); err != nil {
+				return fmt.Errorf("cuGraphLaunch: %w", err)
+			}
+		}
+		if err := cuda.StreamSynchronize(e.S1); err != nil {
+			return err
+		}
+	}
+	b.StartTimer()
+	for done := 0; done < b.N; done += mlpChunk {
+		for range min(mlpChunk, b.N-done) {
+			if err := cuda.GraphLaunch(e.mlpExec, e.S1); err != nil {
 				return err
 			}
 		}

@@ -63,19 +63,25 @@ func newGoNet(b *testing.B) *goNet {
 	return n
 }
 
-// gemm queues layer i's SGEMM on the stream: h[i+1] = W[i]·h[i].
-func (n *goNet) gemm(i int) error {
-	return cublas.Gemm[float32](n.s, cublas.NoTrans, cublas.NoTrans, mlpWidth, mlpBatch, mlpWidth,
+// gemm queues layer i's SGEMM on the network's stream: h[i+1] = W[i]·h[i].
+func (n *goNet) gemm(i int) error { return n.gemmOn(n.s, i) }
+
+// gemmOn queues layer i's SGEMM on s.
+func (n *goNet) gemmOn(s *cuda.Stream, i int) error {
+	return cublas.Gemm[float32](s, cublas.NoTrans, cublas.NoTrans, mlpWidth, mlpBatch, mlpWidth,
 		1, n.w[i], mlpWidth, n.h[i], mlpWidth, 0, n.h[i+1], mlpWidth)
 }
 
-// forward queues one forward pass on the stream.
-func (n *goNet) forward() error {
+// forward queues one forward pass on the network's stream.
+func (n *goNet) forward() error { return n.forwardOn(n.s) }
+
+// forwardOn queues one forward pass on s.
+func (n *goNet) forwardOn(s *cuda.Stream) error {
 	for i := range mlpLayers {
-		if err := n.gemm(i); err != nil {
+		if err := n.gemmOn(s, i); err != nil {
 			return err
 		}
-		err := n.bias.Launch(n.s, cuda.D1(biasBlocks), cuda.D1(biasThreads), 0,
+		err := n.bias.Launch(s, cuda.D1(biasBlocks), cuda.D1(biasThreads), 0,
 			n.h[i+1], cuda.In(n.b[i]), int32(mlpWidth), int32(mlpBatch))
 		if err != nil {
 			return err
@@ -114,5 +120,89 @@ func BenchmarkMLP(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+	})
+	// mlp/graph: the forward pass captured once (Context.Capture), then replayed b.N times
+	// in chunks of 2000 with a sync after each, all on the clock (floor.cu's w_mlp_graph).
+	b.Run("graph", func(b *testing.B) {
+		b.StopTimer()
+		g, err := n.s.Context().Capture(n.forwardOn)
+		require.NoError(b, err)
+		defer g.Close()
+		e, err := g.Instantiate()
+		require.NoError(b, err)
+		defer e.Close()
+		for range mlpWarmup {
+			require.NoError(b, e.Launch(n.s))
+		}
+		require.NoError(b, n.s.Synchronize())
+		b.StartTimer()
+		for done := 0; done < b.N; done += mlpChunk {
+			for range min(mlpChunk, b.N-done) {
+				if err := e.Launch(n.s); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := n.s.Synchronize(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkGraph10 is graph/eager10 and graph/graph10 on the idiomatic API: 10 launches of
+// axpb<<<16, 256>>>(x, 4096) per iteration, eagerly (Function.Launch) or as one captured
+// graph (Exec.Launch); b.N iterations, then one sync, on the clock (floor.cu's functions).
+func BenchmarkGraph10(b *testing.B) {
+	ctx, err := cuda.Device(0).Context()
+	if err != nil {
+		gputest.Require(b)
+		b.Fatalf("device 0's primary context: %v", err)
+	}
+	s, err := ctx.NewStream()
+	require.NoError(b, err)
+	defer s.Close()
+	mod, err := ctx.LoadModule([]byte(kernelsPTX))
+	require.NoError(b, err)
+	defer mod.Close()
+	axpb, err := mod.Function("axpb")
+	require.NoError(b, err)
+	const n = 4096
+	x, err := cuda.AllocFor[float32](s, n)
+	require.NoError(b, err)
+	defer x.Close()
+	require.NoError(b, x.Memset32Async(s, 0))
+	ten := func(s *cuda.Stream) error {
+		for range graphKernels {
+			if err := axpb.Launch(s, cuda.D1(16), cuda.D1(256), 0, x, int32(n)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	b.Run("eager", func(b *testing.B) {
+		for range b.N {
+			if err := ten(s); err != nil {
+				b.Fatal(err)
+			}
+		}
+		require.NoError(b, s.Synchronize())
+	})
+	b.Run("graph", func(b *testing.B) {
+		b.StopTimer()
+		g, err := ctx.Capture(ten)
+		require.NoError(b, err)
+		defer g.Close()
+		e, err := g.Instantiate()
+		require.NoError(b, err)
+		defer e.Close()
+		require.NoError(b, e.Launch(s))
+		require.NoError(b, s.Synchronize())
+		b.StartTimer()
+		for range b.N {
+			if err := e.Launch(s); err != nil {
+				b.Fatal(err)
+			}
+		}
+		require.NoError(b, s.Synchronize())
 	})
 }

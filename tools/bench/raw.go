@@ -51,8 +51,9 @@ type Env struct {
 
 	Graph10 cuda.CUgraphExec // 10 axpb kernels captured on S1
 
-	mlp    *rawNet // the MLP workloads' state, made at their first run (see Env.mlpNet)
-	mlpErr error
+	mlp     *rawNet // the MLP workloads' state, made at their first run (see Env.mlpNet)
+	mlpErr  error
+	mlpExec cuda.CUgraphExec // mlp/graph's forward pass, captured at its first run
 
 	params *axpbParams
 	args   *[2]unsafe.Pointer // kernelParams for axpb: &params.x, &params.n

@@ -111,15 +111,18 @@ var workloads = []Workload{
 		Go: GoBench{Pkg: "cuda", Bench: "Pipeline", Match: `^BenchmarkPipeline/channels$`}, Raw: rawPipeline},
 	{ID: "pipeline/one", Desc: pipelineDesc + "; the Go side produces and consumes in one goroutine", CFunc: "w_pipeline",
 		Go: GoBench{Pkg: "cuda", Bench: "Pipeline", Match: `^BenchmarkPipeline/one$`}, Raw: rawPipeline},
-	{ID: "graph/eager10", Desc: "10 axpb launches, eager (per iteration; one sync at the end)", CFunc: "w_graph_eager10",
-		Raw: rawGraphEager10},
-	{ID: "graph/graph10", Desc: "cuGraphLaunch of the same 10 kernels captured into a graph", CFunc: "w_graph_graph10",
-		Raw: rawGraphGraph10},
-	// The cuBLAS rows' gocuda side is this package's own benchmarks (mlp_bench_test.go), run
-	// from its test binary like the cuda package's. No mlp/graph row: gocuda's idiomatic API
-	// has no graph capture yet.
+	// The graph, cuBLAS and MLP rows' gocuda side is this package's own benchmarks
+	// (mlp_bench_test.go), run from its test binary like the cuda package's.
+	{ID: "graph/eager10", Desc: "10 axpb launches, eager (per iteration; one sync at the end); gocuda: Function.Launch",
+		CFunc: "w_graph_eager10",
+		Go:    GoBench{Pkg: "tools/bench", Bench: "Graph10", Match: `^BenchmarkGraph10/eager$`}, Raw: rawGraphEager10},
+	{ID: "graph/graph10", Desc: "cuGraphLaunch of the same 10 kernels captured into a graph; gocuda: Context.Capture, Exec.Launch",
+		CFunc: "w_graph_graph10",
+		Go:    GoBench{Pkg: "tools/bench", Bench: "Graph10", Match: `^BenchmarkGraph10/graph$`}, Raw: rawGraphGraph10},
 	{ID: "cublas/sgemm-small", Desc: sgemmSmallDesc, CFunc: "w_cublas_sgemm_small",
 		Go: GoBench{Pkg: "tools/bench", Bench: "SgemmSmall", Match: `^BenchmarkSgemmSmall$`}, Raw: rawSgemmSmall},
 	{ID: "mlp/eager", Desc: mlpEagerDesc, CFunc: "w_mlp_eager",
 		Go: GoBench{Pkg: "tools/bench", Bench: "MLP", Match: `^BenchmarkMLP/eager$`}, Raw: rawMLPEager},
+	{ID: "mlp/graph", Desc: mlpGraphDesc, CFunc: "w_mlp_graph",
+		Go: GoBench{Pkg: "tools/bench", Bench: "MLP", Match: `^BenchmarkMLP/graph$`}, Raw: rawMLPGraph},
 }

@@ -120,7 +120,7 @@ func TestPackageSelectors(t *testing.T) {
 		{"cuda", "^Benchmark(Alloc)$"}, {"cuda", "^Benchmark(Launch(Empty)?)$"}, {"cuda", "^Benchmark(CallOverhead)$"},
 		{"cuda", "^Benchmark(Handoff)$"}, {"cuda", "^Benchmark(StreamCreateDestroy)$"}, {"cuda", "^Benchmark(StreamPool)$"},
 		{"cuda", "^Benchmark(Tasks)$"}, {"cuda", "^Benchmark(Pipeline)$"},
-		{"tools/bench", "^Benchmark(SgemmSmall)$"}, {"tools/bench", "^Benchmark(MLP)$"},
+		{"tools/bench", "^Benchmark(Graph10)$"}, {"tools/bench", "^Benchmark(SgemmSmall)$"}, {"tools/bench", "^Benchmark(MLP)$"},
 	}, got)
 	got = packageSelectors([]Workload{
 		{ID: "a", Go: GoBench{Pkg: "cublas", Bench: "Gemm"}}, {ID: "b", Go: GoBench{Pkg: "cuda", Bench: "X"}},
@@ -342,11 +342,12 @@ func TestGoBenchExists(t *testing.T) {
 func TestMLPRows(t *testing.T) {
 	ws, err := Select(workloads, `^(cublas|mlp)/`)
 	require.NoError(t, err)
-	require.Len(t, ws, 2)
+	require.Len(t, ws, 3)
 	var pkg []Result
 	for _, line := range []string{
 		"BenchmarkSgemmSmall-16   \t  200000\t      5012 ns/op",
 		"BenchmarkMLP/eager-16    \t   12000\t     41000 ns/op",
+		"BenchmarkMLP/graph-16    \t   40000\t     23000 ns/op",
 	} {
 		r, ok := ParseBenchLine(line)
 		require.True(t, ok, line)
@@ -355,6 +356,7 @@ func TestMLPRows(t *testing.T) {
 	floor := FloorOutput{Results: map[string]Result{
 		"cublas/sgemm-small": {Name: "cublas/sgemm-small", Iters: 100000, NsOp: 4000},
 		"mlp/eager":          {Name: "mlp/eager", Iters: 14000, NsOp: 39000},
+		"mlp/graph":          {Name: "mlp/graph", Iters: 40000, NsOp: 22500},
 	}}
 	raw := map[string]RawResult{"mlp/eager": {Err: "cublasCreate: no cublas library"}}
 	rows, err := Join(ws, floor, map[string][]Result{"tools/bench": pkg}, raw)
@@ -364,6 +366,8 @@ func TestMLPRows(t *testing.T) {
 	assert.Equal(t, "BenchmarkMLP/eager", rows[1].GoBench)
 	assert.InDelta(t, 41000.0/39000, *rows[1].Ratio, 1e-9)
 	assert.Equal(t, "cublasCreate: no cublas library", rows[1].RawError)
+	assert.Equal(t, "BenchmarkMLP/graph", rows[2].GoBench)
+	assert.InDelta(t, 23000.0/22500, *rows[2].Ratio, 1e-9)
 	var b strings.Builder
 	require.NoError(t, WriteTable(&b, rows))
 	assert.Regexp(t, `(?m)^cublas/sgemm-small\s+4\.00 µs\s+5\.01 µs\s+1\.25×\s+—\s+—\s+BenchmarkSgemmSmall$`, b.String())

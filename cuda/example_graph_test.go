@@ -1,0 +1,62 @@
+package cuda_test
+
+import (
+	"fmt"
+	"log"
+
+	"github.com/gocuda/gocuda/cuda"
+)
+
+// Capture a few operations once and replay them: the temporary allocated in the
+// capture, and the host data copied in, belong to the graph.
+func ExampleContext_Capture() {
+	ctx, err := cuda.Device(0).Context()
+	if err != nil {
+		log.Fatal(err)
+	}
+	s, err := ctx.NewStream()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	out, err := cuda.AllocFor[float32](s, 4)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer out.Close()
+
+	host := []float32{1, 2, 3, 4}
+	g, err := ctx.Capture(func(cs *cuda.Stream) error {
+		tmp, err := cuda.AllocFor[float32](cs, 4)
+		if err != nil {
+			return err
+		}
+		defer tmp.Close() // kept by the graph until it no longer needs it
+		if err := cuda.CopyToDeviceAsync(cs, tmp, host); err != nil {
+			return err
+		}
+		return cuda.CopyAsync(cs, out, tmp)
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer g.Close()
+	exec, err := g.Instantiate()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer exec.Close()
+
+	host[0] = 100 // the graph copied host when it was captured
+	for range 3 {
+		if err := exec.Launch(s); err != nil {
+			log.Fatal(err)
+		}
+	}
+	got := make([]float32, 4)
+	if err := cuda.CopyFromDevice(got, out); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(got)
+	// Output: [1 2 3 4]
+}

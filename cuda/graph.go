@@ -1,0 +1,454 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/gocuda/gocuda/internal/rescore"
+	"github.com/gocuda/gocuda/resource"
+)
+
+// Graphs: Context.Capture records the work a function queues on a stream into a
+// Graph; Graph.Instantiate makes an Exec, which Exec.Launch replays on any stream of
+// the context.
+//
+// Leases. A graph's operations name memory by address, so the memory must outlive
+// every replay. While capturing, every buffer an operation on the capture stream
+// uses is leased: the Graph, and every Exec made from it, keep the buffer reachable
+// and hold a lease on it. Releasing leased memory (Close, or the release after it
+// becomes unreachable) shuts it for new operations at once — they fail with
+// ErrClosed — but postpones freeing it until the last lease ends (Graph.Close,
+// Exec.Close, or their own release once they are unreachable). The free is then
+// ordered after the last replay by the hand-off, as after any other use.
+//
+// Hand-off. A capture queues nothing to run, so it neither waits for nor records
+// uses; Exec.Launch does, for every leased buffer, as a kernel launch does for its
+// arguments: a replay waits on the GPU for the buffers' conflicting uses on other
+// streams, and later work waits for the replay.
+//
+// During a capture nothing is released (the resource package's capture gate):
+// releases, including explicit ones on other goroutines, wait until it ends, so that
+// no free invalidates it.
+
+// CaptureError is the error of an operation refused during a capture, because
+// queuing it on a capturing stream would invalidate the capture or make replays
+// unsafe (a host synchronization, a copy into Go memory), or of a capture that
+// failed as a whole. It wraps the cause, if any.
+type CaptureError struct {
+	Op  string // the operation refused, or "capture"
+	Err error  // the cause, or nil
+}
+
+// Error describes the refused operation and its cause.
+func (e *CaptureError) Error() string {
+	msg := "cuda: capture: " + e.Op
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Unwrap returns the cause.
+func (e *CaptureError) Unwrap() error { return e.Err }
+
+// errNotCapturable is the cause of refusals of operations that cannot be replayed.
+var errNotCapturable = errors.New("not allowed while the stream is capturing")
+
+// leased is memory a capture used, and whether any of its uses wrote it.
+type leased struct {
+	m     *memBase
+	write bool
+}
+
+// captureSet is what a capture in progress collected (stream.capture).
+type captureSet struct {
+	mu     sync.Mutex
+	index  map[*memBase]int
+	leases []leased
+	err    error // the first operation refused
+}
+
+// add leases m (an allocation, not a view) for the capture; the caller holds m.
+func (cs *captureSet) add(m *memBase, write bool) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if i, ok := cs.index[m]; ok {
+		cs.leases[i].write = cs.leases[i].write || write
+		return
+	}
+	m.addLease()
+	cs.index[m] = len(cs.leases)
+	cs.leases = append(cs.leases, leased{m, write})
+}
+
+// refuse records and returns the refusal of op: the capture fails with it too,
+// even if the capturing function ignores it.
+func (cs *captureSet) refuse(op string) error {
+	err := &CaptureError{Op: op, Err: errNotCapturable}
+	cs.mu.Lock()
+	if cs.err == nil {
+		cs.err = err
+	}
+	cs.mu.Unlock()
+	return err
+}
+
+// refuseIfCapturing returns the refusal of op if t is capturing.
+func refuseIfCapturing(t *stream, op string) error {
+	if cs := t.capture.Load(); cs != nil {
+		return cs.refuse(op)
+	}
+	return nil
+}
+
+// leaseState counts the leases on an allocation and keeps its release while there
+// are any.
+type leaseState struct {
+	mu       sync.Mutex
+	n        int
+	pending  func() error // the postponed release
+	blocking bool         // pending may wait for the GPU
+}
+
+// addLease adds a lease on m, an allocation held by the caller (it is not freed).
+func (m *memBase) addLease() {
+	ls := m.lease.Load()
+	if ls == nil {
+		m.lease.CompareAndSwap(nil, new(leaseState))
+		ls = m.lease.Load()
+	}
+	ls.mu.Lock()
+	ls.n++
+	ls.mu.Unlock()
+}
+
+// postpone is called first by m's release, free (of the blocking class if
+// blocking): it shuts m's hold, waiting for the operations queuing work on it (one
+// of which may be leasing it), and then, if m is leased, keeps free for the end of
+// the last lease and reports true.
+func (m *memBase) postpone(free func() error, blocking bool) bool {
+	m.hold.close()
+	ls := m.lease.Load()
+	if ls == nil {
+		return false
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.n == 0 {
+		return false
+	}
+	ls.pending, ls.blocking = free, blocking
+	return true
+}
+
+// endLease ends a lease on m. When it was the last, m's postponed release runs: a
+// non-blocking one now, a blocking one (which may wait for the GPU) through a
+// registration of its own, dropped at once, so that it runs in resource.Reclaim as
+// that class does.
+func (m *memBase) endLease() error {
+	ls := m.lease.Load()
+	ls.mu.Lock()
+	ls.n--
+	var free func() error
+	if ls.n == 0 {
+		free, ls.pending = ls.pending, nil
+	}
+	blocking := ls.blocking
+	ls.mu.Unlock()
+	switch {
+	case free == nil:
+		return nil
+	case blocking:
+		resource.ResourceFinalizerErr(func(p *postponed) error { return p.free() }, &postponed{free}, true,
+			resource.Kind("postponed release"))
+		return nil
+	}
+	return free()
+}
+
+// postponed carries a blocking release past the end of the last lease.
+type postponed struct{ free func() error }
+
+// leaseSet is the leases of one Graph or Exec. It ends them through its own release
+// registration: at Close, or, once unreachable, in the non-blocking lane (the
+// postponed releases are stream-ordered frees, which do not wait for the GPU).
+type leaseSet struct {
+	items []leased
+	reg   *resource.Registration
+}
+
+// newLeaseSet takes over leases already added for items.
+func newLeaseSet(items []leased) *leaseSet {
+	ls := &leaseSet{items: items}
+	ls.reg = resource.ResourceFinalizerErr((*leaseSet).end, ls, false, resource.Kind("graph lease"))
+	return ls
+}
+
+// end ends every lease of ls.
+func (ls *leaseSet) end() error {
+	var errs []error
+	for _, l := range ls.items {
+		if err := l.m.endLease(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	ls.items = nil
+	return errors.Join(errs...)
+}
+
+// Capture records the work f queues on s, a stream made for the capture, into a
+// Graph, without running it. Operations on s are captured (kernel launches, copies
+// and memsets between buffers, library calls through Enqueue); memory that f
+// allocates on s comes from the context's pool, outside the graph, and is leased by
+// the graph like every buffer its operations use, so that f may Close temporaries.
+// Work queued on other streams during the capture runs as usual: other goroutines
+// keep using the GPU.
+//
+// Operations that cannot be captured fail with a *CaptureError, and so does the
+// capture: synchronizing or querying s, copying from a Go slice or into one on s
+// (copy through a HostBuffer), launching an Exec on s. An error from f, or a capture
+// the driver invalidated, also fails the capture with a *CaptureError wrapping it.
+//
+// Nothing is released while a capture is in progress (see the resource package's
+// capture gate); Capture fails with resource.ErrReclaimInProgress wrapped in a
+// *CaptureError while Reclaim runs.
+func (c *Context) Capture(f func(s *Stream) error) (*Graph, error) {
+	if f == nil {
+		return nil, fmt.Errorf("%w: nil capture function", ErrInvalidArgument)
+	}
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	s, err := c.NewStream()
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	if err := rescore.BeginCapture(); err != nil {
+		return nil, &CaptureError{Op: "capture", Err: err}
+	}
+	cs := &captureSet{index: map[*memBase]int{}}
+	g, err := c.capture(s, cs, f)
+	if err != nil {
+		rescore.EndCapture()
+		for _, l := range cs.leases {
+			_ = l.m.endLease() // postponed releases run now; a capture that failed owns nothing
+		}
+		return nil, err
+	}
+	graph := &Graph{g: &graphState{ctx: c, own: OwnGraph(g), lease: newLeaseSet(cs.leases)}}
+	rescore.EndCapture()
+	return graph, nil
+}
+
+// capture runs f between the driver's begin and end of capture on s.
+func (c *Context) capture(s *Stream, cs *captureSet, f func(s *Stream) error) (g CUgraph, err error) {
+	// The context stays entered for the capture: closing it waits for the end.
+	if err := c.enter(); err != nil {
+		return 0, err
+	}
+	defer c.exit()
+	s.capture.Store(cs)
+	defer s.capture.Store(nil)
+	if err := inStreamBeginCapture(c.h, s.h, CU_STREAM_CAPTURE_MODE_RELAXED); err != nil {
+		return 0, &CaptureError{Op: "capture", Err: err}
+	}
+	ended := false
+	end := func() error {
+		ended = true
+		return inStreamEndCapture(c.h, s.h, &g)
+	}
+	defer func() {
+		if !ended { // f panicked: end the capture before the panic goes on
+			if end() == nil && g != 0 {
+				_ = inGraphDestroy(c.h, g)
+			}
+		}
+	}()
+	ferr := f(s)
+	endErr := end()
+	cs.mu.Lock()
+	refused := cs.err
+	cs.mu.Unlock()
+	if ferr == nil && endErr == nil && refused == nil {
+		return g, nil
+	}
+	if endErr == nil && g != 0 {
+		_ = inGraphDestroy(c.h, g)
+	}
+	var ce *CaptureError
+	switch {
+	case ferr != nil && errors.As(ferr, &ce):
+		return 0, ferr
+	case ferr != nil:
+		return 0, &CaptureError{Op: "capture", Err: ferr}
+	case refused != nil:
+		return 0, refused
+	}
+	return 0, &CaptureError{Op: "capture", Err: endErr}
+}
+
+// Graph is captured work (Context.Capture), to be instantiated and replayed. It keeps
+// the memory its operations use (see Capture) until Close, or until it is
+// unreachable, and then releases the CUgraph in the non-blocking lane.
+//
+// A Graph is safe for concurrent use: Instantiate may be called from several
+// goroutines; Close waits for Instantiate calls in progress, and later calls fail
+// with ErrClosed.
+type Graph struct {
+	g *graphState
+}
+
+type graphState struct {
+	ctx   *Context
+	own   *OwnedGraph
+	lease *leaseSet
+	hold  hold
+}
+
+// Context returns the context the graph was captured in.
+func (g *Graph) Context() *Context {
+	if g == nil || g.g == nil {
+		return nil
+	}
+	return g.g.ctx
+}
+
+// Buffers returns the number of allocations the graph keeps (the memory its
+// operations use).
+func (g *Graph) Buffers() int {
+	if g == nil || g.g == nil {
+		return 0
+	}
+	return len(g.g.lease.items)
+}
+
+// Instantiate makes an executable graph of g (cuGraphInstantiateWithFlags, freeing
+// the graph's own allocations at each launch so that it can be launched again). The
+// Exec keeps the memory g uses for itself: it may outlive g.
+func (g *Graph) Instantiate() (*Exec, error) {
+	if g == nil || g.g == nil {
+		return nil, fmt.Errorf("%w: nil graph", ErrInvalidArgument)
+	}
+	st := g.g
+	if !st.hold.enter() {
+		return nil, fmt.Errorf("cuda: graph: %w", ErrClosed)
+	}
+	defer st.hold.exit()
+	items := append([]leased(nil), st.lease.items...)
+	var e CUgraphExec
+	if err := st.ctx.enter(); err != nil {
+		return nil, err
+	}
+	err := inGraphInstantiateWithFlags(st.ctx.h, &e, st.own.Handle(), uint64(CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH))
+	st.ctx.exit()
+	if err != nil {
+		return nil, fmt.Errorf("cuda: instantiating a graph: %w", err)
+	}
+	for _, l := range items {
+		l.m.addLease() // g holds them: none was released
+	}
+	return &Exec{e: &execState{ctx: st.ctx, own: OwnGraphExec(e), lease: newLeaseSet(items)}}, nil
+}
+
+// Close releases the graph: its CUgraph now, and its leases on memory (memory closed
+// meanwhile is freed once no Exec holds it either). Closing again returns an error
+// that matches ErrClosed.
+func (g *Graph) Close() error {
+	if g == nil || g.g == nil || !g.g.hold.close() {
+		return fmt.Errorf("cuda: graph: %w", ErrClosed)
+	}
+	st := g.g
+	return errors.Join(st.own.Close(), st.lease.reg.Release())
+}
+
+// Exec is an executable graph (Graph.Instantiate). It keeps the memory its graph
+// uses until Close, or until it is unreachable.
+//
+// An Exec is safe for concurrent use: Launch may be called from several goroutines
+// at once (the replays are ordered as their streams order them); Close waits for
+// Launch calls in progress, and later calls fail with ErrClosed. Work already queued
+// still runs.
+type Exec struct {
+	e *execState
+}
+
+type execState struct {
+	ctx   *Context
+	own   *OwnedGraphExec
+	lease *leaseSet
+	hold  hold
+}
+
+// maxInlinePlans is how many leased buffers a Launch plans without allocating.
+const maxInlinePlans = 16
+
+// Launch replays the graph on s (cuGraphLaunch), ordered with the other uses of the
+// memory it uses: it waits on the GPU for their conflicting uses on other streams,
+// and is recorded as their use on s (a write for the memory any captured operation
+// wrote). It fails with ErrWrongContext for a stream of another context, and with a
+// *CaptureError on a capturing stream.
+func (e *Exec) Launch(s *Stream) error {
+	if e == nil || e.e == nil {
+		return fmt.Errorf("%w: nil executable graph", ErrInvalidArgument)
+	}
+	if err := checkStream(s); err != nil {
+		return err
+	}
+	x := e.e
+	if s.cs != x.ctx.ctxState {
+		return fmt.Errorf("cuda: launching a graph on a stream of another context: %w", ErrWrongContext)
+	}
+	if err := refuseIfCapturing(s.stream, "launching a graph"); err != nil {
+		return err
+	}
+	c := s.cs
+	if err := c.enter(); err != nil {
+		return err
+	}
+	defer c.exit()
+	if !x.hold.enter() {
+		return fmt.Errorf("cuda: executable graph: %w", ErrClosed)
+	}
+	defer x.hold.exit()
+	// The leases keep the memory from being freed, as a hold would, and record and
+	// plan need no more: they never run while its release does (postponed).
+	items := x.lease.items
+	var inline [maxInlinePlans]planned
+	plans := inline[:0]
+	if len(items) > len(inline) {
+		plans = make([]planned, 0, len(items))
+	}
+	var wait deps
+	for _, l := range items {
+		plans = append(plans, l.m.plan(s.stream, l.write, &wait))
+	}
+	if wait.n > 0 {
+		if err := items[0].m.ms.handOff(&wait, s.stream); err != nil {
+			return errHandOff(err)
+		}
+	}
+	if err := lockOpen(s, s.stream); err != nil {
+		return err
+	}
+	defer s.mu.RUnlock()
+	err := inGraphLaunch(c.h, x.own.Handle(), s.h)
+	if err != nil {
+		return fmt.Errorf("cuda: launching a graph: %w", err)
+	}
+	for i, l := range items {
+		l.m.record(s.stream, l.write, plans[i])
+	}
+	return nil
+}
+
+// Close releases the executable graph (after the replays already queued) and its
+// leases on memory. Closing again returns an error that matches ErrClosed.
+func (e *Exec) Close() error {
+	if e == nil || e.e == nil || !e.e.hold.close() {
+		return fmt.Errorf("cuda: executable graph: %w", ErrClosed)
+	}
+	x := e.e
+	return errors.Join(x.own.Close(), x.lease.reg.Release())
+}

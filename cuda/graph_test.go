@@ -1,0 +1,250 @@
+package cuda_test
+
+import (
+	"errors"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/internal/fakecuda"
+	"github.com/gocuda/gocuda/internal/gputest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A capture that allocates, stages host data and closes its temporaries replays
+// twice, after garbage collection, with the data as it was at the capture.
+func TestCaptureReplay(t *testing.T) {
+	fakecuda.Check(t)
+	ctx, s := gputest.Stream(t)
+	const n = 1 << 19 // 2 MiB of uint32: larger than the blocks the stream caches
+	x, err := cuda.AllocFor[uint32](s, n)
+	require.NoError(t, err)
+	defer x.Close()
+	y, err := cuda.AllocFor[uint32](s, n)
+	require.NoError(t, err)
+	defer y.Close()
+	require.NoError(t, x.Memset32Async(s, 0))
+	require.NoError(t, y.Memset32Async(s, 0))
+	host := make([]uint32, n)
+	for i := range host {
+		host[i] = uint32(i)
+	}
+
+	g, err := ctx.Capture(func(cs *cuda.Stream) error {
+		tmp, err := cuda.AllocFor[uint32](cs, n)
+		if err != nil {
+			return err
+		}
+		if err := tmp.Memset32Async(cs, 7); err != nil {
+			return err
+		}
+		if err := cuda.CopyAsync(cs, y, tmp); err != nil {
+			return err
+		}
+		if err := tmp.Close(); err != nil { // leased: freed with the graph
+			return err
+		}
+		return cuda.CopyToDeviceAsync(cs, x, host) // a snapshot of host
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 4, g.Buffers(), "x, y, the temporary and the staging buffer")
+	host[0], host[n-1] = 1<<31, 1<<31 // after the capture: not replayed
+	runtime.GC()
+	runtime.GC()
+
+	e, err := g.Instantiate()
+	require.NoError(t, err)
+	require.NoError(t, g.Close(), "the executable keeps what it uses")
+	require.ErrorIs(t, g.Close(), cuda.ErrClosed)
+	for range 2 {
+		require.NoError(t, x.Memset32Async(s, 1))
+		require.NoError(t, e.Launch(s))
+	}
+	got := make([]uint32, n)
+	require.NoError(t, cuda.CopyFromDevice(got, x))
+	for i, v := range got {
+		if v != uint32(i) {
+			t.Fatalf("x[%d] = %d after the replays, want %d", i, v, i)
+		}
+	}
+	require.NoError(t, cuda.CopyFromDevice(got, y))
+	for i, v := range got {
+		if v != 7 {
+			t.Fatalf("y[%d] = %d after the replays, want 7", i, v)
+		}
+	}
+	require.NoError(t, e.Close())
+	require.ErrorIs(t, e.Close(), cuda.ErrClosed)
+	require.ErrorIs(t, e.Launch(s), cuda.ErrClosed)
+}
+
+// Memory closed while a graph holds it stays usable by the graph's replays and is
+// freed after the last one, once the graph and its executable are closed.
+func TestCaptureKeepsClosedMemory(t *testing.T) {
+	fakecuda.Check(t)
+	ctx, s := gputest.Stream(t)
+	const size = 4 << 20
+	a, err := ctx.Alloc(s, size)
+	require.NoError(t, err)
+	out, err := ctx.Alloc(s, size)
+	require.NoError(t, err)
+	defer out.Close()
+	require.NoError(t, a.Memset8Async(s, 3))
+	g, err := ctx.Capture(func(cs *cuda.Stream) error { return cuda.CopyAsync(cs, out, a) })
+	require.NoError(t, err)
+	e, err := g.Instantiate()
+	require.NoError(t, err)
+
+	live := gputest.DeviceBytes(t)
+	require.NoError(t, a.Close())
+	require.ErrorIs(t, a.Memset8Async(s, 0), cuda.ErrClosed, "closed for new operations")
+	assert.Equal(t, live, gputest.DeviceBytes(t), "not freed while leased")
+	require.NoError(t, e.Launch(s))
+	require.NoError(t, g.Close())
+	require.NoError(t, e.Launch(s), "the executable still holds a")
+	require.NoError(t, e.Close())
+	assert.Equal(t, live-size, gputest.DeviceBytes(t), "freed with the last lease")
+	got := make([]byte, size)
+	require.NoError(t, cuda.CopyFromDevice(got, out))
+	for i, v := range got {
+		if v != 3 {
+			t.Fatalf("out[%d] = %d, want 3", i, v)
+		}
+	}
+}
+
+// Operations that would invalidate a capture, or make replays read Go memory, fail
+// with CaptureError, and so does the capture even when the function ignores them.
+func TestCaptureRefuses(t *testing.T) {
+	ctx, s := gputest.Stream(t)
+	b, err := cuda.AllocFor[uint32](s, 64)
+	require.NoError(t, err)
+	defer b.Close()
+	sink := make([]uint32, 64)
+	boom := errors.New("boom")
+	for _, c := range []struct {
+		name string
+		f    func(cs *cuda.Stream) error
+		want string
+	}{
+		{"synchronize", func(cs *cuda.Stream) error { _ = cs.Synchronize(); return nil }, "synchronizing"},
+		{"query", func(cs *cuda.Stream) error { _, err := cs.Query(); return err }, "querying"},
+		{"copy to Go memory", func(cs *cuda.Stream) error { _ = cuda.CopyFromDeviceAsync(cs, sink, b); return nil }, "Go memory"},
+		{"function error", func(cs *cuda.Stream) error { _ = b.Memset32Async(cs, 1); return boom }, "boom"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g, err := ctx.Capture(c.f)
+			assert.Nil(t, g)
+			var ce *cuda.CaptureError
+			require.ErrorAs(t, err, &ce)
+			assert.Contains(t, err.Error(), c.want)
+		})
+	}
+	_, err = ctx.Capture(func(cs *cuda.Stream) error { return boom })
+	assert.ErrorIs(t, err, boom)
+	_, err = ctx.Capture(nil)
+	assert.ErrorIs(t, err, cuda.ErrInvalidArgument)
+
+	// A failed capture leases nothing: b is usable and freed as usual.
+	require.NoError(t, b.Memset32Async(s, 2))
+	require.NoError(t, cuda.CopyFromDevice(sink, b))
+	assert.Equal(t, uint32(2), sink[63])
+
+	// An executable refuses to launch into a capture.
+	g, err := ctx.Capture(func(cs *cuda.Stream) error { return b.Memset32Async(cs, 5) })
+	require.NoError(t, err)
+	defer g.Close()
+	e, err := g.Instantiate()
+	require.NoError(t, err)
+	defer e.Close()
+	_, err = ctx.Capture(func(cs *cuda.Stream) error { return e.Launch(cs) })
+	var ce *cuda.CaptureError
+	require.ErrorAs(t, err, &ce)
+}
+
+// A Close on another goroutine during a capture waits for its end instead of
+// invalidating it; other goroutines keep using the GPU meanwhile.
+func TestCaptureConcurrentClose(t *testing.T) {
+	fakecuda.Check(t)
+	ctx, s := gputest.Stream(t)
+	other, err := ctx.Alloc(s, 4<<20)
+	require.NoError(t, err)
+	work, err := ctx.NewStream()
+	require.NoError(t, err)
+	defer work.Close()
+	dst, err := cuda.AllocFor[uint32](s, 16)
+	require.NoError(t, err)
+	defer dst.Close()
+	g, err := ctx.Capture(func(cs *cuda.Stream) error {
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			assert.NoError(t, other.Close())
+			assert.ErrorIs(t, other.Close(), cuda.ErrClosed)
+			b, err := cuda.AllocFor[uint32](work, 16)
+			if assert.NoError(t, err) {
+				assert.NoError(t, b.Memset32Async(work, 9))
+				got := make([]uint32, 16)
+				assert.NoError(t, cuda.CopyFromDeviceAsync(work, got, b))
+				assert.Equal(t, uint32(9), got[15])
+				assert.NoError(t, b.Close())
+			}
+		})
+		wg.Wait()
+		return dst.Memset32Async(cs, 4)
+	})
+	require.NoError(t, err)
+	defer g.Close()
+	e, err := g.Instantiate()
+	require.NoError(t, err)
+	defer e.Close()
+	require.NoError(t, e.Launch(s))
+	got := make([]uint32, 16)
+	require.NoError(t, cuda.CopyFromDevice(got, dst))
+	assert.Equal(t, uint32(4), got[0])
+}
+
+// One executable launched from many goroutines on their own streams: every replay
+// is ordered with the others by the hand-off (each writes the same buffer).
+func TestExecConcurrentLaunch(t *testing.T) {
+	fakecuda.Check(t)
+	ctx, s := gputest.Stream(t)
+	const n = 1 << 18
+	src, err := cuda.AllocFor[uint32](s, n)
+	require.NoError(t, err)
+	defer src.Close()
+	dst, err := cuda.AllocFor[uint32](s, n)
+	require.NoError(t, err)
+	defer dst.Close()
+	require.NoError(t, src.Memset32Async(s, 11))
+	g, err := ctx.Capture(func(cs *cuda.Stream) error {
+		if err := dst.Memset32Async(cs, 0); err != nil {
+			return err
+		}
+		return cuda.CopyAsync(cs, dst, src)
+	})
+	require.NoError(t, err)
+	e, err := g.Instantiate()
+	require.NoError(t, err)
+	require.NoError(t, g.Close())
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			ls, err := ctx.NewStream()
+			if !assert.NoError(t, err) {
+				return
+			}
+			defer ls.Close()
+			for range 10 {
+				assert.NoError(t, e.Launch(ls))
+			}
+		})
+	}
+	wg.Wait()
+	got := make([]uint32, n)
+	require.NoError(t, cuda.CopyFromDevice(got, dst))
+	assert.Equal(t, uint32(11), got[0])
+	assert.Equal(t, uint32(11), got[n-1])
+	require.NoError(t, e.Close())
+}
