@@ -375,10 +375,12 @@ type Exec struct {
 }
 
 type execState struct {
-	ctx   *Context
-	own   *OwnedGraphExec
+	ctx  *Context
+	own  *OwnedGraphExec
+	hold hold
+	// mu: Launch reads lease under the read lock, Update replaces it.
+	mu    sync.RWMutex
 	lease *leaseSet
-	hold  hold
 }
 
 // maxInlinePlans is how many leased buffers a Launch plans without allocating.
@@ -414,6 +416,8 @@ func (e *Exec) Launch(s *Stream) error {
 	defer x.hold.exit()
 	// The leases keep the memory from being freed, as a hold would, and record and
 	// plan need no more: they never run while its release does (postponed).
+	x.mu.RLock()
+	defer x.mu.RUnlock()
 	items := x.lease.items
 	var inline [maxInlinePlans]planned
 	plans := inline[:0]
@@ -451,4 +455,154 @@ func (e *Exec) Close() error {
 	}
 	x := e.e
 	return errors.Join(x.own.Close(), x.lease.reg.Release())
+}
+
+// Update makes e replay g instead of the graph it was made from, without
+// instantiating again (cuGraphExecUpdate): g must have the same operations in the
+// same order (a capture of the same code); their arguments — buffers, scalars,
+// sizes of copies — may differ. e then holds g's memory instead of the memory of its
+// former graph, which is freed (if closed) after the replays already queued. When the
+// driver refuses the update the error wraps a *GraphUpdateError, and e is unchanged.
+// Update waits for Launch calls in progress on other goroutines.
+func (e *Exec) Update(g *Graph) error {
+	if e == nil || e.e == nil || g == nil || g.g == nil {
+		return fmt.Errorf("%w: nil graph", ErrInvalidArgument)
+	}
+	x, st := e.e, g.g
+	if x.ctx.ctxState != st.ctx.ctxState {
+		return fmt.Errorf("cuda: updating a graph: %w", ErrWrongContext)
+	}
+	if !x.hold.enter() {
+		return fmt.Errorf("cuda: executable graph: %w", ErrClosed)
+	}
+	defer x.hold.exit()
+	if !st.hold.enter() {
+		return fmt.Errorf("cuda: graph: %w", ErrClosed)
+	}
+	defer st.hold.exit()
+	items := append([]leased(nil), st.lease.items...)
+	x.mu.Lock()
+	var info CUgraphExecUpdateResultInfo
+	err := x.ctx.Locked(func() error { return GraphExecUpdate(x.own.Handle(), st.own.Handle(), &info) })
+	if err != nil {
+		x.mu.Unlock()
+		if errors.Is(err, CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE) {
+			err = &GraphUpdateError{Result: info.Result, Err: err}
+		}
+		return fmt.Errorf("cuda: updating a graph: %w", err)
+	}
+	for _, l := range items {
+		l.m.addLease() // st holds them: none was released
+	}
+	old := x.lease
+	x.lease = newLeaseSet(items)
+	x.mu.Unlock()
+	return old.reg.Release()
+}
+
+// GraphUpdateError is the driver's refusal of Exec.Update: why (Result, e.g.
+// CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED when the operations differ) and the
+// error of cuGraphExecUpdate.
+type GraphUpdateError struct {
+	Result CUgraphExecUpdateResult
+	Err    error
+}
+
+// Error names the driver's reason.
+func (e *GraphUpdateError) Error() string {
+	return fmt.Sprintf("graph update refused (%v): %v", e.Result, e.Err)
+}
+
+// Unwrap returns the error of cuGraphExecUpdate.
+func (e *GraphUpdateError) Unwrap() error { return e.Err }
+
+// ExecCache replays captured work through executables kept per key, so that code
+// whose buffers or scalars change from call to call — but not its operations — pays
+// a capture and an update (cuGraphExecUpdate) per call instead of an instantiation.
+// The key names the captured function and whatever decides its operations (the
+// shapes of its arguments, typically): captures under one key must queue the same
+// operations in the same order, or each call instantiates anew.
+//
+// An ExecCache is safe for concurrent use; calls with the same key are serialized.
+// Close releases its executables.
+type ExecCache[K comparable] struct {
+	ctx    *Context
+	mu     sync.Mutex
+	execs  map[K]*Exec
+	closed bool
+	stats  ExecCacheStats
+}
+
+// ExecCacheStats counts what an ExecCache did.
+type ExecCacheStats struct {
+	Captures       int // Launch calls that captured
+	Instantiations int // executables made (first use of a key, or an update refused)
+	Updates        int // executables updated in place
+}
+
+// NewExecCache returns an empty cache of executables of ctx.
+func NewExecCache[K comparable](ctx *Context) *ExecCache[K] {
+	return &ExecCache[K]{ctx: ctx, execs: map[K]*Exec{}}
+}
+
+// Launch captures f (Context.Capture) and replays it on s through the executable
+// cached under key: updated in place when the driver accepts the new graph,
+// instantiated anew otherwise.
+func (c *ExecCache[K]) Launch(s *Stream, key K, f func(s *Stream) error) error {
+	g, err := c.ctx.Capture(f)
+	if err != nil {
+		return err
+	}
+	defer g.Close() // the executable keeps what it needs
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return fmt.Errorf("cuda: executable cache: %w", ErrClosed)
+	}
+	c.stats.Captures++
+	e := c.execs[key]
+	if e != nil {
+		var ue *GraphUpdateError
+		switch err := e.Update(g); {
+		case err == nil:
+			c.stats.Updates++
+			return e.Launch(s)
+		case !errors.As(err, &ue):
+			return err
+		}
+		delete(c.execs, key)
+		if err := e.Close(); err != nil {
+			return err
+		}
+	}
+	if e, err = g.Instantiate(); err != nil {
+		return err
+	}
+	c.stats.Instantiations++
+	c.execs[key] = e
+	return e.Launch(s)
+}
+
+// Stats returns what the cache did so far.
+func (c *ExecCache[K]) Stats() ExecCacheStats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stats
+}
+
+// Close releases the cached executables (after their queued replays). Closing again
+// returns an error that matches ErrClosed.
+func (c *ExecCache[K]) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return fmt.Errorf("cuda: executable cache: %w", ErrClosed)
+	}
+	c.closed = true
+	var errs []error
+	for k, e := range c.execs {
+		errs = append(errs, e.Close())
+		delete(c.execs, k)
+	}
+	return errors.Join(errs...)
 }

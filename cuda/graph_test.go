@@ -248,3 +248,110 @@ func TestExecConcurrentLaunch(t *testing.T) {
 	assert.Equal(t, uint32(11), got[n-1])
 	require.NoError(t, e.Close())
 }
+
+// Update makes an executable replay another capture of the same operations: a kernel
+// and a memset retargeted to other buffers, without instantiating again. A capture
+// of other operations is refused with GraphUpdateError and changes nothing.
+func TestExecUpdate(t *testing.T) {
+	fakecuda.Check(t)
+	_, m, s := loadKernels(t)
+	ctx := s.Context()
+	fill := function(t, m, "fill_u32")
+	const n = 1 << 19
+	bufs := make([]*cuda.DeviceBuffer, 4)
+	for i := range bufs {
+		b, err := cuda.AllocFor[uint32](s, n)
+		require.NoError(t, err)
+		defer b.Close()
+		require.NoError(t, b.Memset32Async(s, 0))
+		bufs[i] = b
+	}
+	capture := func(k, m *cuda.DeviceBuffer, v uint32) *cuda.Graph {
+		g, err := ctx.Capture(func(cs *cuda.Stream) error {
+			if err := fill.Launch(cs, cuda.D1(64), cuda.D1(256), 0, k, v, uint64(n)); err != nil {
+				return err
+			}
+			return m.Memset32Async(cs, v+1)
+		})
+		require.NoError(t, err)
+		return g
+	}
+	g1 := capture(bufs[0], bufs[1], 10)
+	e, err := g1.Instantiate()
+	require.NoError(t, err)
+	defer e.Close()
+	require.NoError(t, g1.Close())
+	g2 := capture(bufs[2], bufs[3], 20)
+	require.NoError(t, e.Update(g2))
+	require.NoError(t, g2.Close())
+	require.NoError(t, e.Launch(s))
+
+	got := make([]uint32, n)
+	check := func(b *cuda.DeviceBuffer, want uint32, kernel bool) {
+		t.Helper()
+		if kernel && fakecuda.Loaded() {
+			return // the fake driver runs no kernel code: only memory checks
+		}
+		require.NoError(t, cuda.CopyFromDevice(got, b))
+		assert.Equal(t, want, got[0])
+		assert.Equal(t, want, got[n-1])
+	}
+	check(bufs[0], 0, true) // the first graph's targets, untouched
+	check(bufs[1], 0, false)
+	check(bufs[2], 20, true)
+	check(bufs[3], 21, false)
+
+	// Other operations: refused, the executable still replays the second graph.
+	g3, err := ctx.Capture(func(cs *cuda.Stream) error { return bufs[0].Memset32Async(cs, 5) })
+	require.NoError(t, err)
+	defer g3.Close()
+	err = e.Update(g3)
+	var ue *cuda.GraphUpdateError
+	require.ErrorAs(t, err, &ue)
+	require.NoError(t, bufs[3].Memset32Async(s, 0))
+	require.NoError(t, e.Launch(s))
+	check(bufs[3], 21, false)
+}
+
+// An ExecCache captures every call and updates its executable instead of
+// instantiating while the operations stay the same.
+func TestExecCache(t *testing.T) {
+	fakecuda.Check(t)
+	ctx, s := gputest.Stream(t)
+	cache := cuda.NewExecCache[string](ctx)
+	const n = 1 << 18
+	got := make([]uint32, n)
+	out, err := cuda.AllocFor[uint32](s, n)
+	require.NoError(t, err)
+	defer out.Close()
+	base := gputest.DeviceBytes(t)
+	for i := range 4 {
+		b, err := cuda.AllocFor[uint32](s, n)
+		require.NoError(t, err)
+		v := uint32(100 + i)
+		require.NoError(t, cache.Launch(s, "fill", func(cs *cuda.Stream) error { return b.Memset32Async(cs, v) }))
+		require.NoError(t, cache.Launch(s, "copy", func(cs *cuda.Stream) error { return cuda.CopyAsync(cs, out, b) }))
+		require.NoError(t, b.Close(), "kept by the cached executables until they move on")
+		require.NoError(t, cuda.CopyFromDevice(got, out))
+		assert.Equal(t, v, got[n-1], "call %d", i)
+	}
+	assert.Equal(t, base+4*n, gputest.DeviceBytes(t), "the last buffer is still held")
+	st := cache.Stats()
+	assert.Equal(t, cuda.ExecCacheStats{Captures: 8, Instantiations: 2, Updates: 6}, st)
+
+	// Other operations under the same key: instantiated anew.
+	b, err := cuda.AllocFor[uint32](s, n)
+	require.NoError(t, err)
+	defer b.Close()
+	require.NoError(t, cache.Launch(s, "fill", func(cs *cuda.Stream) error {
+		if err := b.Memset32Async(cs, 1); err != nil {
+			return err
+		}
+		return b.Memset32Async(cs, 2)
+	}))
+	assert.Equal(t, 3, cache.Stats().Instantiations)
+	require.NoError(t, cache.Close())
+	assert.Equal(t, base+4*n, gputest.DeviceBytes(t), "b and out are left")
+	require.ErrorIs(t, cache.Close(), cuda.ErrClosed)
+	require.ErrorIs(t, cache.Launch(s, "fill", func(cs *cuda.Stream) error { return nil }), cuda.ErrClosed)
+}

@@ -461,6 +461,11 @@ func (ms *memState) trim() {
 	if ms.devReady.Load() {
 		_ = inMemPoolTrimTo(h, ms.devPool, 0)
 	}
+	// The device's graph memory pool: what graphs allocated and freed (theirs, not
+	// ours: captures allocate outside the graph, libraries may not).
+	if d, err := ms.cs.dev.handle(); err == nil {
+		_ = DeviceGraphMemTrim(d)
+	}
 	if ms.hostReady.Load() {
 		for _, k := range []*hostKind{&ms.pinned, &ms.unified} {
 			if k.pool != 0 {
