@@ -348,3 +348,43 @@ func TestConcurrentGemm(t *testing.T) {
 	wg.Wait()
 	assert.LessOrEqual(t, cublas.IdleHandlesForTest(ctx), cublas.MaxIdleHandles)
 }
+
+// A GEMM captured into a graph (Context.Capture) replays with the scalars of the
+// capture and the matrices as they are at each replay; the handle's workspace is
+// leased by the graph.
+func TestGemmInCapture(t *testing.T) {
+	_, s := setup(t, gputest.Kernels)
+	gputest.RequireLibrary(t, cublas.Library())
+	r := rand.New(rand.NewPCG(13, 13))
+	const m, n, k = 64, 16, 32
+	a, _ := randOf[float64](r, m*k)
+	b, _ := randOf[float64](r, k*n)
+	dA, dB, dC := onDevice(t, s, a), onDevice(t, s, b), onDevice(t, s, make([]float64, m*n))
+	g, err := s.Context().Capture(func(cs *cuda.Stream) error {
+		return cublas.Gemm(cs, cublas.NoTrans, cublas.NoTrans, m, n, k, 2.0, dA, m, dB, k, 0.0, dC, m)
+	})
+	require.NoError(t, err)
+	defer g.Close()
+	assert.GreaterOrEqual(t, g.Buffers(), 3, "A, B, C (and the workspace, if any)")
+	e, err := g.Instantiate()
+	require.NoError(t, err)
+	defer e.Close()
+	for round := range 2 {
+		require.NoError(t, e.Launch(s))
+		got := fromDevice[float64](t, dC, m*n)
+		for i := range m {
+			for j := range n {
+				var want float64
+				for p := range k {
+					want += a[p*m+i] * b[j*k+p]
+				}
+				assert.InDelta(t, 2*want, got[j*m+i], 1e-12, "round %d (%d,%d)", round, i, j)
+			}
+		}
+		// The second replay reads A as it is then.
+		for i := range a {
+			a[i] = -a[i]
+		}
+		require.NoError(t, cuda.CopyToDevice(dA, a))
+	}
+}

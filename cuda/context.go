@@ -123,7 +123,7 @@ func NewContext(d Device, flags CUctx_flags) (*Context, error) {
 	// setting that back ourselves could name a context destroyed since).
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if err := CtxCreate(&c, nil, uint32(flags), h); err != nil {
+	if err := ctxCreate(&c, uint32(flags), h); err != nil {
 		return nil, fmt.Errorf("cuda: creating a context on device %d: %w", int(d), err)
 	}
 	var popped CUcontext

@@ -212,7 +212,7 @@ func Elapsed(start, end *Event) (time.Duration, error) {
 	}
 	defer end.leave()
 	var ms float32
-	if err := inEventElapsedTime(start.cs.h, &ms, start.h, end.h); err != nil {
+	if err := inEventElapsed(start.cs.h, &ms, start.h, end.h); err != nil {
 		return 0, err
 	}
 	return time.Duration(float64(ms) * float64(time.Millisecond)), nil

@@ -108,7 +108,9 @@ import (
 //     Launch lets none of them escape (see detach): Launch allocates nothing.
 //   - The offsets come from the driver (cuFuncGetParamInfo), so each argument's size
 //     and alignment are checked against the kernel before anything is queued; a wrong
-//     count or size is an error, never a kernel reading garbage.
+//     count or size is an error, never a kernel reading garbage. Drivers before CUDA
+//     12.4 lack it: there the layout is unknown, and the arguments are packed by
+//     their Go types at C's natural alignment, unchecked.
 
 // inlineParams is the parameter buffer that Launch keeps on its stack: kernels whose
 // parameters take more (up to the driver's 32 KiB) get an allocated buffer.
@@ -223,7 +225,10 @@ type paramInfo struct {
 // reports the kernel's parameters (CUDA 12.4 and later drivers), a wrong argument
 // count, a size that differs from the parameter's, or an alignment the parameter's
 // offset does not meet returns an error matching ErrInvalidArgument, and nothing is
-// queued.
+// queued. Older drivers do not report them (Function.Params is not ok): the
+// arguments are then packed by their Go types, each at its natural alignment as C
+// lays parameters out, as for any kernel of unknown layout, and nothing checks them
+// against the kernel, so a wrong count or type reaches it.
 //
 // Launch fails with ErrClosed if the stream, the module or a buffer argument was
 // closed, with ErrWrongContext if they belong to different contexts, and with

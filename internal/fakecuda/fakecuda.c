@@ -35,6 +35,12 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
+// The driver version cuDriverGetVersion reports: internal/fakecuda's Driver118 builds
+// the fake with 11080, and with only the CUDA 11.8 headers' symbols exported.
+#ifndef FAKECUDA_DRIVER_VERSION
+#define FAKECUDA_DRIVER_VERSION 13000
+#endif
+
 typedef int CUresult;
 typedef unsigned long long CUdeviceptr;
 typedef uintptr_t H; // any handle, as the ABI passes it
@@ -59,6 +65,7 @@ enum {
 	E_NOT_SUPPORTED = 801,
 	E_STREAM_CAPTURE_UNSUPPORTED = 900,
 	E_STREAM_CAPTURE_INVALIDATED = 901,
+	E_GRAPH_EXEC_UPDATE_FAILURE = 910,
 };
 
 // Other cuda.h constants.
@@ -322,7 +329,7 @@ EXPORT CUresult cuGetErrorString(CUresult r, const char **s) {
 
 EXPORT CUresult cuDriverGetVersion(int *v) {
 	if (v == NULL) return E_INVALID_VALUE;
-	*v = 13000;
+	*v = FAKECUDA_DRIVER_VERSION;
 	return OK;
 }
 
@@ -1718,6 +1725,9 @@ EXPORT int fakecuda_control(const char *cmd, int64_t a, int64_t b) {
 // Strict-mode entry: the lock, and a failure exit.
 #define BEGIN(name) \
 	static const char FN[] __attribute__((unused)) = name; \
+	BEGIN_AS_FN
+// BEGIN for a body that several entry points share: they pass their name as FN.
+#define BEGIN_AS_FN \
 	CUresult r = OK; \
 	pthread_mutex_lock(&G); \
 	if (!__atomic_load_n(&initialized, __ATOMIC_ACQUIRE)) { r = E_NOT_INITIALIZED; goto out; }
@@ -1952,10 +1962,12 @@ EXPORT CUresult cuDevicePrimaryCtxSetFlags_v2(int dev, unsigned flags) {
 	END
 }
 
-EXPORT CUresult cuCtxCreate_v4(H *out, void *params, unsigned flags, int dev) {
-	(void)params;
+// ctx_create is cuCtxCreate_v4 without CUctxCreateParams, and cuCtxCreate_v2: the
+// entry point that drivers before CUDA 12.5 have instead.
+static CUresult ctx_create(const char *FN, H *out, unsigned flags, int dev) {
+	(void)FN; // no violation to name it in
 	if (!strict()) { *out = fast_handle(); fast_current = *out; return OK; }
-	BEGIN("cuCtxCreate_v4");
+	BEGIN_AS_FN
 	if (out == NULL) FAIL(E_INVALID_VALUE);
 	CHECK_DEV(dev);
 	if (tl_depth == CTX_STACK) FAIL(E_OUT_OF_MEMORY);
@@ -1965,6 +1977,13 @@ EXPORT CUresult cuCtxCreate_v4(H *out, void *params, unsigned flags, int dev) {
 	*out = (H)c;
 	END
 }
+
+EXPORT CUresult cuCtxCreate_v4(H *out, void *params, unsigned flags, int dev) {
+	(void)params;
+	return ctx_create("cuCtxCreate_v4", out, flags, dev);
+}
+
+EXPORT CUresult cuCtxCreate_v2(H *out, unsigned flags, int dev) { return ctx_create("cuCtxCreate_v2", out, flags, dev); }
 
 EXPORT CUresult cuCtxDestroy_v2(H hc) {
 	if (!strict()) { if (fast_current == hc) fast_current = 0; return OK; }
@@ -2355,9 +2374,11 @@ EXPORT CUresult cuEventSynchronize(H he) {
 	END
 }
 
-EXPORT CUresult cuEventElapsedTime_v2(float *ms, H ha, H hb) {
+// event_elapsed is cuEventElapsedTime_v2 and cuEventElapsedTime, the entry point that
+// older drivers have instead (the same signature).
+static CUresult event_elapsed(const char *FN, float *ms, H ha, H hb) {
 	if (!strict()) { *ms = 0; return OK; }
-	BEGIN("cuEventElapsedTime_v2");
+	BEGIN_AS_FN
 	event_t *a, *b;
 	if (ms == NULL) FAIL(E_INVALID_VALUE);
 	TRY(get_h(FN, ha, H_EVENT, (void **)&a));
@@ -2368,6 +2389,10 @@ EXPORT CUresult cuEventElapsedTime_v2(float *ms, H ha, H hb) {
 	*ms = (float)((double)((int64_t)b->ts - (int64_t)a->ts) / 1e6);
 	END
 }
+
+EXPORT CUresult cuEventElapsedTime_v2(float *ms, H ha, H hb) { return event_elapsed("cuEventElapsedTime_v2", ms, ha, hb); }
+
+EXPORT CUresult cuEventElapsedTime(float *ms, H ha, H hb) { return event_elapsed("cuEventElapsedTime", ms, ha, hb); }
 
 /* ---------- memory ---------- */
 
@@ -2671,6 +2696,11 @@ EXPORT CUresult cuMemPoolCreate(H *out, const CUmemPoolProps *props) {
 	if (out == NULL || props == NULL) FAIL(E_INVALID_VALUE);
 	TRY(need_ctx(FN, &c));
 	int kind, dev = c->dev, lt = props->location.type, id = props->location.id;
+#if FAKECUDA_DRIVER_VERSION < 12000
+	// The 11.x enums have pinned memory on a device only: host and managed pools
+	// are values an older driver does not know.
+	if (props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED || lt != CU_MEM_LOCATION_TYPE_DEVICE) FAIL(E_INVALID_VALUE);
+#endif
 	if (props->allocType == CU_MEM_ALLOCATION_TYPE_PINNED) {
 		if (lt == CU_MEM_LOCATION_TYPE_DEVICE) {
 			if (id < 0 || id >= ndev) FAIL(E_INVALID_VALUE);
@@ -3511,6 +3541,40 @@ EXPORT CUresult cuGraphDestroy(H hg) {
 	TRY(get_h(FN, hg, H_GRAPH, (void **)&g));
 	graph_free_ops(g);
 	h_kill(&g->h);
+	END
+}
+
+// CUgraphExecUpdateResult values, and the result struct of cuGraphExecUpdate_v2.
+enum { UPD_SUCCESS = 0, UPD_TOPOLOGY_CHANGED = 2, UPD_NODE_TYPE_CHANGED = 3, UPD_FUNCTION_CHANGED = 4 };
+typedef struct {
+	int result;
+	H errorNode, errorFromNode;
+} upd_info;
+
+// cuGraphExecUpdate_v2 replaces the exec's operations with the graph's when they are
+// the same kinds in the same order (and the same kernels), as the driver accepts an
+// update of a graph captured from the same code with other arguments.
+EXPORT CUresult cuGraphExecUpdate_v2(H he, H hg, upd_info *info) {
+	if (!strict()) return OK;
+	BEGIN("cuGraphExecUpdate_v2");
+	graph_t *e, *g;
+	if (info == NULL) FAIL(E_INVALID_VALUE);
+	memset(info, 0, sizeof *info);
+	TRY(get_h(FN, he, H_EXEC, (void **)&e));
+	TRY(get_h(FN, hg, H_GRAPH, (void **)&g));
+	const op_t *a = e->head, *b = g->head;
+	int why = UPD_SUCCESS;
+	for (; a && b; a = a->next, b = b->next) {
+		if (a->type != b->type) { why = UPD_NODE_TYPE_CHANGED; break; }
+		if (a->type == OP_KERNEL && a->u.k.f != b->u.k.f) { why = UPD_FUNCTION_CHANGED; break; }
+	}
+	if (why == UPD_SUCCESS && (a || b)) why = UPD_TOPOLOGY_CHANGED;
+	if (why != UPD_SUCCESS) {
+		info->result = why;
+		FAIL(E_GRAPH_EXEC_UPDATE_FAILURE);
+	}
+	graph_free_ops(e);
+	for (op_t *o = g->head; o; o = o->next) graph_append(e, op_clone(o));
 	END
 }
 

@@ -55,16 +55,20 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 	"unsafe"
 )
+
+//go:generate go run ./gensymbols
 
 //go:embed fakecuda.c
 var source []byte
@@ -79,10 +83,13 @@ const (
 	// EnvOmit lists symbols, comma-separated, that Main leaves out of the fake it
 	// builds (the missing-symbol tests, through Subprocess).
 	EnvOmit = "FAKECUDA_OMIT"
-	envLib  = "GOCUDA_CUDA_LIB"
-	envMode = "FAKECUDA_MODE"
+	// EnvDriver names an older driver that Main builds the fake as ("11.8": see
+	// Driver118), for the older-driver tests, through Subprocess.
+	EnvDriver = "FAKECUDA_DRIVER"
+	envLib    = "GOCUDA_CUDA_LIB"
+	envMode   = "FAKECUDA_MODE"
 	// envPrebuilt passes a parent's build to a child that needs no other (the mode
-	// is chosen at run time; only FAKECUDA_OMIT needs a build of its own).
+	// is chosen at run time; FAKECUDA_OMIT and FAKECUDA_DRIVER need builds of their own).
 	envPrebuilt = "GOCUDA_FAKECUDA_PREBUILT"
 )
 
@@ -97,7 +104,15 @@ var ErrNoCompiler = errors.New("fakecuda: gcc not found")
 type Option func(*config)
 
 type config struct {
-	omit []string
+	omit   []string
+	driver *pose
+}
+
+// pose is an older driver the fake is built as: the version cuDriverGetVersion
+// reports, and the only symbols dlsym finds (besides the control API).
+type pose struct {
+	version int
+	symbols []string
 }
 
 // Omit leaves the named symbols out of the library's dynamic symbol table, so that
@@ -110,6 +125,36 @@ func Omit(symbols ...string) Option {
 			}
 		}
 	}
+}
+
+// Driver118 builds the fake as a CUDA 11.8 driver (R520): cuDriverGetVersion
+// reports 11080, and dlsym finds only the entry points that a program compiled
+// against the CUDA 11.8 cuda.h looks up (generated from that header, see
+// gensymbols), under the versioned names that header gives them (cuCtxCreate_v2,
+// not cuCtxCreate_v4), so that every newer symbol is missing. Memory pools other
+// than pinned device memory fail with CUDA_ERROR_INVALID_VALUE, as 11.8 knows no
+// host or managed pools. Everything else behaves as the fake does for CUDA 13.0.
+func Driver118() Option {
+	return func(c *config) { c.driver = &pose{version: 11080, symbols: driver118Symbols} }
+}
+
+// Driver118Symbols returns the entry points that a fake built with Driver118
+// exports, sorted.
+func Driver118Symbols() []string { return slices.Clone(driver118Symbols) }
+
+// drivers are the values of EnvDriver.
+var drivers = map[string]func() Option{"11.8": Driver118}
+
+// driverOption returns the Option of EnvDriver's value name ("": none).
+func driverOption(name string) (Option, error) {
+	if name == "" {
+		return func(*config) {}, nil
+	}
+	if o := drivers[name]; o != nil {
+		return o(), nil
+	}
+	return nil, fmt.Errorf("fakecuda: %s=%q: no such driver (known: %s)", EnvDriver, name,
+		strings.Join(slices.Sorted(maps.Keys(drivers)), ", "))
 }
 
 var cIdent = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -145,16 +190,36 @@ func BuildDir(dir string, opts ...Option) (string, error) {
 	}
 	so := filepath.Join(dir, "libcuda.so.1")
 	args := []string{"-O2", "-shared", "-fPIC", "-pthread", "-o", so, src}
-	if len(cfg.omit) > 0 {
-		// Exact names win over the wildcard in a GNU ld version script: the listed
-		// symbols become local, every other one stays exported.
+	for _, s := range cfg.omit {
+		if !cIdent.MatchString(s) {
+			return "", fmt.Errorf("fakecuda: cannot omit %q: not a C identifier", s)
+		}
+	}
+	// A GNU ld version script decides what dlsym sees; exact names win over the
+	// wildcards in it.
+	var text string
+	switch {
+	case cfg.driver != nil:
+		// Only the older driver's symbols (those the fake defines: ld skips the
+		// others) and the control API stay exported, less those omitted.
+		omit := map[string]bool{}
 		for _, s := range cfg.omit {
-			if !cIdent.MatchString(s) {
-				return "", fmt.Errorf("fakecuda: cannot omit %q: not a C identifier", s)
+			omit[s] = true
+		}
+		global := []string{"fakecuda_*"}
+		for _, s := range cfg.driver.symbols {
+			if !omit[s] {
+				global = append(global, s)
 			}
 		}
-		script := filepath.Join(dir, "omit.map")
-		text := "{ global: *; local: " + strings.Join(cfg.omit, "; ") + "; };\n"
+		text = "{ global: " + strings.Join(global, "; ") + "; local: *; };\n"
+		args = append(args, fmt.Sprintf("-DFAKECUDA_DRIVER_VERSION=%d", cfg.driver.version))
+	case len(cfg.omit) > 0:
+		// The listed symbols become local, every other one stays exported.
+		text = "{ global: *; local: " + strings.Join(cfg.omit, "; ") + "; };\n"
+	}
+	if text != "" {
+		script := filepath.Join(dir, "symbols.map")
 		if err := os.WriteFile(script, []byte(text), 0o644); err != nil {
 			return "", err
 		}
@@ -169,9 +234,10 @@ func BuildDir(dir string, opts ...Option) (string, error) {
 // installed is the fake that Main installed in this process, and whether it set
 // FAKECUDA_MODE: Subprocess takes both out of a child's environment.
 var (
-	installed     string
-	installedOmit string
-	setMode       bool
+	installed       string
+	installedOmit   string
+	installedDriver string
+	setMode         bool
 )
 
 // Main runs a test package's tests, on the strict fake driver where no real one is
@@ -181,7 +247,9 @@ var (
 // into a temporary directory, points GOCUDA_CUDA_LIB at it, sets FAKECUDA_MODE=strict
 // (unless set) and GOCUDA_FAKECUDA to its path, runs the tests, and then fails the
 // run (exit status 1) if the fake recorded any violation, printing them. Where gcc
-// is missing it runs the tests without a driver.
+// is missing it runs the tests without a driver. FAKECUDA_OMIT and FAKECUDA_DRIVER
+// (see Omit and Driver118) choose the build; an unknown FAKECUDA_DRIVER fails the
+// run (exit status 2) rather than testing another driver.
 func Main(m *testing.M) int {
 	if os.Getenv(envLib) != "" || os.Getenv(EnvFake) == "off" || os.Getenv("GOCUDA_GPU_TESTS") == "require" ||
 		C.fc_real_driver() != 0 {
@@ -193,16 +261,21 @@ func Main(m *testing.M) int {
 		return m.Run()
 	}
 	defer os.RemoveAll(dir)
-	omit := os.Getenv(EnvOmit)
+	omit, driver := os.Getenv(EnvOmit), os.Getenv(EnvDriver)
+	as, err := driverOption(driver)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
 	so := os.Getenv(envPrebuilt)
-	if so == "" || omit != "" {
-		so, err = BuildDir(dir, Omit(strings.Split(omit, ",")...))
+	if so == "" || omit != "" || driver != "" {
+		so, err = BuildDir(dir, Omit(strings.Split(omit, ",")...), as)
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "fakecuda: %v; running the tests without a CUDA driver\n", err)
 		return m.Run()
 	}
-	installed, installedOmit = so, omit
+	installed, installedOmit, installedDriver = so, omit, driver
 	os.Setenv(envLib, so)
 	if os.Getenv(envMode) == "" {
 		os.Setenv(envMode, "strict")
@@ -538,8 +611,9 @@ func Check(tb testing.TB) {
 // child fails. The fake that Main installed here is taken out of the child's
 // environment, so that the child's own Main decides again: with GOCUDA_FAKECUDA=off
 // it runs without a driver, with FAKECUDA_MODE=fast on the fast fake, with
-// FAKECUDA_OMIT=sym on a strict fake missing sym. In the child, Active reports
-// false and Subprocess fails the test, so that a child never starts another.
+// FAKECUDA_OMIT=sym on a strict fake missing sym, with FAKECUDA_DRIVER=11.8 on a
+// strict fake posing as the CUDA 11.8 driver. In the child, Active reports false
+// and Subprocess fails the test, so that a child never starts another.
 func Subprocess(t *testing.T, env map[string]string) {
 	t.Helper()
 	if os.Getenv(EnvChild) != "" {
@@ -591,7 +665,8 @@ func childEnv(env map[string]string) []string {
 			out = append(out, k+"="+v)
 		}
 	}
-	if installed != "" && installedOmit == "" && env[EnvOmit] == "" {
+	// The parent's build serves a child that builds the plain fake too.
+	if installed != "" && installedOmit == "" && installedDriver == "" && env[EnvOmit] == "" && env[EnvDriver] == "" {
 		out = append(out, envPrebuilt+"="+installed)
 	}
 	return append(out, EnvChild+"=1")

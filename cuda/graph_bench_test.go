@@ -1,0 +1,139 @@
+package cuda_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/internal/fakecuda"
+	"github.com/stretchr/testify/require"
+)
+
+// rk4 integrates dy/dt = -y over steps steps of size h on y (n float32s) with the
+// classical Runge-Kutta method, allocating its temporaries at every step, as code
+// written for clarity does: k = f(u) is k = 0; k -= u (axpy_f32 with a = -1).
+type rk4 struct {
+	axpy *cuda.Function
+	n    int
+}
+
+// step queues one RK4 step of y on s.
+func (r rk4) step(s *cuda.Stream, y *cuda.DeviceBuffer, h float32) error {
+	grid, block := cuda.D1(cuda.Blocks(r.n, 256)), cuda.D1(256)
+	axpy := func(a float32, x, out *cuda.DeviceBuffer) error {
+		return r.axpy.Launch(s, grid, block, 0, a, cuda.In(x), out, int32(r.n))
+	}
+	tmp := func() (*cuda.DeviceBuffer, error) { return cuda.AllocFor[float32](s, r.n) }
+	// f(u) into a new k: k = -u.
+	f := func(u *cuda.DeviceBuffer) (*cuda.DeviceBuffer, error) {
+		k, err := tmp()
+		if err != nil {
+			return nil, err
+		}
+		if err := k.Memset32Async(s, 0); err != nil {
+			return nil, err
+		}
+		return k, axpy(-1, u, k)
+	}
+	// u = y + c·k in a new buffer.
+	shifted := func(c float32, k *cuda.DeviceBuffer) (*cuda.DeviceBuffer, error) {
+		u, err := tmp()
+		if err != nil {
+			return nil, err
+		}
+		if err := cuda.CopyAsync(s, u, y); err != nil {
+			return nil, err
+		}
+		return u, axpy(c, k, u)
+	}
+	var ks [4]*cuda.DeviceBuffer
+	var err error
+	if ks[0], err = f(y); err != nil {
+		return err
+	}
+	for i, c := range []float32{h / 2, h / 2, h} {
+		u, err := shifted(c, ks[i])
+		if err != nil {
+			return err
+		}
+		ks[i+1], err = f(u)
+		u.Close()
+		if err != nil {
+			return err
+		}
+	}
+	for i, w := range []float32{h / 6, h / 3, h / 3, h / 6} {
+		if err := axpy(w, ks[i], y); err != nil {
+			return err
+		}
+		ks[i].Close()
+	}
+	return nil
+}
+
+// BenchmarkRK4 runs 10 RK4 steps on 4,096 elements per iteration, every step
+// allocating its temporaries: eagerly, and as one graph captured from the same code
+// (Context.Capture; the temporaries come from the pool outside the graph and live as
+// long as it). Both end with the same y, which it checks against exp(-t).
+func BenchmarkRK4(b *testing.B) {
+	if fakecuda.Loaded() {
+		b.Skip("runs kernels: needs a GPU")
+	}
+	_, m, s := loadKernels(b)
+	r := rk4{axpy: function(b, m, "axpy_f32"), n: 4096}
+	const steps, h = 10, 0.01
+	iter := func(s *cuda.Stream, y *cuda.DeviceBuffer) error {
+		for range steps {
+			if err := r.step(s, y, h); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	run := func(b *testing.B, once func(y *cuda.DeviceBuffer) (func() error, error)) {
+		y, err := cuda.AllocFor[float32](s, r.n)
+		require.NoError(b, err)
+		defer y.Close()
+		ones := make([]float32, r.n)
+		for i := range ones {
+			ones[i] = 1
+		}
+		require.NoError(b, cuda.CopyToDevice(y, ones))
+		f, err := once(y)
+		require.NoError(b, err)
+		b.ResetTimer()
+		for range b.N {
+			if err := f(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		require.NoError(b, s.Synchronize())
+		b.StopTimer()
+		got := make([]float32, r.n)
+		require.NoError(b, cuda.CopyFromDevice(got, y))
+		want := math.Exp(-float64(b.N) * steps * h) // checked while float32 holds it well
+		if d := math.Abs(float64(got[r.n-1])-want) / want; want > 1e-6 && d > 1e-3 {
+			b.Fatalf("y = %g after %d steps, want %g (relative error %g)", got[r.n-1], b.N*steps, want, d)
+		}
+	}
+	b.Run("eager", func(b *testing.B) {
+		run(b, func(y *cuda.DeviceBuffer) (func() error, error) {
+			return func() error { return iter(s, y) }, nil
+		})
+	})
+	b.Run("graph", func(b *testing.B) {
+		run(b, func(y *cuda.DeviceBuffer) (func() error, error) {
+			g, err := s.Context().Capture(func(cs *cuda.Stream) error { return iter(cs, y) })
+			if err != nil {
+				return nil, err
+			}
+			b.Cleanup(func() { g.Close() })
+			e, err := g.Instantiate()
+			if err != nil {
+				return nil, err
+			}
+			b.Cleanup(func() { e.Close() })
+			return func() error { return e.Launch(s) }, nil
+		})
+	})
+}

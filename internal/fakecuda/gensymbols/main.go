@@ -1,0 +1,56 @@
+// Command gensymbols writes internal/fakecuda's list of the CUDA 11.8 driver's entry
+// points (zz_generated_driver118.go) from the CUDA 11.8 cuda.h, which is never copied
+// into the repository: run it with go generate ./internal/fakecuda.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/gocuda/gocuda/internal/fakecuda/headersyms"
+)
+
+// The file's generator line, variable and comment; fakecuda's TestDriver118Symbols
+// checks the variable against the header.
+const (
+	generator = "go run ./gensymbols"
+	variable  = "driver118Symbols"
+	doc       = "driver118Symbols are the entry points a program compiled against the CUDA 11.8 cuda.h looks up (headersyms.Symbols)."
+)
+
+func main() {
+	header := flag.String("header", "", "the CUDA 11.8 cuda.h (default: $"+headersyms.EnvCUDA118+"/include/cuda.h, else ../shared/cuda-11.8 beside the module)")
+	out := flag.String("o", "zz_generated_driver118.go", "the file to write")
+	flag.Parse()
+	if err := run(*header, *out); err != nil {
+		fmt.Fprintln(os.Stderr, "gensymbols:", err)
+		os.Exit(1)
+	}
+}
+
+func run(header, out string) error {
+	if header == "" {
+		var err error
+		header, err = headersyms.Find118()
+		if errors.Is(err, headersyms.ErrNoHeader) {
+			// go generate ./... must not fail where the headers are not at hand: the
+			// committed list stands, and its test checks it where they are.
+			fmt.Fprintf(os.Stderr, "gensymbols: %s left as it is: %v\n", out, err)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	syms, err := headersyms.Symbols(header)
+	if err != nil {
+		return err
+	}
+	src, err := headersyms.GoSource("fakecuda", variable, doc, generator, syms)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(out, src, 0o644)
+}
