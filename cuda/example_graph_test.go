@@ -60,3 +60,42 @@ func ExampleContext_Capture() {
 	fmt.Println(got)
 	// Output: [1 2 3 4]
 }
+
+// An ExecCache replays code whose buffers change from call to call through one
+// executable per key, updated in place instead of instantiated again.
+func ExampleExecCache() {
+	ctx, err := cuda.Device(0).Context()
+	if err != nil {
+		log.Fatal(err)
+	}
+	s, err := ctx.NewStream()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	cache := cuda.NewExecCache[string](ctx)
+	defer cache.Close()
+	for i := range 3 {
+		b, err := cuda.AllocFor[uint32](s, 1024)
+		if err != nil {
+			log.Fatal(err)
+		}
+		v := uint32(i)
+		err = cache.Launch(s, "fill", func(cs *cuda.Stream) error { return b.Memset32Async(cs, v) })
+		if err != nil {
+			log.Fatal(err)
+		}
+		got := make([]uint32, 1)
+		if err := cuda.CopyFromDevice(got, b); err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(got[0])
+		b.Close() // freed once the cached executable moves on to the next buffer
+	}
+	fmt.Printf("%+v\n", cache.Stats())
+	// Output:
+	// 0
+	// 1
+	// 2
+	// {Captures:3 Instantiations:1 Updates:2}
+}
