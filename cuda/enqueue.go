@@ -117,11 +117,22 @@ func CheckEnqueue(s *Stream, uses ...Use) error {
 	if err := checkStream(s); err != nil {
 		return err
 	}
+	// The closed checks read flags without locking: Enqueue sees a Close after them.
+	t := s.stream
+	t.mu.RLock()
+	closed := t.closed || (s.lease != 0 && t.gen.Load() != s.lease)
+	t.mu.RUnlock()
+	if closed {
+		return fmt.Errorf("cuda: stream: %w", ErrClosed)
+	}
 	c := s.cs
 	for i := range uses {
 		m := uses[i].m
 		if err := m.check(); err != nil {
 			return err
+		}
+		if m.hold.closed() || m.owner().hold.closed() {
+			return errMemClosed[m.kind]
 		}
 		if m.ctx.ctxState != c {
 			return fmt.Errorf("cuda: memory of another context than the stream's: %w", ErrWrongContext)

@@ -31,6 +31,7 @@ func TestClassify(t *testing.T) {
 		assert.Equal(t, c.want, Classify(c.blocking, c.callerMs), "blocking=%v caller=%v", c.blocking, c.callerMs)
 	}
 	assert.False(t, VerdictOK.Failed())
+	assert.False(t, VerdictInfo.Failed(), "another release than the row's destroy is not judged")
 	for _, v := range []Verdict{VerdictBlocksUnclassed, VerdictDoesNotBlock, VerdictNoProbe, VerdictError} {
 		assert.True(t, v.Failed(), v)
 	}
@@ -163,4 +164,45 @@ func TestSettleVariants(t *testing.T) {
 	assert.Equal(t, VerdictOK, outs[0].Verdict)
 	assert.Equal(t, VerdictOK, outs[1].Verdict)
 	assert.Equal(t, VerdictDoesNotBlock, outs[2].Verdict, "no variant blocks")
+}
+
+// A probe of another release than the row's destroy (ncclCommAbort beside ncclCommDestroy)
+// is planned under its own name, measured once, reported as VerdictInfo and never settles
+// the destroy's variants.
+func TestOtherRelease(t *testing.T) {
+	rows := []Resource{{Lib: "nccl", Destroy: "ncclCommDestroy", Blocking: true}}
+	plans := Plans(rows)
+	var names []string
+	for _, p := range plans {
+		names = append(names, p.Name)
+		assert.Equal(t, strings.HasPrefix(p.Name, "ncclCommAbort"), p.Info, p.Name)
+	}
+	assert.Equal(t, []string{"ncclCommDestroy (fresh)", "ncclCommDestroy (used)", "ncclCommAbort (fresh)", "ncclCommAbort (used)",
+		"cuCtxSynchronize (reference)"}, names)
+
+	outs := []Outcome{
+		{Name: "ncclCommDestroy (fresh)", Lib: "nccl", Blocking: true, Measured: true, CallerMs: 0.05, Verdict: VerdictDoesNotBlock},
+		{Name: "ncclCommAbort (fresh)", Lib: "nccl", Blocking: true, Measured: true, CallerMs: 499, Verdict: VerdictInfo, Detail: blockedText(499), Info: true},
+		{Name: "ncclCommAbort (used)", Lib: "nccl", Blocking: true, Measured: true, CallerMs: 0.2, Verdict: VerdictInfo, Detail: blockedText(0.2), Info: true},
+	}
+	SettleVariants(outs)
+	assert.Equal(t, VerdictDoesNotBlock, outs[0].Verdict, "an abort that blocks does not settle the destroy")
+	assert.Equal(t, VerdictInfo, outs[1].Verdict)
+	assert.Equal(t, "block\tncclCommAbort (fresh)\tclassed none\tcaller 499.000 ms\tother-thread launch 0.000 ms\tnot judged (not the row's destroy): blocked", outs[1].Line())
+	assert.Equal(t, "did not block", outs[2].Detail)
+	failed := Failures(outs)
+	require.Len(t, failed, 1)
+	assert.Equal(t, "ncclCommDestroy (fresh)", failed[0].Name)
+	assert.Contains(t, Markdown(outs, 500), "| `ncclCommAbort (used)` | nccl | none | 0.200 ms | 0.000 ms | not judged (not the row's destroy): did not block |")
+}
+
+// The NCCL communicator probes measure ncclCommDestroy and ncclCommAbort, fresh and used.
+func TestNCCLProbes(t *testing.T) {
+	ps := probes["ncclCommDestroy"]
+	var got []string
+	for _, p := range ps {
+		require.NotNil(t, p.Make)
+		got = append(got, p.Release+"/"+p.Variant)
+	}
+	assert.Equal(t, []string{"/fresh", "/used", "ncclCommAbort/fresh", "ncclCommAbort/used"}, got)
 }

@@ -63,10 +63,21 @@ const (
 	VerdictDoesNotBlock    Verdict = "RECLASSIFY: did not block, classed blocking"
 	VerdictNoProbe         Verdict = "no probe"
 	VerdictError           Verdict = "error"
+	// VerdictInfo is a measurement of another release than the row's destroy
+	// (Probe.Release): reported with whether it blocked, never judged.
+	VerdictInfo Verdict = "not judged (not the row's destroy)"
 )
 
 // Failed reports whether v fails -check.
-func (v Verdict) Failed() bool { return v != VerdictOK }
+func (v Verdict) Failed() bool { return v != VerdictOK && v != VerdictInfo }
+
+// blockedText says whether a release that held its caller callerMs blocked.
+func blockedText(callerMs float64) string {
+	if callerMs > BlockThresholdMs {
+		return "blocked"
+	}
+	return "did not block"
+}
 
 // Classify compares what was measured with the resource table's class: a release classed
 // non-blocking must not block its caller for more than BlockThresholdMs while unrelated GPU
@@ -92,7 +103,8 @@ type Outcome struct {
 	CallerMs float64
 	OtherMs  float64 // a kernel launch from another OS thread, issued ~20 ms into the release
 	Verdict  Verdict
-	Detail   string // the error, for VerdictError
+	Detail   string // the error, for VerdictError; "blocked" or "did not block", for VerdictInfo
+	Info     bool   // another release than the row's destroy: not judged
 }
 
 func class(blocking bool) string {
@@ -100,6 +112,15 @@ func class(blocking bool) string {
 		return "blocking"
 	}
 	return "non-blocking"
+}
+
+// classText is the outcome's class as printed: the row's, or "none" for a release that
+// is not the row's destroy and so has no class of its own.
+func (o Outcome) classText() string {
+	if o.Info {
+		return "none"
+	}
+	return class(o.Blocking)
 }
 
 func ms(measured bool, v float64) string {
@@ -120,7 +141,7 @@ func (o Outcome) verdictText() string {
 // block<TAB><destroy><TAB>classed <class><TAB>caller <ms> ms<TAB>other-thread launch <ms> ms<TAB><verdict>.
 func (o Outcome) Line() string {
 	return fmt.Sprintf("block\t%s\tclassed %s\tcaller %s ms\tother-thread launch %s ms\t%s",
-		o.Name, class(o.Blocking), ms(o.Measured, o.CallerMs), ms(o.Measured, o.OtherMs), o.verdictText())
+		o.Name, o.classText(), ms(o.Measured, o.CallerMs), ms(o.Measured, o.OtherMs), o.verdictText())
 }
 
 // WriteTSV writes the outcomes as a tab-separated table with a header line.
@@ -128,7 +149,7 @@ func WriteTSV(path string, outs []Outcome) error {
 	var b strings.Builder
 	b.WriteString("destroy\tlib\tclass\tcaller_ms\tother_thread_launch_ms\tverdict\n")
 	for _, o := range outs {
-		fmt.Fprintf(&b, "%s\t%s\t%s\t%s\t%s\t%s\n", o.Name, o.Lib, class(o.Blocking), ms(o.Measured, o.CallerMs), ms(o.Measured, o.OtherMs), o.verdictText())
+		fmt.Fprintf(&b, "%s\t%s\t%s\t%s\t%s\t%s\n", o.Name, o.Lib, o.classText(), ms(o.Measured, o.CallerMs), ms(o.Measured, o.OtherMs), o.verdictText())
 	}
 	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
@@ -144,7 +165,7 @@ func Markdown(outs []Outcome, spinMs float64) string {
 		if o.Measured {
 			c, t = c+" ms", t+" ms"
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s |\n", o.Name, o.Lib, class(o.Blocking), c, t,
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s |\n", o.Name, o.Lib, o.classText(), c, t,
 			strings.ReplaceAll(o.verdictText(), "|", `\|`))
 	}
 	return b.String()

@@ -4,6 +4,8 @@
 // reports how long (a) the caller and (b) a kernel launch from another OS thread were held.
 // With -check it exits non-zero when a release classed non-blocking blocked (> 1 ms), one
 // classed blocking did not (candidates to reclassify), a row has no probe, or a probe failed.
+// Another function that releases a row's resource (ncclCommAbort beside ncclCommDestroy) is
+// measured and reported too, classed "none" and not judged: the row's class is its destroy's.
 //
 // Build here (bash tools/bench/build.sh), then on the GPU machine, from the repository root:
 //
@@ -83,6 +85,9 @@ type Plan struct {
 	Lib      string
 	Blocking bool
 	Probe    *Probe // nil: no probe
+	// Info marks a probe of another release than the row's destroy (Probe.Release):
+	// measured and reported, never judged against Blocking.
+	Info bool
 }
 
 // Plans lists what to probe for the resource rows: one plan per probe variant of each
@@ -98,10 +103,13 @@ func Plans(rows []Resource) []Plan {
 		}
 		for i := range ps {
 			name := r.Destroy
+			if ps[i].Release != "" {
+				name = ps[i].Release
+			}
 			if ps[i].Variant != "" {
 				name += " (" + ps[i].Variant + ")"
 			}
-			plans = append(plans, Plan{Name: name, Lib: r.Lib, Blocking: r.Blocking, Probe: &ps[i]})
+			plans = append(plans, Plan{Name: name, Lib: r.Lib, Blocking: r.Blocking, Probe: &ps[i], Info: ps[i].Release != ""})
 		}
 	}
 	for i := range references {
@@ -150,12 +158,13 @@ func run(headers string, spin time.Duration, only string) ([]Outcome, float64, e
 
 // SettleVariants judges a release over all its variants: a release classed blocking is
 // right if any way of making its object blocks (a fresh csrilu02 info's destroy does,
-// an analysed one's does not), so its variants that did not block are ok too.
+// an analysed one's does not), so its variants that did not block are ok too. Outcomes
+// of other releases than a row's destroy (Info) neither settle nor are settled.
 func SettleVariants(outs []Outcome) {
 	base := func(name string) string { n, _, _ := strings.Cut(name, " ("); return n }
 	blocked := map[string]bool{}
 	for _, o := range outs {
-		if o.Measured && o.CallerMs > BlockThresholdMs {
+		if o.Measured && !o.Info && o.CallerMs > BlockThresholdMs {
 			blocked[base(o.Name)] = true
 		}
 	}
@@ -169,14 +178,16 @@ func SettleVariants(outs []Outcome) {
 
 // probeOne measures one plan. A release classed non-blocking that blocked is measured once
 // more (a one-off stall, e.g. a page fault or GC, only adds time); the faster try is kept.
+// A plan of another release than the row's destroy (Info) is measured once and reported
+// with VerdictInfo.
 func probeOne(env *Env, p Plan) Outcome {
-	o := Outcome{Name: p.Name, Lib: p.Lib, Blocking: p.Blocking}
+	o := Outcome{Name: p.Name, Lib: p.Lib, Blocking: p.Blocking, Info: p.Info}
 	if p.Probe == nil {
 		o.Verdict = VerdictNoProbe
 		return o
 	}
 	tries := 1
-	if !p.Blocking {
+	if !p.Blocking && !p.Info {
 		tries = 2
 	}
 	for try := 0; try < tries; try++ {
@@ -194,6 +205,10 @@ func probeOne(env *Env, p Plan) Outcome {
 		c, t := float64(caller.Nanoseconds())/1e6, float64(other.Nanoseconds())/1e6
 		if !o.Measured || c < o.CallerMs {
 			o.CallerMs, o.OtherMs, o.Measured = c, t, true
+		}
+		if p.Info {
+			o.Verdict, o.Detail = VerdictInfo, blockedText(o.CallerMs)
+			break
 		}
 		o.Verdict = Classify(p.Blocking, o.CallerMs)
 		if o.Verdict == VerdictOK {

@@ -16,8 +16,14 @@ import (
 // It returns the release under test and a cleanup that runs once the GPU is idle again (for
 // buffers and streams the resource needed). Variant names a second way to make the same
 // resource (e.g. "managed" memory for cuMemFree_v2); "" is the plain one.
+//
+// Release names the function the probe's release calls when it is not the row's destroy
+// but another function that releases the same resource (ncclCommAbort beside
+// ncclCommDestroy): such a probe is measured and reported under its own name, and not
+// judged, since the row's class is the one its destroy is released in.
 type Probe struct {
 	Variant string
+	Release string
 	Make    func(e *Env) (release func() error, cleanup func(), err error)
 }
 

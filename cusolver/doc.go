@@ -1,0 +1,55 @@
+// Package cusolver binds cuSOLVER's dense API (cusolverDn: LAPACK on the GPU) for Go.
+//
+// # The idiomatic API
+//
+// Factorizations and solves on the cuda package's memory, queued on a cuda.Stream:
+//
+//	Potrf[T], Potrs[T]   Cholesky: A = L·Lᴴ (or Uᴴ·U), then A·X = B
+//	Getrf[T], Getrs[T]   LU with partial pivoting: P·A = L·U, then op(A)·X = B
+//
+// T is float32, float64, complex64 or complex128; memory is any cuda.Memory
+// (device buffers and their views, unified memory) of element type T if it has one,
+// and pivots are int32 memory. Matrices are column-major, as in LAPACK.
+//
+//	err := cusolver.Potrf[float64](s, cusolver.Lower, n, a, n)           // waits
+//	err = cusolver.Potrs[float64](s, cusolver.Lower, n, nrhs, a, n, b, n) // X in b
+//	var e *cusolver.InfoError
+//	if errors.As(err, &e) { ... }                                        // errors.Is(err, cusolver.ErrNotPositiveDefinite)
+//
+// cuSOLVER writes LAPACK's info on the GPU. Potrf, Potrs, Getrf and Getrs wait for
+// the operation to read it, and return a nonzero one as an *InfoError (matching
+// ErrNotPositiveDefinite, ErrSingular, or cuda.ErrInvalidArgument for an illegal
+// parameter). Their Async forms return once the work is queued, with an *Info whose
+// Check reads the info later: queue a factorization and its solves, then check.
+//
+// There is no handle to manage and no unsafe: each call takes a cuSOLVER handle of
+// the stream's context from a cache, binds it to the stream, and makes the context
+// current itself, so any goroutine can call, and none needs runtime.LockOSThread.
+// Calls take part in the cuda package's hand-off: they wait on the GPU for their
+// operands' conflicting uses on other streams (inputs are read, outputs written).
+// Workspaces come from the device's pool (they show in cuda.MemoryStatus) and are
+// freed after the operation on its stream. Arguments are checked before any CUDA
+// call.
+//
+// # The raw layer
+//
+// The raw layer (zz_generated_*.go) has every function of cusolverDn.h and
+// cusolver_common.h as a Go function named after it without the cusolver prefix:
+// cusolverDnDpotrf is DnDpotrf, cusolverDnDpotrf_bufferSize DnDpotrfBufferSize. C
+// types keep their spelling (CusolverDnHandle), constants their C names
+// (CUSOLVER_EIG_MODE_VECTOR). Functions return nil on success or a Status, which
+// matches the Err* sentinels with errors.Is. Types shared with other libraries are
+// package cuda's (streams, data types, complex numbers) and package cublas's (fill
+// modes, operations). Raw calls run in the thread's current context: wrap them in
+// cuda.Context.Locked, take typed pointers with cuda.DevicePtr, and queue them with
+// cuda.Enqueue to order them with the memory's other uses.
+//
+// libcusolver.so.12 is opened at first use ($GOCUDA_CUSOLVER_LIB overrides it);
+// without it, calls return a *dl.LibraryError, and a function the installed library
+// lacks returns a *dl.SymbolError. OwnedDnHandle owns a raw handle: Close destroys
+// it, and one dropped without Close is destroyed by resource.Reclaim (cusolverDnDestroy
+// is classed as waiting for the GPU until tools/blockprobe measures it, so never on
+// the finalizer path). The cache's handles are OwnedDnHandles: one it drops (it keeps
+// MaxIdleHandles per context, and drops them all at every Reclaim) is destroyed in
+// Reclaim.
+package cusolver

@@ -1,0 +1,6 @@
+package cusolver
+
+import "github.com/gocuda/gocuda/cuda"
+
+// IdleHandlesForTest returns the number of idle handles of ctx.
+func IdleHandlesForTest(ctx *cuda.Context) int { return idleHandles(ctx) }

@@ -1,0 +1,3 @@
+package cusolver
+
+//go:generate go run ../gen -lib cusolver

@@ -1,0 +1,79 @@
+package cusolver
+
+import (
+	"fmt"
+
+	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/internal/libhandle"
+)
+
+// Handles: the operations of dense.go take a cuSOLVER handle of their stream's
+// context from a cache and give it back; the user never holds one. A handle is
+// costly to make (cusolverDnCreate allocates the GPU resources the library needs),
+// so handles are kept: at most MaxIdleHandles idle ones per context,
+// and a call takes the idle handle last bound to its own stream when there is one.
+// A handle the cache has no room for, or drops at resource.Reclaim, is left to its
+// OwnedDnHandle, whose release runs in resource.Reclaim (blocking class, in
+// headers/cusolver.toml): never on a goroutine that would wait for the GPU.
+//
+// Fence: a handle may keep scratch memory of its own on the device that no call
+// names (cuSOLVER calls cuBLAS, whose handles have a default workspace). Each handle
+// has a
+// small buffer from the pool that every call passes to the hand-off as written
+// memory, so that when a handle moves to another stream, the new stream waits on the
+// GPU for the old stream's last use of the handle: two streams never run work of
+// one handle at once.
+
+// MaxIdleHandles is how many idle cuSOLVER handles a context's cache keeps.
+const MaxIdleHandles = 4
+
+// fenceSize is the size of a handle's fence buffer: only its uses matter, not its
+// bytes, which nothing reads.
+const fenceSize = 4
+
+// state is a handle's own memory: its fence.
+type state struct {
+	fence *cuda.DeviceBuffer
+}
+
+type handle = libhandle.Handle[CusolverDnHandle, *OwnedDnHandle, state]
+
+// handles are the idle handles, per context.
+var handles = libhandle.New[CusolverDnHandle, *OwnedDnHandle, state](MaxIdleHandles, DnCreate, OwnDnHandle, false)
+
+// idleHandles returns the number of idle handles of ctx (tests).
+func idleHandles(ctx *cuda.Context) int { return handles.Idle(ctx) }
+
+// take checks the stream and the memory in uses (cuda.CheckEnqueue: before a handle
+// is made and cuSOLVER loaded, and before buffer-size queries take the operands'
+// addresses), then returns an idle handle of s's context, preferably the one last
+// bound to s, or a new one, with its fence allocated on s.
+func take(s *cuda.Stream, uses []cuda.Use) (*cuda.Context, *handle, error) {
+	if err := cuda.CheckEnqueue(s, uses...); err != nil {
+		return nil, nil, err
+	}
+	ctx := s.Context()
+	h, err := handles.Take(ctx, s)
+	if err != nil {
+		return nil, nil, err
+	}
+	if h.State.fence == nil {
+		if h.State.fence, err = ctx.Alloc(s, fenceSize); err != nil {
+			handles.Put(ctx, h)
+			return nil, nil, fmt.Errorf("allocating the handle's fence: %w", err)
+		}
+	}
+	return ctx, h, nil
+}
+
+// enqueue queues f on s with h bound to s, through cuda.Enqueue with the memory f
+// uses and h's fence (holds, hand-off).
+func enqueue(s *cuda.Stream, h *handle, f func(c cuda.CUcontext, h CusolverDnHandle) error, uses []cuda.Use) error {
+	uses = append(uses, cuda.Writes(h.State.fence))
+	return cuda.Enqueue(s, func(c cuda.CUcontext, st cuda.CUstream) error {
+		if _, err := h.Bind(c, st, inDnSetStream); err != nil {
+			return err
+		}
+		return f(c, h.Raw)
+	}, uses...)
+}

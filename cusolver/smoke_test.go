@@ -1,0 +1,69 @@
+package cusolver_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gocuda/gocuda/cusolver"
+	"github.com/gocuda/gocuda/internal/gputest"
+)
+
+// TestSmokeDpotrf factors a random 32×32 symmetric positive definite matrix with the
+// raw layer alone (cusolverDnDpotrf on the legacy default stream) and checks L·Lᵀ
+// against the matrix in float64.
+func TestSmokeDpotrf(t *testing.T) {
+	g := gputest.Require(t)
+	gputest.RequireLibrary(t, cusolver.Library())
+	var ver int32
+	require.NoError(t, cusolver.GetVersion(&ver))
+	t.Logf("cuSOLVER version %d (headers %d)", ver, cusolver.CUSOLVER_VERSION)
+
+	h, err := cusolver.NewOwnedDnHandle()
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, h.Close()) }()
+
+	const n = 32
+	r := gputest.Rand(5)
+	m := make([]float64, n*n)
+	for i := range m {
+		m[i] = 2*r.Float64() - 1
+	}
+	a := make([]float64, n*n) // M·Mᵀ + n·I
+	for j := range n {
+		for i := range n {
+			for k := range n {
+				a[i+j*n] += m[i+k*n] * m[j+k*n]
+			}
+		}
+		a[j+j*n] += n
+	}
+	dA := gputest.ToDevice(t, g, a)
+	var lwork int32
+	require.NoError(t, cusolver.DnDpotrfBufferSize(h.Handle(), cusolver.Lower, n, gputest.DevPtr[float64](dA), n, &lwork))
+	dW := gputest.Alloc[float64](t, g, max(int(lwork), 1))
+	dInfo := gputest.Alloc[int32](t, g, 1)
+	require.NoError(t, cusolver.DnDpotrf(h.Handle(), cusolver.Lower, n, gputest.DevPtr[float64](dA), n,
+		gputest.DevPtr[float64](dW), lwork, gputest.DevPtr[int32](dInfo)))
+	info := gputest.FromDevice[int32](t, dInfo, 1)
+	require.Zero(t, info[0], "devInfo")
+	l := gputest.FromDevice[float64](t, dA, n*n)
+
+	var num, den float64
+	for j := range n {
+		for i := j; i < n; i++ { // the lower triangle of L·Lᵀ
+			var s float64
+			for k := 0; k <= j; k++ {
+				s += l[i+k*n] * l[j+k*n]
+			}
+			d := s - a[i+j*n]
+			num += d * d
+			den += a[i+j*n] * a[i+j*n]
+		}
+	}
+	rel := math.Sqrt(num / den)
+	t.Logf("DPOTRF %d×%d: relative error of L·Lᵀ %.3g", n, n, rel)
+	assert.Less(t, rel, 1e-13)
+}

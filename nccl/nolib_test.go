@@ -1,0 +1,31 @@
+package nccl_test
+
+import (
+	"testing"
+
+	"github.com/gocuda/gocuda/internal/libtest"
+	"github.com/gocuda/gocuda/nccl"
+)
+
+// These tests need no GPU and no NCCL library: they run in CI.
+
+// TestNoLibrary: where libnccl.so.2 cannot be loaded (CI), calls return its typed error.
+func TestNoLibrary(t *testing.T) {
+	libtest.NoLibrary(t, nccl.Library(), "nccl", "libnccl.so.2", "GOCUDA_NCCL_LIB",
+		func() error { var v int32; return nccl.GetVersion(&v) },
+		func() error { var c nccl.NcclComm; dev := int32(0); return nccl.CommInitAll(&c, 1, &dev) },
+		func() error {
+			return nccl.AllReduce(nil, nil, 0, nccl.NcclFloat32, nccl.NcclSum, 0, 0)
+		},
+		func() error { _, err := nccl.GetErrorString(nccl.NcclInvalidArgument); return err },
+		func() error { return nccl.OwnComm(1).Close() },
+	)
+}
+
+// TestStatusErrors checks the Result error values, which need no library.
+func TestStatusErrors(t *testing.T) {
+	// The sentinel names and descriptions are the generator's, from NCCL's camel-case
+	// enumerators (ncclInvalidArgument → ErrInvalidargument, "invalidargument").
+	libtest.StatusErrors(t, nccl.NcclInvalidArgument, "ncclInvalidArgument", 4, "invalidargument",
+		nccl.ErrInvalidargument, nccl.ErrSystemerror, nccl.Result(123456), nccl.NcclSuccess, "Result")
+}
