@@ -22,7 +22,10 @@ import (
 	"github.com/gocuda/gocuda/cudnn"
 	"github.com/gocuda/gocuda/cufft"
 	"github.com/gocuda/gocuda/curand"
+	"github.com/gocuda/gocuda/cusolver"
 	"github.com/gocuda/gocuda/cusparse"
+	"github.com/gocuda/gocuda/nccl"
+	"github.com/gocuda/gocuda/nvrtc"
 	"github.com/gocuda/gocuda/dl"
 )
 
@@ -73,6 +76,17 @@ func report(w io.Writer) error {
 		{cusparse.Library(), property(cusparse.GetProperty)},
 		{cudnn.Library(), func() (string, error) {
 			v, err := cudnn.GetVersion()
+			return fmt.Sprintf("%d.%d.%d", v/10000, v%10000/100, v%100), err
+		}},
+		{cusolver.Library(), property(cusolver.GetProperty)},
+		{nvrtc.Library(), func() (string, error) {
+			var major, minor int32
+			err := nvrtc.Version(&major, &minor)
+			return fmt.Sprintf("%d.%d", major, minor), err
+		}},
+		{nccl.Library(), func() (string, error) {
+			var v int32
+			err := nccl.GetVersion(&v)
 			return fmt.Sprintf("%d.%d.%d", v/10000, v%10000/100, v%100), err
 		}},
 	}

@@ -4,7 +4,16 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/gocuda/gocuda/cublas"
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cudnn"
+	"github.com/gocuda/gocuda/cufft"
+	"github.com/gocuda/gocuda/curand"
+	"github.com/gocuda/gocuda/cusolver"
+	"github.com/gocuda/gocuda/cusparse"
+	"github.com/gocuda/gocuda/dl"
+	"github.com/gocuda/gocuda/nccl"
+	"github.com/gocuda/gocuda/nvrtc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -14,8 +23,9 @@ import (
 func TestReport(t *testing.T) {
 	var out bytes.Buffer
 	err := report(&out)
-	for _, so := range []string{"libcuda.so.1", "libcublas.so.13", "libcufft.so.12", "libcurand.so.10", "libcusparse.so.12", "libcudnn.so.9"} {
-		assert.Contains(t, out.String(), so)
+	for _, l := range []*dl.Library{cuda.Library(), cublas.Library(), cufft.Library(), curand.Library(), cusparse.Library(),
+		cudnn.Library(), cusolver.Library(), nvrtc.Library(), nccl.Library()} {
+		assert.Contains(t, out.String(), l.Soname())
 	}
 	if cuda.Library().Open() != nil {
 		require.Error(t, err)
