@@ -195,6 +195,7 @@ func (b *LaunchBatch) Submit(s *Stream) error {
 		if m.closed {
 			return fmt.Errorf("cuda: submitting a batch: launching %s: module: %w", f.name, ErrClosed)
 		}
+		leaseModuleIfCapturing(s.stream, m)
 	}
 	st := s.stream
 	if err := lockOpen(s, st); err != nil {

@@ -66,7 +66,29 @@ type captureSet struct {
 	mu     sync.Mutex
 	index  map[*memBase]int
 	leases []leased
-	err    error // the first operation refused
+	mods   []*Module // the modules of the kernels captured
+	err    error     // the first operation refused
+}
+
+// addModule leases m for the capture; the caller holds m's read lock, m open.
+func (cs *captureSet) addModule(m *Module) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	for _, x := range cs.mods {
+		if x == m {
+			return
+		}
+	}
+	m.lease.add()
+	cs.mods = append(cs.mods, m)
+}
+
+// leaseModuleIfCapturing leases m for the capture t records, if any; the caller
+// holds m's read lock, m open.
+func leaseModuleIfCapturing(t *stream, m *Module) {
+	if cs := t.capture.Load(); cs != nil {
+		cs.addModule(m)
+	}
 }
 
 // add leases m (an allocation, not a view) for the capture; the caller holds m.
@@ -102,13 +124,56 @@ func refuseIfCapturing(t *stream, op string) error {
 	return nil
 }
 
-// leaseState counts the leases on an allocation and keeps its release while there
-// are any.
+// leaseState counts the leases on an allocation or a module and keeps its release
+// while there are any.
 type leaseState struct {
 	mu       sync.Mutex
 	n        int
 	pending  func() error // the postponed release
 	blocking bool         // pending may wait for the GPU
+}
+
+// add adds a lease; the caller holds the object (it is not released).
+func (ls *leaseState) add() {
+	ls.mu.Lock()
+	ls.n++
+	ls.mu.Unlock()
+}
+
+// postpone keeps release (of the blocking class if blocking) for the end of the last
+// lease and reports true, if there are leases.
+func (ls *leaseState) postpone(release func() error, blocking bool) bool {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.n == 0 {
+		return false
+	}
+	ls.pending, ls.blocking = release, blocking
+	return true
+}
+
+// end ends a lease. When it was the last, the postponed release runs: a
+// non-blocking one now, a blocking one (which may wait for the GPU) through a
+// registration of its own, dropped at once, so that it runs in resource.Reclaim as
+// that class does.
+func (ls *leaseState) end() error {
+	ls.mu.Lock()
+	ls.n--
+	var release func() error
+	if ls.n == 0 {
+		release, ls.pending = ls.pending, nil
+	}
+	blocking := ls.blocking
+	ls.mu.Unlock()
+	switch {
+	case release == nil:
+		return nil
+	case blocking:
+		resource.ResourceFinalizerErr(func(p *postponed) error { return p.release() }, &postponed{release}, true,
+			resource.Kind("postponed release"))
+		return nil
+	}
+	return release()
 }
 
 // addLease adds a lease on m, an allocation held by the caller (it is not freed).
@@ -118,9 +183,7 @@ func (m *memBase) addLease() {
 		m.lease.CompareAndSwap(nil, new(leaseState))
 		ls = m.lease.Load()
 	}
-	ls.mu.Lock()
-	ls.n++
-	ls.mu.Unlock()
+	ls.add()
 }
 
 // postpone is called first by m's release, free (of the blocking class if
@@ -130,59 +193,39 @@ func (m *memBase) addLease() {
 func (m *memBase) postpone(free func() error, blocking bool) bool {
 	m.hold.close()
 	ls := m.lease.Load()
-	if ls == nil {
-		return false
-	}
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	if ls.n == 0 {
-		return false
-	}
-	ls.pending, ls.blocking = free, blocking
-	return true
+	return ls != nil && ls.postpone(free, blocking)
 }
 
-// endLease ends a lease on m. When it was the last, m's postponed release runs: a
-// non-blocking one now, a blocking one (which may wait for the GPU) through a
-// registration of its own, dropped at once, so that it runs in resource.Reclaim as
-// that class does.
-func (m *memBase) endLease() error {
-	ls := m.lease.Load()
-	ls.mu.Lock()
-	ls.n--
-	var free func() error
-	if ls.n == 0 {
-		free, ls.pending = ls.pending, nil
-	}
-	blocking := ls.blocking
-	ls.mu.Unlock()
-	switch {
-	case free == nil:
-		return nil
-	case blocking:
-		resource.ResourceFinalizerErr(func(p *postponed) error { return p.free() }, &postponed{free}, true,
-			resource.Kind("postponed release"))
-		return nil
-	}
-	return free()
-}
+// endLease ends a lease on m.
+func (m *memBase) endLease() error { return m.lease.Load().end() }
 
 // postponed carries a blocking release past the end of the last lease.
-type postponed struct{ free func() error }
+type postponed struct{ release func() error }
 
 // leaseSet is the leases of one Graph or Exec. It ends them through its own release
 // registration: at Close, or, once unreachable, in the non-blocking lane (the
 // postponed releases are stream-ordered frees, which do not wait for the GPU).
 type leaseSet struct {
 	items []leased
+	mods  []*Module
 	reg   *resource.Registration
 }
 
-// newLeaseSet takes over leases already added for items.
-func newLeaseSet(items []leased) *leaseSet {
-	ls := &leaseSet{items: items}
+// newLeaseSet takes over leases already added for items and mods.
+func newLeaseSet(items []leased, mods []*Module) *leaseSet {
+	ls := &leaseSet{items: items, mods: mods}
 	ls.reg = resource.ResourceFinalizerErr((*leaseSet).end, ls, false, resource.Kind("graph lease"))
 	return ls
+}
+
+// addLeases adds a lease on each of items and mods, which the caller's graph holds.
+func addLeases(items []leased, mods []*Module) {
+	for _, l := range items {
+		l.m.addLease()
+	}
+	for _, m := range mods {
+		m.lease.add()
+	}
 }
 
 // end ends every lease of ls.
@@ -193,7 +236,12 @@ func (ls *leaseSet) end() error {
 			errs = append(errs, err)
 		}
 	}
-	ls.items = nil
+	for _, m := range ls.mods {
+		if err := m.lease.end(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	ls.items, ls.mods = nil, nil
 	return errors.Join(errs...)
 }
 
@@ -232,12 +280,10 @@ func (c *Context) Capture(f func(s *Stream) error) (*Graph, error) {
 	g, err := c.capture(s, cs, f)
 	if err != nil {
 		rescore.EndCapture()
-		for _, l := range cs.leases {
-			_ = l.m.endLease() // postponed releases run now; a capture that failed owns nothing
-		}
+		_ = (&leaseSet{items: cs.leases, mods: cs.mods}).end() // a capture that failed owns nothing
 		return nil, err
 	}
-	graph := &Graph{g: &graphState{ctx: c, own: OwnGraph(g), lease: newLeaseSet(cs.leases)}}
+	graph := &Graph{g: &graphState{ctx: c, own: OwnGraph(g), lease: newLeaseSet(cs.leases, cs.mods)}}
 	rescore.EndCapture()
 	return graph, nil
 }
@@ -337,6 +383,7 @@ func (g *Graph) Instantiate() (*Exec, error) {
 	}
 	defer st.hold.exit()
 	items := append([]leased(nil), st.lease.items...)
+	mods := append([]*Module(nil), st.lease.mods...)
 	var e CUgraphExec
 	if err := st.ctx.enter(); err != nil {
 		return nil, err
@@ -346,10 +393,8 @@ func (g *Graph) Instantiate() (*Exec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cuda: instantiating a graph: %w", err)
 	}
-	for _, l := range items {
-		l.m.addLease() // g holds them: none was released
-	}
-	return &Exec{e: &execState{ctx: st.ctx, own: OwnGraphExec(e), lease: newLeaseSet(items)}}, nil
+	addLeases(items, mods) // g holds them: none was released
+	return &Exec{e: &execState{ctx: st.ctx, own: OwnGraphExec(e), lease: newLeaseSet(items, mods)}}, nil
 }
 
 // Close releases the graph: its CUgraph now, and its leases on memory (memory closed
@@ -481,6 +526,7 @@ func (e *Exec) Update(g *Graph) error {
 	}
 	defer st.hold.exit()
 	items := append([]leased(nil), st.lease.items...)
+	mods := append([]*Module(nil), st.lease.mods...)
 	x.mu.Lock()
 	var info CUgraphExecUpdateResultInfo
 	err := x.ctx.Locked(func() error { return GraphExecUpdate(x.own.Handle(), st.own.Handle(), &info) })
@@ -491,11 +537,9 @@ func (e *Exec) Update(g *Graph) error {
 		}
 		return fmt.Errorf("cuda: updating a graph: %w", err)
 	}
-	for _, l := range items {
-		l.m.addLease() // st holds them: none was released
-	}
+	addLeases(items, mods) // st holds them: none was released
 	old := x.lease
-	x.lease = newLeaseSet(items)
+	x.lease = newLeaseSet(items, mods)
 	x.mu.Unlock()
 	return old.reg.Release()
 }

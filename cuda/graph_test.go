@@ -9,6 +9,7 @@ import (
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/internal/fakecuda"
 	"github.com/gocuda/gocuda/internal/gputest"
+	"github.com/gocuda/gocuda/resource"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -354,4 +355,51 @@ func TestExecCache(t *testing.T) {
 	assert.Equal(t, base+4*n, gputest.DeviceBytes(t), "b and out are left")
 	require.ErrorIs(t, cache.Close(), cuda.ErrClosed)
 	require.ErrorIs(t, cache.Launch(s, "fill", func(cs *cuda.Stream) error { return nil }), cuda.ErrClosed)
+}
+
+// A module whose kernels a graph replays stays loaded until the graph and its
+// executables let go of it: Close shuts it for launches at once and the unload (a
+// blocking release) runs at the next Reclaim after that.
+func TestCaptureKeepsModule(t *testing.T) {
+	fakecuda.Check(t)
+	gputest.Require(t)
+	ctx, err := cuda.Device(0).Context()
+	require.NoError(t, err)
+	s, err := ctx.NewStream()
+	require.NoError(t, err)
+	defer s.Close()
+	m, err := ctx.LoadModule(kernelsPTX)
+	require.NoError(t, err)
+	fill := function(t, m, "fill_u32")
+	const n = 4096
+	b, err := cuda.AllocFor[uint32](s, n)
+	require.NoError(t, err)
+	defer b.Close()
+	g, err := ctx.Capture(func(cs *cuda.Stream) error {
+		return fill.Launch(cs, cuda.D1(16), cuda.D1(256), 0, b, uint32(6), uint64(n))
+	})
+	require.NoError(t, err)
+	e, err := g.Instantiate()
+	require.NoError(t, err)
+	require.NoError(t, g.Close())
+
+	before := fakecuda.Counters().ModulesDestroyed
+	require.NoError(t, m.Close())
+	require.ErrorIs(t, fill.Launch(s, cuda.D1(16), cuda.D1(256), 0, b, uint32(1), uint64(n)), cuda.ErrClosed)
+	require.NoError(t, e.Launch(s), "the executable still replays the kernel")
+	require.NoError(t, s.Synchronize())
+	if !fakecuda.Loaded() {
+		got := make([]uint32, n)
+		require.NoError(t, cuda.CopyFromDevice(got, b))
+		assert.Equal(t, uint32(6), got[n-1])
+	}
+	_, err = resource.Reclaim()
+	require.NoError(t, err)
+	assert.Equal(t, before, fakecuda.Counters().ModulesDestroyed, "not unloaded while leased")
+	require.NoError(t, e.Close())
+	_, err = resource.Reclaim()
+	require.NoError(t, err)
+	if fakecuda.Loaded() {
+		assert.Equal(t, before+1, fakecuda.Counters().ModulesDestroyed, "unloaded after the last lease")
+	}
 }

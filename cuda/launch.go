@@ -298,6 +298,7 @@ func (f *Function) Launch(s *Stream, grid, block Dim3, sharedMem int, args ...an
 		err = fmt.Errorf("cuda: launching %s: module: %w", f.name, ErrClosed)
 	} else {
 		st := s.stream
+		leaseModuleIfCapturing(st, m)
 		if wait.n > 0 {
 			// A hand-off: the waits and the launch in one call.
 			if err = launchAfter(ms, &wait, s, c.h, f.h, d, buf[:size]); err == nil {

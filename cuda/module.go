@@ -71,6 +71,9 @@ type Module struct {
 	funcs map[string]weak.Pointer[Function]
 
 	reg *resource.Registration
+	// lease counts the graphs whose kernels are the module's (graph.go): the
+	// unload waits for the last.
+	lease leaseState
 }
 
 // LoadModule loads a module image into the context: PTX text, a cubin (ELF) or a
@@ -132,6 +135,14 @@ func (m *Module) unload() error {
 	lockCounting(&m.mu)
 	m.closed = true
 	m.mu.Unlock()
+	if m.lease.postpone(m.unloadNow, true) {
+		return nil // a graph replays the module's kernels: unloaded after it
+	}
+	return m.unloadNow()
+}
+
+// unloadNow unloads the module.
+func (m *Module) unloadNow() error {
 	c := m.ctx
 	if c.enter() != nil {
 		return resource.ErrContextDestroyed // unloaded with its context
