@@ -119,7 +119,13 @@
 // from Go slices are snapshots in pinned memory the graph owns, and operations that
 // would invalidate a capture (synchronizing the stream, copying into Go memory) fail
 // with a *CaptureError. Nothing is released while a capture is in progress, so a
-// Close on another goroutine never invalidates it.
+// Close on another goroutine never invalidates it. A module whose kernels a graph
+// replays stays loaded until the graph lets go of it.
+//
+// Graphs can also be built by hand: Context.NewGraph, then AddMemset, AddCopy,
+// AddKernel, AddChild, AddEmpty and CaptureInto, each after the nodes it depends on.
+// Exec.Update re-targets an executable to another capture of the same operations,
+// Exec.SetKernelArgs one kernel node, and an ExecCache does the former per call.
 //
 // # The raw layer
 //

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"unsafe"
 
 	"github.com/gocuda/gocuda/internal/rescore"
 	"github.com/gocuda/gocuda/resource"
@@ -61,26 +62,27 @@ type leased struct {
 	write bool
 }
 
-// captureSet is what a capture in progress collected (stream.capture).
+// captureSet is what a capture in progress collected (stream.capture): its leases,
+// without a registration until the capture becomes a graph's.
 type captureSet struct {
 	mu     sync.Mutex
-	index  map[*memBase]int
-	leases []leased
-	mods   []*Module // the modules of the kernels captured
-	err    error     // the first operation refused
+	set    leaseSet
+	err    error         // the first operation refused
+	leaves []CUgraphNode // the last nodes of a capture into a graph
+}
+
+// add leases m (an allocation, not a view) for the capture; the caller holds m.
+func (cs *captureSet) add(m *memBase, write bool) {
+	cs.mu.Lock()
+	cs.set.add(m, write)
+	cs.mu.Unlock()
 }
 
 // addModule leases m for the capture; the caller holds m's read lock, m open.
 func (cs *captureSet) addModule(m *Module) {
 	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	for _, x := range cs.mods {
-		if x == m {
-			return
-		}
-	}
-	m.lease.add()
-	cs.mods = append(cs.mods, m)
+	cs.set.addModule(m)
+	cs.mu.Unlock()
 }
 
 // leaseModuleIfCapturing leases m for the capture t records, if any; the caller
@@ -89,19 +91,6 @@ func leaseModuleIfCapturing(t *stream, m *Module) {
 	if cs := t.capture.Load(); cs != nil {
 		cs.addModule(m)
 	}
-}
-
-// add leases m (an allocation, not a view) for the capture; the caller holds m.
-func (cs *captureSet) add(m *memBase, write bool) {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	if i, ok := cs.index[m]; ok {
-		cs.leases[i].write = cs.leases[i].write || write
-		return
-	}
-	m.addLease()
-	cs.index[m] = len(cs.leases)
-	cs.leases = append(cs.leases, leased{m, write})
 }
 
 // refuse records and returns the refusal of op: the capture fails with it too,
@@ -207,8 +196,38 @@ type postponed struct{ release func() error }
 // postponed releases are stream-ordered frees, which do not wait for the GPU).
 type leaseSet struct {
 	items []leased
+	index map[*memBase]int // items by memory, once add is used
 	mods  []*Module
 	reg   *resource.Registration
+}
+
+// add leases m (an allocation held by the caller) to ls, unless ls has it already
+// (then a write is remembered).
+func (ls *leaseSet) add(m *memBase, write bool) {
+	if ls.index == nil {
+		ls.index = make(map[*memBase]int, len(ls.items))
+		for i, l := range ls.items {
+			ls.index[l.m] = i
+		}
+	}
+	if i, ok := ls.index[m]; ok {
+		ls.items[i].write = ls.items[i].write || write
+		return
+	}
+	m.addLease()
+	ls.index[m] = len(ls.items)
+	ls.items = append(ls.items, leased{m, write})
+}
+
+// addModule leases m (held open by the caller) to ls, unless ls has it already.
+func (ls *leaseSet) addModule(m *Module) {
+	for _, x := range ls.mods {
+		if x == m {
+			return
+		}
+	}
+	m.lease.add()
+	ls.mods = append(ls.mods, m)
 }
 
 // newLeaseSet takes over leases already added for items and mods.
@@ -262,34 +281,55 @@ func (ls *leaseSet) end() error {
 // capture gate); Capture fails with resource.ErrReclaimInProgress wrapped in a
 // *CaptureError while Reclaim runs.
 func (c *Context) Capture(f func(s *Stream) error) (*Graph, error) {
+	g, cs, err := c.runCapture(captureTarget{}, f)
+	if err != nil {
+		return nil, err
+	}
+	return &Graph{g: &graphState{ctx: c, own: OwnGraph(g), lease: newLeaseSet(cs.set.items, cs.set.mods)}}, nil
+}
+
+// captureTarget is where a capture goes: a new graph (into 0), or into an existing
+// graph after deps, reporting the capture's last nodes in leaves.
+type captureTarget struct {
+	into   CUgraph
+	deps   []CUgraphNode
+	leaves []CUgraphNode
+}
+
+// runCapture captures f on a stream of its own behind the resource capture gate and
+// returns the graph and what the capture leased (the caller takes the leases over).
+func (c *Context) runCapture(t captureTarget, f func(s *Stream) error) (CUgraph, *captureSet, error) {
 	if f == nil {
-		return nil, fmt.Errorf("%w: nil capture function", ErrInvalidArgument)
+		return 0, nil, fmt.Errorf("%w: nil capture function", ErrInvalidArgument)
 	}
 	if err := c.check(); err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	s, err := c.NewStream()
 	if err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	defer s.Close()
 	if err := rescore.BeginCapture(); err != nil {
-		return nil, &CaptureError{Op: "capture", Err: err}
+		return 0, nil, &CaptureError{Op: "capture", Err: err}
 	}
-	cs := &captureSet{index: map[*memBase]int{}}
-	g, err := c.capture(s, cs, f)
+	// Ended however f returns: the deferred releases run (those of leased memory are
+	// postponed again: the capture's leases are counted already).
+	defer rescore.EndCapture()
+	cs := new(captureSet)
+	g, err := c.capture(s, cs, &t, f)
 	if err != nil {
-		rescore.EndCapture()
-		_ = (&leaseSet{items: cs.leases, mods: cs.mods}).end() // a capture that failed owns nothing
-		return nil, err
+		_ = cs.set.end() // a capture that failed owns nothing
+		return 0, nil, err
 	}
-	graph := &Graph{g: &graphState{ctx: c, own: OwnGraph(g), lease: newLeaseSet(cs.leases, cs.mods)}}
-	rescore.EndCapture()
-	return graph, nil
+	if t.into != 0 {
+		cs.leaves = t.leaves
+	}
+	return g, cs, nil
 }
 
 // capture runs f between the driver's begin and end of capture on s.
-func (c *Context) capture(s *Stream, cs *captureSet, f func(s *Stream) error) (g CUgraph, err error) {
+func (c *Context) capture(s *Stream, cs *captureSet, t *captureTarget, f func(s *Stream) error) (g CUgraph, err error) {
 	// The context stays entered for the capture: closing it waits for the end.
 	if err := c.enter(); err != nil {
 		return 0, err
@@ -297,8 +337,26 @@ func (c *Context) capture(s *Stream, cs *captureSet, f func(s *Stream) error) (g
 	defer c.exit()
 	s.capture.Store(cs)
 	defer s.capture.Store(nil)
-	if err := inStreamBeginCapture(c.h, s.h, CU_STREAM_CAPTURE_MODE_RELAXED); err != nil {
-		return 0, &CaptureError{Op: "capture", Err: err}
+	var begin error
+	if t.into == 0 {
+		begin = inStreamBeginCapture(c.h, s.h, CU_STREAM_CAPTURE_MODE_RELAXED)
+	} else {
+		var deps *CUgraphNode
+		if len(t.deps) > 0 {
+			deps = &t.deps[0]
+		}
+		begin = c.Locked(func() error {
+			return StreamBeginCaptureToGraph(s.h, t.into, deps, nil, uint64(len(t.deps)), CU_STREAM_CAPTURE_MODE_RELAXED)
+		})
+	}
+	if begin != nil {
+		return 0, &CaptureError{Op: "capture", Err: begin}
+	}
+	// A graph of the caller's (into) is never destroyed here.
+	destroy := func() {
+		if g != 0 && t.into == 0 {
+			_ = inGraphDestroy(c.h, g)
+		}
 	}
 	ended := false
 	end := func() error {
@@ -307,12 +365,15 @@ func (c *Context) capture(s *Stream, cs *captureSet, f func(s *Stream) error) (g
 	}
 	defer func() {
 		if !ended { // f panicked: end the capture before the panic goes on
-			if end() == nil && g != 0 {
-				_ = inGraphDestroy(c.h, g)
+			if end() == nil {
+				destroy()
 			}
 		}
 	}()
 	ferr := f(s)
+	if ferr == nil && t.into != 0 {
+		ferr = captureLeaves(c, s, t)
+	}
 	endErr := end()
 	cs.mu.Lock()
 	refused := cs.err
@@ -320,8 +381,8 @@ func (c *Context) capture(s *Stream, cs *captureSet, f func(s *Stream) error) (g
 	if ferr == nil && endErr == nil && refused == nil {
 		return g, nil
 	}
-	if endErr == nil && g != 0 {
-		_ = inGraphDestroy(c.h, g)
+	if endErr == nil {
+		destroy()
 	}
 	var ce *CaptureError
 	switch {
@@ -333,6 +394,23 @@ func (c *Context) capture(s *Stream, cs *captureSet, f func(s *Stream) error) (g
 		return 0, refused
 	}
 	return 0, &CaptureError{Op: "capture", Err: endErr}
+}
+
+// captureLeaves sets t.leaves to the nodes the capture on s ended with (the
+// dependencies of whatever s would queue next).
+func captureLeaves(c *Context, s *Stream, t *captureTarget) error {
+	return c.Locked(func() error {
+		var status CUstreamCaptureStatus
+		var deps *CUgraphNode
+		var n uint64
+		if err := StreamGetCaptureInfo(s.h, &status, nil, nil, &deps, nil, &n); err != nil {
+			return err
+		}
+		if n > 0 {
+			t.leaves = append([]CUgraphNode(nil), unsafe.Slice(deps, n)...)
+		}
+		return nil
+	})
 }
 
 // Graph is captured work (Context.Capture), to be instantiated and replayed. It keeps
@@ -347,10 +425,13 @@ type Graph struct {
 }
 
 type graphState struct {
-	ctx   *Context
-	own   *OwnedGraph
+	ctx  *Context
+	own  *OwnedGraph
+	hold hold
+	// mu serializes changes to the graph (nodes added by hand) and its leases
+	// with Instantiate and Update, which copy them.
+	mu    sync.Mutex
 	lease *leaseSet
-	hold  hold
 }
 
 // Context returns the context the graph was captured in.
@@ -382,6 +463,8 @@ func (g *Graph) Instantiate() (*Exec, error) {
 		return nil, fmt.Errorf("cuda: graph: %w", ErrClosed)
 	}
 	defer st.hold.exit()
+	st.mu.Lock()
+	defer st.mu.Unlock()
 	items := append([]leased(nil), st.lease.items...)
 	mods := append([]*Module(nil), st.lease.mods...)
 	var e CUgraphExec
@@ -525,6 +608,8 @@ func (e *Exec) Update(g *Graph) error {
 		return fmt.Errorf("cuda: graph: %w", ErrClosed)
 	}
 	defer st.hold.exit()
+	st.mu.Lock()
+	defer st.mu.Unlock()
 	items := append([]leased(nil), st.lease.items...)
 	mods := append([]*Module(nil), st.lease.mods...)
 	x.mu.Lock()

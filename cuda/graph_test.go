@@ -1,6 +1,7 @@
 package cuda_test
 
 import (
+	"encoding/binary"
 	"errors"
 	"runtime"
 	"sync"
@@ -401,5 +402,93 @@ func TestCaptureKeepsModule(t *testing.T) {
 	require.NoError(t, err)
 	if fakecuda.Loaded() {
 		assert.Equal(t, before+1, fakecuda.Counters().ModulesDestroyed, "unloaded after the last lease")
+	}
+}
+
+// A graph built by hand — memset, copy, kernel, child graph, captured work and a
+// join — replays in dependency order; the memory its nodes use is leased; a kernel
+// node's arguments are set anew in the executable.
+func TestGraphByHand(t *testing.T) {
+	fakecuda.Check(t)
+	_, m, s := loadKernels(t)
+	ctx := s.Context()
+	fill := function(t, m, "fill_u32")
+	const n = 1 << 19
+	buf := func() *cuda.DeviceBuffer {
+		b, err := cuda.AllocFor[uint32](s, n)
+		require.NoError(t, err)
+		t.Cleanup(func() { b.Close() })
+		require.NoError(t, b.Memset32Async(s, 0))
+		return b
+	}
+	a, b, c, c2, d, e := buf(), buf(), buf(), buf(), buf(), buf()
+
+	g, err := ctx.NewGraph()
+	require.NoError(t, err)
+	defer g.Close()
+	n1, err := g.AddMemset(a, 3)
+	require.NoError(t, err)
+	n2, err := g.AddCopy(b, a, n1)
+	require.NoError(t, err)
+	nk, err := g.AddKernel(fill, cuda.D1(64), cuda.D1(256), 0, []cuda.Node{n2}, c, uint32(7), uint64(n))
+	require.NoError(t, err)
+	child, err := ctx.NewGraph()
+	require.NoError(t, err)
+	_, err = child.AddMemset(d, 9)
+	require.NoError(t, err)
+	nc, err := g.AddChild(child, nk)
+	require.NoError(t, err)
+	require.NoError(t, child.Close(), "g copied it")
+	leaves, err := g.CaptureInto([]cuda.Node{nc}, func(cs *cuda.Stream) error { return e.Memset32Async(cs, 11) })
+	require.NoError(t, err)
+	require.Len(t, leaves, 1)
+	_, err = g.AddEmpty(append(leaves, n2)...)
+	require.NoError(t, err)
+	assert.Equal(t, 5, g.Buffers(), "a, b, c, d, e")
+
+	// Bad dependencies and closed memory are refused before any driver call.
+	other, err := ctx.NewGraph()
+	require.NoError(t, err)
+	defer other.Close()
+	_, err = other.AddEmpty(n1)
+	require.ErrorIs(t, err, cuda.ErrInvalidArgument)
+	closed := buf()
+	require.NoError(t, closed.Close())
+	_, err = g.AddMemset(closed, 1)
+	require.ErrorIs(t, err, cuda.ErrClosed)
+	_, err = g.AddChild(g)
+	require.ErrorIs(t, err, cuda.ErrInvalidArgument)
+
+	x, err := g.Instantiate()
+	require.NoError(t, err)
+	defer x.Close()
+	require.NoError(t, a.Close(), "leased: freed with the graph")
+	require.NoError(t, x.Launch(s))
+	got := make([]uint32, n)
+	check := func(m *cuda.DeviceBuffer, want uint32, kernel bool) {
+		t.Helper()
+		if kernel && fakecuda.Loaded() {
+			return // the fake driver runs no kernel code
+		}
+		require.NoError(t, cuda.CopyFromDevice(got, m))
+		assert.Equal(t, want, got[0])
+		assert.Equal(t, want, got[n-1])
+	}
+	check(b, 3, false)
+	check(c, 7, true)
+	check(d, 9, false)
+	check(e, 11, false)
+
+	// The kernel node, retargeted in the executable.
+	require.NoError(t, x.SetKernelArgs(nk, c2, uint32(8), uint64(n)))
+	require.ErrorIs(t, x.SetKernelArgs(n1, c2), cuda.ErrInvalidArgument, "not a kernel node")
+	require.NoError(t, x.Launch(s))
+	check(c2, 8, true)
+	if fakecuda.Loaded() {
+		l := fakecuda.Launches(0)
+		require.NotEmpty(t, l)
+		last := l[len(l)-1]
+		assert.Equal(t, "fill_u32", last.Func)
+		assert.Equal(t, uint64(c2.Ptr()), binary.LittleEndian.Uint64(last.Params))
 	}
 }

@@ -57,6 +57,7 @@ enum {
 	E_INVALID_PTX = 218,
 	E_INVALID_HANDLE = 400,
 	E_ILLEGAL_STATE = 401,
+	E_LOSSY_QUERY = 402,
 	E_NOT_FOUND = 500,
 	E_NOT_READY = 600,
 	E_CONTEXT_IS_DESTROYED = 709,
@@ -110,6 +111,21 @@ enum {
 #define CU_STREAM_CAPTURE_STATUS_ACTIVE 1
 #define CU_STREAM_CAPTURE_STATUS_INVALIDATED 2
 #define CU_DEVICE_ATTRIBUTE_MAX 148
+#define CU_STREAM_CAPTURE_MODE_RELAXED 2
+#define CU_MEMORYTYPE_HOST 0x01
+#define CU_MEMORYTYPE_DEVICE 0x02
+#define CU_MEMORYTYPE_ARRAY 0x03
+#define CU_MEMORYTYPE_UNIFIED 0x04
+#define CU_GRAPH_NODE_TYPE_KERNEL 0
+#define CU_GRAPH_NODE_TYPE_MEMCPY 1
+#define CU_GRAPH_NODE_TYPE_MEMSET 2
+#define CU_GRAPH_NODE_TYPE_HOST 3
+#define CU_GRAPH_NODE_TYPE_GRAPH 4
+#define CU_GRAPH_NODE_TYPE_EMPTY 5
+#define CU_GRAPH_NODE_TYPE_WAIT_EVENT 6
+#define CU_GRAPH_NODE_TYPE_EVENT_RECORD 7
+#define CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC 1
+#define CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER 2
 
 // CUmemLocation, CUmemPoolProps and CUmemAccessDesc, with cuda.h's layout.
 typedef struct { int type, id; } CUmemLocation;
@@ -124,6 +140,82 @@ typedef struct {
 typedef struct { CUmemLocation location; int flags; } CUmemAccessDesc;
 _Static_assert(sizeof(CUmemPoolProps) == 88, "CUmemPoolProps layout");
 _Static_assert(sizeof(CUmemAccessDesc) == 12, "CUmemAccessDesc layout");
+
+// The graph-building structs, with cuda.h's names, field names and layout (CUDA 13.0;
+// handles are H). The asserts hold the header's offsets; fakecuda_layout reports them
+// so that TestLayout compares them with cuda.h itself.
+typedef struct {
+	CUdeviceptr dst;
+	size_t pitch;
+	unsigned value, elementSize;
+	size_t width, height;
+} CUDA_MEMSET_NODE_PARAMS;
+_Static_assert(sizeof(CUDA_MEMSET_NODE_PARAMS) == 40 && offsetof(CUDA_MEMSET_NODE_PARAMS, value) == 16 &&
+	offsetof(CUDA_MEMSET_NODE_PARAMS, elementSize) == 20 && offsetof(CUDA_MEMSET_NODE_PARAMS, width) == 24 &&
+	offsetof(CUDA_MEMSET_NODE_PARAMS, height) == 32, "CUDA_MEMSET_NODE_PARAMS layout");
+
+typedef struct {
+	size_t srcXInBytes, srcY, srcZ, srcLOD;
+	int srcMemoryType; // CUmemorytype
+	const void *srcHost;
+	CUdeviceptr srcDevice;
+	H srcArray;
+	void *reserved0;
+	size_t srcPitch, srcHeight;
+	size_t dstXInBytes, dstY, dstZ, dstLOD;
+	int dstMemoryType;
+	void *dstHost;
+	CUdeviceptr dstDevice;
+	H dstArray;
+	void *reserved1;
+	size_t dstPitch, dstHeight;
+	size_t WidthInBytes, Height, Depth;
+} CUDA_MEMCPY3D;
+_Static_assert(sizeof(CUDA_MEMCPY3D) == 200 && offsetof(CUDA_MEMCPY3D, srcMemoryType) == 32 &&
+	offsetof(CUDA_MEMCPY3D, srcHost) == 40 && offsetof(CUDA_MEMCPY3D, srcDevice) == 48 &&
+	offsetof(CUDA_MEMCPY3D, reserved0) == 64 && offsetof(CUDA_MEMCPY3D, srcPitch) == 72 &&
+	offsetof(CUDA_MEMCPY3D, srcHeight) == 80 && offsetof(CUDA_MEMCPY3D, dstXInBytes) == 88 &&
+	offsetof(CUDA_MEMCPY3D, dstMemoryType) == 120 && offsetof(CUDA_MEMCPY3D, dstHost) == 128 &&
+	offsetof(CUDA_MEMCPY3D, dstDevice) == 136 && offsetof(CUDA_MEMCPY3D, reserved1) == 152 &&
+	offsetof(CUDA_MEMCPY3D, dstPitch) == 160 && offsetof(CUDA_MEMCPY3D, dstHeight) == 168 &&
+	offsetof(CUDA_MEMCPY3D, WidthInBytes) == 176 && offsetof(CUDA_MEMCPY3D, Height) == 184 &&
+	offsetof(CUDA_MEMCPY3D, Depth) == 192, "CUDA_MEMCPY3D layout");
+
+// CUDA_KERNEL_NODE_PARAMS is CUDA_KERNEL_NODE_PARAMS_v2 in CUDA 13.0; _v1, without
+// kern and ctx, is what the entry points without the _v2 suffix take.
+typedef struct {
+	H func;
+	unsigned gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
+	void **kernelParams, **extra;
+	H kern, ctx;
+} CUDA_KERNEL_NODE_PARAMS;
+typedef struct {
+	H func;
+	unsigned gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
+	void **kernelParams, **extra;
+} CUDA_KERNEL_NODE_PARAMS_v1;
+_Static_assert(sizeof(CUDA_KERNEL_NODE_PARAMS) == 72 && offsetof(CUDA_KERNEL_NODE_PARAMS, gridDimX) == 8 &&
+	offsetof(CUDA_KERNEL_NODE_PARAMS, blockDimX) == 20 && offsetof(CUDA_KERNEL_NODE_PARAMS, sharedMemBytes) == 32 &&
+	offsetof(CUDA_KERNEL_NODE_PARAMS, kernelParams) == 40 && offsetof(CUDA_KERNEL_NODE_PARAMS, extra) == 48 &&
+	offsetof(CUDA_KERNEL_NODE_PARAMS, kern) == 56 && offsetof(CUDA_KERNEL_NODE_PARAMS, ctx) == 64,
+	"CUDA_KERNEL_NODE_PARAMS layout");
+_Static_assert(sizeof(CUDA_KERNEL_NODE_PARAMS_v1) == 56 && offsetof(CUDA_KERNEL_NODE_PARAMS_v1, extra) == 48,
+	"CUDA_KERNEL_NODE_PARAMS_v1 layout");
+
+typedef struct {
+	unsigned char from_port, to_port, type;
+	unsigned char reserved[5];
+} CUgraphEdgeData;
+_Static_assert(sizeof(CUgraphEdgeData) == 8, "CUgraphEdgeData layout");
+
+// CUgraphExecUpdateResult values, and CUgraphExecUpdateResultInfo (cuGraphExecUpdate_v2).
+enum { UPD_SUCCESS = 0, UPD_TOPOLOGY_CHANGED = 2, UPD_NODE_TYPE_CHANGED = 3, UPD_FUNCTION_CHANGED = 4 };
+typedef struct {
+	int result; // CUgraphExecUpdateResult
+	H errorNode, errorFromNode;
+} CUgraphExecUpdateResultInfo;
+_Static_assert(sizeof(CUgraphExecUpdateResultInfo) == 24 && offsetof(CUgraphExecUpdateResultInfo, errorNode) == 8,
+	"CUgraphExecUpdateResultInfo layout");
 
 #define MAXDEV 64
 #define KiB 1024ull
@@ -569,8 +661,9 @@ static int image_kind(const void *img, size_t *len) {
  * ================================================================================ */
 
 // Handle types.
-enum { H_CTX = 1, H_STREAM, H_EVENT, H_MODULE, H_FUNC, H_POOL, H_GRAPH, H_EXEC, H_N };
-static const char *const hname[H_N] = {"?", "context", "stream", "event", "module", "function", "memory pool", "graph", "graph exec"};
+enum { H_CTX = 1, H_STREAM, H_EVENT, H_MODULE, H_FUNC, H_POOL, H_GRAPH, H_EXEC, H_NODE, H_N };
+static const char *const hname[H_N] = {"?", "context", "stream", "event", "module", "function", "memory pool", "graph", "graph exec",
+	"graph node"};
 
 typedef struct ctx_s ctx_t;
 
@@ -604,6 +697,7 @@ struct ctx_s {
 
 typedef struct op_s op_t;
 typedef struct graph_s graph_t;
+typedef struct capinfo_s capinfo_t;
 
 typedef struct {
 	hdr h;
@@ -614,6 +708,7 @@ typedef struct {
 	int64_t active;     // index in the executor's active list, -1 when empty
 	graph_t *capture;   // the graph being captured, or NULL
 	int capture_invalid;
+	capinfo_t *cap;     // the capture's state, while capture is set
 } stream_t;
 
 typedef struct {
@@ -659,15 +754,43 @@ typedef struct {
 	uint8_t host_access;
 } pool_t;
 
+// A graph, or a graph exec: a list of operations, run in order (a valid
+// serialization of any graph whose dependencies all point backwards in the list, as
+// those of nodes added one by one do).
 struct graph_s {
 	hdr h;
 	op_t *head, *tail;
 	int64_t n;
+	graph_t *origin;     // an exec: the graph it was instantiated from
+	stream_t *capturing; // a graph: the stream capturing into it, or NULL
+};
+
+// A graph node. Explicitly added nodes have one from the start; a captured operation
+// gets one when it is asked for (cuGraphGetNodes, cuStreamGetCaptureInfo). The node's
+// operations (several for a child graph, one placeholder for an empty node) follow one
+// another in the graph's list and carry its nid, which their copies in execs keep.
+typedef struct node_s {
+	hdr h;
+	graph_t *g;
+	int type;     // CU_GRAPH_NODE_TYPE_*
+	uint64_t nid;
+} node_t;
+
+// The state of a stream capture.
+struct capinfo_s {
+	uint64_t id;   // unique over the process
+	int to_graph;  // cuStreamBeginCaptureToGraph: the graph is the caller's
+	op_t *mark;    // the graph's last operation when the capture began (NULL: none)
+	size_t ndeps;  // the dependencies the capture began with, and their edge data
+	H *deps;
+	CUgraphEdgeData *edges;
+	H last;        // cuStreamGetCaptureInfo's array of one node
+	CUgraphEdgeData last_edge;
 };
 
 _Static_assert(sizeof(ctx_t) <= SLOT && sizeof(stream_t) <= SLOT && sizeof(event_t) <= SLOT &&
-	sizeof(module_t) <= SLOT && sizeof(func_t) <= SLOT && sizeof(pool_t) <= SLOT && sizeof(graph_t) <= SLOT,
-	"handle slot too small");
+	sizeof(module_t) <= SLOT && sizeof(func_t) <= SLOT && sizeof(pool_t) <= SLOT && sizeof(graph_t) <= SLOT &&
+	sizeof(node_t) <= SLOT, "handle slot too small");
 
 // Memory ranges: allocations and host registrations share a first member, so that an
 // operation can keep a pointer to either and check its state when it runs.
@@ -710,7 +833,9 @@ struct gvar_s {
 };
 
 // Operations queued on streams.
-enum { OP_KERNEL, OP_COPY, OP_MEMSET, OP_RECORD, OP_WAIT, OP_FREE, OP_HOSTFN, OP_DELAY };
+// OP_EMPTY stands for an empty node (or an empty child graph) in a graph; launching
+// the graph queues nothing for it.
+enum { OP_KERNEL, OP_COPY, OP_MEMSET, OP_RECORD, OP_WAIT, OP_FREE, OP_HOSTFN, OP_DELAY, OP_EMPTY };
 
 struct op_s {
 	op_t *next;
@@ -719,8 +844,11 @@ struct op_s {
 	stream_t *s;
 	union {
 		struct { func_t *f; uint64_t ns; uint32_t grid[3], block[3], shm; uint8_t *params; size_t psize; } k;
-		struct { char *dst; const char *src; size_t n; char *staging; } cp;
-		struct { char *dst; uint32_t val; size_t count; int elem; } ms;
+		// A copy of height x depth rows of n bytes (0 is 1), pitches apart, slices
+		// sheight or dheight rows apart (graph copy nodes; one row otherwise).
+		struct { char *dst; const char *src; size_t n; char *staging; size_t height, depth, spitch, dpitch, sheight, dheight; } cp;
+		// A memset of rows (0 is 1) of count elements, pitch bytes apart.
+		struct { char *dst; uint32_t val; size_t count; int elem; size_t pitch, rows; } ms;
 		struct { event_t *e; uint64_t seq; } ev;
 		struct { mem_t *m; } fr;
 		struct { void (*fn)(void *); void *arg; } hf;
@@ -729,6 +857,8 @@ struct op_s {
 	size_t nrefs, caprefs;
 	rng_t **refs; // memory the operation touches, checked when it runs
 	rng_t *inl[3];
+	uint64_t nid;         // in a graph or exec: the number of its node (copies keep it)
+	struct node_s *node;  // in a graph: its node, once it has one
 	uint8_t pbuf[64]; // a kernel's parameters, when they fit
 };
 
@@ -1191,6 +1321,8 @@ static void op_free(op_t *o) {
 static op_t *op_clone(const op_t *o) {
 	op_t *c = op_new(o->type, o->fn);
 	c->u = o->u;
+	c->nid = o->nid;
+	c->node = o->node;
 	for (size_t i = 0; i < o->nrefs; i++) op_ref(c, o->refs[i]);
 	if (o->type == OP_COPY && o->u.cp.staging) {
 		c->u.cp.staging = malloc(o->u.cp.n);
@@ -1211,6 +1343,24 @@ static void fill(char *dst, uint32_t val, size_t count, int elem) {
 	case 2: for (size_t i = 0; i < count; i++) memcpy(dst + 2 * i, &(uint16_t){(uint16_t)val}, 2); break;
 	default: for (size_t i = 0; i < count; i++) memcpy(dst + 4 * i, &val, 4); break;
 	}
+}
+
+static void run_memset(const op_t *o) {
+	size_t rows = o->u.ms.rows ? o->u.ms.rows : 1;
+	for (size_t r = 0; r < rows; r++) fill(o->u.ms.dst + r * o->u.ms.pitch, o->u.ms.val, o->u.ms.count, o->u.ms.elem);
+}
+
+static void run_copy(const op_t *o) {
+	const char *src = o->u.cp.staging ? o->u.cp.staging : o->u.cp.src;
+	size_t h = o->u.cp.height ? o->u.cp.height : 1, d = o->u.cp.depth ? o->u.cp.depth : 1;
+	if (h == 1 && d == 1) {
+		memmove(o->u.cp.dst, src, o->u.cp.n);
+		return;
+	}
+	for (size_t z = 0; z < d; z++)
+		for (size_t y = 0; y < h; y++)
+			memmove(o->u.cp.dst + (z * o->u.cp.dheight + y) * o->u.cp.dpitch, src + (z * o->u.cp.sheight + y) * o->u.cp.spitch,
+				o->u.cp.n);
 }
 
 static void kick(void) {
@@ -1271,10 +1421,10 @@ static void exec_op(op_t *o) {
 		}
 		break;
 	case OP_COPY:
-		if (!skip) memmove(o->u.cp.dst, o->u.cp.staging ? o->u.cp.staging : o->u.cp.src, o->u.cp.n);
+		if (!skip) run_copy(o);
 		break;
 	case OP_MEMSET:
-		if (!skip) fill(o->u.ms.dst, o->u.ms.val, o->u.ms.count, o->u.ms.elem);
+		if (!skip) run_memset(o);
 		break;
 	case OP_RECORD:
 		ev_done(o->u.ev.e, o->u.ev.seq);
@@ -1293,6 +1443,8 @@ static void exec_op(op_t *o) {
 		pthread_mutex_unlock(&G);
 		sleep_ns(o->u.dl.ns);
 		pthread_mutex_lock(&G);
+		break;
+	case OP_EMPTY:
 		break;
 	}
 }
@@ -1344,7 +1496,7 @@ static stream_t *pick(void) {
 	return chosen;
 }
 
-static const char *const opname[] = {"kernel", "copy", "memset", "event record", "event wait", "free", "host function", "delay"};
+static const char *const opname[] = {"kernel", "copy", "memset", "event record", "event wait", "free", "host function", "delay", "empty"};
 
 // dump_state prints the queued work (G held).
 static void dump_state(const char *why) {
@@ -1446,7 +1598,10 @@ static void run_legacy(ctx_t *c, op_t *o) {
 	notify_done();
 }
 
+static uint64_t nid_seq; // node numbers handed out (G held)
+
 static void graph_append(graph_t *g, op_t *o) {
+	if (o->nid == 0) o->nid = ++nid_seq; // a captured operation: a node of its own
 	o->next = NULL;
 	if (g->tail) g->tail->next = o; else g->head = o;
 	g->tail = o;
@@ -1621,9 +1776,9 @@ EXPORT int fakecuda_counters(int64_t *out, int n) {
 	v[C_FREE_PENDING] = free_pending_n;
 	v[C_ALLOCS_TOTAL] = allocs_total;
 	v[C_FREES_TOTAL] = frees_total;
-	for (int t = H_CTX; t < H_N; t++) { // C_STREAMS.. follow the handle types' order below
-		static const int live_idx[H_N] = {0, C_CONTEXTS, C_STREAMS, C_EVENTS, C_MODULES, C_FUNCTIONS, C_POOLS, C_GRAPHS, C_GRAPH_EXECS};
-		static const int dead_idx[H_N] = {0, C_CONTEXTS_DESTROYED, C_STREAMS_DESTROYED, C_EVENTS_DESTROYED, C_MODULES_DESTROYED,
+	for (int t = H_CTX; t < H_NODE; t++) { // C_STREAMS.. follow the handle types' order below (graph nodes are not counted)
+		static const int live_idx[H_NODE] = {0, C_CONTEXTS, C_STREAMS, C_EVENTS, C_MODULES, C_FUNCTIONS, C_POOLS, C_GRAPHS, C_GRAPH_EXECS};
+		static const int dead_idx[H_NODE] = {0, C_CONTEXTS_DESTROYED, C_STREAMS_DESTROYED, C_EVENTS_DESTROYED, C_MODULES_DESTROYED,
 			C_FUNCTIONS_DESTROYED, C_POOLS_DESTROYED, C_GRAPHS_DESTROYED, C_GRAPH_EXECS_DESTROYED};
 		v[live_idx[t]] = live_h[t];
 		v[dead_idx[t]] = dead_h[t];
@@ -1643,6 +1798,73 @@ EXPORT int fakecuda_counters(int64_t *out, int n) {
 	int k = n < C_N ? n : C_N;
 	if (out && k > 0) memcpy(out, v, (size_t)k * sizeof *out);
 	return C_N;
+}
+
+// The struct layouts and constants the fake copies from cuda.h, as C expressions of
+// the header and their values here: fakecuda_layout reports them, for TestLayout.
+#define LAY_SIZE(T) {"sizeof(" #T ")", sizeof(T)}, {"_Alignof(" #T ")", _Alignof(T)}
+#define LAY_FIELD(T, f) {"offsetof(" #T ", " #f ")", offsetof(T, f)}, {"sizeof(((" #T " *)0)->" #f ")", sizeof(((T *)0)->f)}
+#define LAY_CONST(c) {#c, (uint64_t)(c)}
+static const struct { const char *expr; uint64_t v; } layout_items[] = {
+	LAY_SIZE(CUmemLocation), LAY_FIELD(CUmemLocation, type), LAY_FIELD(CUmemLocation, id),
+	LAY_SIZE(CUmemPoolProps), LAY_FIELD(CUmemPoolProps, allocType), LAY_FIELD(CUmemPoolProps, handleTypes),
+	LAY_FIELD(CUmemPoolProps, location), LAY_FIELD(CUmemPoolProps, win32SecurityAttributes), LAY_FIELD(CUmemPoolProps, maxSize),
+	LAY_FIELD(CUmemPoolProps, usage), LAY_FIELD(CUmemPoolProps, reserved),
+	LAY_SIZE(CUmemAccessDesc), LAY_FIELD(CUmemAccessDesc, location), LAY_FIELD(CUmemAccessDesc, flags),
+	LAY_SIZE(CUDA_MEMSET_NODE_PARAMS), LAY_FIELD(CUDA_MEMSET_NODE_PARAMS, dst), LAY_FIELD(CUDA_MEMSET_NODE_PARAMS, pitch),
+	LAY_FIELD(CUDA_MEMSET_NODE_PARAMS, value), LAY_FIELD(CUDA_MEMSET_NODE_PARAMS, elementSize),
+	LAY_FIELD(CUDA_MEMSET_NODE_PARAMS, width), LAY_FIELD(CUDA_MEMSET_NODE_PARAMS, height),
+	LAY_SIZE(CUDA_MEMCPY3D), LAY_FIELD(CUDA_MEMCPY3D, srcXInBytes), LAY_FIELD(CUDA_MEMCPY3D, srcY), LAY_FIELD(CUDA_MEMCPY3D, srcZ),
+	LAY_FIELD(CUDA_MEMCPY3D, srcLOD), LAY_FIELD(CUDA_MEMCPY3D, srcMemoryType), LAY_FIELD(CUDA_MEMCPY3D, srcHost),
+	LAY_FIELD(CUDA_MEMCPY3D, srcDevice), LAY_FIELD(CUDA_MEMCPY3D, srcArray), LAY_FIELD(CUDA_MEMCPY3D, reserved0),
+	LAY_FIELD(CUDA_MEMCPY3D, srcPitch), LAY_FIELD(CUDA_MEMCPY3D, srcHeight), LAY_FIELD(CUDA_MEMCPY3D, dstXInBytes),
+	LAY_FIELD(CUDA_MEMCPY3D, dstY), LAY_FIELD(CUDA_MEMCPY3D, dstZ), LAY_FIELD(CUDA_MEMCPY3D, dstLOD),
+	LAY_FIELD(CUDA_MEMCPY3D, dstMemoryType), LAY_FIELD(CUDA_MEMCPY3D, dstHost), LAY_FIELD(CUDA_MEMCPY3D, dstDevice),
+	LAY_FIELD(CUDA_MEMCPY3D, dstArray), LAY_FIELD(CUDA_MEMCPY3D, reserved1), LAY_FIELD(CUDA_MEMCPY3D, dstPitch),
+	LAY_FIELD(CUDA_MEMCPY3D, dstHeight), LAY_FIELD(CUDA_MEMCPY3D, WidthInBytes), LAY_FIELD(CUDA_MEMCPY3D, Height),
+	LAY_FIELD(CUDA_MEMCPY3D, Depth),
+	LAY_SIZE(CUDA_KERNEL_NODE_PARAMS), LAY_FIELD(CUDA_KERNEL_NODE_PARAMS, func), LAY_FIELD(CUDA_KERNEL_NODE_PARAMS, gridDimX),
+	LAY_FIELD(CUDA_KERNEL_NODE_PARAMS, gridDimY), LAY_FIELD(CUDA_KERNEL_NODE_PARAMS, gridDimZ),
+	LAY_FIELD(CUDA_KERNEL_NODE_PARAMS, blockDimX), LAY_FIELD(CUDA_KERNEL_NODE_PARAMS, blockDimY),
+	LAY_FIELD(CUDA_KERNEL_NODE_PARAMS, blockDimZ), LAY_FIELD(CUDA_KERNEL_NODE_PARAMS, sharedMemBytes),
+	LAY_FIELD(CUDA_KERNEL_NODE_PARAMS, kernelParams), LAY_FIELD(CUDA_KERNEL_NODE_PARAMS, extra),
+	LAY_FIELD(CUDA_KERNEL_NODE_PARAMS, kern), LAY_FIELD(CUDA_KERNEL_NODE_PARAMS, ctx),
+	LAY_SIZE(CUDA_KERNEL_NODE_PARAMS_v1), LAY_FIELD(CUDA_KERNEL_NODE_PARAMS_v1, func),
+	LAY_FIELD(CUDA_KERNEL_NODE_PARAMS_v1, sharedMemBytes), LAY_FIELD(CUDA_KERNEL_NODE_PARAMS_v1, kernelParams),
+	LAY_FIELD(CUDA_KERNEL_NODE_PARAMS_v1, extra),
+	LAY_SIZE(CUgraphEdgeData), LAY_FIELD(CUgraphEdgeData, from_port), LAY_FIELD(CUgraphEdgeData, to_port),
+	LAY_FIELD(CUgraphEdgeData, type), LAY_FIELD(CUgraphEdgeData, reserved),
+	LAY_SIZE(CUgraphExecUpdateResultInfo), LAY_FIELD(CUgraphExecUpdateResultInfo, result),
+	LAY_FIELD(CUgraphExecUpdateResultInfo, errorNode), LAY_FIELD(CUgraphExecUpdateResultInfo, errorFromNode),
+	LAY_CONST(CU_MEMORYTYPE_HOST), LAY_CONST(CU_MEMORYTYPE_DEVICE), LAY_CONST(CU_MEMORYTYPE_ARRAY), LAY_CONST(CU_MEMORYTYPE_UNIFIED),
+	LAY_CONST(CU_GRAPH_NODE_TYPE_KERNEL), LAY_CONST(CU_GRAPH_NODE_TYPE_MEMCPY), LAY_CONST(CU_GRAPH_NODE_TYPE_MEMSET),
+	LAY_CONST(CU_GRAPH_NODE_TYPE_HOST), LAY_CONST(CU_GRAPH_NODE_TYPE_GRAPH), LAY_CONST(CU_GRAPH_NODE_TYPE_EMPTY),
+	LAY_CONST(CU_GRAPH_NODE_TYPE_WAIT_EVENT), LAY_CONST(CU_GRAPH_NODE_TYPE_EVENT_RECORD),
+	LAY_CONST(CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC), LAY_CONST(CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER),
+	LAY_CONST(CU_STREAM_CAPTURE_STATUS_NONE), LAY_CONST(CU_STREAM_CAPTURE_STATUS_ACTIVE),
+	LAY_CONST(CU_STREAM_CAPTURE_STATUS_INVALIDATED), LAY_CONST(CU_STREAM_CAPTURE_MODE_RELAXED),
+	LAY_CONST(CU_LAUNCH_PARAM_END), LAY_CONST(CU_LAUNCH_PARAM_BUFFER_POINTER), LAY_CONST(CU_LAUNCH_PARAM_BUFFER_SIZE),
+	{"CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED", UPD_TOPOLOGY_CHANGED},
+	{"CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED", UPD_NODE_TYPE_CHANGED},
+	{"CU_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED", UPD_FUNCTION_CHANGED},
+	{"CUDA_ERROR_LOSSY_QUERY", E_LOSSY_QUERY}, {"CUDA_ERROR_ILLEGAL_STATE", E_ILLEGAL_STATE},
+	{"CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", E_STREAM_CAPTURE_UNSUPPORTED},
+	{"CUDA_ERROR_STREAM_CAPTURE_INVALIDATED", E_STREAM_CAPTURE_INVALIDATED},
+	{"CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE", E_GRAPH_EXEC_UPDATE_FAILURE},
+};
+
+// fakecuda_layout writes the layout items to buf, "expression value" a line,
+// NUL-terminated within n, and returns the length of the whole text.
+EXPORT int64_t fakecuda_layout(char *buf, int64_t n) {
+	int64_t w = 0;
+	for (size_t i = 0; i < sizeof layout_items / sizeof layout_items[0]; i++) {
+		char line[160];
+		int k = snprintf(line, sizeof line, "%s %llu\n", layout_items[i].expr, (unsigned long long)layout_items[i].v);
+		if (buf && w + k < n) memcpy(buf + w, line, (size_t)k + 1);
+		w += k;
+	}
+	if (buf && n > 0 && w >= n) buf[0] = 0;
+	return w;
 }
 
 // fakecuda_hostfn_add is a host function for cuLaunchHostFunc in tests: it adds 1
@@ -3011,6 +3233,7 @@ static CUresult memset_op(const char *FN, CUdeviceptr d, uint32_t v, size_t coun
 	o->u.ms.val = v;
 	o->u.ms.count = count;
 	o->u.ms.elem = elem;
+	o->u.ms.rows = 1;
 	op_ref(o, ref);
 	submit(c, s, o);
 	return OK;
@@ -3344,23 +3567,19 @@ static void record_launch(op_t *o, H hs, ctx_t *c) {
 	if (n) memcpy(rec->params, o->u.k.params, n);
 }
 
-EXPORT CUresult cuLaunchKernel(H hf, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-	unsigned shm, H hs, void **params, void **extra) {
-	if (!strict()) {
-		if ((uint64_t)bx * by * bz > 1024) return E_INVALID_VALUE; // more threads than a block holds
-		return OK;
-	}
-	BEGIN("cuLaunchKernel");
-	ctx_t *c;
-	func_t *f;
-	stream_t *s;
-	TRY(need_ctx(FN, &c));
-	TRY(get_func(FN, hf, &f));
-	TRY(get_stream(FN, hs, &s));
-	if (!gx || !gy || !gz || !bx || !by || !bz) FAIL(E_INVALID_VALUE);
-	if (bx > 1024 || by > 1024 || bz > 64 || (uint64_t)bx * by * bz > 1024) FAIL(E_INVALID_VALUE);
-	if (gx > 2147483647u || gy > 65535 || gz > 65535) FAIL(E_INVALID_VALUE);
-	if (shm > (unsigned)(f->max_dyn_smem > 48 * 1024 ? f->max_dyn_smem : 48 * 1024)) FAIL(E_INVALID_VALUE);
+// kernel_op checks a launch of f (its shape, then its parameters, given as
+// kernelParams or as an extra buffer) and returns the operation, with the parameters
+// copied and scanned for device pointers (what: "launch", "kernel node"...). A shape
+// the driver refuses is CUDA_ERROR_INVALID_VALUE; malformed parameters are a
+// violation too.
+static CUresult kernel_op(const char *FN, const char *what, func_t *f, const unsigned grid[3], const unsigned block[3],
+	unsigned shm, void **params, void **extra, op_t **out) {
+	unsigned gx = grid[0], gy = grid[1], gz = grid[2], bx = block[0], by = block[1], bz = block[2];
+	*out = NULL;
+	if (!gx || !gy || !gz || !bx || !by || !bz) return E_INVALID_VALUE;
+	if (bx > 1024 || by > 1024 || bz > 64 || (uint64_t)bx * by * bz > 1024) return E_INVALID_VALUE;
+	if (gx > 2147483647u || gy > 65535 || gz > 65535) return E_INVALID_VALUE;
+	if (shm > (unsigned)(f->max_dyn_smem > 48 * 1024 ? f->max_dyn_smem : 48 * 1024)) return E_INVALID_VALUE;
 	size_t size = f->l.argsize;
 	op_t *o = op_new(OP_KERNEL, FN);
 	uint8_t *buf = size == 0 ? NULL : size <= sizeof o->pbuf ? o->pbuf : malloc(size);
@@ -3368,9 +3587,9 @@ EXPORT CUresult cuLaunchKernel(H hf, unsigned gx, unsigned gy, unsigned gz, unsi
 	o->u.k.params = buf;
 	o->u.k.psize = size;
 	if (params && extra) {
-		violation(FN, "malformed launch of %s: both kernelParams and extra", f->name);
+		violation(FN, "malformed %s of %s: both kernelParams and extra", what, f->name);
 		op_free(o);
-		FAIL(E_INVALID_VALUE);
+		return E_INVALID_VALUE;
 	}
 	if (extra) {
 		const void *bp = NULL;
@@ -3384,65 +3603,510 @@ EXPORT CUresult cuLaunchKernel(H hf, unsigned gx, unsigned gy, unsigned gz, unsi
 			if (i > 64) { bad = 1; break; } // no END
 		}
 		if (bad || bp == NULL || bs == NULL || *bs != size) {
-			violation(FN, "malformed launch of %s: extra gives %s%zu bytes of parameters, the kernel takes %zu", f->name,
+			violation(FN, "malformed %s of %s: extra gives %s%zu bytes of parameters, the kernel takes %zu", what, f->name,
 				bad ? "an unknown key, " : (bp == NULL ? "no buffer, " : ""), bs ? *bs : 0, size);
 			op_free(o);
-			FAIL(E_INVALID_VALUE);
+			return E_INVALID_VALUE;
 		}
 		if (size) memcpy(buf, bp, size);
 	} else if (params) {
 		for (size_t i = 0; i < f->l.n; i++) {
 			if (params[i] == NULL) {
-				violation(FN, "malformed launch of %s: kernelParams[%zu] is NULL", f->name, i);
+				violation(FN, "malformed %s of %s: kernelParams[%zu] is NULL", what, f->name, i);
 				op_free(o);
-				FAIL(E_INVALID_VALUE);
+				return E_INVALID_VALUE;
 			}
 			memcpy(buf + f->l.off[i], params[i], f->l.size[i]);
 		}
 	} else if (f->l.n) {
-		violation(FN, "malformed launch of %s: no parameters given, the kernel takes %zu", f->name, f->l.n);
+		violation(FN, "malformed %s of %s: no parameters given, the kernel takes %zu", what, f->name, f->l.n);
 		op_free(o);
-		FAIL(E_INVALID_VALUE);
+		return E_INVALID_VALUE;
 	}
 	o->u.k.f = f;
 	o->u.k.ns = kernel_ns;
-	o->u.k.grid[0] = gx, o->u.k.grid[1] = gy, o->u.k.grid[2] = gz;
-	o->u.k.block[0] = bx, o->u.k.block[1] = by, o->u.k.block[2] = bz;
+	memcpy(o->u.k.grid, grid, sizeof o->u.k.grid);
+	memcpy(o->u.k.block, block, sizeof o->u.k.block);
 	o->u.k.shm = shm;
-	scan_params(FN, "launch", f, buf ? buf : (const uint8_t *)"", o);
+	scan_params(FN, what, f, buf ? buf : (const uint8_t *)"", o);
+	*out = o;
+	return OK;
+}
+
+EXPORT CUresult cuLaunchKernel(H hf, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+	unsigned shm, H hs, void **params, void **extra) {
+	if (!strict()) {
+		if ((uint64_t)bx * by * bz > 1024) return E_INVALID_VALUE; // more threads than a block holds
+		return OK;
+	}
+	BEGIN("cuLaunchKernel");
+	ctx_t *c;
+	func_t *f;
+	stream_t *s;
+	op_t *o;
+	TRY(need_ctx(FN, &c));
+	TRY(get_func(FN, hf, &f));
+	TRY(get_stream(FN, hs, &s));
+	TRY(kernel_op(FN, "launch", f, (const unsigned[3]){gx, gy, gz}, (const unsigned[3]){bx, by, bz}, shm, params, extra, &o));
 	if (!(s && s->capture)) record_launch(o, hs, c);
 	submit(c, s, o);
 	END
 }
 
-/* ---------- stream capture and graphs (minimal) ---------- */
+/* ---------- stream capture and graphs ---------- */
+
+static uint64_t capture_seq; // capture sequences begun (G held)
+
+// fast_node is a fast-mode node handle: a fake handle with the node type in its low
+// bits (fast handles are multiples of 16), for cuGraphNodeGetType.
+static H fast_node(int type) { return fast_handle() | (H)type; }
+
+// free_op_list frees a list of operations; those of a graph (not of an exec) take
+// their nodes with them.
+static void free_op_list(op_t *o, int kill_nodes) {
+	for (op_t *next; o; o = next) {
+		next = o->next;
+		if (kill_nodes && o->node) h_kill(&o->node->h);
+		op_free(o);
+	}
+}
+
+static void graph_free_ops(graph_t *g) {
+	free_op_list(g->head, g->h.type == H_GRAPH);
+	g->head = g->tail = NULL;
+	g->n = 0;
+}
+
+// graph_truncate drops the operations after mark (NULL: all of them), and their nodes.
+static void graph_truncate(graph_t *g, op_t *mark) {
+	op_t *rest = mark ? mark->next : g->head;
+	if (mark) mark->next = NULL;
+	else g->head = NULL;
+	g->tail = mark;
+	free_op_list(rest, 1);
+	g->n = 0;
+	for (op_t *o = g->head; o; o = o->next) g->n++;
+}
+
+// get_node validates a node handle: a node that is not one, or whose graph was
+// destroyed, is a violation.
+static CUresult get_node(const char *FN, H v, node_t **out) {
+	CUresult r = get_h(FN, v, H_NODE, (void **)out);
+	if (r == OK && (*out)->g->h.dead) {
+		violation(FN, "node %#lx of destroyed graph %#lx", (unsigned long)v, (unsigned long)(uintptr_t)(*out)->g);
+		*out = NULL;
+		r = E_INVALID_HANDLE;
+	}
+	return r;
+}
+
+static node_t *node_new(graph_t *g, int type, uint64_t nid) {
+	node_t *n = h_new(H_NODE, g->h.ctx);
+	if (n == NULL) return NULL;
+	n->g = g;
+	n->type = type;
+	n->nid = nid ? nid : ++nid_seq;
+	return n;
+}
+
+// node_of returns the node of o, an operation of g, making one for a captured
+// operation (NULL: out of handles).
+static node_t *node_of(graph_t *g, op_t *o) {
+	static const int type_of[] = {
+		[OP_KERNEL] = CU_GRAPH_NODE_TYPE_KERNEL, [OP_COPY] = CU_GRAPH_NODE_TYPE_MEMCPY,
+		[OP_MEMSET] = CU_GRAPH_NODE_TYPE_MEMSET, [OP_RECORD] = CU_GRAPH_NODE_TYPE_EVENT_RECORD,
+		[OP_WAIT] = CU_GRAPH_NODE_TYPE_WAIT_EVENT, [OP_FREE] = CU_GRAPH_NODE_TYPE_EMPTY, [OP_HOSTFN] = CU_GRAPH_NODE_TYPE_HOST,
+		[OP_DELAY] = CU_GRAPH_NODE_TYPE_EMPTY, [OP_EMPTY] = CU_GRAPH_NODE_TYPE_EMPTY,
+	};
+	if (o->node == NULL) o->node = node_new(g, type_of[o->type], o->nid); // a captured operation is its node's only one
+	return o->node;
+}
+
+// check_deps validates the dependencies of a new node (or of a capture into g): each
+// must be a live node (else a violation) of g (else CUDA_ERROR_INVALID_VALUE), with
+// edge data the driver accepts. They all precede the new node in g's list, which is
+// the order the fake runs the graph in.
+static CUresult check_deps(const char *FN, graph_t *g, const H *deps, const CUgraphEdgeData *edges, size_t n) {
+	if (n && deps == NULL) return E_INVALID_VALUE;
+	for (size_t i = 0; i < n; i++) {
+		node_t *d;
+		CUresult r = get_node(FN, deps[i], &d);
+		if (r != OK) return r;
+		if (d->g != g) return E_INVALID_VALUE;
+		if (edges) {
+			const CUgraphEdgeData *e = &edges[i];
+			static const unsigned char zero[5];
+			if (e->to_port || e->type > CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC || e->from_port > CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER ||
+				memcmp(e->reserved, zero, sizeof zero) != 0)
+				return E_INVALID_VALUE;
+			if ((e->type || e->from_port) && d->type != CU_GRAPH_NODE_TYPE_KERNEL) return E_INVALID_VALUE; // ports are kernels'
+		}
+	}
+	return OK;
+}
+
+// node_prologue checks what every cuGraphAdd*Node takes.
+static CUresult node_prologue(const char *FN, H *out, H hg, const H *deps, size_t n, graph_t **g) {
+	*g = NULL;
+	if (out == NULL) return E_INVALID_VALUE;
+	CUresult r = get_h(FN, hg, H_GRAPH, (void **)g);
+	if (r != OK) return r;
+	return check_deps(FN, *g, deps, NULL, n);
+}
+
+// node_add appends a new node of g with the operations ops (a list; NULL: a
+// placeholder) and returns its handle in *out.
+static CUresult node_add(const char *FN, graph_t *g, int type, op_t *ops, H *out) {
+	node_t *n = node_new(g, type, 0);
+	if (n == NULL) {
+		free_op_list(ops, 0);
+		return E_OUT_OF_MEMORY;
+	}
+	if (ops == NULL) ops = op_new(OP_EMPTY, FN);
+	for (op_t *o = ops, *next; o; o = next) {
+		next = o->next;
+		o->nid = n->nid;
+		o->node = n;
+		graph_append(g, o);
+	}
+	*out = (H)n;
+	return OK;
+}
+
+// node_ctx returns the context a memset or memcpy node names (NULL: the current one).
+static CUresult node_ctx(const char *FN, H hc, ctx_t **c) {
+	if (hc == 0) return need_ctx(FN, c);
+	return get_h(FN, hc, H_CTX, (void **)c);
+}
+
+EXPORT CUresult cuGraphAddEmptyNode(H *out, H hg, const H *deps, size_t n) {
+	if (!strict()) { if (out == NULL) return E_INVALID_VALUE; *out = fast_node(CU_GRAPH_NODE_TYPE_EMPTY); return OK; }
+	BEGIN("cuGraphAddEmptyNode");
+	graph_t *g;
+	TRY(node_prologue(FN, out, hg, deps, n, &g));
+	r = node_add(FN, g, CU_GRAPH_NODE_TYPE_EMPTY, NULL, out);
+	END
+}
+
+// cuGraphAddMemsetNode: width elements of elementSize (1, 2 or 4) bytes, in height
+// rows pitch bytes apart, all inside one live device allocation (or registration).
+EXPORT CUresult cuGraphAddMemsetNode(H *out, H hg, const H *deps, size_t n, const CUDA_MEMSET_NODE_PARAMS *p, H hc) {
+	if (!strict()) { if (out == NULL || p == NULL) return E_INVALID_VALUE; *out = fast_node(CU_GRAPH_NODE_TYPE_MEMSET); return OK; }
+	BEGIN("cuGraphAddMemsetNode");
+	graph_t *g;
+	ctx_t *c;
+	rng_t *ref;
+	TRY(node_prologue(FN, out, hg, deps, n, &g));
+	if (p == NULL) FAIL(E_INVALID_VALUE);
+	TRY(node_ctx(FN, hc, &c));
+	size_t elem = p->elementSize, row, span;
+	if (elem != 1 && elem != 2 && elem != 4) FAIL(E_INVALID_VALUE);
+	if (p->width == 0 || p->height == 0 || p->dst % elem) FAIL(E_INVALID_VALUE);
+	if (__builtin_mul_overflow(p->width, elem, &row)) FAIL(E_INVALID_VALUE);
+	span = row;
+	if (p->height > 1) {
+		if (p->pitch < row || p->pitch % elem) FAIL(E_INVALID_VALUE);
+		if (__builtin_mul_overflow(p->height - 1, p->pitch, &span) || __builtin_add_overflow(span, row, &span)) FAIL(E_INVALID_VALUE);
+	}
+	TRY(check_range(FN, "destination", (uintptr_t)p->dst, span, USE_DEVICE, &ref));
+	op_t *o = op_new(OP_MEMSET, FN);
+	o->u.ms.dst = (char *)(uintptr_t)p->dst;
+	o->u.ms.val = p->value;
+	o->u.ms.count = p->width;
+	o->u.ms.elem = (int)elem;
+	o->u.ms.pitch = p->pitch;
+	o->u.ms.rows = p->height;
+	op_ref(o, ref);
+	r = node_add(FN, g, CU_GRAPH_NODE_TYPE_MEMSET, o, out);
+	END
+}
+
+// copy_side checks one side of a CUDA_MEMCPY3D: its memory type (host: the host
+// pointer, pageable or not; device: the device pointer; unified: the device pointer,
+// which may be either; arrays: not implemented), and that the bytes it covers lie in
+// one live allocation or registration where they are tracked. *start is the address
+// of its first byte.
+static CUresult copy_side(const char *FN, const char *what, int type, const void *host, CUdeviceptr dev, size_t x, size_t y,
+	size_t z, size_t lod, size_t pitch, size_t height, size_t w, size_t h, size_t d, uintptr_t *start, rng_t **ref) {
+	uintptr_t base;
+	int use;
+	switch (type) {
+	case CU_MEMORYTYPE_HOST: base = (uintptr_t)host, use = USE_HOST; break;
+	case CU_MEMORYTYPE_DEVICE: base = (uintptr_t)dev, use = USE_DEVICE; break;
+	case CU_MEMORYTYPE_UNIFIED: base = (uintptr_t)dev, use = USE_HOST; break;
+	case CU_MEMORYTYPE_ARRAY: return E_NOT_SUPPORTED; // the fake has no arrays
+	default: return E_INVALID_VALUE;
+	}
+	if (lod) return E_INVALID_VALUE; // arrays only
+	if ((h > 1 || d > 1 || y || z) && pitch < w) return E_INVALID_VALUE;
+	if ((d > 1 || z) && height < h) return E_INVALID_VALUE;
+	size_t off, ext;
+	// The first byte: x + (z * height + y) * pitch; the extent: up to the last row's end.
+	if (__builtin_mul_overflow(z, height, &off) || __builtin_add_overflow(off, y, &off) ||
+		__builtin_mul_overflow(off, pitch, &off) || __builtin_add_overflow(off, x, &off))
+		return E_INVALID_VALUE;
+	if (__builtin_mul_overflow(d - 1, height, &ext) || __builtin_add_overflow(ext, h - 1, &ext) ||
+		__builtin_mul_overflow(ext, pitch, &ext) || __builtin_add_overflow(ext, w, &ext))
+		return E_INVALID_VALUE;
+	if (d == 1 && h == 1) ext = w;
+	*start = base + off;
+	return check_range(FN, what, *start, ext, use, ref);
+}
+
+// cuGraphAddMemcpyNode: a copy of Depth slices of Height rows of WidthInBytes bytes
+// between host, device or unified memory (not arrays). Copies involving pageable
+// memory read and write it when the graph runs.
+EXPORT CUresult cuGraphAddMemcpyNode(H *out, H hg, const H *deps, size_t n, const CUDA_MEMCPY3D *p, H hc) {
+	if (!strict()) { if (out == NULL || p == NULL) return E_INVALID_VALUE; *out = fast_node(CU_GRAPH_NODE_TYPE_MEMCPY); return OK; }
+	BEGIN("cuGraphAddMemcpyNode");
+	graph_t *g;
+	ctx_t *c;
+	uintptr_t src, dst;
+	rng_t *sref, *dref;
+	TRY(node_prologue(FN, out, hg, deps, n, &g));
+	if (p == NULL) FAIL(E_INVALID_VALUE);
+	TRY(node_ctx(FN, hc, &c));
+	size_t w = p->WidthInBytes, h = p->Height, d = p->Depth;
+	if (p->reserved0 || p->reserved1 || w == 0 || h == 0 || d == 0) FAIL(E_INVALID_VALUE);
+	TRY(copy_side(FN, "source", p->srcMemoryType, p->srcHost, p->srcDevice, p->srcXInBytes, p->srcY, p->srcZ, p->srcLOD,
+		p->srcPitch, p->srcHeight, w, h, d, &src, &sref));
+	TRY(copy_side(FN, "destination", p->dstMemoryType, p->dstHost, p->dstDevice, p->dstXInBytes, p->dstY, p->dstZ, p->dstLOD,
+		p->dstPitch, p->dstHeight, w, h, d, &dst, &dref));
+	op_t *o = op_new(OP_COPY, FN);
+	o->u.cp.dst = (char *)dst;
+	o->u.cp.src = (const char *)src;
+	o->u.cp.n = w;
+	o->u.cp.height = h;
+	o->u.cp.depth = d;
+	o->u.cp.spitch = p->srcPitch;
+	o->u.cp.dpitch = p->dstPitch;
+	o->u.cp.sheight = p->srcHeight;
+	o->u.cp.dheight = p->dstHeight;
+	op_ref(o, sref);
+	op_ref(o, dref);
+	r = node_add(FN, g, CU_GRAPH_NODE_TYPE_MEMCPY, o, out);
+	END
+}
+
+// kparams_v1 reads the fields of a CUDA_KERNEL_NODE_PARAMS that its _v1 has (the same
+// offsets), and the kern field (0 for _v1).
+static CUDA_KERNEL_NODE_PARAMS_v1 kparams_v1(const CUDA_KERNEL_NODE_PARAMS *p, H *kern) {
+	CUDA_KERNEL_NODE_PARAMS_v1 v;
+	memcpy(&v, p, sizeof v);
+	*kern = p->kern;
+	return v;
+}
+
+// node_func returns the function of kernel node parameters: func (a CUkernel, kern,
+// is not supported: the fake has no libraries).
+static CUresult node_func(const char *FN, const CUDA_KERNEL_NODE_PARAMS_v1 *p, H kern, func_t **f) {
+	*f = NULL;
+	if (p->func == 0) return kern ? E_NOT_SUPPORTED : E_INVALID_VALUE;
+	return get_func(FN, p->func, f);
+}
+
+// node_kernel_op checks a kernel node's parameters as cuLaunchKernel checks a launch,
+// and makes its operation: the parameters are copied now.
+static CUresult node_kernel_op(const char *FN, const char *what, func_t *f, const CUDA_KERNEL_NODE_PARAMS_v1 *p, op_t **o) {
+	return kernel_op(FN, what, f, (const unsigned[3]){p->gridDimX, p->gridDimY, p->gridDimZ},
+		(const unsigned[3]){p->blockDimX, p->blockDimY, p->blockDimZ}, p->sharedMemBytes, p->kernelParams, p->extra, o);
+}
+
+static CUresult kernel_node(const char *FN, H *out, H hg, const H *deps, size_t n, const CUDA_KERNEL_NODE_PARAMS_v1 *p, H kern) {
+	graph_t *g;
+	func_t *f;
+	op_t *o;
+	CUresult r = node_prologue(FN, out, hg, deps, n, &g);
+	if (r != OK) return r;
+	if ((r = node_func(FN, p, kern, &f)) != OK) return r;
+	if ((r = node_kernel_op(FN, "kernel node", f, p, &o)) != OK) return r;
+	return node_add(FN, g, CU_GRAPH_NODE_TYPE_KERNEL, o, out);
+}
+
+EXPORT CUresult cuGraphAddKernelNode_v2(H *out, H hg, const H *deps, size_t n, const CUDA_KERNEL_NODE_PARAMS *p) {
+	if (!strict()) {
+		if (out == NULL || p == NULL || (uint64_t)p->blockDimX * p->blockDimY * p->blockDimZ > 1024) return E_INVALID_VALUE;
+		*out = fast_node(CU_GRAPH_NODE_TYPE_KERNEL);
+		return OK;
+	}
+	BEGIN("cuGraphAddKernelNode_v2");
+	H kern;
+	if (p == NULL) FAIL(E_INVALID_VALUE);
+	CUDA_KERNEL_NODE_PARAMS_v1 v = kparams_v1(p, &kern);
+	r = kernel_node(FN, out, hg, deps, n, &v, kern);
+	END
+}
+
+// cuGraphAddKernelNode is the entry point of drivers before CUDA 12.0 (and of
+// programs built against them), with CUDA_KERNEL_NODE_PARAMS_v1.
+EXPORT CUresult cuGraphAddKernelNode(H *out, H hg, const H *deps, size_t n, const CUDA_KERNEL_NODE_PARAMS_v1 *p) {
+	if (!strict()) {
+		if (out == NULL || p == NULL || (uint64_t)p->blockDimX * p->blockDimY * p->blockDimZ > 1024) return E_INVALID_VALUE;
+		*out = fast_node(CU_GRAPH_NODE_TYPE_KERNEL);
+		return OK;
+	}
+	BEGIN("cuGraphAddKernelNode");
+	if (p == NULL) FAIL(E_INVALID_VALUE);
+	r = kernel_node(FN, out, hg, deps, n, p, 0);
+	END
+}
+
+// cuGraphAddChildGraphNode copies the child's operations: the child stays
+// independent of the node, as in CUDA.
+EXPORT CUresult cuGraphAddChildGraphNode(H *out, H hg, const H *deps, size_t n, H hchild) {
+	if (!strict()) { if (out == NULL) return E_INVALID_VALUE; *out = fast_node(CU_GRAPH_NODE_TYPE_GRAPH); return OK; }
+	BEGIN("cuGraphAddChildGraphNode");
+	graph_t *g, *child;
+	TRY(node_prologue(FN, out, hg, deps, n, &g));
+	TRY(get_h(FN, hchild, H_GRAPH, (void **)&child));
+	if (child == g) FAIL(E_INVALID_VALUE);
+	op_t *ops = NULL, **tail = &ops;
+	for (op_t *o = child->head; o; o = o->next) {
+		op_t *k = op_clone(o);
+		*tail = k;
+		tail = &k->next;
+	}
+	r = node_add(FN, g, CU_GRAPH_NODE_TYPE_GRAPH, ops, out);
+	END
+}
+
+static CUresult event_node(const char *FN, H *out, H hg, const H *deps, size_t n, H he, int op, int type) {
+	graph_t *g;
+	event_t *e;
+	CUresult r = node_prologue(FN, out, hg, deps, n, &g);
+	if (r != OK) return r;
+	if ((r = get_h(FN, he, H_EVENT, (void **)&e)) != OK) return r;
+	op_t *o = op_new(op, FN);
+	o->u.ev.e = e;
+	return node_add(FN, g, type, o, out);
+}
+
+EXPORT CUresult cuGraphAddEventRecordNode(H *out, H hg, const H *deps, size_t n, H he) {
+	if (!strict()) { if (out == NULL) return E_INVALID_VALUE; *out = fast_node(CU_GRAPH_NODE_TYPE_EVENT_RECORD); return OK; }
+	BEGIN("cuGraphAddEventRecordNode");
+	r = event_node(FN, out, hg, deps, n, he, OP_RECORD, CU_GRAPH_NODE_TYPE_EVENT_RECORD);
+	END
+}
+
+EXPORT CUresult cuGraphAddEventWaitNode(H *out, H hg, const H *deps, size_t n, H he) {
+	if (!strict()) { if (out == NULL) return E_INVALID_VALUE; *out = fast_node(CU_GRAPH_NODE_TYPE_WAIT_EVENT); return OK; }
+	BEGIN("cuGraphAddEventWaitNode");
+	r = event_node(FN, out, hg, deps, n, he, OP_WAIT, CU_GRAPH_NODE_TYPE_WAIT_EVENT);
+	END
+}
+
+// cuGraphGetNodes lists g's nodes in the order they run (captured operations get
+// nodes now).
+EXPORT CUresult cuGraphGetNodes(H hg, H *nodes, size_t *num) {
+	if (!strict()) { if (num == NULL) return E_INVALID_VALUE; if (nodes) memset(nodes, 0, *num * sizeof *nodes); *num = 0; return OK; }
+	BEGIN("cuGraphGetNodes");
+	graph_t *g;
+	if (num == NULL) FAIL(E_INVALID_VALUE);
+	TRY(get_h(FN, hg, H_GRAPH, (void **)&g));
+	size_t count = 0, k = 0;
+	uint64_t last = 0;
+	if (nodes == NULL) {
+		for (op_t *o = g->head; o; o = o->next)
+			if (o->nid != last) count++, last = o->nid;
+		*num = count;
+		goto out;
+	}
+	for (op_t *o = g->head; o && k < *num; o = o->next) {
+		if (o->nid == last) continue;
+		node_t *nd = node_of(g, o);
+		if (nd == NULL) FAIL(E_OUT_OF_MEMORY);
+		nodes[k++] = (H)nd;
+		last = o->nid;
+	}
+	for (size_t i = k; i < *num; i++) nodes[i] = 0;
+	*num = k;
+	END
+}
+
+EXPORT CUresult cuGraphNodeGetType(H hn, int *type) {
+	if (!strict()) { if (type == NULL) return E_INVALID_VALUE; *type = (int)(hn & 15); return OK; }
+	BEGIN("cuGraphNodeGetType");
+	node_t *nd;
+	if (type == NULL) FAIL(E_INVALID_VALUE);
+	TRY(get_node(FN, hn, &nd));
+	*type = nd->type;
+	END
+}
+
+// capture_begin makes s capture into g, appending: the capture's own graph
+// (cuStreamBeginCapture) or the caller's (cuStreamBeginCaptureToGraph, after deps).
+static void capture_begin(stream_t *s, graph_t *g, int to_graph, const H *deps, const CUgraphEdgeData *edges, size_t n) {
+	capinfo_t *ci = calloc(1, sizeof *ci);
+	if (ci == NULL) abort();
+	ci->id = ++capture_seq;
+	ci->to_graph = to_graph;
+	ci->mark = g->tail;
+	if (n) {
+		ci->deps = malloc(n * sizeof *ci->deps);
+		ci->edges = calloc(n, sizeof *ci->edges);
+		if (ci->deps == NULL || ci->edges == NULL) abort();
+		memcpy(ci->deps, deps, n * sizeof *ci->deps);
+		if (edges) memcpy(ci->edges, edges, n * sizeof *ci->edges);
+	}
+	ci->ndeps = n;
+	s->capture = g;
+	s->capture_invalid = 0;
+	s->cap = ci;
+	g->capturing = s;
+}
+
+static void capture_end(stream_t *s) {
+	capinfo_t *ci = s->cap;
+	free(ci->deps);
+	free(ci->edges);
+	free(ci);
+	s->cap = NULL;
+	s->capture->capturing = NULL;
+	s->capture = NULL;
+}
+
+// capturing reports whether g is being captured into by a live stream.
+static int capturing(const graph_t *g) { return g->capturing && !g->capturing->h.dead; }
 
 EXPORT CUresult cuStreamBeginCapture_v2(H hs, int mode) {
-	(void)mode;
 	if (!strict()) return OK;
 	BEGIN("cuStreamBeginCapture_v2");
 	ctx_t *c;
 	stream_t *s;
 	TRY(need_ctx(FN, &c));
 	TRY(get_stream(FN, hs, &s));
+	if (mode < 0 || mode > CU_STREAM_CAPTURE_MODE_RELAXED) FAIL(E_INVALID_VALUE);
 	if (s == LEGACY) FAIL(E_STREAM_CAPTURE_UNSUPPORTED);
 	if (s->capture) FAIL(E_ILLEGAL_STATE);
 	graph_t *g = h_new(H_GRAPH, c);
 	if (g == NULL) FAIL(E_OUT_OF_MEMORY);
-	s->capture = g;
-	s->capture_invalid = 0;
+	capture_begin(s, g, 0, NULL, NULL, 0);
 	END
 }
 
-static void graph_free_ops(graph_t *g) {
-	for (op_t *o = g->head, *next; o; o = next) {
-		next = o->next;
-		op_free(o);
-	}
-	g->head = g->tail = NULL;
-	g->n = 0;
+// cuStreamBeginCaptureToGraph captures into the caller's graph, after its nodes: the
+// first captured node depends on deps (nodes of g), as every node in the fake's
+// order does.
+EXPORT CUresult cuStreamBeginCaptureToGraph(H hs, H hg, const H *deps, const CUgraphEdgeData *edges, size_t n, int mode) {
+	if (!strict()) return OK;
+	BEGIN("cuStreamBeginCaptureToGraph");
+	ctx_t *c;
+	stream_t *s;
+	graph_t *g;
+	TRY(need_ctx(FN, &c));
+	TRY(get_stream(FN, hs, &s));
+	TRY(get_h(FN, hg, H_GRAPH, (void **)&g));
+	if (mode < 0 || mode > CU_STREAM_CAPTURE_MODE_RELAXED) FAIL(E_INVALID_VALUE);
+	if (s == LEGACY) FAIL(E_STREAM_CAPTURE_UNSUPPORTED);
+	if (s->capture || capturing(g)) FAIL(E_ILLEGAL_STATE);
+	TRY(check_deps(FN, g, deps, edges, n));
+	capture_begin(s, g, 1, deps, edges, n);
+	END
 }
 
+// cuStreamEndCapture ends the capture: the graph (for cuStreamBeginCaptureToGraph,
+// the caller's). An invalidated capture returns none: its own graph is destroyed,
+// and the caller's loses what the capture added.
 EXPORT CUresult cuStreamEndCapture(H hs, H *out) {
 	if (!strict()) { *out = fast_handle(); return OK; }
 	BEGIN("cuStreamEndCapture");
@@ -3451,10 +4115,16 @@ EXPORT CUresult cuStreamEndCapture(H hs, H *out) {
 	TRY(get_stream(FN, hs, &s));
 	if (s == LEGACY || s->capture == NULL) FAIL(E_ILLEGAL_STATE);
 	graph_t *g = s->capture;
-	s->capture = NULL;
+	int to_graph = s->cap->to_graph;
+	op_t *mark = s->cap->mark;
+	capture_end(s);
 	if (s->capture_invalid) {
-		graph_free_ops(g);
-		h_kill(&g->h);
+		if (to_graph) {
+			graph_truncate(g, mark);
+		} else {
+			graph_free_ops(g);
+			h_kill(&g->h);
+		}
 		*out = 0;
 		FAIL(E_STREAM_CAPTURE_INVALIDATED);
 	}
@@ -3470,6 +4140,75 @@ EXPORT CUresult cuStreamIsCapturing(H hs, int *status) {
 	TRY(get_stream(FN, hs, &s));
 	*status = s == LEGACY || s->capture == NULL ? CU_STREAM_CAPTURE_STATUS_NONE :
 		s->capture_invalid ? CU_STREAM_CAPTURE_STATUS_INVALIDATED : CU_STREAM_CAPTURE_STATUS_ACTIVE;
+	END
+}
+
+// capture_info answers the cuStreamGetCaptureInfo versions: the status (required),
+// and while the capture is active its id, graph and dependencies: the last node
+// captured (or added to the graph) since it began, else those it began with. The
+// arrays stay valid until the stream's next call.
+static CUresult capture_info(const char *FN, H hs, int *status, unsigned long long *id, H *graph, const H **deps,
+	const CUgraphEdgeData **edges, size_t *n) {
+	stream_t *s;
+	CUresult r;
+	if (status == NULL || (edges && deps == NULL)) return E_INVALID_VALUE;
+	if ((r = get_stream(FN, hs, &s)) != OK) return r;
+	if (s == LEGACY || s->capture == NULL) {
+		*status = CU_STREAM_CAPTURE_STATUS_NONE;
+		return OK;
+	}
+	if (s->capture_invalid) {
+		*status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+		return OK;
+	}
+	capinfo_t *ci = s->cap;
+	graph_t *g = s->capture;
+	const H *d = NULL;
+	const CUgraphEdgeData *ed = NULL;
+	size_t k = 0;
+	if (g->tail != ci->mark) {
+		node_t *last = node_of(g, g->tail);
+		if (last == NULL) return E_OUT_OF_MEMORY;
+		ci->last = (H)last;
+		memset(&ci->last_edge, 0, sizeof ci->last_edge);
+		d = &ci->last, ed = &ci->last_edge, k = 1;
+	} else if (ci->ndeps) {
+		d = ci->deps, ed = ci->edges, k = ci->ndeps;
+	}
+	if (deps && edges == NULL) {
+		static const CUgraphEdgeData zero;
+		for (size_t i = 0; i < k; i++)
+			if (memcmp(&ed[i], &zero, sizeof zero) != 0) return E_LOSSY_QUERY;
+	}
+	*status = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+	if (id) *id = ci->id;
+	if (graph) *graph = (H)g;
+	if (deps) *deps = d;
+	if (edges) *edges = ed;
+	if (n) *n = k;
+	return OK;
+}
+
+EXPORT CUresult cuStreamGetCaptureInfo_v3(H hs, int *status, unsigned long long *id, H *graph, const H **deps,
+	const CUgraphEdgeData **edges, size_t *n) {
+	if (!strict()) { if (status == NULL) return E_INVALID_VALUE; *status = CU_STREAM_CAPTURE_STATUS_NONE; return OK; }
+	BEGIN("cuStreamGetCaptureInfo_v3");
+	r = capture_info(FN, hs, status, id, graph, deps, edges, n);
+	END
+}
+
+// The entry points of older drivers: without edge data, and with the status and id only.
+EXPORT CUresult cuStreamGetCaptureInfo_v2(H hs, int *status, unsigned long long *id, H *graph, const H **deps, size_t *n) {
+	if (!strict()) { if (status == NULL) return E_INVALID_VALUE; *status = CU_STREAM_CAPTURE_STATUS_NONE; return OK; }
+	BEGIN("cuStreamGetCaptureInfo_v2");
+	r = capture_info(FN, hs, status, id, graph, deps, NULL, n);
+	END
+}
+
+EXPORT CUresult cuStreamGetCaptureInfo(H hs, int *status, unsigned long long *id) {
+	if (!strict()) { if (status == NULL) return E_INVALID_VALUE; *status = CU_STREAM_CAPTURE_STATUS_NONE; return OK; }
+	BEGIN("cuStreamGetCaptureInfo");
+	r = capture_info(FN, hs, status, id, NULL, NULL, NULL, NULL);
 	END
 }
 
@@ -3496,13 +4235,15 @@ EXPORT CUresult cuGraphInstantiateWithFlags(H *out, H hg, unsigned long long fla
 	TRY(get_h(FN, hg, H_GRAPH, (void **)&g));
 	graph_t *e = h_new(H_EXEC, c);
 	if (e == NULL) FAIL(E_OUT_OF_MEMORY);
+	e->origin = g;
 	for (op_t *o = g->head; o; o = o->next) graph_append(e, op_clone(o));
 	*out = (H)e;
 	END
 }
 
 // cuGraphLaunch queues copies of the exec's operations on s, checking their memory
-// as the calls that captured them did.
+// and kernels as the calls that made them did: an operation on memory that is no
+// longer live is a violation, and is left out.
 EXPORT CUresult cuGraphLaunch(H he, H hs) {
 	if (!strict()) return OK;
 	BEGIN("cuGraphLaunch");
@@ -3517,11 +4258,18 @@ EXPORT CUresult cuGraphLaunch(H he, H hs) {
 		FAIL(E_NOT_SUPPORTED);
 	}
 	for (op_t *o = e->head; o; o = o->next) {
+		int bad = 0;
 		for (size_t i = 0; i < o->nrefs; i++) {
 			int st = o->refs[i]->state;
-			if (st == ST_FREED || st == ST_FREE_PENDING || st == ST_UNREG)
-				violation(FN, "graph launch uses %s memory (captured by %s)", stname[st], o->fn);
+			if (st == ST_FREED || st == ST_FREE_PENDING || st == ST_UNREG) {
+				violation(FN, "graph launch uses %s memory (a %s from %s)", stname[st], opname[o->type], o->fn);
+				bad = 1;
+			}
 		}
+		if (o->type == OP_KERNEL && (o->u.k.f->h.dead || o->u.k.f->mod->h.dead))
+			violation(FN, "graph launch of kernel %s of unloaded module %#lx (from %s)", o->u.k.f->name,
+				(unsigned long)(uintptr_t)o->u.k.f->mod, o->fn);
+		if (bad || o->type == OP_EMPTY) continue;
 		op_t *k = op_clone(o);
 		if (k->type == OP_KERNEL) record_launch(k, hs, c);
 		submit(c, s, k);
@@ -3539,22 +4287,22 @@ EXPORT CUresult cuGraphDestroy(H hg) {
 		FAIL(E_INVALID_HANDLE);
 	}
 	TRY(get_h(FN, hg, H_GRAPH, (void **)&g));
+	if (capturing(g)) {
+		violation(FN, "destroy of graph %#lx while stream %#lx captures into it", (unsigned long)hg,
+			(unsigned long)(uintptr_t)g->capturing);
+		FAIL(E_ILLEGAL_STATE);
+	}
 	graph_free_ops(g);
 	h_kill(&g->h);
 	END
 }
 
-// CUgraphExecUpdateResult values, and the result struct of cuGraphExecUpdate_v2.
-enum { UPD_SUCCESS = 0, UPD_TOPOLOGY_CHANGED = 2, UPD_NODE_TYPE_CHANGED = 3, UPD_FUNCTION_CHANGED = 4 };
-typedef struct {
-	int result;
-	H errorNode, errorFromNode;
-} upd_info;
-
 // cuGraphExecUpdate_v2 replaces the exec's operations with the graph's when they are
 // the same kinds in the same order (and the same kernels), as the driver accepts an
-// update of a graph captured from the same code with other arguments.
-EXPORT CUresult cuGraphExecUpdate_v2(H he, H hg, upd_info *info) {
+// update of a graph captured from the same code with other arguments. The exec's
+// operations stay those of the nodes it was instantiated from (for
+// cuGraphExecKernelNodeSetParams).
+EXPORT CUresult cuGraphExecUpdate_v2(H he, H hg, CUgraphExecUpdateResultInfo *info) {
 	if (!strict()) return OK;
 	BEGIN("cuGraphExecUpdate_v2");
 	graph_t *e, *g;
@@ -3562,7 +4310,7 @@ EXPORT CUresult cuGraphExecUpdate_v2(H he, H hg, upd_info *info) {
 	memset(info, 0, sizeof *info);
 	TRY(get_h(FN, he, H_EXEC, (void **)&e));
 	TRY(get_h(FN, hg, H_GRAPH, (void **)&g));
-	const op_t *a = e->head, *b = g->head;
+	op_t *a = e->head, *b = g->head;
 	int why = UPD_SUCCESS;
 	for (; a && b; a = a->next, b = b->next) {
 		if (a->type != b->type) { why = UPD_NODE_TYPE_CHANGED; break; }
@@ -3571,10 +4319,64 @@ EXPORT CUresult cuGraphExecUpdate_v2(H he, H hg, upd_info *info) {
 	if (why == UPD_SUCCESS && (a || b)) why = UPD_TOPOLOGY_CHANGED;
 	if (why != UPD_SUCCESS) {
 		info->result = why;
+		if (b) info->errorNode = (H)node_of(g, b);
 		FAIL(E_GRAPH_EXEC_UPDATE_FAILURE);
 	}
-	graph_free_ops(e);
-	for (op_t *o = g->head; o; o = o->next) graph_append(e, op_clone(o));
+	op_t *old = e->head;
+	e->head = e->tail = NULL;
+	e->n = 0;
+	for (a = old, b = g->head; b; a = a->next, b = b->next) {
+		op_t *k = op_clone(b);
+		k->nid = a->nid;
+		graph_append(e, k);
+	}
+	free_op_list(old, 0);
+	END
+}
+
+// exec_kernel_set replaces the parameters of the exec's copy of kernel node hn (a
+// node of the graph the exec was instantiated from, of the same function).
+static CUresult exec_kernel_set(const char *FN, H he, H hn, const CUDA_KERNEL_NODE_PARAMS_v1 *p, H kern) {
+	graph_t *e;
+	node_t *nd;
+	func_t *f;
+	op_t *o, *prev = NULL, *k;
+	CUresult r;
+	if ((r = get_h(FN, he, H_EXEC, (void **)&e)) != OK) return r;
+	if ((r = get_node(FN, hn, &nd)) != OK) return r;
+	if (nd->type != CU_GRAPH_NODE_TYPE_KERNEL || nd->g != e->origin) return E_INVALID_VALUE;
+	for (o = e->head; o && o->nid != nd->nid; prev = o, o = o->next) {
+	}
+	if (o == NULL || o->type != OP_KERNEL) return E_INVALID_VALUE;
+	if ((r = node_func(FN, p, kern, &f)) != OK) return r;
+	if (f != o->u.k.f) return E_INVALID_VALUE; // another kernel
+	if ((r = node_kernel_op(FN, "kernel node update", f, p, &k)) != OK) return r;
+	k->nid = o->nid;
+	k->node = o->node;
+	k->next = o->next;
+	if (prev) prev->next = k;
+	else e->head = k;
+	if (e->tail == o) e->tail = k;
+	op_free(o);
+	return OK;
+}
+
+EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(H he, H hn, const CUDA_KERNEL_NODE_PARAMS *p) {
+	if (!strict()) return p ? OK : E_INVALID_VALUE;
+	BEGIN("cuGraphExecKernelNodeSetParams_v2");
+	H kern;
+	if (p == NULL) FAIL(E_INVALID_VALUE);
+	CUDA_KERNEL_NODE_PARAMS_v1 v = kparams_v1(p, &kern);
+	r = exec_kernel_set(FN, he, hn, &v, kern);
+	END
+}
+
+// cuGraphExecKernelNodeSetParams is the entry point of drivers before CUDA 12.0.
+EXPORT CUresult cuGraphExecKernelNodeSetParams(H he, H hn, const CUDA_KERNEL_NODE_PARAMS_v1 *p) {
+	if (!strict()) return p ? OK : E_INVALID_VALUE;
+	BEGIN("cuGraphExecKernelNodeSetParams");
+	if (p == NULL) FAIL(E_INVALID_VALUE);
+	r = exec_kernel_set(FN, he, hn, p, 0);
 	END
 }
 

@@ -47,6 +47,7 @@ static int64_t fc_i64(void *f) { return ((int64_t (*)(void))f)(); }
 static int fc_control(void *f, const char *cmd, int64_t a, int64_t b) { return ((int (*)(const char *, int64_t, int64_t))f)(cmd, a, b); }
 static int fc_launch_get(void *f, int64_t seq, fakecuda_launch *out) { return ((int (*)(int64_t, fakecuda_launch *))f)(seq, out); }
 static int fc_counters(void *f, int64_t *out, int n) { return ((int (*)(int64_t *, int))f)(out, n); }
+static int64_t fc_layout(void *f, char *buf, int64_t n) { return ((int64_t (*)(char *, int64_t))f)(buf, n); }
 */
 import "C"
 
@@ -572,6 +573,36 @@ func Counters() Counts {
 		panic(fmt.Sprintf("fakecuda: the library has %d counters, this package %d", n, numCounts))
 	}
 	return c
+}
+
+// LayoutItem is a C expression of cuda.h (sizeof, _Alignof or offsetof of a struct
+// the fake mirrors, or a constant it copies) and its value in the fake.
+type LayoutItem struct {
+	Expr  string
+	Value uint64
+}
+
+// Layout returns the sizes, alignments and field offsets of the cuda.h structs that
+// the fake defines for itself, and the cuda.h constants it copies, as the loaded fake
+// computes them (nil where it is not loaded), to be checked against the header.
+func Layout() []LayoutItem {
+	f := fn("fakecuda_layout")
+	if f == nil {
+		return nil
+	}
+	n := int64(C.fc_layout(f, nil, 0))
+	buf := make([]byte, n+1)
+	C.fc_layout(f, (*C.char)(unsafe.Pointer(&buf[0])), C.int64_t(len(buf)))
+	var out []LayoutItem
+	for _, line := range strings.Split(strings.TrimSpace(string(buf[:n])), "\n") {
+		i := strings.LastIndexByte(line, ' ')
+		var v uint64
+		if _, err := fmt.Sscan(line[i+1:], &v); err != nil || i < 0 {
+			panic(fmt.Sprintf("fakecuda: bad layout line %q", line))
+		}
+		out = append(out, LayoutItem{Expr: line[:i], Value: v})
+	}
+	return out
 }
 
 // HostFuncAdd returns the address of a C host function of the fake, for

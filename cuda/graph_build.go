@@ -1,0 +1,373 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"unsafe"
+)
+
+// Graphs built by hand: Context.NewGraph makes an empty graph, the Add methods add
+// nodes after the nodes they depend on, and CaptureInto captures a function's work
+// into the graph. The memory and modules the nodes use are leased as for a capture
+// (see Capture). Adding nodes to one graph is serialized; a graph still takes nodes
+// after Instantiate (executables made before do not see them).
+
+// Node is a node of a Graph: what later nodes depend on, and for a kernel node what
+// Exec.SetKernelArgs names. The zero Node is no node.
+type Node struct {
+	h     CUgraphNode
+	g     *graphState
+	f     *Function   // the kernel of a kernel node
+	shape launchShape // its grid, block and shared memory
+}
+
+// NewGraph returns an empty graph of c, for the Add methods and CaptureInto.
+func (c *Context) NewGraph() (*Graph, error) {
+	var g CUgraph
+	if err := c.Locked(func() error { return GraphCreate(&g, 0) }); err != nil {
+		return nil, fmt.Errorf("cuda: creating a graph: %w", err)
+	}
+	return &Graph{g: &graphState{ctx: c, own: OwnGraph(g), lease: newLeaseSet(nil, nil)}}, nil
+}
+
+// add adds one node through addNode, after deps, holding g open and its context
+// entered; addNode returns the leases it took for the node (held memory, modules).
+func (g *Graph) add(what string, deps []Node, addNode func(c *Context, gh CUgraph, deps *CUgraphNode, n uint64) (CUgraphNode, error)) (Node, error) {
+	if g == nil || g.g == nil {
+		return Node{}, fmt.Errorf("%w: nil graph", ErrInvalidArgument)
+	}
+	st := g.g
+	if !st.hold.enter() {
+		return Node{}, fmt.Errorf("cuda: graph: %w", ErrClosed)
+	}
+	defer st.hold.exit()
+	hs := make([]CUgraphNode, len(deps))
+	for i, d := range deps {
+		if d.g != st || d.h == 0 {
+			return Node{}, fmt.Errorf("%w: adding a %s node: dependency %d is not a node of this graph", ErrInvalidArgument, what, i)
+		}
+		hs[i] = d.h
+	}
+	var dp *CUgraphNode
+	if len(hs) > 0 {
+		dp = &hs[0]
+	}
+	c := st.ctx
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	var h CUgraphNode
+	err := c.Locked(func() error {
+		var err error
+		h, err = addNode(c, st.own.Handle(), dp, uint64(len(hs)))
+		return err
+	})
+	if err != nil {
+		return Node{}, fmt.Errorf("cuda: adding a %s node: %w", what, err)
+	}
+	return Node{h: h, g: st}, nil
+}
+
+// holdFor holds m (of g's context) while a node that uses it is added, and leases it
+// to g; the caller calls leave.
+func (g *Graph) holdFor(m *memBase) error {
+	if err := m.check(); err != nil {
+		return err
+	}
+	if m.ctx.ctxState != g.g.ctx.ctxState {
+		return fmt.Errorf("cuda: memory of another context than the graph's: %w", ErrWrongContext)
+	}
+	return m.acquire()
+}
+
+// AddEmpty adds a node that does nothing: a join of deps for the nodes after it.
+func (g *Graph) AddEmpty(deps ...Node) (Node, error) {
+	return g.add("empty", deps, func(c *Context, gh CUgraph, dp *CUgraphNode, n uint64) (CUgraphNode, error) {
+		var h CUgraphNode
+		return h, GraphAddEmptyNode(&h, gh, dp, n)
+	})
+}
+
+// AddMemset adds a node that sets every 32-bit word of b to v, after deps.
+func (g *Graph) AddMemset(b *DeviceBuffer, v uint32, deps ...Node) (Node, error) {
+	m := b.base()
+	if m != nil && m.size%4 != 0 {
+		return Node{}, fmt.Errorf("%w: 32-bit memset of a %d-byte buffer", ErrInvalidArgument, m.size)
+	}
+	if g == nil || g.g == nil {
+		return Node{}, fmt.Errorf("%w: nil graph", ErrInvalidArgument)
+	}
+	if err := g.holdFor(m); err != nil {
+		return Node{}, err
+	}
+	defer m.leave()
+	return g.add("memset", deps, func(c *Context, gh CUgraph, dp *CUgraphNode, n uint64) (CUgraphNode, error) {
+		p := CUDA_MEMSET_NODE_PARAMS{Dst: m.ptr, Value: v, ElementSize: 4, Width: uint64(m.size / 4), Height: 1}
+		var h CUgraphNode
+		if err := GraphAddMemsetNode(&h, gh, dp, n, &p, c.h); err != nil {
+			return 0, err
+		}
+		g.g.lease.add(m.owner(), true)
+		return h, nil
+	})
+}
+
+// AddCopy adds a node that copies all of src into the start of dst (any kinds of
+// memory, through unified addressing), after deps. src must not be larger than dst.
+func (g *Graph) AddCopy(dst, src Memory, deps ...Node) (Node, error) {
+	if dst == nil || src == nil {
+		return Node{}, fmt.Errorf("%w: nil memory", ErrInvalidArgument)
+	}
+	if g == nil || g.g == nil {
+		return Node{}, fmt.Errorf("%w: nil graph", ErrInvalidArgument)
+	}
+	d, o := dst.base(), src.base()
+	if err := d.check(); err != nil {
+		return Node{}, err
+	}
+	if err := o.check(); err != nil {
+		return Node{}, err
+	}
+	if o.size > d.size {
+		return Node{}, fmt.Errorf("%w: copying %d bytes into a %d-byte buffer", ErrInvalidArgument, o.size, d.size)
+	}
+	if d.ctx.ctxState != g.g.ctx.ctxState || o.ctx.ctxState != g.g.ctx.ctxState {
+		return Node{}, fmt.Errorf("cuda: memory of another context than the graph's: %w", ErrWrongContext)
+	}
+	if d == o {
+		if err := d.acquire(); err != nil {
+			return Node{}, err
+		}
+		defer d.leave()
+	} else {
+		if err := acquirePair(d, o); err != nil {
+			return Node{}, err
+		}
+		defer d.leave()
+		defer o.leave()
+	}
+	return g.add("copy", deps, func(c *Context, gh CUgraph, dp *CUgraphNode, n uint64) (CUgraphNode, error) {
+		p := CUDA_MEMCPY3D{SrcMemoryType: CU_MEMORYTYPE_UNIFIED, SrcDevice: o.ptr, DstMemoryType: CU_MEMORYTYPE_UNIFIED,
+			DstDevice: d.ptr, WidthInBytes: uint64(o.size), Height: 1, Depth: 1}
+		var h CUgraphNode
+		if err := GraphAddMemcpyNode(&h, gh, dp, n, &p, c.h); err != nil {
+			return 0, err
+		}
+		g.g.lease.add(o.owner(), false)
+		g.g.lease.add(d.owner(), true)
+		return h, nil
+	})
+}
+
+// AddKernel adds a launch of f with args (as Function.Launch takes them), after deps.
+// The arguments are packed now: the node keeps their values, and the graph leases the
+// memory they name and f's module.
+func (g *Graph) AddKernel(f *Function, grid, block Dim3, sharedMem int, deps []Node, args ...any) (Node, error) {
+	if g == nil || g.g == nil {
+		return Node{}, fmt.Errorf("%w: nil graph", ErrInvalidArgument)
+	}
+	if f == nil || f.mod == nil {
+		return Node{}, fmt.Errorf("%w: nil function", ErrInvalidArgument)
+	}
+	d, err := f.launchDims(grid, block, sharedMem)
+	if err != nil {
+		return Node{}, err
+	}
+	m := f.mod
+	if m.ctx.ctxState != g.g.ctx.ctxState {
+		return Node{}, fmt.Errorf("cuda: adding a kernel of another context than the graph's: %w", ErrWrongContext)
+	}
+	k, err := packNode(f, args)
+	if err != nil {
+		return Node{}, err
+	}
+	defer k.release(args)
+	if err := m.rlock(); err != nil {
+		return Node{}, fmt.Errorf("cuda: adding %s: %w", f.name, err)
+	}
+	defer m.runlock()
+	node, err := g.add("kernel", deps, func(c *Context, gh CUgraph, dp *CUgraphNode, n uint64) (CUgraphNode, error) {
+		var h CUgraphNode
+		err := k.params(c, f, d, func(p *CUDA_KERNEL_NODE_PARAMS) error { return GraphAddKernelNode(&h, gh, dp, n, p) })
+		if err != nil {
+			return 0, err
+		}
+		k.lease(args, g.g.lease)
+		g.g.lease.addModule(m)
+		return h, nil
+	})
+	node.f, node.shape = f, d
+	return node, err
+}
+
+// kernelArgs is a kernel node's packed arguments, with their memory held.
+type kernelArgs struct {
+	buf  []byte
+	size uintptr
+	held argHeld
+}
+
+// packNode packs args for f into a buffer of their own, holding their memory.
+func packNode(f *Function, args []any) (*kernelArgs, error) {
+	n := f.argSize
+	if !f.known {
+		n = inlineParams
+	}
+	k := &kernelArgs{buf: make([]byte, max(n, 8))}
+	var err error
+	k.size, k.held, err = packArgs(k.buf, f.params, f.known, f.mod.ctx, f.name, args)
+	if err != nil && errors.Is(err, errParamsTooLarge) {
+		k.buf = make([]byte, k.size)
+		k.size, k.held, err = packArgs(k.buf, f.params, f.known, f.mod.ctx, f.name, args)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cuda: kernel node of %s: %w", f.name, err)
+	}
+	return k, nil
+}
+
+// params calls add with the node parameters of a launch of f with the packed
+// arguments, passed as one buffer through the extra array (pinned while add runs:
+// the driver copies the parameters).
+func (k *kernelArgs) params(c *Context, f *Function, d launchShape, add func(*CUDA_KERNEL_NODE_PARAMS) error) error {
+	p := CUDA_KERNEL_NODE_PARAMS{Func: f.h, GridDimX: d.gx, GridDimY: d.gy, GridDimZ: d.gz, BlockDimX: d.bx,
+		BlockDimY: d.by, BlockDimZ: d.bz, SharedMemBytes: d.shm, Ctx: c.h}
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	if k.size > 0 {
+		size := new(uint64)
+		*size = uint64(k.size)
+		extra := &[5]unsafe.Pointer{hostPointer(1), unsafe.Pointer(&k.buf[0]), hostPointer(2), unsafe.Pointer(size), nil}
+		pin.Pin(&k.buf[0])
+		pin.Pin(size)
+		pin.Pin(extra)
+		p.Extra = &extra[0]
+	}
+	return add(&p)
+}
+
+// lease leases the held memory of args to ls.
+func (k *kernelArgs) lease(args []any, ls *leaseSet) {
+	forHeld(args, k.held, func(i int) { ls.add(argBase(&args[i]).owner(), k.held.writes(args, i)) })
+}
+
+// release ends the holds of packNode.
+func (k *kernelArgs) release(args []any) {
+	if k.held.any() {
+		releaseArgs(args, k.held, nil, nil)
+	}
+}
+
+// AddChild adds child's nodes as one node, after deps (the driver copies child: later
+// changes to child do not show). g leases what child uses.
+func (g *Graph) AddChild(child *Graph, deps ...Node) (Node, error) {
+	if child == nil || child.g == nil || g == nil || g.g == nil {
+		return Node{}, fmt.Errorf("%w: nil graph", ErrInvalidArgument)
+	}
+	cg := child.g
+	if cg == g.g {
+		return Node{}, fmt.Errorf("%w: a graph as its own child", ErrInvalidArgument)
+	}
+	if cg.ctx.ctxState != g.g.ctx.ctxState {
+		return Node{}, fmt.Errorf("cuda: adding a graph of another context: %w", ErrWrongContext)
+	}
+	if !cg.hold.enter() {
+		return Node{}, fmt.Errorf("cuda: child graph: %w", ErrClosed)
+	}
+	defer cg.hold.exit()
+	cg.mu.Lock()
+	defer cg.mu.Unlock()
+	return g.add("child graph", deps, func(c *Context, gh CUgraph, dp *CUgraphNode, n uint64) (CUgraphNode, error) {
+		var h CUgraphNode
+		if err := GraphAddChildGraphNode(&h, gh, dp, n, cg.own.Handle()); err != nil {
+			return 0, err
+		}
+		for _, l := range cg.lease.items {
+			g.g.lease.add(l.m, l.write)
+		}
+		for _, m := range cg.lease.mods {
+			g.g.lease.addModule(m)
+		}
+		return h, nil
+	})
+}
+
+// CaptureInto captures the work f queues on a stream of its own into g, after deps
+// (as Context.Capture does into a new graph), and returns the nodes the captured
+// work ends with: what later nodes that depend on it name.
+func (g *Graph) CaptureInto(deps []Node, f func(s *Stream) error) ([]Node, error) {
+	if g == nil || g.g == nil {
+		return nil, fmt.Errorf("%w: nil graph", ErrInvalidArgument)
+	}
+	st := g.g
+	if !st.hold.enter() {
+		return nil, fmt.Errorf("cuda: graph: %w", ErrClosed)
+	}
+	defer st.hold.exit()
+	t := captureTarget{into: st.own.Handle()}
+	for i, d := range deps {
+		if d.g != st || d.h == 0 {
+			return nil, fmt.Errorf("%w: capturing into a graph: dependency %d is not a node of this graph", ErrInvalidArgument, i)
+		}
+		t.deps = append(t.deps, d.h)
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	_, cs, err := st.ctx.runCapture(t, f)
+	if err != nil {
+		return nil, err
+	}
+	// The capture's leases become the graph's (one per buffer and module).
+	for _, l := range cs.set.items {
+		st.lease.add(l.m, l.write)
+	}
+	for _, m := range cs.set.mods {
+		st.lease.addModule(m)
+	}
+	_ = cs.set.end()
+	nodes := make([]Node, len(cs.leaves))
+	for i, h := range cs.leaves {
+		nodes[i] = Node{h: h, g: st}
+	}
+	return nodes, nil
+}
+
+// SetKernelArgs sets the arguments of kernel node n (of the graph e was made from)
+// for e's later replays (cuGraphExecKernelNodeSetParams), without instantiating
+// again: the same kernel and shape, other buffers or scalars. e leases the memory
+// they name.
+func (e *Exec) SetKernelArgs(n Node, args ...any) error {
+	if e == nil || e.e == nil {
+		return fmt.Errorf("%w: nil executable graph", ErrInvalidArgument)
+	}
+	if n.h == 0 || n.f == nil {
+		return fmt.Errorf("%w: not a kernel node added by AddKernel", ErrInvalidArgument)
+	}
+	x := e.e
+	f := n.f
+	if f.mod.ctx.ctxState != x.ctx.ctxState {
+		return fmt.Errorf("cuda: setting kernel arguments: %w", ErrWrongContext)
+	}
+	if !x.hold.enter() {
+		return fmt.Errorf("cuda: executable graph: %w", ErrClosed)
+	}
+	defer x.hold.exit()
+	k, err := packNode(f, args)
+	if err != nil {
+		return err
+	}
+	defer k.release(args)
+	c := x.ctx
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	err = c.Locked(func() error {
+		return k.params(c, f, n.shape, func(p *CUDA_KERNEL_NODE_PARAMS) error {
+			return GraphExecKernelNodeSetParams(x.own.Handle(), n.h, p)
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("cuda: setting the arguments of %s: %w", f.name, err)
+	}
+	k.lease(args, x.lease)
+	return nil
+}
