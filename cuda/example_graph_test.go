@@ -99,3 +99,58 @@ func ExampleExecCache() {
 	// 2
 	// {Captures:3 Instantiations:1 Updates:2}
 }
+
+// Build a graph by hand: a memset, then two copies that depend on it and may run
+// side by side, then a join.
+func ExampleContext_NewGraph() {
+	ctx, err := cuda.Device(0).Context()
+	if err != nil {
+		log.Fatal(err)
+	}
+	s, err := ctx.NewStream()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	var bufs [3]*cuda.DeviceBuffer
+	for i := range bufs {
+		if bufs[i], err = cuda.AllocFor[uint32](s, 256); err != nil {
+			log.Fatal(err)
+		}
+		defer bufs[i].Close()
+	}
+	g, err := ctx.NewGraph()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer g.Close()
+	set, err := g.AddMemset(bufs[0], 42)
+	if err != nil {
+		log.Fatal(err)
+	}
+	c1, err := g.AddCopy(bufs[1], bufs[0], set)
+	if err != nil {
+		log.Fatal(err)
+	}
+	c2, err := g.AddCopy(bufs[2], bufs[0], set)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := g.AddEmpty(c1, c2); err != nil {
+		log.Fatal(err)
+	}
+	exec, err := g.Instantiate()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer exec.Close()
+	if err := exec.Launch(s); err != nil {
+		log.Fatal(err)
+	}
+	got := make([]uint32, 256)
+	if err := cuda.CopyFromDevice(got, bufs[2]); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(got[0], got[255])
+	// Output: 42 42
+}
