@@ -9,9 +9,9 @@ import (
 
 // These tests need no GPU and no cuBLAS library: they run in CI.
 
-// TestNoLibrary: where libcublas.so.13 cannot be loaded (CI), calls return its typed error.
+// TestNoLibrary: where the library (cublas.Soname) cannot be loaded (CI), calls return its typed error.
 func TestNoLibrary(t *testing.T) {
-	libtest.NoLibrary(t, cublas.Library(), "cublas", "libcublas.so.13", "GOCUDA_CUBLAS_LIB",
+	libtest.NoLibrary(t, cublas.Library(), "cublas", cublas.Soname, cublas.SonameEnv,
 		func() error { var h cublas.CublasHandle; return cublas.Create(&h) },
 		func() error { _, err := cublas.NewOwnedHandle(); return err },
 	)

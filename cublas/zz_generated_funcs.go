@@ -561,8 +561,15 @@ static int32_t gocuda_cublasZtrttp(uintptr_t fn, uintptr_t a0, int32_t a1, int32
 */
 import "C"
 
+const (
+	// Soname is the file name the cuBLAS library is opened by, unless $SonameEnv names another.
+	Soname = "libcublas.so.13"
+	// SonameEnv names the environment variable that overrides Soname.
+	SonameEnv = "GOCUDA_CUBLAS_LIB"
+)
+
 // library is cuBLAS, opened at first use by its soname libcublas.so.13 (or $GOCUDA_CUBLAS_LIB).
-var library = dl.NewLibrary("cublas", "libcublas.so.13", "GOCUDA_CUBLAS_LIB")
+var library = dl.NewLibrary("cublas", Soname, SonameEnv)
 
 // Library returns the dynamically loaded cuBLAS library: its soname is libcublas.so.13, $GOCUDA_CUBLAS_LIB overrides it.
 func Library() *dl.Library {

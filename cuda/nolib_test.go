@@ -10,14 +10,14 @@ import (
 
 // These tests need no GPU and no CUDA driver library: they run in CI.
 
-// TestNoLibrary: where libcuda.so.1 cannot be loaded (CI), calls return its typed
+// TestNoLibrary: where the library (cuda.Soname) cannot be loaded (CI), calls return its typed
 // error. On the fake driver the test runs again in a process without any driver.
 func TestNoLibrary(t *testing.T) {
 	if fakecuda.Active() {
 		fakecuda.RunWithoutDriver(t)
 		return
 	}
-	libtest.NoLibrary(t, cuda.Library(), "cuda", "libcuda.so.1", "GOCUDA_CUDA_LIB",
+	libtest.NoLibrary(t, cuda.Library(), "cuda", cuda.Soname, cuda.SonameEnv,
 		func() error { return cuda.Init(0) },
 		func() error { var n int32; return cuda.DeviceGetCount(&n) },
 	)

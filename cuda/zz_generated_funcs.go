@@ -532,8 +532,15 @@ static int32_t gocuda_cuWaitExternalSemaphoresAsync(uintptr_t fn, uint8_t* a0, u
 */
 import "C"
 
+const (
+	// Soname is the file name the CUDA driver library is opened by, unless $SonameEnv names another.
+	Soname = "libcuda.so.1"
+	// SonameEnv names the environment variable that overrides Soname.
+	SonameEnv = "GOCUDA_CUDA_LIB"
+)
+
 // library is CUDA driver, opened at first use by its soname libcuda.so.1 (or $GOCUDA_CUDA_LIB).
-var library = dl.NewLibrary("cuda", "libcuda.so.1", "GOCUDA_CUDA_LIB")
+var library = dl.NewLibrary("cuda", Soname, SonameEnv)
 
 // Library returns the dynamically loaded CUDA driver library: its soname is libcuda.so.1, $GOCUDA_CUDA_LIB overrides it.
 func Library() *dl.Library {
@@ -7898,4 +7905,10 @@ func WaitExternalSemaphoresAsync(extSemArray *CUexternalSemaphore, paramsArray *
 		return err
 	}
 	return Result(C.gocuda_cuWaitExternalSemaphoresAsync(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(extSemArray)), (*C.uint8_t)(unsafe.Pointer(paramsArray)), C.uint32_t(numExtSems), C.uintptr_t(stream))).err()
+}
+
+// GraphInstantiate is GraphInstantiateWithFlags under the name C code calls it by:
+// cuda.h #defines cuGraphInstantiate as cuGraphInstantiateWithFlags.
+func GraphInstantiate(phGraphExec *CUgraphExec, hGraph CUgraph, flags uint64) error {
+	return GraphInstantiateWithFlags(phGraphExec, hGraph, flags)
 }

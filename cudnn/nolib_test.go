@@ -18,9 +18,9 @@ import (
 
 // These tests need no GPU and no cuDNN library: they run in CI.
 
-// TestNoLibrary: where libcudnn.so.9 cannot be loaded (CI), calls return its typed error.
+// TestNoLibrary: where the library (cudnn.Soname) cannot be loaded (CI), calls return its typed error.
 func TestNoLibrary(t *testing.T) {
-	libtest.NoLibrary(t, cudnn.Library(), "cudnn", "libcudnn.so.9", "GOCUDA_CUDNN_LIB",
+	libtest.NoLibrary(t, cudnn.Library(), "cudnn", cudnn.Soname, cudnn.SonameEnv,
 		func() error { _, err := cudnn.GetVersion(); return err },
 		func() error { _, err := cudnn.NewOwnedHandle(); return err },
 	)
@@ -43,7 +43,7 @@ const symbolChildEnv = "GOCUDA_TEST_CUDNN_SYMBOL_CHILD"
 func TestSymbolErrorFromGeneratedCall(t *testing.T) {
 	if os.Getenv(symbolChildEnv) == "" {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestSymbolErrorFromGeneratedCall$", "-test.v", "-test.count=1")
-		cmd.Env = append(os.Environ(), symbolChildEnv+"=1", "GOCUDA_CUDNN_LIB=libm.so.6")
+		cmd.Env = append(os.Environ(), symbolChildEnv+"=1", cudnn.SonameEnv+"=libm.so.6")
 		out, err := cmd.CombinedOutput()
 		t.Logf("child process:\n%s", out)
 		require.NoError(t, err, "child process failed")
@@ -65,12 +65,12 @@ func TestSymbolErrorFromGeneratedCall(t *testing.T) {
 		var se *dl.SymbolError
 		require.True(t, errors.As(err, &se), "%s: %T %v", symbol, err, err)
 		assert.Equal(t, "cudnn", se.Library)
-		assert.Equal(t, "libcudnn.so.9", se.Soname)
+		assert.Equal(t, cudnn.Soname, se.Soname)
 		assert.Equal(t, symbol, se.Symbol)
 		assert.Equal(t, path, se.Path)
 		assert.NotEmpty(t, se.Err, "dlerror text")
 		assert.Contains(t, err.Error(), symbol)
-		assert.Contains(t, err.Error(), "libcudnn.so.9")
+		assert.Contains(t, err.Error(), cudnn.Soname)
 		assert.Contains(t, err.Error(), path)
 		var st cudnn.Status
 		assert.False(t, errors.As(err, &st), "a missing symbol is not a Status")

@@ -244,8 +244,15 @@ static int32_t gocuda_cudnnTransformTensorEx(uintptr_t fn, uintptr_t a0, uintptr
 */
 import "C"
 
+const (
+	// Soname is the file name the cuDNN library is opened by, unless $SonameEnv names another.
+	Soname = "libcudnn.so.9"
+	// SonameEnv names the environment variable that overrides Soname.
+	SonameEnv = "GOCUDA_CUDNN_LIB"
+)
+
 // library is cuDNN, opened at first use by its soname libcudnn.so.9 (or $GOCUDA_CUDNN_LIB).
-var library = dl.NewLibrary("cudnn", "libcudnn.so.9", "GOCUDA_CUDNN_LIB")
+var library = dl.NewLibrary("cudnn", Soname, SonameEnv)
 
 // Library returns the dynamically loaded cuDNN library: its soname is libcudnn.so.9, $GOCUDA_CUDNN_LIB overrides it.
 func Library() *dl.Library {

@@ -4,6 +4,7 @@ package cudnn
 
 import (
 	"github.com/gocuda/gocuda/internal/layouttest"
+	"math"
 	"testing"
 	"unsafe"
 )
@@ -4824,6 +4825,10 @@ func TestLayout(t *testing.T) {
 			Signed: true,
 		},
 		{
+			Expr: "((union { double d; uint64_t u; }){ .d = (CUDNN_BN_MIN_EPSILON) }).u",
+			U:    uint64(math.Float64bits(CUDNN_BN_MIN_EPSILON)),
+		},
+		{
 			Expr:   "CUDNN_CNN_MAJOR",
 			I:      int64(CUDNN_CNN_MAJOR),
 			Signed: true,
@@ -4862,6 +4867,14 @@ func TestLayout(t *testing.T) {
 			Expr:   "CUDNN_LRN_MAX_N",
 			I:      int64(CUDNN_LRN_MAX_N),
 			Signed: true,
+		},
+		{
+			Expr: "((union { double d; uint64_t u; }){ .d = (CUDNN_LRN_MIN_BETA) }).u",
+			U:    uint64(math.Float64bits(CUDNN_LRN_MIN_BETA)),
+		},
+		{
+			Expr: "((union { double d; uint64_t u; }){ .d = (CUDNN_LRN_MIN_K) }).u",
+			U:    uint64(math.Float64bits(CUDNN_LRN_MIN_K)),
 		},
 		{
 			Expr:   "CUDNN_LRN_MIN_N",

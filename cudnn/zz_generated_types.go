@@ -3560,3 +3560,10 @@ const (
 	CUDNN_SEV_WARNING_EN           = 4
 	CUDNN_VERSION                  = 91900
 )
+
+// Floating-point constants #defined by the cuDNN headers: untyped, with the exact value of the C double.
+const (
+	CUDNN_BN_MIN_EPSILON = 0.0
+	CUDNN_LRN_MIN_BETA   = 0.01
+	CUDNN_LRN_MIN_K      = 1e-05
+)

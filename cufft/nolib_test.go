@@ -9,9 +9,9 @@ import (
 
 // These tests need no GPU and no cuFFT library: they run in CI.
 
-// TestNoLibrary: where libcufft.so.12 cannot be loaded (CI), calls return its typed error.
+// TestNoLibrary: where the library (cufft.Soname) cannot be loaded (CI), calls return its typed error.
 func TestNoLibrary(t *testing.T) {
-	libtest.NoLibrary(t, cufft.Library(), "cufft", "libcufft.so.12", "GOCUDA_CUFFT_LIB",
+	libtest.NoLibrary(t, cufft.Library(), "cufft", cufft.Soname, cufft.SonameEnv,
 		func() error { var v int32; return cufft.GetVersion(&v) },
 		func() error { _, err := cufft.NewOwnedPlan(); return err },
 	)

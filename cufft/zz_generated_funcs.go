@@ -57,8 +57,15 @@ static int32_t gocuda_cufftSetWorkArea(uintptr_t fn, int32_t a0, void* a1) { ret
 */
 import "C"
 
+const (
+	// Soname is the file name the cuFFT library is opened by, unless $SonameEnv names another.
+	Soname = "libcufft.so.12"
+	// SonameEnv names the environment variable that overrides Soname.
+	SonameEnv = "GOCUDA_CUFFT_LIB"
+)
+
 // library is cuFFT, opened at first use by its soname libcufft.so.12 (or $GOCUDA_CUFFT_LIB).
-var library = dl.NewLibrary("cufft", "libcufft.so.12", "GOCUDA_CUFFT_LIB")
+var library = dl.NewLibrary("cufft", Soname, SonameEnv)
 
 // Library returns the dynamically loaded cuFFT library: its soname is libcufft.so.12, $GOCUDA_CUFFT_LIB overrides it.
 func Library() *dl.Library {

@@ -13,6 +13,11 @@
 // generator's calls are one sequence, ordered on the GPU whatever streams they use.
 // Arguments are checked before any CUDA call.
 //
+// In a graph (cuda.Context.Capture), a generation is captured as the kernels it
+// queues, with the generator's state at the capture: every replay writes the same
+// numbers. Make the generator (which seeds it) before the capture: seeding waits for
+// the device, which a capture does not allow.
+//
 // # The raw layer
 //
 // The raw layer (zz_generated_*.go) has every function of curand.h as a Go function named

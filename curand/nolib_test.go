@@ -9,9 +9,9 @@ import (
 
 // These tests need no GPU and no cuRAND library: they run in CI.
 
-// TestNoLibrary: where libcurand.so.10 cannot be loaded (CI), calls return its typed error.
+// TestNoLibrary: where the library (curand.Soname) cannot be loaded (CI), calls return its typed error.
 func TestNoLibrary(t *testing.T) {
-	libtest.NoLibrary(t, curand.Library(), "curand", "libcurand.so.10", "GOCUDA_CURAND_LIB",
+	libtest.NoLibrary(t, curand.Library(), "curand", curand.Soname, curand.SonameEnv,
 		func() error { var v int32; return curand.GetVersion(&v) },
 		func() error {
 			var g curand.CurandGenerator

@@ -57,8 +57,15 @@ static int64_t gocuda_in_curandSetStream(uintptr_t fn, uintptr_t get, uintptr_t 
 */
 import "C"
 
+const (
+	// Soname is the file name the cuRAND library is opened by, unless $SonameEnv names another.
+	Soname = "libcurand.so.10"
+	// SonameEnv names the environment variable that overrides Soname.
+	SonameEnv = "GOCUDA_CURAND_LIB"
+)
+
 // library is cuRAND, opened at first use by its soname libcurand.so.10 (or $GOCUDA_CURAND_LIB).
-var library = dl.NewLibrary("curand", "libcurand.so.10", "GOCUDA_CURAND_LIB")
+var library = dl.NewLibrary("curand", Soname, SonameEnv)
 
 // Library returns the dynamically loaded cuRAND library: its soname is libcurand.so.10, $GOCUDA_CURAND_LIB overrides it.
 func Library() *dl.Library {

@@ -421,9 +421,9 @@ static int32_t gocuda_cusolverGetVersion(uintptr_t fn, uint8_t* a0) { return ((i
 import "C"
 
 const (
-	// Soname is the file the cuSOLVER library is opened by, as its headers' version implies.
+	// Soname is the file name the cuSOLVER library is opened by, unless $SonameEnv names another.
 	Soname = "libcusolver.so.12"
-	// SonameEnv names the environment variable that, when set, names the file opened instead.
+	// SonameEnv names the environment variable that overrides Soname.
 	SonameEnv = "GOCUDA_CUSOLVER_LIB"
 )
 

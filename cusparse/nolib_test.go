@@ -9,9 +9,9 @@ import (
 
 // These tests need no GPU and no cuSPARSE library: they run in CI.
 
-// TestNoLibrary: where libcusparse.so.12 cannot be loaded (CI), calls return its typed error.
+// TestNoLibrary: where the library (cusparse.Soname) cannot be loaded (CI), calls return its typed error.
 func TestNoLibrary(t *testing.T) {
-	libtest.NoLibrary(t, cusparse.Library(), "cusparse", "libcusparse.so.12", "GOCUDA_CUSPARSE_LIB",
+	libtest.NoLibrary(t, cusparse.Library(), "cusparse", cusparse.Soname, cusparse.SonameEnv,
 		func() error { var h cusparse.CusparseHandle; return cusparse.Create(&h) },
 		func() error { _, err := cusparse.NewOwnedHandle(); return err },
 	)

@@ -479,8 +479,15 @@ static int32_t gocuda_cusparseZnnz_compress(uintptr_t fn, uintptr_t a0, int32_t 
 */
 import "C"
 
+const (
+	// Soname is the file name the cuSPARSE library is opened by, unless $SonameEnv names another.
+	Soname = "libcusparse.so.12"
+	// SonameEnv names the environment variable that overrides Soname.
+	SonameEnv = "GOCUDA_CUSPARSE_LIB"
+)
+
 // library is cuSPARSE, opened at first use by its soname libcusparse.so.12 (or $GOCUDA_CUSPARSE_LIB).
-var library = dl.NewLibrary("cusparse", "libcusparse.so.12", "GOCUDA_CUSPARSE_LIB")
+var library = dl.NewLibrary("cusparse", Soname, SonameEnv)
 
 // Library returns the dynamically loaded cuSPARSE library: its soname is libcusparse.so.12, $GOCUDA_CUSPARSE_LIB overrides it.
 func Library() *dl.Library {

@@ -45,6 +45,9 @@
 //	GOCUDA_CURAND_LIB    cuRAND            (default libcurand.so.10)
 //	GOCUDA_CUSPARSE_LIB  cuSPARSE          (default libcusparse.so.12)
 //	GOCUDA_CUDNN_LIB     cuDNN             (default libcudnn.so.9)
+//	GOCUDA_CUSOLVER_LIB  cuSOLVER          (default libcusolver.so.12)
+//	GOCUDA_NVRTC_LIB     NVRTC             (default libnvrtc.so.13)
+//	GOCUDA_NCCL_LIB      NCCL              (default libnccl.so.2)
 //
 // # Errors
 //

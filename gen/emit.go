@@ -67,7 +67,7 @@ func renderError(name string, err error) error {
 
 // emitLib produces every generated file of one library package.
 func emitLib(m *Model, l *Lib, command, layoutInclude string) ([]output, error) {
-	g := &gen{m: m, lib: l, byValue: map[string]*TypeDecl{}, nested: map[cc.Type]string{}, layoutInclude: layoutInclude}
+	g := &gen{m: m, lib: l, byValue: map[string]*TypeDecl{}, nested: map[cc.Type]string{}, sigs: map[string]signature{}, layoutInclude: layoutInclude}
 	var outs []output
 	for _, step := range []struct {
 		name string
@@ -78,6 +78,7 @@ func emitLib(m *Model, l *Lib, command, layoutInclude string) ([]output, error) 
 		{"zz_generated_status.go", g.emitStatus},
 		{"zz_generated_resources.go", g.emitResources},
 		{"zz_generated_layout_test.go", g.emitLayoutTest},
+		{"zz_generated_prototypes_test.go", g.emitPrototypeTest},
 	} {
 		f := newFile(l.Spec.pkgName(), command, m)
 		if err := step.fn(f); err != nil {
@@ -420,7 +421,7 @@ func (g *gen) emitConsts(f *jen.File) error {
 			taken[en.Token.SrcStr()] = true
 		}
 	}
-	var defs []jen.Code
+	var defs, floats []jen.Code
 	for _, c := range l.Consts {
 		if taken[c.Name] {
 			continue
@@ -431,6 +432,9 @@ func (g *gen) emitConsts(f *jen.File) error {
 			lit = num(int64(v))
 		case cc.UInt64Value:
 			lit = num(uint64(v))
+		case cc.Float64Value:
+			floats = append(floats, jen.Id(exportName(c.Name)).Op("=").Id(floatLit(float64(v))))
+			continue
 		}
 		if c.Ptr {
 			lit = jen.Uintptr().Call(lit)
@@ -441,7 +445,21 @@ func (g *gen) emitConsts(f *jen.File) error {
 		f.Comment(fmt.Sprintf("Integer constants #defined by the %s headers.", l.Spec.Title))
 		f.Const().Defs(defs...)
 	}
+	if len(floats) != 0 {
+		f.Comment(fmt.Sprintf("Floating-point constants #defined by the %s headers: untyped, with the exact value of the C double.", l.Spec.Title))
+		f.Const().Defs(floats...)
+	}
 	return nil
+}
+
+// floatLit renders v as the shortest Go literal that reads back as v, always a
+// floating-point one (0.0, not 0).
+func floatLit(v float64) string {
+	s := strconv.FormatFloat(v, 'g', -1, 64)
+	if !strings.ContainsAny(s, ".e") {
+		s += ".0"
+	}
+	return s
 }
 
 // sortedKeys returns the map's keys in order.

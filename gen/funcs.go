@@ -81,7 +81,7 @@ func (g *gen) emitFuncs(f *jen.File) error {
 	type fnOut struct {
 		decl jen.Code
 	}
-	if len(s.InContext) != 0 {
+	if len(l.InContext) != 0 {
 		if err := g.checkInContext(); err != nil {
 			return err
 		}
@@ -108,8 +108,15 @@ func (g *gen) emitFuncs(f *jen.File) error {
 	pre.WriteString(tramp.String())
 	f.CgoPreamble(pre.String())
 
+	// Constants, so that code and tests name the library as generated from these headers.
+	f.Const().Defs(
+		jen.Comment(fmt.Sprintf("Soname is the file name the %s library is opened by, unless $SonameEnv names another.", s.Title)),
+		jen.Id("Soname").Op("=").Lit(l.Soname),
+		jen.Comment("SonameEnv names the environment variable that overrides Soname."),
+		jen.Id("SonameEnv").Op("=").Lit(s.Env),
+	)
 	f.Comment(fmt.Sprintf("library is %s, opened at first use by its soname %s (or $%s).", s.Title, l.Soname, s.Env))
-	f.Var().Id("library").Op("=").Qual(dlImport, "NewLibrary").Call(jen.Lit(s.Name), jen.Lit(l.Soname), jen.Lit(s.Env))
+	f.Var().Id("library").Op("=").Qual(dlImport, "NewLibrary").Call(jen.Lit(s.Name), jen.Id("Soname"), jen.Id("SonameEnv"))
 	f.Comment(fmt.Sprintf("Library returns the dynamically loaded %s library: its soname is %s, $%s overrides it.", s.Title, l.Soname, s.Env))
 	f.Func().Id("Library").Params().Op("*").Qual(dlImport, "Library").Block(jen.Return(jen.Id("library")))
 
@@ -123,7 +130,23 @@ func (g *gen) emitFuncs(f *jen.File) error {
 	for _, c := range funcs {
 		f.Add(c)
 	}
+	for _, a := range l.Aliases {
+		sig, ok := g.sigs[a.Target.CName]
+		if !ok {
+			return fmt.Errorf("alias %s: no binding of %s", a.CName, a.Target.CName)
+		}
+		f.Add(docComment(fmt.Sprintf("%s is %s under the name C code calls it by:\n%s #defines %s as %s.",
+			a.GoName, a.Target.GoName, a.File, a.CName, a.Target.CName)))
+		f.Func().Id(a.GoName).Params(sig.params...).Add(sig.results).Block(jen.Return(jen.Id(a.Target.GoName).Call(sig.names...)))
+	}
 	return nil
+}
+
+// signature is what a binding's aliases repeat of it.
+type signature struct {
+	params  []jen.Code // name and type
+	names   []jen.Code // name
+	results jen.Code
 }
 
 // function emits one binding and returns its C trampoline.
@@ -210,6 +233,11 @@ func (g *gen) function(fn *Func, status *TypeDecl) (code jen.Code, trampoline st
 		results = jen.Params(jen.Add(goResultType(rv, rt)), jen.Error())
 		fail = append(fail, jen.Id("r"), jen.Err())
 	}
+	var names []jen.Code
+	for _, p := range fn.Params {
+		names = append(names, jen.Id(p.GoName))
+	}
+	g.sigs[fn.CName] = signature{params: params, names: names, results: results}
 	stmts = append(stmts, jen.List(jen.Id("fn"), jen.Err()).Op(":=").Id(procVar(fn.CName)).Dot("Addr").Call())
 	if len(fail) == 2 {
 		stmts = append(stmts, jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(fail...)))
@@ -261,7 +289,7 @@ func (g *gen) function(fn *Func, status *TypeDecl) (code jen.Code, trampoline st
 
 // inContext reports whether the spec asks for a context-switching variant of c.
 func (g *gen) inContext(c string) bool {
-	for _, n := range g.lib.Spec.InContext {
+	for _, n := range g.lib.InContext {
 		if n == "*" || n == c {
 			return true
 		}
@@ -286,7 +314,7 @@ func (g *gen) checkInContext() error {
 	for _, fn := range g.lib.Funcs {
 		bound[fn.CName] = true
 	}
-	for _, n := range s.InContext {
+	for _, n := range g.lib.InContext {
 		if n != "*" && !bound[n] {
 			return fmt.Errorf("%s: in_context lists %s, which is not a bound function of %s", s.Path, n, s.Name)
 		}

@@ -39,6 +39,9 @@ var fuzzSeeds = []string{
 		"badStatus badRun(badCtx_t ctx, const badRec *in, badRec *out, size_t n, void *work);\n#endif\n",
 	"typedef union { int i; float f; } badU;\ntypedef void (*badFn)(void *);\nint badCall(badFn f, badU u, const char *name);\n",
 	"typedef enum badMode { BAD_MODE_A = 1 << 0, BAD_MODE_B = 1 << 1 } badMode_t;\nunsigned long long badSize_v2(badMode_t m, int **pp);\n",
+	"#define BAD_F 1.5f\n#define BAD_D 1e300\n#define BAD_INF (1.0/0.0)\n#define BAD_ID(x) x\nint badOk(int x);\n" +
+		"#define badAlias badOk\n#define badAlias2 BAD_ID(badOk)\n#define badLoop badLoop\n#define badA badB\n#define badB badA\n" +
+		"int badQ(const int *const *p, int a[const 3], void (*const f)(int *restrict));\nint badE(enum { BAD_E1 } e);\n",
 	"struct badPair { long a; double b; };\nstruct badPair badMake(int a, double b);\nint badDim_64(long long n, int lda, const double *A);\n",
 }
 
@@ -79,6 +82,9 @@ func generateHeader(inc string, specs []*Spec) error {
 	}
 	m, err := buildModel(ast, specs)
 	if err != nil {
+		return err
+	}
+	if err := m.libs["bad"].Err; err != nil {
 		return err
 	}
 	_, err = emitLib(m, m.libs["bad"], "go run ../gen -lib bad", "")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -70,9 +71,13 @@ func TestErrNameDescribe(t *testing.T) {
 		// Only the first matching prefix is stripped.
 		{[]string{"GOLDB_ERR_", "GOLDB_"}, "GOLDB_ERR_BUSY", "ErrBusy", "busy"},
 		{[]string{"GOLDB_ERR_", "GOLDB_"}, "GOLDB_LOST", "ErrLost", "lost"},
-		// No prefix matches: the whole name; doubled underscores collapse in the name.
-		{[]string{"X_"}, "FOO__BAR", "ErrFooBar", "foo  bar"},
+		// No prefix matches: the whole name; doubled underscores collapse.
+		{[]string{"X_"}, "FOO__BAR", "ErrFooBar", "foo bar"},
 		{nil, "ERR", "ErrErr", "err"},
+		// Camel case (NCCL): words where a lower-case letter meets an upper-case one.
+		{[]string{"nccl"}, "ncclInvalidArgument", "ErrInvalidArgument", "invalid argument"},
+		{[]string{"nccl"}, "ncclUnhandledCudaError", "ErrUnhandledCudaError", "unhandled cuda error"},
+		{[]string{"nccl"}, "ncclInProgress", "ErrInProgress", "in progress"},
 	} {
 		assert.Equal(t, c.name, errName(c.prefixes, c.c), "errName(%q)", c.c)
 		assert.Equal(t, c.desc, describe(c.prefixes, c.c), "describe(%q)", c.c)
@@ -178,11 +183,12 @@ func badTree(t *testing.T, header, spec string) (inc, specs string) {
 	return inc, specs
 }
 
+// runBad generates library bad with -strict: a spec entry the header lacks is an error.
 func runBad(t *testing.T, header, spec string) error {
 	t.Helper()
 	inc, specs := badTree(t, header, spec)
 	out := t.TempDir()
-	err := run([]string{"-include", inc, "-specs", specs, "-lib", "bad", "-out", out}, io.Discard)
+	err := run([]string{"-include", inc, "-specs", specs, "-lib", "bad", "-out", out, "-strict"}, io.Discard)
 	ents, rerr := os.ReadDir(out)
 	require.NoError(t, rerr)
 	if err != nil {
@@ -207,7 +213,7 @@ func TestBadSpec(t *testing.T) {
 		{"syntax error", badSpec + "prefix = \n", []string{"bad.toml"}},
 		{"missing soname", strings.Replace(badSpec, "soname = \"libbad.so.1\"\n", "", 1), []string{"soname is empty"}},
 		{"resource without why", badSpec + "[[resource]]\ntype = \"x\"\ngo = \"X\"\ndestroy = \"badOk\"\n", []string{"resource x: why is empty"}},
-		{"excluded function not declared", badSpec + "[[exclude]]\nfunction = \"badGone\"\nreason = \"r\"\n", []string{"excluded function badGone is not declared"}},
+		{"excluded function not declared", badSpec + "[[exclude]]\nfunction = \"badGone\"\nreason = \"r\"\n", []string{"exclusion of badGone dropped: the headers do not declare it"}},
 		{"soname macro not defined", strings.Replace(badSpec, "libbad.so.1", "libbad.so.{BAD_MAJOR}", 1), []string{"soname macro BAD_MAJOR is not defined"}},
 		{"handwritten not exported", badSpec + "[[resource]]\ntype = \"x\"\ngo = \"X\"\ndestroy = \"badOk\"\nwhy = \"w\"\nhandwritten = \"stream\"\n", []string{`resource x: handwritten = "stream" is not an exported Go identifier`}},
 		{"handwritten not an identifier", badSpec + "[[resource]]\ntype = \"x\"\ngo = \"X\"\ndestroy = \"badOk\"\nwhy = \"w\"\nhandwritten = \"cuda.Stream\"\n", []string{"is not an exported Go identifier"}},
@@ -284,7 +290,7 @@ func TestHandwrittenResource(t *testing.T) {
 
 	err := runBad(t, header, spec("badGone", "Handle"))
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "resource badH: destroy function badGone is not bound")
+	assert.Contains(t, err.Error(), "resource badH: destroy function badGone dropped: the headers do not declare it")
 }
 
 // The in-context variants of a library other than cuda take the context switch procs
@@ -350,9 +356,12 @@ func TestRunErrors(t *testing.T) {
 	assert.Contains(t, err.Error(), "golda: entry headers [golda.h] not found in "+empty)
 }
 
-// TestGeneratedUpToDate regenerates every library in ../headers with -check: the
-// committed zz_generated_* files must be exactly what go generate writes.
+// TestGeneratedUpToDate regenerates every library in ../headers with -all -check: the
+// committed zz_generated_* files must be exactly what go generate writes. It runs with
+// -strict: the committed packages come from these headers, so a spec entry they lack
+// is a mistake in the spec.
 func TestGeneratedUpToDate(t *testing.T) {
+	t.Parallel()
 	inc, err := findCUDA("")
 	if err != nil {
 		t.Skipf("no CUDA headers (set CUDA_PATH to a CUDA toolkit to check the generated packages): %v", err)
@@ -362,20 +371,58 @@ func TestGeneratedUpToDate(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, specs)
 	start := time.Now()
-	t.Cleanup(func() { t.Logf("%d libraries checked in %v", len(specs), time.Since(start).Round(time.Millisecond)) })
-	for _, s := range specs {
-		t.Run(s.Name, func(t *testing.T) {
-			t.Parallel()
-			for _, e := range s.Entry {
-				if _, err := os.Stat(filepath.Join(inc, e)); err != nil {
-					t.Skipf("%s not in %s (CUDA_PATH=%s)", e, inc, os.Getenv("CUDA_PATH"))
-				}
-			}
-			begin := time.Now()
-			var out bytes.Buffer
-			err := run([]string{"-cuda-path", root, "-specs", "../headers", "-check", "-lib", s.Name, "-out", filepath.Join("..", s.Name)}, &out)
-			require.NoError(t, err, "the generated files of %s are stale: run go generate ./%s (with CUDA_PATH=%s)", s.Name, s.Name, root)
-			t.Logf("%s in %v", strings.TrimSpace(out.String()), time.Since(begin).Round(time.Millisecond))
-		})
+	var out bytes.Buffer
+	err = run([]string{"-cuda-path", root, "-specs", "../headers", "-all", "-check", "-strict", "-skip-missing", "-out", ".."}, &out)
+	t.Logf("in %v (CUDA_PATH=%s):\n%s", time.Since(start).Round(time.Millisecond), os.Getenv("CUDA_PATH"), strings.TrimSpace(out.String()))
+	require.NoError(t, err, "the generated files are stale: run go generate ./... (with CUDA_PATH=%s)", root)
+	checked := strings.Count(out.String(), "functions in the headers")
+	assert.Equal(t, len(specs), checked+strings.Count(out.String(), ": skipped"), "every spec is checked or skipped")
+}
+
+// TestStatsCoverEverySpec runs -stats -v on ../headers: every spec is reported, and
+// every function its headers declare is listed, bound (with its Go name) or excluded
+// (with a reason).
+func TestStatsCoverEverySpec(t *testing.T) {
+	inc, err := findCUDA("")
+	if err != nil {
+		t.Skipf("no CUDA headers (set CUDA_PATH to a CUDA toolkit): %v", err)
 	}
+	specs, err := loadSpecs("../headers", module)
+	require.NoError(t, err)
+	var out bytes.Buffer
+	require.NoError(t, run([]string{"-cuda-path", filepath.Dir(inc), "-specs", "../headers", "-stats", "-v"}, &out))
+	type section struct{ declared, bound, excluded int }
+	got := map[string]*section{}
+	var cur *section
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case strings.HasPrefix(line, "    bound "):
+			require.NotNil(t, cur, line)
+			require.Len(t, f, 3, "bound C: Go: %q", line)
+			cur.bound++
+		case strings.HasPrefix(line, "    excluded "):
+			require.NotNil(t, cur, line)
+			require.Greater(t, len(f), 2, "excluded C: reason: %q", line)
+			cur.excluded++
+		case strings.HasPrefix(line, "    note: "), strings.HasPrefix(line, "    alias "), strings.HasPrefix(line, "total "):
+		case strings.HasSuffix(line, ": skipped"):
+			t.Logf("%s", line)
+			got[f[0]], cur = &section{}, nil
+		default:
+			require.GreaterOrEqual(t, len(f), 4, line)
+			require.Equal(t, "functions", f[2], line)
+			cur = &section{}
+			_, err := fmt.Sscan(f[3], &cur.declared)
+			require.NoError(t, err, line)
+			got[f[0]] = cur
+		}
+	}
+	for _, s := range specs {
+		sec, ok := got[s.Name]
+		if assert.True(t, ok, "%s is reported", s.Name) {
+			assert.Equal(t, sec.declared, sec.bound+sec.excluded, "%s: every function listed", s.Name)
+		}
+	}
+	assert.Len(t, got, len(specs))
 }

@@ -208,3 +208,13 @@ func firstDiff(want, got []byte) string {
 	fmt.Fprintf(&b, "  (golden %d lines, generated %d lines)", len(w), len(g))
 	return b.String()
 }
+
+// TestGoldenAliases checks the macro aliases of golda.h: a Go function under the
+// macro's name where it is free and the target is bound, and nothing otherwise.
+func TestGoldenAliases(t *testing.T) {
+	funcs := string(readGenerated(t, filepath.Join("internal", "golden", "golda"))["zz_generated_funcs.go"])
+	assert.Contains(t, funcs, "func Quick(ctx GoldCtx, n int64, flags GoldFlags) error {\n\treturn BarV2(ctx, n, flags)\n}")
+	assert.Contains(t, funcs, "func Fast(ctx GoldCtx, n int64, alpha float32, x *float32) error {\n\treturn Scale64(ctx, n, alpha, x)\n}", "through GOLDA_API(f)")
+	assert.Equal(t, 1, strings.Count(funcs, "func Scale64("), "goldScale64 leaves the binding of goldScale_64 alone")
+	assert.NotContains(t, funcs, "func Print(", "goldLog is not bound")
+}

@@ -80,6 +80,12 @@ func (g *gen) emitLayoutTest(f *jen.File) error {
 		if taken[c.Name] {
 			continue
 		}
+		if _, ok := c.Value.(cc.Float64Value); ok {
+			// The bits of the C double against the bits of the Go constant as a float64.
+			item(fmt.Sprintf("((union { double d; uint64_t u; }){ .d = (%s) }).u", c.Name), false,
+				jen.Qual("math", "Float64bits").Call(jen.Id(exportName(c.Name))))
+			continue
+		}
 		_, signed := c.Value.(cc.Int64Value)
 		expr := c.Name
 		if c.Ptr {

@@ -5,7 +5,8 @@
 // the specs in headers/, and writes the zz_generated_*.go files of one package:
 //
 //	go run ../gen -lib cublas          (from the cublas directory, via go:generate)
-//	go run ./gen -lib cublas -stats    (print what is bound and excluded)
+//	go run ./gen -stats [-v]           (print what is bound and excluded)
+//	go run ./gen -all [-out dir]       (every library, each into its directory)
 //
 // The CUDA headers are found through -cuda-path, $CUDA_PATH, $CUDA_HOME or
 // /usr/local/cuda, in that order.
@@ -13,11 +14,13 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -59,10 +62,18 @@ type options struct {
 	include  string // include directory used as is (tests)
 	specs    string
 	lib      string
+	all      bool
 	out      string
+	outSet   bool // -out was given
 	stats    bool
+	verbose  bool
 	check    bool
+	strict   bool
+	skip     bool
 	command  string
+	// importRoot is the import path the generated packages live under; the packages
+	// they use (dl, resource, internal/...) are always the module's own.
+	importRoot string
 	// layoutInclude is the include directory the generated layout test uses, relative
 	// to the output package (golden tests); empty means the CUDA toolkit's.
 	layoutInclude string
@@ -75,33 +86,41 @@ func run(args []string, stdout io.Writer) error {
 	fs.StringVar(&o.include, "include", "", "header directory to use as is instead of a CUDA toolkit")
 	fs.StringVar(&o.specs, "specs", "", "directory of binding specs (default: headers/ of the module)")
 	fs.StringVar(&o.lib, "lib", "", "library to generate (default: the current directory's name)")
-	fs.StringVar(&o.out, "out", ".", "output directory")
+	fs.BoolVar(&o.all, "all", false, "generate every library, each into <out>/<name> (default out: the module root)")
+	fs.StringVar(&o.out, "out", ".", "output directory (with -all, the directory holding the packages)")
 	fs.BoolVar(&o.stats, "stats", false, "print what each library binds and excludes, write nothing")
+	fs.BoolVar(&o.verbose, "v", false, "with -stats, list every function: its Go name, or why it is excluded")
 	fs.BoolVar(&o.check, "check", false, "compare the generated files with the ones on disk, write nothing")
+	fs.BoolVar(&o.strict, "strict", false, "fail where a spec names something the headers lack, instead of noting it")
+	fs.BoolVar(&o.skip, "skip-missing", false, "skip libraries whose entry headers are missing, instead of failing")
+	fs.StringVar(&o.importRoot, "import-root", module, "import path of the directory holding the generated packages (another module's, for a generated copy)")
 	fs.StringVar(&o.command, "command", "", "generating command written in the files' header")
 	fs.StringVar(&o.layoutInclude, "layout-include", "", "header directory, relative to -out, for the generated layout test (default: the CUDA toolkit's)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if o.specs == "" {
+	fs.Visit(func(f *flag.Flag) { o.outSet = o.outSet || f.Name == "out" })
+	if o.all && o.lib != "" {
+		return fmt.Errorf("-all and -lib exclude each other")
+	}
+	if o.specs == "" || o.all && !o.outSet {
 		root, err := moduleRoot()
 		if err != nil {
 			return err
 		}
-		o.specs = filepath.Join(root, "headers")
+		if o.specs == "" {
+			o.specs = filepath.Join(root, "headers")
+		}
+		if o.all && !o.outSet {
+			o.out = root
+		}
 	}
-	if o.lib == "" && !o.stats {
+	if o.lib == "" && !o.stats && !o.all {
 		wd, err := os.Getwd()
 		if err != nil {
 			return err
 		}
 		o.lib = filepath.Base(wd)
-	}
-	if o.command == "" {
-		o.command = "go run ../gen"
-		if o.lib != "" {
-			o.command += " -lib " + o.lib
-		}
 	}
 	inc := o.include
 	if inc == "" {
@@ -110,13 +129,18 @@ func run(args []string, stdout io.Writer) error {
 			return err
 		}
 	}
-	specs, err := loadSpecs(o.specs, module)
+	specs, err := loadSpecs(o.specs, o.importRoot)
 	if err != nil {
 		return err
 	}
+	if o.lib != "" && !o.stats && !slices.ContainsFunc(specs, func(s *Spec) bool { return s.Name == o.lib }) {
+		return fmt.Errorf("no spec for library %q in %s", o.lib, o.specs)
+	}
 	// Libraries whose entry headers are missing (cuDNN is not part of the toolkit)
-	// are left out of the translation unit.
+	// are left out of the translation unit. Generating the others would leave those
+	// packages from other headers than the rest, so that takes -skip-missing.
 	var avail []*Spec
+	var missing []string
 	for _, s := range specs {
 		ok := true
 		for _, e := range s.Entry {
@@ -124,13 +148,19 @@ func run(args []string, stdout io.Writer) error {
 				ok = false
 			}
 		}
-		if ok {
+		switch {
+		case ok:
 			avail = append(avail, s)
-		} else if o.stats {
+		case o.stats || o.skip && s.Name != o.lib:
 			fmt.Fprintf(stdout, "%-9s headers %v not found in %s: skipped\n", s.Name, s.Entry, inc)
-		} else if s.Name == o.lib {
+		case s.Name == o.lib:
 			return fmt.Errorf("%s: entry headers %v not found in %s", s.Name, s.Entry, inc)
+		default:
+			missing = append(missing, fmt.Sprintf("%s: entry headers %v not found in %s", s.Name, s.Entry, inc))
 		}
+	}
+	if len(missing) != 0 {
+		return fmt.Errorf("%s\n\tnothing written: every library in %s is generated from the same headers (-skip-missing leaves these out)", strings.Join(missing, "\n\t"), o.specs)
 	}
 	var entries []string
 	for _, s := range avail {
@@ -147,49 +177,159 @@ func run(args []string, stdout io.Writer) error {
 		return err
 	}
 	if o.stats {
-		total := 0
 		for _, l := range m.Libs {
-			total += l.Declared
-			fmt.Fprintf(stdout, "%-9s %-18s functions %4d  bound %4d  excluded %3d  types %4d  constants %4d\n",
-				l.Spec.Name, l.Soname, l.Declared, len(l.Funcs), len(l.Excluded), len(l.Types), len(l.Consts))
-			for _, f := range l.Excluded {
-				fmt.Fprintf(stdout, "    excluded %s: %s\n", f.CName, l.Reasons[f.CName])
+			if l.Err != nil {
+				return l.Err
 			}
 		}
-		fmt.Fprintf(stdout, "total     functions %d\n", total)
+		printStats(stdout, m, o.verbose)
 		return nil
 	}
-	lib := m.libs[o.lib]
-	if lib == nil {
-		return fmt.Errorf("no spec for library %q in %s", o.lib, o.specs)
+	return generate(m, o, stdout)
+}
+
+// generate emits every library of the model and, only when all of them succeed, writes
+// (or with -check compares) the requested one, or all of them with -all. go generate
+// runs the generator once per package, so each run checks every library: a failure in
+// one fails them all, and a failed go generate ./... leaves the tree as it was instead
+// of some packages from new headers beside others from old ones.
+func generate(m *Model, o options, stdout io.Writer) error {
+	type pkg struct {
+		lib  *Lib
+		dir  string
+		outs []output
 	}
-	setStage("emitting " + lib.Spec.Name)
-	outs, err := emitLib(m, lib, o.command, o.layoutInclude)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "gen: %s: %d functions in the headers, %d bound, %d excluded\n", lib.Spec.Name, lib.Declared, len(lib.Funcs), len(lib.Excluded))
-	var stale []string
-	for _, out := range outs {
-		path := filepath.Join(o.out, out.name)
-		if o.check {
-			old, err := os.ReadFile(path)
-			if err != nil || !bytes.Equal(old, out.data) {
-				stale = append(stale, path)
+	var pkgs []pkg
+	var errs []string
+	others := false // a library other than the one asked for failed
+	for _, l := range m.Libs {
+		err := l.Err
+		if err == nil && o.strict && len(l.Notes) != 0 {
+			err = notesError(l)
+		}
+		var outs []output
+		if err == nil {
+			command := o.command
+			if command == "" {
+				command = "go run ../gen -lib " + l.Spec.Name
 			}
+			setStage("emitting " + l.Spec.Name)
+			outs, err = emitLib(m, l, command, o.layoutInclude)
+		}
+		switch {
+		case err != nil:
+			errs = append(errs, err.Error())
+			others = others || l.Spec.Name != o.lib
+		case o.all:
+			pkgs = append(pkgs, pkg{l, filepath.Join(o.out, l.Spec.Name), outs})
+		case l.Spec.Name == o.lib:
+			pkgs = append(pkgs, pkg{l, o.out, outs})
+		}
+	}
+	if len(errs) != 0 {
+		if others {
+			errs = append(errs, "nothing written: every library must generate for any to be written")
+		}
+		return errors.New(strings.Join(errs, "\n"))
+	}
+	var files []output // paths in name
+	for _, p := range pkgs {
+		for _, n := range p.lib.Notes {
+			fmt.Fprintf(stdout, "gen: %s: note: %s\n", p.lib.Spec.Name, n)
+		}
+		l := p.lib
+		fmt.Fprintf(stdout, "gen: %s: %d functions in the headers, %d bound, %d excluded\n", l.Spec.Name, l.Declared, len(l.Funcs), len(l.Excluded))
+		for _, out := range p.outs {
+			files = append(files, output{filepath.Join(p.dir, out.name), out.data})
+		}
+	}
+	if o.check {
+		var stale []string
+		for _, f := range files {
+			if old, err := os.ReadFile(f.name); err != nil || !bytes.Equal(old, f.data) {
+				stale = append(stale, f.name)
+			}
+		}
+		if len(stale) != 0 {
+			return fmt.Errorf("generated files differ from the output: %s", strings.Join(stale, ", "))
+		}
+		return nil
+	}
+	return writeFiles(files)
+}
+
+// writeFiles writes every file that changed, as nearly all at once as a file system
+// allows: each goes to a temporary file beside it first, and only when all are
+// written are they renamed into place. A failure before that leaves the tree as it was.
+func writeFiles(files []output) error {
+	type pending struct{ tmp, path string }
+	var todo []pending
+	cleanup := func() {
+		for _, p := range todo {
+			os.Remove(p.tmp)
+		}
+	}
+	for _, f := range files {
+		if old, err := os.ReadFile(f.name); err == nil && bytes.Equal(old, f.data) {
 			continue
 		}
-		if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, out.data) {
-			continue
-		}
-		if err := os.WriteFile(path, out.data, 0o644); err != nil {
+		dir := filepath.Dir(f.name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			cleanup()
 			return err
 		}
+		// A leading dot keeps go build away from a temporary file left by a crash.
+		tmp, err := os.CreateTemp(dir, "."+filepath.Base(f.name)+".tmp*")
+		if err != nil {
+			cleanup()
+			return err
+		}
+		todo = append(todo, pending{tmp.Name(), f.name})
+		_, err = tmp.Write(f.data)
+		if cerr := tmp.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = os.Chmod(tmp.Name(), 0o644)
+		}
+		if err != nil {
+			cleanup()
+			return fmt.Errorf("writing %s: %v", f.name, err)
+		}
 	}
-	if len(stale) != 0 {
-		return fmt.Errorf("generated files differ from the output: %s", strings.Join(stale, ", "))
+	for i, p := range todo {
+		if err := os.Rename(p.tmp, p.path); err != nil {
+			cleanup()
+			return fmt.Errorf("writing %s: %v (%d of %d files written)", p.path, err, i, len(todo))
+		}
 	}
 	return nil
+}
+
+// printStats writes what each library binds and excludes, and the spec entries its
+// headers lack; verbose lists every function.
+func printStats(w io.Writer, m *Model, verbose bool) {
+	total := 0
+	for _, l := range m.Libs {
+		total += l.Declared
+		fmt.Fprintf(w, "%-9s %-18s functions %4d  bound %4d  excluded %3d  types %4d  constants %4d\n",
+			l.Spec.Name, l.Soname, l.Declared, len(l.Funcs), len(l.Excluded), len(l.Types), len(l.Consts))
+		if verbose {
+			for _, f := range l.Funcs {
+				fmt.Fprintf(w, "    bound %s: %s\n", f.CName, f.GoName)
+			}
+			for _, a := range l.Aliases {
+				fmt.Fprintf(w, "    alias %s: %s, calling %s\n", a.CName, a.GoName, a.Target.CName)
+			}
+		}
+		for _, f := range l.Excluded {
+			fmt.Fprintf(w, "    excluded %s: %s\n", f.CName, l.Reasons[f.CName])
+		}
+		for _, n := range l.Notes {
+			fmt.Fprintf(w, "    note: %s\n", n)
+		}
+	}
+	fmt.Fprintf(w, "total     functions %d\n", total)
 }
 
 // moduleRoot finds the directory holding go.mod, from the working directory up.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -44,6 +45,7 @@ type Func struct {
 	CName  string
 	GoName string
 	Type   *cc.FunctionType
+	Decl   *cc.Declarator // the declaration: the qualifiers cc keeps no type of (see declQuals)
 	Params []Param
 	Pos    token.Position
 }
@@ -55,7 +57,7 @@ type Param struct {
 	Type   cc.Type
 }
 
-// Const is an integer #define constant of the API.
+// Const is an integer or floating-point #define constant of the API.
 type Const struct {
 	Name  string
 	Value cc.Value
@@ -74,6 +76,15 @@ type Lib struct {
 	Declared int // functions declared in the library's headers
 	// XAliases are typedefs in this library's headers of types another package owns.
 	XAliases []XAlias
+	// Resources and InContext are the spec's, less what these headers lack (reconcile).
+	Resources []Resource
+	InContext []string
+	// Notes say what of the spec these headers lack, and what was done instead.
+	Notes []string
+	// Err is why the library cannot be generated from these headers, if it cannot.
+	Err error
+	// Aliases are macros that call a bound function by another name.
+	Aliases []FuncAlias
 }
 
 // XAlias is a typedef of another package's type (cufftComplex = cuComplex).
@@ -91,6 +102,7 @@ type Model struct {
 	byKey   map[string]*TypeDecl
 	byName  map[string]*TypeDecl // typedef name → decl (also for foreign typedefs)
 	foreign map[string]cc.Type   // typedef names no spec owns → type
+	tags    map[string]bool      // "struct X", "union X", "enum X" defined by the headers
 }
 
 var versionSuffix = regexp.MustCompile(`_v[0-9]+$`)
@@ -139,9 +151,10 @@ type typedefInfo struct {
 	pos   token.Position
 }
 
-// buildModel resolves the translation unit against the specs.
+// buildModel resolves the translation unit against the specs. An error in one
+// library's declarations is its Lib.Err; the error returned concerns them all.
 func buildModel(ast *cc.AST, specs []*Spec) (*Model, error) {
-	m := &Model{ast: ast, libs: map[string]*Lib{}, byKey: map[string]*TypeDecl{}, byName: map[string]*TypeDecl{}, foreign: map[string]cc.Type{}}
+	m := &Model{ast: ast, libs: map[string]*Lib{}, byKey: map[string]*TypeDecl{}, byName: map[string]*TypeDecl{}, foreign: map[string]cc.Type{}, tags: map[string]bool{}}
 	fileOwner := map[string]*Lib{}
 	for _, s := range specs {
 		l := &Lib{Spec: s, Reasons: map[string]string{}}
@@ -196,6 +209,7 @@ func buildModel(ast *cc.AST, specs []*Spec) (*Model, error) {
 				continue
 			}
 			if k := typeKey(t); k != "" {
+				m.tags[k] = true
 				tagged = append(tagged, typedefInfo{name: strings.Fields(k)[1], file: file, typ: t, pos: ts.Position()})
 			}
 		}
@@ -215,7 +229,7 @@ func buildModel(ast *cc.AST, specs []*Spec) (*Model, error) {
 				continue
 			}
 			lib.Declared++
-			f := &Func{CName: name, Type: ft, Pos: dr.Position()}
+			f := &Func{CName: name, Type: ft, Decl: dr, Pos: dr.Position()}
 			if reason, ok := lib.Spec.excluded(name); ok {
 				lib.Reasons[name] = reason
 				lib.Excluded = append(lib.Excluded, f)
@@ -373,10 +387,10 @@ func buildModel(ast *cc.AST, specs []*Spec) (*Model, error) {
 		}
 	}
 
+	// A library that cannot be finished fails alone (Lib.Err): the run then says which
+	// library kept it from writing the others.
 	for _, l := range m.Libs {
-		if err := m.finishLib(l); err != nil {
-			return nil, err
-		}
+		l.Err = m.finishLib(l)
 	}
 	return m, nil
 }
@@ -471,16 +485,6 @@ func (m *Model) finishLib(l *Lib) error {
 	}
 	l.Soname = so
 
-	for name, reason := range l.Reasons {
-		_ = reason
-		_ = name
-	}
-	for _, e := range s.Exclude {
-		if _, ok := l.Reasons[e.Function]; !ok {
-			return fmt.Errorf("%s: excluded function %s is not declared in %v", s.Path, e.Function, s.Files)
-		}
-	}
-
 	// Function names and parameters.
 	seen := map[string]string{}
 	sort.Slice(l.Funcs, func(i, j int) bool { return l.Funcs[i].CName < l.Funcs[j].CName })
@@ -540,6 +544,7 @@ func (m *Model) finishLib(l *Lib) error {
 			f.Params = append(f.Params, Param{CName: n, GoName: gn, Type: p.Type()})
 		}
 	}
+	m.reconcile(l)
 	sort.Slice(l.XAliases, func(i, j int) bool { return l.XAliases[i].GoName < l.XAliases[j].GoName })
 	for _, a := range l.XAliases {
 		if prev, ok := seen[a.GoName]; ok {
@@ -582,8 +587,17 @@ func (m *Model) finishLib(l *Lib) error {
 		case cc.Int64Value, cc.UInt64Value:
 			ptr := mac.Type() != nil && mac.Type().Kind() == cc.Ptr
 			l.Consts = append(l.Consts, Const{Name: name, Value: v, Ptr: ptr})
+		case cc.Float64Value:
+			f := float64(v)
+			if mac.Type() != nil && mac.Type().Kind() == cc.Float {
+				f = float64(float32(f)) // 1e-5f is a float in C: its value, not the decimal's
+			}
+			if !math.IsInf(f, 0) && !math.IsNaN(f) { // no Go constant holds these
+				l.Consts = append(l.Consts, Const{Name: name, Value: cc.Float64Value(f)})
+			}
 		}
 	}
+	m.findAliases(l, seen)
 	return nil
 }
 

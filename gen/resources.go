@@ -20,7 +20,7 @@ func (g *gen) emitResources(f *jen.File) error {
 	for _, fn := range l.Funcs {
 		funcs[fn.CName] = fn
 	}
-	for _, r := range l.Spec.Resources {
+	for _, r := range l.Resources {
 		d := g.m.byName[r.Type]
 		if d == nil || d.Lib != l {
 			return fmt.Errorf("resource type %s is not a type of %s", r.Type, l.Spec.Name)

@@ -106,9 +106,10 @@ func TestMalformedSpec(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(inc, "cuda.h"), []byte("typedef struct CUctx_st *CUcontext;\nint cuInit(int f);\n"), 0o644))
 		require.NoError(t, os.WriteFile(filepath.Join(specs, "cuda.toml"), []byte(strings.NewReplacer(
 			`"bad"`, `"cuda"`, `"bad.h"`, `"cuda.h"`, `"Bad"`, `"CUDA"`, `prefix = "bad"`, `prefix = "cu"`, "GOCUDA_BAD_LIB", "GOCUDA_CUDA_LIB").Replace(badSpec)), 0o644))
-		err := run([]string{"-include", inc, "-specs", specs, "-lib", "bad", "-out", t.TempDir()}, io.Discard)
+		err := run([]string{"-include", inc, "-specs", specs, "-lib", "bad", "-out", t.TempDir(), "-strict"}, io.Discard)
 		require.Error(t, err)
-		assert.Contains(t, err.Error(), "bad.toml: in_context lists badGone, which is not a bound function of bad")
+		assert.Contains(t, err.Error(), "bad.toml: the spec names what the headers lack (-strict)")
+		assert.Contains(t, err.Error(), "in_context function badGone dropped: the headers do not declare it")
 	})
 
 	t.Run("two specs of one library", func(t *testing.T) {

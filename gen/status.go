@@ -9,26 +9,24 @@ import (
 
 // errName turns a status constant into its sentinel name: CUDA_ERROR_OUT_OF_MEMORY → ErrOutOfMemory.
 func errName(prefixes []string, c string) string {
-	n := c
-	for _, p := range prefixes {
-		if strings.HasPrefix(n, p) {
-			n = strings.TrimPrefix(n, p)
-			break
-		}
-	}
 	var b strings.Builder
 	b.WriteString("Err")
-	for _, part := range strings.Split(n, "_") {
-		if part == "" {
-			continue
-		}
-		b.WriteString(strings.ToUpper(part[:1]) + strings.ToLower(part[1:]))
+	for _, w := range statusWords(prefixes, c) {
+		b.WriteString(strings.ToUpper(w[:1]) + strings.ToLower(w[1:]))
 	}
 	return b.String()
 }
 
-// describe turns a status constant into a short description: CUDA_ERROR_OUT_OF_MEMORY → "out of memory".
+// describe turns a status constant into a short description: CUDA_ERROR_OUT_OF_MEMORY → "out of memory",
+// ncclInvalidArgument → "invalid argument".
 func describe(prefixes []string, c string) string {
+	return strings.ToLower(strings.Join(statusWords(prefixes, c), " "))
+}
+
+// statusWords returns the words of a status constant without its prefix: split at
+// underscores (CUDA_ERROR_OUT_OF_MEMORY) and, within a part, where a lower-case
+// letter meets an upper-case one (NCCL's camel-case ncclInvalidArgument).
+func statusWords(prefixes []string, c string) []string {
 	n := c
 	for _, p := range prefixes {
 		if strings.HasPrefix(n, p) {
@@ -36,8 +34,24 @@ func describe(prefixes []string, c string) string {
 			break
 		}
 	}
-	return strings.ToLower(strings.ReplaceAll(n, "_", " "))
+	var out []string
+	for _, part := range strings.Split(n, "_") {
+		start := 0
+		for i := 1; i < len(part); i++ {
+			if isUpper(part[i]) && isLower(part[i-1]) {
+				out = append(out, part[start:i])
+				start = i
+			}
+		}
+		if start < len(part) {
+			out = append(out, part[start:])
+		}
+	}
+	return out
 }
+
+func isUpper(b byte) bool { return 'A' <= b && b <= 'Z' }
+func isLower(b byte) bool { return 'a' <= b && b <= 'z' }
 
 // emitStatus makes the library's status type an error with sentinel values.
 func (g *gen) emitStatus(f *jen.File) error {

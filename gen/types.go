@@ -37,6 +37,8 @@ type gen struct {
 	// nested are anonymous struct/union types met inside other types, named Parent_field.
 	nested    map[cc.Type]string
 	nestedOrd []nestedDecl
+	// sigs are the signatures of the bindings emitted, by C name, for their aliases.
+	sigs map[string]signature
 	// layoutInclude, when set, is the header directory (relative to the package) the
 	// layout test compiles against, instead of the CUDA toolkit's.
 	layoutInclude string

@@ -13,7 +13,7 @@
 // NcclFloat32) and #define constants their C names (NCCL_SPLIT_NOCOLOR,
 // NCCL_VERSION_CODE). Functions return nil on ncclSuccess or a Result, which matches the
 // Err* sentinels with errors.Is. A communicator made non-blocking (NcclConfig.Blocking =
-// 0) answers ncclInProgress while it works, which is a Result error (ErrInprogress) here
+// 0) answers ncclInProgress while it works, which is a Result error (ErrInProgress) here
 // like any other status: poll CommGetAsyncError until it reports NcclSuccess. Streams
 // are the driver's: a cuda.CUstream passes to AllReduce as is.
 //

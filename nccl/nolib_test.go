@@ -11,7 +11,7 @@ import (
 
 // TestNoLibrary: where libnccl.so.2 cannot be loaded (CI), calls return its typed error.
 func TestNoLibrary(t *testing.T) {
-	libtest.NoLibrary(t, nccl.Library(), "nccl", "libnccl.so.2", "GOCUDA_NCCL_LIB",
+	libtest.NoLibrary(t, nccl.Library(), "nccl", nccl.Soname, nccl.SonameEnv,
 		func() error { var v int32; return nccl.GetVersion(&v) },
 		func() error { var c nccl.NcclComm; dev := int32(0); return nccl.CommInitAll(&c, 1, &dev) },
 		func() error {
@@ -25,7 +25,7 @@ func TestNoLibrary(t *testing.T) {
 // TestStatusErrors checks the Result error values, which need no library.
 func TestStatusErrors(t *testing.T) {
 	// The sentinel names and descriptions are the generator's, from NCCL's camel-case
-	// enumerators (ncclInvalidArgument → ErrInvalidargument, "invalidargument").
-	libtest.StatusErrors(t, nccl.NcclInvalidArgument, "ncclInvalidArgument", 4, "invalidargument",
-		nccl.ErrInvalidargument, nccl.ErrSystemerror, nccl.Result(123456), nccl.NcclSuccess, "Result")
+	// enumerators (ncclInvalidArgument → ErrInvalidArgument, "invalid argument").
+	libtest.StatusErrors(t, nccl.NcclInvalidArgument, "ncclInvalidArgument", 4, "invalid argument",
+		nccl.ErrInvalidArgument, nccl.ErrSystemError, nccl.Result(123456), nccl.NcclSuccess, "Result")
 }

@@ -36,7 +36,7 @@ func TestStatusFromLibrary(t *testing.T) {
 	var n int32
 	err := nccl.CommCount(0, &n)
 	require.Error(t, err)
-	assert.ErrorIs(t, err, nccl.ErrInvalidargument)
+	assert.ErrorIs(t, err, nccl.ErrInvalidArgument)
 	var r nccl.Result
 	require.True(t, errors.As(err, &r), "got %T %v", err, err)
 	assert.Equal(t, nccl.NcclInvalidArgument, r)

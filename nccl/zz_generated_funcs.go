@@ -56,9 +56,9 @@ static int32_t gocuda_ncclSend(uintptr_t fn, void* a0, uint64_t a1, int32_t a2, 
 import "C"
 
 const (
-	// Soname is the file the NCCL library is opened by, as its headers' version implies.
+	// Soname is the file name the NCCL library is opened by, unless $SonameEnv names another.
 	Soname = "libnccl.so.2"
-	// SonameEnv names the environment variable that, when set, names the file opened instead.
+	// SonameEnv names the environment variable that overrides Soname.
 	SonameEnv = "GOCUDA_NCCL_LIB"
 )
 

@@ -3,9 +3,7 @@
 package nccl
 
 import (
-	"fmt"
 	"github.com/gocuda/gocuda/internal/layouttest"
-	"reflect"
 	"testing"
 )
 
@@ -14,82 +12,45 @@ import (
 // association, so a different declaration does not compile), and checks the Go function's
 // number of parameters and the size of each, and of the result, against C.
 func TestPrototypes(t *testing.T) {
-	layouttest.Check(t, []string{"nccl.h"}, prototypeItems([]prototype{
-		{"ncclAllGather", "ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, ncclComm_t, cudaStream_t)", []string{"const void *", "void *", "size_t", "ncclDataType_t", "ncclComm_t", "cudaStream_t"}, "", AllGather},
-		{"ncclAllReduce", "ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t)", []string{"const void *", "void *", "size_t", "ncclDataType_t", "ncclRedOp_t", "ncclComm_t", "cudaStream_t"}, "", AllReduce},
-		{"ncclAlltoAll", "ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, ncclComm_t, cudaStream_t)", []string{"const void *", "void *", "size_t", "ncclDataType_t", "ncclComm_t", "cudaStream_t"}, "", AlltoAll},
-		{"ncclBcast", "ncclResult_t (*)(void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t)", []string{"void *", "size_t", "ncclDataType_t", "int", "ncclComm_t", "cudaStream_t"}, "", Bcast},
-		{"ncclBroadcast", "ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t)", []string{"const void *", "void *", "size_t", "ncclDataType_t", "int", "ncclComm_t", "cudaStream_t"}, "", Broadcast},
-		{"ncclCommAbort", "ncclResult_t (*)(ncclComm_t)", []string{"ncclComm_t"}, "", CommAbort},
-		{"ncclCommCount", "ncclResult_t (*)(const ncclComm_t, int *)", []string{"const ncclComm_t", "int *"}, "", CommCount},
-		{"ncclCommCuDevice", "ncclResult_t (*)(const ncclComm_t, int *)", []string{"const ncclComm_t", "int *"}, "", CommCuDevice},
-		{"ncclCommDeregister", "ncclResult_t (*)(const ncclComm_t, void *)", []string{"const ncclComm_t", "void *"}, "", CommDeregister},
-		{"ncclCommDestroy", "ncclResult_t (*)(ncclComm_t)", []string{"ncclComm_t"}, "", CommDestroy},
-		{"ncclCommFinalize", "ncclResult_t (*)(ncclComm_t)", []string{"ncclComm_t"}, "", CommFinalize},
-		{"ncclCommGetAsyncError", "ncclResult_t (*)(ncclComm_t, ncclResult_t *)", []string{"ncclComm_t", "ncclResult_t *"}, "", CommGetAsyncError},
-		{"ncclCommInitAll", "ncclResult_t (*)(ncclComm_t *, int, const int *)", []string{"ncclComm_t *", "int", "const int *"}, "", CommInitAll},
-		{"ncclCommInitRank", "ncclResult_t (*)(ncclComm_t *, int, ncclUniqueId, int)", []string{"ncclComm_t *", "int", "ncclUniqueId", "int"}, "", CommInitRank},
-		{"ncclCommInitRankConfig", "ncclResult_t (*)(ncclComm_t *, int, ncclUniqueId, int, ncclConfig_t *)", []string{"ncclComm_t *", "int", "ncclUniqueId", "int", "ncclConfig_t *"}, "", CommInitRankConfig},
-		{"ncclCommInitRankScalable", "ncclResult_t (*)(ncclComm_t *, int, int, int, ncclUniqueId *, ncclConfig_t *)", []string{"ncclComm_t *", "int", "int", "int", "ncclUniqueId *", "ncclConfig_t *"}, "", CommInitRankScalable},
-		{"ncclCommRegister", "ncclResult_t (*)(const ncclComm_t, void *, size_t, void **)", []string{"const ncclComm_t", "void *", "size_t", "void **"}, "", CommRegister},
-		{"ncclCommShrink", "ncclResult_t (*)(ncclComm_t, int *, int, ncclComm_t *, ncclConfig_t *, int)", []string{"ncclComm_t", "int *", "int", "ncclComm_t *", "ncclConfig_t *", "int"}, "", CommShrink},
-		{"ncclCommSplit", "ncclResult_t (*)(ncclComm_t, int, int, ncclComm_t *, ncclConfig_t *)", []string{"ncclComm_t", "int", "int", "ncclComm_t *", "ncclConfig_t *"}, "", CommSplit},
-		{"ncclCommUserRank", "ncclResult_t (*)(const ncclComm_t, int *)", []string{"const ncclComm_t", "int *"}, "", CommUserRank},
-		{"ncclCommWindowDeregister", "ncclResult_t (*)(ncclComm_t, ncclWindow_t)", []string{"ncclComm_t", "ncclWindow_t"}, "", CommWindowDeregister},
-		{"ncclCommWindowRegister", "ncclResult_t (*)(ncclComm_t, void *, size_t, ncclWindow_t *, int)", []string{"ncclComm_t", "void *", "size_t", "ncclWindow_t *", "int"}, "", CommWindowRegister},
-		{"ncclGather", "ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t)", []string{"const void *", "void *", "size_t", "ncclDataType_t", "int", "ncclComm_t", "cudaStream_t"}, "", Gather},
-		{"ncclGetErrorString", "const char *(*)(ncclResult_t)", []string{"ncclResult_t"}, "", GetErrorString},
-		{"ncclGetLastError", "const char *(*)(ncclComm_t)", []string{"ncclComm_t"}, "", GetLastError},
-		{"ncclGetUniqueId", "ncclResult_t (*)(ncclUniqueId *)", []string{"ncclUniqueId *"}, "", GetUniqueId},
-		{"ncclGetVersion", "ncclResult_t (*)(int *)", []string{"int *"}, "", GetVersion},
-		{"ncclGroupEnd", "ncclResult_t (*)(void)", []string{}, "", GroupEnd},
-		{"ncclGroupSimulateEnd", "ncclResult_t (*)(ncclSimInfo_t *)", []string{"ncclSimInfo_t *"}, "", GroupSimulateEnd},
-		{"ncclGroupStart", "ncclResult_t (*)(void)", []string{}, "", GroupStart},
-		{"ncclMemAlloc", "ncclResult_t (*)(void **, size_t)", []string{"void **", "size_t"}, "", MemAlloc},
-		{"ncclMemFree", "ncclResult_t (*)(void *)", []string{"void *"}, "", MemFree},
-		{"ncclRecv", "ncclResult_t (*)(void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t)", []string{"void *", "size_t", "ncclDataType_t", "int", "ncclComm_t", "cudaStream_t"}, "", Recv},
-		{"ncclRedOpCreatePreMulSum", "ncclResult_t (*)(ncclRedOp_t *, void *, ncclDataType_t, ncclScalarResidence_t, ncclComm_t)", []string{"ncclRedOp_t *", "void *", "ncclDataType_t", "ncclScalarResidence_t", "ncclComm_t"}, "", RedOpCreatePreMulSum},
-		{"ncclRedOpDestroy", "ncclResult_t (*)(ncclRedOp_t, ncclComm_t)", []string{"ncclRedOp_t", "ncclComm_t"}, "", RedOpDestroy},
-		{"ncclReduce", "ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, int, ncclComm_t, cudaStream_t)", []string{"const void *", "void *", "size_t", "ncclDataType_t", "ncclRedOp_t", "int", "ncclComm_t", "cudaStream_t"}, "", Reduce},
-		{"ncclReduceScatter", "ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t)", []string{"const void *", "void *", "size_t", "ncclDataType_t", "ncclRedOp_t", "ncclComm_t", "cudaStream_t"}, "", ReduceScatter},
-		{"ncclScatter", "ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t)", []string{"const void *", "void *", "size_t", "ncclDataType_t", "int", "ncclComm_t", "cudaStream_t"}, "", Scatter},
-		{"ncclSend", "ncclResult_t (*)(const void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t)", []string{"const void *", "size_t", "ncclDataType_t", "int", "ncclComm_t", "cudaStream_t"}, "", Send},
+	layouttest.Check(t, []string{"nccl.h"}, layouttest.PrototypeItems([]layouttest.Prototype{
+		layouttest.Proto("ncclAllGather", "ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, ncclComm_t, cudaStream_t)", []string{"const void *", "void *", "size_t", "ncclDataType_t", "ncclComm_t", "cudaStream_t"}, "", AllGather),
+		layouttest.Proto("ncclAllReduce", "ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t)", []string{"const void *", "void *", "size_t", "ncclDataType_t", "ncclRedOp_t", "ncclComm_t", "cudaStream_t"}, "", AllReduce),
+		layouttest.Proto("ncclAlltoAll", "ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, ncclComm_t, cudaStream_t)", []string{"const void *", "void *", "size_t", "ncclDataType_t", "ncclComm_t", "cudaStream_t"}, "", AlltoAll),
+		layouttest.Proto("ncclBcast", "ncclResult_t (*)(void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t)", []string{"void *", "size_t", "ncclDataType_t", "int", "ncclComm_t", "cudaStream_t"}, "", Bcast),
+		layouttest.Proto("ncclBroadcast", "ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t)", []string{"const void *", "void *", "size_t", "ncclDataType_t", "int", "ncclComm_t", "cudaStream_t"}, "", Broadcast),
+		layouttest.Proto("ncclCommAbort", "ncclResult_t (*)(ncclComm_t)", []string{"ncclComm_t"}, "", CommAbort),
+		layouttest.Proto("ncclCommCount", "ncclResult_t (*)(const ncclComm_t, int *)", []string{"const ncclComm_t", "int *"}, "", CommCount),
+		layouttest.Proto("ncclCommCuDevice", "ncclResult_t (*)(const ncclComm_t, int *)", []string{"const ncclComm_t", "int *"}, "", CommCuDevice),
+		layouttest.Proto("ncclCommDeregister", "ncclResult_t (*)(const ncclComm_t, void *)", []string{"const ncclComm_t", "void *"}, "", CommDeregister),
+		layouttest.Proto("ncclCommDestroy", "ncclResult_t (*)(ncclComm_t)", []string{"ncclComm_t"}, "", CommDestroy),
+		layouttest.Proto("ncclCommFinalize", "ncclResult_t (*)(ncclComm_t)", []string{"ncclComm_t"}, "", CommFinalize),
+		layouttest.Proto("ncclCommGetAsyncError", "ncclResult_t (*)(ncclComm_t, ncclResult_t *)", []string{"ncclComm_t", "ncclResult_t *"}, "", CommGetAsyncError),
+		layouttest.Proto("ncclCommInitAll", "ncclResult_t (*)(ncclComm_t *, int, const int *)", []string{"ncclComm_t *", "int", "const int *"}, "", CommInitAll),
+		layouttest.Proto("ncclCommInitRank", "ncclResult_t (*)(ncclComm_t *, int, ncclUniqueId, int)", []string{"ncclComm_t *", "int", "ncclUniqueId", "int"}, "", CommInitRank),
+		layouttest.Proto("ncclCommInitRankConfig", "ncclResult_t (*)(ncclComm_t *, int, ncclUniqueId, int, ncclConfig_t *)", []string{"ncclComm_t *", "int", "ncclUniqueId", "int", "ncclConfig_t *"}, "", CommInitRankConfig),
+		layouttest.Proto("ncclCommInitRankScalable", "ncclResult_t (*)(ncclComm_t *, int, int, int, ncclUniqueId *, ncclConfig_t *)", []string{"ncclComm_t *", "int", "int", "int", "ncclUniqueId *", "ncclConfig_t *"}, "", CommInitRankScalable),
+		layouttest.Proto("ncclCommRegister", "ncclResult_t (*)(const ncclComm_t, void *, size_t, void **)", []string{"const ncclComm_t", "void *", "size_t", "void **"}, "", CommRegister),
+		layouttest.Proto("ncclCommShrink", "ncclResult_t (*)(ncclComm_t, int *, int, ncclComm_t *, ncclConfig_t *, int)", []string{"ncclComm_t", "int *", "int", "ncclComm_t *", "ncclConfig_t *", "int"}, "", CommShrink),
+		layouttest.Proto("ncclCommSplit", "ncclResult_t (*)(ncclComm_t, int, int, ncclComm_t *, ncclConfig_t *)", []string{"ncclComm_t", "int", "int", "ncclComm_t *", "ncclConfig_t *"}, "", CommSplit),
+		layouttest.Proto("ncclCommUserRank", "ncclResult_t (*)(const ncclComm_t, int *)", []string{"const ncclComm_t", "int *"}, "", CommUserRank),
+		layouttest.Proto("ncclCommWindowDeregister", "ncclResult_t (*)(ncclComm_t, ncclWindow_t)", []string{"ncclComm_t", "ncclWindow_t"}, "", CommWindowDeregister),
+		layouttest.Proto("ncclCommWindowRegister", "ncclResult_t (*)(ncclComm_t, void *, size_t, ncclWindow_t *, int)", []string{"ncclComm_t", "void *", "size_t", "ncclWindow_t *", "int"}, "", CommWindowRegister),
+		layouttest.Proto("ncclGather", "ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t)", []string{"const void *", "void *", "size_t", "ncclDataType_t", "int", "ncclComm_t", "cudaStream_t"}, "", Gather),
+		layouttest.Proto("ncclGetErrorString", "const char *(*)(ncclResult_t)", []string{"ncclResult_t"}, "", GetErrorString),
+		layouttest.Proto("ncclGetLastError", "const char *(*)(ncclComm_t)", []string{"ncclComm_t"}, "", GetLastError),
+		layouttest.Proto("ncclGetUniqueId", "ncclResult_t (*)(ncclUniqueId *)", []string{"ncclUniqueId *"}, "", GetUniqueId),
+		layouttest.Proto("ncclGetVersion", "ncclResult_t (*)(int *)", []string{"int *"}, "", GetVersion),
+		layouttest.Proto("ncclGroupEnd", "ncclResult_t (*)(void)", []string{}, "", GroupEnd),
+		layouttest.Proto("ncclGroupSimulateEnd", "ncclResult_t (*)(ncclSimInfo_t *)", []string{"ncclSimInfo_t *"}, "", GroupSimulateEnd),
+		layouttest.Proto("ncclGroupStart", "ncclResult_t (*)(void)", []string{}, "", GroupStart),
+		layouttest.Proto("ncclMemAlloc", "ncclResult_t (*)(void **, size_t)", []string{"void **", "size_t"}, "", MemAlloc),
+		layouttest.Proto("ncclMemFree", "ncclResult_t (*)(void *)", []string{"void *"}, "", MemFree),
+		layouttest.Proto("ncclRecv", "ncclResult_t (*)(void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t)", []string{"void *", "size_t", "ncclDataType_t", "int", "ncclComm_t", "cudaStream_t"}, "", Recv),
+		layouttest.Proto("ncclRedOpCreatePreMulSum", "ncclResult_t (*)(ncclRedOp_t *, void *, ncclDataType_t, ncclScalarResidence_t, ncclComm_t)", []string{"ncclRedOp_t *", "void *", "ncclDataType_t", "ncclScalarResidence_t", "ncclComm_t"}, "", RedOpCreatePreMulSum),
+		layouttest.Proto("ncclRedOpDestroy", "ncclResult_t (*)(ncclRedOp_t, ncclComm_t)", []string{"ncclRedOp_t", "ncclComm_t"}, "", RedOpDestroy),
+		layouttest.Proto("ncclReduce", "ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, int, ncclComm_t, cudaStream_t)", []string{"const void *", "void *", "size_t", "ncclDataType_t", "ncclRedOp_t", "int", "ncclComm_t", "cudaStream_t"}, "", Reduce),
+		layouttest.Proto("ncclReduceScatter", "ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t)", []string{"const void *", "void *", "size_t", "ncclDataType_t", "ncclRedOp_t", "ncclComm_t", "cudaStream_t"}, "", ReduceScatter),
+		layouttest.Proto("ncclScatter", "ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t)", []string{"const void *", "void *", "size_t", "ncclDataType_t", "int", "ncclComm_t", "cudaStream_t"}, "", Scatter),
+		layouttest.Proto("ncclSend", "ncclResult_t (*)(const void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t)", []string{"const void *", "size_t", "ncclDataType_t", "int", "ncclComm_t", "cudaStream_t"}, "", Send),
 	}))
-}
-
-// prototype is a bound C function: its name, the type of a pointer to it, its parameter types,
-// the result type where Go returns it as is, and the Go function.
-type prototype struct {
-	c      string
-	ptr    string
-	params []string
-	result string
-	fn     any
-}
-
-// prototypeItems makes the C expressions of the prototypes and the Go values they must equal.
-func prototypeItems(protos []prototype) []layouttest.Item {
-	var items []layouttest.Item
-	for _, p := range protos {
-		ft := reflect.TypeOf(p.fn)
-		items = append(items, layouttest.Item{
-			Expr: fmt.Sprintf("_Generic(&%s, %s: %d)", p.c, p.ptr, len(p.params)),
-			U:    uint64(ft.NumIn()),
-		})
-		for i, pt := range p.params {
-			if i < ft.NumIn() {
-				items = append(items, layouttest.Item{
-					Expr: "sizeof(" + pt + ")",
-					U:    uint64(ft.In(i).Size()),
-				})
-			}
-		}
-		if p.result != "" {
-			items = append(items, layouttest.Item{
-				Expr: "sizeof(" + p.result + ")",
-				U:    uint64(ft.Out(0).Size()),
-			})
-		}
-	}
-	return items
 }

@@ -30,24 +30,24 @@ func (r Result) err() error {
 }
 
 var descriptionsResult = map[Result]string{
-	NcclInProgress:         "inprogress",
-	NcclInternalError:      "internalerror",
-	NcclInvalidArgument:    "invalidargument",
-	NcclInvalidUsage:       "invalidusage",
-	NcclNumResults:         "numresults",
-	NcclRemoteError:        "remoteerror",
-	NcclSystemError:        "systemerror",
-	NcclUnhandledCudaError: "unhandledcudaerror",
+	NcclInProgress:         "in progress",
+	NcclInternalError:      "internal error",
+	NcclInvalidArgument:    "invalid argument",
+	NcclInvalidUsage:       "invalid usage",
+	NcclNumResults:         "num results",
+	NcclRemoteError:        "remote error",
+	NcclSystemError:        "system error",
+	NcclUnhandledCudaError: "unhandled cuda error",
 }
 
 // Sentinel errors: every failing Result, for errors.Is.
 const (
-	ErrUnhandledcudaerror = NcclUnhandledCudaError
-	ErrSystemerror        = NcclSystemError
-	ErrInternalerror      = NcclInternalError
-	ErrInvalidargument    = NcclInvalidArgument
-	ErrInvalidusage       = NcclInvalidUsage
-	ErrRemoteerror        = NcclRemoteError
-	ErrInprogress         = NcclInProgress
-	ErrNumresults         = NcclNumResults
+	ErrUnhandledCudaError = NcclUnhandledCudaError
+	ErrSystemError        = NcclSystemError
+	ErrInternalError      = NcclInternalError
+	ErrInvalidArgument    = NcclInvalidArgument
+	ErrInvalidUsage       = NcclInvalidUsage
+	ErrRemoteError        = NcclRemoteError
+	ErrInProgress         = NcclInProgress
+	ErrNumResults         = NcclNumResults
 )

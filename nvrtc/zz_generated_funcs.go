@@ -38,9 +38,9 @@ static int32_t gocuda_nvrtcVersion(uintptr_t fn, uint8_t* a0, uint8_t* a1) { ret
 import "C"
 
 const (
-	// Soname is the file the NVRTC library is opened by, as its headers' version implies.
+	// Soname is the file name the NVRTC library is opened by, unless $SonameEnv names another.
 	Soname = "libnvrtc.so.13"
-	// SonameEnv names the environment variable that, when set, names the file opened instead.
+	// SonameEnv names the environment variable that overrides Soname.
 	SonameEnv = "GOCUDA_NVRTC_LIB"
 )
 

@@ -3,9 +3,7 @@
 package nvrtc
 
 import (
-	"fmt"
 	"github.com/gocuda/gocuda/internal/layouttest"
-	"reflect"
 	"testing"
 )
 
@@ -14,67 +12,30 @@ import (
 // association, so a different declaration does not compile), and checks the Go function's
 // number of parameters and the size of each, and of the result, against C.
 func TestPrototypes(t *testing.T) {
-	layouttest.Check(t, []string{"nvrtc.h"}, prototypeItems([]prototype{
-		{"nvrtcAddNameExpression", "nvrtcResult (*)(nvrtcProgram, const char *const)", []string{"nvrtcProgram", "const char *const"}, "", AddNameExpression},
-		{"nvrtcCompileProgram", "nvrtcResult (*)(nvrtcProgram, int, const char *const*)", []string{"nvrtcProgram", "int", "const char *const*"}, "", CompileProgram},
-		{"nvrtcCreateProgram", "nvrtcResult (*)(nvrtcProgram *, const char *, const char *, int, const char *const*, const char *const*)", []string{"nvrtcProgram *", "const char *", "const char *", "int", "const char *const*", "const char *const*"}, "", CreateProgram},
-		{"nvrtcDestroyProgram", "nvrtcResult (*)(nvrtcProgram *)", []string{"nvrtcProgram *"}, "", DestroyProgram},
-		{"nvrtcGetCUBIN", "nvrtcResult (*)(nvrtcProgram, char *)", []string{"nvrtcProgram", "char *"}, "", GetCUBIN},
-		{"nvrtcGetCUBINSize", "nvrtcResult (*)(nvrtcProgram, size_t *)", []string{"nvrtcProgram", "size_t *"}, "", GetCUBINSize},
-		{"nvrtcGetErrorString", "const char *(*)(nvrtcResult)", []string{"nvrtcResult"}, "", GetErrorString},
-		{"nvrtcGetLTOIR", "nvrtcResult (*)(nvrtcProgram, char *)", []string{"nvrtcProgram", "char *"}, "", GetLTOIR},
-		{"nvrtcGetLTOIRSize", "nvrtcResult (*)(nvrtcProgram, size_t *)", []string{"nvrtcProgram", "size_t *"}, "", GetLTOIRSize},
-		{"nvrtcGetLoweredName", "nvrtcResult (*)(nvrtcProgram, const char *const, const char **)", []string{"nvrtcProgram", "const char *const", "const char **"}, "", GetLoweredName},
-		{"nvrtcGetNumSupportedArchs", "nvrtcResult (*)(int *)", []string{"int *"}, "", GetNumSupportedArchs},
-		{"nvrtcGetOptiXIR", "nvrtcResult (*)(nvrtcProgram, char *)", []string{"nvrtcProgram", "char *"}, "", GetOptiXIR},
-		{"nvrtcGetOptiXIRSize", "nvrtcResult (*)(nvrtcProgram, size_t *)", []string{"nvrtcProgram", "size_t *"}, "", GetOptiXIRSize},
-		{"nvrtcGetPCHCreateStatus", "nvrtcResult (*)(nvrtcProgram)", []string{"nvrtcProgram"}, "", GetPCHCreateStatus},
-		{"nvrtcGetPCHHeapSize", "nvrtcResult (*)(size_t *)", []string{"size_t *"}, "", GetPCHHeapSize},
-		{"nvrtcGetPCHHeapSizeRequired", "nvrtcResult (*)(nvrtcProgram, size_t *)", []string{"nvrtcProgram", "size_t *"}, "", GetPCHHeapSizeRequired},
-		{"nvrtcGetPTX", "nvrtcResult (*)(nvrtcProgram, char *)", []string{"nvrtcProgram", "char *"}, "", GetPTX},
-		{"nvrtcGetPTXSize", "nvrtcResult (*)(nvrtcProgram, size_t *)", []string{"nvrtcProgram", "size_t *"}, "", GetPTXSize},
-		{"nvrtcGetProgramLog", "nvrtcResult (*)(nvrtcProgram, char *)", []string{"nvrtcProgram", "char *"}, "", GetProgramLog},
-		{"nvrtcGetProgramLogSize", "nvrtcResult (*)(nvrtcProgram, size_t *)", []string{"nvrtcProgram", "size_t *"}, "", GetProgramLogSize},
-		{"nvrtcGetSupportedArchs", "nvrtcResult (*)(int *)", []string{"int *"}, "", GetSupportedArchs},
-		{"nvrtcSetFlowCallback", "nvrtcResult (*)(nvrtcProgram, int (*)(void *, void *), void *)", []string{"nvrtcProgram", "int (*)(void *, void *)", "void *"}, "", SetFlowCallback},
-		{"nvrtcSetPCHHeapSize", "nvrtcResult (*)(size_t)", []string{"size_t"}, "", SetPCHHeapSize},
-		{"nvrtcVersion", "nvrtcResult (*)(int *, int *)", []string{"int *", "int *"}, "", Version},
+	layouttest.Check(t, []string{"nvrtc.h"}, layouttest.PrototypeItems([]layouttest.Prototype{
+		layouttest.Proto("nvrtcAddNameExpression", "nvrtcResult (*)(nvrtcProgram, const char *const)", []string{"nvrtcProgram", "const char *const"}, "", AddNameExpression),
+		layouttest.Proto("nvrtcCompileProgram", "nvrtcResult (*)(nvrtcProgram, int, const char *const*)", []string{"nvrtcProgram", "int", "const char *const*"}, "", CompileProgram),
+		layouttest.Proto("nvrtcCreateProgram", "nvrtcResult (*)(nvrtcProgram *, const char *, const char *, int, const char *const*, const char *const*)", []string{"nvrtcProgram *", "const char *", "const char *", "int", "const char *const*", "const char *const*"}, "", CreateProgram),
+		layouttest.Proto("nvrtcDestroyProgram", "nvrtcResult (*)(nvrtcProgram *)", []string{"nvrtcProgram *"}, "", DestroyProgram),
+		layouttest.Proto("nvrtcGetCUBIN", "nvrtcResult (*)(nvrtcProgram, char *)", []string{"nvrtcProgram", "char *"}, "", GetCUBIN),
+		layouttest.Proto("nvrtcGetCUBINSize", "nvrtcResult (*)(nvrtcProgram, size_t *)", []string{"nvrtcProgram", "size_t *"}, "", GetCUBINSize),
+		layouttest.Proto("nvrtcGetErrorString", "const char *(*)(nvrtcResult)", []string{"nvrtcResult"}, "", GetErrorString),
+		layouttest.Proto("nvrtcGetLTOIR", "nvrtcResult (*)(nvrtcProgram, char *)", []string{"nvrtcProgram", "char *"}, "", GetLTOIR),
+		layouttest.Proto("nvrtcGetLTOIRSize", "nvrtcResult (*)(nvrtcProgram, size_t *)", []string{"nvrtcProgram", "size_t *"}, "", GetLTOIRSize),
+		layouttest.Proto("nvrtcGetLoweredName", "nvrtcResult (*)(nvrtcProgram, const char *const, const char **)", []string{"nvrtcProgram", "const char *const", "const char **"}, "", GetLoweredName),
+		layouttest.Proto("nvrtcGetNumSupportedArchs", "nvrtcResult (*)(int *)", []string{"int *"}, "", GetNumSupportedArchs),
+		layouttest.Proto("nvrtcGetOptiXIR", "nvrtcResult (*)(nvrtcProgram, char *)", []string{"nvrtcProgram", "char *"}, "", GetOptiXIR),
+		layouttest.Proto("nvrtcGetOptiXIRSize", "nvrtcResult (*)(nvrtcProgram, size_t *)", []string{"nvrtcProgram", "size_t *"}, "", GetOptiXIRSize),
+		layouttest.Proto("nvrtcGetPCHCreateStatus", "nvrtcResult (*)(nvrtcProgram)", []string{"nvrtcProgram"}, "", GetPCHCreateStatus),
+		layouttest.Proto("nvrtcGetPCHHeapSize", "nvrtcResult (*)(size_t *)", []string{"size_t *"}, "", GetPCHHeapSize),
+		layouttest.Proto("nvrtcGetPCHHeapSizeRequired", "nvrtcResult (*)(nvrtcProgram, size_t *)", []string{"nvrtcProgram", "size_t *"}, "", GetPCHHeapSizeRequired),
+		layouttest.Proto("nvrtcGetPTX", "nvrtcResult (*)(nvrtcProgram, char *)", []string{"nvrtcProgram", "char *"}, "", GetPTX),
+		layouttest.Proto("nvrtcGetPTXSize", "nvrtcResult (*)(nvrtcProgram, size_t *)", []string{"nvrtcProgram", "size_t *"}, "", GetPTXSize),
+		layouttest.Proto("nvrtcGetProgramLog", "nvrtcResult (*)(nvrtcProgram, char *)", []string{"nvrtcProgram", "char *"}, "", GetProgramLog),
+		layouttest.Proto("nvrtcGetProgramLogSize", "nvrtcResult (*)(nvrtcProgram, size_t *)", []string{"nvrtcProgram", "size_t *"}, "", GetProgramLogSize),
+		layouttest.Proto("nvrtcGetSupportedArchs", "nvrtcResult (*)(int *)", []string{"int *"}, "", GetSupportedArchs),
+		layouttest.Proto("nvrtcSetFlowCallback", "nvrtcResult (*)(nvrtcProgram, int (*)(void *, void *), void *)", []string{"nvrtcProgram", "int (*)(void *, void *)", "void *"}, "", SetFlowCallback),
+		layouttest.Proto("nvrtcSetPCHHeapSize", "nvrtcResult (*)(size_t)", []string{"size_t"}, "", SetPCHHeapSize),
+		layouttest.Proto("nvrtcVersion", "nvrtcResult (*)(int *, int *)", []string{"int *", "int *"}, "", Version),
 	}))
-}
-
-// prototype is a bound C function: its name, the type of a pointer to it, its parameter types,
-// the result type where Go returns it as is, and the Go function.
-type prototype struct {
-	c      string
-	ptr    string
-	params []string
-	result string
-	fn     any
-}
-
-// prototypeItems makes the C expressions of the prototypes and the Go values they must equal.
-func prototypeItems(protos []prototype) []layouttest.Item {
-	var items []layouttest.Item
-	for _, p := range protos {
-		ft := reflect.TypeOf(p.fn)
-		items = append(items, layouttest.Item{
-			Expr: fmt.Sprintf("_Generic(&%s, %s: %d)", p.c, p.ptr, len(p.params)),
-			U:    uint64(ft.NumIn()),
-		})
-		for i, pt := range p.params {
-			if i < ft.NumIn() {
-				items = append(items, layouttest.Item{
-					Expr: "sizeof(" + pt + ")",
-					U:    uint64(ft.In(i).Size()),
-				})
-			}
-		}
-		if p.result != "" {
-			items = append(items, layouttest.Item{
-				Expr: "sizeof(" + p.result + ")",
-				U:    uint64(ft.Out(0).Size()),
-			})
-		}
-	}
-	return items
 }

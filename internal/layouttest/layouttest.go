@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -109,4 +110,42 @@ func CheckIn(t *testing.T, include string, headers []string, items []Item) {
 	}
 	require.Equal(t, len(items), i, "the layout program printed too few lines")
 	t.Logf("%d sizes, offsets and constants match the C headers in %s", len(items), include)
+}
+
+// Prototype is a bound C function, for the generated prototype tests: its name, the
+// type of a pointer to it, its parameter types, the result type where Go returns it
+// as is (else ""), and the Go function.
+type Prototype struct {
+	C      string
+	Ptr    string
+	Params []string
+	Result string
+	Fn     any
+}
+
+// Proto returns the Prototype of C function c (the generated tables' short form).
+func Proto(c, ptr string, params []string, result string, fn any) Prototype {
+	return Prototype{C: c, Ptr: ptr, Params: params, Result: result, Fn: fn}
+}
+
+// PrototypeItems makes the C expressions of the prototypes and the Go values they
+// must equal: each function selected by exactly its pointer type (a _Generic
+// selection with no other association, so a different declaration does not
+// compile) with the number of Go parameters, and the size of each parameter and of
+// the result.
+func PrototypeItems(protos []Prototype) []Item {
+	var items []Item
+	for _, p := range protos {
+		ft := reflect.TypeOf(p.Fn)
+		items = append(items, Item{Expr: fmt.Sprintf("_Generic(&%s, %s: %d)", p.C, p.Ptr, len(p.Params)), U: uint64(ft.NumIn())})
+		for i, pt := range p.Params {
+			if i < ft.NumIn() {
+				items = append(items, Item{Expr: "sizeof(" + pt + ")", U: uint64(ft.In(i).Size())})
+			}
+		}
+		if p.Result != "" {
+			items = append(items, Item{Expr: "sizeof(" + p.Result + ")", U: uint64(ft.Out(0).Size())})
+		}
+	}
+	return items
 }

@@ -24,9 +24,9 @@ import (
 	"github.com/gocuda/gocuda/curand"
 	"github.com/gocuda/gocuda/cusolver"
 	"github.com/gocuda/gocuda/cusparse"
+	"github.com/gocuda/gocuda/dl"
 	"github.com/gocuda/gocuda/nccl"
 	"github.com/gocuda/gocuda/nvrtc"
-	"github.com/gocuda/gocuda/dl"
 )
 
 // selfcheckPTX is cuda/testdata/kernels.ptx (nvcc 13.0, sm_90, from kernels.cu): the

@@ -25,6 +25,7 @@ static int32_t gocuda_goldGetAddr(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint6
 static void* gocuda_goldGetErrorString(uintptr_t fn, int32_t a0) { return ((void* (*)(int32_t))fn)(a0); }
 static uint64_t gocuda_goldGetWorkspaceSize(uintptr_t fn, uintptr_t a0) { return ((uint64_t (*)(uintptr_t))fn)(a0); }
 static gocuda_GoldPoint gocuda_goldMid(uintptr_t fn, gocuda_GoldPoint a0, gocuda_GoldPoint a1) { return ((gocuda_GoldPoint (*)(gocuda_GoldPoint, gocuda_GoldPoint))fn)(a0, a1); }
+static int32_t gocuda_goldNames(uintptr_t fn, uintptr_t a0, void* a1, int32_t a2, void* a3) { return ((int32_t (*)(uintptr_t, void*, int32_t, void*))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_goldQueueCreate(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
 static int32_t gocuda_goldQueueDestroy(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static void gocuda_goldReset(uintptr_t fn) { ((void (*)(void))fn)(); }
@@ -35,8 +36,15 @@ static int32_t gocuda_goldSetMode(uintptr_t fn, uintptr_t a0, int32_t a1, uint8_
 */
 import "C"
 
+const (
+	// Soname is the file name the Golden A library is opened by, unless $SonameEnv names another.
+	Soname = "libgolda.so.3"
+	// SonameEnv names the environment variable that overrides Soname.
+	SonameEnv = "GOCUDA_GOLDA_LIB"
+)
+
 // library is Golden A, opened at first use by its soname libgolda.so.3 (or $GOCUDA_GOLDA_LIB).
-var library = dl.NewLibrary("golda", "libgolda.so.3", "GOCUDA_GOLDA_LIB")
+var library = dl.NewLibrary("golda", Soname, SonameEnv)
 
 // Library returns the dynamically loaded Golden A library: its soname is libgolda.so.3, $GOCUDA_GOLDA_LIB overrides it.
 func Library() *dl.Library {
@@ -57,6 +65,7 @@ var (
 	proc_goldGetErrorString   = library.NewProc("goldGetErrorString")
 	proc_goldGetWorkspaceSize = library.NewProc("goldGetWorkspaceSize")
 	proc_goldMid              = library.NewProc("goldMid")
+	proc_goldNames            = library.NewProc("goldNames")
 	proc_goldQueueCreate      = library.NewProc("goldQueueCreate")
 	proc_goldQueueDestroy     = library.NewProc("goldQueueDestroy")
 	proc_goldReset            = library.NewProc("goldReset")
@@ -241,6 +250,19 @@ func Mid(a GoldPoint, b GoldPoint) (GoldPoint, error) {
 	return *(*GoldPoint)(unsafe.Pointer(&c)), nil
 }
 
+// Names calls goldNames:
+//
+//	goldStatus_t goldNames(goldCtx_t ctx, const char **names, int n, const float **rows)
+//
+// It returns nil on GOLD_STATUS_SUCCESS, else the Status as an error.
+func Names(ctx GoldCtx, names **byte, n int32, rows **float32) error {
+	fn, err := proc_goldNames.Addr()
+	if err != nil {
+		return err
+	}
+	return Status(C.gocuda_goldNames(C.uintptr_t(fn), C.uintptr_t(ctx), unsafe.Pointer(names), C.int32_t(n), unsafe.Pointer(rows))).err()
+}
+
 // QueueCreate calls goldQueueCreate:
 //
 //	goldStatus_t goldQueueCreate(goldQueue_t *queue)
@@ -329,4 +351,16 @@ func SetMode(ctx GoldCtx, mode GoldMode, previous *GoldMode) error {
 		return err
 	}
 	return Status(C.gocuda_goldSetMode(C.uintptr_t(fn), C.uintptr_t(ctx), C.int32_t(mode), (*C.uint8_t)(unsafe.Pointer(previous)))).err()
+}
+
+// Fast is Scale64 under the name C code calls it by:
+// golda.h #defines goldFast as goldScale_64.
+func Fast(ctx GoldCtx, n int64, alpha float32, x *float32) error {
+	return Scale64(ctx, n, alpha, x)
+}
+
+// Quick is BarV2 under the name C code calls it by:
+// golda.h #defines goldQuick as goldBar_v2.
+func Quick(ctx GoldCtx, n int64, flags GoldFlags) error {
+	return BarV2(ctx, n, flags)
 }

@@ -4,6 +4,7 @@ package golda
 
 import (
 	"github.com/gocuda/gocuda/internal/layouttest"
+	"math"
 	"testing"
 	"unsafe"
 )
@@ -222,6 +223,10 @@ func TestLayout(t *testing.T) {
 			U:    uint64(GOLDA_ALL_ONES),
 		},
 		{
+			Expr: "((union { double d; uint64_t u; }){ .d = (GOLDA_EPSILON) }).u",
+			U:    uint64(math.Float64bits(GOLDA_EPSILON)),
+		},
+		{
 			Expr: "GOLDA_FLAG_HIGH",
 			U:    uint64(GOLDA_FLAG_HIGH),
 		},
@@ -236,13 +241,25 @@ func TestLayout(t *testing.T) {
 			Signed: true,
 		},
 		{
+			Expr: "((union { double d; uint64_t u; }){ .d = (GOLDA_PI) }).u",
+			U:    uint64(math.Float64bits(GOLDA_PI)),
+		},
+		{
 			Expr: "(uintptr_t)GOLDA_STREAM_LEGACY",
 			U:    uint64(GOLDA_STREAM_LEGACY),
+		},
+		{
+			Expr: "((union { double d; uint64_t u; }){ .d = (GOLDA_TENTH_F) }).u",
+			U:    uint64(math.Float64bits(GOLDA_TENTH_F)),
 		},
 		{
 			Expr:   "GOLDA_VERSION_MAJOR",
 			I:      int64(GOLDA_VERSION_MAJOR),
 			Signed: true,
+		},
+		{
+			Expr: "((union { double d; uint64_t u; }){ .d = (GOLDA_ZERO) }).u",
+			U:    uint64(math.Float64bits(GOLDA_ZERO)),
 		},
 	})
 }

@@ -270,3 +270,11 @@ const (
 	GOLDA_STREAM_LEGACY = uintptr(1)
 	GOLDA_VERSION_MAJOR = 3
 )
+
+// Floating-point constants #defined by the Golden A headers: untyped, with the exact value of the C double.
+const (
+	GOLDA_EPSILON = 1e-05
+	GOLDA_PI      = 3.25
+	GOLDA_TENTH_F = 0.10000000149011612
+	GOLDA_ZERO    = 0.0
+)

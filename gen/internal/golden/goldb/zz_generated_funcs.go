@@ -22,8 +22,15 @@ static int32_t gocuda_goldbUse(uintptr_t fn, uintptr_t a0, void* a1, gocuda_Gold
 */
 import "C"
 
+const (
+	// Soname is the file name the Golden B library is opened by, unless $SonameEnv names another.
+	Soname = "libgoldb.so.2"
+	// SonameEnv names the environment variable that overrides Soname.
+	SonameEnv = "GOCUDA_GOLDB_LIB"
+)
+
 // library is Golden B, opened at first use by its soname libgoldb.so.2 (or $GOCUDA_GOLDB_LIB).
-var library = dl.NewLibrary("goldb", "libgoldb.so.2", "GOCUDA_GOLDB_LIB")
+var library = dl.NewLibrary("goldb", Soname, SonameEnv)
 
 // Library returns the dynamically loaded Golden B library: its soname is libgoldb.so.2, $GOCUDA_GOLDB_LIB overrides it.
 func Library() *dl.Library {

@@ -14,10 +14,15 @@
 #define GOLDA_NEG (-5)
 #define GOLDA_ALL_ONES 0xFFFFFFFFFFFFFFFFull
 #define GOLDA_STREAM_LEGACY ((void *)1)
-/* Not integer constants: not emitted. */
-#define GOLDA_NAME "golda"
+/* Floating-point constants: a float (its value as a float), doubles, a whole number. */
 #define GOLDA_PI 3.25f
+#define GOLDA_TENTH_F 0.1f
+#define GOLDA_EPSILON 1e-5
+#define GOLDA_ZERO 0.0
+/* Not numeric constants: not emitted. */
+#define GOLDA_NAME "golda"
 #define GOLDA_SQUARE(x) ((x) * (x))
+#define GOLDA_API(f) f
 
 /* The status type: success is its nil value, every other value an error. */
 typedef enum goldStatus_enum {
@@ -144,5 +149,16 @@ int goldLog(const char *format, ...);
 
 /* Static inline helpers are not library symbols: not bound. */
 static inline int goldSquare(int x) { return x * x; }
+
+/* Qualifiers cc keeps in no type: the prototype test must spell them. */
+goldStatus_t goldNames(goldCtx_t ctx, const char *const names[], int n, const float *const *rows);
+
+/* Macro aliases, after the declarations they name. The name of another function in C
+ * becomes a Go function too (Quick, Fast through a macro of one parameter), unless a
+ * binding has that Go name (goldScale64: Scale64) or the target is not bound (goldLog). */
+#define goldQuick goldBar_v2
+#define goldFast GOLDA_API(goldScale_64)
+#define goldScale64 goldScale
+#define goldPrint goldLog
 
 #endif
