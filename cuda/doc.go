@@ -123,7 +123,9 @@
 // replays stays loaded until the graph lets go of it.
 //
 // Graphs can also be built by hand: Context.NewGraph, then AddMemset, AddCopy,
-// AddKernel, AddChild, AddEmpty and CaptureInto, each after the nodes it depends on.
+// AddKernel, AddChild, AddEventRecord, AddEventWait, AddEmpty and CaptureInto, each
+// after the nodes it depends on. Events a graph records or waits for are leased like
+// memory: their Close is postponed until the graph lets go of them.
 // Exec.Update re-targets an executable to another capture of the same operations,
 // Exec.SetKernelArgs one kernel node, and an ExecCache does the former per call.
 //

@@ -28,6 +28,9 @@ type event struct {
 	timing bool
 	hold   hold
 	reg    *resource.Registration
+	// lease counts the graphs that record or wait for the event (graph.go): its
+	// destroy waits for the last.
+	lease leaseState
 }
 
 // NewEvent creates an event in the context; timing events can be measured with
@@ -83,6 +86,14 @@ func newEvent(c *ctxState, timing bool) (*event, error) {
 // destroys it (cuEventDestroy does not wait for the GPU).
 func (e *event) destroy() error {
 	e.hold.close()
+	if e.lease.postpone(e.destroyNow, false) {
+		return nil // a graph records or waits for it: destroyed after it
+	}
+	return e.destroyNow()
+}
+
+// destroyNow destroys the event.
+func (e *event) destroyNow() error {
 	if err := e.cs.enter(); err != nil {
 		return resource.ErrContextDestroyed // destroyed with its context
 	}
@@ -152,6 +163,7 @@ func (e *Event) Record(s *Stream) error {
 		return err
 	}
 	defer e.leave()
+	leaseEventIfCapturing(s.stream, e.event)
 	return s.use(func(h CUstream) error { return inEventRecord(e.cs.h, e.h, h) })
 }
 

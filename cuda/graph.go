@@ -85,6 +85,16 @@ func (cs *captureSet) addModule(m *Module) {
 	cs.mu.Unlock()
 }
 
+// leaseEventIfCapturing leases e for the capture t records, if any; the caller
+// holds e.
+func leaseEventIfCapturing(t *stream, e *event) {
+	if cs := t.capture.Load(); cs != nil {
+		cs.mu.Lock()
+		cs.set.addEvent(e)
+		cs.mu.Unlock()
+	}
+}
+
 // leaseModuleIfCapturing leases m for the capture t records, if any; the caller
 // holds m's read lock, m open.
 func leaseModuleIfCapturing(t *stream, m *Module) {
@@ -191,14 +201,17 @@ func (m *memBase) endLease() error { return m.lease.Load().end() }
 // postponed carries a blocking release past the end of the last lease.
 type postponed struct{ release func() error }
 
-// leaseSet is the leases of one Graph or Exec. It ends them through its own release
-// registration: at Close, or, once unreachable, in the non-blocking lane (the
-// postponed releases are stream-ordered frees, which do not wait for the GPU).
+// leaseSet is the leases of one Graph or Exec (or of a capture in progress, not
+// registered). A registered set ends them through its own release registration: at
+// Close, or, once unreachable, in the non-blocking lane (the postponed releases are
+// stream-ordered frees and event destroys, which do not wait for the GPU, or go to
+// Reclaim).
 type leaseSet struct {
-	items []leased
-	index map[*memBase]int // items by memory, once add is used
-	mods  []*Module
-	reg   *resource.Registration
+	items  []leased
+	index  map[*memBase]int // items by memory, once add is used
+	mods   []*Module
+	events []*event
+	reg    *resource.Registration
 }
 
 // add leases m (an allocation held by the caller) to ls, unless ls has it already
@@ -230,21 +243,43 @@ func (ls *leaseSet) addModule(m *Module) {
 	ls.mods = append(ls.mods, m)
 }
 
-// newLeaseSet takes over leases already added for items and mods.
-func newLeaseSet(items []leased, mods []*Module) *leaseSet {
-	ls := &leaseSet{items: items, mods: mods}
-	ls.reg = resource.ResourceFinalizerErr((*leaseSet).end, ls, false, resource.Kind("graph lease"))
-	return ls
+// addEvent leases e (held by the caller) to ls, unless ls has it already.
+func (ls *leaseSet) addEvent(e *event) {
+	for _, x := range ls.events {
+		if x == e {
+			return
+		}
+	}
+	e.lease.add()
+	ls.events = append(ls.events, e)
 }
 
-// addLeases adds a lease on each of items and mods, which the caller's graph holds.
-func addLeases(items []leased, mods []*Module) {
-	for _, l := range items {
-		l.m.addLease()
+// merge leases to ls what o leases (o's own leases are untouched).
+func (ls *leaseSet) merge(o *leaseSet) {
+	for _, l := range o.items {
+		ls.add(l.m, l.write)
 	}
-	for _, m := range mods {
-		m.lease.add()
+	for _, m := range o.mods {
+		ls.addModule(m)
 	}
+	for _, e := range o.events {
+		ls.addEvent(e)
+	}
+}
+
+// register makes a registered set of what ls leases, taking its leases over.
+func (ls *leaseSet) register() *leaseSet {
+	out := &leaseSet{items: ls.items, index: ls.index, mods: ls.mods, events: ls.events}
+	out.reg = resource.ResourceFinalizerErr((*leaseSet).end, out, false, resource.Kind("graph lease"))
+	return out
+}
+
+// clone returns a registered set with leases of its own on what ls leases (which
+// the caller holds: ls's leases keep it all).
+func (ls *leaseSet) clone() *leaseSet {
+	var out leaseSet
+	out.merge(ls)
+	return out.register()
 }
 
 // end ends every lease of ls.
@@ -260,7 +295,12 @@ func (ls *leaseSet) end() error {
 			errs = append(errs, err)
 		}
 	}
-	ls.items, ls.mods = nil, nil
+	for _, e := range ls.events {
+		if err := e.lease.end(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	ls.items, ls.index, ls.mods, ls.events = nil, nil, nil, nil
 	return errors.Join(errs...)
 }
 
@@ -285,7 +325,7 @@ func (c *Context) Capture(f func(s *Stream) error) (*Graph, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Graph{g: &graphState{ctx: c, own: OwnGraph(g), lease: newLeaseSet(cs.set.items, cs.set.mods)}}, nil
+	return &Graph{g: &graphState{ctx: c, own: OwnGraph(g), lease: cs.set.register()}}, nil
 }
 
 // captureTarget is where a capture goes: a new graph (into 0), or into an existing
@@ -465,8 +505,6 @@ func (g *Graph) Instantiate() (*Exec, error) {
 	defer st.hold.exit()
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	items := append([]leased(nil), st.lease.items...)
-	mods := append([]*Module(nil), st.lease.mods...)
 	var e CUgraphExec
 	if err := st.ctx.enter(); err != nil {
 		return nil, err
@@ -476,8 +514,8 @@ func (g *Graph) Instantiate() (*Exec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cuda: instantiating a graph: %w", err)
 	}
-	addLeases(items, mods) // g holds them: none was released
-	return &Exec{e: &execState{ctx: st.ctx, own: OwnGraphExec(e), lease: newLeaseSet(items, mods)}}, nil
+	// g's leases keep what it uses: none was released.
+	return &Exec{e: &execState{ctx: st.ctx, own: OwnGraphExec(e), lease: st.lease.clone()}}, nil
 }
 
 // Close releases the graph: its CUgraph now, and its leases on memory (memory closed
@@ -610,8 +648,6 @@ func (e *Exec) Update(g *Graph) error {
 	defer st.hold.exit()
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	items := append([]leased(nil), st.lease.items...)
-	mods := append([]*Module(nil), st.lease.mods...)
 	x.mu.Lock()
 	var info CUgraphExecUpdateResultInfo
 	err := x.ctx.Locked(func() error { return GraphExecUpdate(x.own.Handle(), st.own.Handle(), &info) })
@@ -622,9 +658,8 @@ func (e *Exec) Update(g *Graph) error {
 		}
 		return fmt.Errorf("cuda: updating a graph: %w", err)
 	}
-	addLeases(items, mods) // st holds them: none was released
 	old := x.lease
-	x.lease = newLeaseSet(items, mods)
+	x.lease = st.lease.clone() // st's leases keep what it uses: none was released
 	x.mu.Unlock()
 	return old.reg.Release()
 }

@@ -28,7 +28,7 @@ func (c *Context) NewGraph() (*Graph, error) {
 	if err := c.Locked(func() error { return GraphCreate(&g, 0) }); err != nil {
 		return nil, fmt.Errorf("cuda: creating a graph: %w", err)
 	}
-	return &Graph{g: &graphState{ctx: c, own: OwnGraph(g), lease: newLeaseSet(nil, nil)}}, nil
+	return &Graph{g: &graphState{ctx: c, own: OwnGraph(g), lease: new(leaseSet).register()}}, nil
 }
 
 // add adds one node through addNode, after deps, holding g open and its context
@@ -282,12 +282,7 @@ func (g *Graph) AddChild(child *Graph, deps ...Node) (Node, error) {
 		if err := GraphAddChildGraphNode(&h, gh, dp, n, cg.own.Handle()); err != nil {
 			return 0, err
 		}
-		for _, l := range cg.lease.items {
-			g.g.lease.add(l.m, l.write)
-		}
-		for _, m := range cg.lease.mods {
-			g.g.lease.addModule(m)
-		}
+		g.g.lease.merge(cg.lease)
 		return h, nil
 	})
 }
@@ -318,12 +313,7 @@ func (g *Graph) CaptureInto(deps []Node, f func(s *Stream) error) ([]Node, error
 		return nil, err
 	}
 	// The capture's leases become the graph's (one per buffer and module).
-	for _, l := range cs.set.items {
-		st.lease.add(l.m, l.write)
-	}
-	for _, m := range cs.set.mods {
-		st.lease.addModule(m)
-	}
+	st.lease.merge(&cs.set)
 	_ = cs.set.end()
 	nodes := make([]Node, len(cs.leaves))
 	for i, h := range cs.leaves {
@@ -370,4 +360,42 @@ func (e *Exec) SetKernelArgs(n Node, args ...any) error {
 	}
 	k.lease(args, x.lease)
 	return nil
+}
+
+// AddEventRecord adds a node that records e, after deps: work on streams that wait
+// for e (Stream.WaitEvent) waits for the nodes before it in each replay. g leases e:
+// its Close is postponed until g and its executables let go of it.
+func (g *Graph) AddEventRecord(e *Event, deps ...Node) (Node, error) {
+	return g.addEvent("event record", e, deps, GraphAddEventRecordNode)
+}
+
+// AddEventWait adds a node that waits for e (recorded by another stream or graph),
+// after deps. g leases e.
+func (g *Graph) AddEventWait(e *Event, deps ...Node) (Node, error) {
+	return g.addEvent("event wait", e, deps, GraphAddEventWaitNode)
+}
+
+// addEvent adds an event node with addNode.
+func (g *Graph) addEvent(what string, e *Event, deps []Node, addNode func(*CUgraphNode, CUgraph, *CUgraphNode, uint64, CUevent) error) (Node, error) {
+	if g == nil || g.g == nil {
+		return Node{}, fmt.Errorf("%w: nil graph", ErrInvalidArgument)
+	}
+	if err := checkEvent(e); err != nil {
+		return Node{}, err
+	}
+	if e.cs != g.g.ctx.ctxState {
+		return Node{}, fmt.Errorf("cuda: an event of another context than the graph's: %w", ErrWrongContext)
+	}
+	if err := e.acquire(); err != nil {
+		return Node{}, err
+	}
+	defer e.leave()
+	return g.add(what, deps, func(c *Context, gh CUgraph, dp *CUgraphNode, n uint64) (CUgraphNode, error) {
+		var h CUgraphNode
+		if err := addNode(&h, gh, dp, n, e.h); err != nil {
+			return 0, err
+		}
+		g.g.lease.addEvent(e.event)
+		return h, nil
+	})
 }

@@ -99,15 +99,18 @@ func TestCaptureKeepsClosedMemory(t *testing.T) {
 	e, err := g.Instantiate()
 	require.NoError(t, err)
 
-	live := gputest.DeviceBytes(t)
 	require.NoError(t, a.Close())
 	require.ErrorIs(t, a.Memset8Async(s, 0), cuda.ErrClosed, "closed for new operations")
-	assert.Equal(t, live, gputest.DeviceBytes(t), "not freed while leased")
+	postponed, leases := cuda.ReleasePostponedForTest(a)
+	assert.True(t, postponed, "not freed while leased")
+	assert.Equal(t, 2, leases, "the graph's and the executable's")
 	require.NoError(t, e.Launch(s))
 	require.NoError(t, g.Close())
 	require.NoError(t, e.Launch(s), "the executable still holds a")
 	require.NoError(t, e.Close())
-	assert.Equal(t, live-size, gputest.DeviceBytes(t), "freed with the last lease")
+	postponed, leases = cuda.ReleasePostponedForTest(a)
+	assert.False(t, postponed, "freed with the last lease")
+	assert.Zero(t, leases)
 	got := make([]byte, size)
 	require.NoError(t, cuda.CopyFromDevice(got, out))
 	for i, v := range got {
@@ -326,7 +329,7 @@ func TestExecCache(t *testing.T) {
 	out, err := cuda.AllocFor[uint32](s, n)
 	require.NoError(t, err)
 	defer out.Close()
-	base := gputest.DeviceBytes(t)
+	var prev *cuda.DeviceBuffer
 	for i := range 4 {
 		b, err := cuda.AllocFor[uint32](s, n)
 		require.NoError(t, err)
@@ -336,8 +339,16 @@ func TestExecCache(t *testing.T) {
 		require.NoError(t, b.Close(), "kept by the cached executables until they move on")
 		require.NoError(t, cuda.CopyFromDevice(got, out))
 		assert.Equal(t, v, got[n-1], "call %d", i)
+		postponed, leases := cuda.ReleasePostponedForTest(b)
+		assert.True(t, postponed, "call %d: held by the cached executables", i)
+		assert.Equal(t, 2, leases, "call %d", i)
+		if prev != nil {
+			postponed, leases := cuda.ReleasePostponedForTest(prev)
+			assert.False(t, postponed, "call %d: the previous buffer is freed once they moved on", i)
+			assert.Zero(t, leases, "call %d", i)
+		}
+		prev = b
 	}
-	assert.Equal(t, base+4*n, gputest.DeviceBytes(t), "the last buffer is still held")
 	st := cache.Stats()
 	assert.Equal(t, cuda.ExecCacheStats{Captures: 8, Instantiations: 2, Updates: 6}, st)
 
@@ -353,7 +364,9 @@ func TestExecCache(t *testing.T) {
 	}))
 	assert.Equal(t, 3, cache.Stats().Instantiations)
 	require.NoError(t, cache.Close())
-	assert.Equal(t, base+4*n, gputest.DeviceBytes(t), "b and out are left")
+	postponed, leases := cuda.ReleasePostponedForTest(prev)
+	assert.False(t, postponed, "freed with the cache")
+	assert.Zero(t, leases)
 	require.ErrorIs(t, cache.Close(), cuda.ErrClosed)
 	require.ErrorIs(t, cache.Launch(s, "fill", func(cs *cuda.Stream) error { return nil }), cuda.ErrClosed)
 }
@@ -384,7 +397,6 @@ func TestCaptureKeepsModule(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, g.Close())
 
-	before := fakecuda.Counters().ModulesDestroyed
 	require.NoError(t, m.Close())
 	require.ErrorIs(t, fill.Launch(s, cuda.D1(16), cuda.D1(256), 0, b, uint32(1), uint64(n)), cuda.ErrClosed)
 	require.NoError(t, e.Launch(s), "the executable still replays the kernel")
@@ -396,13 +408,15 @@ func TestCaptureKeepsModule(t *testing.T) {
 	}
 	_, err = resource.Reclaim()
 	require.NoError(t, err)
-	assert.Equal(t, before, fakecuda.Counters().ModulesDestroyed, "not unloaded while leased")
+	postponed, leases := cuda.ReleasePostponedForTest(m)
+	assert.True(t, postponed, "not unloaded while leased (Reclaim ran)")
+	assert.Equal(t, 1, leases)
 	require.NoError(t, e.Close())
-	_, err = resource.Reclaim()
+	postponed, leases = cuda.ReleasePostponedForTest(m)
+	assert.False(t, postponed, "unloaded after the last lease")
+	assert.Zero(t, leases)
+	_, err = resource.Reclaim() // the unload, blocking, runs here
 	require.NoError(t, err)
-	if fakecuda.Loaded() {
-		assert.Equal(t, before+1, fakecuda.Counters().ModulesDestroyed, "unloaded after the last lease")
-	}
 }
 
 // A graph built by hand — memset, copy, kernel, child graph, captured work and a
@@ -491,4 +505,88 @@ func TestGraphByHand(t *testing.T) {
 		assert.Equal(t, "fill_u32", last.Func)
 		assert.Equal(t, uint64(c2.Ptr()), binary.LittleEndian.Uint64(last.Params))
 	}
+}
+
+// Event nodes, built by hand and captured: a graph records an event that another
+// graph waits for; the graphs lease the event, whose Close (destroy) is postponed
+// until they let go of it.
+func TestGraphEvents(t *testing.T) {
+	fakecuda.Check(t)
+	ctx, s := gputest.Stream(t)
+	s2, err := ctx.NewStream()
+	require.NoError(t, err)
+	defer s2.Close()
+	const n = 1 << 18
+	a, err := cuda.AllocFor[uint32](s, n)
+	require.NoError(t, err)
+	defer a.Close()
+	b, err := cuda.AllocFor[uint32](s, n)
+	require.NoError(t, err)
+	defer b.Close()
+	ev, err := ctx.NewEvent(false)
+	require.NoError(t, err)
+	ev2, err := ctx.NewEvent(false)
+	require.NoError(t, err)
+
+	producer, err := ctx.NewGraph()
+	require.NoError(t, err)
+	set, err := producer.AddMemset(a, 5)
+	require.NoError(t, err)
+	_, err = producer.AddEventRecord(ev, set)
+	require.NoError(t, err)
+	consumer, err := ctx.NewGraph()
+	require.NoError(t, err)
+	wait, err := consumer.AddEventWait(ev)
+	require.NoError(t, err)
+	_, err = consumer.AddCopy(b, a, wait)
+	require.NoError(t, err)
+	// A captured record leases its event too.
+	captured, err := ctx.Capture(func(cs *cuda.Stream) error {
+		if err := a.Memset32Async(cs, 5); err != nil {
+			return err
+		}
+		return ev2.Record(cs)
+	})
+	require.NoError(t, err)
+
+	px, err := producer.Instantiate()
+	require.NoError(t, err)
+	cx, err := consumer.Instantiate()
+	require.NoError(t, err)
+	kx, err := captured.Instantiate()
+	require.NoError(t, err)
+	for _, g := range []*cuda.Graph{producer, consumer, captured} {
+		require.NoError(t, g.Close())
+	}
+	require.NoError(t, ev.Close())
+	require.NoError(t, ev2.Close())
+	require.ErrorIs(t, ev.Record(s), cuda.ErrClosed, "closed for new uses at once")
+	require.NoError(t, kx.Launch(s))
+	require.NoError(t, px.Launch(s))
+	require.NoError(t, cx.Launch(s2))
+	got := make([]uint32, n)
+	require.NoError(t, s.Synchronize())
+	require.NoError(t, s2.Synchronize())
+	require.NoError(t, cuda.CopyFromDevice(got, b))
+	assert.Equal(t, uint32(5), got[n-1])
+	for _, e := range []*cuda.Event{ev, ev2} {
+		postponed, leases := cuda.ReleasePostponedForTest(e)
+		assert.True(t, postponed, "not destroyed while leased")
+		assert.Equal(t, 1+btoi(e == ev), leases, "the executables that record or wait for it")
+	}
+	for _, x := range []*cuda.Exec{px, cx, kx} {
+		require.NoError(t, x.Close())
+	}
+	for _, e := range []*cuda.Event{ev, ev2} {
+		postponed, leases := cuda.ReleasePostponedForTest(e)
+		assert.False(t, postponed, "destroyed with the last lease")
+		assert.Zero(t, leases)
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -298,6 +298,7 @@ func (s *Stream) WaitEvent(e *Event) error {
 		return err
 	}
 	defer e.leave()
+	leaseEventIfCapturing(s.stream, e.event)
 	return s.use(func(h CUstream) error { return inStreamWaitEvent(s.cs.h, h, e.h, 0) })
 }
 
