@@ -233,25 +233,20 @@ func (ls *leaseSet) add(m *memBase, write bool) {
 }
 
 // addModule leases m (held open by the caller) to ls, unless ls has it already.
-func (ls *leaseSet) addModule(m *Module) {
-	for _, x := range ls.mods {
-		if x == m {
-			return
-		}
-	}
-	m.lease.add()
-	ls.mods = append(ls.mods, m)
-}
+func (ls *leaseSet) addModule(m *Module) { addOnce(&ls.mods, m, &m.lease) }
 
 // addEvent leases e (held by the caller) to ls, unless ls has it already.
-func (ls *leaseSet) addEvent(e *event) {
-	for _, x := range ls.events {
-		if x == e {
+func (ls *leaseSet) addEvent(e *event) { addOnce(&ls.events, e, &e.lease) }
+
+// addOnce appends x to *list and adds a lease on it, unless the list has it.
+func addOnce[T comparable](list *[]T, x T, lease *leaseState) {
+	for _, y := range *list {
+		if y == x {
 			return
 		}
 	}
-	e.lease.add()
-	ls.events = append(ls.events, e)
+	lease.add()
+	*list = append(*list, x)
 }
 
 // merge leases to ls what o leases (o's own leases are untouched).
@@ -491,16 +486,24 @@ func (g *Graph) Buffers() int {
 	return len(g.g.lease.items)
 }
 
+// enter holds g open (until st.hold.exit), or fails for a nil or closed graph.
+func (g *Graph) enter() (st *graphState, err error) {
+	if g == nil || g.g == nil {
+		return nil, fmt.Errorf("%w: nil graph", ErrInvalidArgument)
+	}
+	if !g.g.hold.enter() {
+		return nil, fmt.Errorf("cuda: graph: %w", ErrClosed)
+	}
+	return g.g, nil
+}
+
 // Instantiate makes an executable graph of g (cuGraphInstantiateWithFlags, freeing
 // the graph's own allocations at each launch so that it can be launched again). The
 // Exec keeps the memory g uses for itself: it may outlive g.
 func (g *Graph) Instantiate() (*Exec, error) {
-	if g == nil || g.g == nil {
-		return nil, fmt.Errorf("%w: nil graph", ErrInvalidArgument)
-	}
-	st := g.g
-	if !st.hold.enter() {
-		return nil, fmt.Errorf("cuda: graph: %w", ErrClosed)
+	st, err := g.enter()
+	if err != nil {
+		return nil, err
 	}
 	defer st.hold.exit()
 	st.mu.Lock()
@@ -509,7 +512,7 @@ func (g *Graph) Instantiate() (*Exec, error) {
 	if err := st.ctx.enter(); err != nil {
 		return nil, err
 	}
-	err := inGraphInstantiateWithFlags(st.ctx.h, &e, st.own.Handle(), uint64(CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH))
+	err = inGraphInstantiateWithFlags(st.ctx.h, &e, st.own.Handle(), uint64(CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH))
 	st.ctx.exit()
 	if err != nil {
 		return nil, fmt.Errorf("cuda: instantiating a graph: %w", err)

@@ -34,12 +34,9 @@ func (c *Context) NewGraph() (*Graph, error) {
 // add adds one node through addNode, after deps, holding g open and its context
 // entered; addNode returns the leases it took for the node (held memory, modules).
 func (g *Graph) add(what string, deps []Node, addNode func(c *Context, gh CUgraph, deps *CUgraphNode, n uint64) (CUgraphNode, error)) (Node, error) {
-	if g == nil || g.g == nil {
-		return Node{}, fmt.Errorf("%w: nil graph", ErrInvalidArgument)
-	}
-	st := g.g
-	if !st.hold.enter() {
-		return Node{}, fmt.Errorf("cuda: graph: %w", ErrClosed)
+	st, err := g.enter()
+	if err != nil {
+		return Node{}, err
 	}
 	defer st.hold.exit()
 	hs := make([]CUgraphNode, len(deps))
@@ -57,7 +54,7 @@ func (g *Graph) add(what string, deps []Node, addNode func(c *Context, gh CUgrap
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	var h CUgraphNode
-	err := c.Locked(func() error {
+	err = c.Locked(func() error {
 		var err error
 		h, err = addNode(c, st.own.Handle(), dp, uint64(len(hs)))
 		return err
@@ -291,12 +288,9 @@ func (g *Graph) AddChild(child *Graph, deps ...Node) (Node, error) {
 // (as Context.Capture does into a new graph), and returns the nodes the captured
 // work ends with: what later nodes that depend on it name.
 func (g *Graph) CaptureInto(deps []Node, f func(s *Stream) error) ([]Node, error) {
-	if g == nil || g.g == nil {
-		return nil, fmt.Errorf("%w: nil graph", ErrInvalidArgument)
-	}
-	st := g.g
-	if !st.hold.enter() {
-		return nil, fmt.Errorf("cuda: graph: %w", ErrClosed)
+	st, err := g.enter()
+	if err != nil {
+		return nil, err
 	}
 	defer st.hold.exit()
 	t := captureTarget{into: st.own.Handle()}
