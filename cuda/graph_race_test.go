@@ -1,0 +1,149 @@
+package cuda_test
+
+import (
+	"testing"
+
+	"github.com/gocuda/gocuda/cuda"
+	"github.com/stretchr/testify/require"
+)
+
+// graphRace is the objects of one graph race: a graph, memory of a size the cuda
+// layer does not cache (its Close frees it in the driver, so the strict fake driver
+// sees a use after the free), an event, and an executable made by the operation or
+// the setup.
+type graphRace struct {
+	g    *cuda.Graph
+	b    *cuda.DeviceBuffer
+	ev   *cuda.Event
+	m    *cuda.Module
+	x    *cuda.Exec
+	made *cuda.Exec // made by the operation
+}
+
+// graphRaces bounds the graph races: each builds a graph, and most replay it.
+func graphRaces(t *testing.T) int { return min(races(t), 2000) }
+
+// TestRaceCloseGraph races the Close of what graphs use, and of graphs and
+// executables, against the graph operations that hand it to the driver: each either
+// fails with ErrClosed or runs, and then the graph holds what it used until it lets
+// go (a replay after the Close uses live memory, events and modules).
+func TestRaceCloseGraph(t *testing.T) {
+	e := newRaceEnv(t)
+	n := graphRaces(t)
+	const size = 2 << 20
+	setup := func(t *testing.T) *graphRace {
+		g, err := e.ctx.NewGraph()
+		require.NoError(t, err)
+		b, err := e.ctx.Alloc(e.s, size)
+		require.NoError(t, err)
+		ev, err := e.ctx.NewEvent(false)
+		require.NoError(t, err)
+		return &graphRace{g: g, b: b, ev: ev}
+	}
+	// done replays what the graph holds, then closes everything (a second Close
+	// is ErrClosed, not an error here).
+	done := func(r *graphRace) {
+		if x, err := r.g.Instantiate(); err == nil {
+			require.NoError(t, x.Launch(e.s))
+			require.NoError(t, x.Close())
+		}
+		for _, x := range []*cuda.Exec{r.x, r.made} {
+			if x != nil {
+				_ = x.Close()
+			}
+		}
+		_ = r.g.Close()
+		_ = r.b.Close()
+		_ = r.ev.Close()
+		if r.m != nil {
+			_ = r.m.Close()
+		}
+	}
+	runRaces(t, n, raceKind[*graphRace]{
+		name:  "DeviceBuffer/AddMemset",
+		setup: setup,
+		op:    func(r *graphRace) error { _, err := r.g.AddMemset(r.b, 7); return err },
+		close: func(r *graphRace) error { return r.b.Close() },
+		done:  done,
+	})
+	runRaces(t, n, raceKind[*graphRace]{
+		name:  "DeviceBuffer/AddCopy",
+		setup: setup,
+		op:    func(r *graphRace) error { _, err := r.g.AddCopy(r.b, r.b); return err },
+		close: func(r *graphRace) error { return r.b.Close() },
+		done:  done,
+	})
+	runRaces(t, n, raceKind[*graphRace]{
+		name:  "DeviceBuffer/AddKernel",
+		setup: setup,
+		op: func(r *graphRace) error {
+			_, err := r.g.AddKernel(e.axpy, cuda.D1(1), cuda.D1(64), 0, nil, float32(2), r.b, r.b, int32(64))
+			return err
+		},
+		close: func(r *graphRace) error { return r.b.Close() },
+		done:  done,
+	})
+	runRaces(t, n, raceKind[*graphRace]{
+		name:  "Event/AddEventRecord",
+		setup: setup,
+		op:    func(r *graphRace) error { _, err := r.g.AddEventRecord(r.ev); return err },
+		close: func(r *graphRace) error { return r.ev.Close() },
+		done:  done,
+	})
+	runRaces(t, min(n, 500), raceKind[*graphRace]{
+		name: "Module/AddKernel",
+		setup: func(t *testing.T) *graphRace {
+			r := setup(t)
+			m, err := e.ctx.LoadModule(kernelsPTX)
+			require.NoError(t, err)
+			r.m = m
+			return r
+		},
+		op: func(r *graphRace) error {
+			f, err := r.m.Function("axpy_f32")
+			if err != nil {
+				return err
+			}
+			_, err = r.g.AddKernel(f, cuda.D1(1), cuda.D1(64), 0, nil, float32(2), r.b, r.b, int32(64))
+			return err
+		},
+		close: func(r *graphRace) error { return r.m.Close() },
+		done:  done,
+	})
+	runRaces(t, n, raceKind[*graphRace]{
+		name: "Graph/Instantiate",
+		setup: func(t *testing.T) *graphRace {
+			r := setup(t)
+			_, err := r.g.AddMemset(r.b, 1)
+			require.NoError(t, err)
+			return r
+		},
+		op: func(r *graphRace) error {
+			x, err := r.g.Instantiate()
+			r.made = x
+			return err
+		},
+		close: func(r *graphRace) error { return r.g.Close() },
+		done: func(r *graphRace) {
+			if r.made != nil {
+				require.NoError(t, r.made.Launch(e.s), "the executable holds the memory")
+			}
+			done(r)
+		},
+	})
+	runRaces(t, n, raceKind[*graphRace]{
+		name: "Exec/Launch",
+		setup: func(t *testing.T) *graphRace {
+			r := setup(t)
+			_, err := r.g.AddMemset(r.b, 1)
+			require.NoError(t, err)
+			r.x, err = r.g.Instantiate()
+			require.NoError(t, err)
+			require.NoError(t, r.b.Close()) // leased: freed with the graph and the executable
+			return r
+		},
+		op:    func(r *graphRace) error { return r.x.Launch(e.s2) },
+		close: func(r *graphRace) error { return r.x.Close() },
+		done:  done,
+	})
+}
