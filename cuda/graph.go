@@ -78,29 +78,25 @@ func (cs *captureSet) add(m *memBase, write bool) {
 	cs.mu.Unlock()
 }
 
-// addModule leases m for the capture; the caller holds m's read lock, m open.
-func (cs *captureSet) addModule(m *Module) {
-	cs.mu.Lock()
-	cs.set.addModule(m)
-	cs.mu.Unlock()
+// leaseIfCapturing runs add with the set of the capture t records, if any.
+func leaseIfCapturing(t *stream, add func(*leaseSet)) {
+	if cs := t.capture.Load(); cs != nil {
+		cs.mu.Lock()
+		add(&cs.set)
+		cs.mu.Unlock()
+	}
 }
 
 // leaseEventIfCapturing leases e for the capture t records, if any; the caller
 // holds e.
 func leaseEventIfCapturing(t *stream, e *event) {
-	if cs := t.capture.Load(); cs != nil {
-		cs.mu.Lock()
-		cs.set.addEvent(e)
-		cs.mu.Unlock()
-	}
+	leaseIfCapturing(t, func(ls *leaseSet) { ls.addEvent(e) })
 }
 
 // leaseModuleIfCapturing leases m for the capture t records, if any; the caller
 // holds m's read lock, m open.
 func leaseModuleIfCapturing(t *stream, m *Module) {
-	if cs := t.capture.Load(); cs != nil {
-		cs.addModule(m)
-	}
+	leaseIfCapturing(t, func(ls *leaseSet) { ls.addModule(m) })
 }
 
 // refuse records and returns the refusal of op: the capture fails with it too,
@@ -483,6 +479,8 @@ func (g *Graph) Buffers() int {
 	if g == nil || g.g == nil {
 		return 0
 	}
+	g.g.mu.Lock() // nodes may be being added
+	defer g.g.mu.Unlock()
 	return len(g.g.lease.items)
 }
 
