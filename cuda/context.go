@@ -58,6 +58,9 @@ type ctxState struct {
 var (
 	primaries sync.Map // Device → *primaryEntry
 	contexts  sync.Map // CUcontext → *ctxState, for the resource hooks
+	// deadContexts holds the handles of the contexts this package destroyed, until
+	// the driver hands one out again: restoreCurrent never makes one current.
+	deadContexts sync.Map // CUcontext → struct{}
 )
 
 type primaryEntry struct {
@@ -129,6 +132,7 @@ func NewContext(d Device, flags CUctx_flags) (*Context, error) {
 	var popped CUcontext
 	_ = CtxPopCurrent(&popped)
 	cs := newCtxState(c, d, false)
+	deadContexts.Delete(c) // the driver may reuse a destroyed context's handle
 	contexts.Store(c, cs)
 	ctx := &Context{ctxState: cs}
 	ctx.reg = resource.ResourceFinalizerErr((*Context).destroy, ctx, true,
@@ -237,6 +241,7 @@ func (c *ctxState) destroy() error {
 		ms.teardown()
 	}
 	c.dead.Store(true)
+	deadContexts.Store(c.h, struct{}{})
 	contexts.Delete(c.h)
 	memContexts.Delete(c)
 	// The context's own streams go with it.

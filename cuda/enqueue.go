@@ -183,9 +183,27 @@ func (c *Context) Locked(f func() error) error {
 		if err := CtxSetCurrent(c.h); err != nil {
 			return err
 		}
-		defer CtxSetCurrent(prev)
+		defer restoreCurrent(prev)
 	}
 	return f()
+}
+
+// restoreCurrent makes prev, the context current on the thread before Locked, current
+// again, unless it has been destroyed since (by another goroutine: the thread kept it
+// current): then no context. A context of ours is held while it is made current.
+func restoreCurrent(prev CUcontext) {
+	if v, ok := contexts.Load(prev); ok {
+		cs := v.(*ctxState)
+		if cs.enter() == nil {
+			_ = CtxSetCurrent(prev)
+			cs.exit()
+			return
+		}
+		prev = 0
+	} else if _, dead := deadContexts.Load(prev); dead {
+		prev = 0
+	}
+	_ = CtxSetCurrent(prev)
 }
 
 // DevicePtr returns m's address as the *T that raw library functions take for GPU

@@ -1,9 +1,13 @@
 package cuda_test
 
 import (
+	"runtime"
 	"testing"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/internal/fakecuda"
+	"github.com/gocuda/gocuda/internal/gputest"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -146,4 +150,31 @@ func TestRaceCloseGraph(t *testing.T) {
 		close: func(r *graphRace) error { return r.x.Close() },
 		done:  done,
 	})
+}
+
+// Context.Locked restores the thread's previous context, unless another goroutine
+// destroyed it meanwhile: then it leaves no context current rather than a destroyed
+// one (which the strict fake driver reports).
+func TestLockedAfterPreviousContextDestroyed(t *testing.T) {
+	fakecuda.Check(t)
+	gputest.Require(t)
+	ctx, err := cuda.Device(0).Context()
+	require.NoError(t, err)
+	other, err := cuda.NewContext(0, 0)
+	require.NoError(t, err)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	require.NoError(t, cuda.CtxSetCurrent(other.Handle()))
+	// Destroyed on another thread, while still current on this one.
+	closed := make(chan error)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		closed <- other.Close()
+	}()
+	require.NoError(t, <-closed)
+	require.NoError(t, ctx.Locked(func() error { return nil }))
+	var cur cuda.CUcontext
+	require.NoError(t, cuda.CtxGetCurrent(&cur))
+	assert.NotEqual(t, other.Handle(), cur, "not the destroyed one")
 }
