@@ -1,6 +1,7 @@
 package nccl_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/gocuda/gocuda/internal/libtest"
@@ -18,7 +19,11 @@ func TestNoLibrary(t *testing.T) {
 			return nccl.AllReduce(nil, nil, 0, nccl.NcclFloat32, nccl.NcclSum, 0, 0)
 		},
 		func() error { _, err := nccl.GetErrorString(nccl.NcclInvalidArgument); return err },
-		func() error { return nccl.OwnComm(1).Close() },
+		func() error { _, err := nccl.NewComms(context.Background(), 0); return err },
+		func() error {
+			_, err := nccl.Join(context.Background(), &nccl.ConnRendezvous{}, 0, 1, 0)
+			return err
+		},
 	)
 }
 

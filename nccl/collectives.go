@@ -1,0 +1,504 @@
+package nccl
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+
+	"github.com/gocuda/gocuda/cuda"
+)
+
+// Element is an element type of the collectives, with its NCCL data type: int8,
+// uint8, int32, uint32, int64, uint64, cuda.Float16, cuda.BFloat16, float32 and
+// float64.
+type Element interface {
+	int8 | uint8 | int32 | uint32 | int64 | uint64 | cuda.Float16 | cuda.BFloat16 | float32 | float64
+}
+
+// DataType returns the NCCL data type of T.
+func DataType[T Element]() NcclDataType {
+	switch any(*new(T)).(type) {
+	case int8:
+		return NcclInt8
+	case uint8:
+		return NcclUint8
+	case int32:
+		return NcclInt32
+	case uint32:
+		return NcclUint32
+	case int64:
+		return NcclInt64
+	case uint64:
+		return NcclUint64
+	case cuda.Float16:
+		return NcclFloat16
+	case cuda.BFloat16:
+		return NcclBfloat16
+	case float32:
+		return NcclFloat32
+	default:
+		return NcclFloat64
+	}
+}
+
+// Collectives are the collectives of a communicator on elements of type T: Of[T](c).
+type Collectives[T Element] struct {
+	c *Comm
+}
+
+// Of returns c's collectives on elements of type T:
+//
+//	err := nccl.Of[float32](c).AllReduce(s, grad, grad, nccl.Sum)
+func Of[T Element](c *Comm) Collectives[T] { return Collectives[T]{c} }
+
+// Comm returns the communicator.
+func (o Collectives[T]) Comm() *Comm { return o.c }
+
+// Reduction operations.
+const (
+	Sum  = NcclSum
+	Prod = NcclProd
+	Max  = NcclMax
+	Min  = NcclMin
+	Avg  = NcclAvg // the sum divided by the number of ranks
+)
+
+// The collectives run on the caller's stream s, which must belong to the
+// communicator's context (Comm.Context: its device's primary context), on memory of
+// that context: device buffers and their views (DeviceBuffer.Slice), or any
+// cuda.Memory. The element type T is the collective's; memory made for another type
+// (cuda.AllocFor) is an error, as is a size that is not a whole number of elements.
+// The counts come from the memory, whose sizes must match as each collective says;
+// the two buffers may be the same (in place). Every argument is checked before any
+// NCCL call: a mismatch is an error matching cuda.ErrInvalidArgument (or
+// cuda.ErrWrongContext, or cuda.ErrClosed for closed objects).
+//
+// A collective is queued with the cuda package's hand-off: s waits on the GPU for
+// the conflicting uses of its inputs (read) and outputs (written) on other streams,
+// and the buffers and the stream are held until the work is queued. It returns once
+// the work is queued, not done: Comm.Wait (or s.Synchronize) waits for it. Its
+// matching calls on the other ranks must be queued too for it to finish; NCCL orders
+// the collectives of one communicator by their call order, which must be the same on
+// every rank. A failure is NCCL's Result, wrapped with the operation's name; an
+// asynchronous error the communicator reports meanwhile is an *AsyncError, and
+// aborts it.
+//
+// Inside Group, the collectives that f calls are queued together when f returns.
+
+// AllReduce reduces send over all ranks with op and writes the result to recv on
+// every rank: ncclAllReduce. send and recv hold the same number of elements.
+func (o Collectives[T]) AllReduce(s *cuda.Stream, send, recv cuda.Memory, op NcclRedOp) error {
+	c := o.c
+	const name = "all-reduce"
+	n, ps, err := elems[T](name, "send", send)
+	if err != nil {
+		return err
+	}
+	pr, err := sized[T](name, "recv", recv, n)
+	if err != nil {
+		return err
+	}
+	if err := checkOp(name, op); err != nil {
+		return err
+	}
+	dt := DataType[T]()
+	return c.queue(name, s, func(h NcclComm, st cuda.CUstream) error {
+		return raw.allReduce(ps, pr, uint64(n), dt, op, h, st)
+	}, cuda.Reads(send), cuda.Writes(recv))
+}
+
+// Broadcast copies root's send to recv on every rank: ncclBroadcast. send is read
+// on root only and may be nil elsewhere; on root it holds as many elements as recv
+// (or is recv: in place).
+func (o Collectives[T]) Broadcast(s *cuda.Stream, send, recv cuda.Memory, root int) error {
+	c := o.c
+	const name = "broadcast"
+	n, pr, err := elems[T](name, "recv", recv)
+	if err != nil {
+		return err
+	}
+	if err := checkPeer(c, name, "root", root); err != nil {
+		return err
+	}
+	ps := pr
+	uses := []cuda.Use{cuda.Writes(recv)}
+	if c.Rank() == root {
+		if ps, err = sized[T](name, "send", send, n); err != nil {
+			return err
+		}
+		uses = append(uses, cuda.Reads(send))
+	}
+	dt := DataType[T]()
+	return c.queue(name, s, func(h NcclComm, st cuda.CUstream) error {
+		return raw.broadcast(ps, pr, uint64(n), dt, int32(root), h, st)
+	}, uses...)
+}
+
+// Reduce reduces send over all ranks with op into root's recv: ncclReduce. recv is
+// written on root only and may be nil elsewhere; on root it holds as many elements
+// as send.
+func (o Collectives[T]) Reduce(s *cuda.Stream, send, recv cuda.Memory, op NcclRedOp, root int) error {
+	c := o.c
+	const name = "reduce"
+	n, ps, err := elems[T](name, "send", send)
+	if err != nil {
+		return err
+	}
+	if err := checkPeer(c, name, "root", root); err != nil {
+		return err
+	}
+	if err := checkOp(name, op); err != nil {
+		return err
+	}
+	pr := ps
+	uses := []cuda.Use{cuda.Reads(send)}
+	if c.Rank() == root {
+		if pr, err = sized[T](name, "recv", recv, n); err != nil {
+			return err
+		}
+		uses = append(uses, cuda.Writes(recv))
+	}
+	dt := DataType[T]()
+	return c.queue(name, s, func(h NcclComm, st cuda.CUstream) error {
+		return raw.reduce(ps, pr, uint64(n), dt, op, int32(root), h, st)
+	}, uses...)
+}
+
+// AllGather gathers every rank's send into recv on every rank, rank r's at element
+// r·len(send): ncclAllGather. recv holds Size() times the elements of send. In place,
+// send is the view of recv at rank r's place (recv.Slice).
+func (o Collectives[T]) AllGather(s *cuda.Stream, send, recv cuda.Memory) error {
+	c := o.c
+	const name = "all-gather"
+	n, ps, err := elems[T](name, "send", send)
+	if err != nil {
+		return err
+	}
+	if c == nil || c.comm == nil {
+		return fmt.Errorf("nccl: %s: %w: nil communicator", name, cuda.ErrInvalidArgument)
+	}
+	pr, err := sized[T](name, "recv", recv, n*c.Size())
+	if err != nil {
+		return err
+	}
+	dt := DataType[T]()
+	return c.queue(name, s, func(h NcclComm, st cuda.CUstream) error {
+		return raw.allGather(ps, pr, uint64(n), dt, h, st)
+	}, cuda.Reads(send), cuda.Writes(recv))
+}
+
+// ReduceScatter reduces send over all ranks with op and scatters the result: rank r
+// gets the block of elements r·len(recv) to (r+1)·len(recv) in recv:
+// ncclReduceScatter. send holds Size() times the elements of recv.
+func (o Collectives[T]) ReduceScatter(s *cuda.Stream, send, recv cuda.Memory, op NcclRedOp) error {
+	c := o.c
+	const name = "reduce-scatter"
+	n, pr, err := elems[T](name, "recv", recv)
+	if err != nil {
+		return err
+	}
+	if c == nil || c.comm == nil {
+		return fmt.Errorf("nccl: %s: %w: nil communicator", name, cuda.ErrInvalidArgument)
+	}
+	ps, err := sized[T](name, "send", send, n*c.Size())
+	if err != nil {
+		return err
+	}
+	if err := checkOp(name, op); err != nil {
+		return err
+	}
+	dt := DataType[T]()
+	return c.queue(name, s, func(h NcclComm, st cuda.CUstream) error {
+		return raw.reduceScatter(ps, pr, uint64(n), dt, op, h, st)
+	}, cuda.Reads(send), cuda.Writes(recv))
+}
+
+// Send sends send to rank peer, which receives it with a Recv of as many elements of
+// T: ncclSend. A rank's sends and receives that must progress together (an exchange
+// between two ranks, a ring) go in one Group.
+func (o Collectives[T]) Send(s *cuda.Stream, send cuda.Memory, peer int) error {
+	return o.p2p("send", s, send, peer, raw.send, cuda.Reads(send))
+}
+
+// Recv receives into recv what rank peer sends with Send: ncclRecv.
+func (o Collectives[T]) Recv(s *cuda.Stream, recv cuda.Memory, peer int) error {
+	return o.p2p("recv", s, recv, peer, raw.recv, cuda.Writes(recv))
+}
+
+// p2p queues call (ncclSend or ncclRecv) of all of m with rank peer.
+func (o Collectives[T]) p2p(name string, s *cuda.Stream, m cuda.Memory, peer int,
+	call func(unsafe.Pointer, uint64, NcclDataType, int32, NcclComm, cuda.CUstream) error, use cuda.Use) error {
+	c := o.c
+	n, p, err := elems[T](name, name, m)
+	if err != nil {
+		return err
+	}
+	if err := checkPeer(c, name, "peer", peer); err != nil {
+		return err
+	}
+	dt := DataType[T]()
+	return c.queue(name, s, func(h NcclComm, st cuda.CUstream) error {
+		return call(p, uint64(n), dt, int32(peer), h, st)
+	}, use)
+}
+
+// elems returns the number of elements of T in m and its address.
+func elems[T Element](op, name string, m cuda.Memory) (int, unsafe.Pointer, error) {
+	if m == nil {
+		return 0, nil, fmt.Errorf("nccl: %s: %w: %s is nil", op, cuda.ErrInvalidArgument, name)
+	}
+	p, err := cuda.DevicePtr[T](m)
+	if err != nil {
+		return 0, nil, fmt.Errorf("nccl: %s: %s: %w", op, name, err)
+	}
+	size := int(unsafe.Sizeof(*new(T)))
+	if m.Size()%size != 0 {
+		return 0, nil, fmt.Errorf("nccl: %s: %w: %s has %d bytes, not a whole number of %v", op, cuda.ErrInvalidArgument,
+			name, m.Size(), reflect.TypeFor[T]())
+	}
+	return m.Size() / size, unsafe.Pointer(p), nil
+}
+
+// sized is elems for memory that must hold exactly n elements.
+func sized[T Element](op, name string, m cuda.Memory, n int) (unsafe.Pointer, error) {
+	got, p, err := elems[T](op, name, m)
+	if err != nil {
+		return nil, err
+	}
+	if got != n {
+		return nil, fmt.Errorf("nccl: %s: %w: %s must hold %d elements of %v, it holds %d", op, cuda.ErrInvalidArgument,
+			name, n, reflect.TypeFor[T](), got)
+	}
+	return p, nil
+}
+
+func checkOp(op string, r NcclRedOp) error {
+	if r < 0 || r >= NcclNumOps {
+		return fmt.Errorf("nccl: %s: %w: reduction %d", op, cuda.ErrInvalidArgument, int(r))
+	}
+	return nil
+}
+
+func checkPeer(c *Comm, op, what string, r int) error {
+	if c == nil || c.comm == nil {
+		return fmt.Errorf("nccl: %s: %w: nil communicator", op, cuda.ErrInvalidArgument)
+	}
+	if r < 0 || r >= c.size {
+		return fmt.Errorf("nccl: %s: %w: %s %d of %d ranks", op, cuda.ErrInvalidArgument, what, r, c.size)
+	}
+	return nil
+}
+
+// queued is a collective of a group, queued when the group ends.
+type queued struct {
+	c    *Comm
+	s    *cuda.Stream
+	call func(NcclComm, cuda.CUstream) error
+	uses []cuda.Use
+	op   string
+}
+
+// queue checks the stream and memory, then queues the call with the hand-off (or,
+// inside Group, adds it to the group), polling while NCCL answers ncclInProgress.
+func (c *Comm) queue(op string, s *cuda.Stream, call func(NcclComm, cuda.CUstream) error, uses ...cuda.Use) error {
+	fail := func(err error) error { return fmt.Errorf("nccl: %s: %w", op, err) }
+	if c == nil || c.comm == nil {
+		return fail(fmt.Errorf("%w: nil communicator", cuda.ErrInvalidArgument))
+	}
+	if err := cuda.CheckEnqueue(s, uses...); err != nil {
+		return fail(err)
+	}
+	if s.Context().Handle() != c.ctx.Handle() {
+		return fail(fmt.Errorf("a stream of another context than the communicator's (device %d's primary context): %w",
+			c.dev, cuda.ErrWrongContext))
+	}
+	if err := c.closedErr(); err != nil {
+		return fail(err)
+	}
+	if g := currentGroup(); g != nil {
+		g.ops = append(g.ops, queued{c, s, call, slices.Clone(uses), op})
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	err := c.withCall(func() error {
+		return cuda.Enqueue(s, func(_ cuda.CUcontext, h cuda.CUstream) error {
+			return c.ctx.Locked(func() error {
+				err := call(c.h, h)
+				if err == nil || errors.Is(err, ErrInProgress) {
+					// Not queued until the communicator is ready again.
+					err = c.poll(nil)
+				}
+				return err
+			})
+		}, uses...)
+	})
+	if err != nil {
+		return c.abortOn(op, fail(err))
+	}
+	return nil
+}
+
+// Groups: NCCL groups calls per thread, between ncclGroupStart and ncclGroupEnd, and
+// queues their work at ncclGroupEnd. Group runs f locked to its thread and keeps the
+// collectives f calls (on its goroutine, the only one that runs on that thread) by
+// the thread's id; when f returns, it queues them in one NCCL group, holding every
+// stream and buffer from before ncclGroupStart to after ncclGroupEnd, so that the
+// hand-off records them once the work is queued.
+type group struct {
+	depth int
+	ops   []queued
+}
+
+var (
+	groupsMu     sync.Mutex
+	groups       = map[int]*group{}
+	groupsActive atomic.Int32 // len(groups): the collectives' fast path when 0
+)
+
+// currentGroup returns the group of the calling goroutine, if it runs inside Group.
+func currentGroup() *group {
+	if groupsActive.Load() == 0 {
+		return nil
+	}
+	tid := syscall.Gettid()
+	groupsMu.Lock()
+	defer groupsMu.Unlock()
+	return groups[tid]
+}
+
+// Group queues the collectives that f calls, on f's goroutine, as one NCCL group
+// (ncclGroupStart … ncclGroupEnd): the collectives of several communicators of this
+// process (one per GPU, from NewComms) that one goroutine issues, or sends and
+// receives that must progress together. The collectives check their arguments when
+// called and return nil; they are queued after f returns nil (nothing is queued if f
+// fails or panics), and Group returns the first error of queuing them. Groups nest:
+// an inner Group's collectives join the outer one. Collectives that f's other
+// goroutines call are not part of the group.
+func Group(f func() error) (err error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	tid := syscall.Gettid()
+	groupsMu.Lock()
+	g := groups[tid]
+	if g == nil {
+		g = &group{}
+		groups[tid] = g
+		groupsActive.Add(1)
+	}
+	g.depth++
+	groupsMu.Unlock()
+	outer := g.depth > 1
+	defer func() {
+		groupsMu.Lock()
+		g.depth--
+		if g.depth == 0 {
+			delete(groups, tid)
+			groupsActive.Add(-1)
+		}
+		groupsMu.Unlock()
+	}()
+	if err := f(); err != nil || outer {
+		return err
+	}
+	return g.run()
+}
+
+// run queues the group's collectives: it holds their communicators (in a fixed
+// order), their streams and memory (one cuda.Enqueue per stream, nested), and calls
+// them between ncclGroupStart and ncclGroupEnd.
+func (g *group) run() error {
+	if len(g.ops) == 0 {
+		return nil
+	}
+	var comms []*Comm
+	var streams []*cuda.Stream
+	for _, q := range g.ops {
+		if !slices.Contains(comms, q.c) {
+			comms = append(comms, q.c)
+		}
+		if !slices.Contains(streams, q.s) {
+			streams = append(streams, q.s)
+		}
+	}
+	slices.SortFunc(comms, func(a, b *Comm) int { return int(a.order) - int(b.order) })
+	uses := make([][]cuda.Use, len(streams))
+	for _, q := range g.ops {
+		i := slices.Index(streams, q.s)
+		uses[i] = append(uses[i], q.uses...)
+	}
+	err := g.queue(comms, streams, uses)
+	if err == nil {
+		return nil
+	}
+	var ae *AsyncError
+	if errors.As(err, &ae) {
+		// A communicator is broken: abort the broken ones (Err), now that none is held.
+		for _, c := range comms {
+			_ = c.Err()
+		}
+	}
+	return fmt.Errorf("nccl: group: %w", err)
+}
+
+// queue holds the communicators, then the streams and memory, and makes the calls.
+func (g *group) queue(comms []*Comm, streams []*cuda.Stream, uses [][]cuda.Use) error {
+	for _, c := range comms {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.life.RLock()
+		defer c.life.RUnlock()
+		if err := c.closedErr(); err != nil {
+			return err
+		}
+	}
+	handles := make([]cuda.CUstream, len(streams))
+	var enqueue func(i int) error
+	enqueue = func(i int) error {
+		if i == len(streams) {
+			return g.call(comms, streams, handles)
+		}
+		return cuda.Enqueue(streams[i], func(_ cuda.CUcontext, h cuda.CUstream) error {
+			handles[i] = h
+			return enqueue(i + 1)
+		}, uses[i]...)
+	}
+	return enqueue(0)
+}
+
+// call makes the group's NCCL calls, each in its communicator's context, and waits
+// for the communicators to be ready.
+func (g *group) call(comms []*Comm, streams []*cuda.Stream, handles []cuda.CUstream) error {
+	return comms[0].ctx.Locked(func() error {
+		if err := raw.groupStart(); err != nil {
+			return fmt.Errorf("ncclGroupStart: %w", err)
+		}
+		var first error
+		for _, q := range g.ops {
+			h := handles[slices.Index(streams, q.s)]
+			err := q.c.ctx.Locked(func() error { return q.call(q.c.h, h) })
+			if err != nil && !errors.Is(err, ErrInProgress) && first == nil {
+				first = fmt.Errorf("%s (rank %d): %w", q.op, q.c.rank, err)
+			}
+		}
+		// After a failed call too: the group must end, and NCCL then drops its calls.
+		if err := raw.groupEnd(); err != nil && !errors.Is(err, ErrInProgress) && first == nil {
+			first = fmt.Errorf("ncclGroupEnd: %w", err)
+		}
+		if first != nil {
+			return first
+		}
+		for _, c := range comms {
+			if err := c.poll(nil); err != nil {
+				return fmt.Errorf("rank %d: %w", c.rank, err)
+			}
+		}
+		return nil
+	})
+}

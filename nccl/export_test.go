@@ -1,0 +1,240 @@
+package nccl
+
+import (
+	"runtime"
+	"sync"
+	"testing"
+	"unsafe"
+
+	"github.com/gocuda/gocuda/cuda"
+)
+
+// FakeNCCL stands in for libnccl in the tests that run without it (CI): the
+// idiomatic layer calls it instead of the raw layer. Its communicators are numbers;
+// it records every call, answers ncclInProgress as many times as the test says
+// before ncclSuccess (or the state the test sets), and fails the test on a use of a
+// communicator after its release, a second release, or two calls on one
+// communicator at once (NCCL communicators are not thread-safe).
+type FakeNCCL struct {
+	t  testing.TB
+	mu sync.Mutex
+	// Set by the test (under Lock, or before the calls):
+	InitPolls     int    // ncclInProgress answers after an init
+	CallPolls     int    // after a collective or a group
+	FinalizePolls int    // after a finalize
+	Forever       bool   // ncclInProgress for ever (after inits and calls)
+	FailCall      error  // what collectives return
+	State         Result // the state once the polls are done (ncclSuccess by default)
+	// Recorded:
+	Calls     []FakeCall
+	Inits     []FakeInit
+	Aborted   []NcclComm
+	Destroyed []NcclComm
+	GroupEnds int
+	Finalized int
+
+	next    NcclComm
+	polls   map[NcclComm]int
+	live    map[NcclComm]bool
+	busy    map[NcclComm]bool
+	inGroup int
+	pending []FakeCall // calls of the open group
+	ids     int
+}
+
+// FakeCall is a collective the fake received.
+type FakeCall struct {
+	Op         string
+	Send, Recv uintptr
+	Count      uint64
+	Type       NcclDataType
+	RedOp      NcclRedOp
+	Root       int // root or peer
+	Comm       NcclComm
+	Stream     cuda.CUstream
+	InGroup    bool
+}
+
+// FakeInit is a communicator init the fake received.
+type FakeInit struct {
+	Comm          NcclComm
+	NRanks, Rank  int
+	ID            NcclUniqueId
+	Blocking      int32
+	Size, Version uint32
+	Magic         uint32
+}
+
+// InstallFakeNCCL makes the idiomatic layer call a new FakeNCCL until the test ends.
+func InstallFakeNCCL(t testing.TB) *FakeNCCL {
+	f := &FakeNCCL{t: t, polls: map[NcclComm]int{}, live: map[NcclComm]bool{}, busy: map[NcclComm]bool{}, next: 0x1000}
+	saved := raw
+	t.Cleanup(func() { raw = saved })
+	raw.getUniqueID = func(id *NcclUniqueId) error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.ids++
+		for i := range id.Internal {
+			id.Internal[i] = byte(f.ids*31 + i)
+		}
+		return nil
+	}
+	raw.initRank = func(h *NcclComm, n int32, id NcclUniqueId, rank int32, cfg *NcclConfig) error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.next += 0x10
+		*h = f.next
+		f.live[*h] = true
+		f.polls[*h] = f.InitPolls
+		f.Inits = append(f.Inits, FakeInit{*h, int(n), int(rank), id, cfg.Blocking, uint32(cfg.Size), cfg.Version, cfg.Magic})
+		return ErrInProgress // non-blocking: the init goes on
+	}
+	raw.getAsyncError = func(h NcclComm, st *Result) error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.check("ncclCommGetAsyncError", h)
+		switch {
+		case f.Forever:
+			*st = NcclInProgress
+		case f.polls[h] > 0:
+			f.polls[h]--
+			*st = NcclInProgress
+		default:
+			*st = f.State
+		}
+		return nil
+	}
+	raw.getLastError = func(NcclComm) (string, error) { return "fake: the peer went away", nil }
+	release := func(name string, list *[]NcclComm) func(NcclComm) error {
+		return func(h NcclComm) error {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.check(name, h)
+			if f.busy[h] {
+				f.t.Errorf("fake nccl: %s of communicator %#x during a call on it", name, h)
+			}
+			delete(f.live, h)
+			*list = append(*list, h)
+			return nil
+		}
+	}
+	raw.abort = release("ncclCommAbort", &f.Aborted)
+	raw.destroy = release("ncclCommDestroy", &f.Destroyed)
+	raw.finalize = func(h NcclComm) error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.check("ncclCommFinalize", h)
+		f.Finalized++
+		f.polls[h] = f.FinalizePolls
+		return ErrInProgress
+	}
+	raw.groupStart = func() error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.inGroup++
+		return nil
+	}
+	raw.groupEnd = func() error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.inGroup == 0 {
+			f.t.Errorf("fake nccl: ncclGroupEnd without ncclGroupStart")
+			return ErrInvalidUsage
+		}
+		f.inGroup--
+		f.GroupEnds++
+		if f.inGroup > 0 {
+			return nil
+		}
+		for _, c := range f.pending {
+			f.polls[c.Comm] = f.CallPolls
+		}
+		f.Calls = append(f.Calls, f.pending...)
+		f.pending = nil
+		if f.CallPolls > 0 || f.Forever {
+			return ErrInProgress
+		}
+		return nil
+	}
+	rec := func(c FakeCall) error {
+		f.mu.Lock()
+		if f.busy[c.Comm] {
+			f.t.Errorf("fake nccl: two calls at once on communicator %#x", c.Comm)
+		}
+		f.busy[c.Comm] = true
+		f.mu.Unlock()
+		runtime.Gosched() // widen the window for overlapping calls
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.busy[c.Comm] = false
+		f.check(c.Op, c.Comm)
+		if f.FailCall != nil {
+			return f.FailCall
+		}
+		if f.inGroup > 0 {
+			c.InGroup = true
+			f.pending = append(f.pending, c)
+			return nil
+		}
+		f.Calls = append(f.Calls, c)
+		f.polls[c.Comm] = f.CallPolls
+		if f.CallPolls > 0 || f.Forever {
+			return ErrInProgress
+		}
+		return nil
+	}
+	u := func(p unsafe.Pointer) uintptr { return uintptr(p) }
+	raw.allReduce = func(s, r unsafe.Pointer, n uint64, dt NcclDataType, op NcclRedOp, h NcclComm, st cuda.CUstream) error {
+		return rec(FakeCall{Op: "allreduce", Send: u(s), Recv: u(r), Count: n, Type: dt, RedOp: op, Comm: h, Stream: st})
+	}
+	raw.broadcast = func(s, r unsafe.Pointer, n uint64, dt NcclDataType, root int32, h NcclComm, st cuda.CUstream) error {
+		return rec(FakeCall{Op: "broadcast", Send: u(s), Recv: u(r), Count: n, Type: dt, Root: int(root), Comm: h, Stream: st})
+	}
+	raw.reduce = func(s, r unsafe.Pointer, n uint64, dt NcclDataType, op NcclRedOp, root int32, h NcclComm, st cuda.CUstream) error {
+		return rec(FakeCall{Op: "reduce", Send: u(s), Recv: u(r), Count: n, Type: dt, RedOp: op, Root: int(root), Comm: h, Stream: st})
+	}
+	raw.allGather = func(s, r unsafe.Pointer, n uint64, dt NcclDataType, h NcclComm, st cuda.CUstream) error {
+		return rec(FakeCall{Op: "allgather", Send: u(s), Recv: u(r), Count: n, Type: dt, Comm: h, Stream: st})
+	}
+	raw.reduceScatter = func(s, r unsafe.Pointer, n uint64, dt NcclDataType, op NcclRedOp, h NcclComm, st cuda.CUstream) error {
+		return rec(FakeCall{Op: "reducescatter", Send: u(s), Recv: u(r), Count: n, Type: dt, RedOp: op, Comm: h, Stream: st})
+	}
+	raw.send = func(s unsafe.Pointer, n uint64, dt NcclDataType, peer int32, h NcclComm, st cuda.CUstream) error {
+		return rec(FakeCall{Op: "send", Send: u(s), Count: n, Type: dt, Root: int(peer), Comm: h, Stream: st})
+	}
+	raw.recv = func(r unsafe.Pointer, n uint64, dt NcclDataType, peer int32, h NcclComm, st cuda.CUstream) error {
+		return rec(FakeCall{Op: "recv", Recv: u(r), Count: n, Type: dt, Root: int(peer), Comm: h, Stream: st})
+	}
+	return f
+}
+
+// check fails the test if h is not a live communicator (f.mu held).
+func (f *FakeNCCL) check(op string, h NcclComm) {
+	if !f.live[h] {
+		f.t.Errorf("fake nccl: %s on communicator %#x, which is not live (released or never made)", op, h)
+	}
+}
+
+// Lock and Unlock guard the fake's fields while calls may run.
+func (f *FakeNCCL) Lock()   { f.mu.Lock() }
+func (f *FakeNCCL) Unlock() { f.mu.Unlock() }
+
+// Snapshot returns copies of the recorded calls and releases.
+func (f *FakeNCCL) Snapshot() (calls []FakeCall, aborted, destroyed []NcclComm) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]FakeCall(nil), f.Calls...), append([]NcclComm(nil), f.Aborted...), append([]NcclComm(nil), f.Destroyed...)
+}
+
+// Live reports whether h is a live communicator of the fake.
+func (f *FakeNCCL) Live(h NcclComm) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.live[h]
+}
+
+// GroupsActive returns the number of goroutines inside Group (tests).
+func GroupsActive() int { return int(groupsActive.Load()) }
+
+// ConfigForTest returns the configuration communicators are made with.
+func ConfigForTest() NcclConfig { return config() }
