@@ -154,3 +154,63 @@ func ExampleContext_NewGraph() {
 	fmt.Println(got[0], got[255])
 	// Output: 42 42
 }
+
+// A host node calls Go between GPU nodes of each replay: here it sums what a copy
+// node brought into pinned memory, before the copy node after it runs.
+func ExampleGraph_AddHost() {
+	ctx, err := cuda.Device(0).Context()
+	if err != nil {
+		log.Fatal(err)
+	}
+	s, err := ctx.NewStream()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	dev, err := cuda.AllocFor[uint32](s, 256)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer dev.Close()
+	pinned, err := ctx.AllocHost(4 * 256)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pinned.Close()
+	g, err := ctx.NewGraph()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer g.Close()
+	set, err := g.AddMemset(dev, 2)
+	if err != nil {
+		log.Fatal(err)
+	}
+	toHost, err := g.AddCopy(pinned, dev, set)
+	if err != nil {
+		log.Fatal(err)
+	}
+	var sum uint32
+	_, err = g.AddHost(func() { // no GPU calls in here
+		sum = 0
+		for _, v := range cuda.HostSlice[uint32](pinned) {
+			sum += v
+		}
+	}, toHost)
+	if err != nil {
+		log.Fatal(err)
+	}
+	exec, err := g.Instantiate()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer exec.Close()
+	if err := exec.Launch(s); err != nil {
+		log.Fatal(err)
+	}
+	if err := s.Synchronize(); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(sum)
+	// Output: 512
+}

@@ -207,7 +207,27 @@ type leaseSet struct {
 	index  map[*memBase]int // items by memory, once add is used
 	mods   []*Module
 	events []*event
+	fns    map[*hostFunc]int // host node functions, by how many nodes call them
 	reg    *resource.Registration
+}
+
+// addHost leases hf to ls for n more nodes.
+func (ls *leaseSet) addHost(hf *hostFunc, n int) {
+	if ls.fns == nil {
+		ls.fns = map[*hostFunc]int{}
+	}
+	if ls.fns[hf] == 0 {
+		hf.update(1, 0)
+	}
+	ls.fns[hf] += n
+}
+
+// queueHost counts the calls a launch of ls's graph queues (n = 1), or takes them
+// back when the launch failed (n = -1).
+func (ls *leaseSet) queueHost(n int) {
+	for hf, k := range ls.fns {
+		hf.update(0, n*k)
+	}
 }
 
 // add leases m (an allocation held by the caller) to ls, unless ls has it already
@@ -256,11 +276,14 @@ func (ls *leaseSet) merge(o *leaseSet) {
 	for _, e := range o.events {
 		ls.addEvent(e)
 	}
+	for hf, n := range o.fns {
+		ls.addHost(hf, n)
+	}
 }
 
 // register makes a registered set of what ls leases, taking its leases over.
 func (ls *leaseSet) register() *leaseSet {
-	out := &leaseSet{items: ls.items, index: ls.index, mods: ls.mods, events: ls.events}
+	out := &leaseSet{items: ls.items, index: ls.index, mods: ls.mods, events: ls.events, fns: ls.fns}
 	out.reg = resource.ResourceFinalizerErr((*leaseSet).end, out, false, resource.Kind("graph lease"))
 	return out
 }
@@ -291,7 +314,10 @@ func (ls *leaseSet) end() error {
 			errs = append(errs, err)
 		}
 	}
-	ls.items, ls.index, ls.mods, ls.events = nil, nil, nil, nil
+	for hf := range ls.fns {
+		hf.update(-1, 0)
+	}
+	ls.items, ls.index, ls.mods, ls.events, ls.fns = nil, nil, nil, nil, nil
 	return errors.Join(errs...)
 }
 
@@ -604,8 +630,10 @@ func (e *Exec) Launch(s *Stream) error {
 		return err
 	}
 	defer s.mu.RUnlock()
+	x.lease.queueHost(1) // before the launch: its host nodes may run before it returns
 	err := inGraphLaunch(c.h, x.own.Handle(), s.h)
 	if err != nil {
+		x.lease.queueHost(-1)
 		return fmt.Errorf("cuda: launching a graph: %w", err)
 	}
 	for i, l := range items {

@@ -1,11 +1,16 @@
 package cuda_test
 
 import (
+	"fmt"
 	"math"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/internal/callbench"
 	"github.com/gocuda/gocuda/internal/fakecuda"
+	"github.com/gocuda/gocuda/internal/gputest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -136,4 +141,107 @@ func BenchmarkRK4(b *testing.B) {
 			return func() error { return e.Launch(s) }, nil
 		})
 	})
+}
+
+// BenchmarkExecLaunch is the CPU cost of Exec.Launch of a graph of one memset node
+// per buffer, by the number of buffers it leases (each planned and recorded for the
+// hand-off at every launch), synchronizing every 32 launches off the clock.
+func BenchmarkExecLaunch(b *testing.B) {
+	fakecuda.Check(b)
+	ctx, s := gputest.Stream(b)
+	for _, n := range []int{1, 16} {
+		b.Run(fmt.Sprintf("leases-%d", n), func(b *testing.B) {
+			g, err := ctx.NewGraph()
+			require.NoError(b, err)
+			defer g.Close()
+			var bufs []*cuda.DeviceBuffer
+			for range n {
+				buf, err := cuda.AllocFor[uint32](s, 64)
+				require.NoError(b, err)
+				defer buf.Close()
+				bufs = append(bufs, buf)
+				_, err = g.AddMemset(buf, 1)
+				require.NoError(b, err)
+			}
+			x, err := g.Instantiate()
+			require.NoError(b, err)
+			defer x.Close()
+			require.NoError(b, x.Launch(s))
+			require.NoError(b, s.Synchronize())
+			if n == 1 {
+				b.Run("pair", func(b *testing.B) { pairGraphLaunch(b, s, x, bufs[0]) })
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				if err := x.Launch(s); err != nil {
+					b.Fatal(err)
+				}
+				if i%32 == 31 {
+					b.StopTimer()
+					require.NoError(b, s.Synchronize())
+					b.StartTimer()
+				}
+			}
+		})
+	}
+}
+
+// pairGraphLaunch alternates chunks of 32 launches of x (Exec.Launch, whose graph is
+// one memset of buf) and of the same graph made and launched from C (cuGraphLaunch in
+// a C loop) in this process, each chunk then a sync off the clock, and reports both
+// means per launch and their difference (x-c-ns): gocuda's submit overhead without
+// the noise between runs.
+func pairGraphLaunch(b *testing.B, s *cuda.Stream, x *cuda.Exec, buf *cuda.DeviceBuffer) {
+	ctx := s.Context()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	require.NoError(b, cuda.CtxSetCurrent(ctx.Handle()))
+	var g cuda.CUgraph
+	require.NoError(b, cuda.GraphCreate(&g, 0))
+	defer cuda.GraphDestroy(g)
+	var node cuda.CUgraphNode
+	p := cuda.CUDA_MEMSET_NODE_PARAMS{Dst: buf.Ptr(), Value: 1, ElementSize: 4, Width: 64, Height: 1}
+	require.NoError(b, cuda.GraphAddMemsetNode(&node, g, nil, 0, &p, ctx.Handle()))
+	var e cuda.CUgraphExec
+	require.NoError(b, cuda.GraphInstantiateWithFlags(&e, g, 0))
+	defer cuda.GraphExecDestroy(e)
+	fn, err := cuda.Library().NewProc("cuGraphLaunch").Addr()
+	require.NoError(b, err)
+	const chunk = 32
+	goLoop := func(k int) time.Duration {
+		t0 := time.Now()
+		for range k {
+			if err := x.Launch(s); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return time.Since(t0)
+	}
+	cLoop := func(k int) time.Duration {
+		d, err := callbench.LoopGraphLaunch(fn, uintptr(e), uintptr(s.Handle()), k)
+		require.NoError(b, err)
+		return d
+	}
+	b.ResetTimer()
+	var gt, ct time.Duration
+	for done, i := 0, 0; done < b.N; done, i = done+chunk, i+1 {
+		k := min(chunk, b.N-done)
+		first, second, ft, st := goLoop, cLoop, &gt, &ct
+		if i%2 == 1 {
+			first, second, ft, st = cLoop, goLoop, &ct, &gt
+		}
+		*ft += first(k)
+		b.StopTimer()
+		require.NoError(b, s.Synchronize())
+		b.StartTimer()
+		*st += second(k)
+		b.StopTimer()
+		require.NoError(b, s.Synchronize())
+		b.StartTimer()
+	}
+	gns, cns := float64(gt.Nanoseconds())/float64(b.N), float64(ct.Nanoseconds())/float64(b.N)
+	b.ReportMetric(gns, "x-ns/launch")
+	b.ReportMetric(cns, "c-ns/launch")
+	b.ReportMetric(gns-cns, "x-c-ns")
 }

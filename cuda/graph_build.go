@@ -356,6 +356,37 @@ func (e *Exec) SetKernelArgs(n Node, args ...any) error {
 	return nil
 }
 
+// AddHost adds a node that calls f on a thread of the driver, after deps: in each
+// replay, the nodes after it wait until f returns. f must not use the GPU (no call of
+// this package or of a library package: CUDA forbids API calls in host functions, and
+// they may deadlock) and should return quickly, as it holds up the replay and the
+// driver's callback thread; a panic in f ends the program, as in a goroutine. f stays
+// referenced while g or an executable made from it has the node, and until the calls
+// of the replays already queued have run.
+func (g *Graph) AddHost(f func(), deps ...Node) (Node, error) {
+	if f == nil {
+		return Node{}, fmt.Errorf("%w: nil host function", ErrInvalidArgument)
+	}
+	if g == nil || g.g == nil {
+		return Node{}, fmt.Errorf("%w: nil graph", ErrInvalidArgument)
+	}
+	hf, err := newHostFunc(f)
+	if err != nil {
+		return Node{}, fmt.Errorf("cuda: adding a host node: %w", err)
+	}
+	hf.update(1, 0) // held while the node is added
+	defer hf.update(-1, 0)
+	return g.add("host", deps, func(c *Context, gh CUgraph, dp *CUgraphNode, n uint64) (CUgraphNode, error) {
+		p := CUDA_HOST_NODE_PARAMS{Fn: hostFnAddr, UserData: hf.arg}
+		var h CUgraphNode
+		if err := GraphAddHostNode(&h, gh, dp, n, &p); err != nil {
+			return 0, err
+		}
+		g.g.lease.addHost(hf, 1)
+		return h, nil
+	})
+}
+
 // AddEventRecord adds a node that records e, after deps: work on streams that wait
 // for e (Stream.WaitEvent) waits for the nodes before it in each replay. g leases e:
 // its Close is postponed until g and its executables let go of it.

@@ -26,3 +26,6 @@ func ReleasePostponedForTest(x any) (postponed bool, leases int) {
 	defer ls.mu.Unlock()
 	return ls.pending != nil, ls.n
 }
+
+// HostFuncsForTest returns how many host node functions are registered.
+func HostFuncsForTest() int { return hostFuncs() }

@@ -11,6 +11,14 @@ static int64_t launch_now_ns(void) {
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+// loop_graph_launch calls cuGraphLaunch (fn) n times as a C program does.
+static int64_t loop_graph_launch(uintptr_t fn, uintptr_t exec, uintptr_t stream, int64_t n) {
+	int64_t t0 = launch_now_ns();
+	for (int64_t i = 0; i < n; i++)
+		if (((int (*)(uintptr_t, uintptr_t))fn)(exec, stream) != 0) return -1;
+	return launch_now_ns() - t0;
+}
+
 // kernel_params points params[i] at offsets[i] in buf and returns cuLaunchKernel's
 // kernelParams: params, or NULL for a kernel without parameters (or more than 64).
 static void** kernel_params(void** params, void* buf, const uintptr_t* offsets, int nparams) {
@@ -86,6 +94,16 @@ import (
 	"time"
 	"unsafe"
 )
+
+// LoopGraphLaunch calls cuGraphLaunch (fn, its address) n times from C with exec and
+// stream, and returns the total time. The context must be current on the calling thread.
+func LoopGraphLaunch(fn, exec, stream uintptr, n int) (time.Duration, error) {
+	d := C.loop_graph_launch(C.uintptr_t(fn), C.uintptr_t(exec), C.uintptr_t(stream), C.int64_t(n))
+	if d < 0 {
+		return 0, errCall
+	}
+	return time.Duration(d), nil
+}
 
 // LoopLaunch calls cuLaunchKernel (fn, its address) n times from C, the way a C
 // program launches: kernel f on stream, grid and block 1×1×1, with kernelParams

@@ -150,6 +150,8 @@ typedef struct {
 	unsigned value, elementSize;
 	size_t width, height;
 } CUDA_MEMSET_NODE_PARAMS;
+// CUDA_HOST_NODE_PARAMS: cuGraphAddHostNode's function and its user data.
+typedef struct { void (*fn)(void *); void *userData; } CUDA_HOST_NODE_PARAMS;
 _Static_assert(sizeof(CUDA_MEMSET_NODE_PARAMS) == 40 && offsetof(CUDA_MEMSET_NODE_PARAMS, value) == 16 &&
 	offsetof(CUDA_MEMSET_NODE_PARAMS, elementSize) == 20 && offsetof(CUDA_MEMSET_NODE_PARAMS, width) == 24 &&
 	offsetof(CUDA_MEMSET_NODE_PARAMS, height) == 32, "CUDA_MEMSET_NODE_PARAMS layout");
@@ -3992,6 +3994,21 @@ EXPORT CUresult cuGraphAddEventWaitNode(H *out, H hg, const H *deps, size_t n, H
 	if (!strict()) { if (out == NULL) return E_INVALID_VALUE; *out = fast_node(CU_GRAPH_NODE_TYPE_WAIT_EVENT); return OK; }
 	BEGIN("cuGraphAddEventWaitNode");
 	r = event_node(FN, out, hg, deps, n, he, OP_WAIT, CU_GRAPH_NODE_TYPE_WAIT_EVENT);
+	END
+}
+
+// cuGraphAddHostNode: a call of fn(userData) on a thread of the driver when a replay
+// gets to the node (in the fake, when the operation runs).
+EXPORT CUresult cuGraphAddHostNode(H *out, H hg, const H *deps, size_t n, const CUDA_HOST_NODE_PARAMS *p) {
+	if (!strict()) { if (out == NULL || p == NULL) return E_INVALID_VALUE; *out = fast_node(CU_GRAPH_NODE_TYPE_HOST); return OK; }
+	BEGIN("cuGraphAddHostNode");
+	graph_t *g;
+	TRY(node_prologue(FN, out, hg, deps, n, &g));
+	if (p == NULL || p->fn == NULL) FAIL(E_INVALID_VALUE);
+	op_t *o = op_new(OP_HOSTFN, FN);
+	o->u.hf.fn = p->fn;
+	o->u.hf.arg = p->userData;
+	r = node_add(FN, g, CU_GRAPH_NODE_TYPE_HOST, o, out);
 	END
 }
 
