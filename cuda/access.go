@@ -286,7 +286,8 @@ func (ms *memState) handOff(d *deps, t *stream) error {
 	return nil
 }
 
-// orderAfter makes work queued on t from now on wait for u's work.
+// orderAfter makes work queued on t from now on wait for u's work. u's stream is
+// of ms's context; t may be of another (copyPeer).
 func (ms *memState) orderAfter(u use, t *stream) error {
 	t.waits.Add(1)
 	s := u.s
@@ -299,7 +300,10 @@ func (ms *memState) orderAfter(u use, t *stream) error {
 		err = inEventRecord(ms.cs.h, ev, s.h)
 		s.mu.RUnlock()
 		if err == nil {
-			err = t.use(func(h CUstream) error { return inStreamWaitEvent(ms.cs.h, h, ev, 0) })
+			// In t's context: t may be of another context than u's stream (a copy
+			// between devices waits for the source's uses; the event may be of
+			// another context or device).
+			err = t.use(func(h CUstream) error { return inStreamWaitEvent(t.cs.h, h, ev, 0) })
 		}
 		// The wait is queued (or failed): the event may be recorded again.
 		ms.putHandoffEvent(ev)
@@ -311,7 +315,7 @@ func (ms *memState) orderAfter(u use, t *stream) error {
 	if err != nil || final == nil {
 		return err
 	}
-	return t.use(func(h CUstream) error { return inStreamWaitEvent(ms.cs.h, h, final.h, 0) })
+	return t.use(func(h CUstream) error { return inStreamWaitEvent(t.cs.h, h, final.h, 0) })
 }
 
 // fenceFor returns a fence for the work of the uses in d: the one use's fence, or

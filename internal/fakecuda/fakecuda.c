@@ -54,12 +54,15 @@ enum {
 	E_NO_DEVICE = 100,
 	E_INVALID_DEVICE = 101,
 	E_INVALID_CONTEXT = 201,
+	E_PEER_ACCESS_UNSUPPORTED = 217,
 	E_INVALID_PTX = 218,
 	E_INVALID_HANDLE = 400,
 	E_ILLEGAL_STATE = 401,
 	E_LOSSY_QUERY = 402,
 	E_NOT_FOUND = 500,
 	E_NOT_READY = 600,
+	E_PEER_ACCESS_ALREADY_ENABLED = 704,
+	E_PEER_ACCESS_NOT_ENABLED = 705,
 	E_CONTEXT_IS_DESTROYED = 709,
 	E_HOST_MEMORY_ALREADY_REGISTERED = 712,
 	E_HOST_MEMORY_NOT_REGISTERED = 713,
@@ -231,6 +234,8 @@ enum { MODE_FAST = 1, MODE_STRICT = 2 };
 static int g_mode; // 0 until cfg_init ran
 static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
 static int ndev = 1;
+// no_peer: bit d set when device d has no peer access to any other (control "peer").
+static uint64_t no_peer;
 static uint64_t capacity[MAXDEV];
 static uint64_t seed = 0x5eed;
 static int abort_on, verbose;
@@ -695,6 +700,8 @@ struct ctx_s {
 	hdr *objs;        // objects created in the context, newest first
 	struct mem_s *mems;
 	struct reg_s *regs;
+	struct ctx_s **peers; // cuCtxEnablePeerAccess: the contexts whose memory this one's kernels may use
+	int npeers, cappeers;
 };
 
 typedef struct op_s op_t;
@@ -1675,6 +1682,7 @@ static void module_kill(module_t *m) {
 // events, modules and their functions, graphs, other allocations and registrations.
 // c's work has finished.
 static void ctx_wipe(ctx_t *c) {
+	c->npeers = 0; // its peer access goes with it
 	for (hdr *h = c->objs; h; h = h->cnext) {
 		// Memory pools belong to the device, not to the context that made them
 		// (as on the real driver): they outlive it.
@@ -1923,6 +1931,10 @@ EXPORT int fakecuda_control(const char *cmd, int64_t a, int64_t b) {
 			o->u.dl.ns = (uint64_t)a;
 			submit(h->ctx, (stream_t *)h, o);
 		}
+	} else if (strcmp(cmd, "peer") == 0) { // b == 0: device a has no peer access; b != 0: it has (the default)
+		if (a < 0 || a >= MAXDEV) r = -1;
+		else if (b) __atomic_and_fetch(&no_peer, ~(1ull << a), __ATOMIC_RELAXED);
+		else __atomic_or_fetch(&no_peer, 1ull << a, __ATOMIC_RELAXED);
 	} else if (strcmp(cmd, "reset_injections") == 0) {
 		oom_skip = oom_fail = 0;
 		oom_kinds = 15;
@@ -2099,9 +2111,38 @@ EXPORT CUresult cuDeviceGetPCIBusId(char *id, int len, int dev) {
 	return OK;
 }
 
+// peer_ok reports whether devices a and b may access each other's memory: two
+// distinct devices, neither cut off by the control command "peer".
+static int peer_ok(int a, int b) {
+	uint64_t np = __atomic_load_n(&no_peer, __ATOMIC_RELAXED);
+	return a != b && a >= 0 && b >= 0 && a < ndev && b < ndev && !(np >> a & 1) && !(np >> b & 1);
+}
+
 EXPORT CUresult cuDeviceCanAccessPeer(int *can, int dev, int peer) {
 	if (can == NULL) return E_INVALID_VALUE;
-	*can = dev != peer;
+	if (dev < 0 || dev >= ndev || peer < 0 || peer >= ndev) return E_INVALID_DEVICE;
+	*can = peer_ok(dev, peer);
+	return OK;
+}
+
+// CUdevice_P2PAttribute values.
+enum { P2P_PERFORMANCE_RANK = 1, P2P_ACCESS_SUPPORTED, P2P_NATIVE_ATOMIC_SUPPORTED, P2P_CUDA_ARRAY_ACCESS_SUPPORTED,
+	P2P_ONLY_PARTIAL_NATIVE_ATOMIC_SUPPORTED };
+
+// cuDeviceGetP2PAttribute: a pair that can access each other is of rank 0 with native
+// atomics and array access; the same device twice is CUDA_ERROR_INVALID_DEVICE.
+EXPORT CUresult cuDeviceGetP2PAttribute(int *v, int attr, int src, int dst) {
+	if (v == NULL) return E_INVALID_VALUE;
+	if (src < 0 || src >= ndev || dst < 0 || dst >= ndev || src == dst) return E_INVALID_DEVICE;
+	int ok = peer_ok(src, dst);
+	switch (attr) {
+	case P2P_PERFORMANCE_RANK: *v = 0; break;
+	case P2P_ACCESS_SUPPORTED:
+	case P2P_NATIVE_ATOMIC_SUPPORTED:
+	case P2P_CUDA_ARRAY_ACCESS_SUPPORTED: *v = ok; break;
+	case P2P_ONLY_PARTIAL_NATIVE_ATOMIC_SUPPORTED: *v = 0; break;
+	default: return E_INVALID_VALUE;
+	}
 	return OK;
 }
 
@@ -2231,6 +2272,57 @@ EXPORT CUresult cuCtxDestroy_v2(H hc) {
 	h_kill(&c->h);
 	ctx_pop_current(c);
 	END
+}
+
+/* ---------- peer access ---------- */
+
+// peer_index returns the index of p in c's peers (live or not), or -1.
+static int peer_index(ctx_t *c, ctx_t *p) {
+	for (int i = 0; i < c->npeers; i++)
+		if (c->peers[i] == p) return i;
+	return -1;
+}
+
+// cuCtxEnablePeerAccess lets the current context's kernels use the memory that p
+// allocated with cuMemAlloc (pools have their own access: cuMemPoolSetAccess).
+EXPORT CUresult cuCtxEnablePeerAccess(H hp, unsigned flags) {
+	if (!strict()) return OK;
+	BEGIN("cuCtxEnablePeerAccess");
+	ctx_t *c, *p;
+	TRY(need_ctx(FN, &c));
+	TRY(get_h(FN, hp, H_CTX, (void **)&p));
+	if (flags != 0) FAIL(E_INVALID_VALUE);
+	if (!peer_ok(c->dev, p->dev)) FAIL(E_PEER_ACCESS_UNSUPPORTED);
+	if (peer_index(c, p) >= 0) FAIL(E_PEER_ACCESS_ALREADY_ENABLED);
+	if (c->npeers == c->cappeers) {
+		int n = c->cappeers ? 2 * c->cappeers : 4;
+		ctx_t **q = realloc(c->peers, (size_t)n * sizeof *q);
+		if (q == NULL) FAIL(E_OUT_OF_MEMORY);
+		c->peers = q;
+		c->cappeers = n;
+	}
+	c->peers[c->npeers++] = p;
+	END
+}
+
+EXPORT CUresult cuCtxDisablePeerAccess(H hp) {
+	if (!strict()) return OK;
+	BEGIN("cuCtxDisablePeerAccess");
+	ctx_t *c, *p;
+	TRY(need_ctx(FN, &c));
+	TRY(get_h(FN, hp, H_CTX, (void **)&p));
+	int i = peer_index(c, p);
+	if (i < 0) FAIL(E_PEER_ACCESS_NOT_ENABLED);
+	c->peers[i] = c->peers[--c->npeers];
+	END
+}
+
+// peer_reaches reports whether a kernel of context c may use device memory m of
+// another device: m's pool gives c's device access, or (memory of cuMemAlloc) c
+// enabled peer access to m's context, which is still live.
+static int peer_reaches(ctx_t *c, mem_t *m) {
+	if (m->pool) return (m->pool->readable >> c->dev & 1) != 0;
+	return m->ctx && !m->ctx->h.dead && peer_index(c, m->ctx) >= 0;
 }
 
 EXPORT CUresult cuCtxGetCurrent(H *out) {
@@ -2558,6 +2650,12 @@ static CUresult event_record(const char *FN, H he, H hs) {
 	if ((r = need_ctx(FN, &c)) != OK) return r;
 	if ((r = get_h(FN, he, H_EVENT, (void **)&e)) != OK) return r;
 	if ((r = get_stream(FN, hs, &s)) != OK) return r;
+	ctx_t *sc = s ? s->h.ctx : c;
+	if (e->h.ctx != sc) { // the driver: event and stream must belong to one context
+		violation(FN, "event %#lx of context %#lx recorded on stream %#lx of context %#lx", (unsigned long)he,
+			(unsigned long)(uintptr_t)e->h.ctx, (unsigned long)hs, (unsigned long)(uintptr_t)sc);
+		return E_INVALID_HANDLE;
+	}
 	op_t *o = op_new(OP_RECORD, FN);
 	o->u.ev.e = e;
 	submit(c, s, o);
@@ -3038,6 +3136,10 @@ EXPORT CUresult cuMemPoolSetAccess(H hp, const CUmemAccessDesc *d, size_t n) {
 		if (d[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE || d[i].location.id < 0 || d[i].location.id >= ndev) FAIL(E_INVALID_VALUE);
 		if (f != CU_MEM_ACCESS_FLAGS_PROT_NONE && f != CU_MEM_ACCESS_FLAGS_PROT_READ && f != CU_MEM_ACCESS_FLAGS_PROT_READWRITE) FAIL(E_INVALID_VALUE);
 		if (p->kind == MK_DEVICE && d[i].location.id == p->dev && f != CU_MEM_ACCESS_FLAGS_PROT_READWRITE) FAIL(E_INVALID_VALUE);
+		// Another device reaches a device pool over peer access only.
+		if (p->kind == MK_DEVICE && d[i].location.id != p->dev && f != CU_MEM_ACCESS_FLAGS_PROT_NONE &&
+			!peer_ok(p->dev, d[i].location.id))
+			FAIL(E_INVALID_DEVICE);
 	}
 	for (size_t i = 0; i < n; i++) {
 		uint64_t bit = 1ull << d[i].location.id;
@@ -3208,15 +3310,25 @@ EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, H s
 	if (!strict()) return OK;
 	COPY("cuMemcpyDtoDAsync_v2", d, USE_DEVICE, s, USE_DEVICE, n, st, 1)
 }
+// The peer copies name both contexts, which must be live; no peer access is needed
+// (the driver stages the copy where the devices cannot reach each other).
 EXPORT CUresult cuMemcpyPeer(CUdeviceptr d, H dc, CUdeviceptr s, H sc, size_t n) {
-	(void)dc; (void)sc;
 	if (!strict()) return OK;
-	COPY("cuMemcpyPeer", d, USE_DEVICE, s, USE_DEVICE, n, 0, 0)
+	BEGIN("cuMemcpyPeer");
+	void *x;
+	TRY(get_h(FN, dc, H_CTX, &x));
+	TRY(get_h(FN, sc, H_CTX, &x));
+	r = copy(FN, (uintptr_t)d, USE_DEVICE, (uintptr_t)s, USE_DEVICE, n, 0, 0);
+	END
 }
 EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr d, H dc, CUdeviceptr s, H sc, size_t n, H st) {
-	(void)dc; (void)sc;
 	if (!strict()) return OK;
-	COPY("cuMemcpyPeerAsync", d, USE_DEVICE, s, USE_DEVICE, n, st, 1)
+	BEGIN("cuMemcpyPeerAsync");
+	void *x;
+	TRY(get_h(FN, dc, H_CTX, &x));
+	TRY(get_h(FN, sc, H_CTX, &x));
+	r = copy(FN, (uintptr_t)d, USE_DEVICE, (uintptr_t)s, USE_DEVICE, n, st, 1);
+	END
 }
 
 static CUresult memset_op(const char *FN, CUdeviceptr d, uint32_t v, size_t count, int elem, H hs, int async) {
@@ -3526,8 +3638,11 @@ EXPORT CUresult cuFuncGetModule(H *out, H hf) {
 // scan_params checks every 8-byte parameter that holds an address of tracked memory:
 // freed, free-pending or unregistered memory is a violation (the driver would accept
 // the launch; the kernel would fault), live memory becomes a reference checked again
-// when the kernel runs.
+// when the kernel runs. Device memory of another device than the kernel's needs
+// peer access (cuCtxEnablePeerAccess, or the pool's cuMemPoolSetAccess): without
+// it the kernel would fault, a violation.
 static void scan_params(const char *FN, const char *what, func_t *f, const uint8_t *buf, op_t *o) {
+	ctx_t *kc = f->h.ctx;
 	for (size_t i = 0; i < f->l.n; i++) {
 		if (f->l.size[i] != 8 || f->l.off[i] % 8) continue;
 		uint64_t v;
@@ -3537,8 +3652,12 @@ static void scan_params(const char *FN, const char *what, func_t *f, const uint8
 			if (m->r.state != ST_LIVE)
 				violation(FN, "%s with freed memory: %s parameter %zu = %#llx, in the %s allocation [%#lx, +%zu) (%s)", what,
 					f->name, i, (unsigned long long)v, mkname[m->kind], (unsigned long)m->base, m->size, stname[m->r.state]);
-			else
+			else {
+				if (kc && m->kind == MK_DEVICE && m->dev != kc->dev && !peer_reaches(kc, m))
+					violation(FN, "%s on device %d with memory of device %d without peer access: %s parameter %zu = %#llx, in [%#lx, +%zu)",
+						what, kc->dev, m->dev, f->name, i, (unsigned long long)v, (unsigned long)m->base, m->size);
 				op_ref(o, &m->r);
+			}
 			continue;
 		}
 		reg_t *g = reg_find((uintptr_t)v);

@@ -1,7 +1,9 @@
 // Command cudainfo is gocuda's device report: the driver, each CUDA library gocuda
 // binds (found, its version and file, or why not), every device with its memory and
-// compute capability, the memory pools, and a one-second self-check of each device
-// (allocate, copy, run a kernel, check, free).
+// compute capability, the peer matrix (which device can access which, with the
+// driver's performance rank and native atomics), a one-second self-check of each
+// device (allocate, copy, run a kernel, check, free), and the memory pools of every
+// device.
 //
 //	go run ./tools/cudainfo
 //
@@ -36,7 +38,7 @@ import (
 var selfcheckPTX []byte
 
 func main() {
-	if err := report(os.Stdout); err != nil {
+	if err := report(os.Stdout, options{kernels: true}); err != nil {
 		fmt.Fprintln(os.Stderr, "cudainfo:", err)
 		os.Exit(1)
 	}
@@ -60,7 +62,13 @@ func property(get func(cuda.LibraryPropertyType, *int32) error) func() (string, 
 	}
 }
 
-func report(w io.Writer) error {
+// options are report's: kernels false leaves the kernel out of the self-check (the
+// tests on the fake driver, which runs no kernel).
+type options struct {
+	kernels bool
+}
+
+func report(w io.Writer, opts options) error {
 	libs := []library{
 		{cuda.Library(), func() (string, error) {
 			var v int32
@@ -147,15 +155,22 @@ func report(w io.Writer) error {
 	if n == 0 {
 		return errors.New("the CUDA driver found no device")
 	}
+	if err := peerMatrix(w, int(n)); err != nil {
+		return err
+	}
 	var failed []string
+	what := "alloc, copy, kernel, free"
+	if !opts.kernels {
+		what = "alloc, copy, free; no kernel"
+	}
 	for i := 0; i < int(n); i++ {
 		t0 := time.Now()
-		if err := selfCheck(cuda.Device(i)); err != nil {
+		if err := selfCheck(cuda.Device(i), opts.kernels); err != nil {
 			fmt.Fprintf(w, "self-check device %d: FAILED: %v\n", i, err)
 			failed = append(failed, fmt.Sprint(i))
 			continue
 		}
-		fmt.Fprintf(w, "self-check device %d: ok (alloc, copy, kernel, free) in %v\n", i, time.Since(t0).Round(time.Microsecond))
+		fmt.Fprintf(w, "self-check device %d: ok (%s) in %v\n", i, what, time.Since(t0).Round(time.Microsecond))
 	}
 	st, err := cuda.MemoryStatus()
 	if err != nil {
@@ -168,9 +183,71 @@ func report(w io.Writer) error {
 	return nil
 }
 
-// selfCheck allocates device memory, copies to it, fills it with a kernel, copies it
-// back and checks it, then frees everything: within a second or it fails.
-func selfCheck(d cuda.Device) error {
+// peerMatrix prints which device can access which (cuDeviceCanAccessPeer), with the
+// driver's performance rank of the link (lower is faster) and whether atomics are
+// native over it (cuDeviceGetP2PAttribute).
+func peerMatrix(w io.Writer, n int) error {
+	if n < 2 {
+		fmt.Fprintln(w, "peer access: one device, no peer (the matrix is trivial)")
+		return nil
+	}
+	fmt.Fprintln(w, "peer access (row device accesses column device's memory; rN: performance rank, lower is faster; atomics: native):")
+	const width = 18
+	var line strings.Builder
+	fmt.Fprintf(&line, "  %-8s", "")
+	for j := range n {
+		fmt.Fprintf(&line, "%-*s", width, fmt.Sprintf("to %d", j))
+	}
+	fmt.Fprintln(w, strings.TrimRight(line.String(), " "))
+	for i := range n {
+		line.Reset()
+		fmt.Fprintf(&line, "  %-8s", fmt.Sprintf("from %d", i))
+		for j := range n {
+			cell, err := peerCell(i, j)
+			if err != nil {
+				return fmt.Errorf("peer access from device %d to device %d: %w", i, j, err)
+			}
+			fmt.Fprintf(&line, "%-*s", width, cell)
+		}
+		fmt.Fprintln(w, strings.TrimRight(line.String(), " "))
+	}
+	return nil
+}
+
+// peerCell is the matrix's entry for device i accessing device j.
+func peerCell(i, j int) (string, error) {
+	if i == j {
+		return "-", nil
+	}
+	var di, dj cuda.CUdevice
+	if err := cuda.DeviceGet(&di, int32(i)); err != nil {
+		return "", err
+	}
+	if err := cuda.DeviceGet(&dj, int32(j)); err != nil {
+		return "", err
+	}
+	var can int32
+	if err := cuda.DeviceCanAccessPeer(&can, di, dj); err != nil {
+		return "", err
+	}
+	if can == 0 {
+		return "no", nil
+	}
+	cell := "yes"
+	var rank, atomics int32
+	if err := cuda.DeviceGetP2PAttribute(&rank, cuda.CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK, di, dj); err == nil {
+		cell += fmt.Sprintf(" r%d", rank)
+	}
+	if err := cuda.DeviceGetP2PAttribute(&atomics, cuda.CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED, di, dj); err == nil && atomics != 0 {
+		cell += " atomics"
+	}
+	return cell, nil
+}
+
+// selfCheck allocates device memory, copies to it, fills it with a kernel (unless
+// kernels is false), copies it back and checks it, then frees everything: within a
+// second or it fails.
+func selfCheck(d cuda.Device, kernels bool) error {
 	deadline := time.Now().Add(time.Second)
 	ctx, err := d.Context()
 	if err != nil {
@@ -202,6 +279,9 @@ func selfCheck(d cuda.Device) error {
 		if back[i] != uint32(i) {
 			return fmt.Errorf("copy round trip: element %d is %d, want %d", i, back[i], i)
 		}
+	}
+	if !kernels {
+		return s.Synchronize()
 	}
 	mod, err := ctx.LoadModule(selfcheckPTX)
 	if err != nil {

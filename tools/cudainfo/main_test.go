@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"strconv"
 	"testing"
 
 	"github.com/gocuda/gocuda/cublas"
@@ -12,28 +14,91 @@ import (
 	"github.com/gocuda/gocuda/cusolver"
 	"github.com/gocuda/gocuda/cusparse"
 	"github.com/gocuda/gocuda/dl"
+	"github.com/gocuda/gocuda/internal/fakecuda"
 	"github.com/gocuda/gocuda/nccl"
 	"github.com/gocuda/gocuda/nvrtc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// Without a driver (CI) the report lists what it looked for and fails with a clear
-// error; with one (the GPU machine) every device passes the self-check.
-func TestReport(t *testing.T) {
+// TestMain runs the report on the strict fake driver where there is no GPU (CI).
+func TestMain(m *testing.M) { os.Exit(fakecuda.Main(m)) }
+
+// runReport runs the report as main does; on the fake driver, which runs no kernel,
+// without the self-check's kernel.
+func runReport(t *testing.T) (string, error) {
+	t.Helper()
 	var out bytes.Buffer
-	err := report(&out)
+	err := report(&out, options{kernels: !fakecuda.Loaded()})
 	for _, l := range []*dl.Library{cuda.Library(), cublas.Library(), cufft.Library(), curand.Library(), cusparse.Library(),
 		cudnn.Library(), cusolver.Library(), nvrtc.Library(), nccl.Library()} {
 		assert.Contains(t, out.String(), l.Soname())
 	}
+	t.Log("\n" + out.String())
+	return out.String(), err
+}
+
+// With a driver (the fake in CI, the GPU machine) every device passes the
+// self-check and its memory pools are reported.
+func TestReport(t *testing.T) {
 	if cuda.Library().Open() != nil {
-		require.Error(t, err)
-		assert.Contains(t, err.Error(), "no CUDA driver")
-		assert.Contains(t, err.Error(), "GOCUDA_CUDA_LIB")
+		t.Skip("no CUDA driver (TestReportNoDriver covers it)")
+	}
+	out, err := runReport(t)
+	require.NoError(t, err, out)
+	n, err := cuda.DeviceCount()
+	require.NoError(t, err)
+	for i := range n {
+		assert.Contains(t, out, "self-check device "+strconv.Itoa(i)+": ok")
+		assert.Contains(t, out, "device "+strconv.Itoa(i)+" (primary context)")
+	}
+	if n == 1 {
+		assert.Contains(t, out, "peer access: one device, no peer (the matrix is trivial)")
+	}
+}
+
+// Two devices (FAKECUDA_DEVICES=2 on the fake, in a subprocess): both are listed and
+// checked, their pools reported, and the peer matrix shows each reaching the other.
+func TestReportTwoDevices(t *testing.T) {
+	if fakecuda.Active() {
+		fakecuda.Subprocess(t, map[string]string{"FAKECUDA_DEVICES": "2"})
 		return
 	}
-	require.NoError(t, err, out.String())
-	assert.Contains(t, out.String(), "self-check device 0: ok")
-	t.Log("\n" + out.String())
+	if cuda.Library().Open() != nil {
+		t.Skip("no CUDA driver")
+	}
+	n, err := cuda.DeviceCount()
+	require.NoError(t, err)
+	if n < 2 {
+		t.Skipf("needs two devices, found %d (the fake runs it with FAKECUDA_DEVICES=2)", n)
+	}
+	out, err := runReport(t)
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "devices: "+strconv.Itoa(n))
+	assert.Contains(t, out, "peer access (row device accesses column device's memory")
+	assert.Regexp(t, `(?m)^  from 0  -\s+(yes|no)`, out)
+	assert.Regexp(t, `(?m)^  from 1  (yes|no)[^\n]*-`, out)
+	for i := range n {
+		assert.Contains(t, out, "self-check device "+strconv.Itoa(i)+": ok")
+		assert.Contains(t, out, "device "+strconv.Itoa(i)+" (primary context)")
+	}
+	if fakecuda.Strict() {
+		assert.Regexp(t, `(?m)^  from 0  -\s+yes r0 atomics\s*$`, out)
+		assert.Regexp(t, `(?m)^  from 1  yes r0 atomics\s+-\s*$`, out)
+	}
+}
+
+// Without a driver the report lists what it looked for and fails with a clear error.
+func TestReportNoDriver(t *testing.T) {
+	if fakecuda.Loaded() {
+		fakecuda.RunWithoutDriver(t)
+		return
+	}
+	if cuda.Library().Open() == nil {
+		t.Skip("a CUDA driver is installed")
+	}
+	_, err := runReport(t)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "no CUDA driver")
+	assert.Contains(t, err.Error(), "GOCUDA_CUDA_LIB")
 }
