@@ -15,10 +15,27 @@ import (
 // the hand-off: it waits on the GPU for the buffers' conflicting uses on other
 // streams (the source is read, the destination written) and is recorded as their use.
 //
-// Copies from and to Go slices use pageable memory: the driver stages them, so the
-// async forms return once the slice has been read (host to device) or written (device
-// to host), and the slice may be reused at once. Use a HostBuffer for copies that
-// overlap with other work.
+// Copies from and to Go slices use pageable memory, which the GPU cannot reach
+// directly: it has to go through pinned memory. Small copies (under a few MiB) take
+// the driver's path, one call; larger ones are staged by the package (staged.go)
+// through a ring of pinned buffers of the context, cut into pieces: the host copies
+// piece k+1 into the ring, on several goroutines, while the DMA engine moves piece k
+// (the driver's path moves one piece at a time, copied on one thread: 8–15 GB/s of
+// the 55 an H200's link carries). Either way:
+//
+//   - CopyToDeviceAsync returns once src has been read (by the driver, or into the
+//     staging ring): src may be reused or modified at once. For a staged copy the DMA
+//     of its last pieces is still queued then, from the ring, not from src.
+//   - CopyFromDeviceAsync returns once dst has been written, which waits for the
+//     stream's work queued before it: dst may be read at once.
+//   - While a staged copy runs, it holds the buffer and the stream as a direct copy
+//     does while it is queued: their Close waits for it, and a staged copy that finds
+//     them closed fails with ErrClosed.
+//
+// So the async forms overlap with the GPU's other work only through the stream order,
+// not with the calling goroutine: use a HostBuffer (Copy, CopyAsync) for copies that
+// overlap with host work, and pass pinned memory (HostBuffer, WrappedBuffer) as the
+// buffer, not as a slice of it, which would be staged again.
 
 // CopyToDevice copies src into the start of dst and waits for the copy. src must not
 // be longer than dst; T must be free of Go pointers, and be dst's element type if
@@ -36,7 +53,9 @@ func CopyToDevice[T any](dst *DeviceBuffer, src []T) error {
 	return err
 }
 
-// CopyToDeviceAsync queues a copy of src into the start of dst on s.
+// CopyToDeviceAsync queues a copy of src into the start of dst on s. It returns once
+// src has been read (into the driver's or the package's pinned staging memory): src
+// may be reused at once.
 func CopyToDeviceAsync[T any](s *Stream, dst *DeviceBuffer, src []T) error {
 	if err := checkStream(s); err != nil {
 		return err
@@ -69,7 +88,8 @@ func CopyFromDevice[T any](dst []T, src *DeviceBuffer) error {
 }
 
 // CopyFromDeviceAsync queues a copy from the start of src into dst on s. With a
-// pageable dst (any ordinary Go slice) the driver returns only once the copy is done.
+// pageable dst (any ordinary Go slice) it returns only once the copy is done, after
+// the stream's earlier work: dst may be read at once.
 func CopyFromDeviceAsync[T any](s *Stream, dst []T, src *DeviceBuffer) error {
 	if err := checkStream(s); err != nil {
 		return err
@@ -87,7 +107,10 @@ func CopyFromDeviceAsync[T any](s *Stream, dst []T, src *DeviceBuffer) error {
 }
 
 // Copy copies all of src into the start of dst (any kinds of memory, through unified
-// addressing) and waits for the copy. src must not be larger than dst.
+// addressing) and waits for the copy. src must not be larger than dst. Device memory
+// of two contexts (two devices) is copied with cuMemcpyPeerAsync on a stream of the
+// destination's context (CopyAsync: on s, which must belong to either); peer access
+// (Context.EnablePeerAccess) makes it direct, else the driver stages it.
 func Copy(dst, src Memory) error { return copyMem(nil, dst, src) }
 
 // CopyAsync queues a copy of all of src into the start of dst on s.
@@ -147,6 +170,18 @@ func copyHost(s *Stream, m *memBase, p unsafe.Pointer, n int, toDevice bool) err
 	if s != nil && s.capture.Load() != nil && n > 0 {
 		return copyHostCaptured(s, m, p, n, toDevice)
 	}
+	if n == 0 {
+		return copyDirect(s, m, p, 0, toDevice)
+	}
+	if stageThreshold > 0 && n >= stageThreshold {
+		return copyStaged(s, m, p, n, toDevice)
+	}
+	return copyDirect(s, m, p, n, toDevice)
+}
+
+// copyDirect is copyHost through the driver's own path for pageable memory: one
+// cuMemcpyHtoDAsync or cuMemcpyDtoHAsync.
+func copyDirect(s *Stream, m *memBase, p unsafe.Pointer, n int, toDevice bool) error {
 	c := m.ctx.ctxState
 	if err := c.enter(); err != nil {
 		return err
@@ -159,13 +194,13 @@ func copyHost(s *Stream, m *memBase, p unsafe.Pointer, n int, toDevice bool) err
 		m.leave()
 		return nil
 	}
-	ctx := c.h
-	return run(s, func(h CUstream) error {
-		if toDevice {
-			return inMemcpyHtoDAsync(ctx, m.ptr, p, uint64(n), h)
-		}
-		return inMemcpyDtoHAsync(ctx, p, m.ptr, uint64(n), h)
-	}, m, toDevice, nil)
+	ctx, dir := c.h, copyDtoH
+	if toDevice {
+		dir = copyHtoD
+	}
+	return runRecorded(s, func(t *stream, ev CUevent) error {
+		return copyRecord(ctx, dir, m.ptr, p, 0, uint64(n), t.h, ev)
+	}, m, toDevice, nil, n)
 }
 
 // copyHostCaptured is copyHost on a capturing stream. A replay must not read Go
@@ -191,7 +226,7 @@ func copyHostCaptured(s *Stream, m *memBase, p unsafe.Pointer, n int, toDevice b
 		return err
 	}
 	ctx, dst, sp := c.h, m.ptr, src.ptr
-	err = run(s, func(h CUstream) error { return inMemcpyAsync(ctx, dst, sp, uint64(n), h) }, m, true, src)
+	err = runOn(s, func(t *stream) error { return inMemcpyAsync(ctx, dst, sp, uint64(n), t.h) }, m, true, src, n)
 	// Leased by the capture: freed when the graph and its executables no longer
 	// hold it.
 	return errors.Join(err, stage.Close())
@@ -212,7 +247,7 @@ func copyMem(s *Stream, dst, src Memory) error {
 		return fmt.Errorf("%w: copying %d bytes into a %d-byte buffer", ErrInvalidArgument, o.size, d.size)
 	}
 	if d.ctx.ctxState != o.ctx.ctxState || (s != nil && s.cs != d.ctx.ctxState) {
-		return fmt.Errorf("cuda: copying between contexts: %w", ErrWrongContext)
+		return copyPeer(s, d, o) // between contexts (peer.go)
 	}
 	c := d.ctx.ctxState
 	if err := c.enter(); err != nil {
@@ -220,7 +255,7 @@ func copyMem(s *Stream, dst, src Memory) error {
 	}
 	defer c.exit()
 	ctx := c.h
-	dp, sp, n := d.ptr, o.ptr, uint64(o.size)
+	dp, sp, n, sk := d.ptr, o.ptr, uint64(o.size), o.kind
 	if d == o {
 		if err := d.acquire(); err != nil {
 			return err
@@ -229,8 +264,24 @@ func copyMem(s *Stream, dst, src Memory) error {
 	} else if err := acquirePair(d, o); err != nil {
 		return err
 	}
-	return run(s, func(h CUstream) error { return inMemcpyAsync(ctx, dp, sp, n, h) }, d, true, o)
+	var op func(t *stream, ev CUevent) error
+	switch {
+	case copyTyped && isHostKind(d.kind) && sk == KindDevice:
+		op = func(t *stream, ev CUevent) error {
+			return copyRecord(ctx, copyDtoH, sp, hostPointer(dp), 0, n, t.h, ev)
+		}
+	case copyTyped && d.kind == KindDevice && isHostKind(sk):
+		op = func(t *stream, ev CUevent) error {
+			return copyRecord(ctx, copyHtoD, dp, hostPointer(sp), 0, n, t.h, ev)
+		}
+	default:
+		op = func(t *stream, ev CUevent) error { return copyRecord(ctx, copyAny, dp, nil, sp, n, t.h, ev) }
+	}
+	return runRecorded(s, op, d, true, o, int(n))
 }
+
+// isHostKind reports whether memory of kind k is page-locked host memory.
+func isHostKind(k MemoryKind) bool { return k == KindPinned || k == KindWrapped }
 
 // acquirePair acquires two distinct buffers in address order.
 func acquirePair(a, b *memBase) error {
@@ -283,6 +334,29 @@ func memset(s *Stream, m *memBase, width int, v uint32) error {
 // op. Either way op is ordered after the conflicting uses of a and b on other streams
 // (hand-off) and recorded as their use.
 func run(s *Stream, op func(h CUstream) error, a *memBase, aWrite bool, b *memBase) error {
+	return runOn(s, func(t *stream) error { return op(t.h) }, a, aWrite, b, 0)
+}
+
+// runOn is run for an op that takes the stream (with its handle, t.h). bytes, when
+// positive, is the size of the copy that ends op: the synchronous form's wait polls
+// for as long as that copy should take before it blocks (waitCopy).
+func runOn(s *Stream, op func(t *stream) error, a *memBase, aWrite bool, b *memBase, bytes int) error {
+	ms := a.ms
+	return runRecorded(s, func(t *stream, ev CUevent) error {
+		if err := op(t); err != nil || ev == 0 {
+			return err
+		}
+		if err := inEventRecord(ms.cs.h, ev, t.h); err != nil {
+			return &errUnrecorded{err}
+		}
+		return nil
+	}, a, aWrite, b, bytes)
+}
+
+// runRecorded is runOn for an op that records ev after its work itself when ev is
+// not 0 (the synchronous forms), failing with an *errUnrecorded when only the record
+// failed.
+func runRecorded(s *Stream, op func(t *stream, ev CUevent) error, a *memBase, aWrite bool, b *memBase, bytes int) error {
 	ms := a.ms
 	var ev CUevent
 	err := queue(ms, s, op, a, aWrite, b, &ev)
@@ -293,20 +367,20 @@ func run(s *Stream, op func(h CUstream) error, a *memBase, aWrite bool, b *memBa
 	if ev != 0 {
 		// Wait for the copy holding no lock, then give the event back.
 		if err == nil {
-			err = ms.waitEvent(ev)
+			err = ms.waitCopy(ev, bytes)
 		}
-		ms.putEvent(ev)
+		ms.putSyncEvent(ev)
 	}
 	return err
 }
 
-// queue queues op for run; without a stream it also records *ev after op.
-func queue(ms *memState, s *Stream, op func(h CUstream) error, a *memBase, aWrite bool, b *memBase, ev *CUevent) error {
+// queue queues op for run; without a stream it also gives op *ev to record after its work.
+func queue(ms *memState, s *Stream, op func(t *stream, ev CUevent) error, a *memBase, aWrite bool, b *memBase, ev *CUevent) error {
 	var t *stream
 	if s != nil {
 		t = s.stream
 	} else {
-		e, err := ms.getEvent()
+		e, err := ms.getSyncEvent()
 		if err != nil {
 			return err
 		}
@@ -338,14 +412,11 @@ func queue(ms *memState, s *Stream, op func(h CUstream) error, a *memBase, aWrit
 			}
 			return err
 		}
-		err := op(t.h)
-		if err == nil {
+		err := op(t, *ev)
+		if err == nil || queued(err) {
 			a.record(t, aWrite, pa)
 			if b != nil {
 				b.record(t, false, pb)
-			}
-			if s == nil {
-				err = inEventRecord(ms.cs.h, *ev, t.h)
 			}
 		}
 		t.mu.RUnlock()

@@ -1,0 +1,141 @@
+package cuda
+
+/*
+#cgo noescape gocuda_copy_record
+#cgo nocallback gocuda_copy_record
+#cgo noescape gocuda_event_spin
+#cgo nocallback gocuda_event_spin
+#include <stdint.h>
+#include <stddef.h>
+#include <time.h>
+
+static inline int64_t gocuda_cs_current(uintptr_t get, uintptr_t set, uintptr_t ctx) {
+	uintptr_t cur = 0;
+	int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur);
+	if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx);
+	return s ? (((int64_t)1 << 32) | (uint32_t)s) : 0;
+}
+
+// gocuda_copy_record makes ctx current, queues a copy of n bytes on stream with copy
+// (dir 0: cuMemcpyHtoDAsync(dev, host), 1: cuMemcpyDtoHAsync(host, dev), 2:
+// cuMemcpyAsync(dev, src)), then, if ev is not 0, records ev after it: one call into C
+// for a synchronous copy's two. The result is 0, the failed call's CUresult, with bit 32
+// set when making ctx current failed, or bit 33 when only the record failed (the copy
+// is queued).
+static int64_t gocuda_copy_record(uintptr_t copy, uintptr_t record, uintptr_t get, uintptr_t set, uintptr_t ctx,
+		int dir, uintptr_t dev, void* host, uintptr_t src, size_t n, uintptr_t stream, uintptr_t ev) {
+	int64_t c = gocuda_cs_current(get, set, ctx);
+	if (c) return c;
+	int32_t s;
+	switch (dir) {
+	case 0: s = ((int32_t (*)(uintptr_t, void*, size_t, uintptr_t))copy)(dev, host, n, stream); break;
+	case 1: s = ((int32_t (*)(void*, uintptr_t, size_t, uintptr_t))copy)(host, dev, n, stream); break;
+	default: s = ((int32_t (*)(uintptr_t, uintptr_t, size_t, uintptr_t))copy)(dev, src, n, stream); break;
+	}
+	if (s) return (uint32_t)s;
+	if (ev == 0) return 0;
+	s = ((int32_t (*)(uintptr_t, uintptr_t))record)(ev, stream);
+	return s ? (((int64_t)1 << 33) | (uint32_t)s) : 0;
+}
+
+static int64_t gocuda_cs_now(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+// gocuda_event_spin makes ctx current and queries ev (cuEventQuery) until it is not
+// CUDA_ERROR_NOT_READY or spin_ns have passed; it returns the last answer, with bit 32
+// set when making ctx current failed.
+static int64_t gocuda_event_spin(uintptr_t query, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t ev, int64_t spin_ns) {
+	int64_t c = gocuda_cs_current(get, set, ctx);
+	if (c) return c;
+	int64_t t0 = gocuda_cs_now();
+	for (;;) {
+		int32_t s = ((int32_t (*)(uintptr_t))query)(ev);
+		if (s != 600 || gocuda_cs_now() - t0 >= spin_ns) return (uint32_t)s;
+	}
+}
+*/
+import "C"
+
+import (
+	"errors"
+	"time"
+	"unsafe"
+
+	"github.com/gocuda/gocuda/internal/ctxswitch"
+)
+
+// Directions of copyRecord.
+const (
+	copyHtoD = 0 // device ← host
+	copyDtoH = 1 // host ← device
+	copyAny  = 2 // any ← any (unified addressing)
+)
+
+// errUnrecorded wraps the failure of the event record after a copy that was queued:
+// the copy is a use of its memory all the same.
+type errUnrecorded struct{ err error }
+
+func (e *errUnrecorded) Error() string { return e.err.Error() }
+func (e *errUnrecorded) Unwrap() error { return e.err }
+
+// queued reports whether an op that failed with err queued its work anyway.
+func queued(err error) bool {
+	var u *errUnrecorded
+	return errors.As(err, &u)
+}
+
+// copyRecord queues a copy of n bytes in ctx on stream h (dir: copyHtoD from host to
+// dev, copyDtoH from dev to host, copyAny from src to dev) and records ev after it
+// when ev is not 0, in one call into C.
+func copyRecord(ctx CUcontext, dir int, dev CUdeviceptr, host unsafe.Pointer, src CUdeviceptr, n uint64, h CUstream, ev CUevent) error {
+	var proc = proc_cuMemcpyAsync
+	switch dir {
+	case copyHtoD:
+		proc = proc_cuMemcpyHtoDAsync_v2
+	case copyDtoH:
+		proc = proc_cuMemcpyDtoHAsync_v2
+	}
+	fn, err := proc.Addr()
+	if err != nil {
+		return err
+	}
+	record, err := proc_cuEventRecord.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_copy_record(C.uintptr_t(fn), C.uintptr_t(record), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx),
+		C.int(dir), C.uintptr_t(dev), host, C.uintptr_t(src), C.size_t(n), C.uintptr_t(h), C.uintptr_t(ev)))
+	switch {
+	case r == 0:
+		return nil
+	case r>>33 != 0:
+		return &errUnrecorded{Result(int32(r)).err()}
+	case r>>32 != 0:
+		return Result(int32(r))
+	}
+	return Result(int32(r)).err()
+}
+
+// spinEvent queries ev in ctx from C for at most d, and reports whether it completed.
+func spinEvent(ctx CUcontext, ev CUevent, d time.Duration) (bool, error) {
+	query, err := proc_cuEventQuery.Addr()
+	if err != nil {
+		return false, err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return false, err
+	}
+	r := int64(C.gocuda_event_spin(C.uintptr_t(query), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(ev), C.int64_t(d)))
+	if r>>32 != 0 {
+		return false, Result(int32(r))
+	}
+	return ready(Result(int32(r)).err())
+}

@@ -1,0 +1,183 @@
+package cuda_test
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gocuda/gocuda/cuda"
+)
+
+// BenchmarkStaged sweeps the staged copies' tuning on the GPU, to pick the defaults
+// of staged.go (threshold, chunk, depth, workers): synchronous pageable copies of
+// warm Go slices, per direction and size, through the driver's direct path (direct)
+// and staged with each setting (chunk=…/depth=…/workers=…; workers=0 is
+// GOMAXPROCS, at most 8). MB/s shows; the threshold is the smallest size where
+// staged beats direct.
+//
+//	go test ./cuda -run '^$' -bench '^BenchmarkStaged$' -benchtime 0.2s
+func BenchmarkStaged(b *testing.B) {
+	ctx, s := memSetup(b)
+	type setting struct{ chunk, depth, workers int }
+	settings := []setting{
+		{1 << 20, 2, 0}, {1 << 20, 4, 0},
+		{4 << 20, 2, 0}, {4 << 20, 3, 0}, {4 << 20, 4, 0},
+		{16 << 20, 2, 0}, {16 << 20, 3, 0},
+		{4 << 20, 3, 1}, {4 << 20, 3, 2}, {4 << 20, 3, 4},
+		{16 << 20, 3, 4}, {16 << 20, 3, 8}, {16 << 20, 3, 12}, {16 << 20, 3, 16}, {16 << 20, 4, 16},
+		{32 << 20, 3, 8}, {32 << 20, 3, 16},
+	}
+	sizes := []int{256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20}
+	def := cuda.StagingForTest()
+	for _, dir := range []string{"h2d", "d2h"} {
+		for _, n := range sizes {
+			d, err := ctx.Alloc(s, n)
+			require.NoError(b, err)
+			b.Run(fmt.Sprintf("%s/%s/direct", dir, sizeName(n)), func(b *testing.B) {
+				st := def
+				st.Threshold = 0
+				defer cuda.SetStagingForTest(cuda.SetStagingForTest(st))
+				benchCopy(b, ctx, d, dir == "h2d", "pageable-warm", n)
+			})
+			for _, set := range settings {
+				name := fmt.Sprintf("%s/%s/chunk=%s/depth=%d/workers=%d", dir, sizeName(n), sizeName(set.chunk), set.depth, set.workers)
+				b.Run(name, func(b *testing.B) {
+					st := def
+					st.Threshold, st.Chunk, st.Depth, st.Workers = 1, set.chunk, set.depth, set.workers
+					defer cuda.SetStagingForTest(cuda.SetStagingForTest(st))
+					benchCopy(b, ctx, d, dir == "h2d", "pageable-warm", n)
+				})
+			}
+			require.NoError(b, d.Close())
+		}
+	}
+	cuda.DropStagesForTest()
+}
+
+func sizeName(n int) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%dGiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%dMiB", n>>20)
+	}
+	return fmt.Sprintf("%dKiB", n>>10)
+}
+
+// BenchmarkCopyPinned looks for the gap between gocuda's pinned copies and C's
+// (synchronous Copy between a HostBuffer and device memory), one variant per
+// suspect, each in GB/s (MB/s):
+//
+//	go             Copy as shipped (spin-then-block wait, cuMemcpyAsync)
+//	block-wait     the wait before this change: poll 20 µs, yield to 500 µs, then sleep on
+//	               the blocking-sync event
+//	typed          cuMemcpyHtoDAsync/cuMemcpyDtoHAsync instead of cuMemcpyAsync
+//	raw-pool       the raw layer on the same AllocHost memory (the host pool): async copy,
+//	               then cuStreamQuery polled, on a locked thread, nothing of the package in between
+//	raw-hostalloc  the same raw loop on cuMemHostAlloc memory (what C uses): if it beats
+//	               raw-pool, pool-allocated pinned memory DMAs slower
+func BenchmarkCopyPinned(b *testing.B) {
+	ctx, s := memSetup(b)
+	for _, dir := range []string{"h2d", "d2h"} {
+		for _, n := range []int{4 << 10, 1 << 20, 64 << 20} {
+			d, err := ctx.Alloc(s, n)
+			require.NoError(b, err)
+			require.NoError(b, d.Memset8(1))
+			h, err := ctx.AllocHost(n)
+			require.NoError(b, err)
+			clear(h.Bytes())
+			toDevice := dir == "h2d"
+			prefix := dir + "/" + sizeName(n) + "/"
+			goCopy := func(b *testing.B) {
+				b.SetBytes(int64(n))
+				for range b.N {
+					var err error
+					if toDevice {
+						err = cuda.Copy(d, h)
+					} else {
+						err = cuda.Copy(h, d)
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			for range 100 { // warm-up: the first copies between new buffers are slower
+				if toDevice {
+					require.NoError(b, cuda.Copy(d, h))
+				} else {
+					require.NoError(b, cuda.Copy(h, d))
+				}
+			}
+			def := cuda.SetCopyWaitForTest(cuda.CopyWait{})
+			cuda.SetCopyWaitForTest(def)
+			b.Run(prefix+"go", goCopy)
+			b.Run(prefix+"block-wait", func(b *testing.B) {
+				w := def
+				w.Spin = false
+				defer cuda.SetCopyWaitForTest(cuda.SetCopyWaitForTest(w))
+				goCopy(b)
+			})
+			b.Run(prefix+"untyped", func(b *testing.B) {
+				w := def
+				w.Typed = false
+				defer cuda.SetCopyWaitForTest(cuda.SetCopyWaitForTest(w))
+				goCopy(b)
+			})
+			b.Run(prefix+"blocking-event", func(b *testing.B) {
+				w := def
+				w.BlockingEvent = true
+				defer cuda.SetCopyWaitForTest(cuda.SetCopyWaitForTest(w))
+				goCopy(b)
+			})
+			b.Run(prefix+"raw-pool", func(b *testing.B) {
+				lockContext(b, ctx.Handle())
+				rawCopies(b, s, d, unsafe.Pointer(&h.Bytes()[0]), n, toDevice)
+			})
+			b.Run(prefix+"raw-hostalloc", func(b *testing.B) {
+				lockContext(b, ctx.Handle())
+				var p unsafe.Pointer
+				require.NoError(b, cuda.MemHostAlloc(&p, uint64(n), 0))
+				defer func() { require.NoError(b, cuda.MemFreeHost(p)) }()
+				clear(unsafe.Slice((*byte)(p), n))
+				rawCopies(b, s, d, p, n, toDevice)
+			})
+			runtime.KeepAlive(h)
+			require.NoError(b, h.Close())
+			require.NoError(b, d.Close())
+		}
+	}
+}
+
+// rawCopies runs b.N copies of n bytes between host memory at p and d through the
+// raw layer on s, each waited for by polling cuStreamQuery (as C's default
+// scheduling spins), on the caller's locked thread with the context current.
+func rawCopies(b *testing.B, s *cuda.Stream, d *cuda.DeviceBuffer, p unsafe.Pointer, n int, toDevice bool) {
+	require.NoError(b, s.Synchronize())
+	dp, h := d.Ptr(), s.Handle()
+	b.SetBytes(int64(n))
+	b.ResetTimer()
+	for range b.N {
+		var err error
+		if toDevice {
+			err = cuda.MemcpyHtoDAsync(dp, p, uint64(n), h)
+		} else {
+			err = cuda.MemcpyDtoHAsync(p, dp, uint64(n), h)
+		}
+		for err == nil {
+			if err = cuda.StreamQuery(h); err == nil {
+				break
+			}
+			if errors.Is(err, cuda.ErrNotReady) {
+				err = nil
+			}
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,62 @@
+package cuda
+
+import "time"
+
+// Hooks for the staged-copy tests and benchmarks (package cuda_test).
+
+// Staging is the staged-copy tuning (staged.go's knobs).
+type Staging struct {
+	Threshold, Chunk, MinPiece, Pieces, Depth, Keep, Workers, WorkerMin int
+}
+
+// StagingForTest returns the current tuning.
+func StagingForTest() Staging {
+	return Staging{stageThreshold, stageChunk, stageMinPiece, stagePieces, stageDepth, stageKeep, stageWorkers, stageWorkerMin}
+}
+
+// SetStagingForTest sets the tuning and returns the previous one. Set it while no
+// copy runs.
+func SetStagingForTest(st Staging) Staging {
+	old := StagingForTest()
+	stageThreshold, stageChunk, stageMinPiece, stagePieces = st.Threshold, st.Chunk, st.MinPiece, st.Pieces
+	stageDepth, stageKeep, stageWorkers, stageWorkerMin = st.Depth, st.Keep, st.Workers, st.WorkerMin
+	return old
+}
+
+// StagedCopiesForTest returns how many copies went through the staging ring.
+func StagedCopiesForTest() int64 { return stagedCopies.Load() }
+
+// StagePieceForTest returns the piece size of a staged copy of n bytes.
+func StagePieceForTest(n int) int { return stagePiece(n) }
+
+// StageCachedForTest returns the number of idle staging buffers of c.
+func StageCachedForTest(c *Context) int {
+	v, ok := stageCaches.Load(c.ctxState)
+	if !ok {
+		return 0
+	}
+	sc := v.(*stageCache)
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	return len(sc.free)
+}
+
+// DropStagesForTest empties the staging caches, as resource.Reclaim does.
+func DropStagesForTest() { dropStages() }
+
+// CopyWait is the synchronous copies' wait tuning and API choice.
+type CopyWait struct {
+	Spin  bool          // poll and yield for the copy's expected duration before blocking
+	Rate  float64       // bytes per second the expected duration assumes
+	Max   time.Duration // the longest such spin
+	Typed bool          // Copy between pinned and device memory calls cuMemcpyHtoD/DtoHAsync
+	// BlockingEvent ends the synchronous forms' work with a blocking-sync event.
+	BlockingEvent bool
+}
+
+// SetCopyWaitForTest sets the tuning and returns the previous one.
+func SetCopyWaitForTest(w CopyWait) CopyWait {
+	old := CopyWait{copyWaitSpin, copyWaitRate, copyWaitMax, copyTyped, copyBlockingEvent}
+	copyWaitSpin, copyWaitRate, copyWaitMax, copyTyped, copyBlockingEvent = w.Spin, w.Rate, w.Max, w.Typed, w.BlockingEvent
+	return old
+}
