@@ -11,7 +11,12 @@
 //	bash tools/bench/build.sh      # here: .gpu/bench/{bench,blockprobe,cuda.test.gz,packages}
 //	./.gpu/bench/bench             # there: nvcc-builds tools/floor, runs everything, prints the table
 //
-// Flags: -o DIR (default $OUT, else /tmp/gocuda-bench), -benchtime 0.5s, -run REGEXP (workload
+// The copy/... rows (host ↔ device bandwidth, copy.go) show GB/s beside the time and the ratio
+// of bandwidths; the header names device 0's PCIe link and its limit (from /sys). -run '^copy/'
+// runs only them.
+//
+// Flags: -o DIR (default $OUT, else /tmp/gocuda-bench), -benchtime 0.5s, -rounds N (median of N
+// alternating measurements of each side), -run REGEXP (workload
 // IDs), -gpu DIR (the test binaries: default this executable's directory when it holds a
 // 'packages' list, else .gpu), -nvcc PATH, -arch sm_90, -floor BIN (a floor already built),
 // -skip floor,raw,pkg.
@@ -47,6 +52,7 @@ type Options struct {
 	FloorSrc  string          // the floor's source
 	PTX       string          // the PTX file the floor loads
 	Skip      map[string]bool // parts left out: "floor", "raw", "pkg"
+	Rounds    int             // times the three sides are measured in turn (medians reported)
 }
 
 func main() {
@@ -62,6 +68,7 @@ func main() {
 	flag.StringVar(&o.Floor, "floor", "", "a floor binary already built (skips nvcc)")
 	flag.StringVar(&o.FloorSrc, "floor-src", "tools/floor/floor.cu", "the floor's source")
 	flag.StringVar(&o.PTX, "ptx", "tools/bench/kernels.ptx", "the PTX the floor loads (the same file is embedded here)")
+	flag.IntVar(&o.Rounds, "rounds", 1, "measure the C floor, the raw layer and the packages this many times in turn and report each number's median")
 	flag.StringVar(&skip, "skip", "", "comma-separated parts to leave out: floor, raw, pkg")
 	flag.Parse()
 	o.Skip = map[string]bool{}
@@ -82,9 +89,61 @@ func main() {
 	if err := flag.Set("test.benchtime", o.Benchtime.String()); err != nil {
 		fatal(err)
 	}
+	if o.Rounds < 1 {
+		fatal(fmt.Errorf("-rounds %d: at least 1", o.Rounds))
+	}
 	if err := run(o); err != nil {
 		fatal(err)
 	}
+}
+
+// runRound measures the three sides once: the C floor, the raw layer in process, and
+// the package benchmarks. Problems are appended to *problems (once, in the first round).
+func runRound(o Options, ws []Workload, problems *[]string, round int) (FloorOutput, map[string]RawResult, map[string][]Result) {
+	note := func(p string) {
+		if round == 1 {
+			*problems = append(*problems, p)
+		}
+	}
+	// 1. The C floor.
+	floor := FloorOutput{Results: map[string]Result{}, Skips: map[string]string{}, Info: map[string]string{}}
+	if !o.Skip["floor"] {
+		var err error
+		if floor, err = runFloor(o, ws); err != nil {
+			note("floor: " + err.Error())
+			fmt.Fprintln(os.Stderr, "bench: floor:", err)
+		}
+	}
+
+	// 2. The raw layer, in process.
+	raw := map[string]RawResult{}
+	if !o.Skip["raw"] {
+		if err := runRaw(ws, raw); err != nil {
+			note("raw: " + err.Error())
+			fmt.Fprintln(os.Stderr, "bench: raw layer:", err)
+		}
+	}
+
+	// 3. The package benchmarks.
+	pkgResults := map[string][]Result{}
+	if !o.Skip["pkg"] {
+		for _, p := range packageSelectors(ws) { // fresh logs: runPackage appends
+			if round > 1 {
+				break
+			}
+			_ = os.Remove(filepath.Join(o.Out, TestBinaryName(o.GPUDir, p.pkg)+".bench.log"))
+		}
+		for _, p := range packageSelectors(ws) {
+			res, err := runPackage(o, p.pkg, p.selector)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "bench: package %s: %v (its column shows %s)\n", p.pkg, err, Missing)
+				continue
+			}
+			pkgResults[p.pkg] = append(pkgResults[p.pkg], res...)
+		}
+	}
+
+	return floor, raw, pkgResults
 }
 
 // defaultGPUDir is the executable's directory when it holds a packages list (build.sh's
@@ -143,47 +202,39 @@ func run(o Options) error {
 	}
 	var problems []string
 
-	// 1. The C floor.
-	floor := FloorOutput{Results: map[string]Result{}, Skips: map[string]string{}, Info: map[string]string{}}
-	if !o.Skip["floor"] {
-		var err error
-		if floor, err = runFloor(o, ws); err != nil {
-			problems = append(problems, "floor: "+err.Error())
-			fmt.Fprintln(os.Stderr, "bench: floor:", err)
-		}
+	// The link the copy rows run over, and its limit.
+	pcie := "PCIe: unknown"
+	if l, err := devicePCIeLink(); err != nil {
+		pcie += " (" + err.Error() + ")"
+	} else {
+		pcie = l.String()
 	}
+	fmt.Println("bench:", pcie)
 
-	// 2. The raw layer, in process.
-	raw := map[string]RawResult{}
-	if !o.Skip["raw"] {
-		if err := runRaw(ws, raw); err != nil {
-			problems = append(problems, "raw: "+err.Error())
-			fmt.Fprintln(os.Stderr, "bench: raw layer:", err)
+	// The three sides, o.Rounds times in turn, so that each sees the machine in the
+	// same states; each number is the median of its rounds.
+	var floors []FloorOutput
+	var raws []map[string]RawResult
+	var pkgs []map[string][]Result
+	for round := 1; round <= o.Rounds; round++ {
+		if o.Rounds > 1 {
+			fmt.Printf("bench: round %d of %d\n", round, o.Rounds)
+		}
+		f, r, p := runRound(o, ws, &problems, round)
+		floors, raws, pkgs = append(floors, f), append(raws, r), append(pkgs, p)
+		if o.Floor == "" && f.Info["binary"] != "" {
+			o.Floor = f.Info["binary"] // built once
 		}
 	}
-
-	// 3. The package benchmarks.
-	pkgResults := map[string][]Result{}
-	if !o.Skip["pkg"] {
-		for _, p := range packageSelectors(ws) { // fresh logs: runPackage appends
-			_ = os.Remove(filepath.Join(o.Out, TestBinaryName(o.GPUDir, p.pkg)+".bench.log"))
-		}
-		for _, p := range packageSelectors(ws) {
-			res, err := runPackage(o, p.pkg, p.selector)
-			if err != nil {
-				fmt.Fprintf(os.Stderr, "bench: package %s: %v (its column shows %s)\n", p.pkg, err, Missing)
-				continue
-			}
-			pkgResults[p.pkg] = append(pkgResults[p.pkg], res...)
-		}
-	}
+	floor, raw, pkgResults := medianFloor(floors), medianRaw(raws), medianPkg(pkgs)
 
 	rows, err := Join(ws, floor, pkgResults, raw)
 	if err != nil {
 		return err
 	}
-	rep := Report{Device: floor.Info["device"], Driver: floor.Info["driver"], Benchtime: o.Benchtime.String(), Rows: rows}
+	rep := Report{Device: floor.Info["device"], Driver: floor.Info["driver"], Benchtime: o.Benchtime.String(), PCIe: pcie, Rows: rows}
 	fmt.Println()
+	fmt.Println(pcie)
 	if err := WriteTable(os.Stdout, rows); err != nil {
 		return err
 	}
@@ -295,6 +346,7 @@ func runFloor(o Options, ws []Workload) (FloorOutput, error) {
 	if err != nil {
 		return out, err
 	}
+	out.Info["binary"] = bin
 	if runErr != nil {
 		return out, fmt.Errorf("%s: %w", bin, runErr)
 	}
@@ -328,6 +380,9 @@ func runRaw(ws []Workload, raw map[string]RawResult) error {
 			continue
 		}
 		ns := float64(r.T.Nanoseconds()) / float64(r.N)
+		if v, ok := r.Extra["ns/op"]; ok { // a workload that times part of each op itself (submit rows)
+			ns = v
+		}
 		raw[w.ID] = RawResult{Result: Result{Name: "BenchmarkRaw/" + w.ID, Iters: int64(r.N), NsOp: ns}}
 		fmt.Printf("BenchmarkRaw/%s-%d\t%s\n", w.ID, procs, r.String())
 	}
@@ -428,4 +483,94 @@ func runPackage(o Options, pkg, selector string) ([]Result, error) {
 		fmt.Fprintf(os.Stderr, "bench: %s: %v (results kept: %d)\n", bin, runErr, len(res))
 	}
 	return res, nil
+}
+
+// median returns the median of xs (the mean of the middle two for an even count).
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// medianFloor combines rounds of the floor: each result's median time, skips and
+// info from the first round that has them.
+func medianFloor(rounds []FloorOutput) FloorOutput {
+	out := FloorOutput{Results: map[string]Result{}, Skips: map[string]string{}, Info: map[string]string{}}
+	times := map[string][]float64{}
+	for _, r := range rounds {
+		for id, res := range r.Results {
+			times[id] = append(times[id], res.NsOp)
+			if _, ok := out.Results[id]; !ok {
+				out.Results[id] = res
+			}
+		}
+		for k, v := range r.Skips {
+			if _, ok := out.Skips[k]; !ok {
+				out.Skips[k] = v
+			}
+		}
+		for k, v := range r.Info {
+			if _, ok := out.Info[k]; !ok {
+				out.Info[k] = v
+			}
+		}
+	}
+	for id, ts := range times {
+		res := out.Results[id]
+		res.NsOp = median(ts)
+		out.Results[id] = res
+	}
+	return out
+}
+
+// medianRaw combines rounds of the raw layer: each workload's median time; an error
+// in any round is reported.
+func medianRaw(rounds []map[string]RawResult) map[string]RawResult {
+	out := map[string]RawResult{}
+	times := map[string][]float64{}
+	for _, r := range rounds {
+		for id, res := range r {
+			if res.Err != "" {
+				out[id] = res
+				continue
+			}
+			times[id] = append(times[id], res.NsOp)
+			if _, ok := out[id]; !ok {
+				out[id] = res
+			}
+		}
+	}
+	for id, ts := range times {
+		if res := out[id]; res.Err == "" {
+			res.NsOp = median(ts)
+			out[id] = res
+		}
+	}
+	return out
+}
+
+// medianPkg combines rounds of the package benchmarks: each benchmark's median time.
+func medianPkg(rounds []map[string][]Result) map[string][]Result {
+	out := map[string][]Result{}
+	for pkg := range rounds[0] {
+		times := map[string][]float64{}
+		var order []Result
+		for _, r := range rounds {
+			for _, res := range r[pkg] {
+				if _, ok := times[res.Name]; !ok {
+					order = append(order, res)
+				}
+				times[res.Name] = append(times[res.Name], res.NsOp)
+			}
+		}
+		for _, res := range order {
+			res.NsOp = median(times[res.Name])
+			out[pkg] = append(out[pkg], res)
+		}
+	}
+	return out
 }

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"os"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/gocuda/gocuda/cublas"
 	"github.com/gocuda/gocuda/cuda"
@@ -26,7 +29,7 @@ func newGoNet(b *testing.B) *goNet {
 	b.Helper()
 	// gocuda opens the context first, as in a program (gputest.Require would retain it raw
 	// before gocuda sets its flags); where that fails, Require skips (or fails) saying why.
-	ctx, err := cuda.Device(0).Context()
+	ctx, err := primaryContext()
 	if err != nil {
 		gputest.Require(b)
 		b.Fatalf("device 0's primary context: %v", err)
@@ -147,13 +150,16 @@ func BenchmarkMLP(b *testing.B) {
 			}
 		}
 	})
+	e := instantiate(b, n.s.Context(), n.forwardOn)
+	b.Run("graph-submit", func(b *testing.B) { submitTime(b, n.s, func() error { return e.Launch(n.s) }) })
+	b.Run("graph-latency", func(b *testing.B) { latencyTime(b, n.s, func() error { return e.Launch(n.s) }) })
 }
 
 // BenchmarkGraph10 is graph/eager10 and graph/graph10 on the idiomatic API: 10 launches of
 // axpb<<<16, 256>>>(x, 4096) per iteration, eagerly (Function.Launch) or as one captured
 // graph (Exec.Launch); b.N iterations, then one sync, on the clock (floor.cu's functions).
 func BenchmarkGraph10(b *testing.B) {
-	ctx, err := cuda.Device(0).Context()
+	ctx, err := primaryContext()
 	if err != nil {
 		gputest.Require(b)
 		b.Fatalf("device 0's primary context: %v", err)
@@ -205,4 +211,80 @@ func BenchmarkGraph10(b *testing.B) {
 		}
 		require.NoError(b, s.Synchronize())
 	})
+	b.Run("eager-submit", func(b *testing.B) { submitTime(b, s, func() error { return ten(s) }) })
+	b.Run("eager-latency", func(b *testing.B) { latencyTime(b, s, func() error { return ten(s) }) })
+	e := instantiate(b, ctx, ten)
+	b.Run("graph-submit", func(b *testing.B) { submitTime(b, s, func() error { return e.Launch(s) }) })
+	b.Run("graph-latency", func(b *testing.B) { latencyTime(b, s, func() error { return e.Launch(s) }) })
 }
+
+// instantiate captures f on ctx (a stream of the capture's own) and instantiates it.
+func instantiate(b *testing.B, ctx *cuda.Context, f func(*cuda.Stream) error) *cuda.Exec {
+	g, err := ctx.Capture(f)
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = g.Close() })
+	e, err := g.Instantiate()
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = e.Close() })
+	return e
+}
+
+// submitTime times only the CPU's enqueueing of b.N iterations on s, in chunks of
+// submitChunk, each followed by s's sync off the clock (floor.cu's submit_time).
+func submitTime(b *testing.B, s *cuda.Stream, iter func() error) {
+	for range 20 { // warm-up, as the C floor's first runs
+		require.NoError(b, iter())
+	}
+	require.NoError(b, s.Synchronize())
+	b.ResetTimer()
+	var total time.Duration
+	for done := 0; done < b.N; done += submitChunk {
+		t0 := time.Now()
+		for range min(submitChunk, b.N-done) {
+			if err := iter(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		total += time.Since(t0)
+		if err := s.Synchronize(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// ns/op must be the submit time alone: the syncs were on testing's clock.
+	b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "ns/op")
+}
+
+// latencyTime times b.N iterations on s, each followed by s's sync (floor.cu's latency_time).
+func latencyTime(b *testing.B, s *cuda.Stream, iter func() error) {
+	for range 20 {
+		require.NoError(b, iter())
+	}
+	require.NoError(b, s.Synchronize())
+	b.ResetTimer()
+	for range b.N {
+		if err := iter(); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Synchronize(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// primaryContext returns device 0's primary context as gocuda opens it, or, with
+// GOCUDA_BENCH_SCHED_DEFAULT set (an experiment), after retaining it raw first, so
+// that it keeps the driver's default scheduling flags instead of gocuda's.
+func primaryContext() (*cuda.Context, error) {
+	if os.Getenv("GOCUDA_BENCH_SCHED_DEFAULT") != "" {
+		schedOnce.Do(func() {
+			var d cuda.CUdevice
+			var c cuda.CUcontext
+			if cuda.Init(0) == nil && cuda.DeviceGet(&d, 0) == nil {
+				_ = cuda.DevicePrimaryCtxRetain(&c, d)
+			}
+		})
+	}
+	return cuda.Device(0).Context()
+}
+
+var schedOnce sync.Once

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/gocuda/gocuda/cuda"
@@ -440,6 +441,58 @@ func rawGraphGraph10(b *testing.B, e *Env) error {
 	}
 	return cuda.StreamSynchronize(e.S1)
 }
+
+// submitChunk is how many iterations a submit row enqueues between syncs: few enough
+// that the GPU's queue never fills (floor.cu's kSubmitChunk).
+const submitChunk = 32
+
+// rawSubmit is floor.cu's submit_time over iter: only the enqueueing on the clock, in
+// chunks of submitChunk iterations, each followed by the sync off the clock.
+func rawSubmit(iter func(e *Env) error) func(*testing.B, *Env) error {
+	return func(b *testing.B, e *Env) error {
+		var total time.Duration
+		for done := 0; done < b.N; done += submitChunk {
+			t0 := time.Now()
+			for range min(submitChunk, b.N-done) {
+				if err := iter(e); err != nil {
+					return err
+				}
+			}
+			total += time.Since(t0)
+			if err := cuda.StreamSynchronize(e.S1); err != nil {
+				return err
+			}
+		}
+		b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "ns/op")
+		return nil
+	}
+}
+
+// rawLatency is floor.cu's latency_time over iter: each iteration then the sync, on the clock.
+func rawLatency(iter func(e *Env) error) func(*testing.B, *Env) error {
+	return func(b *testing.B, e *Env) error {
+		for range b.N {
+			if err := iter(e); err != nil {
+				return err
+			}
+			if err := cuda.StreamSynchronize(e.S1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+func rawEager10Iter(e *Env) error {
+	for range graphKernels {
+		if err := e.launchAxpb(e.S1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func rawGraph10Iter(e *Env) error { return cuda.GraphLaunch(e.Graph10, e.S1) }
 
 // ---- the small-buffer workloads: handoff/buffer, stream/pool, tasks/sum, pipeline/* ----
 

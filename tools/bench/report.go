@@ -37,6 +37,15 @@ type Row struct {
 	RawIters int64    `json:"raw_iters,omitempty"`
 	RawRatio *float64 `json:"raw_ratio"` // RawNs / FloorNs
 	RawError string   `json:"raw_error,omitempty"`
+
+	// The bandwidth rows (Workload.Bytes > 0): GB/s of each side, and the ratios of
+	// bandwidths (Go / C: above 1 is faster than C, the inverse of Ratio).
+	Bytes       int64    `json:"bytes,omitempty"`
+	FloorGBs    *float64 `json:"floor_gbs,omitempty"`
+	GoGBs       *float64 `json:"go_gbs,omitempty"`
+	RawGBs      *float64 `json:"raw_gbs,omitempty"`
+	GBsRatio    *float64 `json:"gbs_ratio,omitempty"`
+	RawGBsRatio *float64 `json:"raw_gbs_ratio,omitempty"`
 }
 
 // Report is everything one run produced, as written to bench.json.
@@ -44,6 +53,7 @@ type Report struct {
 	Device    string `json:"device,omitempty"`
 	Driver    string `json:"driver,omitempty"`
 	Benchtime string `json:"benchtime,omitempty"`
+	PCIe      string `json:"pcie,omitempty"` // device 0's link and its limit (PCIeLink.String)
 	Rows      []Row  `json:"rows"`
 }
 
@@ -106,6 +116,11 @@ func Join(ws []Workload, floor FloorOutput, pkgResults map[string][]Result, raw 
 		}
 		row.Ratio = ratio(row.GoNs, row.FloorNs)
 		row.RawRatio = ratio(row.RawNs, row.FloorNs)
+		if w.Bytes > 0 {
+			row.Bytes = w.Bytes
+			row.FloorGBs, row.GoGBs, row.RawGBs = GBps(w.Bytes, row.FloorNs), GBps(w.Bytes, row.GoNs), GBps(w.Bytes, row.RawNs)
+			row.GBsRatio, row.RawGBsRatio = ratio(row.GoGBs, row.FloorGBs), ratio(row.RawGBs, row.FloorGBs)
+		}
 		rows = append(rows, row)
 	}
 	return rows, nil
@@ -147,16 +162,46 @@ func orMissing(s string) string {
 // tableHeader is the column set of the text and markdown tables.
 var tableHeader = []string{"workload", "C floor", "gocuda", "ratio", "raw layer", "raw ratio", "Go benchmark"}
 
+// FormatBW renders a time per operation with its bandwidth: "1.23 ms (54.6 GB/s)".
+func FormatBW(ns, gbs *float64) string {
+	if gbs == nil {
+		return FormatNs(ns)
+	}
+	return fmt.Sprintf("%s (%.1f GB/s)", FormatNs(ns), *gbs)
+}
+
+// FormatBWRatio renders a ratio of bandwidths, Go / C: "1.03× GB/s".
+func FormatBWRatio(r *float64) string {
+	if r == nil {
+		return Missing
+	}
+	return fmt.Sprintf("%.2f× GB/s", *r)
+}
+
 func cells(r Row) []string {
-	floor := FormatNs(r.FloorNs)
+	bw := r.Bytes > 0
+	timeOrBW := func(ns, gbs *float64) string {
+		if bw {
+			return FormatBW(ns, gbs)
+		}
+		return FormatNs(ns)
+	}
+	ratioOf := func(t, b *float64) string {
+		if bw {
+			return FormatBWRatio(b)
+		}
+		return FormatRatio(t)
+	}
+	floor := timeOrBW(r.FloorNs, r.FloorGBs)
 	if r.FloorNs == nil && r.FloorSkip != "" {
 		floor = Missing + " (" + r.FloorSkip + ")"
 	}
-	raw := FormatNs(r.RawNs)
+	raw := timeOrBW(r.RawNs, r.RawGBs)
 	if r.RawError != "" {
 		raw = Missing + " (error)"
 	}
-	return []string{r.ID, floor, FormatNs(r.GoNs), FormatRatio(r.Ratio), raw, FormatRatio(r.RawRatio), orMissing(r.GoBench)}
+	return []string{r.ID, floor, timeOrBW(r.GoNs, r.GoGBs), ratioOf(r.Ratio, r.GBsRatio), raw,
+		ratioOf(r.RawRatio, r.RawGBsRatio), orMissing(r.GoBench)}
 }
 
 // WriteTable prints the rows as an aligned text table.
@@ -196,9 +241,13 @@ func WriteMarkdown(w io.Writer, rep Report) error {
 		what = append(what, "benchtime "+rep.Benchtime)
 	}
 	fmt.Fprintf(w, "Per operation; C floor = tools/floor (raw driver API in C), gocuda = the package's Go benchmark, "+
-		"raw layer = the same loop on gocuda's generated bindings (tools/bench); ratio = Go / C.")
+		"raw layer = the same loop on gocuda's generated bindings (tools/bench); ratio = Go / C time, "+
+		"or for the copy rows Go / C bandwidth (\"× GB/s\": above 1 is faster than C).")
 	if len(what) > 0 {
 		fmt.Fprintf(w, " Measured on %s.", strings.Join(what, ", "))
+	}
+	if rep.PCIe != "" {
+		fmt.Fprintf(w, " %s.", rep.PCIe)
 	}
 	fmt.Fprint(w, "\n\n")
 	_, err := io.WriteString(w, b.String())

@@ -15,6 +15,7 @@ type Workload struct {
 	ID    string // key shared with floor.cu, e.g. "alloc/device/4KiB"
 	Desc  string // what one operation is, for the table
 	CFunc string // floor.cu's function for ID (documentation; a test checks it is registered)
+	Bytes int64  // bytes one operation moves, for the rows shown in GB/s (copy/...); 0: none
 	Go    GoBench
 	Raw   func(b *testing.B, e *Env) error // nil: no in-process implementation
 }
@@ -53,8 +54,18 @@ const pipelineDesc = "one item produced on stream A and consumed on stream B: A:
 	"device uint64 (allocated once) + read_sum<<<1, 256>>>(p, 256, 0, sum) + cuMemcpyDtoHAsync to pinned host memory + " +
 	"cuStreamSynchronize + cuMemFreeAsync(p, B); C: one thread"
 
+// submitDesc and latencyDesc say how the submit and latency rows time an iteration.
+const (
+	submitDesc = "only the enqueueing is on the clock, in chunks of 32 iterations (short enough that the GPU's " +
+		"queue never fills), each followed by the stream's sync off the clock"
+	latencyDesc = "one iteration then the stream's sync, both on the clock"
+)
+
 // workloads is the registry. Keep IDs in step with the table in tools/floor/floor.cu.
-var workloads = []Workload{
+var workloads = append(baseWorkloads, copyWorkloads()...)
+
+// baseWorkloads are the rows timed per operation; copyWorkloads adds the bandwidth rows.
+var baseWorkloads = []Workload{
 	{ID: "alloc/device/4KiB", Desc: "cuMemAlloc + cuMemsetD8Async + cuMemFree, 4 KiB", CFunc: "w_alloc_device_4k",
 		Go: allocGo("device", "4KiB", false), Raw: rawAllocDevice(4 << 10)},
 	{ID: "alloc/device/64MiB", Desc: "cuMemAlloc + cuMemsetD8Async + cuMemFree, 64 MiB", CFunc: "w_alloc_device_64m",
@@ -119,10 +130,22 @@ var workloads = []Workload{
 	{ID: "graph/graph10", Desc: "cuGraphLaunch of the same 10 kernels captured into a graph; gocuda: Context.Capture, Exec.Launch",
 		CFunc: "w_graph_graph10",
 		Go:    GoBench{Pkg: "tools/bench", Bench: "Graph10", Match: `^BenchmarkGraph10/graph$`}, Raw: rawGraphGraph10},
+	{ID: "graph/eager10-submit", Desc: "graph/eager10's iteration, CPU time to enqueue it: " + submitDesc, CFunc: "w_graph_eager10_submit",
+		Go: GoBench{Pkg: "tools/bench", Bench: "Graph10", Match: `^BenchmarkGraph10/eager-submit$`}, Raw: rawSubmit(rawEager10Iter)},
+	{ID: "graph/eager10-latency", Desc: "graph/eager10's iteration, until its result is there: " + latencyDesc, CFunc: "w_graph_eager10_latency",
+		Go: GoBench{Pkg: "tools/bench", Bench: "Graph10", Match: `^BenchmarkGraph10/eager-latency$`}, Raw: rawLatency(rawEager10Iter)},
+	{ID: "graph/graph10-submit", Desc: "graph/graph10's iteration, CPU time to enqueue it: " + submitDesc, CFunc: "w_graph_graph10_submit",
+		Go: GoBench{Pkg: "tools/bench", Bench: "Graph10", Match: `^BenchmarkGraph10/graph-submit$`}, Raw: rawSubmit(rawGraph10Iter)},
+	{ID: "graph/graph10-latency", Desc: "graph/graph10's iteration, until its result is there: " + latencyDesc, CFunc: "w_graph_graph10_latency",
+		Go: GoBench{Pkg: "tools/bench", Bench: "Graph10", Match: `^BenchmarkGraph10/graph-latency$`}, Raw: rawLatency(rawGraph10Iter)},
 	{ID: "cublas/sgemm-small", Desc: sgemmSmallDesc, CFunc: "w_cublas_sgemm_small",
 		Go: GoBench{Pkg: "tools/bench", Bench: "SgemmSmall", Match: `^BenchmarkSgemmSmall$`}, Raw: rawSgemmSmall},
 	{ID: "mlp/eager", Desc: mlpEagerDesc, CFunc: "w_mlp_eager",
 		Go: GoBench{Pkg: "tools/bench", Bench: "MLP", Match: `^BenchmarkMLP/eager$`}, Raw: rawMLPEager},
 	{ID: "mlp/graph", Desc: mlpGraphDesc, CFunc: "w_mlp_graph",
 		Go: GoBench{Pkg: "tools/bench", Bench: "MLP", Match: `^BenchmarkMLP/graph$`}, Raw: rawMLPGraph},
+	{ID: "mlp/graph-submit", Desc: "mlp/graph's replay, CPU time to enqueue it: " + submitDesc, CFunc: "w_mlp_graph_submit",
+		Go: GoBench{Pkg: "tools/bench", Bench: "MLP", Match: `^BenchmarkMLP/graph-submit$`}, Raw: rawSubmit(rawMLPGraphIter)},
+	{ID: "mlp/graph-latency", Desc: "mlp/graph's replay, until its result is there: " + latencyDesc, CFunc: "w_mlp_graph_latency",
+		Go: GoBench{Pkg: "tools/bench", Bench: "MLP", Match: `^BenchmarkMLP/graph-latency$`}, Raw: rawLatency(rawMLPGraphIter)},
 }

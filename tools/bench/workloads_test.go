@@ -106,7 +106,7 @@ func TestSelect(t *testing.T) {
 	all, err := Select(workloads, "")
 	require.NoError(t, err)
 	assert.Len(t, all, len(workloads))
-	g, err := Select(workloads, "^graph/")
+	g, err := Select(workloads, `^graph/(eager|graph)10$`)
 	require.NoError(t, err)
 	require.Len(t, g, 2)
 	assert.Equal(t, "graph/eager10", g[0].ID)
@@ -119,7 +119,7 @@ func TestPackageSelectors(t *testing.T) {
 	assert.Equal(t, []pkgSelector{
 		{"cuda", "^Benchmark(Alloc)$"}, {"cuda", "^Benchmark(Launch(Empty)?)$"}, {"cuda", "^Benchmark(CallOverhead)$"},
 		{"cuda", "^Benchmark(Handoff)$"}, {"cuda", "^Benchmark(StreamCreateDestroy)$"}, {"cuda", "^Benchmark(StreamPool)$"},
-		{"cuda", "^Benchmark(Tasks)$"}, {"cuda", "^Benchmark(Pipeline)$"},
+		{"cuda", "^Benchmark(Tasks)$"}, {"cuda", "^Benchmark(Pipeline)$"}, {"cuda", "^Benchmark(CopyBW)$"},
 		{"tools/bench", "^Benchmark(Graph10)$"}, {"tools/bench", "^Benchmark(SgemmSmall)$"}, {"tools/bench", "^Benchmark(MLP)$"},
 	}, got)
 	got = packageSelectors([]Workload{
@@ -340,9 +340,18 @@ func TestGoBenchExists(t *testing.T) {
 // The MLP rows: the gocuda column takes the names this package's benchmarks print, and the
 // shape and chunk constants agree with floor.cu's.
 func TestMLPRows(t *testing.T) {
-	ws, err := Select(workloads, `^(cublas|mlp)/`)
+	ws, err := Select(workloads, `^(cublas/|mlp/(eager|graph)$)`)
 	require.NoError(t, err)
 	require.Len(t, ws, 3)
+	// Every per-iteration graph row has its submit and latency rows (issue #13).
+	for _, id := range []string{"graph/eager10", "graph/graph10", "mlp/graph"} {
+		for _, form := range []string{"-submit", "-latency"} {
+			sel, err := Select(workloads, "^"+regexp.QuoteMeta(id+form)+"$")
+			require.NoError(t, err)
+			require.Len(t, sel, 1, id+form)
+			assert.Equal(t, "tools/bench", sel[0].Go.Pkg)
+		}
+	}
 	var pkg []Result
 	for _, line := range []string{
 		"BenchmarkSgemmSmall-16   \t  200000\t      5012 ns/op",
@@ -383,4 +392,33 @@ func TestMLPRows(t *testing.T) {
 	assert.Contains(t, src, "kBlasWorkspace = 4 << 20")
 	assert.Equal(t, blasWorkspace, 4<<20)
 	assert.Equal(t, 16, biasBlocks) // mlp.cu's (256*16+255)/256
+}
+
+// Rounds combine into each number's median, per side.
+func TestMedianRounds(t *testing.T) {
+	assert.Equal(t, 2.0, median([]float64{3, 1, 2}))
+	assert.Equal(t, 2.5, median([]float64{4, 1, 3, 2}))
+	fl := func(ns float64) FloorOutput {
+		return FloorOutput{Results: map[string]Result{"a": {Name: "a", Iters: 10, NsOp: ns}},
+			Skips: map[string]string{"b": "no cublas"}, Info: map[string]string{"device": "H200"}}
+	}
+	f := medianFloor([]FloorOutput{fl(5), fl(1), fl(3)})
+	assert.Equal(t, 3.0, f.Results["a"].NsOp)
+	assert.Equal(t, "no cublas", f.Skips["b"])
+	assert.Equal(t, "H200", f.Info["device"])
+	r := medianRaw([]map[string]RawResult{
+		{"a": {Result: Result{NsOp: 9}}, "b": {Result: Result{NsOp: 1}}},
+		{"a": {Result: Result{NsOp: 7}}, "b": {Err: "failed"}},
+	})
+	assert.Equal(t, 8.0, r["a"].NsOp)
+	assert.Equal(t, "failed", r["b"].Err, "an error in any round shows")
+	p := medianPkg([]map[string][]Result{
+		{"cuda": {{Name: "BenchmarkX", NsOp: 10}, {Name: "BenchmarkY", NsOp: 1}}},
+		{"cuda": {{Name: "BenchmarkX", NsOp: 30}, {Name: "BenchmarkY", NsOp: 2}}},
+		{"cuda": {{Name: "BenchmarkX", NsOp: 20}, {Name: "BenchmarkY", NsOp: 3}}},
+	})
+	require.Len(t, p["cuda"], 2)
+	assert.Equal(t, "BenchmarkX", p["cuda"][0].Name)
+	assert.Equal(t, 20.0, p["cuda"][0].NsOp)
+	assert.Equal(t, 2.0, p["cuda"][1].NsOp)
 }

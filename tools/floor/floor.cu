@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #define CK(x)                                                                    \
@@ -398,6 +399,40 @@ static double w_graph_graph10(long n) {
   return now_ns() - t0;
 }
 
+// The submit and latency forms of a workload's iteration (one operation = one iteration):
+// submit times only the CPU's enqueueing, in chunks of kSubmitChunk iterations short enough
+// that the GPU's queue never fills, each chunk followed by cuStreamSynchronize off the clock;
+// latency times one iteration plus cuStreamSynchronize, the time until its result is there.
+static const long kSubmitChunk = 32;
+static double submit_time(long n, void (*iter)(void)) {
+  double t = 0;
+  for (long done = 0; done < n; done += kSubmitChunk) {
+    long m = n - done < kSubmitChunk ? n - done : kSubmitChunk;
+    double t0 = now_ns();
+    for (long k = 0; k < m; k++) iter();
+    t += now_ns() - t0;
+    CK(cuStreamSynchronize(s1));
+  }
+  return t;
+}
+static double latency_time(long n, void (*iter)(void)) {
+  double t0 = now_ns();
+  for (long i = 0; i < n; i++) {
+    iter();
+    CK(cuStreamSynchronize(s1));
+  }
+  return now_ns() - t0;
+}
+
+static void eager10_iter(void) {
+  for (int j = 0; j < kGraphKernels; j++) CK(cuLaunchKernel(f_axpb, 16, 1, 1, 256, 1, 1, 0, s1, axpb_args, NULL));
+}
+static void graph10_iter(void) { CK(cuGraphLaunch(graph10, s1)); }
+static double w_graph_eager10_submit(long n) { return submit_time(n, eager10_iter); }
+static double w_graph_eager10_latency(long n) { return latency_time(n, eager10_iter); }
+static double w_graph_graph10_submit(long n) { return submit_time(n, graph10_iter); }
+static double w_graph_graph10_latency(long n) { return latency_time(n, graph10_iter); }
+
 // gemm_layer queues layer i's SGEMM on s1 (through the handle's stream): h[i+1] = W[i] h[i],
 // mlp.cu's cublasSgemm(N, N, 256, 16, 256, 1, W[i], 256, h[i], 256, 0, h[i+1], 256).
 static void gemm_layer(int i) {
@@ -428,7 +463,7 @@ static double w_cublas_sgemm_small(long n) {
 // mlp/graph: one operation is one replay of the forward pass, captured once on s1 (off the
 // clock: capture, instantiate, 20 warm-up replays), timed as mlp/eager.
 static CUgraphExec mlp_exec;
-static double w_mlp_graph(long n) {
+static void mlp_capture(void) {
   if (!mlp_exec) {
     CUgraph g;
     CK(cuStreamBeginCapture(s1, CU_STREAM_CAPTURE_MODE_RELAXED));
@@ -439,6 +474,19 @@ static double w_mlp_graph(long n) {
     for (int i = 0; i < 20; i++) CK(cuGraphLaunch(mlp_exec, s1));
     CK(cuStreamSynchronize(s1));
   }
+}
+static void mlp_graph_iter(void) { CK(cuGraphLaunch(mlp_exec, s1)); }
+// mlp/graph-submit and mlp/graph-latency: one replay, timed as submit_time and latency_time.
+static double w_mlp_graph_submit(long n) {
+  mlp_capture();
+  return submit_time(n, mlp_graph_iter);
+}
+static double w_mlp_graph_latency(long n) {
+  mlp_capture();
+  return latency_time(n, mlp_graph_iter);
+}
+static double w_mlp_graph(long n) {
+  mlp_capture();
   double t0 = now_ns();
   for (long done = 0; done < n; done += kMLPChunk) {
     long m = n - done < kMLPChunk ? n - done : kMLPChunk;
@@ -460,6 +508,96 @@ static double w_mlp_eager(long n) {
   }
   return now_ns() - t0;
 }
+
+// ---- copy/<dir>/<kind>/<size>: synchronous host <-> device copies (../shared/anchors/copybw.cu's,
+// per size). One operation is one cuMemcpyHtoD or cuMemcpyDtoH of the size (the legacy stream,
+// synchronous), between a device buffer and host memory of the kind:
+//   warm    malloc'd memory, written once before the clock starts;
+//   fresh   fresh anonymous memory per copy (mmap, off the clock, as munmap): its first touch
+//           happens inside the copy (for h2d: reads of never-written pages);
+//   pinned  cuMemHostAlloc'd memory, written once.
+// The buffers are made once for the largest size asked (up to 1 GiB of each) and kept. ----
+enum { kCopyWarm, kCopyFresh, kCopyPinned };
+static CUdeviceptr copy_dev;
+static char* copy_warm;
+static void* copy_pinned;
+static size_t copy_cap;
+
+static void copy_buffers(size_t sz) {
+  if (sz <= copy_cap) return;
+  if (copy_cap) {
+    CK(cuMemFree(copy_dev));
+    free(copy_warm);
+    CK(cuMemFreeHost(copy_pinned));
+  }
+  CK(cuMemAlloc(&copy_dev, sz));
+  CK(cuMemsetD8(copy_dev, 1, sz));
+  copy_warm = (char*)malloc(sz);
+  if (!copy_warm) {
+    fprintf(stderr, "floor: malloc(%zu) failed\n", sz);
+    exit(1);
+  }
+  memset(copy_warm, 2, sz);
+  CK(cuMemHostAlloc(&copy_pinned, sz, 0));
+  memset(copy_pinned, 3, sz);
+  CK(cuCtxSynchronize());
+  copy_cap = sz;
+}
+
+static void copy_one(void* h, size_t sz, int h2d) {
+  if (h2d)
+    CK(cuMemcpyHtoD(copy_dev, h, sz));
+  else
+    CK(cuMemcpyDtoH(h, copy_dev, sz));
+}
+
+static double copy_run(long n, size_t sz, int h2d, int kind) {
+  copy_buffers(sz);
+  if (kind == kCopyFresh) {
+    double total = 0;
+    for (long i = 0; i < n; i++) {
+      void* h = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (h == MAP_FAILED) {
+        fprintf(stderr, "floor: mmap(%zu) failed\n", sz);
+        exit(1);
+      }
+      double t0 = now_ns();
+      copy_one(h, sz, h2d);
+      total += now_ns() - t0;
+      munmap(h, sz);
+    }
+    return total;
+  }
+  void* h = kind == kCopyPinned ? copy_pinned : (void*)copy_warm;
+  double t0 = now_ns();
+  for (long i = 0; i < n; i++) copy_one(h, sz, h2d);
+  return now_ns() - t0;
+}
+
+static double w_copy_h2d_warm_4k(long n) { return copy_run(n, (size_t)(4u << 10), 1, kCopyWarm); }
+static double w_copy_h2d_warm_1m(long n) { return copy_run(n, (size_t)(1u << 20), 1, kCopyWarm); }
+static double w_copy_h2d_warm_64m(long n) { return copy_run(n, (size_t)(64u << 20), 1, kCopyWarm); }
+static double w_copy_h2d_warm_1g(long n) { return copy_run(n, (size_t)(1u << 30), 1, kCopyWarm); }
+static double w_copy_h2d_fresh_4k(long n) { return copy_run(n, (size_t)(4u << 10), 1, kCopyFresh); }
+static double w_copy_h2d_fresh_1m(long n) { return copy_run(n, (size_t)(1u << 20), 1, kCopyFresh); }
+static double w_copy_h2d_fresh_64m(long n) { return copy_run(n, (size_t)(64u << 20), 1, kCopyFresh); }
+static double w_copy_h2d_fresh_1g(long n) { return copy_run(n, (size_t)(1u << 30), 1, kCopyFresh); }
+static double w_copy_h2d_pinned_4k(long n) { return copy_run(n, (size_t)(4u << 10), 1, kCopyPinned); }
+static double w_copy_h2d_pinned_1m(long n) { return copy_run(n, (size_t)(1u << 20), 1, kCopyPinned); }
+static double w_copy_h2d_pinned_64m(long n) { return copy_run(n, (size_t)(64u << 20), 1, kCopyPinned); }
+static double w_copy_h2d_pinned_1g(long n) { return copy_run(n, (size_t)(1u << 30), 1, kCopyPinned); }
+static double w_copy_d2h_warm_4k(long n) { return copy_run(n, (size_t)(4u << 10), 0, kCopyWarm); }
+static double w_copy_d2h_warm_1m(long n) { return copy_run(n, (size_t)(1u << 20), 0, kCopyWarm); }
+static double w_copy_d2h_warm_64m(long n) { return copy_run(n, (size_t)(64u << 20), 0, kCopyWarm); }
+static double w_copy_d2h_warm_1g(long n) { return copy_run(n, (size_t)(1u << 30), 0, kCopyWarm); }
+static double w_copy_d2h_fresh_4k(long n) { return copy_run(n, (size_t)(4u << 10), 0, kCopyFresh); }
+static double w_copy_d2h_fresh_1m(long n) { return copy_run(n, (size_t)(1u << 20), 0, kCopyFresh); }
+static double w_copy_d2h_fresh_64m(long n) { return copy_run(n, (size_t)(64u << 20), 0, kCopyFresh); }
+static double w_copy_d2h_fresh_1g(long n) { return copy_run(n, (size_t)(1u << 30), 0, kCopyFresh); }
+static double w_copy_d2h_pinned_4k(long n) { return copy_run(n, (size_t)(4u << 10), 0, kCopyPinned); }
+static double w_copy_d2h_pinned_1m(long n) { return copy_run(n, (size_t)(1u << 20), 0, kCopyPinned); }
+static double w_copy_d2h_pinned_64m(long n) { return copy_run(n, (size_t)(64u << 20), 0, kCopyPinned); }
+static double w_copy_d2h_pinned_1g(long n) { return copy_run(n, (size_t)(1u << 30), 0, kCopyPinned); }
 
 // ---- readiness checks: NULL when the workload can run, else why not ----
 static const char* need_host_pool(void) { return host_pool_err; }
@@ -502,9 +640,39 @@ static const struct workload workloads[] = {
     {"pipeline/one", w_pipeline, NULL},
     {"graph/eager10", w_graph_eager10, NULL},
     {"graph/graph10", w_graph_graph10, NULL},
+    {"graph/eager10-submit", w_graph_eager10_submit, NULL},
+    {"graph/eager10-latency", w_graph_eager10_latency, NULL},
+    {"graph/graph10-submit", w_graph_graph10_submit, NULL},
+    {"graph/graph10-latency", w_graph_graph10_latency, NULL},
     {"cublas/sgemm-small", w_cublas_sgemm_small, need_cublas},
     {"mlp/eager", w_mlp_eager, need_cublas},
     {"mlp/graph", w_mlp_graph, need_cublas},
+    {"mlp/graph-submit", w_mlp_graph_submit, need_cublas},
+    {"mlp/graph-latency", w_mlp_graph_latency, need_cublas},
+    {"copy/h2d/pageable-warm/4KiB", w_copy_h2d_warm_4k, NULL},
+    {"copy/h2d/pageable-warm/1MiB", w_copy_h2d_warm_1m, NULL},
+    {"copy/h2d/pageable-warm/64MiB", w_copy_h2d_warm_64m, NULL},
+    {"copy/h2d/pageable-warm/1GiB", w_copy_h2d_warm_1g, NULL},
+    {"copy/h2d/pageable-fresh/4KiB", w_copy_h2d_fresh_4k, NULL},
+    {"copy/h2d/pageable-fresh/1MiB", w_copy_h2d_fresh_1m, NULL},
+    {"copy/h2d/pageable-fresh/64MiB", w_copy_h2d_fresh_64m, NULL},
+    {"copy/h2d/pageable-fresh/1GiB", w_copy_h2d_fresh_1g, NULL},
+    {"copy/h2d/pinned/4KiB", w_copy_h2d_pinned_4k, NULL},
+    {"copy/h2d/pinned/1MiB", w_copy_h2d_pinned_1m, NULL},
+    {"copy/h2d/pinned/64MiB", w_copy_h2d_pinned_64m, NULL},
+    {"copy/h2d/pinned/1GiB", w_copy_h2d_pinned_1g, NULL},
+    {"copy/d2h/pageable-warm/4KiB", w_copy_d2h_warm_4k, NULL},
+    {"copy/d2h/pageable-warm/1MiB", w_copy_d2h_warm_1m, NULL},
+    {"copy/d2h/pageable-warm/64MiB", w_copy_d2h_warm_64m, NULL},
+    {"copy/d2h/pageable-warm/1GiB", w_copy_d2h_warm_1g, NULL},
+    {"copy/d2h/pageable-fresh/4KiB", w_copy_d2h_fresh_4k, NULL},
+    {"copy/d2h/pageable-fresh/1MiB", w_copy_d2h_fresh_1m, NULL},
+    {"copy/d2h/pageable-fresh/64MiB", w_copy_d2h_fresh_64m, NULL},
+    {"copy/d2h/pageable-fresh/1GiB", w_copy_d2h_fresh_1g, NULL},
+    {"copy/d2h/pinned/4KiB", w_copy_d2h_pinned_4k, NULL},
+    {"copy/d2h/pinned/1MiB", w_copy_d2h_pinned_1m, NULL},
+    {"copy/d2h/pinned/64MiB", w_copy_d2h_pinned_64m, NULL},
+    {"copy/d2h/pinned/1GiB", w_copy_d2h_pinned_1g, NULL},
 };
 static const int nworkloads = (int)(sizeof workloads / sizeof workloads[0]);
 
@@ -578,6 +746,49 @@ static void setup_mlp(void) {
   CK(cuStreamSynchronize(s1));
 }
 
+// print_pcie prints device 0's PCIe link (Linux sysfs, from cuDeviceGetPCIBusId) and its
+// limit per direction: lanes x GT/s x the line code (8b/10b to 5 GT/s, 128b/130b to 32, then
+// FLIT's 242/256) / 8; tools/bench's PCIeLink prints the same.
+static int read_num(const char* dir, const char* name, double* v) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE* f = fopen(path, "r");
+  if (!f) return 0;
+  int ok = fscanf(f, "%lf", v) == 1;
+  fclose(f);
+  return ok;
+}
+
+static double link_gbps(double gts, double width) {
+  double eff = gts <= 5 ? 0.8 : gts > 32 ? 242.0 / 256 : 128.0 / 130;
+  return gts * width * eff / 8;
+}
+
+static int pcie_gen(double gts) {
+  const double r[] = {2.5, 5, 8, 16, 32, 64, 128};
+  for (int g = 0; g < 7; g++)
+    if (gts <= r[g] + 0.01) return g + 1;
+  return 0;
+}
+
+static void print_pcie(void) {
+  char id[64], dir[256];
+  CK(cuDeviceGetPCIBusId(id, sizeof id, dev));
+  for (char* p = id; *p; p++)
+    if (*p >= 'A' && *p <= 'Z') *p = (char)(*p - 'A' + 'a');
+  snprintf(dir, sizeof dir, "/sys/bus/pci/devices/%s", id);
+  double s, w, ms, mw;
+  if (!read_num(dir, "current_link_speed", &s) || !read_num(dir, "current_link_width", &w)) {
+    printf("info\tpcie\tPCIe %s: link unknown (no %s/current_link_speed)\n", id, dir);
+    return;
+  }
+  printf("info\tpcie\tPCIe %s: Gen%d x%d (%g GT/s): limit %.1f GB/s per direction", id, pcie_gen(s), (int)w, s,
+         link_gbps(s, w));
+  if (read_num(dir, "max_link_speed", &ms) && read_num(dir, "max_link_width", &mw) && (ms != s || mw != w))
+    printf("; max Gen%d x%d: %.1f GB/s", pcie_gen(ms), (int)mw, link_gbps(ms, mw));
+  printf("\n");
+}
+
 static void setup(const char* ptx_path) {
   CK(cuInit(0));
   CK(cuDeviceGet(&dev, 0));
@@ -589,6 +800,7 @@ static void setup(const char* ptx_path) {
   CK(cuDriverGetVersion(&drv));
   printf("info\tdevice\t%s\n", name);
   printf("info\tdriver\t%d.%d\n", drv / 1000, drv % 1000 / 10);
+  print_pcie();
 
   char* ptx = read_file(ptx_path);
   CK(cuModuleLoadData(&mod, ptx));

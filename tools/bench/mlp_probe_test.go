@@ -1,0 +1,155 @@
+package main
+
+import (
+	"errors"
+	"runtime"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/gocuda/gocuda/cublas"
+	"github.com/gocuda/gocuda/cuda"
+	"github.com/stretchr/testify/require"
+)
+
+// BenchmarkMLPProbe splits mlp/eager's gap to C into its parts: the same forward pass with
+// each half (SGEMM, bias_relu) on the idiomatic API or the raw layer, each half alone, and
+// the idiomatic pass on a locked OS thread. Timed as BenchmarkMLP/eager.
+func BenchmarkMLPProbe(b *testing.B) {
+	n := newGoNet(b)
+	ctx := n.s.Context()
+	// A raw handle bound to the network's stream, with a workspace of the same size.
+	var h cublas.CublasHandle
+	var ws cuda.CUdeviceptr
+	require.NoError(b, ctx.Locked(func() error {
+		if err := cublas.Create(&h); err != nil {
+			return err
+		}
+		var d cuda.CUdeviceptr
+		if err := cuda.MemAlloc(&d, blasWorkspace); err != nil {
+			return err
+		}
+		ws = d
+		if err := cublas.SetStream(h, n.s.Handle()); err != nil {
+			return err
+		}
+		return cublas.SetWorkspace(h, *(*unsafe.Pointer)(unsafe.Pointer(&ws)), blasWorkspace)
+	}))
+	b.Cleanup(func() {
+		_ = ctx.Locked(func() error {
+			_ = n.s.Synchronize()
+			return errors.Join(cublas.Destroy(h), cuda.MemFree(ws))
+		})
+	})
+	scal := &[2]float32{1, 0}
+	var w, bb [mlpLayers]cuda.CUdeviceptr
+	var hh [mlpLayers + 1]cuda.CUdeviceptr
+	ptr := func(m cuda.Memory) cuda.CUdeviceptr {
+		p, err := cuda.DevicePtr[float32](m)
+		require.NoError(b, err)
+		return cuda.CUdeviceptr(uintptr(unsafe.Pointer(p)))
+	}
+	for i := range mlpLayers {
+		w[i], bb[i] = ptr(n.w[i]), ptr(n.b[i])
+	}
+	for i := range hh {
+		hh[i] = ptr(n.h[i])
+	}
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	var args [mlpLayers]*[4]unsafe.Pointer
+	for i := range mlpLayers {
+		a := &biasArgs{h: hh[i+1], b: bb[i], rows: mlpWidth, cols: mlpBatch}
+		pin.Pin(a)
+		args[i] = &[4]unsafe.Pointer{unsafe.Pointer(&a.h), unsafe.Pointer(&a.b), unsafe.Pointer(&a.rows), unsafe.Pointer(&a.cols)}
+	}
+	rawGemm := func(i int) error {
+		return cublas.Sgemm(h, cublas.NoTrans, cublas.NoTrans, mlpWidth, mlpBatch, mlpWidth, &scal[0],
+			devF32(w[i]), mlpWidth, devF32(hh[i]), mlpWidth, &scal[1], devF32(hh[i+1]), mlpWidth)
+	}
+	rawBias := func(i int) error {
+		return cuda.LaunchKernel(n.bias.Handle(), biasBlocks, 1, 1, biasThreads, 1, 1, 0, n.s.Handle(), &args[i][0], nil)
+	}
+	goBias := func(i int) error {
+		return n.bias.Launch(n.s, cuda.D1(biasBlocks), cuda.D1(biasThreads), 0,
+			n.h[i+1], cuda.In(n.b[i]), int32(mlpWidth), int32(mlpBatch))
+	}
+	none := func(int) error { return nil }
+	// locked: the pass runs on a locked OS thread with the context current (needed by
+	// the raw halves; the idiomatic ones find it current).
+	run := func(name string, locked bool, gemm, bias func(int) error) {
+		b.Run(name, func(b *testing.B) {
+			if locked {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				require.NoError(b, cuda.CtxSetCurrent(ctx.Handle()))
+			}
+			b.ResetTimer()
+			for done := 0; done < b.N; done += mlpChunk {
+				for range min(mlpChunk, b.N-done) {
+					for i := range mlpLayers {
+						if err := gemm(i); err != nil {
+							b.Fatal(err)
+						}
+						if err := bias(i); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				if err := n.s.Synchronize(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	// pair: chunks of 200 passes, idiomatic and raw alternately (each chunk then a
+	// sync, off the clock), so that both see the same state of the machine.
+	b.Run("pair", func(b *testing.B) {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		require.NoError(b, cuda.CtxSetCurrent(ctx.Handle()))
+		pass := func(gemm, bias func(int) error) func(k int) time.Duration {
+			return func(k int) time.Duration {
+				t0 := time.Now()
+				for range k {
+					for i := range mlpLayers {
+						if err := gemm(i); err != nil {
+							b.Fatal(err)
+						}
+						if err := bias(i); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				d := time.Since(t0)
+				require.NoError(b, n.s.Synchronize())
+				return d
+			}
+		}
+		goPass, rawPass := pass(n.gemm, goBias), pass(rawGemm, rawBias)
+		b.ResetTimer()
+		var gt, rt time.Duration
+		for done, i := 0, 0; done < b.N; done, i = done+200, i+1 {
+			k := min(200, b.N-done)
+			if i%2 == 0 {
+				gt += goPass(k)
+				rt += rawPass(k)
+			} else {
+				rt += rawPass(k)
+				gt += goPass(k)
+			}
+		}
+		b.ReportMetric(float64(gt.Nanoseconds())/float64(b.N), "go-ns/pass")
+		b.ReportMetric(float64(rt.Nanoseconds())/float64(b.N), "raw-ns/pass")
+		b.ReportMetric(float64(gt)/float64(rt), "go/raw")
+	})
+	run("go-go", false, n.gemm, goBias)
+	run("go-go-locked", true, n.gemm, goBias)
+	run("raw-raw", true, rawGemm, rawBias)
+	run("raw-go", true, rawGemm, goBias)
+	run("go-raw", true, n.gemm, rawBias)
+	run("go-none", false, n.gemm, none)
+	run("raw-none", true, rawGemm, none)
+	run("none-go", false, none, goBias)
+	run("none-raw", true, none, rawBias)
+}
