@@ -8,13 +8,7 @@ package cuda
 #include <stdint.h>
 #include <stddef.h>
 #include <time.h>
-
-static inline int64_t gocuda_cs_current(uintptr_t get, uintptr_t set, uintptr_t ctx) {
-	uintptr_t cur = 0;
-	int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur);
-	if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx);
-	return s ? (((int64_t)1 << 32) | (uint32_t)s) : 0;
-}
+#include "current.h"
 
 // gocuda_copy_record makes ctx current, queues a copy of n bytes on stream with copy
 // (dir 0: cuMemcpyHtoDAsync(dev, host), 1: cuMemcpyDtoHAsync(host, dev), 2:
@@ -24,7 +18,7 @@ static inline int64_t gocuda_cs_current(uintptr_t get, uintptr_t set, uintptr_t 
 // is queued).
 static int64_t gocuda_copy_record(uintptr_t copy, uintptr_t record, uintptr_t get, uintptr_t set, uintptr_t ctx,
 		int dir, uintptr_t dev, void* host, uintptr_t src, size_t n, uintptr_t stream, uintptr_t ev) {
-	int64_t c = gocuda_cs_current(get, set, ctx);
+	int64_t c = gocuda_make_current(get, set, ctx);
 	if (c) return c;
 	int32_t s;
 	switch (dir) {
@@ -48,7 +42,7 @@ static int64_t gocuda_cs_now(void) {
 // CUDA_ERROR_NOT_READY or spin_ns have passed; it returns the last answer, with bit 32
 // set when making ctx current failed.
 static int64_t gocuda_event_spin(uintptr_t query, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t ev, int64_t spin_ns) {
-	int64_t c = gocuda_cs_current(get, set, ctx);
+	int64_t c = gocuda_make_current(get, set, ctx);
 	if (c) return c;
 	int64_t t0 = gocuda_cs_now();
 	for (;;) {

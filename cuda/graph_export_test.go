@@ -28,4 +28,8 @@ func ReleasePostponedForTest(x any) (postponed bool, leases int) {
 }
 
 // HostFuncsForTest returns how many host node functions are registered.
-func HostFuncsForTest() int { return hostFuncs() }
+func HostFuncsForTest() int {
+	hostFnMu.Lock()
+	defer hostFnMu.Unlock()
+	return len(hostFns)
+}

@@ -73,10 +73,3 @@ func (hf *hostFunc) update(dl, dq int) {
 		}
 	}
 }
-
-// hostFuncs returns how many host node functions are registered (tests).
-func hostFuncs() int {
-	hostFnMu.Lock()
-	defer hostFnMu.Unlock()
-	return len(hostFns)
-}

@@ -7,19 +7,10 @@ package cuda
 #cgo nocallback gocuda_launch_after
 #include <stddef.h>
 #include <stdint.h>
+#include "current.h"
 
 typedef int32_t (*gocuda_launch_fn)(uintptr_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t,
 	uint32_t, uint32_t, uintptr_t, void**, void**);
-
-// gocuda_make_current makes ctx current if it is not, as the generated in-context
-// calls do: 0, or 1<<32 | the CUresult of the failed cuCtxGetCurrent (get) or
-// cuCtxSetCurrent (set).
-static inline int64_t gocuda_make_current(uintptr_t get, uintptr_t set, uintptr_t ctx) {
-	uintptr_t cur = 0;
-	int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur);
-	if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx);
-	return s ? (((int64_t)1 << 32) | (uint32_t)s) : 0;
-}
 
 // gocuda_launch_after makes ctx current and launches f with its parameters packed in
 // one buffer, passed through cuLaunchKernel's extra array, which is built here on the

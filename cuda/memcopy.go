@@ -369,7 +369,7 @@ func runRecorded(s *Stream, op func(t *stream, ev CUevent) error, a *memBase, aW
 		if err == nil {
 			err = ms.waitCopy(ev, bytes)
 		}
-		ms.putSyncEvent(ev)
+		ms.putHandoffEvent(ev)
 	}
 	return err
 }
@@ -380,7 +380,10 @@ func queue(ms *memState, s *Stream, op func(t *stream, ev CUevent) error, a *mem
 	if s != nil {
 		t = s.stream
 	} else {
-		e, err := ms.getSyncEvent()
+		// A plain event: the GPU completes it sooner than a blocking-sync one, and
+		// the wait blocks all the same once it stops polling (the primary context
+		// is CU_CTX_SCHED_BLOCKING_SYNC).
+		e, err := ms.getHandoffEvent()
 		if err != nil {
 			return err
 		}

@@ -2,21 +2,19 @@ package cuda
 
 /*
 #include <stdint.h>
+#include "current.h"
 
 // gocuda_ctx_create_v2 calls cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev).
 static int32_t gocuda_ctx_create_v2(uintptr_t fn, uintptr_t* pctx, uint32_t flags, int32_t dev) {
 	return ((int32_t (*)(uintptr_t*, uint32_t, int32_t))fn)(pctx, flags, dev);
 }
 
-// gocuda_in_event_elapsed makes ctx current as the generated in-context calls do
-// (0, or 1<<32 | the CUresult of the failed switch), then calls
+// gocuda_in_event_elapsed makes ctx current (gocuda_make_current), then calls
 // cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd).
 static int64_t gocuda_in_event_elapsed(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx,
 		float* ms, uintptr_t start, uintptr_t end) {
-	uintptr_t cur = 0;
-	int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur);
-	if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx);
-	if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s;
+	int64_t c = gocuda_make_current(get, set, ctx);
+	if (c) return c;
 	return (uint32_t)((int32_t (*)(float*, uintptr_t, uintptr_t))fn)(ms, start, end);
 }
 */

@@ -3,7 +3,6 @@ package cuda
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
 )
 
@@ -114,7 +113,7 @@ func (c *Context) EnablePeerAccess(peer *Context) error {
 		return err
 	}
 	defer to.exit()
-	err = inContext(from, func() error { return CtxEnablePeerAccess(to.h, 0) })
+	err = inCtxEnablePeerAccess(from.h, to.h, 0)
 	if err != nil && !errors.Is(err, ErrPeerAccessAlreadyEnabled) {
 		return fail(err)
 	}
@@ -142,24 +141,6 @@ func (c *Context) EnablePeerAccess(peer *Context) error {
 	}
 	peers.on[key] = struct{}{}
 	return nil
-}
-
-// inContext runs f, a raw driver call that has no generated in-context form, on the
-// calling goroutine locked to its thread with c current (the caller is in c). Like
-// the generated calls it leaves c current.
-func inContext(c *ctxState, f func() error) error {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	var cur CUcontext
-	if err := CtxGetCurrent(&cur); err != nil {
-		return err
-	}
-	if cur != c.h {
-		if err := CtxSetCurrent(c.h); err != nil {
-			return err
-		}
-	}
-	return f()
 }
 
 // copyPeer is Copy and CopyAsync (s nil or not) from o into d when they belong to
@@ -267,7 +248,7 @@ func queuePeer(s *Stream, tm *memBase, tWrite bool, fm, d, o *memBase, waitEv *C
 			}
 			return err
 		}
-		if err := inContext(t.cs, func() error { return MemcpyPeerAsync(dp, dh, sp, sh, n, t.h) }); err != nil {
+		if err := inMemcpyPeerAsync(t.cs.h, dp, dh, sp, sh, n, t.h); err != nil {
 			t.mu.RUnlock()
 			return err
 		}

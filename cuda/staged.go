@@ -62,10 +62,10 @@ var (
 )
 
 // Waiting for a synchronous copy: once the thread sleeps (the primary context is
-// CU_CTX_SCHED_BLOCKING_SYNC), its wake-up costs tens of microseconds. A copy's duration is about known from its
-// size, so the wait polls and yields until the copy should have finished at
-// copyWaitRate bytes per second (plus yieldFor, at most copyWaitMax), and only then
-// blocks.
+// CU_CTX_SCHED_BLOCKING_SYNC), its wake-up costs tens of microseconds. A copy's
+// duration is about known from its size, so the wait polls and yields until the
+// copy should have finished at copyWaitRate bytes per second (plus yieldFor, at most
+// copyWaitMax), and only then blocks.
 var (
 	copyWaitSpin = true
 	copyWaitRate = 20e9
@@ -74,32 +74,10 @@ var (
 	// in Go (polling, yielding, then blocking).
 	copySpinC = 50 * time.Microsecond
 	// copyTyped makes Copy between pinned or wrapped host memory and device memory
-	// call cuMemcpyHtoDAsync / cuMemcpyDtoHAsync instead of cuMemcpyAsync (whichever
-	// the GPU run finds faster).
+	// call cuMemcpyHtoDAsync / cuMemcpyDtoHAsync instead of cuMemcpyAsync: never
+	// slower on the H200, and faster for small copies.
 	copyTyped = true
-	// copyBlockingEvent makes the synchronous forms end their work with a
-	// blocking-sync event (as other host waits do) rather than a plain one, which
-	// the GPU completes sooner (see getHandoffEvent); the wait blocks either way once
-	// it stops polling, the primary context being CU_CTX_SCHED_BLOCKING_SYNC.
-	copyBlockingEvent = false
 )
-
-// getSyncEvent returns the event that ends a synchronous form's work (copyBlockingEvent).
-func (ms *memState) getSyncEvent() (CUevent, error) {
-	if copyBlockingEvent {
-		return ms.getEvent()
-	}
-	return ms.getHandoffEvent()
-}
-
-// putSyncEvent gives back an event of getSyncEvent.
-func (ms *memState) putSyncEvent(ev CUevent) {
-	if copyBlockingEvent {
-		ms.putEvent(ev)
-		return
-	}
-	ms.putHandoffEvent(ev)
-}
 
 // stagedCopies counts the copies that went through the staging ring (tests).
 var stagedCopies atomic.Int64

@@ -128,12 +128,6 @@ func BenchmarkCopyPinned(b *testing.B) {
 				defer cuda.SetCopyWaitForTest(cuda.SetCopyWaitForTest(w))
 				goCopy(b)
 			})
-			b.Run(prefix+"blocking-event", func(b *testing.B) {
-				w := def
-				w.BlockingEvent = true
-				defer cuda.SetCopyWaitForTest(cuda.SetCopyWaitForTest(w))
-				goCopy(b)
-			})
 			b.Run(prefix+"raw-pool", func(b *testing.B) {
 				lockContext(b, ctx.Handle())
 				rawCopies(b, s, d, unsafe.Pointer(&h.Bytes()[0]), n, toDevice)

@@ -50,13 +50,11 @@ type CopyWait struct {
 	Rate  float64       // bytes per second the expected duration assumes
 	Max   time.Duration // the longest such spin
 	Typed bool          // Copy between pinned and device memory calls cuMemcpyHtoD/DtoHAsync
-	// BlockingEvent ends the synchronous forms' work with a blocking-sync event.
-	BlockingEvent bool
 }
 
 // SetCopyWaitForTest sets the tuning and returns the previous one.
 func SetCopyWaitForTest(w CopyWait) CopyWait {
-	old := CopyWait{copyWaitSpin, copyWaitRate, copyWaitMax, copyTyped, copyBlockingEvent}
-	copyWaitSpin, copyWaitRate, copyWaitMax, copyTyped, copyBlockingEvent = w.Spin, w.Rate, w.Max, w.Typed, w.BlockingEvent
+	old := CopyWait{copyWaitSpin, copyWaitRate, copyWaitMax, copyTyped}
+	copyWaitSpin, copyWaitRate, copyWaitMax, copyTyped = w.Spin, w.Rate, w.Max, w.Typed
 	return old
 }

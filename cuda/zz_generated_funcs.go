@@ -41,6 +41,7 @@ static int32_t gocuda_cuCtxDestroy_v2(uintptr_t fn, uintptr_t a0) { return ((int
 static int32_t gocuda_cuCtxDetach(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cuCtxDisablePeerAccess(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cuCtxEnablePeerAccess(uintptr_t fn, uintptr_t a0, uint32_t a1) { return ((int32_t (*)(uintptr_t, uint32_t))fn)(a0, a1); }
+static int64_t gocuda_in_cuCtxEnablePeerAccess(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, uint32_t a1) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, uint32_t))fn)(a0, a1); }
 static int32_t gocuda_cuCtxFromGreenCtx(uintptr_t fn, uint8_t* a0, uintptr_t a1) { return ((int32_t (*)(uint8_t*, uintptr_t))fn)(a0, a1); }
 static int32_t gocuda_cuCtxGetApiVersion(uintptr_t fn, uintptr_t a0, uint8_t* a1) { return ((int32_t (*)(uintptr_t, uint8_t*))fn)(a0, a1); }
 static int32_t gocuda_cuCtxGetCacheConfig(uintptr_t fn, uint8_t* a0) { return ((int32_t (*)(uint8_t*))fn)(a0); }
@@ -386,6 +387,7 @@ static int32_t gocuda_cuMemcpyHtoD_v2(uintptr_t fn, uint64_t a0, void* a1, uint6
 static int64_t gocuda_in_cuMemcpyHtoD_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint64_t a0, void* a1, uint64_t a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint64_t, void*, uint64_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuMemcpyPeer(uintptr_t fn, uint64_t a0, uintptr_t a1, uint64_t a2, uintptr_t a3, uint64_t a4) { return ((int32_t (*)(uint64_t, uintptr_t, uint64_t, uintptr_t, uint64_t))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cuMemcpyPeerAsync(uintptr_t fn, uint64_t a0, uintptr_t a1, uint64_t a2, uintptr_t a3, uint64_t a4, uintptr_t a5) { return ((int32_t (*)(uint64_t, uintptr_t, uint64_t, uintptr_t, uint64_t, uintptr_t))fn)(a0, a1, a2, a3, a4, a5); }
+static int64_t gocuda_in_cuMemcpyPeerAsync(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint64_t a0, uintptr_t a1, uint64_t a2, uintptr_t a3, uint64_t a4, uintptr_t a5) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint64_t, uintptr_t, uint64_t, uintptr_t, uint64_t, uintptr_t))fn)(a0, a1, a2, a3, a4, a5); }
 static int32_t gocuda_cuMemsetD16Async(uintptr_t fn, uint64_t a0, uint16_t a1, uint64_t a2, uintptr_t a3) { return ((int32_t (*)(uint64_t, uint16_t, uint64_t, uintptr_t))fn)(a0, a1, a2, a3); }
 static int64_t gocuda_in_cuMemsetD16Async(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint64_t a0, uint16_t a1, uint64_t a2, uintptr_t a3) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint64_t, uint16_t, uint64_t, uintptr_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuMemsetD16_v2(uintptr_t fn, uint64_t a0, uint16_t a1, uint64_t a2) { return ((int32_t (*)(uint64_t, uint16_t, uint64_t))fn)(a0, a1, a2); }
@@ -1309,6 +1311,23 @@ func CtxEnablePeerAccess(peerContext CUcontext, Flags uint32) error {
 		return err
 	}
 	return Result(C.gocuda_cuCtxEnablePeerAccess(C.uintptr_t(fn), C.uintptr_t(peerContext), C.uint32_t(Flags))).err()
+}
+
+// inCtxEnablePeerAccess calls cuCtxEnablePeerAccess with the CUDA context ctx current on the calling thread.
+func inCtxEnablePeerAccess(ctx CUcontext, peerContext CUcontext, Flags uint32) error {
+	fn, err := proc_cuCtxEnablePeerAccess.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuCtxEnablePeerAccess(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(peerContext), C.uint32_t(Flags)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
 }
 
 // CtxFromGreenCtx calls cuCtxFromGreenCtx:
@@ -5978,6 +5997,23 @@ func MemcpyPeerAsync(dstDevice CUdeviceptr, dstContext CUcontext, srcDevice CUde
 		return err
 	}
 	return Result(C.gocuda_cuMemcpyPeerAsync(C.uintptr_t(fn), C.uint64_t(dstDevice), C.uintptr_t(dstContext), C.uint64_t(srcDevice), C.uintptr_t(srcContext), C.uint64_t(ByteCount), C.uintptr_t(hStream))).err()
+}
+
+// inMemcpyPeerAsync calls cuMemcpyPeerAsync with the CUDA context ctx current on the calling thread.
+func inMemcpyPeerAsync(ctx CUcontext, dstDevice CUdeviceptr, dstContext CUcontext, srcDevice CUdeviceptr, srcContext CUcontext, ByteCount uint64, hStream CUstream) error {
+	fn, err := proc_cuMemcpyPeerAsync.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuMemcpyPeerAsync(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uint64_t(dstDevice), C.uintptr_t(dstContext), C.uint64_t(srcDevice), C.uintptr_t(srcContext), C.uint64_t(ByteCount), C.uintptr_t(hStream)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
 }
 
 // MemsetD16Async calls cuMemsetD16Async:
