@@ -542,7 +542,7 @@ func (g *Graph) Instantiate() (*Exec, error) {
 		return nil, fmt.Errorf("cuda: instantiating a graph: %w", err)
 	}
 	// g's leases keep what it uses: none was released.
-	return &Exec{e: &execState{ctx: st.ctx, own: OwnGraphExec(e), lease: st.lease.clone()}}, nil
+	return &Exec{e: &execState{ctx: st.ctx, cs: st.ctx.ctxState, own: OwnGraphExec(e), h: e, lease: st.lease.clone()}}, nil
 }
 
 // Close releases the graph: its CUgraph now, and its leases on memory (memory closed
@@ -568,8 +568,12 @@ type Exec struct {
 }
 
 type execState struct {
-	ctx  *Context
-	own  *OwnedGraphExec
+	ctx *Context
+	own *OwnedGraphExec
+	// cs and h are ctx.ctxState and own's handle, for Launch (which holds hold, so
+	// own is not destroyed meanwhile) to reach without following pointers.
+	cs   *ctxState
+	h    CUgraphExec
 	hold hold
 	// mu: Launch reads lease under the read lock, Update replaces it.
 	mu    sync.RWMutex
@@ -592,21 +596,28 @@ func (e *Exec) Launch(s *Stream) error {
 		return err
 	}
 	x := e.e
-	if s.cs != x.ctx.ctxState {
+	c := s.cs
+	if c != x.cs {
 		return fmt.Errorf("cuda: launching a graph on a stream of another context: %w", ErrWrongContext)
 	}
 	if err := refuseIfCapturing(s.stream, "launching a graph"); err != nil {
 		return err
 	}
-	c := s.cs
 	if err := c.enter(); err != nil {
 		return err
 	}
-	defer c.exit()
 	if !x.hold.enter() {
+		c.exit()
 		return fmt.Errorf("cuda: executable graph: %w", ErrClosed)
 	}
-	defer x.hold.exit()
+	err := x.launch(s)
+	x.hold.exit()
+	c.exit()
+	return err
+}
+
+// launch is Launch inside the context's and the executable's holds.
+func (x *execState) launch(s *Stream) error {
 	// The leases keep the memory from being freed, as a hold would, and record and
 	// plan need no more: they never run while its release does (postponed).
 	x.mu.RLock()
@@ -631,8 +642,7 @@ func (e *Exec) Launch(s *Stream) error {
 	}
 	defer s.mu.RUnlock()
 	x.lease.queueHost(1) // before the launch: its host nodes may run before it returns
-	err := inGraphLaunch(c.h, x.own.Handle(), s.h)
-	if err != nil {
+	if err := inGraphLaunch(x.cs.h, x.h, s.h); err != nil {
 		x.lease.queueHost(-1)
 		return fmt.Errorf("cuda: launching a graph: %w", err)
 	}

@@ -188,10 +188,11 @@ func BenchmarkExecLaunch(b *testing.B) {
 }
 
 // pairGraphLaunch alternates chunks of 32 launches of x (Exec.Launch, whose graph is
-// one memset of buf) and of the same graph made and launched from C (cuGraphLaunch in
-// a C loop) in this process, each chunk then a sync off the clock, and reports both
-// means per launch and their difference (x-c-ns): gocuda's submit overhead without
-// the noise between runs.
+// one memset of buf) with chunks of launches of the same graph made from C, in this
+// process (callbench.Alternate): cuGraphLaunch in a C loop (c), the same with the
+// current-context check of gocuda's calls (c-in-context), a Go loop of the raw
+// binding (go-raw), and Exec.Launch (gocuda). The steps between them split gocuda's
+// submit overhead into the check, the cgo call and the Go bookkeeping.
 func pairGraphLaunch(b *testing.B, s *cuda.Stream, x *cuda.Exec, buf *cuda.DeviceBuffer) {
 	ctx := s.Context()
 	runtime.LockOSThread()
@@ -208,40 +209,18 @@ func pairGraphLaunch(b *testing.B, s *cuda.Stream, x *cuda.Exec, buf *cuda.Devic
 	defer cuda.GraphExecDestroy(e)
 	fn, err := cuda.Library().NewProc("cuGraphLaunch").Addr()
 	require.NoError(b, err)
-	const chunk = 32
-	goLoop := func(k int) time.Duration {
-		t0 := time.Now()
-		for range k {
-			if err := x.Launch(s); err != nil {
-				b.Fatal(err)
-			}
-		}
-		return time.Since(t0)
-	}
-	cLoop := func(k int) time.Duration {
-		d, err := callbench.LoopGraphLaunch(fn, uintptr(e), uintptr(s.Handle()), k)
-		require.NoError(b, err)
-		return d
-	}
-	b.ResetTimer()
-	var gt, ct time.Duration
-	for done, i := 0, 0; done < b.N; done, i = done+chunk, i+1 {
-		k := min(chunk, b.N-done)
-		first, second, ft, st := goLoop, cLoop, &gt, &ct
-		if i%2 == 1 {
-			first, second, ft, st = cLoop, goLoop, &ct, &gt
-		}
-		*ft += first(k)
-		b.StopTimer()
-		require.NoError(b, s.Synchronize())
-		b.StartTimer()
-		*st += second(k)
-		b.StopTimer()
-		require.NoError(b, s.Synchronize())
-		b.StartTimer()
-	}
-	gns, cns := float64(gt.Nanoseconds())/float64(b.N), float64(ct.Nanoseconds())/float64(b.N)
-	b.ReportMetric(gns, "x-ns/launch")
-	b.ReportMetric(cns, "c-ns/launch")
-	b.ReportMetric(gns-cns, "x-c-ns")
+	get, err := cuda.Library().NewProc("cuCtxGetCurrent").Addr()
+	require.NoError(b, err)
+	set, err := cuda.Library().NewProc("cuCtxSetCurrent").Addr()
+	require.NoError(b, err)
+	h := uintptr(ctx.Handle())
+	callbench.Alternate(b, 32, s.Synchronize,
+		callbench.Side{Name: "c", Run: func(k int) (time.Duration, error) {
+			return callbench.LoopGraphLaunch(fn, uintptr(e), uintptr(s.Handle()), k)
+		}},
+		callbench.Side{Name: "c-in-context", Run: func(k int) (time.Duration, error) {
+			return callbench.LoopGraphLaunchInContext(fn, get, set, h, uintptr(e), uintptr(s.Handle()), k)
+		}},
+		callbench.Loop("go-raw", func() error { return cuda.GraphLaunch(e, s.Handle()) }),
+		callbench.Loop("gocuda", func() error { return x.Launch(s) }))
 }

@@ -364,6 +364,7 @@ func (k *hostKind) alloc(size int) (*hostBlock, error) {
 		if err := ms.syncInternal(ms.hostStream); err != nil {
 			return nil, err
 		}
+		addHostRange(uintptr(p), size)
 		return &hostBlock{ptr: p, size: size, f: fence{done: true}}, nil
 	}
 	var p CUdeviceptr
@@ -381,6 +382,7 @@ func (k *hostKind) alloc(size int) (*hostBlock, error) {
 		}
 		kind = "cuMemFree"
 	}
+	addHostRange(uintptr(p), size)
 	raw := &rawBlock{cs: c, ptr: p, kind: k.kind}
 	raw.reg = resource.ResourceFinalizerErr((*rawBlock).free, raw, true, resource.Kind(kind), resource.WithContext(c.res()))
 	return &hostBlock{ptr: p, size: size, raw: raw, f: fence{done: true}}, nil
@@ -437,6 +439,7 @@ func (k *hostKind) put(blk *hostBlock, uses []use) error {
 // release gives a block back for good: to its pool, after its uses, or (the
 // fallback) to resource.Reclaim by dropping its owner.
 func (k *hostKind) release(blk *hostBlock, uses []use) error {
+	removeHostRange(uintptr(blk.ptr))
 	if k.pool != 0 {
 		return k.ms.freeAsync(blk.ptr, uses, k.ms.hostStream)
 	}
@@ -457,6 +460,7 @@ func (k *hostKind) flush() {
 	var d *stream
 	for _, list := range all {
 		for _, blk := range list {
+			removeHostRange(uintptr(blk.ptr))
 			if k.pool != 0 {
 				if d == nil {
 					var err error

@@ -21,25 +21,36 @@ import (
 // through a ring of pinned buffers of the context, cut into pieces: the host copies
 // piece k+1 into the ring, on several goroutines, while the DMA engine moves piece k
 // (the driver's path moves one piece at a time, copied on one thread: 8–15 GB/s of
-// the 55 an H200's link carries). Either way:
+// the 55 an H200's link carries). Either way, with the driver's own semantics for
+// pageable memory (cuMemcpyHtoD, cuMemcpyDtoH):
 //
-//   - CopyToDeviceAsync returns once src has been read (by the driver, or into the
-//     staging ring): src may be reused or modified at once. For a staged copy the DMA
-//     of its last pieces is still queued then, from the ring, not from src.
-//   - CopyFromDeviceAsync returns once dst has been written, which waits for the
-//     stream's work queued before it: dst may be read at once.
+//   - CopyToDevice and CopyToDeviceAsync return once src has been read (by the
+//     driver, or into the staging ring): src may be reused or modified at once. The
+//     DMA into dst may still be queued then, from pinned memory, not from src; it is
+//     ordered before every later use of dst through this package (a kernel launch,
+//     a copy, a library call, Close), as any queued work is. Work on dst through raw
+//     calls orders itself (DeviceBuffer.UseOn).
+//   - CopyFromDevice and CopyFromDeviceAsync return once dst has been written, which
+//     waits for the stream's work queued before the copy: dst may be read at once.
 //   - While a staged copy runs, it holds the buffer and the stream as a direct copy
 //     does while it is queued: their Close waits for it, and a staged copy that finds
 //     them closed fails with ErrClosed.
 //
-// So the async forms overlap with the GPU's other work only through the stream order,
-// not with the calling goroutine: use a HostBuffer (Copy, CopyAsync) for copies that
-// overlap with host work, and pass pinned memory (HostBuffer, WrappedBuffer) as the
-// buffer, not as a slice of it, which would be staged again.
+// A slice of the package's page-locked or unified memory (the bytes of a HostBuffer
+// or a ManagedBuffer, a wrapped slice) is the GPU's until its DMA ends: the forms
+// above then wait for the copy, so that the same promises hold. Memory page-locked
+// outside the package (by raw calls or another library) is not known to it and is
+// copied as pageable memory, without that wait: copy it with raw calls, or register
+// Go memory with Wrap instead. The async forms therefore
+// overlap with the GPU's other work only through the stream order, not with the
+// calling goroutine: to overlap copies with host work, pass the HostBuffer itself to
+// CopyAsync, which returns once the copy is queued.
 
-// CopyToDevice copies src into the start of dst and waits for the copy. src must not
-// be longer than dst; T must be free of Go pointers, and be dst's element type if
-// dst has one (AllocFor).
+// CopyToDevice copies src into the start of dst. As cuMemcpyHtoD from pageable
+// memory, it returns once src has been read: the DMA from pinned staging memory may
+// still be queued then, ordered before dst's later uses (see above). src must not be
+// longer than dst; T must be free of Go pointers, and be dst's element type if dst
+// has one (AllocFor).
 func CopyToDevice[T any](dst *DeviceBuffer, src []T) error {
 	if err := checkElem[T](dst.base()); err != nil {
 		return err
@@ -194,13 +205,23 @@ func copyDirect(s *Stream, m *memBase, p unsafe.Pointer, n int, toDevice bool) e
 		m.leave()
 		return nil
 	}
-	ctx, dir := c.h, copyDtoH
+	r := copyReq{dir: copyDtoH, dev: m.ptr, host: p, n: uint64(n)}
 	if toDevice {
-		dir = copyHtoD
+		r.dir = copyHtoD
 	}
-	return runRecorded(s, func(t *stream, ev CUevent) error {
-		return copyRecord(ctx, dir, m.ptr, p, 0, uint64(n), t.h, ev)
-	}, m, toDevice, nil, n)
+	ctx := c.h
+	// Pageable memory (any Go slice outside the package's page-locked blocks) is read
+	// or written by the driver before the copy call returns (cuMemcpyHtoDAsync stages
+	// it, cuMemcpyDtoHAsync waits for the DMA): nothing to wait for. A page-locked
+	// slice is the GPU's until the copy ends: every form waits for it, the async ones
+	// included, since they return once the slice is read or written.
+	evs := evNever
+	if inHostRanges(uintptr(p), n) {
+		evs = evAlways
+	}
+	return runRecorded(s, func(t *stream, ev CUevent) (opEnd, error) {
+		return copyQueue(ctx, r, t.h, ev)
+	}, m, toDevice, nil, n, evs)
 }
 
 // copyHostCaptured is copyHost on a capturing stream. A replay must not read Go
@@ -264,20 +285,16 @@ func copyMem(s *Stream, dst, src Memory) error {
 	} else if err := acquirePair(d, o); err != nil {
 		return err
 	}
-	var op func(t *stream, ev CUevent) error
+	r := copyReq{dir: copyAny, dev: dp, src: sp, n: n}
 	switch {
 	case copyTyped && isHostKind(d.kind) && sk == KindDevice:
-		op = func(t *stream, ev CUevent) error {
-			return copyRecord(ctx, copyDtoH, sp, hostPointer(dp), 0, n, t.h, ev)
-		}
+		r = copyReq{dir: copyDtoH, dev: sp, host: hostPointer(dp), n: n}
 	case copyTyped && d.kind == KindDevice && isHostKind(sk):
-		op = func(t *stream, ev CUevent) error {
-			return copyRecord(ctx, copyHtoD, dp, hostPointer(sp), 0, n, t.h, ev)
-		}
-	default:
-		op = func(t *stream, ev CUevent) error { return copyRecord(ctx, copyAny, dp, nil, sp, n, t.h, ev) }
+		r = copyReq{dir: copyHtoD, dev: dp, host: hostPointer(sp), n: n}
 	}
-	return runRecorded(s, op, d, true, o, int(n))
+	return runRecorded(s, func(t *stream, ev CUevent) (opEnd, error) {
+		return copyQueue(ctx, r, t.h, ev)
+	}, d, true, o, int(n), evSync)
 }
 
 // isHostKind reports whether memory of kind k is page-locked host memory.
@@ -342,31 +359,41 @@ func run(s *Stream, op func(h CUstream) error, a *memBase, aWrite bool, b *memBa
 // for as long as that copy should take before it blocks (waitCopy).
 func runOn(s *Stream, op func(t *stream) error, a *memBase, aWrite bool, b *memBase, bytes int) error {
 	ms := a.ms
-	return runRecorded(s, func(t *stream, ev CUevent) error {
+	return runRecorded(s, func(t *stream, ev CUevent) (opEnd, error) {
 		if err := op(t); err != nil || ev == 0 {
-			return err
+			return endWait, err
 		}
 		if err := inEventRecord(ms.cs.h, ev, t.h); err != nil {
-			return &errUnrecorded{err}
+			return endWait, &errUnrecorded{err}
 		}
-		return nil
-	}, a, aWrite, b, bytes)
+		return endWait, nil
+	}, a, aWrite, b, bytes, evSync)
 }
 
+// evMode says when runRecorded gives its op an event to record: for the synchronous
+// forms only (evSync), always, or never.
+type evMode uint8
+
+const (
+	evSync evMode = iota
+	evAlways
+	evNever
+)
+
 // runRecorded is runOn for an op that records ev after its work itself when ev is
-// not 0 (the synchronous forms), failing with an *errUnrecorded when only the record
-// failed.
-func runRecorded(s *Stream, op func(t *stream, ev CUevent) error, a *memBase, aWrite bool, b *memBase, bytes int) error {
+// not 0 (as evs says), failing with an *errUnrecorded when only the record failed,
+// and says what is left to wait for.
+func runRecorded(s *Stream, op func(t *stream, ev CUevent) (opEnd, error), a *memBase, aWrite bool, b *memBase, bytes int, evs evMode) error {
 	ms := a.ms
 	var ev CUevent
-	err := queue(ms, s, op, a, aWrite, b, &ev)
+	end, err := queue(ms, s, op, a, aWrite, b, &ev, evs == evAlways || (evs == evSync && s == nil))
 	a.leave()
 	if b != nil {
 		b.leave()
 	}
 	if ev != 0 {
 		// Wait for the copy holding no lock, then give the event back.
-		if err == nil {
+		if err == nil && end != endDone {
 			err = ms.waitCopy(ev, bytes)
 		}
 		ms.putHandoffEvent(ev)
@@ -374,21 +401,24 @@ func runRecorded(s *Stream, op func(t *stream, ev CUevent) error, a *memBase, aW
 	return err
 }
 
-// queue queues op for run; without a stream it also gives op *ev to record after its work.
-func queue(ms *memState, s *Stream, op func(t *stream, ev CUevent) error, a *memBase, aWrite bool, b *memBase, ev *CUevent) error {
+// queue queues op for run; with withEvent it also gives op *ev to record after its
+// work.
+func queue(ms *memState, s *Stream, op func(t *stream, ev CUevent) (opEnd, error), a *memBase, aWrite bool, b *memBase, ev *CUevent, withEvent bool) (opEnd, error) {
 	var t *stream
 	if s != nil {
 		t = s.stream
 	} else {
+		t = ms.syncStreamFor(a)
+	}
+	if withEvent {
 		// A plain event: the GPU completes it sooner than a blocking-sync one, and
 		// the wait blocks all the same once it stops polling (the primary context
 		// is CU_CTX_SCHED_BLOCKING_SYNC).
 		e, err := ms.getHandoffEvent()
 		if err != nil {
-			return err
+			return endWait, err
 		}
 		*ev = e
-		t = ms.syncStreamFor(a)
 	}
 	// The stream picked without s may be closed by its owner before the work is
 	// queued: then pick again (the default stream, which is never closed).
@@ -405,7 +435,7 @@ func queue(ms *memState, s *Stream, op func(t *stream, ev CUevent) error, a *mem
 					t = ms.defStream
 					continue
 				}
-				return errHandOff(err)
+				return endWait, errHandOff(err)
 			}
 		}
 		if err := lockOpen(s, t); err != nil {
@@ -413,9 +443,9 @@ func queue(ms *memState, s *Stream, op func(t *stream, ev CUevent) error, a *mem
 				t = ms.defStream
 				continue
 			}
-			return err
+			return endWait, err
 		}
-		err := op(t, *ev)
+		end, err := op(t, *ev)
 		if err == nil || queued(err) {
 			a.record(t, aWrite, pa)
 			if b != nil {
@@ -423,6 +453,6 @@ func queue(ms *memState, s *Stream, op func(t *stream, ev CUevent) error, a *mem
 			}
 		}
 		t.mu.RUnlock()
-		return err
+		return end, err
 	}
 }

@@ -82,6 +82,12 @@ var (
 // stagedCopies counts the copies that went through the staging ring (tests).
 var stagedCopies atomic.Int64
 
+// copyWaitLimit is how long the wait for a copy of n bytes polls and yields before
+// it blocks.
+func copyWaitLimit(n int) time.Duration {
+	return min(yieldFor+time.Duration(float64(n)/copyWaitRate*float64(time.Second)), copyWaitMax)
+}
+
 // waitCopy waits on the host for ev, which ends a copy of about n bytes: polling and
 // yielding for as long as the copy should take, then as waitEvent does.
 func (ms *memState) waitCopy(ev CUevent, n int) error {
@@ -89,7 +95,7 @@ func (ms *memState) waitCopy(ev CUevent, n int) error {
 		return ms.waitEvent(ev)
 	}
 	h := ms.cs.h
-	limit := min(yieldFor+time.Duration(float64(n)/copyWaitRate*float64(time.Second)), copyWaitMax)
+	limit := copyWaitLimit(n)
 	// First a query loop in C, which sees the end of a short copy sooner than a
 	// loop of calls into C does.
 	if done, err := spinEvent(h, ev, min(limit, copySpinC)); err != nil || done {
@@ -316,7 +322,9 @@ func copyStaged(s *Stream, m *memBase, p unsafe.Pointer, n int, toDevice bool) e
 	stagedCopies.Add(1)
 	st := stagedCopy{ms: m.ms, ring: ring, dev: m.ptr, host: p, n: n, piece: piece}
 	var late error
-	op := func(t *stream) error {
+	// Nothing is left to wait for once op returns: it has read src into the ring,
+	// or written dst from it (the ring's fences keep its buffers until their DMA).
+	op := func(t *stream, _ CUevent) (opEnd, error) {
 		var queued int
 		var err error
 		if toDevice {
@@ -325,7 +333,7 @@ func copyStaged(s *Stream, m *memBase, p unsafe.Pointer, n int, toDevice bool) e
 			queued, err = st.fromDevice(t)
 		}
 		if queued == 0 {
-			return err
+			return endDone, err
 		}
 		// Pieces are queued: the copy is a use of m (recorded by queue), whatever
 		// happens to the rest. A staging buffer without a fence records the use.
@@ -335,10 +343,9 @@ func copyStaged(s *Stream, m *memBase, p unsafe.Pointer, n int, toDevice bool) e
 			}
 		}
 		late = err
-		return nil
+		return endDone, nil
 	}
-	// A synchronous copy waits for its last piece only.
-	err = runOn(s, op, m, toDevice, nil, min(piece, n))
+	err = runRecorded(s, op, m, toDevice, nil, n, evNever)
 	if late != nil {
 		err = errors.Join(fmt.Errorf("cuda: staged copy: %w", late), err)
 	}

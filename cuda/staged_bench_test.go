@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/internal/callbench"
 )
 
 // BenchmarkStaged sweeps the staged copies' tuning on the GPU, to pick the defaults
@@ -172,6 +174,87 @@ func rawCopies(b *testing.B, s *cuda.Stream, d *cuda.DeviceBuffer, p unsafe.Poin
 		}
 		if err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCopySmall splits the cost of a small synchronous copy (4 KiB, the copy
+// rows' goal: within 0.3 µs of C) in one process, alternating chunks of 64 copies
+// of each way (callbench.Alternate) between a warm Go slice (pageable) or a
+// HostBuffer (pinned) and device memory:
+//
+//	c-sync    cuMemcpyHtoD / cuMemcpyDtoH from C (what floor.cu times)
+//	c-event   the async copy, cuEventRecord and a cuEventQuery spin, from C
+//	c-squery  the async copy and a cuStreamQuery spin, from C
+//	c-nowait  the async copy alone (h2d pageable: the driver has read the slice on return)
+//	go        CopyToDevice / CopyFromDevice (pageable), Copy (pinned)
+//	go-async  CopyToDeviceAsync (h2d pageable)
+func BenchmarkCopySmall(b *testing.B) {
+	ctx, s := memSetup(b)
+	proc := func(name string) uintptr {
+		p, err := cuda.Library().NewProc(name).Addr()
+		require.NoError(b, err)
+		return p
+	}
+	record, equery, squery := proc("cuEventRecord"), proc("cuEventQuery"), proc("cuStreamQuery")
+	const n = 4 << 10
+	d, err := ctx.Alloc(s, n)
+	require.NoError(b, err)
+	defer d.Close()
+	h, err := ctx.AllocHost(n)
+	require.NoError(b, err)
+	defer h.Close()
+	page := make([]byte, n)
+	for i := range page {
+		page[i] = byte(i)
+	}
+	clear(h.Bytes())
+	require.NoError(b, s.Synchronize())
+	for _, dir := range []string{"h2d", "d2h"} {
+		for _, kind := range []string{"pageable", "pinned"} {
+			b.Run(dir+"/"+kind, func(b *testing.B) {
+				lockContext(b, ctx.Handle())
+				var ev cuda.CUevent
+				require.NoError(b, cuda.EventCreate(&ev, uint32(cuda.CU_EVENT_DISABLE_TIMING)))
+				defer cuda.EventDestroy(ev)
+				h2d := dir == "h2d"
+				host := unsafe.Pointer(&page[0])
+				if kind == "pinned" {
+					host = unsafe.Pointer(&h.Bytes()[0])
+				}
+				syncFn, asyncFn := proc("cuMemcpyDtoH_v2"), proc("cuMemcpyDtoHAsync_v2")
+				if h2d {
+					syncFn, asyncFn = proc("cuMemcpyHtoD_v2"), proc("cuMemcpyHtoDAsync_v2")
+				}
+				st := uintptr(s.Handle())
+				c := func(name string, way callbench.CopyWay, fn, query uintptr) callbench.Side {
+					return callbench.Side{Name: name, Run: func(k int) (time.Duration, error) {
+						t, err := callbench.LoopCopy(h2d, way, fn, record, query, uintptr(d.Ptr()), host, n, st, uintptr(ev), k)
+						runtime.KeepAlive(page)
+						return t, err
+					}}
+				}
+				sides := []callbench.Side{
+					c("c-sync", callbench.CopySync, syncFn, 0),
+					c("c-event", callbench.CopyEvent, asyncFn, equery),
+					c("c-squery", callbench.CopyStreamQuery, asyncFn, squery),
+				}
+				var goCopy func() error
+				switch {
+				case kind == "pinned" && h2d:
+					goCopy = func() error { return cuda.Copy(d, h) }
+				case kind == "pinned":
+					goCopy = func() error { return cuda.Copy(h, d) }
+				case h2d:
+					goCopy = func() error { return cuda.CopyToDevice(d, page) }
+					sides = append(sides, c("c-nowait", callbench.CopyNoWait, asyncFn, 0),
+						callbench.Loop("go-async", func() error { return cuda.CopyToDeviceAsync(s, d, page) }))
+				default:
+					goCopy = func() error { return cuda.CopyFromDevice(page, d) }
+				}
+				sides = append(sides, callbench.Loop("go", goCopy))
+				callbench.Alternate(b, 64, ctx.Synchronize, sides...)
+			})
 		}
 	}
 }

@@ -1,6 +1,9 @@
 package cuda
 
-import "time"
+import (
+	"time"
+	"unsafe"
+)
 
 // Hooks for the staged-copy tests and benchmarks (package cuda_test).
 
@@ -58,3 +61,7 @@ func SetCopyWaitForTest(w CopyWait) CopyWait {
 	copyWaitSpin, copyWaitRate, copyWaitMax, copyTyped = w.Spin, w.Rate, w.Max, w.Typed
 	return old
 }
+
+// PageLockedForTest reports whether the copies take the n bytes at p for page-locked
+// memory of the package (hostRanges).
+func PageLockedForTest(p unsafe.Pointer, n int) bool { return inHostRanges(uintptr(p), n) }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -429,4 +430,89 @@ func TestStagedDriver118(t *testing.T) {
 		require.NoError(t, d.Close())
 	}
 	assert.Positive(t, cuda.StagedCopiesForTest())
+}
+
+// TestCopyPageLockedSlice: a slice of page-locked memory (a HostBuffer's bytes, a
+// wrapped slice) passed where a Go slice goes is read or written by the DMA engine
+// after the copy is queued, not by the driver before it returns (as a pageable slice
+// is). Every form still returns only once the slice is read (to the device) or
+// written (from it): the slice may then be changed or read, and its memory freed.
+// On the fake driver the copies wait behind a delay on their stream.
+func TestCopyPageLockedSlice(t *testing.T) {
+	ctx, s := memSetup(t)
+	const n = 64 << 10
+	d, err := ctx.Alloc(s, n)
+	require.NoError(t, err)
+	defer d.Close()
+	kinds := []struct {
+		name string
+		make func(t *testing.T) ([]byte, func() error)
+	}{
+		{"host-buffer", func(t *testing.T) ([]byte, func() error) {
+			h, err := ctx.AllocHost(n)
+			require.NoError(t, err)
+			return h.Bytes(), h.Close
+		}},
+		{"wrapped", func(t *testing.T) ([]byte, func() error) {
+			buf := make([]byte, n)
+			w, err := cuda.Wrap(ctx, buf)
+			require.NoError(t, err)
+			return buf, w.Close
+		}},
+	}
+	plain := make([]byte, n)
+	require.False(t, cuda.PageLockedForTest(unsafe.Pointer(&plain[0]), n), "a Go slice is pageable")
+	delay := func(t *testing.T) {
+		if fakecuda.Strict() {
+			require.NoError(t, fakecuda.Delay(uintptr(s.Handle()), 5*time.Millisecond))
+		}
+	}
+	for _, k := range kinds {
+		for _, async := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/async=%v", k.name, async), func(t *testing.T) {
+				p, closeP := k.make(t)
+				require.True(t, cuda.PageLockedForTest(unsafe.Pointer(&p[0]), n), "the copies know the slice as page-locked")
+				require.True(t, cuda.PageLockedForTest(unsafe.Pointer(&p[n-1]), 1), "its last byte too")
+				v := byte(len(k.name)) + byte(b2i(async))
+				for i := range p {
+					p[i] = byte(i) ^ v
+				}
+				want := append([]byte(nil), p...)
+				delay(t)
+				if async {
+					require.NoError(t, cuda.CopyToDeviceAsync(s, d, p))
+				} else {
+					require.NoError(t, cuda.CopyToDevice(d, p))
+				}
+				for i := range p {
+					p[i] = 0xEE // the copy has read p: this must not reach d
+				}
+				got := make([]byte, n)
+				require.NoError(t, cuda.CopyFromDevice(got, d))
+				require.Equal(t, want, got, "device bytes after the copy to the device")
+
+				clear(p)
+				delay(t)
+				if async {
+					require.NoError(t, cuda.CopyFromDeviceAsync(s, p, d))
+				} else {
+					require.NoError(t, cuda.CopyFromDevice(p, d))
+				}
+				require.Equal(t, want, p, "the slice when the copy from the device returns")
+				require.NoError(t, closeP())
+				require.NoError(t, s.Synchronize())
+				resource.Reclaim() // a wrapped slice is unregistered here
+				if k.name == "wrapped" {
+					require.False(t, cuda.PageLockedForTest(unsafe.Pointer(&p[0]), n), "unregistered: pageable again")
+				}
+			})
+		}
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

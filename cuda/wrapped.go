@@ -100,8 +100,10 @@ func wrapIn[T any](c *Context, s []T, skip int) (*WrappedBuffer, error) {
 		w.pin.Unpin()
 		return nil, fmt.Errorf("cuda: registering %d bytes of Go memory: %w", n, err)
 	}
+	addHostRange(uintptr(p), n)
 	var dp CUdeviceptr
 	if err := inMemHostGetDevicePointer(c.h, &dp, p, 0); err != nil {
+		removeHostRange(uintptr(p))
 		_ = inMemHostUnregister(c.h, p)
 		w.pin.Unpin()
 		return nil, fmt.Errorf("cuda: device address of registered memory: %w", err)
@@ -139,6 +141,7 @@ func (w *wrapped) unregister() error {
 		err = errors.Join(ferr, inMemHostUnregister(c.h, w.host))
 		c.exit()
 	}
+	removeHostRange(uintptr(w.host))
 	w.pin.Unpin()
 	w.host = nil
 	cs := w.st.cs

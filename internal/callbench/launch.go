@@ -19,6 +19,20 @@ static int64_t loop_graph_launch(uintptr_t fn, uintptr_t exec, uintptr_t stream,
 	return launch_now_ns() - t0;
 }
 
+// loop_graph_launch_in_context is loop_graph_launch with, before each launch, the
+// check that gocuda's in-context calls make (see loop_launch_in_context).
+static int64_t loop_graph_launch_in_context(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx,
+		uintptr_t exec, uintptr_t stream, int64_t n) {
+	int64_t t0 = launch_now_ns();
+	for (int64_t i = 0; i < n; i++) {
+		uintptr_t cur = 0;
+		if (((int (*)(uintptr_t*))get)(&cur) != 0) return -1;
+		if (cur != ctx && ((int (*)(uintptr_t))set)(ctx) != 0) return -1;
+		if (((int (*)(uintptr_t, uintptr_t))fn)(exec, stream) != 0) return -1;
+	}
+	return launch_now_ns() - t0;
+}
+
 // kernel_params points params[i] at offsets[i] in buf and returns cuLaunchKernel's
 // kernelParams: params, or NULL for a kernel without parameters (or more than 64).
 static void** kernel_params(void** params, void* buf, const uintptr_t* offsets, int nparams) {
@@ -99,6 +113,18 @@ import (
 // stream, and returns the total time. The context must be current on the calling thread.
 func LoopGraphLaunch(fn, exec, stream uintptr, n int) (time.Duration, error) {
 	d := C.loop_graph_launch(C.uintptr_t(fn), C.uintptr_t(exec), C.uintptr_t(stream), C.int64_t(n))
+	if d < 0 {
+		return 0, errCall
+	}
+	return time.Duration(d), nil
+}
+
+// LoopGraphLaunchInContext is LoopGraphLaunch with, before each launch, the check
+// that gocuda's in-context calls make: cuCtxGetCurrent (get), and cuCtxSetCurrent
+// (set) when ctx is not current.
+func LoopGraphLaunchInContext(fn, get, set, ctx, exec, stream uintptr, n int) (time.Duration, error) {
+	d := C.loop_graph_launch_in_context(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx),
+		C.uintptr_t(exec), C.uintptr_t(stream), C.int64_t(n))
 	if d < 0 {
 		return 0, errCall
 	}

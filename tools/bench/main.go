@@ -396,20 +396,80 @@ type pkgSelector struct{ pkg, selector string }
 
 // packageSelectors lists, per package in first-use order, one -test.bench regexp per distinct
 // top-level benchmark the selected workloads name. Each runs in its own process, so a
-// benchmark that crashes its test binary costs only its own rows.
+// benchmark that crashes its test binary costs only its own rows. When ws holds only some
+// of the registry's workloads of a benchmark, and all of them name literal sub-benchmarks
+// (Match ^BenchmarkX/a/b$), the regexp names only those, level by level (-run '^copy/.*/4KiB$'
+// then runs no 1 GiB copy): a superset at worst, never fewer.
 func packageSelectors(ws []Workload) []pkgSelector {
-	var out []pkgSelector
+	type key struct{ pkg, bench string }
+	var keys []key
+	subs := map[key][][]string{}
 	for _, w := range ws {
 		if w.Go.Pkg == "" || w.Go.Bench == "" {
 			continue
 		}
-		p := pkgSelector{w.Go.Pkg, "^Benchmark(" + w.Go.Bench + ")$"}
-		if !slices.Contains(out, p) {
-			out = append(out, p)
+		k := key{w.Go.Pkg, w.Go.Bench}
+		if _, ok := subs[k]; !ok {
+			keys = append(keys, k)
 		}
+		subs[k] = append(subs[k], subPath(w.Go))
+	}
+	total := map[key]int{}
+	for _, w := range workloads {
+		total[key{w.Go.Pkg, w.Go.Bench}]++
+	}
+	var out []pkgSelector
+	for _, k := range keys {
+		sel := "^Benchmark(" + k.bench + ")$"
+		if len(subs[k]) < total[k] {
+			sel += narrowLevels(subs[k])
+		}
+		out = append(out, pkgSelector{k.pkg, sel})
 	}
 	slices.SortStableFunc(out, func(a, b pkgSelector) int { return strings.Compare(a.pkg, b.pkg) })
 	return out
+}
+
+// literalSub matches the sub-benchmark names a Match may spell literally.
+var literalSub = regexp.MustCompile(`^[A-Za-z0-9_.,=+-]+$`)
+
+// subPath returns the sub-benchmark names of g's Match when it is ^Benchmark<Bench>/a/b$
+// with a literal Bench and literal names, else nil.
+func subPath(g GoBench) []string {
+	prefix := "^Benchmark" + g.Bench + "/"
+	if !literalSub.MatchString(g.Bench) || !strings.HasPrefix(g.Match, prefix) || !strings.HasSuffix(g.Match, "$") {
+		return nil
+	}
+	names := strings.Split(strings.TrimSuffix(strings.TrimPrefix(g.Match, prefix), "$"), "/")
+	for _, n := range names {
+		if !literalSub.MatchString(n) {
+			return nil
+		}
+	}
+	return names
+}
+
+// narrowLevels returns the -test.bench levels after the top one that select the
+// sub-benchmark paths (each level: any name some path has there), or "" when a path
+// is missing or the paths differ in depth.
+func narrowLevels(paths [][]string) string {
+	depth := len(paths[0])
+	for _, p := range paths {
+		if len(p) == 0 || len(p) != depth {
+			return ""
+		}
+	}
+	var b strings.Builder
+	for i := range depth {
+		var names []string
+		for _, p := range paths {
+			if !slices.Contains(names, p[i]) {
+				names = append(names, p[i])
+			}
+		}
+		b.WriteString("/^(" + strings.Join(names, "|") + ")$")
+	}
+	return b.String()
 }
 
 // TestBinaryName is gpu-test's file name for a package directory: "cuda" -> "cuda",

@@ -4,11 +4,11 @@ import (
 	"errors"
 	"runtime"
 	"testing"
-	"time"
 	"unsafe"
 
 	"github.com/gocuda/gocuda/cublas"
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/internal/callbench"
 	"github.com/stretchr/testify/require"
 )
 
@@ -102,46 +102,42 @@ func BenchmarkMLPProbe(b *testing.B) {
 			}
 		})
 	}
-	// pair: chunks of 200 passes, idiomatic and raw alternately (each chunk then a
-	// sync, off the clock), so that both see the same state of the machine.
+	// pair: the idiomatic pass and the raw one on the same buffers and stream, in
+	// alternating chunks (see alternate).
 	b.Run("pair", func(b *testing.B) {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		require.NoError(b, cuda.CtxSetCurrent(ctx.Handle()))
-		pass := func(gemm, bias func(int) error) func(k int) time.Duration {
-			return func(k int) time.Duration {
-				t0 := time.Now()
-				for range k {
-					for i := range mlpLayers {
-						if err := gemm(i); err != nil {
-							b.Fatal(err)
-						}
-						if err := bias(i); err != nil {
-							b.Fatal(err)
-						}
-					}
-				}
-				d := time.Since(t0)
-				require.NoError(b, n.s.Synchronize())
-				return d
-			}
+		callbench.Alternate(b, 200, n.s.Synchronize, callbench.Loop("raw", passOf(rawGemm, rawBias)), callbench.Loop("go", passOf(n.gemm, goBias)))
+	})
+	// factors: raw passes that differ from bench's raw layer (tools/bench/mlp.go, cuMemAlloc
+	// memory, its own stream and handle) in one thing at a time, beside the idiomatic pass:
+	// pool memory (AllocFor) against cuMemAlloc memory on one stream and handle, and a
+	// stream of ours against the raw layer's on cuMemAlloc memory.
+	b.Run("factors", func(b *testing.B) {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		require.NoError(b, cuda.CtxSetCurrent(ctx.Handle()))
+		e, err := NewEnv()
+		require.NoError(b, err)
+		defer e.pinner.Unpin()
+		rn, err := e.mlpNet()
+		require.NoError(b, err)
+		plainGemm := func(i int) error { // the raw layer's memory, on the network's stream and handle
+			return cublas.Sgemm(h, cublas.NoTrans, cublas.NoTrans, mlpWidth, mlpBatch, mlpWidth, &scal[0],
+				devF32(rn.w[i]), mlpWidth, devF32(rn.h[i]), mlpWidth, &scal[1], devF32(rn.h[i+1]), mlpWidth)
 		}
-		goPass, rawPass := pass(n.gemm, goBias), pass(rawGemm, rawBias)
-		b.ResetTimer()
-		var gt, rt time.Duration
-		for done, i := 0, 0; done < b.N; done, i = done+200, i+1 {
-			k := min(200, b.N-done)
-			if i%2 == 0 {
-				gt += goPass(k)
-				rt += rawPass(k)
-			} else {
-				rt += rawPass(k)
-				gt += goPass(k)
-			}
+		plainBias := func(i int) error {
+			return cuda.LaunchKernel(e.Bias, biasBlocks, 1, 1, biasThreads, 1, 1, 0, n.s.Handle(), &rn.args[i][0], nil)
 		}
-		b.ReportMetric(float64(gt.Nanoseconds())/float64(b.N), "go-ns/pass")
-		b.ReportMetric(float64(rt.Nanoseconds())/float64(b.N), "raw-ns/pass")
-		b.ReportMetric(float64(gt)/float64(rt), "go/raw")
+		sync := func() error {
+			return errors.Join(n.s.Synchronize(), cuda.StreamSynchronize(e.S1))
+		}
+		callbench.Alternate(b, 200, sync,
+			callbench.Loop("plain-raw", func() error { return rn.forward(e) }),
+			callbench.Loop("plain-ours", passOf(plainGemm, plainBias)),
+			callbench.Loop("pool-ours", passOf(rawGemm, rawBias)),
+			callbench.Loop("go", passOf(n.gemm, goBias)))
 	})
 	run("go-go", false, n.gemm, goBias)
 	run("go-go-locked", true, n.gemm, goBias)
@@ -152,4 +148,19 @@ func BenchmarkMLPProbe(b *testing.B) {
 	run("raw-none", true, rawGemm, none)
 	run("none-go", false, none, goBias)
 	run("none-raw", true, none, rawBias)
+}
+
+// passOf returns one forward pass made of gemm and bias, layer by layer.
+func passOf(gemm, bias func(int) error) func() error {
+	return func() error {
+		for i := range mlpLayers {
+			if err := gemm(i); err != nil {
+				return err
+			}
+			if err := bias(i); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }

@@ -127,6 +127,18 @@ func TestPackageSelectors(t *testing.T) {
 		{ID: "c", Go: GoBench{Pkg: "cublas", Bench: "Gemm"}}, {ID: "d"},
 	})
 	assert.Equal(t, []pkgSelector{{"cublas", "^Benchmark(Gemm)$"}, {"cuda", "^Benchmark(X)$"}}, got)
+
+	// Some rows of a benchmark: only their sub-benchmarks, level by level.
+	sel, err := Select(workloads, `^copy/(h2d/pinned|d2h/pageable-warm)/4KiB$|^mlp/eager$|^cublas/sgemm-small$|^launch/empty$`)
+	require.NoError(t, err)
+	assert.Equal(t, []pkgSelector{
+		{"cuda", "^Benchmark(Launch(Empty)?)$"}, // its Match is not a literal path: all of it
+		{"cuda", "^Benchmark(CopyBW)$/^(h2d|d2h)$/^(pinned|pageable-warm)$/^(4KiB)$"},
+		{"tools/bench", "^Benchmark(SgemmSmall)$"},
+		{"tools/bench", "^Benchmark(MLP)$/^(eager)$"},
+	}, packageSelectors(sel))
+	assert.Empty(t, narrowLevels([][]string{{"a"}, {"a", "b"}}), "paths of different depths")
+	assert.Empty(t, narrowLevels([][]string{{"a"}, nil}), "a path that is not literal")
 }
 
 func TestTestBinaryName(t *testing.T) {

@@ -1,0 +1,58 @@
+package callbench
+
+import (
+	"testing"
+	"time"
+)
+
+// Side is one contestant of Alternate: Run does k iterations and returns the time
+// they took (only what is to be timed).
+type Side struct {
+	Name string
+	Run  func(k int) (time.Duration, error)
+}
+
+// Loop returns a Side that times k calls of f from Go.
+func Loop(name string, f func() error) Side {
+	return Side{Name: name, Run: func(k int) (time.Duration, error) {
+		t0 := time.Now()
+		for range k {
+			if err := f(); err != nil {
+				return 0, err
+			}
+		}
+		return time.Since(t0), nil
+	}}
+}
+
+// Alternate runs b.N iterations of each side in chunks of chunk iterations, the
+// sides taking turns (their order rotating each round) with sync after each chunk,
+// off the sides' clocks, so that all see the same state of the machine: the fair
+// way to compare costs that move between processes and runs. It reports each
+// side's mean time per iteration (NAME-ns/op) and its ratio to the first side's
+// (NAME/FIRST).
+func Alternate(b *testing.B, chunk int, sync func() error, sides ...Side) {
+	b.Helper()
+	times := make([]time.Duration, len(sides))
+	b.ResetTimer()
+	for done, r := 0, 0; done < b.N; done, r = done+chunk, r+1 {
+		k := min(chunk, b.N-done)
+		for j := range sides {
+			i := (j + r) % len(sides)
+			d, err := sides[i].Run(k)
+			if err != nil {
+				b.Fatalf("%s: %v", sides[i].Name, err)
+			}
+			times[i] += d
+			if err := sync(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	for i, s := range sides {
+		b.ReportMetric(float64(times[i].Nanoseconds())/float64(b.N), s.Name+"-ns/op")
+		if i > 0 {
+			b.ReportMetric(float64(times[i])/float64(times[0]), s.Name+"/"+sides[0].Name)
+		}
+	}
+}

@@ -1,0 +1,39 @@
+package callbench
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestAlternate: every side runs b.N iterations in chunks, the sides' order rotates,
+// a sync follows every chunk, and the metrics are each side's mean and its ratio to
+// the first.
+func TestAlternate(t *testing.T) {
+	var order []string
+	var iters [2]int
+	side := func(i int, name string, per time.Duration) Side {
+		return Side{Name: name, Run: func(k int) (time.Duration, error) {
+			order = append(order, name)
+			iters[i] += k
+			return time.Duration(k) * per, nil
+		}}
+	}
+	var syncs, n int
+	res := testing.Benchmark(func(b *testing.B) {
+		order, iters, syncs, n = nil, [2]int{}, 0, b.N
+		Alternate(b, 7, func() error { syncs++; return nil }, side(0, "c", 100), side(1, "go", 150))
+	})
+	require.Positive(t, n)
+	assert.Equal(t, [2]int{n, n}, iters, "b.N iterations of each side")
+	chunks := (n + 6) / 7
+	assert.Equal(t, 2*chunks, syncs, "a sync after every chunk")
+	if chunks >= 2 {
+		assert.Equal(t, []string{"c", "go", "go", "c"}, order[:4], "the order rotates")
+	}
+	assert.InDelta(t, 100, res.Extra["c-ns/op"], 1e-9)
+	assert.InDelta(t, 150, res.Extra["go-ns/op"], 1e-9)
+	assert.InDelta(t, 1.5, res.Extra["go/c"], 1e-9)
+}
