@@ -19,6 +19,7 @@
 // alternating measurements of each side), -run REGEXP (workload
 // IDs), -gpu DIR (the test binaries: default this executable's directory when it holds a
 // 'packages' list, else .gpu), -nvcc PATH, -arch sm_90, -floor BIN (a floor already built),
+// -floor-blocking-sync (the floor's context gets the cuda package's scheduling flag),
 // -skip floor,raw,pkg.
 package main
 
@@ -53,6 +54,9 @@ type Options struct {
 	PTX       string          // the PTX file the floor loads
 	Skip      map[string]bool // parts left out: "floor", "raw", "pkg"
 	Rounds    int             // times the three sides are measured in turn (medians reported)
+	// FloorBlockingSync runs the floor with CU_CTX_SCHED_BLOCKING_SYNC on its primary
+	// context, as the cuda package opens it (floor -blocking-sync).
+	FloorBlockingSync bool
 }
 
 func main() {
@@ -69,6 +73,7 @@ func main() {
 	flag.StringVar(&o.FloorSrc, "floor-src", "tools/floor/floor.cu", "the floor's source")
 	flag.StringVar(&o.PTX, "ptx", "tools/bench/kernels.ptx", "the PTX the floor loads (the same file is embedded here)")
 	flag.IntVar(&o.Rounds, "rounds", 1, "measure the C floor, the raw layer and the packages this many times in turn and report each number's median")
+	flag.BoolVar(&o.FloorBlockingSync, "floor-blocking-sync", false, "give the C floor's context CU_CTX_SCHED_BLOCKING_SYNC, as the cuda package does (default: the driver's flags, as a C program has)")
 	flag.StringVar(&skip, "skip", "", "comma-separated parts to leave out: floor, raw, pkg")
 	flag.Parse()
 	o.Skip = map[string]bool{}
@@ -232,7 +237,8 @@ func run(o Options) error {
 	if err != nil {
 		return err
 	}
-	rep := Report{Device: floor.Info["device"], Driver: floor.Info["driver"], Benchtime: o.Benchtime.String(), PCIe: pcie, Rows: rows}
+	rep := Report{Device: floor.Info["device"], Driver: floor.Info["driver"], Benchtime: o.Benchtime.String(), PCIe: pcie,
+		FloorSched: floor.Info["sched"], Rows: rows}
 	fmt.Println()
 	fmt.Println(pcie)
 	if err := WriteTable(os.Stdout, rows); err != nil {
@@ -329,6 +335,9 @@ func runFloor(o Options, ws []Workload) (FloorOutput, error) {
 		}
 	}
 	args := []string{"-ptx", o.PTX, "-t", fmt.Sprintf("%g", o.Benchtime.Seconds())}
+	if o.FloorBlockingSync {
+		args = append(args, "-blocking-sync")
+	}
 	if o.Run != "" {
 		for _, w := range ws {
 			args = append(args, w.ID)

@@ -54,7 +54,10 @@ type Report struct {
 	Driver    string `json:"driver,omitempty"`
 	Benchtime string `json:"benchtime,omitempty"`
 	PCIe      string `json:"pcie,omitempty"` // device 0's link and its limit (PCIeLink.String)
-	Rows      []Row  `json:"rows"`
+	// FloorSched is the scheduling flag the floor's context was given (floor -blocking-sync),
+	// "" for the driver's default.
+	FloorSched string `json:"floor_sched,omitempty"`
+	Rows       []Row  `json:"rows"`
 }
 
 func ptr(v float64) *float64 { return &v }
@@ -248,6 +251,9 @@ func WriteMarkdown(w io.Writer, rep Report) error {
 	}
 	if rep.PCIe != "" {
 		fmt.Fprintf(w, " %s.", rep.PCIe)
+	}
+	if rep.FloorSched != "" {
+		fmt.Fprintf(w, " The C floor's context has %s.", rep.FloorSched)
 	}
 	fmt.Fprint(w, "\n\n")
 	_, err := io.WriteString(w, b.String())

@@ -117,6 +117,11 @@ func TestWriteMarkdown(t *testing.T) {
 	assert.Contains(t, md, "| workload | C floor | gocuda | ratio | raw layer | raw ratio | Go benchmark |\n|---|---|---|---|---|---|---|\n")
 	assert.Contains(t, md, "| `call/CtxGetCurrent` | 10.0 ns | 55.0 ns | 5.50× | 52.0 ns | 5.20× | `BenchmarkCallOverhead/CtxGetCurrent/go` |\n")
 	assert.Contains(t, md, "| `graph/graph10` | — | — | — | — (error) | — | — |\n")
+	assert.NotContains(t, md, "The C floor's context")
+
+	b.Reset()
+	require.NoError(t, WriteMarkdown(&b, Report{Device: "NVIDIA H200", FloorSched: "CU_CTX_SCHED_BLOCKING_SYNC", Rows: rows}))
+	assert.Contains(t, b.String(), " The C floor's context has CU_CTX_SCHED_BLOCKING_SYNC.\n\n")
 }
 
 func TestWriteJSON(t *testing.T) {

@@ -789,9 +789,14 @@ static void print_pcie(void) {
   printf("\n");
 }
 
+// blocking_sync: give the primary context CU_CTX_SCHED_BLOCKING_SYNC, as gocuda's cuda
+// package does (-blocking-sync; the floor's default is the driver's, as a C program's).
+static int blocking_sync;
+
 static void setup(const char* ptx_path) {
   CK(cuInit(0));
   CK(cuDeviceGet(&dev, 0));
+  if (blocking_sync) CK(cuDevicePrimaryCtxSetFlags(dev, CU_CTX_SCHED_BLOCKING_SYNC));
   CK(cuDevicePrimaryCtxRetain(&ctx, dev));
   CK(cuCtxSetCurrent(ctx));
   char name[256];
@@ -799,6 +804,7 @@ static void setup(const char* ptx_path) {
   int drv = 0;
   CK(cuDriverGetVersion(&drv));
   printf("info\tdevice\t%s\n", name);
+  if (blocking_sync) printf("info\tsched\tCU_CTX_SCHED_BLOCKING_SYNC\n");
   printf("info\tdriver\t%d.%d\n", drv / 1000, drv % 1000 / 10);
   print_pcie();
 
@@ -903,11 +909,13 @@ int main(int argc, char** argv) {
       ptx = argv[++i];
     } else if (strcmp(argv[i], "-t") == 0 && i + 1 < argc) {
       seconds = atof(argv[++i]);
+    } else if (strcmp(argv[i], "-blocking-sync") == 0) {
+      blocking_sync = 1;
     } else if (strcmp(argv[i], "-list") == 0) {
       for (int k = 0; k < nworkloads; k++) printf("%s\n", workloads[k].id);
       return 0;
     } else if (argv[i][0] == '-') {
-      fprintf(stderr, "usage: floor [-ptx FILE] [-t SECONDS] [-list] [ID|PREFIX ...]\n");
+      fprintf(stderr, "usage: floor [-ptx FILE] [-t SECONDS] [-blocking-sync] [-list] [ID|PREFIX ...]\n");
       return 2;
     } else if (nids < 256) {
       ids[nids++] = argv[i];
