@@ -98,12 +98,7 @@ func benchCopy(b *testing.B, ctx *cuda.Context, d *cuda.DeviceBuffer, toDevice b
 		clear(h.Bytes())
 		b.ResetTimer()
 		for range b.N {
-			if toDevice {
-				err = cuda.Copy(d, h)
-			} else {
-				err = cuda.Copy(h, d)
-			}
-			if err != nil {
+			if err := copyPinned(d, h, toDevice); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -412,27 +412,14 @@ func lockContext(b testing.TB, ctx cuda.CUcontext) {
 	require.NoError(b, cuda.CtxSetCurrent(ctx))
 }
 
-// pairLoops alternates chunks of 1,000 iterations of x and y, b.N each, calling
-// settle (off the clock) after each chunk, and reports both means per unit and
-// their difference: x-ns/unit, c-ns/unit (y is the C loop) and x-c-ns.
-func pairLoops(b *testing.B, settle func(), x, y loop, unit string) {
-	b.ResetTimer()
-	var xt, yt time.Duration
-	for done, i := 0, 0; done < b.N; done, i = done+1000, i+1 {
-		k := min(1000, b.N-done)
-		first, second, ft, st := x, y, &xt, &yt
-		if i%2 == 1 {
-			first, second, ft, st = y, x, &yt, &xt
-		}
-		*ft += first(k)
-		settle()
-		*st += second(k)
-		settle()
+// pairLoops alternates chunks of 1,000 iterations of x and of y (the C loop), b.N
+// each, calling settle after each chunk (callbench.Alternate), and reports both
+// means and their difference: x-ns/op, c-ns/op and x-c-ns.
+func pairLoops(b *testing.B, settle func(), x, y loop) {
+	side := func(name string, l loop) callbench.Side {
+		return callbench.Side{Name: name, Run: func(k int) (time.Duration, error) { return l(k), nil }}
 	}
-	xns, yns := float64(xt.Nanoseconds())/float64(b.N), float64(yt.Nanoseconds())/float64(b.N)
-	b.ReportMetric(xns, "x-ns/"+unit)
-	b.ReportMetric(yns, "c-ns/"+unit)
-	b.ReportMetric(xns-yns, "x-c-ns")
+	callbench.Alternate(b, 1000, func() error { settle(); return nil }, side("c", y), side("x", x))
 }
 
 // BenchmarkLaunch times launch submission (cuLaunchKernel returning, not the kernel)
@@ -503,7 +490,7 @@ func BenchmarkLaunch(b *testing.B) {
 	}
 	pair := func(b *testing.B, x, y loop) {
 		setup(b)
-		pairLoops(b, func() { settle(b) }, x, y, "launch")
+		pairLoops(b, func() { settle(b) }, x, y)
 	}
 
 	launchEmpty := func() error { return empty.Launch(s, cuda.D1(1), cuda.D1(1), 0) }

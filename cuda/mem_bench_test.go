@@ -140,14 +140,14 @@ func BenchmarkAllocPair(b *testing.B) {
 	})
 	b.Run("go", func(b *testing.B) {
 		lockContext(b, h)
-		pairLoops(b, settle, goLoop, c, "op")
+		pairLoops(b, settle, goLoop, c)
 	})
 	// The same without the package's cache: every allocation and free goes to the
 	// driver, as in the C loop.
 	b.Run("go-pool", func(b *testing.B) {
 		defer ctx.SetCacheLimit(ctx.SetCacheLimit(0))
 		lockContext(b, h)
-		pairLoops(b, settle, goLoop, c, "op")
+		pairLoops(b, settle, goLoop, c)
 	})
 	b.Run("raw", func(b *testing.B) {
 		lockContext(b, h)
@@ -160,12 +160,12 @@ func BenchmarkAllocPair(b *testing.B) {
 				return err
 			}
 			return cuda.MemFreeAsync(p, sh)
-		}), c, "op")
+		}), c)
 	})
 	b.Run("once", func(b *testing.B) {
 		lockContext(b, h)
 		pairLoops(b, settle, goLoopOf(b, func() error {
 			return callbench.AllocOnce(fa, fm, ff, uintptr(sh), size)
-		}), c, "op")
+		}), c)
 	})
 }

@@ -41,10 +41,10 @@ import (
 // above then wait for the copy, so that the same promises hold. Memory page-locked
 // outside the package (by raw calls or another library) is not known to it and is
 // copied as pageable memory, without that wait: copy it with raw calls, or register
-// Go memory with Wrap instead. The async forms therefore
-// overlap with the GPU's other work only through the stream order, not with the
-// calling goroutine: to overlap copies with host work, pass the HostBuffer itself to
-// CopyAsync, which returns once the copy is queued.
+// Go memory with Wrap instead. The async forms therefore overlap with the GPU's other
+// work only through the stream order, not with the calling goroutine: to overlap
+// copies with host work, pass the HostBuffer itself to CopyAsync, which returns once
+// the copy is queued.
 
 // CopyToDevice copies src into the start of dst. As cuMemcpyHtoD from pageable
 // memory, it returns once src has been read: the DMA from pinned staging memory may
@@ -205,11 +205,10 @@ func copyDirect(s *Stream, m *memBase, p unsafe.Pointer, n int, toDevice bool) e
 		m.leave()
 		return nil
 	}
-	r := copyReq{dir: copyDtoH, dev: m.ptr, host: p, n: uint64(n)}
+	ctx, dir := c.h, copyDtoH
 	if toDevice {
-		r.dir = copyHtoD
+		dir = copyHtoD
 	}
-	ctx := c.h
 	// Pageable memory (any Go slice outside the package's page-locked blocks) is read
 	// or written by the driver before the copy call returns (cuMemcpyHtoDAsync stages
 	// it, cuMemcpyDtoHAsync waits for the DMA): nothing to wait for. A page-locked
@@ -219,8 +218,8 @@ func copyDirect(s *Stream, m *memBase, p unsafe.Pointer, n int, toDevice bool) e
 	if inHostRanges(uintptr(p), n) {
 		evs = evAlways
 	}
-	return runRecorded(s, func(t *stream, ev CUevent) (opEnd, error) {
-		return copyQueue(ctx, r, t.h, ev)
+	return runRecorded(s, func(t *stream, ev CUevent) error {
+		return copyRecord(ctx, dir, m.ptr, p, 0, uint64(n), t.h, ev)
 	}, m, toDevice, nil, n, evs)
 }
 
@@ -285,16 +284,20 @@ func copyMem(s *Stream, dst, src Memory) error {
 	} else if err := acquirePair(d, o); err != nil {
 		return err
 	}
-	r := copyReq{dir: copyAny, dev: dp, src: sp, n: n}
+	var op func(t *stream, ev CUevent) error
 	switch {
 	case copyTyped && isHostKind(d.kind) && sk == KindDevice:
-		r = copyReq{dir: copyDtoH, dev: sp, host: hostPointer(dp), n: n}
+		op = func(t *stream, ev CUevent) error {
+			return copyRecord(ctx, copyDtoH, sp, hostPointer(dp), 0, n, t.h, ev)
+		}
 	case copyTyped && d.kind == KindDevice && isHostKind(sk):
-		r = copyReq{dir: copyHtoD, dev: dp, host: hostPointer(sp), n: n}
+		op = func(t *stream, ev CUevent) error {
+			return copyRecord(ctx, copyHtoD, dp, hostPointer(sp), 0, n, t.h, ev)
+		}
+	default:
+		op = func(t *stream, ev CUevent) error { return copyRecord(ctx, copyAny, dp, nil, sp, n, t.h, ev) }
 	}
-	return runRecorded(s, func(t *stream, ev CUevent) (opEnd, error) {
-		return copyQueue(ctx, r, t.h, ev)
-	}, d, true, o, int(n), evSync)
+	return runRecorded(s, op, d, true, o, int(n), evSync)
 }
 
 // isHostKind reports whether memory of kind k is page-locked host memory.
@@ -359,14 +362,14 @@ func run(s *Stream, op func(h CUstream) error, a *memBase, aWrite bool, b *memBa
 // for as long as that copy should take before it blocks (waitCopy).
 func runOn(s *Stream, op func(t *stream) error, a *memBase, aWrite bool, b *memBase, bytes int) error {
 	ms := a.ms
-	return runRecorded(s, func(t *stream, ev CUevent) (opEnd, error) {
+	return runRecorded(s, func(t *stream, ev CUevent) error {
 		if err := op(t); err != nil || ev == 0 {
-			return endWait, err
+			return err
 		}
 		if err := inEventRecord(ms.cs.h, ev, t.h); err != nil {
-			return endWait, &errUnrecorded{err}
+			return &errUnrecorded{err}
 		}
-		return endWait, nil
+		return nil
 	}, a, aWrite, b, bytes, evSync)
 }
 
@@ -381,19 +384,19 @@ const (
 )
 
 // runRecorded is runOn for an op that records ev after its work itself when ev is
-// not 0 (as evs says), failing with an *errUnrecorded when only the record failed,
-// and says what is left to wait for.
-func runRecorded(s *Stream, op func(t *stream, ev CUevent) (opEnd, error), a *memBase, aWrite bool, b *memBase, bytes int, evs evMode) error {
+// not 0 (as evs says), failing with an *errUnrecorded when only the record failed;
+// it then waits for ev.
+func runRecorded(s *Stream, op func(t *stream, ev CUevent) error, a *memBase, aWrite bool, b *memBase, bytes int, evs evMode) error {
 	ms := a.ms
 	var ev CUevent
-	end, err := queue(ms, s, op, a, aWrite, b, &ev, evs == evAlways || (evs == evSync && s == nil))
+	err := queue(ms, s, op, a, aWrite, b, &ev, evs == evAlways || (evs == evSync && s == nil))
 	a.leave()
 	if b != nil {
 		b.leave()
 	}
 	if ev != 0 {
 		// Wait for the copy holding no lock, then give the event back.
-		if err == nil && end != endDone {
+		if err == nil {
 			err = ms.waitCopy(ev, bytes)
 		}
 		ms.putHandoffEvent(ev)
@@ -403,7 +406,7 @@ func runRecorded(s *Stream, op func(t *stream, ev CUevent) (opEnd, error), a *me
 
 // queue queues op for run; with withEvent it also gives op *ev to record after its
 // work.
-func queue(ms *memState, s *Stream, op func(t *stream, ev CUevent) (opEnd, error), a *memBase, aWrite bool, b *memBase, ev *CUevent, withEvent bool) (opEnd, error) {
+func queue(ms *memState, s *Stream, op func(t *stream, ev CUevent) error, a *memBase, aWrite bool, b *memBase, ev *CUevent, withEvent bool) error {
 	var t *stream
 	if s != nil {
 		t = s.stream
@@ -416,7 +419,7 @@ func queue(ms *memState, s *Stream, op func(t *stream, ev CUevent) (opEnd, error
 		// is CU_CTX_SCHED_BLOCKING_SYNC).
 		e, err := ms.getHandoffEvent()
 		if err != nil {
-			return endWait, err
+			return err
 		}
 		*ev = e
 	}
@@ -435,7 +438,7 @@ func queue(ms *memState, s *Stream, op func(t *stream, ev CUevent) (opEnd, error
 					t = ms.defStream
 					continue
 				}
-				return endWait, errHandOff(err)
+				return errHandOff(err)
 			}
 		}
 		if err := lockOpen(s, t); err != nil {
@@ -443,9 +446,9 @@ func queue(ms *memState, s *Stream, op func(t *stream, ev CUevent) (opEnd, error
 				t = ms.defStream
 				continue
 			}
-			return endWait, err
+			return err
 		}
-		end, err := op(t, *ev)
+		err := op(t, *ev)
 		if err == nil || queued(err) {
 			a.record(t, aWrite, pa)
 			if b != nil {
@@ -453,6 +456,6 @@ func queue(ms *memState, s *Stream, op func(t *stream, ev CUevent) (opEnd, error
 			}
 		}
 		t.mu.RUnlock()
-		return end, err
+		return err
 	}
 }

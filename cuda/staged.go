@@ -82,12 +82,6 @@ var (
 // stagedCopies counts the copies that went through the staging ring (tests).
 var stagedCopies atomic.Int64
 
-// copyWaitLimit is how long the wait for a copy of n bytes polls and yields before
-// it blocks.
-func copyWaitLimit(n int) time.Duration {
-	return min(yieldFor+time.Duration(float64(n)/copyWaitRate*float64(time.Second)), copyWaitMax)
-}
-
 // waitCopy waits on the host for ev, which ends a copy of about n bytes: polling and
 // yielding for as long as the copy should take, then as waitEvent does.
 func (ms *memState) waitCopy(ev CUevent, n int) error {
@@ -95,7 +89,7 @@ func (ms *memState) waitCopy(ev CUevent, n int) error {
 		return ms.waitEvent(ev)
 	}
 	h := ms.cs.h
-	limit := copyWaitLimit(n)
+	limit := min(yieldFor+time.Duration(float64(n)/copyWaitRate*float64(time.Second)), copyWaitMax)
 	// First a query loop in C, which sees the end of a short copy sooner than a
 	// loop of calls into C does.
 	if done, err := spinEvent(h, ev, min(limit, copySpinC)); err != nil || done {
@@ -322,9 +316,10 @@ func copyStaged(s *Stream, m *memBase, p unsafe.Pointer, n int, toDevice bool) e
 	stagedCopies.Add(1)
 	st := stagedCopy{ms: m.ms, ring: ring, dev: m.ptr, host: p, n: n, piece: piece}
 	var late error
-	// Nothing is left to wait for once op returns: it has read src into the ring,
-	// or written dst from it (the ring's fences keep its buffers until their DMA).
-	op := func(t *stream, _ CUevent) (opEnd, error) {
+	// Nothing is left to wait for once op returns (no event, evNever): it has read
+	// src into the ring, or written dst from it (the ring's fences keep its buffers
+	// until their DMA).
+	op := func(t *stream, _ CUevent) error {
 		var queued int
 		var err error
 		if toDevice {
@@ -333,7 +328,7 @@ func copyStaged(s *Stream, m *memBase, p unsafe.Pointer, n int, toDevice bool) e
 			queued, err = st.fromDevice(t)
 		}
 		if queued == 0 {
-			return endDone, err
+			return err
 		}
 		// Pieces are queued: the copy is a use of m (recorded by queue), whatever
 		// happens to the rest. A staging buffer without a fence records the use.
@@ -343,7 +338,7 @@ func copyStaged(s *Stream, m *memBase, p unsafe.Pointer, n int, toDevice bool) e
 			}
 		}
 		late = err
-		return endDone, nil
+		return nil
 	}
 	err = runRecorded(s, op, m, toDevice, nil, n, evNever)
 	if late != nil {

@@ -97,23 +97,13 @@ func BenchmarkCopyPinned(b *testing.B) {
 			goCopy := func(b *testing.B) {
 				b.SetBytes(int64(n))
 				for range b.N {
-					var err error
-					if toDevice {
-						err = cuda.Copy(d, h)
-					} else {
-						err = cuda.Copy(h, d)
-					}
-					if err != nil {
+					if err := copyPinned(d, h, toDevice); err != nil {
 						b.Fatal(err)
 					}
 				}
 			}
 			for range 100 { // warm-up: the first copies between new buffers are slower
-				if toDevice {
-					require.NoError(b, cuda.Copy(d, h))
-				} else {
-					require.NoError(b, cuda.Copy(h, d))
-				}
+				require.NoError(b, copyPinned(d, h, toDevice))
 			}
 			def := cuda.SetCopyWaitForTest(cuda.CopyWait{})
 			cuda.SetCopyWaitForTest(def)
@@ -239,17 +229,12 @@ func BenchmarkCopySmall(b *testing.B) {
 					c("c-event", callbench.CopyEvent, asyncFn, equery),
 					c("c-squery", callbench.CopyStreamQuery, asyncFn, squery),
 				}
-				var goCopy func() error
-				switch {
-				case kind == "pinned" && h2d:
-					goCopy = func() error { return cuda.Copy(d, h) }
-				case kind == "pinned":
-					goCopy = func() error { return cuda.Copy(h, d) }
-				case h2d:
+				goCopy := func() error { return copyPinned(d, h, h2d) }
+				if kind == "pageable" && h2d {
 					goCopy = func() error { return cuda.CopyToDevice(d, page) }
 					sides = append(sides, c("c-nowait", callbench.CopyNoWait, asyncFn, 0),
 						callbench.Loop("go-async", func() error { return cuda.CopyToDeviceAsync(s, d, page) }))
-				default:
+				} else if kind == "pageable" {
 					goCopy = func() error { return cuda.CopyFromDevice(page, d) }
 				}
 				sides = append(sides, callbench.Loop("go", goCopy))
@@ -257,4 +242,12 @@ func BenchmarkCopySmall(b *testing.B) {
 			})
 		}
 	}
+}
+
+// copyPinned copies between d and h (Copy), to d when toDevice.
+func copyPinned(d *cuda.DeviceBuffer, h *cuda.HostBuffer, toDevice bool) error {
+	if toDevice {
+		return cuda.Copy(d, h)
+	}
+	return cuda.Copy(h, d)
 }

@@ -167,7 +167,7 @@ func BenchmarkHandoff(b *testing.B) {
 			require.NoError(b, s1.Synchronize())
 			require.NoError(b, s2.Synchronize())
 		}
-		pairLoops(b, settle, goLoop, cLoop, "handoff")
+		pairLoops(b, settle, goLoop, cLoop)
 		check(b)
 	})
 	b.Run("host-sync", func(b *testing.B) {

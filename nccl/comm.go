@@ -276,7 +276,7 @@ func (in *comm) destroy(limit time.Duration) error {
 	if errors.Is(err, ErrInProgress) {
 		err = nil
 	}
-	for d := pollMin; err == nil; d = min(2*d, pollMax) {
+	for b := (backoff{max: pollMax}); err == nil; b.wait() {
 		var st Result
 		if err = raw.getAsyncError(in.h, &st); err != nil {
 			break
@@ -299,7 +299,6 @@ func (in *comm) destroy(limit time.Duration) error {
 			}
 			return fmt.Errorf("nccl: the pending work did not finish in %v: %w", limit, ErrAborted)
 		}
-		time.Sleep(d)
 	}
 	// The finalize failed: the communicator is broken, and ncclCommAbort frees it.
 	in.aborted.Store(true)
@@ -372,6 +371,21 @@ const (
 	pollMax = time.Millisecond
 )
 
+// backoff paces a polling loop: a yield before the second poll, then sleeps that
+// double from pollMin up to max.
+type backoff struct{ d, max time.Duration }
+
+// wait waits before the next poll.
+func (b *backoff) wait() {
+	if b.d == 0 {
+		runtime.Gosched()
+		b.d = pollMin
+		return
+	}
+	time.Sleep(b.d)
+	b.d = min(2*b.d, b.max)
+}
+
 // poll waits, with the call held (withCall), until the communicator's state is no
 // longer ncclInProgress: nil when it is ncclSuccess, an *AsyncError for a failure,
 // a *contextError if ctx (nil: none) ends first, ErrAborted if Abort is called.
@@ -380,7 +394,7 @@ func (in *comm) poll(ctx context.Context) error {
 	if ctx != nil {
 		done = ctx.Done()
 	}
-	for d := time.Duration(0); ; {
+	for b := (backoff{max: pollMax}); ; b.wait() {
 		st, err := in.asyncState()
 		if err != nil || st != NcclInProgress {
 			return err
@@ -392,13 +406,6 @@ func (in *comm) poll(ctx context.Context) error {
 		case <-done:
 			return &contextError{ctx.Err()}
 		default:
-		}
-		if d == 0 {
-			runtime.Gosched()
-			d = pollMin
-		} else {
-			time.Sleep(d)
-			d = min(2*d, pollMax)
 		}
 	}
 }
@@ -506,7 +513,7 @@ func (c *Comm) Wait(ctx context.Context, s *cuda.Stream) error {
 	if err := cuda.CheckEnqueue(s); err != nil {
 		return fmt.Errorf("nccl: wait: %w", err)
 	}
-	for d := time.Duration(0); ; {
+	for b := (backoff{max: 5 * pollMax}); ; b.wait() {
 		done, err := s.Query()
 		if err != nil {
 			return fmt.Errorf("nccl: wait: %w", err)
@@ -522,13 +529,6 @@ func (c *Comm) Wait(ctx context.Context, s *cuda.Stream) error {
 			err := &contextError{ctx.Err()}
 			return c.abortOn("wait", fmt.Errorf("nccl: wait: rank %d of %d: %w", c.rank, c.size, err))
 		default:
-		}
-		if d == 0 {
-			runtime.Gosched()
-			d = pollMin
-		} else {
-			time.Sleep(d)
-			d = min(2*d, 5*pollMax)
 		}
 	}
 }

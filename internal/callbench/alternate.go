@@ -29,8 +29,8 @@ func Loop(name string, f func() error) Side {
 // sides taking turns (their order rotating each round) with sync after each chunk,
 // off the sides' clocks, so that all see the same state of the machine: the fair
 // way to compare costs that move between processes and runs. It reports each
-// side's mean time per iteration (NAME-ns/op) and its ratio to the first side's
-// (NAME/FIRST).
+// side's mean time per iteration (NAME-ns/op), and its ratio to the first side's
+// (NAME/FIRST) and difference from it (NAME-FIRST-ns).
 func Alternate(b *testing.B, chunk int, sync func() error, sides ...Side) {
 	b.Helper()
 	times := make([]time.Duration, len(sides))
@@ -53,6 +53,7 @@ func Alternate(b *testing.B, chunk int, sync func() error, sides ...Side) {
 		b.ReportMetric(float64(times[i].Nanoseconds())/float64(b.N), s.Name+"-ns/op")
 		if i > 0 {
 			b.ReportMetric(float64(times[i])/float64(times[0]), s.Name+"/"+sides[0].Name)
+			b.ReportMetric(float64((times[i]-times[0]).Nanoseconds())/float64(b.N), s.Name+"-"+sides[0].Name+"-ns")
 		}
 	}
 }

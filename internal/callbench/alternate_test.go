@@ -36,4 +36,5 @@ func TestAlternate(t *testing.T) {
 	assert.InDelta(t, 100, res.Extra["c-ns/op"], 1e-9)
 	assert.InDelta(t, 150, res.Extra["go-ns/op"], 1e-9)
 	assert.InDelta(t, 1.5, res.Extra["go/c"], 1e-9)
+	assert.InDelta(t, 50, res.Extra["go-c-ns"], 1e-9)
 }
