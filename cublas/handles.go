@@ -47,10 +47,9 @@ type handle = libhandle.Handle[CublasHandle, *OwnedHandle, workspace]
 // handles are the idle handles, per context.
 var handles = libhandle.New[CublasHandle, *OwnedHandle, workspace](MaxIdleHandles, Create, OwnHandle, false)
 
-var (
-	wsMu    sync.Mutex
-	wsSizes = map[cuda.CUcontext]int{}
-)
+// wsSizes maps a context's handle to its workspace size (an int) once set: read at
+// every call without a lock, so that goroutines calling cuBLAS do not contend.
+var wsSizes sync.Map
 
 // SetWorkspaceSize sets the workspace size of ctx's cuBLAS handles, in bytes (0: no
 // workspace of ours; cuBLAS then uses the handle's default one). Handles made
@@ -59,18 +58,14 @@ func SetWorkspaceSize(ctx *cuda.Context, bytes int) error {
 	if ctx == nil || bytes < 0 {
 		return fmt.Errorf("cublas: set workspace size: %w: %d bytes", cuda.ErrInvalidArgument, bytes)
 	}
-	wsMu.Lock()
-	wsSizes[ctx.Handle()] = bytes
-	wsMu.Unlock()
+	wsSizes.Store(ctx.Handle(), bytes)
 	return nil
 }
 
 // WorkspaceSize returns the workspace size of ctx's cuBLAS handles, in bytes.
 func WorkspaceSize(ctx *cuda.Context) int {
-	wsMu.Lock()
-	defer wsMu.Unlock()
-	if n, ok := wsSizes[ctx.Handle()]; ok {
-		return n
+	if n, ok := wsSizes.Load(ctx.Handle()); ok {
+		return n.(int)
 	}
 	return DefaultWorkspaceSize
 }

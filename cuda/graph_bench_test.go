@@ -192,7 +192,9 @@ func BenchmarkExecLaunch(b *testing.B) {
 // process (callbench.Alternate): cuGraphLaunch in a C loop (c), the same with the
 // current-context check of gocuda's calls (c-in-context), a Go loop of the raw
 // binding (go-raw), and Exec.Launch (gocuda). The steps between them split gocuda's
-// submit overhead into the check, the cgo call and the Go bookkeeping.
+// submit overhead into the check, the cgo call and the Go bookkeeping. The C loop
+// writing to 16 or 64 scattered cache lines between launches (c-touch-N) shows what
+// touching that much memory costs the driver's next launch.
 func pairGraphLaunch(b *testing.B, s *cuda.Stream, x *cuda.Exec, buf *cuda.DeviceBuffer) {
 	ctx := s.Context()
 	runtime.LockOSThread()
@@ -222,5 +224,17 @@ func pairGraphLaunch(b *testing.B, s *cuda.Stream, x *cuda.Exec, buf *cuda.Devic
 			return callbench.LoopGraphLaunchInContext(fn, get, set, h, uintptr(e), uintptr(s.Handle()), k)
 		}},
 		callbench.Loop("go-raw", func() error { return cuda.GraphLaunch(e, s.Handle()) }),
-		callbench.Loop("gocuda", func() error { return x.Launch(s) }))
+		callbench.Loop("gocuda", func() error { return x.Launch(s) }),
+		touching(fn, e, s, 16), touching(fn, e, s, 64))
+}
+
+// touching is a side of pairGraphLaunch: the C loop writing to lines cache lines,
+// 4,160 bytes apart (no two on a page, out of the prefetcher's reach), after each
+// launch, as a binding's bookkeeping touches its objects between two launches.
+func touching(fn uintptr, e cuda.CUgraphExec, s *cuda.Stream, lines int) callbench.Side {
+	const stride = 4160
+	buf := make([]byte, lines*stride)
+	return callbench.Side{Name: fmt.Sprintf("c-touch-%d", lines), Run: func(k int) (time.Duration, error) {
+		return callbench.LoopGraphLaunchTouching(fn, uintptr(e), uintptr(s.Handle()), buf, lines, stride, k)
+	}}
 }

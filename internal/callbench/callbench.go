@@ -32,6 +32,15 @@ static int64_t loop_attr(uintptr_t fn, int attr, int dev, int64_t n) {
 	}
 	return now_ns() - t0;
 }
+
+static void noop(void) {}
+
+// loop_clock reads CLOCK_MONOTONIC n times and returns the time it took.
+static int64_t loop_clock(int64_t n) {
+	int64_t t0 = now_ns();
+	for (int64_t i = 0; i < n; i++) (void)now_ns();
+	return now_ns() - t0;
+}
 */
 import "C"
 
@@ -42,6 +51,16 @@ import (
 )
 
 var errCall = errors.New("callbench: the C call returned an error")
+
+// Noop makes one cgo call into an empty C function: the cost of crossing into C
+// and back, which every binding call pays.
+func Noop() { C.noop() }
+
+// LoopClock reads the monotonic clock n times from C and returns the mean time per
+// read (a machine whose clock source is not read in user space pays a system call).
+func LoopClock(n int) time.Duration {
+	return time.Duration(int64(C.loop_clock(C.int64_t(n))) / int64(max(n, 1)))
+}
 
 // LoopPtr calls the C function fn(arg) (returning int, 0 on success) n times from C
 // and returns the mean time per call.

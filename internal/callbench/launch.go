@@ -33,6 +33,20 @@ static int64_t loop_graph_launch_in_context(uintptr_t fn, uintptr_t get, uintptr
 	return launch_now_ns() - t0;
 }
 
+// loop_graph_launch_touching is loop_graph_launch writing, after each launch, one
+// byte in each of lines cache lines of buf, stride bytes apart: what the CPU does
+// between two launches, as much memory as a binding's bookkeeping touches, without
+// its instructions.
+static int64_t loop_graph_launch_touching(uintptr_t fn, uintptr_t exec, uintptr_t stream,
+		volatile uint8_t* buf, int64_t lines, int64_t stride, int64_t n) {
+	int64_t t0 = launch_now_ns();
+	for (int64_t i = 0; i < n; i++) {
+		if (((int (*)(uintptr_t, uintptr_t))fn)(exec, stream) != 0) return -1;
+		for (int64_t l = 0; l < lines; l++) buf[l * stride]++;
+	}
+	return launch_now_ns() - t0;
+}
+
 // kernel_params points params[i] at offsets[i] in buf and returns cuLaunchKernel's
 // kernelParams: params, or NULL for a kernel without parameters (or more than 64).
 static void** kernel_params(void** params, void* buf, const uintptr_t* offsets, int nparams) {
@@ -105,6 +119,7 @@ static int64_t loop_handoff(uintptr_t record, uintptr_t wait, uintptr_t fn, uint
 import "C"
 
 import (
+	"errors"
 	"time"
 	"unsafe"
 )
@@ -113,6 +128,26 @@ import (
 // stream, and returns the total time. The context must be current on the calling thread.
 func LoopGraphLaunch(fn, exec, stream uintptr, n int) (time.Duration, error) {
 	d := C.loop_graph_launch(C.uintptr_t(fn), C.uintptr_t(exec), C.uintptr_t(stream), C.int64_t(n))
+	if d < 0 {
+		return 0, errCall
+	}
+	return time.Duration(d), nil
+}
+
+// LoopGraphLaunchTouching is LoopGraphLaunch writing, after each launch, one byte
+// in each of lines cache lines stride bytes apart in buf (at least
+// (lines-1)*stride+1 bytes): it shows how much the launch slows when the CPU
+// touches that much other memory between launches.
+func LoopGraphLaunchTouching(fn, exec, stream uintptr, buf []byte, lines, stride, n int) (time.Duration, error) {
+	if lines < 0 || stride < 1 || (lines > 0 && (lines-1)*stride >= len(buf)) {
+		return 0, errors.New("callbench: LoopGraphLaunchTouching: buf too small for lines*stride")
+	}
+	var p *C.uint8_t
+	if len(buf) > 0 {
+		p = (*C.uint8_t)(unsafe.Pointer(&buf[0]))
+	}
+	d := C.loop_graph_launch_touching(C.uintptr_t(fn), C.uintptr_t(exec), C.uintptr_t(stream), p,
+		C.int64_t(lines), C.int64_t(stride), C.int64_t(n))
 	if d < 0 {
 		return 0, errCall
 	}

@@ -20,7 +20,8 @@
 // IDs), -gpu DIR (the test binaries: default this executable's directory when it holds a
 // 'packages' list, else .gpu), -nvcc PATH, -arch sm_90, -floor BIN (a floor already built),
 // -floor-blocking-sync (the floor's context gets the cuda package's scheduling flag),
-// -skip floor,raw,pkg.
+// -skip floor,raw,pkg. With -rounds N > 1 each ratio also shows the range of the N rounds'
+// own ratios.
 package main
 
 import (
@@ -237,8 +238,11 @@ func run(o Options) error {
 	if err != nil {
 		return err
 	}
+	if err := setRatioRanges(rows, ws, floors, pkgs, raws); err != nil {
+		return err
+	}
 	rep := Report{Device: floor.Info["device"], Driver: floor.Info["driver"], Benchtime: o.Benchtime.String(), PCIe: pcie,
-		FloorSched: floor.Info["sched"], Rows: rows}
+		FloorSched: floor.Info["sched"], Rounds: o.Rounds, Rows: rows}
 	fmt.Println()
 	fmt.Println(pcie)
 	if err := WriteTable(os.Stdout, rows); err != nil {
@@ -563,6 +567,33 @@ func median(xs []float64) float64 {
 		return s[n/2]
 	}
 	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// setRatioRanges gives each row the range of its rounds' own Go / C ratios (of
+// bandwidths for the copy rows), when more than one round has both sides: the
+// spread of the comparison between processes.
+func setRatioRanges(rows []Row, ws []Workload, floors []FloorOutput, pkgs []map[string][]Result, raws []map[string]RawResult) error {
+	if len(floors) < 2 {
+		return nil
+	}
+	per := map[string][]float64{}
+	for i := range floors {
+		rr, err := Join(ws, floors[i], pkgs[i], raws[i])
+		if err != nil {
+			return err
+		}
+		for _, r := range rr {
+			if v := r.GoverC(); v != nil {
+				per[r.ID] = append(per[r.ID], *v)
+			}
+		}
+	}
+	for i := range rows {
+		if v := per[rows[i].ID]; len(v) > 1 {
+			rows[i].RatioRange = []float64{slices.Min(v), slices.Max(v)}
+		}
+	}
+	return nil
 }
 
 // medianFloor combines rounds of the floor: each result's median time, skips and

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,7 +27,7 @@ func newGoNet(b *testing.B) *goNet {
 	b.Helper()
 	// gocuda opens the context first, as in a program (gputest.Require would retain it raw
 	// before gocuda sets its flags); where that fails, Require skips (or fails) saying why.
-	ctx, err := primaryContext()
+	ctx, err := cuda.Device(0).Context()
 	if err != nil {
 		gputest.Require(b)
 		b.Fatalf("device 0's primary context: %v", err)
@@ -159,7 +157,7 @@ func BenchmarkMLP(b *testing.B) {
 // axpb<<<16, 256>>>(x, 4096) per iteration, eagerly (Function.Launch) or as one captured
 // graph (Exec.Launch); b.N iterations, then one sync, on the clock (floor.cu's functions).
 func BenchmarkGraph10(b *testing.B) {
-	ctx, err := primaryContext()
+	ctx, err := cuda.Device(0).Context()
 	if err != nil {
 		gputest.Require(b)
 		b.Fatalf("device 0's primary context: %v", err)
@@ -270,21 +268,3 @@ func latencyTime(b *testing.B, s *cuda.Stream, iter func() error) {
 		}
 	}
 }
-
-// primaryContext returns device 0's primary context as gocuda opens it, or, with
-// GOCUDA_BENCH_SCHED_DEFAULT set (an experiment), after retaining it raw first, so
-// that it keeps the driver's default scheduling flags instead of gocuda's.
-func primaryContext() (*cuda.Context, error) {
-	if os.Getenv("GOCUDA_BENCH_SCHED_DEFAULT") != "" {
-		schedOnce.Do(func() {
-			var d cuda.CUdevice
-			var c cuda.CUcontext
-			if cuda.Init(0) == nil && cuda.DeviceGet(&d, 0) == nil {
-				_ = cuda.DevicePrimaryCtxRetain(&c, d)
-			}
-		})
-	}
-	return cuda.Device(0).Context()
-}
-
-var schedOnce sync.Once

@@ -8,13 +8,17 @@ import (
 
 	"github.com/gocuda/gocuda/cublas"
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/dl"
 	"github.com/gocuda/gocuda/internal/callbench"
 	"github.com/stretchr/testify/require"
 )
 
 // BenchmarkMLPProbe splits mlp/eager's gap to C into its parts: the same forward pass with
 // each half (SGEMM, bias_relu) on the idiomatic API or the raw layer, each half alone, and
-// the idiomatic pass on a locked OS thread. Timed as BenchmarkMLP/eager.
+// the idiomatic pass on a locked OS thread. Timed as BenchmarkMLP/eager. pair and
+// sgemm-pair set the idiomatic pass (and cublas/sgemm-small's one SGEMM) beside the
+// same calls from a C loop and from the raw layer in this process: the goals' ratios
+// without the differences between processes.
 func BenchmarkMLPProbe(b *testing.B) {
 	n := newGoNet(b)
 	ctx := n.s.Context()
@@ -74,6 +78,24 @@ func BenchmarkMLPProbe(b *testing.B) {
 		return n.bias.Launch(n.s, cuda.D1(biasBlocks), cuda.D1(biasThreads), 0,
 			n.h[i+1], cuda.In(n.b[i]), int32(mlpWidth), int32(mlpBatch))
 	}
+	// c: the same pass from C (callbench.MLP), on the raw handle and the same buffers.
+	proc := func(l *dl.Library, name string) uintptr {
+		a, err := l.NewProc(name).Addr()
+		require.NoError(b, err)
+		return a
+	}
+	cm := &callbench.MLP{Sgemm: proc(cublas.Library(), "cublasSgemm_v2"), Launch: proc(cuda.Library(), "cuLaunchKernel"),
+		Handle: uintptr(h), Stream: uintptr(n.s.Handle()), Bias: uintptr(n.bias.Handle()), Args: args[:],
+		Width: mlpWidth, Batch: mlpBatch, Blocks: biasBlocks, Threads: biasThreads}
+	for i := range mlpLayers {
+		cm.W = append(cm.W, uintptr(w[i]))
+	}
+	for i := range hh {
+		cm.H = append(cm.H, uintptr(hh[i]))
+	}
+	// c1: cublas/sgemm-small's one SGEMM (layer 0's) from C.
+	c1 := *cm
+	c1.Bias, c1.Args, c1.W, c1.H = 0, nil, cm.W[:1], cm.H[:2]
 	none := func(int) error { return nil }
 	// locked: the pass runs on a locked OS thread with the context current (needed by
 	// the raw halves; the idiomatic ones find it current).
@@ -108,7 +130,42 @@ func BenchmarkMLPProbe(b *testing.B) {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		require.NoError(b, cuda.CtxSetCurrent(ctx.Handle()))
-		callbench.Alternate(b, 200, n.s.Synchronize, callbench.Loop("raw", passOf(rawGemm, rawBias)), callbench.Loop("go", passOf(n.gemm, goBias)))
+		callbench.Alternate(b, 200, n.s.Synchronize, callbench.Side{Name: "c", Run: cm.Loop},
+			callbench.Loop("raw", passOf(rawGemm, rawBias)), callbench.Loop("go", passOf(n.gemm, goBias)))
+	})
+	// sgemm-pair's raw-poolws: a second raw handle whose workspace is pool memory, as
+	// the idiomatic handles' is (the raw one's is cuMemAlloc memory).
+	var h2 cublas.CublasHandle
+	wsPool, err := cuda.AllocFor[byte](n.s, blasWorkspace)
+	require.NoError(b, err)
+	b.Cleanup(func() { wsPool.Close() })
+	require.NoError(b, ctx.Locked(func() error {
+		if err := cublas.Create(&h2); err != nil {
+			return err
+		}
+		if err := cublas.SetStream(h2, n.s.Handle()); err != nil {
+			return err
+		}
+		p, err := cuda.DevicePtr[byte](wsPool)
+		if err != nil {
+			return err
+		}
+		return cublas.SetWorkspace(h2, unsafe.Pointer(p), blasWorkspace)
+	}))
+	b.Cleanup(func() {
+		_ = ctx.Locked(func() error { _ = n.s.Synchronize(); return cublas.Destroy(h2) })
+	})
+	b.Run("sgemm-pair", func(b *testing.B) {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		require.NoError(b, cuda.CtxSetCurrent(ctx.Handle()))
+		callbench.Alternate(b, 400, n.s.Synchronize, callbench.Side{Name: "c", Run: c1.Loop},
+			callbench.Loop("raw", func() error { return rawGemm(0) }),
+			callbench.Loop("raw-poolws", func() error {
+				return cublas.Sgemm(h2, cublas.NoTrans, cublas.NoTrans, mlpWidth, mlpBatch, mlpWidth, &scal[0],
+					devF32(w[0]), mlpWidth, devF32(hh[0]), mlpWidth, &scal[1], devF32(hh[1]), mlpWidth)
+			}),
+			callbench.Loop("go", func() error { return n.gemm(0) }))
 	})
 	// factors: raw passes that differ from bench's raw layer (tools/bench/mlp.go, cuMemAlloc
 	// memory, its own stream and handle) in one thing at a time, beside the idiomatic pass:

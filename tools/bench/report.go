@@ -46,6 +46,19 @@ type Row struct {
 	RawGBs      *float64 `json:"raw_gbs,omitempty"`
 	GBsRatio    *float64 `json:"gbs_ratio,omitempty"`
 	RawGBsRatio *float64 `json:"raw_gbs_ratio,omitempty"`
+
+	// RatioRange is the lowest and highest of the rounds' own GoverC ratios (bench
+	// -rounds N > 1): how far the comparison moved between processes.
+	RatioRange []float64 `json:"ratio_range,omitempty"`
+}
+
+// GoverC is the row's ratio as the table shows it: Go / C bandwidth for a copy row,
+// Go / C time otherwise; nil without both sides.
+func (r Row) GoverC() *float64 {
+	if r.Bytes > 0 {
+		return r.GBsRatio
+	}
+	return r.Ratio
 }
 
 // Report is everything one run produced, as written to bench.json.
@@ -57,6 +70,7 @@ type Report struct {
 	// FloorSched is the scheduling flag the floor's context was given (floor -blocking-sync),
 	// "" for the driver's default.
 	FloorSched string `json:"floor_sched,omitempty"`
+	Rounds     int    `json:"rounds,omitempty"` // the rounds each number is the median of
 	Rows       []Row  `json:"rows"`
 }
 
@@ -203,7 +217,11 @@ func cells(r Row) []string {
 	if r.RawError != "" {
 		raw = Missing + " (error)"
 	}
-	return []string{r.ID, floor, timeOrBW(r.GoNs, r.GoGBs), ratioOf(r.Ratio, r.GBsRatio), raw,
+	rat := ratioOf(r.Ratio, r.GBsRatio)
+	if len(r.RatioRange) == 2 {
+		rat += fmt.Sprintf(" (%.2f–%.2f)", r.RatioRange[0], r.RatioRange[1])
+	}
+	return []string{r.ID, floor, timeOrBW(r.GoNs, r.GoGBs), rat, raw,
 		ratioOf(r.RawRatio, r.RawGBsRatio), orMissing(r.GoBench)}
 }
 
@@ -254,6 +272,10 @@ func WriteMarkdown(w io.Writer, rep Report) error {
 	}
 	if rep.FloorSched != "" {
 		fmt.Fprintf(w, " The C floor's context has %s.", rep.FloorSched)
+	}
+	if rep.Rounds > 1 {
+		fmt.Fprintf(w, " Each number is the median of %d rounds of the three sides in turn; "+
+			"in parentheses, the range of the rounds' own ratios.", rep.Rounds)
 	}
 	fmt.Fprint(w, "\n\n")
 	_, err := io.WriteString(w, b.String())

@@ -165,3 +165,35 @@ func TestWriteBenchFormat(t *testing.T) {
 	assert.InDelta(t, 8000, res[1].NsOp, 1e-9)
 	assert.Equal(t, int64(10), res[1].Iters)
 }
+
+// TestRatioRanges: with several rounds, each row with both sides gets the range of
+// the rounds' own ratios, and the markdown shows it beside the median's ratio; the
+// report names the rounds.
+func TestRatioRanges(t *testing.T) {
+	ws := testWorkloads()
+	var floors []FloorOutput
+	var pkgs []map[string][]Result
+	var raws []map[string]RawResult
+	for _, goNs := range []float64{40, 55, 70} {
+		f, p, r := testInputs()
+		p["cuda"][1].NsOp = goNs // call/CtxGetCurrent's Go side; its C side is 10 ns
+		floors, pkgs, raws = append(floors, f), append(pkgs, p), append(raws, r)
+	}
+	rows, err := Join(ws, medianFloor(floors), medianPkg(pkgs), medianRaw(raws))
+	require.NoError(t, err)
+	require.NoError(t, setRatioRanges(rows, ws, floors, pkgs, raws))
+	assert.Equal(t, []float64{4, 7}, rows[0].RatioRange)
+	assert.InDeltaSlice(t, []float64{1.1, 1.1}, rows[1].RatioRange, 1e-9, "alloc/device/4KiB: the same in every round")
+	assert.Nil(t, rows[2].RatioRange, "no C side")
+	assert.Nil(t, rows[3].RatioRange, "no Go side")
+
+	var b bytes.Buffer
+	require.NoError(t, WriteMarkdown(&b, Report{Rounds: 3, Rows: rows}))
+	md := b.String()
+	assert.Contains(t, md, "| `call/CtxGetCurrent` | 10.0 ns | 55.0 ns | 5.50× (4.00–7.00) |")
+	assert.Contains(t, md, "median of 3 rounds")
+
+	rows[0].RatioRange = nil
+	require.NoError(t, setRatioRanges(rows, ws, floors[:1], pkgs[:1], raws[:1]))
+	assert.Nil(t, rows[0].RatioRange, "one round: no range")
+}
