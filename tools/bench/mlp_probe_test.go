@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"runtime"
+	"slices"
 	"testing"
 	"unsafe"
 
@@ -18,7 +19,8 @@ import (
 // the idiomatic pass on a locked OS thread. Timed as BenchmarkMLP/eager. pair and
 // sgemm-pair set the idiomatic pass (and cublas/sgemm-small's one SGEMM) beside the
 // same calls from a C loop and from the raw layer in this process: the goals' ratios
-// without the differences between processes.
+// without the differences between processes. sgemm-pair also runs the raw SGEMM on a
+// handle with a pool workspace, and inside cuda.Enqueue with Gemm's uses.
 func BenchmarkMLPProbe(b *testing.B) {
 	n := newGoNet(b)
 	ctx := n.s.Context()
@@ -159,11 +161,23 @@ func BenchmarkMLPProbe(b *testing.B) {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		require.NoError(b, cuda.CtxSetCurrent(ctx.Handle()))
+		poolGemm := func() error {
+			return cublas.Sgemm(h2, cublas.NoTrans, cublas.NoTrans, mlpWidth, mlpBatch, mlpWidth, &scal[0],
+				devF32(w[0]), mlpWidth, devF32(hh[0]), mlpWidth, &scal[1], devF32(hh[1]), mlpWidth)
+		}
+		// enqueue and enqueue-ws: the raw calls inside cuda.Enqueue with the uses
+		// that cublas.Gemm declares (and its workspace's), so the gap between raw and
+		// go splits into the hand-off and the handle cache around it.
+		uses := []cuda.Use{cuda.Reads(n.w[0]), cuda.Reads(n.h[0]), cuda.Writes(n.h[1])}
+		usesWS := append(slices.Clone(uses), cuda.Writes(wsPool))
 		callbench.Alternate(b, 400, n.s.Synchronize, callbench.Side{Name: "c", Run: c1.Loop},
 			callbench.Loop("raw", func() error { return rawGemm(0) }),
-			callbench.Loop("raw-poolws", func() error {
-				return cublas.Sgemm(h2, cublas.NoTrans, cublas.NoTrans, mlpWidth, mlpBatch, mlpWidth, &scal[0],
-					devF32(w[0]), mlpWidth, devF32(hh[0]), mlpWidth, &scal[1], devF32(hh[1]), mlpWidth)
+			callbench.Loop("raw-poolws", poolGemm),
+			callbench.Loop("enqueue", func() error {
+				return cuda.Enqueue(n.s, func(cuda.CUcontext, cuda.CUstream) error { return rawGemm(0) }, uses...)
+			}),
+			callbench.Loop("enqueue-ws", func() error {
+				return cuda.Enqueue(n.s, func(cuda.CUcontext, cuda.CUstream) error { return poolGemm() }, usesWS...)
 			}),
 			callbench.Loop("go", func() error { return n.gemm(0) }))
 	})
