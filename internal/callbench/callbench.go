@@ -4,13 +4,8 @@ package callbench
 
 /*
 #include <stdint.h>
-#include <time.h>
 
-static int64_t now_ns(void) {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
+#include "clock.h"
 
 // loop_ptr calls int fn(void*) n times with the same argument.
 static int64_t loop_ptr(uintptr_t fn, void *arg, int64_t n) {

@@ -3,19 +3,14 @@ package callbench
 /*
 #include <stddef.h>
 #include <stdint.h>
-#include <time.h>
 
-static int64_t copy_now_ns(void) {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
+#include "clock.h"
 
 // loop_copy copies n bytes between host and dev iters times as a C program would,
 // in one of the ways of CopyWay (mode); see LoopCopy.
 static int64_t loop_copy(int h2d, int mode, uintptr_t fn, uintptr_t record, uintptr_t query,
 		uintptr_t dev, void* host, size_t n, uintptr_t stream, uintptr_t ev, int64_t iters) {
-	int64_t t0 = copy_now_ns();
+	int64_t t0 = now_ns();
 	for (int64_t i = 0; i < iters; i++) {
 		int s;
 		if (mode == 0)
@@ -34,7 +29,7 @@ static int64_t loop_copy(int h2d, int mode, uintptr_t fn, uintptr_t record, uint
 			if (s != 0) return -1;
 		}
 	}
-	return copy_now_ns() - t0;
+	return now_ns() - t0;
 }
 */
 import "C"

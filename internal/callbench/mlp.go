@@ -2,13 +2,8 @@ package callbench
 
 /*
 #include <stdint.h>
-#include <time.h>
 
-static int64_t mlp_now_ns(void) {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
+#include "clock.h"
 
 // cublasSgemm_v2's shape, with the handle and device pointers as integers.
 typedef int (*sgemm_fn)(uintptr_t, int, int, int, int, int, const float*, uintptr_t, int,
@@ -26,7 +21,7 @@ static int64_t loop_mlp(uintptr_t sgemm, uintptr_t launch, uintptr_t handle, uin
 	static const float one = 1, zero = 0;
 	sgemm_fn gemm = (sgemm_fn)sgemm;
 	mlp_launch_fn lk = (mlp_launch_fn)launch;
-	int64_t t0 = mlp_now_ns();
+	int64_t t0 = now_ns();
 	for (int64_t p = 0; p < n; p++) {
 		for (int i = 0; i < layers; i++) {
 			if (gemm(handle, 0, 0, width, batch, width, &one, w[i], width, h[i], width, &zero, h[i + 1], width) != 0)
@@ -35,7 +30,7 @@ static int64_t loop_mlp(uintptr_t sgemm, uintptr_t launch, uintptr_t handle, uin
 				return -1;
 		}
 	}
-	return mlp_now_ns() - t0;
+	return now_ns() - t0;
 }
 
 // The fakes the tests pass as cublasSgemm_v2 and cuLaunchKernel: they record what
