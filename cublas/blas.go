@@ -72,20 +72,21 @@ func Gemm[T GemmScalar](s *cuda.Stream, transA, transB CublasOperation, m, n, k 
 		return err
 	}
 	M, N, K, LDA, LDB, LDC := int32(m), int32(n), int32(k), int32(lda), int32(ldb), int32(ldc)
-	return call(op, s, func(ctx cuda.CUcontext, h CublasHandle) error {
+	return call(op, s, func(ctx cuda.CUcontext, h CublasHandle, sc *scalars) error {
+		pal, pbe := setScalars(sc, alpha, beta)
 		switch any(alpha).(type) {
 		case float32:
-			return inSgemm(ctx, h, transA, transB, M, N, K, f32(&alpha), f32(pa), LDA, f32(pb), LDB, f32(&beta), f32(pc), LDC)
+			return inSgemm(ctx, h, transA, transB, M, N, K, f32(pal), f32(pa), LDA, f32(pb), LDB, f32(pbe), f32(pc), LDC)
 		case float64:
-			return inDgemm(ctx, h, transA, transB, M, N, K, f64(&alpha), f64(pa), LDA, f64(pb), LDB, f64(&beta), f64(pc), LDC)
+			return inDgemm(ctx, h, transA, transB, M, N, K, f64(pal), f64(pa), LDA, f64(pb), LDB, f64(pbe), f64(pc), LDC)
 		case complex64:
-			return inCgemm(ctx, h, transA, transB, M, N, K, c64(&alpha), c64(pa), LDA, c64(pb), LDB, c64(&beta), c64(pc), LDC)
+			return inCgemm(ctx, h, transA, transB, M, N, K, c64(pal), c64(pa), LDA, c64(pb), LDB, c64(pbe), c64(pc), LDC)
 		case cuda.Float16:
-			return inGemmEx(ctx, h, transA, transB, M, N, K, unsafe.Pointer(&alpha), unsafe.Pointer(pa), cuda.CUDA_R_16F, LDA,
-				unsafe.Pointer(pb), cuda.CUDA_R_16F, LDB, unsafe.Pointer(&beta), unsafe.Pointer(pc), cuda.CUDA_R_16F, LDC,
+			return inGemmEx(ctx, h, transA, transB, M, N, K, unsafe.Pointer(pal), unsafe.Pointer(pa), cuda.CUDA_R_16F, LDA,
+				unsafe.Pointer(pb), cuda.CUDA_R_16F, LDB, unsafe.Pointer(pbe), unsafe.Pointer(pc), cuda.CUDA_R_16F, LDC,
 				CUBLAS_COMPUTE_16F, CUBLAS_GEMM_DEFAULT)
 		default:
-			return inZgemm(ctx, h, transA, transB, M, N, K, c128(&alpha), c128(pa), LDA, c128(pb), LDB, c128(&beta), c128(pc), LDC)
+			return inZgemm(ctx, h, transA, transB, M, N, K, c128(pal), c128(pa), LDA, c128(pb), LDB, c128(pbe), c128(pc), LDC)
 		}
 	}, cuda.Reads(a), cuda.Reads(b), cuda.Writes(c))
 }
@@ -127,20 +128,21 @@ func GemmStridedBatched[T GemmScalar](s *cuda.Stream, transA, transB CublasOpera
 	}
 	M, N, K, LDA, LDB, LDC, B := int32(m), int32(n), int32(k), int32(lda), int32(ldb), int32(ldc), int32(batch)
 	SA, SB, SC := int64(strideA), int64(strideB), int64(strideC)
-	return call(op, s, func(ctx cuda.CUcontext, h CublasHandle) error {
+	return call(op, s, func(ctx cuda.CUcontext, h CublasHandle, sc *scalars) error {
+		pal, pbe := setScalars(sc, alpha, beta)
 		switch any(alpha).(type) {
 		case float32:
-			return inSgemmStridedBatched(ctx, h, transA, transB, M, N, K, f32(&alpha), f32(pa), LDA, SA, f32(pb), LDB, SB, f32(&beta), f32(pc), LDC, SC, B)
+			return inSgemmStridedBatched(ctx, h, transA, transB, M, N, K, f32(pal), f32(pa), LDA, SA, f32(pb), LDB, SB, f32(pbe), f32(pc), LDC, SC, B)
 		case float64:
-			return inDgemmStridedBatched(ctx, h, transA, transB, M, N, K, f64(&alpha), f64(pa), LDA, SA, f64(pb), LDB, SB, f64(&beta), f64(pc), LDC, SC, B)
+			return inDgemmStridedBatched(ctx, h, transA, transB, M, N, K, f64(pal), f64(pa), LDA, SA, f64(pb), LDB, SB, f64(pbe), f64(pc), LDC, SC, B)
 		case complex64:
-			return inCgemmStridedBatched(ctx, h, transA, transB, M, N, K, c64(&alpha), c64(pa), LDA, SA, c64(pb), LDB, SB, c64(&beta), c64(pc), LDC, SC, B)
+			return inCgemmStridedBatched(ctx, h, transA, transB, M, N, K, c64(pal), c64(pa), LDA, SA, c64(pb), LDB, SB, c64(pbe), c64(pc), LDC, SC, B)
 		case cuda.Float16:
-			return inGemmStridedBatchedEx(ctx, h, transA, transB, M, N, K, unsafe.Pointer(&alpha), unsafe.Pointer(pa), cuda.CUDA_R_16F, LDA, SA,
-				unsafe.Pointer(pb), cuda.CUDA_R_16F, LDB, SB, unsafe.Pointer(&beta), unsafe.Pointer(pc), cuda.CUDA_R_16F, LDC, SC, B,
+			return inGemmStridedBatchedEx(ctx, h, transA, transB, M, N, K, unsafe.Pointer(pal), unsafe.Pointer(pa), cuda.CUDA_R_16F, LDA, SA,
+				unsafe.Pointer(pb), cuda.CUDA_R_16F, LDB, SB, unsafe.Pointer(pbe), unsafe.Pointer(pc), cuda.CUDA_R_16F, LDC, SC, B,
 				CUBLAS_COMPUTE_16F, CUBLAS_GEMM_DEFAULT)
 		default:
-			return inZgemmStridedBatched(ctx, h, transA, transB, M, N, K, c128(&alpha), c128(pa), LDA, SA, c128(pb), LDB, SB, c128(&beta), c128(pc), LDC, SC, B)
+			return inZgemmStridedBatched(ctx, h, transA, transB, M, N, K, c128(pal), c128(pa), LDA, SA, c128(pb), LDB, SB, c128(pbe), c128(pc), LDC, SC, B)
 		}
 	}, cuda.Reads(a), cuda.Reads(b), cuda.Writes(c))
 }
@@ -171,16 +173,17 @@ func Gemv[T Scalar](s *cuda.Stream, trans CublasOperation, m, n int, alpha T, a 
 		return err
 	}
 	M, N, LDA := int32(m), int32(n), int32(lda)
-	return call(op, s, func(ctx cuda.CUcontext, h CublasHandle) error {
+	return call(op, s, func(ctx cuda.CUcontext, h CublasHandle, sc *scalars) error {
+		pal, pbe := setScalars(sc, alpha, beta)
 		switch any(alpha).(type) {
 		case float32:
-			return inSgemv(ctx, h, trans, M, N, f32(&alpha), f32(pa), LDA, f32(px), 1, f32(&beta), f32(py), 1)
+			return inSgemv(ctx, h, trans, M, N, f32(pal), f32(pa), LDA, f32(px), 1, f32(pbe), f32(py), 1)
 		case float64:
-			return inDgemv(ctx, h, trans, M, N, f64(&alpha), f64(pa), LDA, f64(px), 1, f64(&beta), f64(py), 1)
+			return inDgemv(ctx, h, trans, M, N, f64(pal), f64(pa), LDA, f64(px), 1, f64(pbe), f64(py), 1)
 		case complex64:
-			return inCgemv(ctx, h, trans, M, N, c64(&alpha), c64(pa), LDA, c64(px), 1, c64(&beta), c64(py), 1)
+			return inCgemv(ctx, h, trans, M, N, c64(pal), c64(pa), LDA, c64(px), 1, c64(pbe), c64(py), 1)
 		default:
-			return inZgemv(ctx, h, trans, M, N, c128(&alpha), c128(pa), LDA, c128(px), 1, c128(&beta), c128(py), 1)
+			return inZgemv(ctx, h, trans, M, N, c128(pal), c128(pa), LDA, c128(px), 1, c128(pbe), c128(py), 1)
 		}
 	}, cuda.Reads(a), cuda.Reads(x), cuda.Writes(y))
 }
@@ -197,16 +200,17 @@ func Axpy[T Scalar](s *cuda.Stream, n int, alpha T, x, y cuda.Memory) error {
 		return err
 	}
 	N := int32(n)
-	return call(op, s, func(ctx cuda.CUcontext, h CublasHandle) error {
+	return call(op, s, func(ctx cuda.CUcontext, h CublasHandle, sc *scalars) error {
+		pal := setScalar(sc, alpha)
 		switch any(alpha).(type) {
 		case float32:
-			return inSaxpy(ctx, h, N, f32(&alpha), f32(px), 1, f32(py), 1)
+			return inSaxpy(ctx, h, N, f32(pal), f32(px), 1, f32(py), 1)
 		case float64:
-			return inDaxpy(ctx, h, N, f64(&alpha), f64(px), 1, f64(py), 1)
+			return inDaxpy(ctx, h, N, f64(pal), f64(px), 1, f64(py), 1)
 		case complex64:
-			return inCaxpy(ctx, h, N, c64(&alpha), c64(px), 1, c64(py), 1)
+			return inCaxpy(ctx, h, N, c64(pal), c64(px), 1, c64(py), 1)
 		default:
-			return inZaxpy(ctx, h, N, c128(&alpha), c128(px), 1, c128(py), 1)
+			return inZaxpy(ctx, h, N, c128(pal), c128(px), 1, c128(py), 1)
 		}
 	}, cuda.Reads(x), cuda.Writes(y))
 }
@@ -219,16 +223,17 @@ func Scal[T Scalar](s *cuda.Stream, n int, alpha T, x cuda.Memory) error {
 		return err
 	}
 	N := int32(n)
-	return call(op, s, func(ctx cuda.CUcontext, h CublasHandle) error {
+	return call(op, s, func(ctx cuda.CUcontext, h CublasHandle, sc *scalars) error {
+		pal := setScalar(sc, alpha)
 		switch any(alpha).(type) {
 		case float32:
-			return inSscal(ctx, h, N, f32(&alpha), f32(px), 1)
+			return inSscal(ctx, h, N, f32(pal), f32(px), 1)
 		case float64:
-			return inDscal(ctx, h, N, f64(&alpha), f64(px), 1)
+			return inDscal(ctx, h, N, f64(pal), f64(px), 1)
 		case complex64:
-			return inCscal(ctx, h, N, c64(&alpha), c64(px), 1)
+			return inCscal(ctx, h, N, c64(pal), c64(px), 1)
 		default:
-			return inZscal(ctx, h, N, c128(&alpha), c128(px), 1)
+			return inZscal(ctx, h, N, c128(pal), c128(px), 1)
 		}
 	}, cuda.Writes(x))
 }
@@ -276,7 +281,7 @@ func reduceTo[T Real](op string, s *cuda.Stream, n int, in []cuda.Memory, result
 		return err
 	}
 	N := int32(n)
-	return call(op, s, func(ctx cuda.CUcontext, h CublasHandle) error {
+	return call(op, s, func(ctx cuda.CUcontext, h CublasHandle, _ *scalars) error {
 		return devicePointers(ctx, h, func() error { return f(ctx, h, N, p, r) })
 	}, append(uses, cuda.Writes(result))...)
 }

@@ -388,3 +388,38 @@ func TestGemmInCapture(t *testing.T) {
 		require.NoError(t, cuda.CopyToDevice(dA, a))
 	}
 }
+
+// TestCallsDoNotAllocate: once a handle is cached, Gemm, Gemv, Axpy, Scal and
+// GemmMixed allocate nothing per call: their host scalars live in the handle.
+func TestCallsDoNotAllocate(t *testing.T) {
+	_, s := setup(t, gputest.Kernels)
+	gputest.RequireLibrary(t, cublas.Library())
+	const n = 16
+	a := onDevice(t, s, make([]float32, n*n))
+	c := onDevice(t, s, make([]float32, n*n))
+	x := onDevice(t, s, make([]float32, n))
+	y := onDevice(t, s, make([]float32, n))
+	h := onDevice(t, s, make([]cuda.Float16, n*n))
+	hc := onDevice(t, s, make([]cuda.Float16, n*n))
+	calls := map[string]func() error{
+		"gemm": func() error {
+			return cublas.Gemm(s, cublas.NoTrans, cublas.NoTrans, n, n, n, float32(1), a, n, a, n, float32(0), c, n)
+		},
+		"gemv": func() error { return cublas.Gemv(s, cublas.NoTrans, n, n, float32(1), a, n, x, float32(0), y) },
+		"axpy": func() error { return cublas.Axpy(s, n, float32(2), x, y) },
+		"scal": func() error { return cublas.Scal(s, n, float32(0.5), y) },
+		"gemm mixed": func() error {
+			return cublas.GemmMixed[cuda.Float16, cuda.Float16](s, cublas.NoTrans, cublas.NoTrans, n, n, n, 1, h, n, h, n, 0, hc, n, cublas.Compute16F)
+		},
+	}
+	for name, call := range calls {
+		require.NoError(t, call(), name) // makes and caches the handle
+		allocs := testing.AllocsPerRun(50, func() {
+			if err := call(); err != nil {
+				t.Fatal(name, err)
+			}
+		})
+		assert.Zero(t, allocs, "%s: allocations per call", name)
+	}
+	require.NoError(t, s.Synchronize())
+}

@@ -94,34 +94,32 @@ func dataType(t reflect.Type) cuda.CudaDataType {
 	return cuda.CUDA_R_32I
 }
 
-// exScalars holds alpha and beta in the scale type of a compute kind: half for
-// Compute16F, int32 for Compute32I, float64 for Compute64F, float32 otherwise.
-type exScalars struct {
-	f16 [2]cuda.Float16
-	i32 [2]int32
-	f32 [2]float32
-	f64 [2]float64
+// checkExScalars reports alpha and beta that compute's scale type cannot hold:
+// Compute32I scales by int32 values.
+func checkExScalars(compute CublasComputeType, alpha, beta float64) error {
+	if compute == CUBLAS_COMPUTE_32I && (alpha != float64(int32(alpha)) || beta != float64(int32(beta))) {
+		return fmt.Errorf("%w: alpha %v and beta %v must be int32 values for Compute32I", cuda.ErrInvalidArgument, alpha, beta)
+	}
+	return nil
 }
 
-// pointers converts alpha and beta to compute's scale type and returns their
-// addresses (in x, which the caller keeps alive across the call).
-func (x *exScalars) pointers(compute CublasComputeType, alpha, beta float64) (unsafe.Pointer, unsafe.Pointer, error) {
+// exScalars stores alpha and beta in sc in the scale type of a compute kind (half
+// for Compute16F, int32 for Compute32I, float64 for Compute64F, float32 otherwise)
+// and returns their addresses there.
+func exScalars(sc *scalars, compute CublasComputeType, alpha, beta float64) (unsafe.Pointer, unsafe.Pointer) {
 	switch compute {
 	case CUBLAS_COMPUTE_16F:
-		x.f16 = [2]cuda.Float16{cuda.NewFloat16(float32(alpha)), cuda.NewFloat16(float32(beta))}
-		return unsafe.Pointer(&x.f16[0]), unsafe.Pointer(&x.f16[1]), nil
+		a, b := setScalars(sc, cuda.NewFloat16(float32(alpha)), cuda.NewFloat16(float32(beta)))
+		return unsafe.Pointer(a), unsafe.Pointer(b)
 	case CUBLAS_COMPUTE_32I:
-		if alpha != float64(int32(alpha)) || beta != float64(int32(beta)) {
-			return nil, nil, fmt.Errorf("%w: alpha %v and beta %v must be int32 values for Compute32I", cuda.ErrInvalidArgument, alpha, beta)
-		}
-		x.i32 = [2]int32{int32(alpha), int32(beta)}
-		return unsafe.Pointer(&x.i32[0]), unsafe.Pointer(&x.i32[1]), nil
+		a, b := setScalars(sc, int32(alpha), int32(beta))
+		return unsafe.Pointer(a), unsafe.Pointer(b)
 	case CUBLAS_COMPUTE_64F, CUBLAS_COMPUTE_64F_EMULATED_FIXEDPOINT:
-		x.f64 = [2]float64{alpha, beta}
-		return unsafe.Pointer(&x.f64[0]), unsafe.Pointer(&x.f64[1]), nil
+		a, b := setScalars(sc, alpha, beta)
+		return unsafe.Pointer(a), unsafe.Pointer(b)
 	}
-	x.f32 = [2]float32{float32(alpha), float32(beta)}
-	return unsafe.Pointer(&x.f32[0]), unsafe.Pointer(&x.f32[1]), nil
+	a, b := setScalars(sc, float32(alpha), float32(beta))
+	return unsafe.Pointer(a), unsafe.Pointer(b)
 }
 
 // GemmMixed computes C = alpha·op(A)·op(B) + beta·C on s with A and B of element type
@@ -143,9 +141,7 @@ func GemmMixed[In, Out ExType](s *cuda.Stream, transA, transB CublasOperation, m
 		return fmt.Errorf("cublas: %s: %w: %v inputs into %v with compute type %v is not a cublasGemmEx combination",
 			op, cuda.ErrInvalidArgument, in, out, compute)
 	}
-	var sc exScalars
-	palpha, pbeta, err := sc.pointers(base, alpha, beta)
-	if err != nil {
+	if err := checkExScalars(base, alpha, beta); err != nil {
 		return fmt.Errorf("cublas: %s: %w", op, err)
 	}
 	ar, ac := dims(transA, m, k)
@@ -170,7 +166,8 @@ func GemmMixed[In, Out ExType](s *cuda.Stream, transA, transB CublasOperation, m
 			op, cuda.ErrInvalidArgument, m, k, lda, ldb, ldc)
 	}
 	it, ot := dataType(in), dataType(out)
-	return call(op, s, func(ctx cuda.CUcontext, h CublasHandle) error {
+	return call(op, s, func(ctx cuda.CUcontext, h CublasHandle, sc *scalars) error {
+		palpha, pbeta := exScalars(sc, base, alpha, beta)
 		return inGemmEx(ctx, h, transA, transB, int32(m), int32(n), int32(k), palpha, unsafe.Pointer(pa), it, int32(lda),
 			unsafe.Pointer(pb), it, int32(ldb), pbeta, unsafe.Pointer(pc), ot, int32(ldc), compute, CUBLAS_GEMM_DEFAULT)
 	}, cuda.Reads(a), cuda.Reads(b), cuda.Writes(c))

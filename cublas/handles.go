@@ -36,10 +36,35 @@ const MaxIdleHandles = 4
 const DefaultWorkspaceSize = 4 << 20
 
 // workspace is a handle's workspace: the buffer, and whether it is set for the
-// handle's stream (cublasSetStream resets cuBLAS to its default workspace).
+// handle's stream (cublasSetStream resets cuBLAS to its default workspace); and its
+// room for a call's host scalars.
 type workspace struct {
-	buf *cuda.DeviceBuffer
-	set bool
+	buf  *cuda.DeviceBuffer
+	set  bool
+	scal *scalars
+}
+
+// scalars is a handle's room for the host scalars of one call (alpha and beta, of
+// any scale type up to complex128). cuBLAS reads host scalars before the call
+// returns, and a handle serves one call at a time, so calls need not allocate them:
+// the address of a Go variable passed to C moves the variable to the heap at every
+// call. It is an allocation of its own, holding no Go pointers, as cgo requires of
+// memory passed to C.
+type scalars [2]complex128
+
+// setScalars stores alpha and beta (16 bytes each at most) in sc and returns their
+// addresses there.
+func setScalars[T any](sc *scalars, alpha, beta T) (*T, *T) {
+	a, b := (*T)(unsafe.Pointer(&sc[0])), (*T)(unsafe.Pointer(&sc[1]))
+	*a, *b = alpha, beta
+	return a, b
+}
+
+// setScalar stores alpha in sc and returns its address there.
+func setScalar[T any](sc *scalars, alpha T) *T {
+	a := (*T)(unsafe.Pointer(&sc[0]))
+	*a = alpha
+	return a
 }
 
 type handle = libhandle.Handle[CublasHandle, *OwnedHandle, workspace]
@@ -78,6 +103,9 @@ func take(ctx *cuda.Context, s *cuda.Stream, uses []cuda.Use) (*handle, error) {
 		return nil, err
 	}
 	ws := &h.State
+	if ws.scal == nil {
+		ws.scal = new(scalars)
+	}
 	size := WorkspaceSize(ctx)
 	if ws.buf != nil && ws.buf.Size() != size {
 		ws.buf.Close() // ordered after its last use by the hand-off
@@ -125,7 +153,7 @@ func idleHandles(ctx *cuda.Context) int { return handles.Idle(ctx) }
 // with the memory f uses and the handle's workspace (holds, hand-off), and names the
 // operation in errors. The stream and memory are checked before a handle is made
 // (libhandle.Pool.Take), so that a bad argument is reported before cuBLAS is loaded.
-func call(op string, s *cuda.Stream, f func(ctx cuda.CUcontext, h CublasHandle) error, uses ...cuda.Use) error {
+func call(op string, s *cuda.Stream, f func(ctx cuda.CUcontext, h CublasHandle, sc *scalars) error, uses ...cuda.Use) error {
 	fail := func(err error) error { return fmt.Errorf("cublas: %s: %w", op, err) }
 	ctx := s.Context()
 	if ctx == nil {
@@ -146,7 +174,7 @@ func call(op string, s *cuda.Stream, f func(ctx cuda.CUcontext, h CublasHandle) 
 		if err := bind(c, h, st); err != nil {
 			return err
 		}
-		return f(c, h.Raw)
+		return f(c, h.Raw, h.State.scal)
 	}, uses...)
 	if err != nil {
 		return fail(err)
