@@ -3,6 +3,7 @@ package cublas
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/gocuda/gocuda/cuda"
@@ -42,6 +43,9 @@ type workspace struct {
 	buf  *cuda.DeviceBuffer
 	set  bool
 	scal *scalars
+	// size is the context's workspace size as read when wsVersion was ver-1 (0:
+	// never read), so that calls look it up only after SetWorkspaceSize.
+	size, ver int64
 }
 
 // scalars is a handle's room for the host scalars of one call (alpha and beta, of
@@ -72,9 +76,13 @@ type handle = libhandle.Handle[CublasHandle, *OwnedHandle, workspace]
 // handles are the idle handles, per context.
 var handles = libhandle.New[CublasHandle, *OwnedHandle, workspace](MaxIdleHandles, Create, OwnHandle, false)
 
-// wsSizes maps a context's handle to its workspace size (an int) once set: read at
-// every call without a lock, so that goroutines calling cuBLAS do not contend.
-var wsSizes sync.Map
+// wsSizes maps a context's handle to its workspace size (an int) once set, read
+// without a lock; wsVersion counts the SetWorkspaceSize calls, so that a handle
+// reads wsSizes again only after one.
+var (
+	wsSizes   sync.Map
+	wsVersion atomic.Int64
+)
 
 // SetWorkspaceSize sets the workspace size of ctx's cuBLAS handles, in bytes (0: no
 // workspace of ours; cuBLAS then uses the handle's default one). Handles made
@@ -84,6 +92,7 @@ func SetWorkspaceSize(ctx *cuda.Context, bytes int) error {
 		return fmt.Errorf("cublas: set workspace size: %w: %d bytes", cuda.ErrInvalidArgument, bytes)
 	}
 	wsSizes.Store(ctx.Handle(), bytes)
+	wsVersion.Add(1)
 	return nil
 }
 
@@ -106,7 +115,10 @@ func take(ctx *cuda.Context, s *cuda.Stream, uses []cuda.Use) (*handle, error) {
 	if ws.scal == nil {
 		ws.scal = new(scalars)
 	}
-	size := WorkspaceSize(ctx)
+	if v := wsVersion.Load() + 1; ws.ver != v {
+		ws.size, ws.ver = int64(WorkspaceSize(ctx)), v
+	}
+	size := int(ws.size)
 	if ws.buf != nil && ws.buf.Size() != size {
 		ws.buf.Close() // ordered after its last use by the hand-off
 		// The handle must not keep the old address: unbinding it makes the next

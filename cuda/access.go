@@ -46,7 +46,7 @@ func (u use) complete() bool { return u.gen <= u.s.doneGen.Load() }
 
 // current reports whether u's stream is still in the generation of the use (the
 // caller holds the stream's lock).
-func (u use) current() bool { return !u.s.closed && u.s.gen.Load() == u.gen }
+func (u use) current() bool { return !u.s.closed.Load() && u.s.gen.Load() == u.gen }
 
 // access is the hand-off state of an allocation (memBase.acc; views use their
 // root's).
@@ -296,7 +296,7 @@ func (ms *memState) orderAfter(u use, t *stream) error {
 		return err
 	}
 	s.mu.RLock()
-	if !s.closed {
+	if !s.closed.Load() {
 		err = inEventRecord(ms.cs.h, ev, s.h)
 		s.mu.RUnlock()
 		if err == nil {

@@ -87,7 +87,7 @@ func TestLaunchBatchSubmitChecksCPU(t *testing.T) {
 	m.closed = true
 	require.ErrorIs(t, b.Submit(s), ErrClosed)
 	m.closed = false
-	s.closed = true
+	s.closed.Store(true)
 	require.ErrorIs(t, b.Submit(s), ErrClosed)
 	assert.Empty(t, buf.used(), "nothing was marked used")
 }

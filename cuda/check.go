@@ -101,7 +101,7 @@ func ptrTaken(m *memBase) {
 func streamIdle(s *stream) bool {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if s.closed {
+	if s.closed.Load() {
 		if s.final == nil {
 			return true
 		}

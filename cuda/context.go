@@ -254,7 +254,7 @@ func (c *ctxState) destroy() error {
 	for _, s := range own {
 		if s != nil {
 			s.mu.Lock()
-			s.closed = true
+			s.closed.Store(true)
 			s.mu.Unlock()
 		}
 	}

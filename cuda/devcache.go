@@ -185,7 +185,7 @@ func (ms *memState) flushDeviceCaches() {
 			continue // collected: its destroy flushes it
 		}
 		s.mu.RLock()
-		if !s.closed {
+		if !s.closed.Load() {
 			s.flushCache(ms)
 		}
 		s.mu.RUnlock()

@@ -50,35 +50,78 @@ func Enqueue(s *Stream, f func(ctx CUcontext, h CUstream) error, uses ...Use) er
 	if err := CheckEnqueue(s, uses...); err != nil {
 		return err
 	}
+	// One deferred cleanup, which the compiler open-codes (several defers in a
+	// function with this many returns cost a runtime call each): a panic in f still
+	// ends the holds and unlocks the stream.
+	var q enqueued
+	defer q.end(s, uses)
+	return q.run(s, f, uses)
+}
+
+// enqueued is an Enqueue's progress, for its cleanup: what it entered, held and
+// locked, and its uses' flags (the first eight; later ones are worked out again).
+type enqueued struct {
+	entered bool
+	held    int  // uses[:held] are acquired (those not dups of earlier ones)
+	locked  bool // the stream's read lock is held
+	flags   [8]useFlags
+}
+
+// useFlags says of a use whether an earlier use names the same memory (only the
+// first is held, planned and recorded) and whether any use of its memory writes.
+type useFlags uint8
+
+const (
+	useDup useFlags = 1 << iota
+	useWrite
+)
+
+func flagsOf(uses []Use, i int) useFlags {
+	var fl useFlags
+	if uses[i].dup(uses[:i]) {
+		fl |= useDup
+	}
+	if uses[i].writes(uses) {
+		fl |= useWrite
+	}
+	return fl
+}
+
+func (q *enqueued) flag(uses []Use, i int) useFlags {
+	if i < len(q.flags) {
+		return q.flags[i]
+	}
+	return flagsOf(uses, i)
+}
+
+// run is Enqueue after its checks; q.end undoes what it did.
+func (q *enqueued) run(s *Stream, f func(ctx CUcontext, h CUstream) error, uses []Use) error {
 	c := s.cs
 	if err := c.enter(); err != nil {
 		return err
 	}
-	defer c.exit()
+	q.entered = true
 	// Hold each memory once: a buffer used twice is written if either use writes.
-	held := 0
-	defer func() {
-		for i := range uses[:held] {
-			if !uses[i].dup(uses[:i]) {
-				uses[i].m.leave()
-			}
-		}
-	}()
 	for i := range uses {
-		if !uses[i].dup(uses[:i]) {
+		fl := flagsOf(uses, i)
+		if i < len(q.flags) {
+			q.flags[i] = fl
+		}
+		if fl&useDup == 0 {
 			if err := uses[i].m.acquire(); err != nil {
 				return err
 			}
 		}
-		held = i + 1
+		q.held = i + 1
 	}
 	var wait deps
 	var plans [8]planned
 	for i := range uses {
-		if uses[i].dup(uses[:i]) {
+		fl := q.flag(uses, i)
+		if fl&useDup != 0 {
 			continue
 		}
-		p := uses[i].m.plan(s.stream, uses[i].writes(uses), &wait)
+		p := uses[i].m.plan(s.stream, fl&useWrite != 0, &wait)
 		if i < len(plans) {
 			plans[i] = p // past the eighth, a use is recorded as if it raced: added
 		}
@@ -91,21 +134,37 @@ func Enqueue(s *Stream, f func(ctx CUcontext, h CUstream) error, uses ...Use) er
 	if err := lockOpen(s, s.stream); err != nil {
 		return err
 	}
-	defer s.mu.RUnlock()
+	q.locked = true
 	if err := f(c.h, s.h); err != nil {
 		return err
 	}
 	for i := range uses {
-		if uses[i].dup(uses[:i]) {
+		fl := q.flag(uses, i)
+		if fl&useDup != 0 {
 			continue
 		}
 		p := planned{}
 		if i < len(plans) {
 			p = plans[i]
 		}
-		uses[i].m.record(s.stream, uses[i].writes(uses), p)
+		uses[i].m.record(s.stream, fl&useWrite != 0, p)
 	}
 	return nil
+}
+
+// end unlocks the stream and ends the holds and the context's enter of run.
+func (q *enqueued) end(s *Stream, uses []Use) {
+	if q.locked {
+		s.mu.RUnlock()
+	}
+	for i := range uses[:q.held] {
+		if q.flag(uses, i)&useDup == 0 {
+			uses[i].m.leave()
+		}
+	}
+	if q.entered {
+		s.cs.exit()
+	}
 }
 
 // CheckEnqueue returns the error Enqueue(s, f, uses...) would return before f
@@ -117,12 +176,10 @@ func CheckEnqueue(s *Stream, uses ...Use) error {
 	if err := checkStream(s); err != nil {
 		return err
 	}
-	// The closed checks read flags without locking: Enqueue sees a Close after them.
+	// The closed checks read flags without locking (an atomic load each, no
+	// read-modify-write): Enqueue sees a Close after them under the stream's lock.
 	t := s.stream
-	t.mu.RLock()
-	closed := t.closed || (s.lease != 0 && t.gen.Load() != s.lease)
-	t.mu.RUnlock()
-	if closed {
+	if t.closed.Load() || (s.lease != 0 && t.gen.Load() != s.lease) {
 		return fmt.Errorf("cuda: stream: %w", ErrClosed)
 	}
 	c := s.cs

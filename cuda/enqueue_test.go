@@ -4,6 +4,7 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/gocuda/gocuda/cuda"
@@ -50,6 +51,47 @@ func TestEnqueue(t *testing.T) {
 	require.ErrorIs(t, cuda.Enqueue(ss[0], func(cuda.CUcontext, cuda.CUstream) error { return nil }, cuda.Writes(b)), cuda.ErrClosed)
 	for _, s := range ss {
 		require.NoError(t, s.Synchronize())
+	}
+}
+
+// A panic in Enqueue's function ends its holds and unlocks the stream (Close of the
+// memory and the stream would wait for ever otherwise); more uses than Enqueue keeps
+// flags for inline, with a repeat past the eighth, are held once and recorded.
+func TestEnqueuePanicAndManyUses(t *testing.T) {
+	ctx, _ := memSetup(t)
+	s, err := ctx.NewStream()
+	require.NoError(t, err)
+	bufs := make([]*cuda.DeviceBuffer, 10)
+	var uses []cuda.Use
+	for i := range bufs {
+		bufs[i], err = cuda.AllocFor[float32](s, 64)
+		require.NoError(t, err)
+		uses = append(uses, cuda.Reads(bufs[i]))
+	}
+	uses = append(uses, cuda.Writes(bufs[9])) // a repeat past the eighth: written
+	ran := false
+	require.NoError(t, cuda.Enqueue(s, func(cuda.CUcontext, cuda.CUstream) error { ran = true; return nil }, uses...))
+	assert.True(t, ran)
+	for _, b := range bufs {
+		assert.Equal(t, 1, cuda.UsesForTest(b), "one use recorded per buffer")
+	}
+
+	assert.PanicsWithValue(t, "boom", func() {
+		_ = cuda.Enqueue(s, func(cuda.CUcontext, cuda.CUstream) error { panic("boom") }, uses...)
+	})
+	done := make(chan error, 1)
+	go func() {
+		var errs []error
+		for _, b := range bufs {
+			errs = append(errs, b.Close())
+		}
+		done <- errors.Join(append(errs, s.Close())...)
+	}()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close waited for holds that the panic left behind")
 	}
 }
 

@@ -570,14 +570,16 @@ type Exec struct {
 type execState struct {
 	ctx *Context
 	own *OwnedGraphExec
-	// cs and h are ctx.ctxState and own's handle, for Launch (which holds hold, so
-	// own is not destroyed meanwhile) to reach without following pointers.
-	cs   *ctxState
-	h    CUgraphExec
-	hold hold
-	// mu: Launch reads lease under the read lock, Update replaces it.
-	mu    sync.RWMutex
-	lease *leaseSet
+	// cs and h are ctx.ctxState and own's handle, for Launch (which holds mu's read
+	// lock, so own is not destroyed meanwhile) to reach without following pointers.
+	cs *ctxState
+	h  CUgraphExec
+	// mu: Launch holds the read lock (and reads closed and lease under it); Close
+	// and Update take the write lock, so they wait for the launches in progress.
+	// One lock for both keeps a launch at two atomic operations of its own.
+	mu     sync.RWMutex
+	closed bool
+	lease  *leaseSet
 }
 
 // maxInlinePlans is how many leased buffers a Launch plans without allocating.
@@ -606,22 +608,20 @@ func (e *Exec) Launch(s *Stream) error {
 	if err := c.enter(); err != nil {
 		return err
 	}
-	if !x.hold.enter() {
-		c.exit()
-		return fmt.Errorf("cuda: executable graph: %w", ErrClosed)
-	}
+	x.mu.RLock()
 	err := x.launch(s)
-	x.hold.exit()
+	x.mu.RUnlock()
 	c.exit()
 	return err
 }
 
-// launch is Launch inside the context's and the executable's holds.
+// launch is Launch inside the context's hold and the executable's read lock.
 func (x *execState) launch(s *Stream) error {
+	if x.closed {
+		return fmt.Errorf("cuda: executable graph: %w", ErrClosed)
+	}
 	// The leases keep the memory from being freed, as a hold would, and record and
 	// plan need no more: they never run while its release does (postponed).
-	x.mu.RLock()
-	defer x.mu.RUnlock()
 	items := x.lease.items
 	var inline [maxInlinePlans]planned
 	plans := inline[:0]
@@ -655,10 +655,17 @@ func (x *execState) launch(s *Stream) error {
 // Close releases the executable graph (after the replays already queued) and its
 // leases on memory. Closing again returns an error that matches ErrClosed.
 func (e *Exec) Close() error {
-	if e == nil || e.e == nil || !e.e.hold.close() {
+	if e == nil || e.e == nil {
 		return fmt.Errorf("cuda: executable graph: %w", ErrClosed)
 	}
 	x := e.e
+	lockCounting(&x.mu)
+	first := !x.closed
+	x.closed = true
+	x.mu.Unlock()
+	if !first {
+		return fmt.Errorf("cuda: executable graph: %w", ErrClosed)
+	}
 	return errors.Join(x.own.Close(), x.lease.reg.Release())
 }
 
@@ -677,10 +684,6 @@ func (e *Exec) Update(g *Graph) error {
 	if x.ctx.ctxState != st.ctx.ctxState {
 		return fmt.Errorf("cuda: updating a graph: %w", ErrWrongContext)
 	}
-	if !x.hold.enter() {
-		return fmt.Errorf("cuda: executable graph: %w", ErrClosed)
-	}
-	defer x.hold.exit()
 	if !st.hold.enter() {
 		return fmt.Errorf("cuda: graph: %w", ErrClosed)
 	}
@@ -688,6 +691,10 @@ func (e *Exec) Update(g *Graph) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	x.mu.Lock()
+	if x.closed {
+		x.mu.Unlock()
+		return fmt.Errorf("cuda: executable graph: %w", ErrClosed)
+	}
 	var info CUgraphExecUpdateResultInfo
 	err := x.ctx.Locked(func() error { return GraphExecUpdate(x.own.Handle(), st.own.Handle(), &info) })
 	if err != nil {

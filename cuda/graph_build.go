@@ -332,10 +332,6 @@ func (e *Exec) SetKernelArgs(n Node, args ...any) error {
 	if f.mod.ctx.ctxState != x.ctx.ctxState {
 		return fmt.Errorf("cuda: setting kernel arguments: %w", ErrWrongContext)
 	}
-	if !x.hold.enter() {
-		return fmt.Errorf("cuda: executable graph: %w", ErrClosed)
-	}
-	defer x.hold.exit()
 	k, err := packNode(f, args)
 	if err != nil {
 		return err
@@ -344,6 +340,9 @@ func (e *Exec) SetKernelArgs(n Node, args ...any) error {
 	c := x.ctx
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if x.closed {
+		return fmt.Errorf("cuda: executable graph: %w", ErrClosed)
+	}
 	err = c.Locked(func() error {
 		return k.params(c, f, n.shape, func(p *CUDA_KERNEL_NODE_PARAMS) error {
 			return GraphExecKernelNodeSetParams(x.own.Handle(), n.h, p)

@@ -678,7 +678,7 @@ func launchAfter(ms *memState, d *deps, s *Stream, ctx CUcontext, f CUfunction, 
 	for i := range n {
 		u := d.at(i)
 		switch {
-		case !u.s.closed:
+		case !u.s.closed.Load():
 			from[i] = uint64(u.s.h)
 		case u.s.final != nil:
 			evs[i] = uint64(u.s.final.h) // the stream's end, recorded when it closed

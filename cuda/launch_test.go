@@ -373,7 +373,7 @@ func TestLaunchChecksBeforeDriver(t *testing.T) {
 	require.ErrorIs(t, m.Close(), ErrClosed, "a Module that was never loaded")
 
 	m.closed = false
-	s.closed = true
+	s.closed.Store(true)
 	require.ErrorIs(t, f.Launch(s, D1(1), D1(1), 0, int32(1)), ErrClosed)
 
 	_, err = m.Function("a\x00b")

@@ -90,7 +90,7 @@ func TestMemStreamAndContextChecksCPU(t *testing.T) {
 	require.ErrorIs(t, err, ErrWrongContext)
 
 	closed := fakeStream(c)
-	closed.closed = true
+	closed.closed.Store(true)
 	_, err = c.Alloc(closed, 16)
 	require.ErrorIs(t, err, ErrClosed)
 

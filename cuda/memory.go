@@ -468,7 +468,7 @@ func allocError(bytes int, err error) error {
 func streamClosed(s *stream) bool {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.closed
+	return s.closed.Load()
 }
 
 // finalOf returns the event marking the end of s's work before its generation moved

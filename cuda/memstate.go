@@ -296,7 +296,7 @@ func (ms *memState) fenceAfter(u use) (fence, error) {
 		return fence{}, err
 	}
 	s.mu.RLock()
-	if !s.closed {
+	if !s.closed.Load() {
 		err := inEventRecord(ms.cs.h, ev, s.h)
 		s.mu.RUnlock()
 		if err != nil {

@@ -299,7 +299,7 @@ func (p *streamPool) setLimit(n int) {
 // the next holder gets the stream only once that work has finished.
 func giveBack(s *stream, lease uint64) {
 	lockCounting(&s.mu)
-	if s.closed || s.gen.Load() != lease {
+	if s.closed.Load() || s.gen.Load() != lease {
 		s.mu.Unlock()
 		return
 	}

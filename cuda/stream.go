@@ -40,8 +40,10 @@ type stream struct {
 
 	// mu guards h against Close while work is being queued: enqueuing takes the read
 	// lock (never while waiting for the GPU), Close the write lock.
-	mu     sync.RWMutex
-	closed bool
+	mu sync.RWMutex
+	// closed is written under mu's write lock; it is atomic so that checks that
+	// need no lock (CheckEnqueue) read it without one.
+	closed atomic.Bool
 	// gen counts the stream's lives (from 1): a pooled stream moves to a new
 	// generation when its holder releases it, any stream when it is destroyed.
 	// Memory remembers the generation of its uses: a use in a generation up to
@@ -202,7 +204,7 @@ func (s *Stream) use(f func(h CUstream) error) error {
 func (s *stream) use(f func(h CUstream) error) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if s.closed {
+	if s.closed.Load() {
 		return fmt.Errorf("cuda: stream: %w", ErrClosed)
 	}
 	return f(s.h)
@@ -214,7 +216,7 @@ func (s *stream) use(f func(h CUstream) error) error {
 func lockOpen(s *Stream, t *stream) error {
 	t.mu.RLock()
 	if s != nil && s.lease != 0 {
-		if t.closed || t.gen.Load() != s.lease {
+		if t.closed.Load() || t.gen.Load() != s.lease {
 			t.mu.RUnlock()
 			return fmt.Errorf("cuda: stream: %w", ErrClosed)
 		}
@@ -223,7 +225,7 @@ func lockOpen(s *Stream, t *stream) error {
 		}
 		return nil
 	}
-	if t.closed {
+	if t.closed.Load() {
 		t.mu.RUnlock()
 		return fmt.Errorf("cuda: stream: %w", ErrClosed)
 	}
@@ -338,7 +340,7 @@ func closeError(what string, err error) error {
 func (s *stream) destroy() error {
 	lockCounting(&s.mu)
 	defer s.mu.Unlock()
-	s.closed = true
+	s.closed.Store(true)
 	if err := s.cs.enter(); err != nil {
 		return resource.ErrContextDestroyed // destroyed with its context
 	}
