@@ -7,7 +7,6 @@ import (
 
 	"github.com/gocuda/gocuda/cublas"
 	"github.com/gocuda/gocuda/cuda"
-	"github.com/gocuda/gocuda/internal/gputest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -18,27 +17,10 @@ import (
 // stay short of the GPU's pace (a long run measures the GPU, not the call), and the
 // stream is synchronized off the clock after each chunk.
 func BenchmarkGemmSmall(b *testing.B) {
-	gputest.Require(b)
-	gputest.RequireLibrary(b, cublas.Library())
-	ctx, err := cuda.Device(0).Context()
-	require.NoError(b, err)
-	s, err := ctx.NewStream()
-	require.NoError(b, err)
-	defer s.Close()
 	const m, n, k = 256, 256, 16
-	a, err := cuda.AllocFor[float32](s, m*k)
-	require.NoError(b, err)
-	defer a.Close()
-	bb, err := cuda.AllocFor[float32](s, k*n)
-	require.NoError(b, err)
-	defer bb.Close()
-	c, err := cuda.AllocFor[float32](s, m*n)
-	require.NoError(b, err)
-	defer c.Close()
-	for _, x := range []*cuda.DeviceBuffer{a, bb, c} {
-		require.NoError(b, x.Memset32Async(s, 0))
-	}
-	require.NoError(b, s.Synchronize())
+	s, ops := cublas.GemmSetupForTest(b, m*k, k*n, m*n)
+	a, bb, c := ops[0], ops[1], ops[2]
+	ctx := s.Context()
 
 	goLoop := func(iters int) time.Duration {
 		start := time.Now()

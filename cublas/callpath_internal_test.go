@@ -20,27 +20,10 @@ import (
 // same Go layers around no cuBLAS call: what they cost on their own, against what
 // they add to the call they surround.
 func BenchmarkCallPath(b *testing.B) {
-	gputest.Require(b)
-	gputest.RequireLibrary(b, Library())
-	ctx, err := cuda.Device(0).Context()
-	require.NoError(b, err)
-	s, err := ctx.NewStream()
-	require.NoError(b, err)
-	defer s.Close()
 	const m, n, k = 256, 16, 256
-	a, err := cuda.AllocFor[float32](s, m*k)
-	require.NoError(b, err)
-	defer a.Close()
-	x, err := cuda.AllocFor[float32](s, k*n)
-	require.NoError(b, err)
-	defer x.Close()
-	y, err := cuda.AllocFor[float32](s, m*n)
-	require.NoError(b, err)
-	defer y.Close()
-	for _, buf := range []*cuda.DeviceBuffer{a, x, y} {
-		require.NoError(b, buf.Memset32Async(s, 0))
-	}
-	require.NoError(b, s.Synchronize())
+	s, ops := gemmSetup(b, m*k, k*n, m*n)
+	a, x, y := ops[0], ops[1], ops[2]
+	ctx := s.Context()
 	pa, _ := cuda.DevicePtr[float32](a)
 	px, _ := cuda.DevicePtr[float32](x)
 	py, _ := cuda.DevicePtr[float32](y)
@@ -104,4 +87,26 @@ func BenchmarkCallPath(b *testing.B) {
 		}),
 		callbench.Loop("call-noop", func() error { return call("gemm", s, noop, uses...) }),
 	)
+}
+
+// gemmSetup skips without a GPU or cuBLAS, and returns a stream of device 0's
+// primary context with zeroed float32 buffers of the given lengths, closed when b
+// ends (BenchmarkCallPath, BenchmarkGemmSmall).
+func gemmSetup(b *testing.B, lens ...int) (*cuda.Stream, []*cuda.DeviceBuffer) {
+	gputest.Require(b)
+	gputest.RequireLibrary(b, Library())
+	ctx, err := cuda.Device(0).Context()
+	require.NoError(b, err)
+	s, err := ctx.NewStream()
+	require.NoError(b, err)
+	b.Cleanup(func() { s.Close() })
+	bufs := make([]*cuda.DeviceBuffer, len(lens))
+	for i, n := range lens {
+		bufs[i], err = cuda.AllocFor[float32](s, n)
+		require.NoError(b, err)
+		b.Cleanup(func() { bufs[i].Close() })
+		require.NoError(b, bufs[i].Memset32Async(s, 0))
+	}
+	require.NoError(b, s.Synchronize())
+	return s, bufs
 }

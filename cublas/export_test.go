@@ -4,3 +4,6 @@ import "github.com/gocuda/gocuda/cuda"
 
 // IdleHandlesForTest returns the number of idle handles of ctx.
 func IdleHandlesForTest(ctx *cuda.Context) int { return idleHandles(ctx) }
+
+// GemmSetupForTest is gemmSetup: a stream and zeroed float32 buffers for benchmarks.
+var GemmSetupForTest = gemmSetup

@@ -641,9 +641,14 @@ func (x *execState) launch(s *Stream) error {
 		return err
 	}
 	defer s.mu.RUnlock()
-	x.lease.queueHost(1) // before the launch: its host nodes may run before it returns
+	hosts := len(x.lease.fns) > 0 // most graphs have no host nodes: no map iteration
+	if hosts {
+		x.lease.queueHost(1) // before the launch: its host nodes may run before it returns
+	}
 	if err := inGraphLaunch(x.cs.h, x.h, s.h); err != nil {
-		x.lease.queueHost(-1)
+		if hosts {
+			x.lease.queueHost(-1)
+		}
 		return fmt.Errorf("cuda: launching a graph: %w", err)
 	}
 	for i, l := range items {
