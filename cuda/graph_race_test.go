@@ -150,6 +150,22 @@ func TestRaceCloseGraph(t *testing.T) {
 		close: func(r *graphRace) error { return r.x.Close() },
 		done:  done,
 	})
+	// Update replaces what the executable leases under the lock Close takes: it
+	// either fails with ErrClosed or finishes before the release.
+	runRaces(t, n, raceKind[*graphRace]{
+		name: "Exec/Update",
+		setup: func(t *testing.T) *graphRace {
+			r := setup(t)
+			_, err := r.g.AddMemset(r.b, 1)
+			require.NoError(t, err)
+			r.x, err = r.g.Instantiate()
+			require.NoError(t, err)
+			return r
+		},
+		op:    func(r *graphRace) error { return r.x.Update(r.g) },
+		close: func(r *graphRace) error { return r.x.Close() },
+		done:  done,
+	})
 }
 
 // Context.Locked restores the thread's previous context, unless another goroutine
