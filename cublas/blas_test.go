@@ -309,7 +309,7 @@ func TestLevel1And2AndBatched(t *testing.T) {
 }
 
 // 64 goroutines run GEMMs at once on pooled streams, each checking its result; the
-// handle cache keeps at most MaxIdleHandles afterwards.
+// handle cache keeps at most MaxIdleHandles afterwards, and each stream one.
 func TestConcurrentGemm(t *testing.T) {
 	ctx, _ := setup(t, gputest.Kernels)
 	gputest.RequireLibrary(t, cublas.Library())
@@ -347,6 +347,9 @@ func TestConcurrentGemm(t *testing.T) {
 	}
 	wg.Wait()
 	assert.LessOrEqual(t, cublas.IdleHandlesForTest(ctx), cublas.MaxIdleHandles)
+	kept := cublas.KeptHandlesForTest(ctx)
+	assert.Positive(t, kept, "the pooled streams keep their handles")
+	assert.LessOrEqual(t, kept, ctx.StreamLimit(), "one per stream at most")
 }
 
 // A GEMM captured into a graph (Context.Capture) replays with the scalars of the

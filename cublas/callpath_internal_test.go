@@ -57,7 +57,7 @@ func BenchmarkCallPath(b *testing.B) {
 		if err != nil {
 			return err
 		}
-		defer handles.Put(ctx, h)
+		defer handles.Put(s, h)
 		if err := bind(ch, h, s.Handle()); err != nil {
 			return err
 		}

@@ -35,6 +35,7 @@ func TestCollectWhileGPUBusy(t *testing.T) {
 	})
 	t.Logf("%+v", st)
 	assert.Zero(t, cublas.IdleHandlesForTest(ctx), "Reclaim empties the idle-handle cache")
+	assert.Zero(t, cublas.KeptHandlesForTest(ctx), "and the handles streams keep")
 }
 
 // collectRound runs collectStreams goroutines of GEMMs on pooled streams at once,

@@ -5,5 +5,8 @@ import "github.com/gocuda/gocuda/cuda"
 // IdleHandlesForTest returns the number of idle handles of ctx.
 func IdleHandlesForTest(ctx *cuda.Context) int { return idleHandles(ctx) }
 
+// KeptHandlesForTest returns the number of ctx's handles that streams keep.
+func KeptHandlesForTest(ctx *cuda.Context) int { return handles.Kept(ctx) }
+
 // GemmSetupForTest is gemmSetup: a stream and zeroed float32 buffers for benchmarks.
 var GemmSetupForTest = gemmSetup

@@ -13,11 +13,14 @@ import (
 // Handles: the operations of blas.go take a handle of their stream's context from a
 // cache and give it back; the user never holds one. A cuBLAS handle is costly to make
 // (cublasCreate allocates on the device) and its destruction waits for the GPU, so
-// handles are kept: at most MaxIdleHandles idle ones per context, and a call takes
-// the idle handle last bound to its own stream when there is one. A handle the
-// cache has no room for, or drops at resource.Reclaim, is left to its OwnedHandle,
-// whose release runs in resource.Reclaim (blocking class, in headers/cublas.toml):
-// never on a goroutine that would wait for the GPU.
+// handles are kept: each stream keeps the handle of its last call for its next one
+// (taken and given back without a lock shared with other streams), and each
+// context's cache at most MaxIdleHandles more, of which a call takes the one last
+// bound to its own stream when there is one; a destroyed stream gives its handle to
+// the cache (internal/libhandle). A handle the cache has no room for, or that
+// resource.Reclaim drops, is left to its OwnedHandle, whose release runs in
+// resource.Reclaim (blocking class, in headers/cublas.toml): never on a goroutine
+// that would wait for the GPU.
 //
 // Workspace: cuBLAS's kernels use a scratch buffer (split-K GEMMs and the like). Each
 // handle gets its own from the device's pool (cublasSetWorkspace), so workspaces
@@ -27,7 +30,8 @@ import (
 // the workspace, so that two streams never share a scratch buffer at once (cuBLAS's
 // own default workspace, kept per handle, gives no such guarantee).
 
-// MaxIdleHandles is how many idle cuBLAS handles a context's cache keeps.
+// MaxIdleHandles is how many idle cuBLAS handles a context's cache keeps, besides the
+// one each stream keeps.
 const MaxIdleHandles = 4
 
 // DefaultWorkspaceSize is the size of a handle's workspace unless SetWorkspaceSize
@@ -104,8 +108,9 @@ func WorkspaceSize(ctx *cuda.Context) int {
 	return DefaultWorkspaceSize
 }
 
-// take returns an idle handle of ctx, preferably the one last bound to s, or a new
-// one, with a workspace of the context's size from the pool, allocated on s.
+// take returns the handle s keeps, an idle handle of ctx (preferably the one last
+// bound to s), or a new one, with a workspace of the context's size from the pool,
+// allocated on s.
 func take(ctx *cuda.Context, s *cuda.Stream, uses []cuda.Use) (*handle, error) {
 	h, err := handles.Take(ctx, s, uses...)
 	if err != nil {
@@ -128,7 +133,7 @@ func take(ctx *cuda.Context, s *cuda.Stream, uses []cuda.Use) (*handle, error) {
 	}
 	if ws.buf == nil && size > 0 {
 		if ws.buf, err = ctx.Alloc(s, size); err != nil {
-			handles.Put(ctx, h)
+			handles.Put(s, h)
 			return nil, fmt.Errorf("allocating the workspace: %w", err)
 		}
 	}
@@ -175,7 +180,7 @@ func call(op string, s *cuda.Stream, f func(ctx cuda.CUcontext, h CublasHandle, 
 	if err != nil {
 		return fail(err)
 	}
-	defer handles.Put(ctx, h)
+	defer handles.Put(s, h)
 	if h.State.buf != nil {
 		// On the stack for the usual few uses: appending to the caller's
 		// variadic slice would allocate at every call.

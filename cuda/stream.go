@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gocuda/gocuda/internal/errs"
+	"github.com/gocuda/gocuda/internal/streamslot"
 	"github.com/gocuda/gocuda/resource"
 )
 
@@ -74,6 +75,10 @@ type stream struct {
 
 	// capture is set while Context.Capture records the stream's work (graph.go).
 	capture atomic.Pointer[captureSet]
+
+	// slots are the library handles the stream keeps for its next library call
+	// (internal/streamslot); destroy gives them back to their caches.
+	slots streamslot.Slots
 }
 
 // StreamOption configures NewStream.
@@ -341,6 +346,7 @@ func (s *stream) destroy() error {
 	lockCounting(&s.mu)
 	defer s.mu.Unlock()
 	s.closed.Store(true)
+	s.slots.Close()
 	if err := s.cs.enter(); err != nil {
 		return resource.ErrContextDestroyed // destroyed with its context
 	}

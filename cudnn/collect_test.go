@@ -41,6 +41,7 @@ func TestCollectWhileGPUBusy(t *testing.T) {
 	})
 	t.Logf("%+v", st)
 	assert.Zero(t, cudnn.IdleHandlesForTest(ctx), "Reclaim empties the idle-handle cache")
+	assert.Zero(t, cudnn.KeptHandlesForTest(ctx), "and the handles streams keep")
 }
 
 // collectRound runs collectStreams goroutines of convolutions and activations on

@@ -5,6 +5,9 @@ import "github.com/gocuda/gocuda/cuda"
 // IdleHandlesForTest returns the number of idle handles of ctx.
 func IdleHandlesForTest(ctx *cuda.Context) int { return idleHandles(ctx) }
 
+// KeptHandlesForTest returns the number of ctx's handles that streams keep.
+func KeptHandlesForTest(ctx *cuda.Context) int { return handles.Kept(ctx) }
+
 // CachedAlgorithmsForTest returns the number of cached algorithm choices of ctx.
 func CachedAlgorithmsForTest(ctx *cuda.Context) int { return len(cachedChoices(ctx)) }
 

@@ -10,13 +10,15 @@ import (
 // Handles: the operations take a cuDNN handle of their stream's context from a cache
 // and give it back; the user never holds one. A handle is costly to make (cudnnCreate
 // loads kernels and allocates on the device) and cudnnDestroy waits for the GPU, so
-// handles are kept: at most MaxIdleHandles idle ones per context, and a call takes
-// the idle handle last bound to its own stream when there is one. A handle the cache
-// has no room for, or drops at resource.Reclaim, is left to its OwnedHandle, whose
+// handles are kept: each stream keeps the handle of its last call for its next one,
+// and each context's cache at most MaxIdleHandles more, of which a call takes the one
+// last bound to its own stream when there is one (internal/libhandle). A handle the
+// cache has no room for, or drops at resource.Reclaim, is left to its OwnedHandle, whose
 // release runs in resource.Reclaim (blocking class, in headers/cudnn.toml): never on
 // a goroutine that would wait for the GPU.
 
-// MaxIdleHandles is how many idle cuDNN handles a context's cache keeps.
+// MaxIdleHandles is how many idle cuDNN handles a context's cache keeps, besides the
+// one each stream keeps.
 const MaxIdleHandles = 4
 
 // handles are the idle handles, per context. cudnnCreate runs one at a time: cuDNN

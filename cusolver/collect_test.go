@@ -37,6 +37,7 @@ func TestCollectWhileGPUBusy(t *testing.T) {
 	})
 	t.Logf("%+v", st)
 	assert.Zero(t, cusolver.IdleHandlesForTest(ctx), "Reclaim empties the idle-handle cache")
+	assert.Zero(t, cusolver.KeptHandlesForTest(ctx), "and the handles streams keep")
 }
 
 // collectRound factors the identity on collectStreams pooled streams at once, then

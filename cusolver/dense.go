@@ -323,7 +323,7 @@ func factor[T Scalar](op string, s *cuda.Stream, uses []cuda.Use,
 	if err != nil {
 		return fail(err)
 	}
-	defer handles.Put(ctx, h)
+	defer handles.Put(s, h)
 	lwork, err := size(ctx.Handle(), h.Raw)
 	if err != nil {
 		return fail(fmt.Errorf("workspace size: %w", err))
@@ -353,7 +353,7 @@ func solve(op string, s *cuda.Stream, uses []cuda.Use, run func(c cuda.CUcontext
 	if err != nil {
 		return nil, fmt.Errorf("cusolver: %s: %w", op, err)
 	}
-	defer handles.Put(ctx, h)
+	defer handles.Put(s, h)
 	return queue(op, s, ctx, h, uses, run)
 }
 

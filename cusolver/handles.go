@@ -10,8 +10,9 @@ import (
 // Handles: the operations of dense.go take a cuSOLVER handle of their stream's
 // context from a cache and give it back; the user never holds one. A handle is
 // costly to make (cusolverDnCreate allocates the GPU resources the library needs),
-// so handles are kept: at most MaxIdleHandles idle ones per context,
-// and a call takes the idle handle last bound to its own stream when there is one.
+// so handles are kept: each stream keeps the handle of its last call for its next
+// one, and each context's cache at most MaxIdleHandles more, of which a call takes
+// the one last bound to its own stream when there is one (internal/libhandle).
 // A handle the cache has no room for, or drops at resource.Reclaim, is left to its
 // OwnedDnHandle, whose release runs in resource.Reclaim (blocking class, in
 // headers/cusolver.toml): never on a goroutine that would wait for the GPU.
@@ -24,7 +25,8 @@ import (
 // GPU for the old stream's last use of the handle: two streams never run work of
 // one handle at once.
 
-// MaxIdleHandles is how many idle cuSOLVER handles a context's cache keeps.
+// MaxIdleHandles is how many idle cuSOLVER handles a context's cache keeps, besides
+// the one each stream keeps.
 const MaxIdleHandles = 4
 
 // fenceSize is the size of a handle's fence buffer: only its uses matter, not its
@@ -46,8 +48,8 @@ func idleHandles(ctx *cuda.Context) int { return handles.Idle(ctx) }
 
 // take checks the stream and the memory in uses (cuda.CheckEnqueue: before a handle
 // is made and cuSOLVER loaded, and before buffer-size queries take the operands'
-// addresses), then returns an idle handle of s's context, preferably the one last
-// bound to s, or a new one, with its fence allocated on s.
+// addresses), then returns the handle s keeps, an idle handle of s's context
+// (preferably the one last bound to s), or a new one, with its fence allocated on s.
 func take(s *cuda.Stream, uses []cuda.Use) (*cuda.Context, *handle, error) {
 	if err := cuda.CheckEnqueue(s, uses...); err != nil {
 		return nil, nil, err
@@ -59,7 +61,7 @@ func take(s *cuda.Stream, uses []cuda.Use) (*cuda.Context, *handle, error) {
 	}
 	if h.State.fence == nil {
 		if h.State.fence, err = ctx.Alloc(s, fenceSize); err != nil {
-			handles.Put(ctx, h)
+			handles.Put(s, h)
 			return nil, nil, fmt.Errorf("allocating the handle's fence: %w", err)
 		}
 	}

@@ -48,6 +48,7 @@ func TestCollectWhileGPUBusy(t *testing.T) {
 	})
 	t.Logf("%+v", st)
 	assert.Zero(t, handles.Idle(ctx), "Reclaim empties the idle-handle cache")
+	assert.Zero(t, handles.Kept(ctx), "and the handles streams keep")
 }
 
 // collectDevice copies host to a new device buffer of T on s, closed at the end of

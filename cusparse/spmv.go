@@ -244,7 +244,7 @@ func run(op string, s *cuda.Stream, a Matrix, vt cuda.CudaDataType, elem int, va
 	if err != nil {
 		return fail(err)
 	}
-	defer handles.Put(ctx, h)
+	defer handles.Put(s, h)
 	c := ctx.Handle()
 	m, err := a.describe(c, vt, ptrs)
 	if err != nil {
@@ -327,10 +327,11 @@ func valueType[T Float]() cuda.CudaDataType {
 	return cuda.CUDA_R_64F
 }
 
-// Handles: a per-context cache, as cublas's (cusparseDestroy does not wait for the
+// Handles: one kept per stream and a per-context cache, as cublas's (cusparseDestroy does not wait for the
 // GPU, measured: a dropped handle's OwnedHandle is released promptly).
 
-// MaxIdleHandles is how many idle cuSPARSE handles a context's cache keeps.
+// MaxIdleHandles is how many idle cuSPARSE handles a context's cache keeps, besides
+// the one each stream keeps.
 const MaxIdleHandles = 4
 
 // handles are the idle handles, per context.

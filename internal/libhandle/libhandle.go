@@ -1,8 +1,15 @@
-// Package libhandle is the per-context handle cache that the library packages
-// (cublas, cusparse, cudnn) share: a call takes an idle handle of its stream's
-// context — preferably the one last bound to the same stream, so that concurrent
-// streams keep their own handles — or makes one, binds it to the stream inside
-// cuda.Enqueue, and gives it back afterwards.
+// Package libhandle is the handle cache that the library packages (cublas, cusparse,
+// cudnn, cusolver) share: a call takes the idle handle its stream keeps
+// (internal/streamslot), else an idle handle of the stream's context — preferably
+// the one last bound to the same stream — or makes one, binds it to the stream
+// inside cuda.Enqueue, and gives it back afterwards: to its stream when it is bound
+// to it and the stream keeps none, else to the context's cache.
+//
+// So each stream keeps at most one idle handle per library, taken and given back
+// with one atomic swap and one compare-and-swap on the stream (calls in a row on a
+// stream, and goroutines on their own streams, share no lock), and each context's
+// cache at most Max more. A destroyed stream gives its handle to the cache;
+// resource.Reclaim empties both.
 //
 // A handle is made with its context current on a locked thread (cuda.Context.Locked)
 // and owned at once by the library's generated owner type, whose release destroys it
@@ -14,9 +21,11 @@ package libhandle
 import (
 	"fmt"
 	"sync"
+	"unsafe"
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/internal/idlecache"
+	"github.com/gocuda/gocuda/internal/streamslot"
 )
 
 // Handle is one cached handle: the raw handle R, its owner O, the stream it is bound
@@ -26,6 +35,7 @@ type Handle[R comparable, O any, X any] struct {
 	Own   O
 	State X
 
+	ctx    cuda.CUcontext // the context it was made in: its cache's key
 	stream cuda.CUstream
 	bound  bool // stream is the handle's stream (SetStream was called)
 }
@@ -52,6 +62,8 @@ type Pool[R comparable, O any, X any] struct {
 	create func(*R) error // in the calling thread's current context
 	own    func(R) O
 	serial *sync.Mutex // nil, or held around create (cuDNN asks for it)
+	lib    streamslot.Lib
+	kept   bool // streams keep handles (lib is valid)
 }
 
 // New returns a pool that makes handles with create (run with the context current)
@@ -66,14 +78,27 @@ func New[R comparable, O any, X any](max int, create func(*R) error, own func(R)
 	if serial {
 		p.serial = new(sync.Mutex)
 	}
+	// A destroyed stream's handle goes to the cache (unbound: a new stream may get
+	// the same CUstream value), or is dropped when the cache is full.
+	p.lib, p.kept = streamslot.NewLib(func(ptr unsafe.Pointer) {
+		h := (*Handle[R, O, X])(ptr)
+		h.Unbind()
+		p.cache.Put(h.ctx, h)
+	})
 	return p
 }
 
-// Take returns an idle handle of ctx, preferably the one last bound to s, or a new
-// one; a new one only once cuda.CheckEnqueue(s, uses...) passed, so that a bad
-// argument is reported before the library is loaded (with an idle handle, the
-// checks are left to cuda.Enqueue, which makes them too).
+// Take returns the idle handle s keeps, else an idle handle of ctx (s's context),
+// preferably the one last bound to s, or else a new one; a new one only once
+// cuda.CheckEnqueue(s, uses...) passed, so that a bad argument is reported before the
+// library is loaded (with an idle handle, the checks are left to cuda.Enqueue, which
+// makes them too).
 func (p *Pool[R, O, X]) Take(ctx *cuda.Context, s *cuda.Stream, uses ...cuda.Use) (*Handle[R, O, X], error) {
+	if sl := streamslot.Of(s); sl != nil && p.kept {
+		if h := sl.Take(p.lib); h != nil {
+			return (*Handle[R, O, X])(h), nil
+		}
+	}
 	st := s.Handle()
 	if h, ok := p.cache.TakePrefer(ctx.Handle(), func(h *Handle[R, O, X]) bool { return h.bound && h.stream == st }); ok {
 		return h, nil
@@ -85,7 +110,7 @@ func (p *Pool[R, O, X]) Take(ctx *cuda.Context, s *cuda.Stream, uses ...cuda.Use
 		p.serial.Lock()
 		defer p.serial.Unlock()
 	}
-	h := new(Handle[R, O, X])
+	h := &Handle[R, O, X]{ctx: ctx.Handle()}
 	err := ctx.Locked(func() error {
 		if err := p.create(&h.Raw); err != nil {
 			return err
@@ -99,15 +124,38 @@ func (p *Pool[R, O, X]) Take(ctx *cuda.Context, s *cuda.Stream, uses ...cuda.Use
 	return h, nil
 }
 
-// Put gives h back to ctx's cache, or drops it (to its owner) if the cache is full.
-func (p *Pool[R, O, X]) Put(ctx *cuda.Context, h *Handle[R, O, X]) { p.cache.Put(ctx.Handle(), h) }
+// Put gives back h, which Take returned for a call on s: s keeps it if h is bound to s
+// and s keeps no other; else it goes to its context's cache, or is dropped (to its
+// owner) if the cache is full.
+func (p *Pool[R, O, X]) Put(s *cuda.Stream, h *Handle[R, O, X]) {
+	if p.kept && h.bound && h.stream == s.Handle() {
+		if sl := streamslot.Of(s); sl != nil && sl.Keep(p.lib, unsafe.Pointer(h)) {
+			return
+		}
+	}
+	p.cache.Put(h.ctx, h)
+}
 
-// Idle returns the number of idle handles of ctx.
+// Idle returns the number of idle handles in ctx's cache.
 func (p *Pool[R, O, X]) Idle(ctx *cuda.Context) int { return p.cache.Idle(ctx.Handle()) }
+
+// Kept returns the number of ctx's handles that streams keep.
+func (p *Pool[R, O, X]) Kept(ctx *cuda.Context) int {
+	n, c := 0, ctx.Handle()
+	if !p.kept {
+		return 0
+	}
+	streamslot.Each(p.lib, func(h unsafe.Pointer) {
+		if (*Handle[R, O, X])(h).ctx == c {
+			n++
+		}
+	})
+	return n
+}
 
 // Run takes a handle of s's context (Take: the arguments are checked before one is
 // made) and queues f through cuda.Enqueue with the handle bound to s (setStream)
-// and the uses held and ordered; the handle goes back to the cache afterwards.
+// and the uses held and ordered; the handle goes back afterwards (Put).
 func (p *Pool[R, O, X]) Run(s *cuda.Stream, setStream func(cuda.CUcontext, R, cuda.CUstream) error,
 	f func(c cuda.CUcontext, h R) error, uses ...cuda.Use) error {
 	ctx := s.Context()
@@ -118,7 +166,7 @@ func (p *Pool[R, O, X]) Run(s *cuda.Stream, setStream func(cuda.CUcontext, R, cu
 	if err != nil {
 		return err
 	}
-	defer p.Put(ctx, h)
+	defer p.Put(s, h)
 	return cuda.Enqueue(s, func(c cuda.CUcontext, st cuda.CUstream) error {
 		if _, err := h.Bind(c, st, setStream); err != nil {
 			return err

@@ -1,6 +1,7 @@
 package libhandle_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/gocuda/gocuda/internal/fakecuda"
 	"github.com/gocuda/gocuda/internal/gputest"
 	"github.com/gocuda/gocuda/internal/libhandle"
+	"github.com/gocuda/gocuda/resource"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -53,78 +55,143 @@ func (l *lib) setStream(_ cuda.CUcontext, r int, st cuda.CUstream) error {
 	return nil
 }
 
+// The tests' pools, made once: each pool takes one of the few library indices of
+// internal/streamslot for the life of the process, and tests and benchmarks may run
+// several times.
+var (
+	testLib  = &lib{handles: map[int]*raw{}}
+	testPool = libhandle.New[int, string, int](2, testLib.create, func(r int) string { return "owner" }, true)
+	badPool  = libhandle.New[int, string, int](2, func(*int) error { return errors.New("no library") },
+		func(int) string { return "" }, false)
+)
+
 func TestPool(t *testing.T) {
 	ctx, s1 := gputest.Stream(t)
 	s2, err := ctx.NewStream()
 	require.NoError(t, err)
 	defer s2.Close()
-	l := &lib{handles: map[int]*raw{}}
-	p := libhandle.New[int, string, int](2, l.create, func(r int) string { return "owner" }, true)
+	l, p := testLib, testPool
+	_, err = resource.Reclaim() // the pool starts empty
+	require.NoError(t, err)
+	id := func(i int) int { return int(l.made.Load()) + i } // the id of the i-th next handle
+	sets := func(i int32) int32 { return l.sets.Load() + i }
+	// takeBound takes a handle for s, checks that it is handle want, and binds it to
+	// s, reporting whether that set the stream.
+	takeBound := func(s *cuda.Stream, want int, msg string) (*libhandle.Handle[int, string, int], bool) {
+		h, err := p.Take(ctx, s)
+		require.NoError(t, err)
+		assert.Equal(t, want, h.Raw, msg)
+		rebound, err := h.Bind(ctx.Handle(), s.Handle(), l.setStream)
+		require.NoError(t, err)
+		return h, rebound
+	}
 
-	// A new handle is made in the stream's context and owned.
+	// A new handle is made in the stream's context and owned; the stream keeps it.
+	first, second, set1 := id(1), id(2), sets(1)
 	var got []int
 	f := func(_ cuda.CUcontext, r int) error { got = append(got, r); return nil }
 	require.NoError(t, p.Run(s1, l.setStream, f))
-	assert.Equal(t, []int{1}, got)
-	assert.Equal(t, ctx.Handle(), l.handles[1].ctx, "made with the context current")
-	assert.Equal(t, s1.Handle(), l.handles[1].stream)
-	assert.Equal(t, 1, p.Idle(ctx))
+	assert.Equal(t, []int{first}, got)
+	assert.Equal(t, ctx.Handle(), l.handles[first].ctx, "made with the context current")
+	assert.Equal(t, s1.Handle(), l.handles[first].stream)
+	assert.Equal(t, 1, p.Kept(ctx))
+	assert.Zero(t, p.Idle(ctx))
 
 	// The same stream reuses it without setting the stream again.
 	require.NoError(t, p.Run(s1, l.setStream, f))
-	assert.Equal(t, int32(1), l.sets.Load())
+	assert.Equal(t, []int{first, first}, got)
+	assert.Equal(t, set1, l.sets.Load())
 
-	// Two handles in the cache: each stream takes the one last bound to it.
+	// Each stream keeps the handle bound to it.
 	h1, err := p.Take(ctx, s1)
 	require.NoError(t, err)
 	h2, err := p.Take(ctx, s2)
 	require.NoError(t, err)
-	assert.Equal(t, 1, h1.Raw)
-	assert.Equal(t, 2, h2.Raw, "no idle handle: a new one")
+	assert.Equal(t, first, h1.Raw)
+	assert.Equal(t, second, h2.Raw, "no idle handle: a new one")
+	assert.Zero(t, p.Kept(ctx), "taken")
 	rebound, err := h2.Bind(ctx.Handle(), s2.Handle(), l.setStream)
 	require.NoError(t, err)
 	assert.True(t, rebound)
-	p.Put(ctx, h2)
-	p.Put(ctx, h1)
+	p.Put(s2, h2)
+	p.Put(s1, h1)
+	assert.Equal(t, 2, p.Kept(ctx))
 	h, err := p.Take(ctx, s2)
 	require.NoError(t, err)
-	assert.Equal(t, 2, h.Raw, "the handle bound to s2, not the most recent")
-	rebound, err = h.Bind(ctx.Handle(), s2.Handle(), l.setStream)
+	assert.Equal(t, second, h.Raw, "the handle s2 keeps")
+
+	// A handle given back for a stream it is not bound to goes to the cache, where a
+	// stream prefers the handle last bound to it over the most recent one.
+	h1, err = p.Take(ctx, s1)
 	require.NoError(t, err)
+	p.Put(s1, h) // bound to s2
+	p.Put(s2, h1)
+	assert.Equal(t, 2, p.Idle(ctx))
+	assert.Zero(t, p.Kept(ctx))
+	h, rebound = takeBound(s2, second, "the handle bound to s2, not the most recent")
 	assert.False(t, rebound)
 	h.Unbind()
 	rebound, err = h.Bind(ctx.Handle(), s2.Handle(), l.setStream)
 	require.NoError(t, err)
 	assert.True(t, rebound, "after Unbind the stream is set again")
-	p.Put(ctx, h)
+	p.Put(s2, h)
+	assert.Equal(t, 1, p.Kept(ctx))
+
+	// A destroyed stream gives its handle to the cache, unbound.
+	s3, err := ctx.NewStream()
+	require.NoError(t, err)
+	h, _ = takeBound(s3, first, "from the cache")
+	p.Put(s3, h)
+	assert.Equal(t, 2, p.Kept(ctx))
+	assert.Zero(t, p.Idle(ctx))
+	require.NoError(t, s3.Close())
+	assert.Equal(t, 1, p.Kept(ctx))
+	assert.Equal(t, 1, p.Idle(ctx))
+	set1 = sets(1)
+	require.NoError(t, p.Run(s1, l.setStream, f))
+	assert.Equal(t, set1, l.sets.Load(), "bound again")
+	assert.Equal(t, 2, p.Kept(ctx))
+
+	// A closed stream keeps nothing more.
+	h, err = p.Take(ctx, s1)
+	require.NoError(t, err)
+	p.Put(s3, h)
+	assert.Equal(t, 1, p.Idle(ctx))
 
 	// A full cache drops the handle (to its owner).
-	extra, err := p.Take(ctx, s1)
+	extra, err := p.Take(ctx, s2)
 	require.NoError(t, err)
-	h3, err := p.Take(ctx, s1)
+	h3, err := p.Take(ctx, s2)
 	require.NoError(t, err)
-	h4, err := p.Take(ctx, s1)
+	h4, err := p.Take(ctx, s2)
 	require.NoError(t, err)
-	p.Put(ctx, extra)
-	p.Put(ctx, h3)
-	p.Put(ctx, h4)
+	p.Put(s3, extra)
+	p.Put(s3, h3)
+	p.Put(s3, h4)
 	assert.Equal(t, 2, p.Idle(ctx))
 
-	// Bad arguments are reported before a handle is made; a failed create is an error.
+	// resource.Reclaim empties the cache and the streams.
+	_, err = resource.Reclaim()
+	require.NoError(t, err)
+	assert.Zero(t, p.Idle(ctx))
+	assert.Zero(t, p.Kept(ctx))
 	made := l.made.Load()
+	require.NoError(t, p.Run(s2, l.setStream, f))
+	assert.Equal(t, made+1, l.made.Load(), "a new handle after Reclaim")
+	assert.Equal(t, 1, p.Kept(ctx), "kept again")
+
+	// Bad arguments are reported before a handle is made; a failed create is an error.
+	made = l.made.Load()
 	assert.ErrorIs(t, p.Run(nil, l.setStream, f), cuda.ErrInvalidArgument)
 	assert.Equal(t, made, l.made.Load())
-	bad := libhandle.New[int, string, int](2, func(*int) error { return errors.New("no library") },
-		func(int) string { return "" }, false)
-	assert.ErrorContains(t, bad.Run(s1, l.setStream, f), "creating a handle: no library")
+	assert.ErrorContains(t, badPool.Run(s1, l.setStream, f), "creating a handle: no library")
 }
 
 // BenchmarkRun is the Go side of one library call with three operands (a GEMM's):
 // the checks, a cached handle, the hand-off planning and recording.
 func BenchmarkRun(b *testing.B) {
 	ctx, s := gputest.Stream(b)
-	l := &lib{handles: map[int]*raw{}}
-	p := libhandle.New[int, string, int](2, l.create, func(r int) string { return "owner" }, false)
+	l, p := testLib, testPool
 	var bufs [3]*cuda.DeviceBuffer
 	for i := range bufs {
 		var err error
@@ -141,6 +208,37 @@ func BenchmarkRun(b *testing.B) {
 	}
 }
 
+// BenchmarkRunParallel is BenchmarkRun from GOMAXPROCS goroutines at once, each on a
+// stream of the context's pool with buffers of its own: what the handles cost when
+// every goroutine calls the library.
+func BenchmarkRunParallel(b *testing.B) {
+	ctx, _ := gputest.Stream(b)
+	l, p := testLib, testPool
+	f := func(cuda.CUcontext, int) error { return nil }
+	b.RunParallel(func(pb *testing.PB) {
+		s, err := ctx.AcquireStream(context.Background())
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		defer s.Close()
+		var bufs [3]*cuda.DeviceBuffer
+		for i := range bufs {
+			if bufs[i], err = ctx.Alloc(s, 2<<20); err != nil {
+				b.Error(err)
+				return
+			}
+			defer bufs[i].Close()
+		}
+		for pb.Next() {
+			if err := p.Run(s, l.setStream, f, cuda.Reads(bufs[0]), cuda.Reads(bufs[1]), cuda.Writes(bufs[2])); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
 // A Close racing calls: each call either fails with ErrClosed or runs with the
 // memory held until its work is queued — under the strict fake driver, a memset on
 // freed memory fails the test. The buffers are larger than the cuda layer caches,
@@ -148,8 +246,7 @@ func BenchmarkRun(b *testing.B) {
 func TestRunCloseRace(t *testing.T) {
 	fakecuda.Check(t)
 	ctx, s := gputest.Stream(t)
-	l := &lib{handles: map[int]*raw{}}
-	p := libhandle.New[int, string, int](2, l.create, func(int) string { return "owner" }, false)
+	l, p := testLib, testPool
 	for range 50 {
 		buf, err := ctx.Alloc(s, 2<<20)
 		require.NoError(t, err)
