@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -515,4 +516,70 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// A synchronous copy waits for its copy holding neither the stream nor the memory:
+// queued behind unfinished work, it does not keep closing the stream from returning
+// at once; the copy then ends with the right bytes. (Spinning on the copy's event in
+// the call into C that queues it, holding both for up to 20 µs, saves a call into C
+// but was slower on the H200: 4 KiB pinned copies +0.43 to +0.70 µs over C against
+// +0.31 to +0.49 µs, alternated in one run; the Go side's bookkeeping after the call
+// no longer overlapped the DMA.)
+func TestSmallCopyLetsGoWhileWaiting(t *testing.T) {
+	_, m, _ := loadKernels(t)
+	ctx := m.Context()
+	s, err := ctx.NewStream()
+	require.NoError(t, err)
+	const n = 4 << 10
+	d, err := cuda.AllocFor[byte](s, n)
+	require.NoError(t, err)
+	defer d.Close()
+	h, err := ctx.AllocHost(n)
+	require.NoError(t, err)
+	defer h.Close()
+	for i := range h.Bytes() {
+		h.Bytes()[i] = byte(i * 7)
+	}
+	// Unfinished work on s, where d was last used: the synchronous copy goes there.
+	paused := fakecuda.Loaded()
+	if paused {
+		require.NoError(t, fakecuda.Pause())
+	} else {
+		spin := function(t, m, "spin")
+		require.NoError(t, spin.Launch(s, cuda.D1(1), cuda.D1(1), 0, uint64(300*time.Millisecond)))
+	}
+	resume := func() {
+		if paused {
+			require.NoError(t, fakecuda.Resume())
+			paused = false
+		}
+	}
+	defer resume()
+	require.NoError(t, d.Memset8Async(s, 0))
+	copied := make(chan error, 1)
+	go func() { copied <- cuda.Copy(d, h) }()
+	time.Sleep(20 * time.Millisecond) // queued, and waiting
+	select {
+	case err := <-copied:
+		t.Fatalf("the copy returned before the work it waits for: %v", err)
+	default:
+	}
+	closed := make(chan error, 1)
+	start := time.Now()
+	go func() { closed <- s.Close() }()
+	select {
+	case err := <-closed:
+		require.NoError(t, err)
+		if os.Getenv("GOCUDA_SANITIZER") == "" { // compute-sanitizer slows every call
+			assert.Less(t, time.Since(start), 100*time.Millisecond, "Close waited for the copy")
+		}
+	case <-time.After(time.Second):
+		resume()
+		t.Fatal("Close waits for the copy's GPU work")
+	}
+	resume()
+	require.NoError(t, <-copied)
+	got := make([]byte, n)
+	require.NoError(t, cuda.CopyFromDevice(got, d))
+	assert.Equal(t, h.Bytes(), got)
 }

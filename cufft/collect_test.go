@@ -2,6 +2,7 @@ package cufft_test
 
 import (
 	"context"
+	"math/big"
 	"sync"
 	"testing"
 
@@ -13,11 +14,25 @@ import (
 )
 
 // collectSizes is how many transforms of different sizes a round of garbage runs at
-// once, each on its own stream of the context's pool: each needs its own plan, and
-// the cache keeps MaxIdlePlans per context, so every round drops at least
-// collectSizes-MaxIdlePlans plans (a round ends with at most MaxIdlePlans idle, and
-// made at least collectSizes less the idle ones it started with).
+// once, each on its own stream of the context's pool: each needs its own plan with a
+// work area (so that no stream keeps it: workSizes), and the cache keeps
+// MaxIdlePlans per context, so every round drops at least collectSizes-MaxIdlePlans
+// plans (a round ends with at most MaxIdlePlans idle, and made at least collectSizes
+// less the idle ones it started with).
 const collectSizes = 2 * cufft.MaxIdlePlans
+
+// workSizes returns collectSizes sizes of 1-D C2C transforms whose plans need a work
+// area: primes from 1031 (Bluestein's algorithm), checked with raw plans.
+func workSizes(t *testing.T) []int {
+	var sizes []int
+	for n := 1031; len(sizes) < collectSizes && n < 20000; n += 2 {
+		if big.NewInt(int64(n)).ProbablyPrime(0) && workSize(t, n, cufft.CUFFT_C2C, 1) > 0 {
+			sizes = append(sizes, n)
+		}
+	}
+	require.Len(t, sizes, collectSizes, "primes whose plans need a work area")
+	return sizes
+}
 
 // collectRawPlans is how many raw OwnedPlans a round makes, runs and drops.
 const collectRawPlans = 2
@@ -30,22 +45,23 @@ func TestCollectWhileGPUBusy(t *testing.T) {
 	ctx, s := gputest.Stream(t, gputest.Kernels)
 	gputest.RequireLibrary(t, cufft.Library())
 	perRound := collectSizes - cufft.MaxIdlePlans + collectRawPlans
+	sizes := workSizes(t)
 	st := gputest.CollectWhileBusy(t, ctx, perRound, func(n int) {
 		for range n {
-			collectRound(t, ctx, s)
+			collectRound(t, ctx, s, sizes)
 		}
 	})
 	t.Logf("%+v", st)
 	assert.Zero(t, cufft.IdlePlansForTest(ctx), "Reclaim empties the idle-plan cache")
+	assert.Zero(t, cufft.StreamPlansForTest(ctx), "and drops the plans streams keep")
 }
 
-// collectRound runs collectSizes goroutines, each a forward and an inverse complex
-// transform of its own size on a pooled stream, then makes collectRawPlans raw 1-D
-// plans, runs each once on s, and drops them; it returns once all that work is done.
-func collectRound(t *testing.T, ctx *cuda.Context, s *cuda.Stream) {
+// collectRound runs a goroutine per size, each a forward and an inverse complex
+// transform of its size on a pooled stream, then makes collectRawPlans raw 1-D plans,
+// runs each once on s, and drops them; it returns once all that work is done.
+func collectRound(t *testing.T, ctx *cuda.Context, s *cuda.Stream, sizes []int) {
 	var wg sync.WaitGroup
-	for i := range collectSizes {
-		size := 64 + 8*i
+	for _, size := range sizes {
 		wg.Go(func() {
 			err := ctx.WithStream(context.Background(), func(_ context.Context, ps *cuda.Stream) error {
 				b, err := cuda.AllocFor[complex64](ps, size)

@@ -26,6 +26,7 @@
 // *dl.LibraryError, and a function the installed library lacks returns a *dl.SymbolError.
 // OwnedPlan owns a plan: Close destroys it; one dropped without Close is destroyed by
 // resource.Reclaim (cufftDestroy waits for the GPU, so never on the finalizer path). The
-// cache's plans are OwnedPlans: one it drops (it keeps MaxIdlePlans per context, and
-// drops them all at every Reclaim) is destroyed in Reclaim.
+// cache's plans are OwnedPlans: one it drops (it keeps MaxIdlePlans per context besides
+// the plan each stream keeps, and drops them all at every Reclaim) is destroyed in
+// Reclaim.
 package cufft

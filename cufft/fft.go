@@ -6,6 +6,7 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/internal/idlecache"
+	"github.com/gocuda/gocuda/internal/streamslot"
 )
 
 // The idiomatic API: transforms of the cuda package's memory on a stream, with plans
@@ -180,10 +181,13 @@ func isFloat64[T Real]() bool {
 
 // Plans: a plan is made for one transform (cufftMakePlanMany, with the context
 // current) and reused by every call of that transform in its context, one call at a
-// time; at most MaxIdlePlans idle plans are kept per context, and a call takes the
-// idle plan last bound to its own stream when there is one. A plan the cache drops
-// (all of them at every resource.Reclaim) is left to its OwnedPlan, destroyed in
-// resource.Reclaim (cufftDestroy waits for the GPU: headers/cufft.toml).
+// time. Each stream keeps the plan of its last transform for its next call, if the
+// plan needs no work area (internal/streamslot: without a lock shared with other
+// streams); each context's cache keeps at most MaxIdlePlans more,
+// of which a call takes the one last bound to its own stream when there is one, and
+// a destroyed stream gives its plan to the cache. A plan the cache drops (all of
+// them, and the streams' plans, at every resource.Reclaim) is left to its OwnedPlan,
+// destroyed in resource.Reclaim (cufftDestroy waits for the GPU: headers/cufft.toml).
 //
 // Work area: a plan's scratch memory comes from the device's pool instead of
 // cuFFT's own allocation (cufftSetAutoAllocation(0), cufftSetWorkArea), so it shows
@@ -191,7 +195,8 @@ func isFloat64[T Real]() bool {
 // to the hand-off as written memory: a plan that moves to another stream waits on
 // the GPU for the old stream's last use of its work area.
 
-// MaxIdlePlans is how many idle plans a context's cache keeps.
+// MaxIdlePlans is how many idle plans a context's cache keeps, besides the one each
+// stream keeps.
 const MaxIdlePlans = 16
 
 // planKey identifies a transform; sizes holds up to three dimensions.
@@ -218,11 +223,21 @@ func key(sizes []int) [3]int {
 }
 
 type plan struct {
+	key    planKey // its transform: never changes
 	own    *OwnedPlan
 	raw    CufftHandle
 	stream cuda.CUstream
 	work   *cuda.DeviceBuffer // nil when the transform needs none
 }
+
+// keptPlans is the plans' library index in the streams' slots (internal/streamslot);
+// a destroyed stream's plan goes to the cache, unbound (a new stream may get the same
+// CUstream value).
+var keptPlans, keepPlans = streamslot.NewLib(func(h unsafe.Pointer) {
+	p := (*plan)(h)
+	p.stream = 0
+	plans.Put(p.key, p)
+})
 
 // MaxIdlePlanBytes bounds the bytes of work area a context's idle plans hold: a plan
 // that would pass it is dropped (and its work area goes back to the pool) rather
@@ -238,9 +253,14 @@ var plans = idlecache.New[planKey, cuda.CUcontext, *plan](MaxIdlePlans, func(k p
 		return int64(p.work.Size())
 	})
 
-// takePlan returns an idle plan of k, preferably the one last bound to s, or a new
-// one with its work area from the pool, allocated on s.
+// takePlan returns the plan of k that s keeps, an idle plan of k (preferably the one
+// last bound to s), or a new one with its work area from the pool, allocated on s.
 func takePlan(ctx *cuda.Context, s *cuda.Stream, k planKey, uses []cuda.Use) (*plan, error) {
+	if sl := streamslot.Of(s); sl != nil && keepPlans {
+		if h := sl.Peek(keptPlans); h != nil && (*plan)(h).key == k && sl.TakeIf(keptPlans, h) {
+			return (*plan)(h), nil
+		}
+	}
 	st := s.Handle()
 	if p, ok := plans.TakePrefer(k, func(p *plan) bool { return p.stream == st }); ok {
 		return p, nil // cuda.Enqueue checks the stream and memory
@@ -248,7 +268,7 @@ func takePlan(ctx *cuda.Context, s *cuda.Stream, k planKey, uses []cuda.Use) (*p
 	if err := cuda.CheckEnqueue(s, uses...); err != nil {
 		return nil, err // before cuFFT is loaded
 	}
-	p := new(plan)
+	p := &plan{key: k}
 	rank := k.rank()
 	var dims [3]int32
 	for i, d := range k.sizes[:rank] {
@@ -282,11 +302,34 @@ func takePlan(ctx *cuda.Context, s *cuda.Stream, k planKey, uses []cuda.Use) (*p
 	return p, nil
 }
 
-// putPlan keeps p, or drops it (to Reclaim) if the context's cache is full.
-func putPlan(k planKey, p *plan) { plans.Put(k, p) }
+// putPlan gives back p, which takePlan returned for a call on s: s keeps it if p is
+// bound to s, needs no work area (the cache's MaxIdlePlanBytes bounds those) and s
+// keeps no other plan; else it goes to the cache, or is dropped (to Reclaim) if the
+// context's cache is full.
+func putPlan(s *cuda.Stream, p *plan) {
+	if keepPlans && p.stream == s.Handle() && p.work == nil {
+		if sl := streamslot.Of(s); sl != nil && sl.Keep(keptPlans, unsafe.Pointer(p)) {
+			return
+		}
+	}
+	plans.Put(p.key, p)
+}
 
-// idlePlans returns the idle plans of ctx (tests).
+// idlePlans returns the idle plans in ctx's cache (tests).
 func idlePlans(ctx *cuda.Context) int { return plans.Idle(ctx.Handle()) }
+
+// streamPlans returns the number of ctx's plans that streams keep (tests).
+func streamPlans(ctx *cuda.Context) int {
+	n, c := 0, ctx.Handle()
+	if keepPlans {
+		streamslot.Each(keptPlans, func(h unsafe.Pointer) {
+			if (*plan)(h).key.ctx == c {
+				n++
+			}
+		})
+	}
+	return n
+}
 
 // exec runs f with a plan of k in s's context, bound to s, through cuda.Enqueue: in
 // is read (unless nil), every memory of written is written, and so is the plan's
@@ -313,7 +356,7 @@ func exec(op string, s *cuda.Stream, k planKey, f func(ctx cuda.CUcontext, p Cuf
 	if err != nil {
 		return fail(err)
 	}
-	defer putPlan(k, p)
+	defer putPlan(s, p)
 	if p.work != nil {
 		u = append(u, cuda.Writes(p.work))
 	}

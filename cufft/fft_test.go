@@ -152,7 +152,7 @@ func TestTransforms(t *testing.T) {
 			require.InDelta(t, float64(re[i])*float64(n), float64(got[i]), 1e-4*float64(n), "round trip %v element %d", shape, i)
 		}
 	}
-	assert.Positive(t, cufft.IdlePlansForTest(ctx), "plans are cached")
+	assert.Positive(t, cufft.IdlePlansForTest(ctx)+cufft.StreamPlansForTest(ctx), "plans are cached")
 	assert.LessOrEqual(t, cufft.IdlePlansForTest(ctx), cufft.MaxIdlePlans)
 }
 
@@ -173,13 +173,7 @@ func TestWorkArea(t *testing.T) {
 	const batch = 8
 	n, work := 0, uint64(0)
 	for _, c := range []int{1031, 4099, 65537, 1 << 20} {
-		var p cufft.CufftHandle
-		require.NoError(t, cufft.Create(&p))
-		require.NoError(t, cufft.SetAutoAllocation(p, 0))
-		dims := []int32{int32(c)}
-		require.NoError(t, cufft.MakePlanMany(p, 1, &dims[0], nil, 1, 0, nil, 1, 0, cufft.CUFFT_Z2Z, batch, &work))
-		require.NoError(t, cufft.Destroy(p))
-		if work > 0 {
+		if work = workSize(t, c, cufft.CUFFT_Z2Z, batch); work > 0 {
 			n = c
 			break
 		}
@@ -224,4 +218,88 @@ func TestWorkArea(t *testing.T) {
 		}
 		out.Close()
 	}
+}
+
+// workSize returns the work area a 1-D plan of n elements of typ, batch batch, needs,
+// asked of a raw plan on this thread's context.
+func workSize(t testing.TB, n int, typ cufft.CufftType, batch int) uint64 {
+	t.Helper()
+	var p cufft.CufftHandle
+	require.NoError(t, cufft.Create(&p))
+	require.NoError(t, cufft.SetAutoAllocation(p, 0))
+	dims := []int32{int32(n)}
+	var work uint64
+	require.NoError(t, cufft.MakePlanMany(p, 1, &dims[0], nil, 1, 0, nil, 1, 0, typ, int32(batch), &work))
+	require.NoError(t, cufft.Destroy(p))
+	return work
+}
+
+// noWorkSize returns a 1-D C2C size (batch 1) whose plan needs no work area.
+func noWorkSize(t testing.TB) int {
+	for _, c := range []int{256, 1024, 64, 4096} {
+		if workSize(t, c, cufft.CUFFT_C2C, 1) == 0 {
+			return c
+		}
+	}
+	t.Fatal("every candidate size needs a work area")
+	return 0
+}
+
+// A stream keeps the plan of its transform (one without a work area) for its next
+// call, outside the context's cache; the plan of another transform on it goes to the
+// cache (the stream keeps one), and closing the stream gives its plan to the cache.
+func TestStreamKeepsPlan(t *testing.T) {
+	ctx, _ := gputest.Stream(t, gputest.Kernels)
+	gputest.RequireLibrary(t, cufft.Library())
+	n := noWorkSize(t)
+	_, err := resource.Reclaim()
+	require.NoError(t, err)
+	s, err := ctx.NewStream()
+	require.NoError(t, err)
+	b, err := cuda.AllocFor[complex64](s, 2*n)
+	require.NoError(t, err)
+	defer b.Close()
+	require.NoError(t, b.Memset32Async(s, 0))
+	for range 3 {
+		require.NoError(t, cufft.FFT[complex64](s, []int{n}, 1, b, b, false))
+		assert.Equal(t, 1, cufft.StreamPlansForTest(ctx), "kept by the stream")
+		assert.Zero(t, cufft.IdlePlansForTest(ctx))
+	}
+	require.NoError(t, cufft.FFT[complex64](s, []int{n}, 2, b, b, false))
+	assert.Equal(t, 1, cufft.StreamPlansForTest(ctx))
+	assert.Equal(t, 1, cufft.IdlePlansForTest(ctx), "the second plan went to the cache")
+	require.NoError(t, s.Synchronize())
+	require.NoError(t, s.Close())
+	assert.Zero(t, cufft.StreamPlansForTest(ctx))
+	assert.Equal(t, 2, cufft.IdlePlansForTest(ctx), "the closed stream's plan went to the cache")
+	_, err = resource.Reclaim()
+	require.NoError(t, err)
+	assert.Zero(t, cufft.IdlePlansForTest(ctx))
+}
+
+// BenchmarkFFTParallel queues small complex transforms from GOMAXPROCS goroutines at
+// once, each on a stream of the context's pool, synchronizing every 64: what the
+// plans cost when every goroutine calls cuFFT.
+func BenchmarkFFTParallel(b *testing.B) {
+	ctx, _ := gputest.Stream(b, gputest.Kernels)
+	gputest.RequireLibrary(b, cufft.Library())
+	const n = 256
+	gputest.RunParallel(b, ctx, func(s *cuda.Stream, pb *testing.PB) error {
+		buf, err := cuda.AllocFor[complex64](s, n)
+		if err != nil {
+			return err
+		}
+		defer buf.Close()
+		for i := 0; pb.Next(); i++ {
+			if err := cufft.FFT[complex64](s, []int{n}, 1, buf, buf, false); err != nil {
+				return err
+			}
+			if i%64 == 63 {
+				if err := s.Synchronize(); err != nil {
+					return err
+				}
+			}
+		}
+		return s.Synchronize()
+	})
 }

@@ -8,6 +8,7 @@
 package gputest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -269,4 +270,21 @@ func DeviceBytes(t testing.TB) int64 {
 		}
 	}
 	return 0
+}
+
+// RunParallel runs body from b.RunParallel's goroutines, each with a stream of its
+// own lent by ctx's pool (returned when the goroutine ends); an error of body, or of
+// acquiring the stream, fails b.
+func RunParallel(b *testing.B, ctx *cuda.Context, body func(s *cuda.Stream, pb *testing.PB) error) {
+	b.RunParallel(func(pb *testing.PB) {
+		s, err := ctx.AcquireStream(context.Background())
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		defer s.Close()
+		if err := body(s, pb); err != nil {
+			b.Error(err)
+		}
+	})
 }

@@ -1,7 +1,6 @@
 package libhandle_test
 
 import (
-	"context"
 	"errors"
 	"os"
 	"sync"
@@ -215,27 +214,21 @@ func BenchmarkRunParallel(b *testing.B) {
 	ctx, _ := gputest.Stream(b)
 	l, p := testLib, testPool
 	f := func(cuda.CUcontext, int) error { return nil }
-	b.RunParallel(func(pb *testing.PB) {
-		s, err := ctx.AcquireStream(context.Background())
-		if err != nil {
-			b.Error(err)
-			return
-		}
-		defer s.Close()
+	gputest.RunParallel(b, ctx, func(s *cuda.Stream, pb *testing.PB) error {
 		var bufs [3]*cuda.DeviceBuffer
 		for i := range bufs {
+			var err error
 			if bufs[i], err = ctx.Alloc(s, 2<<20); err != nil {
-				b.Error(err)
-				return
+				return err
 			}
 			defer bufs[i].Close()
 		}
 		for pb.Next() {
 			if err := p.Run(s, l.setStream, f, cuda.Reads(bufs[0]), cuda.Reads(bufs[1]), cuda.Writes(bufs[2])); err != nil {
-				b.Error(err)
-				return
+				return err
 			}
 		}
+		return nil
 	})
 }
 
