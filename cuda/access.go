@@ -119,6 +119,11 @@ func (m *memBase) record(t *stream, write bool, p planned) {
 	a := &o.acc
 	gen := t.gen.Load()
 	a.mu.Lock()
+	// First, no plan takes the fast path on the uses about to change: a plan that
+	// read only before this store entered the memory's hold before it, which the
+	// load of now below sees (sequentially consistent atomics), so this operation
+	// does not take itself for the only user and keeps that plan's stream's use.
+	a.only.Store(nil)
 	now := o.hold.users.Load()
 	// Alone: this operation was the only call holding the memory at its plan, and
 	// none entered since (the counts of enters agree).

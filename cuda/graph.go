@@ -620,9 +620,23 @@ func (x *execState) launch(s *Stream) error {
 	if x.closed {
 		return fmt.Errorf("cuda: executable graph: %w", ErrClosed)
 	}
-	// The leases keep the memory from being freed, as a hold would, and record and
-	// plan need no more: they never run while its release does (postponed).
+	// The leases keep the memory from being freed, as a hold would. The launch still
+	// counts itself among each buffer's users (its hold's count, shut or not) from
+	// before it plans until it has recorded: so that an operation on another stream
+	// that plans before this launch and records after it does not take itself for
+	// the buffer's only user and replace this replay's use with its own, which would
+	// let the buffer be freed before the replay ran; and so that this launch can
+	// tell when it is the only user and replace the uses of other streams (the
+	// allocation's, say) instead of waiting for them again at every launch.
 	items := x.lease.items
+	for _, l := range items {
+		l.m.hold.users.Add(enterTick)
+	}
+	defer func() {
+		for _, l := range items {
+			l.m.hold.users.Add(exitTick)
+		}
+	}()
 	var inline [maxInlinePlans]planned
 	plans := inline[:0]
 	if len(items) > len(inline) {

@@ -1,8 +1,11 @@
 package cuda_test
 
 import (
+	"math/rand/v2"
 	"runtime"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/internal/fakecuda"
@@ -193,4 +196,73 @@ func TestLockedAfterPreviousContextDestroyed(t *testing.T) {
 	var cur cuda.CUcontext
 	require.NoError(t, cuda.CtxGetCurrent(&cur))
 	assert.NotEqual(t, other.Handle(), cur, "not the destroyed one")
+}
+
+// A replay racing a write of the same buffer on another stream keeps its use: the
+// buffer, closed right after, is freed only once the replay has run. (Before
+// 2026-12-02 the write, finding itself the buffer's only user, could replace the
+// replay's use with its own — the launch took no hold — or a replay could plan
+// against the uses the write was replacing: the strict fake driver saw the replay's
+// memset run on freed memory about once in 400 races.)
+func TestReplayRacingWriteKeepsUse(t *testing.T) {
+	if fakecuda.Strict() {
+		fakecuda.Check(t)
+	}
+	ctx, s1 := gputest.Stream(t)
+	s2, err := ctx.NewStream()
+	require.NoError(t, err)
+	defer s2.Close()
+	n := min(races(t)/25, 400)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range n {
+		b, err := ctx.Alloc(s1, 2<<20) // not cached: Close frees it in the driver
+		require.NoError(t, err)
+		g, err := ctx.NewGraph()
+		require.NoError(t, err)
+		_, err = g.AddMemset(b, 1)
+		require.NoError(t, err)
+		x, err := g.Instantiate()
+		require.NoError(t, err)
+		require.NoError(t, g.Close())
+		require.NoError(t, x.Launch(s1))
+		require.NoError(t, s1.Synchronize())
+		if fakecuda.Loaded() { // s1's work runs late: after the free, if its use was lost
+			require.NoError(t, fakecuda.Delay(uintptr(s1.Handle()), 3*time.Millisecond))
+		}
+		var wg sync.WaitGroup
+		a, c := rng.IntN(2048), rng.IntN(2048)
+		wg.Go(func() { spin(a); assert.NoError(t, x.Launch(s1)) })
+		wg.Go(func() { spin(c); assert.NoError(t, b.Memset8Async(s2, 2)) })
+		wg.Wait()
+		require.NoError(t, x.Close())
+		require.NoError(t, b.Close())
+	}
+	require.NoError(t, ctx.Synchronize())
+}
+
+// A replay of memory last written on another stream waits for that write once: the
+// launch, alone with the memory, records its own use in place of the other stream's,
+// so that later launches on its stream wait for nothing.
+func TestReplayHandsOffOnce(t *testing.T) {
+	ctx, s1 := gputest.Stream(t)
+	s2, err := ctx.NewStream()
+	require.NoError(t, err)
+	defer s2.Close()
+	b, err := ctx.Alloc(s1, 2<<20)
+	require.NoError(t, err)
+	defer b.Close()
+	g, err := ctx.NewGraph()
+	require.NoError(t, err)
+	defer g.Close()
+	_, err = g.AddMemset(b, 1)
+	require.NoError(t, err)
+	x, err := g.Instantiate()
+	require.NoError(t, err)
+	defer x.Close()
+	h0 := cuda.HandOffsForTest(s2)
+	for range 5 {
+		require.NoError(t, x.Launch(s2))
+	}
+	assert.Equal(t, int64(1), cuda.HandOffsForTest(s2)-h0, "one wait for the allocation on s1")
+	require.NoError(t, s2.Synchronize())
 }
