@@ -138,14 +138,19 @@ func TestRaceCloseGraph(t *testing.T) {
 			done(r)
 		},
 	})
+	// instantiated is setup with a memset of the buffer in the graph, instantiated.
+	instantiated := func(t *testing.T) *graphRace {
+		r := setup(t)
+		_, err := r.g.AddMemset(r.b, 1)
+		require.NoError(t, err)
+		r.x, err = r.g.Instantiate()
+		require.NoError(t, err)
+		return r
+	}
 	runRaces(t, n, raceKind[*graphRace]{
 		name: "Exec/Launch",
 		setup: func(t *testing.T) *graphRace {
-			r := setup(t)
-			_, err := r.g.AddMemset(r.b, 1)
-			require.NoError(t, err)
-			r.x, err = r.g.Instantiate()
-			require.NoError(t, err)
+			r := instantiated(t)
 			require.NoError(t, r.b.Close()) // leased: freed with the graph and the executable
 			return r
 		},
@@ -156,15 +161,8 @@ func TestRaceCloseGraph(t *testing.T) {
 	// Update replaces what the executable leases under the lock Close takes: it
 	// either fails with ErrClosed or finishes before the release.
 	runRaces(t, n, raceKind[*graphRace]{
-		name: "Exec/Update",
-		setup: func(t *testing.T) *graphRace {
-			r := setup(t)
-			_, err := r.g.AddMemset(r.b, 1)
-			require.NoError(t, err)
-			r.x, err = r.g.Instantiate()
-			require.NoError(t, err)
-			return r
-		},
+		name:  "Exec/Update",
+		setup: instantiated,
 		op:    func(r *graphRace) error { return r.x.Update(r.g) },
 		close: func(r *graphRace) error { return r.x.Close() },
 		done:  done,

@@ -94,7 +94,7 @@ func New[R comparable, O any, X any](max int, create func(*R) error, own func(R)
 // library is loaded (with an idle handle, the checks are left to cuda.Enqueue, which
 // makes them too).
 func (p *Pool[R, O, X]) Take(ctx *cuda.Context, s *cuda.Stream, uses ...cuda.Use) (*Handle[R, O, X], error) {
-	if sl := streamslot.Of(s); sl != nil && p.kept {
+	if sl := streamslot.Of(s); p.kept && sl != nil {
 		if h := sl.Take(p.lib); h != nil {
 			return (*Handle[R, O, X])(h), nil
 		}
