@@ -47,7 +47,9 @@ func Enqueue(s *Stream, f func(ctx CUcontext, h CUstream) error, uses ...Use) er
 	if f == nil {
 		return fmt.Errorf("%w: nil function", ErrInvalidArgument)
 	}
-	if err := CheckEnqueue(s, uses...); err != nil {
+	// The stream is checked here, the memory as run holds it: each operand's
+	// fields are read once (CheckEnqueue reads them again).
+	if err := checkOpen(s); err != nil {
 		return err
 	}
 	// One deferred cleanup, which the compiler open-codes (several defers in a
@@ -101,15 +103,37 @@ func (q *enqueued) run(s *Stream, f func(ctx CUcontext, h CUstream) error, uses 
 		return err
 	}
 	q.entered = true
-	// Hold each memory once: a buffer used twice is written if either use writes.
+	// Hold each memory once: a buffer used twice is written if either use writes
+	// (the flags of its first use collect the later ones').
 	for i := range uses {
-		fl := flagsOf(uses, i)
-		if i < len(q.flags) {
-			q.flags[i] = fl
+		m := uses[i].m
+		if err := m.check(); err != nil {
+			return err
 		}
-		if fl&useDup == 0 {
-			if err := uses[i].m.acquire(); err != nil {
+		if m.ctx.ctxState != c {
+			return errWrongContext
+		}
+		first := i
+		for j := range uses[:i] {
+			if uses[j].m == m {
+				first = j
+				break
+			}
+		}
+		switch {
+		case first == i:
+			if i < len(q.flags) && uses[i].write {
+				q.flags[i] = useWrite
+			}
+			if err := m.acquire(); err != nil {
 				return err
+			}
+		case i < len(q.flags):
+			q.flags[i] = useDup
+			fallthrough
+		default:
+			if first < len(q.flags) && uses[i].write {
+				q.flags[first] |= useWrite
 			}
 		}
 		q.held = i + 1
@@ -173,14 +197,8 @@ func (q *enqueued) end(s *Stream, uses []Use) {
 // it before it makes the handle or plan the work needs (and loads the library).
 // Enqueue checks again: a Close between the two is still seen.
 func CheckEnqueue(s *Stream, uses ...Use) error {
-	if err := checkStream(s); err != nil {
+	if err := checkOpen(s); err != nil {
 		return err
-	}
-	// The closed checks read flags without locking (an atomic load each, no
-	// read-modify-write): Enqueue sees a Close after them under the stream's lock.
-	t := s.stream
-	if t.closed.Load() || (s.lease != 0 && t.gen.Load() != s.lease) {
-		return fmt.Errorf("cuda: stream: %w", ErrClosed)
 	}
 	c := s.cs
 	for i := range uses {
@@ -192,8 +210,24 @@ func CheckEnqueue(s *Stream, uses ...Use) error {
 			return errMemClosed[m.kind]
 		}
 		if m.ctx.ctxState != c {
-			return fmt.Errorf("cuda: memory of another context than the stream's: %w", ErrWrongContext)
+			return errWrongContext
 		}
+	}
+	return nil
+}
+
+var errWrongContext = fmt.Errorf("cuda: memory of another context than the stream's: %w", ErrWrongContext)
+
+// checkOpen returns CheckEnqueue's error for a nil, closed or released stream.
+func checkOpen(s *Stream) error {
+	if err := checkStream(s); err != nil {
+		return err
+	}
+	// The closed checks read flags without locking (an atomic load each, no
+	// read-modify-write): Enqueue sees a Close after them under the stream's lock.
+	t := s.stream
+	if t.closed.Load() || (s.lease != 0 && t.gen.Load() != s.lease) {
+		return errStreamClosed
 	}
 	return nil
 }

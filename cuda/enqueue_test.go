@@ -30,12 +30,12 @@ func TestEnqueue(t *testing.T) {
 		assert.Equal(t, ctx.Handle(), c)
 		got = h
 		return nil
-	}, cuda.Reads(a), cuda.Writes(b), cuda.Reads(b))
+	}, cuda.Reads(a), cuda.Reads(b), cuda.Writes(b))
 	require.NoError(t, err)
 	assert.Equal(t, ss[1].Handle(), got)
 	assert.EqualValues(t, 1, cuda.HandOffsForTest(ss...)-before, "one wait: both buffers were last used on ss[0]")
 	assert.Equal(t, 2, cuda.UsesForTest(a), "a read on ss[1] beside the write on ss[0]")
-	assert.Equal(t, 1, cuda.UsesForTest(b), "b written on ss[1]: its only use")
+	assert.Equal(t, 1, cuda.UsesForTest(b), "b written on ss[1] (its second use): its only use")
 
 	boom := errors.New("boom")
 	require.ErrorIs(t, cuda.Enqueue(ss[0], func(cuda.CUcontext, cuda.CUstream) error { return boom }, cuda.Writes(a)), boom)
@@ -68,7 +68,14 @@ func TestEnqueuePanicAndManyUses(t *testing.T) {
 		require.NoError(t, err)
 		uses = append(uses, cuda.Reads(bufs[i]))
 	}
-	uses = append(uses, cuda.Writes(bufs[9])) // a repeat past the eighth: written
+	// Repeats past the eighth that write: of bufs[9] (its first use past the eighth
+	// too) and of bufs[0], last written on another stream, so that a read recorded
+	// in place of the write would show as a second use.
+	uses = append(uses, cuda.Writes(bufs[9]), cuda.Writes(bufs[0]))
+	other, err := ctx.NewStream()
+	require.NoError(t, err)
+	defer other.Close()
+	require.NoError(t, bufs[0].Memset32Async(other, 1))
 	ran := false
 	require.NoError(t, cuda.Enqueue(s, func(cuda.CUcontext, cuda.CUstream) error { ran = true; return nil }, uses...))
 	assert.True(t, ran)
