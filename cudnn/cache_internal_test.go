@@ -19,9 +19,7 @@ import (
 func TestChooseOncePerKey(t *testing.T) {
 	k := algoKey{ctx: cuda.CUcontext(0xdead), x: Tensor4D{1, 2, 3, 4}}
 	t.Cleanup(func() {
-		algos.mu.Lock()
-		delete(algos.m, k)
-		algos.mu.Unlock()
+		forget(k)
 	})
 
 	var calls atomic.Int32
@@ -48,9 +46,7 @@ func TestChooseOncePerKey(t *testing.T) {
 	k2 := k
 	k2.x.N = 2
 	t.Cleanup(func() {
-		algos.mu.Lock()
-		delete(algos.m, k2)
-		algos.mu.Unlock()
+		forget(k2)
 	})
 	boom := errors.New("boom")
 	_, err := choose(k2, func() (choice, error) { return choice{}, boom })
@@ -66,9 +62,7 @@ func TestChooseOncePerKey(t *testing.T) {
 	got, err = choose(k3, func() (choice, error) { return want, nil })
 	require.NoError(t, err)
 	assert.Equal(t, want, got)
-	algos.mu.Lock()
-	delete(algos.m, k3)
-	algos.mu.Unlock()
+	forget(k3)
 
 	// prune keeps an entry being chosen.
 	k4 := k
@@ -80,16 +74,51 @@ func TestChooseOncePerKey(t *testing.T) {
 		_, _ = choose(k4, func() (choice, error) { close(started); <-finish; return want, nil })
 	}()
 	<-started
-	algos.mu.Lock()
 	prune()
-	_, pending := algos.m[k4]
-	_, chosen := algos.m[k]
-	algos.mu.Unlock()
+	_, pending := algos.Load(k4)
+	_, chosen := algos.Load(k)
 	assert.True(t, pending, "prune dropped an entry being chosen")
 	assert.False(t, chosen, "prune kept a chosen entry")
 	close(finish)
 	<-done
-	algos.mu.Lock()
-	delete(algos.m, k4)
-	algos.mu.Unlock()
+	forget(k4)
+}
+
+// forget removes k's entry (test cleanup).
+func forget(k algoKey) {
+	if _, ok := algos.LoadAndDelete(k); ok {
+		algoCount.Add(-1)
+	}
+}
+
+// The count that bounds the cache follows its adds, failures and prunes, and a
+// full cache forgets its chosen entries before it adds one.
+func TestAlgoCacheBound(t *testing.T) {
+	entries := func() (n int64) {
+		algos.Range(func(any, any) bool { n++; return true })
+		return n
+	}
+	require.Equal(t, entries(), algoCount.Load())
+	base := algoCount.Load()
+	keys := make([]algoKey, maxAlgoEntries+1-int(base))
+	t.Cleanup(func() {
+		for _, k := range keys {
+			forget(k)
+		}
+	})
+	ok := func() (choice, error) { return choice{workspace: 1}, nil }
+	for i := range keys {
+		keys[i] = algoKey{ctx: cuda.CUcontext(0xbeef), x: Tensor4D{N: i + 1}}
+		if i < len(keys)-1 {
+			_, err := choose(keys[i], ok)
+			require.NoError(t, err)
+		}
+	}
+	_, err := choose(keys[0], func() (choice, error) { return choice{}, errors.New("not asked: cached") })
+	require.NoError(t, err)
+	assert.Equal(t, int64(maxAlgoEntries), algoCount.Load())
+	_, err = choose(keys[len(keys)-1], ok)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), algoCount.Load(), "the full cache forgot its chosen entries")
+	assert.Equal(t, entries(), algoCount.Load())
 }

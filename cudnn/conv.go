@@ -3,6 +3,7 @@ package cudnn
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/gocuda/gocuda/cuda"
@@ -314,26 +315,29 @@ type algoEntry struct {
 // maxAlgoEntries bounds the cache: past it, the chosen entries are forgotten.
 const maxAlgoEntries = 4096
 
-var algos struct {
-	mu sync.Mutex
-	m  map[algoKey]*algoEntry
-}
+// algos maps an algoKey to its *algoEntry. A sync.Map: a convolution looks its
+// choice up without a lock or a write to memory that other goroutines share, so
+// that convolutions from many goroutines do not serialize on the cache.
+var (
+	algos     sync.Map
+	algoCount atomic.Int64 // entries in algos (about: adds and deletes race)
+)
 
 // choose returns k's cached choice, or makes it with sel.
 func choose(k algoKey, sel func() (choice, error)) (choice, error) {
 	for {
-		algos.mu.Lock()
-		e := algos.m[k]
-		if e == nil {
-			if algos.m == nil || len(algos.m) >= maxAlgoEntries {
+		v, ok := algos.Load(k)
+		if !ok {
+			if algoCount.Load() >= maxAlgoEntries {
 				prune()
 			}
-			e = &algoEntry{done: make(chan struct{})}
-			algos.m[k] = e
-			algos.mu.Unlock()
-			return e.fill(k, sel)
+			e := &algoEntry{done: make(chan struct{})}
+			if v, ok = algos.LoadOrStore(k, e); !ok {
+				algoCount.Add(1)
+				return e.fill(k, sel)
+			}
 		}
-		algos.mu.Unlock()
+		e := v.(*algoEntry)
 		<-e.done
 		if e.ok {
 			return e.c, nil
@@ -342,17 +346,16 @@ func choose(k algoKey, sel func() (choice, error)) (choice, error) {
 }
 
 // fill makes e's choice with sel, keeps it, and wakes the waiters; a failure (or a
-// panic) removes e, so that the next call chooses again.
+// panic) removes e, so that the next call chooses again. The choice is written
+// before done is closed, and read only after.
 func (e *algoEntry) fill(k algoKey, sel func() (choice, error)) (c choice, err error) {
 	ok := false
 	defer func() {
-		algos.mu.Lock()
 		if ok {
 			e.c, e.ok = c, true
-		} else if algos.m[k] == e {
-			delete(algos.m, k)
+		} else if algos.CompareAndDelete(k, e) {
+			algoCount.Add(-1)
 		}
-		algos.mu.Unlock()
 		close(e.done)
 	}()
 	c, err = sel()
@@ -360,31 +363,35 @@ func (e *algoEntry) fill(k algoKey, sel func() (choice, error)) (c choice, err e
 	return c, err
 }
 
-// prune forgets the chosen entries (those being chosen stay); algos.mu is held.
+// chosen reports whether e's choice is made (and then whether it succeeded).
+func (e *algoEntry) chosen() bool {
+	select {
+	case <-e.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// prune forgets the chosen entries (those being chosen stay).
 func prune() {
-	if algos.m == nil {
-		algos.m = make(map[algoKey]*algoEntry)
-		return
-	}
-	for k, e := range algos.m {
-		select {
-		case <-e.done:
-			delete(algos.m, k)
-		default:
+	algos.Range(func(k, v any) bool {
+		if v.(*algoEntry).chosen() && algos.CompareAndDelete(k, v) {
+			algoCount.Add(-1)
 		}
-	}
+		return true
+	})
 }
 
 // cachedChoices returns the cached choices of ctx (tests).
 func cachedChoices(ctx *cuda.Context) []choice {
-	algos.mu.Lock()
-	defer algos.mu.Unlock()
 	var out []choice
-	for k, e := range algos.m {
-		if k.ctx == ctx.Handle() && e.ok {
+	algos.Range(func(k, v any) bool {
+		if e := v.(*algoEntry); k.(algoKey).ctx == ctx.Handle() && e.chosen() && e.ok {
 			out = append(out, e.c)
 		}
-	}
+		return true
+	})
 	return out
 }
 
