@@ -5,6 +5,7 @@ package cuda
 #cgo nocallback gocuda_copy_record
 #cgo noescape gocuda_event_spin
 #cgo nocallback gocuda_event_spin
+#cgo nocallback gocuda_flag_spin
 #include <stdint.h>
 #include <stddef.h>
 #include <time.h>
@@ -16,8 +17,13 @@ package cuda
 // for a synchronous copy's two. The result is 0, the failed call's CUresult, with bit 32
 // set when making ctx current failed, or bit 33 when only the record failed (the copy
 // is queued).
+//
+// With flag not 0, it writes val there after the copy with write
+// (cuStreamWriteValue32_v2, default flags: after a fence) instead of recording an
+// event; a failed write is reported as a failed record.
 static int64_t gocuda_copy_record(uintptr_t copy, uintptr_t record, uintptr_t get, uintptr_t set, uintptr_t ctx,
-		int dir, uintptr_t dev, void* host, uintptr_t src, size_t n, uintptr_t stream, uintptr_t ev) {
+		int dir, uintptr_t dev, void* host, uintptr_t src, size_t n, uintptr_t stream, uintptr_t ev,
+		uintptr_t write, uintptr_t flag, uint32_t val) {
 	int64_t c = gocuda_make_current(get, set, ctx);
 	if (c) return c;
 	int32_t s;
@@ -27,9 +33,20 @@ static int64_t gocuda_copy_record(uintptr_t copy, uintptr_t record, uintptr_t ge
 	default: s = ((int32_t (*)(uintptr_t, uintptr_t, size_t, uintptr_t))copy)(dev, src, n, stream); break;
 	}
 	if (s) return (uint32_t)s;
-	if (ev == 0) return 0;
-	s = ((int32_t (*)(uintptr_t, uintptr_t))record)(ev, stream);
+	if (flag != 0)
+		s = ((int32_t (*)(uintptr_t, uintptr_t, uint32_t, unsigned))write)(stream, flag, val, 0);
+	else if (ev != 0)
+		s = ((int32_t (*)(uintptr_t, uintptr_t))record)(ev, stream);
 	return s ? (((int64_t)1 << 33) | (uint32_t)s) : 0;
+}
+
+// gocuda_write_flag makes ctx current and queues write (cuStreamWriteValue32_v2) of
+// val to flag on stream; the result as gocuda_event_spin's.
+static int64_t gocuda_write_flag(uintptr_t write, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t stream,
+		uintptr_t flag, uint32_t val) {
+	int64_t c = gocuda_make_current(get, set, ctx);
+	if (c) return c;
+	return (uint32_t)((int32_t (*)(uintptr_t, uintptr_t, uint32_t, unsigned))write)(stream, flag, val, 0);
 }
 
 static int64_t gocuda_cs_now(void) {
@@ -48,6 +65,17 @@ static int64_t gocuda_event_spin(uintptr_t query, uintptr_t get, uintptr_t set, 
 	for (;;) {
 		int32_t s = ((int32_t (*)(uintptr_t))query)(ev);
 		if (s != 600 || gocuda_cs_now() - t0 >= spin_ns) return (uint32_t)s;
+	}
+}
+
+// gocuda_flag_spin reads the word at flag until it is val or spin_ns have passed,
+// and reports whether it was val.
+static int gocuda_flag_spin(volatile uint32_t* flag, uint32_t val, int64_t spin_ns) {
+	int64_t t0 = gocuda_cs_now();
+	for (;;) {
+		for (int i = 0; i < 64; i++)
+			if (__atomic_load_n(flag, __ATOMIC_ACQUIRE) == val) return 1;
+		if (gocuda_cs_now() - t0 >= spin_ns) return 0;
 	}
 }
 */
@@ -82,9 +110,9 @@ func queued(err error) bool {
 }
 
 // copyRecord queues a copy of n bytes in ctx on stream h (dir: copyHtoD from host to
-// dev, copyDtoH from dev to host, copyAny from src to dev) and records ev after it
-// when ev is not 0, in one call into C.
-func copyRecord(ctx CUcontext, dir int, dev CUdeviceptr, host unsafe.Pointer, src CUdeviceptr, n uint64, h CUstream, ev CUevent) error {
+// dev, copyDtoH from dev to host, copyAny from src to dev) and, after it, sets w's
+// flag slot or records w's event (when it has either), in one call into C.
+func copyRecord(ctx CUcontext, dir int, dev CUdeviceptr, host unsafe.Pointer, src CUdeviceptr, n uint64, h CUstream, w *waiter) error {
 	var proc = proc_cuMemcpyAsync
 	switch dir {
 	case copyHtoD:
@@ -100,12 +128,19 @@ func copyRecord(ctx CUcontext, dir int, dev CUdeviceptr, host unsafe.Pointer, sr
 	if err != nil {
 		return err
 	}
+	var write uintptr
+	if w.flag.word != nil {
+		if write, err = proc_cuStreamWriteValue32_v2.Addr(); err != nil {
+			return err
+		}
+	}
 	get, set, err := ctxswitch.Procs()
 	if err != nil {
 		return err
 	}
 	r := int64(C.gocuda_copy_record(C.uintptr_t(fn), C.uintptr_t(record), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx),
-		C.int(dir), C.uintptr_t(dev), host, C.uintptr_t(src), C.size_t(n), C.uintptr_t(h), C.uintptr_t(ev)))
+		C.int(dir), C.uintptr_t(dev), host, C.uintptr_t(src), C.size_t(n), C.uintptr_t(h), C.uintptr_t(w.ev),
+		C.uintptr_t(write), C.uintptr_t(w.flag.dev), C.uint32_t(w.flag.val)))
 	switch {
 	case r == 0:
 		return nil
@@ -132,4 +167,27 @@ func spinEvent(ctx CUcontext, ev CUevent, d time.Duration) (bool, error) {
 		return false, Result(int32(r))
 	}
 	return ready(Result(int32(r)).err())
+}
+
+// spinFlag reads f's word from C for at most d, and reports whether it was set.
+func spinFlag(f *flagSlot, d time.Duration) bool {
+	return C.gocuda_flag_spin((*C.uint32_t)(unsafe.Pointer(f.word)), C.uint32_t(f.val), C.int64_t(d)) != 0
+}
+
+// writeFlag queues the write of val to the flag word at dev on stream h in ctx.
+func writeFlag(ctx CUcontext, h CUstream, dev CUdeviceptr, val uint32) error {
+	write, err := proc_cuStreamWriteValue32_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_write_flag(C.uintptr_t(write), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(h),
+		C.uintptr_t(dev), C.uint32_t(val)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(int32(r)).err()
 }

@@ -218,9 +218,9 @@ func copyDirect(s *Stream, m *memBase, p unsafe.Pointer, n int, toDevice bool) e
 	if inHostRanges(uintptr(p), n) {
 		evs = evAlways
 	}
-	return runRecorded(s, func(t *stream, ev CUevent) error {
-		return copyRecord(ctx, dir, m.ptr, p, 0, uint64(n), t.h, ev)
-	}, m, toDevice, nil, n, evs)
+	return runRecorded(s, func(t *stream, w *waiter) error {
+		return copyRecord(ctx, dir, m.ptr, p, 0, uint64(n), t.h, w)
+	}, m, toDevice, nil, n, evs|evFlag)
 }
 
 // copyHostCaptured is copyHost on a capturing stream. A replay must not read Go
@@ -284,20 +284,20 @@ func copyMem(s *Stream, dst, src Memory) error {
 	} else if err := acquirePair(d, o); err != nil {
 		return err
 	}
-	var op func(t *stream, ev CUevent) error
+	var op func(t *stream, w *waiter) error
 	switch {
 	case copyTyped && isHostKind(d.kind) && sk == KindDevice:
-		op = func(t *stream, ev CUevent) error {
-			return copyRecord(ctx, copyDtoH, sp, hostPointer(dp), 0, n, t.h, ev)
+		op = func(t *stream, w *waiter) error {
+			return copyRecord(ctx, copyDtoH, sp, hostPointer(dp), 0, n, t.h, w)
 		}
 	case copyTyped && d.kind == KindDevice && isHostKind(sk):
-		op = func(t *stream, ev CUevent) error {
-			return copyRecord(ctx, copyHtoD, dp, hostPointer(sp), 0, n, t.h, ev)
+		op = func(t *stream, w *waiter) error {
+			return copyRecord(ctx, copyHtoD, dp, hostPointer(sp), 0, n, t.h, w)
 		}
 	default:
-		op = func(t *stream, ev CUevent) error { return copyRecord(ctx, copyAny, dp, nil, sp, n, t.h, ev) }
+		op = func(t *stream, w *waiter) error { return copyRecord(ctx, copyAny, dp, nil, sp, n, t.h, w) }
 	}
-	return runRecorded(s, op, d, true, o, int(n), evSync)
+	return runRecorded(s, op, d, true, o, int(n), evSync|evFlag)
 }
 
 // isHostKind reports whether memory of kind k is page-locked host memory.
@@ -362,58 +362,84 @@ func run(s *Stream, op func(h CUstream) error, a *memBase, aWrite bool, b *memBa
 // for as long as that copy should take before it blocks (waitCopy).
 func runOn(s *Stream, op func(t *stream) error, a *memBase, aWrite bool, b *memBase, bytes int) error {
 	ms := a.ms
-	return runRecorded(s, func(t *stream, ev CUevent) error {
-		if err := op(t); err != nil || ev == 0 {
+	return runRecorded(s, func(t *stream, w *waiter) error {
+		if err := op(t); err != nil || w.ev == 0 {
 			return err
 		}
-		if err := inEventRecord(ms.cs.h, ev, t.h); err != nil {
+		if err := inEventRecord(ms.cs.h, w.ev, t.h); err != nil {
 			return &errUnrecorded{err}
 		}
 		return nil
 	}, a, aWrite, b, bytes, evSync)
 }
 
-// evMode says when runRecorded gives its op an event to record: for the synchronous
-// forms only (evSync), always, or never.
+// evMode says when runRecorded gives its op something to signal after its work
+// for the wait: for the synchronous forms only (evSync), always, or never; with
+// evFlag, a flag slot when one is free (the op is a copyRecord), else an event.
 type evMode uint8
 
 const (
 	evSync evMode = iota
 	evAlways
 	evNever
+	evFlag evMode = 4
 )
 
-// runRecorded is runOn for an op that records ev after its work itself when ev is
-// not 0 (as evs says), failing with an *errUnrecorded when only the record failed;
-// it then waits for ev.
-func runRecorded(s *Stream, op func(t *stream, ev CUevent) error, a *memBase, aWrite bool, b *memBase, bytes int, evs evMode) error {
+// waiter is what an op signals after its work for runRecorded's wait: a flag
+// slot (flag.word not nil) or an event (ev not 0), and the stream it queued on.
+type waiter struct {
+	ev   CUevent
+	flag flagSlot
+	t    *stream
+}
+
+// runRecorded is runOn for an op that signals w after its work itself (as evs
+// says), failing with an *errUnrecorded when only the signal failed; it then waits
+// for the signal.
+func runRecorded(s *Stream, op func(t *stream, w *waiter) error, a *memBase, aWrite bool, b *memBase, bytes int, evs evMode) error {
 	ms := a.ms
-	var ev CUevent
-	err := queue(ms, s, op, a, aWrite, b, &ev, evs == evAlways || (evs == evSync && s == nil))
+	var w waiter
+	mode := evs &^ evFlag
+	err := queue(ms, s, op, a, aWrite, b, &w, mode == evAlways || (mode == evSync && s == nil), evs&evFlag != 0)
 	a.leave()
 	if b != nil {
 		b.leave()
 	}
-	if ev != 0 {
+	switch {
+	case w.flag.word != nil:
+		// Wait for the copy holding no lock, then give the slot back, unless
+		// the stream may still write it (a failed op queued no write).
+		reuse := true
+		if err == nil {
+			reuse, err = ms.waitFlag(&w.flag, w.t, bytes)
+		}
+		if reuse {
+			ms.putFlag(w.flag)
+		}
+	case w.ev != 0:
 		// Wait for the copy holding no lock, then give the event back.
 		if err == nil {
-			err = ms.waitCopy(ev, bytes)
+			err = ms.waitCopy(w.ev, bytes)
 		}
-		ms.putHandoffEvent(ev)
+		ms.putHandoffEvent(w.ev)
 	}
 	return err
 }
 
-// queue queues op for run; with withEvent it also gives op *ev to record after its
-// work.
-func queue(ms *memState, s *Stream, op func(t *stream, ev CUevent) error, a *memBase, aWrite bool, b *memBase, ev *CUevent, withEvent bool) error {
+// queue queues op for run; with withWait it also gives op in *w something to
+// signal after its work: a flag slot when flag allows one and one is free, else an
+// event to record.
+func queue(ms *memState, s *Stream, op func(t *stream, w *waiter) error, a *memBase, aWrite bool, b *memBase, w *waiter, withWait, flag bool) error {
 	var t *stream
 	if s != nil {
 		t = s.stream
 	} else {
 		t = ms.syncStreamFor(a)
 	}
-	if withEvent {
+	if withWait && flag {
+		w.flag = ms.getFlag()
+	}
+	if withWait && w.flag.word == nil {
 		// A plain event: the GPU completes it sooner than a blocking-sync one, and
 		// the wait blocks all the same once it stops polling (the primary context
 		// is CU_CTX_SCHED_BLOCKING_SYNC).
@@ -421,7 +447,7 @@ func queue(ms *memState, s *Stream, op func(t *stream, ev CUevent) error, a *mem
 		if err != nil {
 			return err
 		}
-		*ev = e
+		w.ev = e
 	}
 	// The stream picked without s may be closed by its owner before the work is
 	// queued: then pick again (the default stream, which is never closed).
@@ -448,7 +474,8 @@ func queue(ms *memState, s *Stream, op func(t *stream, ev CUevent) error, a *mem
 			}
 			return err
 		}
-		err := op(t, *ev)
+		w.t = t
+		err := op(t, w)
 		if err == nil || queued(err) {
 			a.record(t, aWrite, pa)
 			if b != nil {

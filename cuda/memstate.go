@@ -37,6 +37,12 @@ type memState struct {
 	hevents []CUevent     // events without blocking sync, for hand-offs (faster to wait for on the device)
 	hlast   atomic.Uint64 // one more such event, taken and given back without evMu
 
+	// flags is the page of words that synchronous copies wait on (copyflag.go),
+	// made at the first; flagsFailed: it could not be.
+	flagMu      sync.Mutex
+	flags       atomic.Pointer[flagPage]
+	flagsFailed atomic.Bool
+
 	// devCached is the bytes in the streams' device block caches; cacheStreams
 	// lists the streams that may hold some (weakly: a dropped stream's destroy
 	// flushes its cache).
@@ -441,6 +447,7 @@ func (ms *memState) teardown() {
 		ms.unified.flush()
 	}
 	_ = inCtxSynchronize(c.h)
+	ms.freeFlags()
 	if ms.devReady.Load() {
 		// The device's pool keeps freed memory (release threshold): give back what
 		// this context's buffers held.

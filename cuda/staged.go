@@ -70,8 +70,9 @@ var (
 	copyWaitSpin = true
 	copyWaitRate = 20e9
 	copyWaitMax  = 50 * time.Millisecond
-	// copySpinC is how long the wait queries the event from C before it goes on
-	// in Go (polling, yielding, then blocking).
+	// copySpinC is how long the wait queries the event (or reads the flag,
+	// copyflag.go) from C before it goes on in Go (polling, yielding, then
+	// blocking).
 	copySpinC = 50 * time.Microsecond
 	// copyTyped makes Copy between pinned or wrapped host memory and device memory
 	// call cuMemcpyHtoDAsync / cuMemcpyDtoHAsync instead of cuMemcpyAsync: never
@@ -319,7 +320,7 @@ func copyStaged(s *Stream, m *memBase, p unsafe.Pointer, n int, toDevice bool) e
 	// Nothing is left to wait for once op returns (no event, evNever): it has read
 	// src into the ring, or written dst from it (the ring's fences keep its buffers
 	// until their DMA).
-	op := func(t *stream, _ CUevent) error {
+	op := func(t *stream, _ *waiter) error {
 		var queued int
 		var err error
 		if toDevice {

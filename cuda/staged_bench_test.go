@@ -229,6 +229,20 @@ func BenchmarkCopySmall(b *testing.B) {
 					c("c-event", callbench.CopyEvent, asyncFn, equery),
 					c("c-squery", callbench.CopyStreamQuery, asyncFn, squery),
 				}
+				if write, err := cuda.Library().NewProc("cuStreamWriteValue32_v2").Addr(); err == nil {
+					// The word c-flag waits on: cuMemHostAlloc memory, which unified
+					// addressing maps at the same address on the device.
+					var fp unsafe.Pointer
+					require.NoError(b, cuda.MemHostAlloc(&fp, 64, 0))
+					defer func() { require.NoError(b, cuda.MemFreeHost(fp)) }()
+					flag := (*uint32)(fp)
+					*flag = 0
+					sides = append(sides, callbench.Side{Name: "c-flag", Run: func(k int) (time.Duration, error) {
+						t, err := callbench.LoopCopyFlag(h2d, asyncFn, write, uintptr(d.Ptr()), host, n, st, uintptr(fp), flag, k)
+						runtime.KeepAlive(page)
+						return t, err
+					}})
+				}
 				goCopy := func() error { return copyPinned(d, h, h2d) }
 				if kind == "pageable" && h2d {
 					goCopy = func() error { return cuda.CopyToDevice(d, page) }

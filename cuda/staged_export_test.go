@@ -65,3 +65,42 @@ func SetCopyWaitForTest(w CopyWait) CopyWait {
 // PageLockedForTest reports whether the copies take the n bytes at p for page-locked
 // memory of the package (hostRanges).
 func PageLockedForTest(p unsafe.Pointer, n int) bool { return inHostRanges(uintptr(p), n) }
+
+// FlagWaits are the counters of synchronous copies that waited on a flag word
+// (copyflag.go).
+type FlagWaits struct{ Waited, Blocked, Polled int64 }
+
+// FlagWaitsForTest returns the counters.
+func FlagWaitsForTest() FlagWaits {
+	return FlagWaits{flagWaits.Load(), flagBlocked.Load(), flagPolled.Load()}
+}
+
+// SetFlagLongHookForTest sets the function a flag wait runs as it gives up
+// polling, and returns the previous one.
+func SetFlagLongHookForTest(f func()) func() {
+	old := flagLongHook
+	flagLongHook = f
+	return old
+}
+
+// FlagSlotsForTest returns the idle slots of ctx's flag page (-1: none made).
+func FlagSlotsForTest(ctx *Context) int {
+	ms, err := ctx.memory()
+	if err != nil {
+		return -1
+	}
+	p := ms.flags.Load()
+	if p == nil {
+		return -1
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := len(p.free)
+	if p.last.Load() != 0 {
+		n++
+	}
+	return n
+}
+
+// FlagSlots is the number of words of a context's flag page.
+const FlagSlots = flagSlots

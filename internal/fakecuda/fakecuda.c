@@ -3383,6 +3383,16 @@ EXPORT CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, H s) {
 	MEMSET("cuMemsetD32Async", d, v, n, 4, s, 1)
 }
 
+// cuStreamWriteValue32_v2 is a one-word memset queued on the stream (the fast mode
+// writes at once: its work is done when queued).
+EXPORT CUresult cuStreamWriteValue32_v2(H s, CUdeviceptr d, uint32_t v, unsigned flags) {
+	if (!strict()) { __atomic_store_n((uint32_t *)(uintptr_t)d, v, __ATOMIC_RELEASE); return OK; }
+	BEGIN("cuStreamWriteValue32_v2");
+	if (flags & ~1u) FAIL(E_INVALID_VALUE); // CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER
+	r = memset_op(FN, d, v, 1, 4, s, 1);
+	END
+}
+
 // Managed-memory hints: checked, then nothing to do.
 EXPORT CUresult cuMemPrefetchAsync_v2(CUdeviceptr p, size_t n, CUmemLocation loc, unsigned flags, H hs) {
 	(void)loc; (void)flags;
