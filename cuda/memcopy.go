@@ -187,20 +187,20 @@ func copyHost(s *Stream, m *memBase, p unsafe.Pointer, n int, toDevice bool) err
 	if stageThreshold > 0 && n >= stageThreshold {
 		return copyStaged(s, m, p, n, toDevice)
 	}
+	if !toDevice && n <= bounceMax && !inHostRanges(uintptr(p), n) {
+		return copyBounced(s, m, p, n)
+	}
 	return copyDirect(s, m, p, n, toDevice)
 }
 
 // copyDirect is copyHost through the driver's own path for pageable memory: one
 // cuMemcpyHtoDAsync or cuMemcpyDtoHAsync.
 func copyDirect(s *Stream, m *memBase, p unsafe.Pointer, n int, toDevice bool) error {
-	c := m.ctx.ctxState
-	if err := c.enter(); err != nil {
+	c, err := m.enterAcquire()
+	if err != nil {
 		return err
 	}
 	defer c.exit()
-	if err := m.acquire(); err != nil {
-		return err
-	}
 	if n == 0 {
 		m.leave()
 		return nil
@@ -328,14 +328,11 @@ func memset(s *Stream, m *memBase, width int, v uint32) error {
 	if s != nil && s.cs != m.ctx.ctxState {
 		return fmt.Errorf("cuda: memset on a stream of another context: %w", ErrWrongContext)
 	}
-	c := m.ctx.ctxState
-	if err := c.enter(); err != nil {
+	c, err := m.enterAcquire()
+	if err != nil {
 		return err
 	}
 	defer c.exit()
-	if err := m.acquire(); err != nil {
-		return err
-	}
 	ctx, p, n := c.h, m.ptr, uint64(m.size/width)
 	return run(s, func(h CUstream) error {
 		switch width {

@@ -110,6 +110,20 @@ func (m *memBase) acquire() error {
 	return nil
 }
 
+// enterAcquire enters m's context and acquires m, for an operation on m that the
+// caller ends with m.leave and the returned context's exit.
+func (m *memBase) enterAcquire() (*ctxState, error) {
+	c := m.ctx.ctxState
+	if err := c.enter(); err != nil {
+		return nil, err
+	}
+	if err := m.acquire(); err != nil {
+		c.exit()
+		return nil, err
+	}
+	return c, nil
+}
+
 // leave ends an acquire.
 func (m *memBase) leave() {
 	if m.root != nil {

@@ -43,6 +43,12 @@ type memState struct {
 	flags       atomic.Pointer[flagPage]
 	flagsFailed atomic.Bool
 
+	// bounce is the idle bounce buffer of small pageable copies (bounce.go).
+	bounce atomic.Pointer[bounceBuf]
+	// bounceHeld: a bounce buffer has been kept (a copy that finds none idle
+	// then allocates only its size).
+	bounceHeld atomic.Bool
+
 	// devCached is the bytes in the streams' device block caches; cacheStreams
 	// lists the streams that may hold some (weakly: a dropped stream's destroy
 	// flushes its cache).

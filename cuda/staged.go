@@ -306,14 +306,11 @@ func copyStaged(s *Stream, m *memBase, p unsafe.Pointer, n int, toDevice bool) e
 		return copyDirect(s, m, p, n, toDevice)
 	}
 	defer giveStage(m.ctx, ring)
-	c := m.ctx.ctxState
-	if err := c.enter(); err != nil {
+	c, err := m.enterAcquire()
+	if err != nil {
 		return err
 	}
 	defer c.exit()
-	if err := m.acquire(); err != nil {
-		return err
-	}
 	stagedCopies.Add(1)
 	st := stagedCopy{ms: m.ms, ring: ring, dev: m.ptr, host: p, n: n, piece: piece}
 	var late error

@@ -104,3 +104,14 @@ func FlagSlotsForTest(ctx *Context) int {
 
 // FlagSlots is the number of words of a context's flag page.
 const FlagSlots = flagSlots
+
+// SetBounceMaxForTest sets the largest pageable device-to-host copy that bounces
+// (bounce.go) and returns the previous value.
+func SetBounceMaxForTest(n int) int {
+	old := bounceMax
+	bounceMax = n
+	return old
+}
+
+// BouncedCopiesForTest returns the number of copies that bounced.
+func BouncedCopiesForTest() int64 { return bouncedCopies.Load() }
