@@ -2,7 +2,6 @@ package cuda
 
 import (
 	"errors"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,14 +55,10 @@ var flagWaits, flagBlocked, flagPolled atomic.Int64
 // flagLongHook runs as a flag wait gives up polling (tests).
 var flagLongHook func()
 
-// flagsOff reports that copies wait on events: the driver lacks
-// cuStreamWriteValue32_v2, or the flag page could not be made (tests set it too).
-var flagsOff atomic.Bool
-
 // page returns the context's flag page, making it at the first call, or nil if
 // copies wait on events.
 func (ms *memState) page() *flagPage {
-	if p := ms.flags.Load(); p != nil || ms.flagsFailed.Load() || flagsOff.Load() {
+	if p := ms.flags.Load(); p != nil || ms.flagsFailed.Load() {
 		return p
 	}
 	ms.flagMu.Lock()
@@ -170,24 +165,14 @@ func (f *flagSlot) set() bool { return atomic.LoadUint32(f.word) == f.val }
 // after it completed: only then may the slot be used again.
 func (ms *memState) waitFlag(f *flagSlot, t *stream, n int) (bool, error) {
 	flagWaits.Add(1)
-	if !copyWaitSpin {
-		return ms.waitFlagLong(f, t)
-	}
-	limit := min(yieldFor+time.Duration(float64(n)/copyWaitRate*float64(time.Second)), copyWaitMax)
-	if spinFlag(f, min(limit, copySpinC)) {
-		return true, nil
-	}
-	start := time.Now()
-	for !f.set() {
-		el := time.Since(start)
-		if el >= limit {
-			return ms.waitFlagLong(f, t)
-		}
-		if el >= pollFor {
-			runtime.Gosched()
+	if copyWaitSpin {
+		done, _ := pollCopy(n, func(d time.Duration) (bool, error) { return spinFlag(f, d), nil },
+			func() (bool, error) { return f.set(), nil })
+		if done {
+			return true, nil
 		}
 	}
-	return true, nil
+	return ms.waitFlagLong(f, t)
 }
 
 // waitFlagLong is waitFlag past the copy's expected time.

@@ -42,20 +42,28 @@ func filled(t *testing.T, ctx *cuda.Context, n int, seed byte) *cuda.HostBuffer 
 	return h
 }
 
+// pinnedRoundTrip copies n bytes of a page-locked buffer to the device and back into
+// another with Copy, checks them, and returns the buffers and the device memory.
+func pinnedRoundTrip(t *testing.T, ctx *cuda.Context, s *cuda.Stream, n int, seed byte) (src, dst *cuda.HostBuffer, d *cuda.DeviceBuffer) {
+	t.Helper()
+	src, dst = filled(t, ctx, n, seed), filled(t, ctx, n, seed+1)
+	d, err := cuda.AllocFor[byte](s, n)
+	require.NoError(t, err)
+	t.Cleanup(func() { d.Close() })
+	require.NoError(t, cuda.Copy(d, src))
+	require.NoError(t, cuda.Copy(dst, d))
+	assert.Equal(t, src.Bytes(), dst.Bytes(), "%d bytes through Copy", n)
+	return src, dst, d
+}
+
 // Synchronous copies of page-locked memory wait on a word the stream sets after the
 // copy, and give it back: every direction and form, sizes that are not a multiple
 // of the word.
 func TestCopyWaitsOnFlag(t *testing.T) {
 	ctx, s := memSetup(t)
 	for _, n := range []int{1, 4 << 10, 4<<10 + 3, 1 << 20} {
-		src, dst := filled(t, ctx, n, 1), filled(t, ctx, n, 2)
-		d, err := cuda.AllocFor[byte](s, n)
-		require.NoError(t, err)
-		defer d.Close()
 		before := cuda.FlagWaitsForTest()
-		require.NoError(t, cuda.Copy(d, src))
-		require.NoError(t, cuda.Copy(dst, d))
-		assert.Equal(t, src.Bytes(), dst.Bytes(), "%d bytes through Copy", n)
+		src, dst, d := pinnedRoundTrip(t, ctx, s, n, 1)
 		clear(dst.Bytes())
 		// Slices of page-locked memory are waited for in every form.
 		require.NoError(t, d.Memset8Async(s, 0))
@@ -187,15 +195,8 @@ func TestCopyWithoutWriteValue(t *testing.T) {
 		t.Skip("runs on the strict fake driver without " + omit + " (CI, where fakecuda.Main installs the fake)")
 	}
 	ctx, s := memSetup(t)
-	const n = 4<<10 + 1
-	src, dst := filled(t, ctx, n, 5), filled(t, ctx, n, 6)
-	d, err := cuda.AllocFor[byte](s, n)
-	require.NoError(t, err)
-	defer d.Close()
 	before := cuda.FlagWaitsForTest()
-	require.NoError(t, cuda.Copy(d, src))
-	require.NoError(t, cuda.Copy(dst, d))
-	assert.Equal(t, src.Bytes(), dst.Bytes())
+	pinnedRoundTrip(t, ctx, s, 4<<10+1, 5)
 	assert.Zero(t, cuda.FlagWaitsForTest().Waited-before.Waited)
 	assert.Equal(t, -1, cuda.FlagSlotsForTest(ctx), "no flag page")
 	fakecuda.Check(t)

@@ -216,6 +216,7 @@ func CheckEnqueue(s *Stream, uses ...Use) error {
 	return nil
 }
 
+// errWrongContext is the error for memory of another context than the stream's.
 var errWrongContext = fmt.Errorf("cuda: memory of another context than the stream's: %w", ErrWrongContext)
 
 // checkOpen returns CheckEnqueue's error for a nil, closed or released stream.

@@ -90,21 +90,32 @@ func (ms *memState) waitCopy(ev CUevent, n int) error {
 		return ms.waitEvent(ev)
 	}
 	h := ms.cs.h
-	limit := min(yieldFor+time.Duration(float64(n)/copyWaitRate*float64(time.Second)), copyWaitMax)
-	// First a query loop in C, which sees the end of a short copy sooner than a
-	// loop of calls into C does.
-	if done, err := spinEvent(h, ev, min(limit, copySpinC)); err != nil || done {
+	done, err := pollCopy(n, func(d time.Duration) (bool, error) { return spinEvent(h, ev, d) },
+		func() (bool, error) { return ready(inEventQuery(h, ev)) })
+	if err != nil || done {
 		return err
+	}
+	return ms.waitEvent(ev)
+}
+
+// pollCopy polls for the end of a copy of about n bytes for as long as the copy
+// should take: first with spin, a loop in C (which sees the end of a short copy
+// sooner than a loop of calls into C does), then with poll from Go, yielding. It
+// reports whether the copy ended; the caller then blocks.
+func pollCopy(n int, spin func(time.Duration) (bool, error), poll func() (bool, error)) (bool, error) {
+	limit := min(yieldFor+time.Duration(float64(n)/copyWaitRate*float64(time.Second)), copyWaitMax)
+	if done, err := spin(min(limit, copySpinC)); err != nil || done {
+		return done, err
 	}
 	start := time.Now()
 	for {
-		done, err := ready(inEventQuery(h, ev))
+		done, err := poll()
 		if err != nil || done {
-			return err
+			return done, err
 		}
 		el := time.Since(start)
 		if el >= limit {
-			return ms.waitEvent(ev)
+			return false, nil
 		}
 		if el >= pollFor {
 			runtime.Gosched()
