@@ -331,34 +331,49 @@ func dims(t CublasOperation, r, c int) (int, int) {
 	return c, r
 }
 
-func checkTrans(op string, ts ...CublasOperation) error {
-	for _, t := range ts {
-		if t != NoTrans && t != Trans && t != ConjTrans {
-			return fmt.Errorf("cublas: %s: %w: transposition %d", op, cuda.ErrInvalidArgument, int(t))
-		}
+func checkTrans(op string, a, b CublasOperation) error {
+	if uint32(a) > uint32(ConjTrans) || uint32(b) > uint32(ConjTrans) { // the three are 0, 1 and 2
+		return transError(op, a, b)
 	}
 	return nil
+}
+
+//go:noinline
+func transError(op string, a, b CublasOperation) error {
+	t := a
+	if uint32(a) <= uint32(ConjTrans) {
+		t = b
+	}
+	return fmt.Errorf("cublas: %s: %w: transposition %d", op, cuda.ErrInvalidArgument, int(t))
 }
 
 // matrix checks that m holds an r×c matrix of T with leading dimension ld and
 // returns its address.
 func matrix[T any](op, name string, m cuda.Memory, r, c, ld int) (*T, error) {
-	if r < 0 || c < 0 {
-		return nil, fmt.Errorf("cublas: %s: %w: %s is %d×%d", op, cuda.ErrInvalidArgument, name, r, c)
-	}
 	return batched[T](op, name, m, r, c, ld, 0, 1)
 }
 
 // batched checks that m holds batch r×c matrices of T, stride elements apart.
 func batched[T any](op, name string, m cuda.Memory, r, c, ld, stride, batch int) (*T, error) {
 	if r < 0 || c < 0 || ld < max(1, r) || ld > maxInt32 || r > maxInt32 || c > maxInt32 {
-		return nil, fmt.Errorf("cublas: %s: %w: %s is %d×%d with leading dimension %d", op, cuda.ErrInvalidArgument, name, r, c, ld)
+		return nil, shapeError(op, name, r, c, ld)
 	}
 	need := 0
 	if r > 0 && c > 0 && batch > 0 {
 		need = ld*(c-1) + r + stride*(batch-1)
 	}
 	return operand[T](op, name, m, need)
+}
+
+// shapeError is batched's error for a bad shape. The errors of the checks are made
+// out of line, so that the checks, which every call runs, stay short.
+//
+//go:noinline
+func shapeError(op, name string, r, c, ld int) error {
+	if r < 0 || c < 0 {
+		return fmt.Errorf("cublas: %s: %w: %s is %d×%d", op, cuda.ErrInvalidArgument, name, r, c)
+	}
+	return fmt.Errorf("cublas: %s: %w: %s is %d×%d with leading dimension %d", op, cuda.ErrInvalidArgument, name, r, c, ld)
 }
 
 // vector checks that m holds n elements of T and returns its address.
@@ -373,18 +388,25 @@ const maxInt32 = 1<<31 - 1
 
 // operand checks that m is memory of T (or untyped) with room for need elements.
 func operand[T any](op, name string, m cuda.Memory, need int) (*T, error) {
-	if m == nil {
-		return nil, fmt.Errorf("cublas: %s: %w: %s is nil", op, cuda.ErrInvalidArgument, name)
-	}
 	p, err := cuda.DevicePtr[T](m) // also nil and zero buffers
-	if err != nil {
-		return nil, fmt.Errorf("cublas: %s: %s: %w", op, name, err)
-	}
-	if size := int(unsafe.Sizeof(*new(T))); m.Size()/size < need {
-		return nil, fmt.Errorf("cublas: %s: %w: %s needs %d elements of %v, the memory holds %d",
-			op, cuda.ErrInvalidArgument, name, need, reflect.TypeFor[T](), m.Size()/size)
+	if err != nil || m.Size()/int(unsafe.Sizeof(*new(T))) < need {
+		return nil, operandError(op, name, m, need, err, reflect.TypeFor[T]())
 	}
 	return p, nil
+}
+
+// operandError is operand's error: DevicePtr's err, or memory too small.
+//
+//go:noinline
+func operandError(op, name string, m cuda.Memory, need int, err error, t reflect.Type) error {
+	switch {
+	case m == nil:
+		return fmt.Errorf("cublas: %s: %w: %s is nil", op, cuda.ErrInvalidArgument, name)
+	case err != nil:
+		return fmt.Errorf("cublas: %s: %s: %w", op, name, err)
+	}
+	return fmt.Errorf("cublas: %s: %w: %s needs %d elements of %v, the memory holds %d",
+		op, cuda.ErrInvalidArgument, name, need, t, m.Size()/int(t.Size()))
 }
 
 func isFloat32[T Real]() bool {

@@ -116,6 +116,19 @@ func take(ctx *cuda.Context, s *cuda.Stream, uses []cuda.Use) (*handle, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Usually the handle is ready: the context's size unchanged since it read it,
+	// and its workspace allocated.
+	if ws := &h.State; ws.scal == nil || ws.ver != wsVersion.Load()+1 || ws.buf == nil && ws.size > 0 {
+		if err := prepare(ctx, s, h); err != nil {
+			handles.Put(s, h)
+			return nil, err
+		}
+	}
+	return h, nil
+}
+
+// prepare gives h its room for scalars and a workspace of the context's size.
+func prepare(ctx *cuda.Context, s *cuda.Stream, h *handle) error {
 	ws := &h.State
 	if ws.scal == nil {
 		ws.scal = new(scalars)
@@ -132,12 +145,12 @@ func take(ctx *cuda.Context, s *cuda.Stream, uses []cuda.Use) (*handle, error) {
 		h.Unbind()
 	}
 	if ws.buf == nil && size > 0 {
+		var err error
 		if ws.buf, err = ctx.Alloc(s, size); err != nil {
-			handles.Put(s, h)
-			return nil, fmt.Errorf("allocating the workspace: %w", err)
+			return fmt.Errorf("allocating the workspace: %w", err)
 		}
 	}
-	return h, nil
+	return nil
 }
 
 // bind binds h to stream st with its workspace set.
@@ -171,21 +184,28 @@ func idleHandles(ctx *cuda.Context) int { return handles.Idle(ctx) }
 // operation in errors. The stream and memory are checked before a handle is made
 // (libhandle.Pool.Take), so that a bad argument is reported before cuBLAS is loaded.
 func call(op string, s *cuda.Stream, f func(ctx cuda.CUcontext, h CublasHandle, sc *scalars) error, uses ...cuda.Use) error {
-	fail := func(err error) error { return fmt.Errorf("cublas: %s: %w", op, err) }
 	ctx := s.Context()
 	if ctx == nil {
-		return fail(cuda.CheckEnqueue(s)) // the nil stream's error
+		return opError(op, cuda.CheckEnqueue(s)) // the nil stream's error
 	}
 	h, err := take(ctx, s, uses)
 	if err != nil {
-		return fail(err)
+		return opError(op, err)
 	}
 	defer handles.Put(s, h)
 	if h.State.buf != nil {
-		// On the stack for the usual few uses: appending to the caller's
-		// variadic slice would allocate at every call.
+		// The uses and the workspace's, on the stack for the usual few uses
+		// (appending to the caller's variadic slice would allocate at every call).
 		var all [8]cuda.Use
-		uses = append(append(all[:0], uses...), cuda.Writes(h.State.buf))
+		if len(uses) < len(all) {
+			for i, u := range uses {
+				all[i] = u
+			}
+			all[len(uses)] = cuda.Writes(h.State.buf)
+			uses = all[:len(uses)+1]
+		} else {
+			uses = append(uses[:len(uses):len(uses)], cuda.Writes(h.State.buf))
+		}
 	}
 	err = cuda.Enqueue(s, func(c cuda.CUcontext, st cuda.CUstream) error {
 		if err := bind(c, h, st); err != nil {
@@ -194,7 +214,12 @@ func call(op string, s *cuda.Stream, f func(ctx cuda.CUcontext, h CublasHandle, 
 		return f(c, h.Raw, h.State.scal)
 	}, uses...)
 	if err != nil {
-		return fail(err)
+		return opError(op, err)
 	}
 	return nil
 }
+
+// opError names the operation in err (out of line: call runs at every operation).
+//
+//go:noinline
+func opError(op string, err error) error { return fmt.Errorf("cublas: %s: %w", op, err) }

@@ -82,12 +82,9 @@ func (m *memBase) plan(t *stream, write bool, d *deps) planned {
 	}
 	p := planned{users: o.hold.users.Load()}
 	a := &o.acc
-	if a.only.Load() == t {
-		tag := a.onlyTag.Load()
-		if tag>>1 == t.gen.Load() && (!write || tag&1 == 1) {
-			p.fast = true
-			return p
-		}
+	if a.onlyOn(t, write) {
+		p.fast = true
+		return p
 	}
 	a.mu.Lock()
 	p.seq = a.seq
@@ -107,6 +104,18 @@ func (m *memBase) plan(t *stream, write bool, d *deps) planned {
 	}
 	a.mu.Unlock()
 	return p
+}
+
+// onlyOn reports whether the allocation's one use is on t, in t's generation, and
+// a write if write: an operation on t then waits for nothing and records nothing
+// (the fast path of plan, which callers that queue on a stream not capturing may
+// test first).
+func (a *access) onlyOn(t *stream, write bool) bool {
+	if a.only.Load() != t {
+		return false
+	}
+	tag := a.onlyTag.Load()
+	return tag>>1 == t.gen.Load() && (!write || tag&1 == 1)
 }
 
 // record records that an operation planned with p was queued on t. The caller

@@ -93,11 +93,10 @@ func (b *LaunchBatch) Add(f *Function, grid, block Dim3, sharedMem int, args ...
 	b.args = b.args[:start+int((size+7)/8)]
 	// pack holds the memory it packed (so it is open): record it, with the address
 	// packed, for Submit, which holds it again, and let go.
-	forHeld(args, held, func(i int) {
-		m := argBase(&args[i])
-		b.devs = append(b.devs, batchDev{m, m.ptr, held.writes(args, i)})
+	forHeld(args, &held, func(_ int, m *memBase, write bool) {
+		b.devs = append(b.devs, batchDev{m, m.ptr, write})
 	})
-	releaseArgs(args, held, nil, nil)
+	releaseArgs(args, &held, nil, nil)
 	b.recs = append(b.recs, newBatchRec(f.h, d, uintptr(start*8), size))
 	b.funcs = append(b.funcs, f)
 	b.ctx = m.ctx

@@ -72,6 +72,14 @@ type primaryEntry struct {
 // errContextClosed is the error of a call in a destroyed context.
 var errContextClosed = fmt.Errorf("cuda: context: %w", ErrClosed)
 
+// The errors of nil or zero objects, made once: the checks that return them stay
+// small enough to be inlined into every call.
+var (
+	errNilContext = fmt.Errorf("%w: nil or zero *cuda.Context (use Device.Context or NewContext)", ErrInvalidArgument)
+	errNilStream  = fmt.Errorf("%w: nil or zero *cuda.Stream", ErrInvalidArgument)
+	errNilMemory  = fmt.Errorf("%w: nil or zero buffer", ErrInvalidArgument)
+)
+
 // Context returns the device's primary context, retained once for the life of the
 // process (as the CUDA runtime does). Synchronization in it blocks the thread rather
 // than spinning once a short poll has not seen the work finish.
@@ -167,7 +175,7 @@ func (c *Context) Device() Device {
 // destroyed one.
 func (c *Context) check() error {
 	if c == nil || c.ctxState == nil {
-		return fmt.Errorf("%w: nil or zero *cuda.Context (use Device.Context or NewContext)", ErrInvalidArgument)
+		return errNilContext
 	}
 	return c.ctxState.check()
 }

@@ -106,11 +106,12 @@ func (q *enqueued) run(s *Stream, f func(ctx CUcontext, h CUstream) error, uses 
 	// Hold each memory once: a buffer used twice is written if either use writes
 	// (the flags of its first use collect the later ones').
 	for i := range uses {
+		// Memory of s's context, which run entered, needs no check of its own.
 		m := uses[i].m
-		if err := m.check(); err != nil {
-			return err
-		}
-		if m.ctx.ctxState != c {
+		if m == nil || m.ctx == nil || m.ctx.ctxState != c {
+			if err := m.check(); err != nil {
+				return err
+			}
 			return errWrongContext
 		}
 		first := i
@@ -125,8 +126,11 @@ func (q *enqueued) run(s *Stream, f func(ctx CUcontext, h CUstream) error, uses 
 			if i < len(q.flags) && uses[i].write {
 				q.flags[i] = useWrite
 			}
-			if err := m.acquire(); err != nil {
-				return err
+			// acquire, with an allocation's hold entered here.
+			if m.root != nil || !m.hold.enter() {
+				if err := m.acquire(); err != nil {
+					return err
+				}
 			}
 		case i < len(q.flags):
 			q.flags[i] = useDup
@@ -138,6 +142,8 @@ func (q *enqueued) run(s *Stream, f func(ctx CUcontext, h CUstream) error, uses 
 		}
 		q.held = i + 1
 	}
+	t := s.stream
+	capturing := t.capture.Load() != nil
 	var wait deps
 	var plans [8]planned
 	for i := range uses {
@@ -145,17 +151,23 @@ func (q *enqueued) run(s *Stream, f func(ctx CUcontext, h CUstream) error, uses 
 		if fl&useDup != 0 {
 			continue
 		}
-		p := uses[i].m.plan(s.stream, fl&useWrite != 0, &wait)
+		m, write := uses[i].m, fl&useWrite != 0
+		var p planned
+		if !capturing && m.owner().acc.onlyOn(t, write) {
+			p.fast = true // plan's usual case, without the call
+		} else {
+			p = m.plan(t, write, &wait)
+		}
 		if i < len(plans) {
 			plans[i] = p // past the eighth, a use is recorded as if it raced: added
 		}
 	}
 	if wait.n > 0 {
-		if err := uses[0].m.ms.handOff(&wait, s.stream); err != nil {
+		if err := uses[0].m.ms.handOff(&wait, t); err != nil {
 			return errHandOff(err)
 		}
 	}
-	if err := lockOpen(s, s.stream); err != nil {
+	if err := lockOpen(s, t); err != nil {
 		return err
 	}
 	q.locked = true
@@ -171,7 +183,9 @@ func (q *enqueued) run(s *Stream, f func(ctx CUcontext, h CUstream) error, uses 
 		if i < len(plans) {
 			p = plans[i]
 		}
-		uses[i].m.record(s.stream, fl&useWrite != 0, p)
+		if !p.fast {
+			uses[i].m.record(t, fl&useWrite != 0, p)
+		}
 	}
 	return nil
 }

@@ -245,13 +245,13 @@ func (k *kernelArgs) params(c *Context, f *Function, d launchShape, add func(*CU
 
 // lease leases the held memory of args to ls.
 func (k *kernelArgs) lease(args []any, ls *leaseSet) {
-	forHeld(args, k.held, func(i int) { ls.add(argBase(&args[i]).owner(), k.held.writes(args, i)) })
+	forHeld(args, &k.held, func(_ int, m *memBase, write bool) { ls.add(m.owner(), write) })
 }
 
 // release ends the holds of packNode.
 func (k *kernelArgs) release(args []any) {
 	if k.held.any() {
-		releaseArgs(args, k.held, nil, nil)
+		releaseArgs(args, &k.held, nil, nil)
 	}
 }
 

@@ -266,12 +266,12 @@ func (f *Function) Launch(s *Stream, grid, block Dim3, sharedMem int, args ...an
 	var wait deps
 	var ms *memState
 	if err == nil && held.any() {
-		ms = planArgs(args, held, s.stream, &plans, &wait)
+		ms = planArgs(args, &held, s.stream, &plans, &wait)
 		if wait.n > maxFused {
 			// Rare: more streams to wait for than one call takes.
 			if err = ms.handOff(&wait, s.stream); err != nil {
 				err = errHandOff(err)
-				releaseArgs(args, held, nil, nil)
+				releaseArgs(args, &held, nil, nil)
 			}
 			wait.n = 0
 		}
@@ -300,19 +300,19 @@ func (f *Function) Launch(s *Stream, grid, block Dim3, sharedMem int, args ...an
 				used = st
 			}
 			if held.any() {
-				releaseArgs(args, held, used, &plans)
+				releaseArgs(args, &held, used, &plans)
 				held = argHeld{}
 			}
 			st.mu.RUnlock()
 		}
 		if held.any() && used != nil {
-			releaseArgs(args, held, used, &plans)
+			releaseArgs(args, &held, used, &plans)
 			held = argHeld{}
 		}
 	}
 	m.mu.RUnlock()
 	if held.any() {
-		releaseArgs(args, held, nil, nil)
+		releaseArgs(args, &held, nil, nil)
 	}
 	c.exit()
 	if err != nil {
@@ -368,7 +368,7 @@ var errParamsTooLarge = errors.New("cuda: kernel arguments exceed the parameter 
 func packArgs(buf []byte, params []paramInfo, known bool, ctx *Context, name string, args []any) (size uintptr, held argHeld, err error) {
 	size, held, done, err := packHeld(buf, params, known, ctx, name, args)
 	if err != nil && held.any() {
-		releaseArgs(args[:done], held, nil, nil)
+		releaseArgs(args[:done], &held, nil, nil)
 		held = argHeld{}
 	}
 	return size, held, err
@@ -381,11 +381,23 @@ type argMask uint64
 
 func maskOf(i int) argMask { return 1 << min(i, 63) }
 
-// argHeld is the memory arguments a launch holds (mask), and among them the Inputs
-// (of the first 63 arguments) that it writes all the same, because the same memory
-// is passed unmarked too (written).
+// argHeld is the memory arguments a launch holds (mask), the Inputs among those of
+// the first 63 arguments (inputs), and the Inputs it writes all the same, because the
+// same memory is passed unmarked too (written); and the memory of the first few, in
+// order (mem[k] is the k-th held argument's), so that the launch looks each
+// argument's type up once.
 type argHeld struct {
-	mask, written argMask
+	mask, written, inputs argMask
+	n                     int
+	mem                   [4]*memBase
+}
+
+// memOf returns the memory of args[i], the k-th held argument.
+func (h *argHeld) memOf(args []any, i, k int) *memBase {
+	if k < len(h.mem) {
+		return h.mem[k]
+	}
+	return argBase(&args[i])
 }
 
 func (h argHeld) any() bool { return h.mask != 0 }
@@ -441,13 +453,21 @@ func packHeld(buf []byte, params []paramInfo, known bool, ctx *Context, name str
 		case nil:
 			return 0, held, done, fmt.Errorf("%w: kernel %s argument %d is nil", ErrInvalidArgument, name, i)
 		case *DeviceBuffer, Input, deviceArg:
-			p, c, again := heldAgain(args, &held, i)
+			m, read := argMem(&args[i])
+			p, c, again := heldAgain(args, &held, i, m, read)
 			if !again {
 				var err error
-				if p, c, err = argBase(&args[i]).holdArg(); err != nil {
+				if p, c, err = m.holdArg(); err != nil {
 					return 0, held, done, fmt.Errorf("cuda: kernel %s argument %d: %w", name, i, err)
 				}
 				held.mask |= maskOf(i)
+				if read && i < 63 {
+					held.inputs |= maskOf(i)
+				}
+				if held.n < len(held.mem) {
+					held.mem[held.n] = m
+				}
+				held.n++
 				done = i + 1
 			}
 			if ctx != nil && (c == nil || c.ctxState != ctx.ctxState) {
@@ -517,21 +537,18 @@ func packHeld(buf []byte, params []paramInfo, known bool, ctx *Context, name str
 	return size, held, done, nil
 }
 
-// heldAgain reports whether args[i] is memory that an earlier argument holds
-// already (a buffer passed twice, as input and output): one hold covers both, and
-// its address and context are returned. An earlier Input of memory that args[i]
-// passes unmarked becomes written.
-func heldAgain(args []any, held *argHeld, i int) (CUdeviceptr, *Context, bool) {
-	if i >= 63 || held.mask == 0 {
+// heldAgain reports whether args[i], memory m (an Input if read), is memory that an
+// earlier argument holds already (a buffer passed twice, as input and output): one
+// hold covers both, and its address and context are returned. An earlier Input of
+// memory that args[i] passes unmarked becomes written.
+func heldAgain(args []any, held *argHeld, i int, m *memBase, read bool) (CUdeviceptr, *Context, bool) {
+	if i >= 63 || held.mask == 0 || m == nil {
 		return 0, nil, false
 	}
-	m, read := argMem(&args[i])
-	if m == nil {
-		return 0, nil, false
-	}
-	for h := held.mask & (maskOf(i) - 1); h != 0; h &= h - 1 {
+	k := 0
+	for h := held.mask & (maskOf(i) - 1); h != 0; h, k = h&(h-1), k+1 {
 		j := bits.TrailingZeros64(uint64(h))
-		if argBase(&args[j]) != m {
+		if held.memOf(args, j, k) != m {
 			continue
 		}
 		if !read {
@@ -564,9 +581,12 @@ func argBase(a *any) *memBase {
 }
 
 // writes reports whether the launch writes the memory of args[i] (held).
-func (h argHeld) writes(args []any, i int) bool {
+func (h *argHeld) writes(args []any, i int) bool {
+	if i < 63 {
+		return h.inputs&maskOf(i) == 0 || h.written&maskOf(i) != 0
+	}
 	_, read := argMem(&args[i])
-	return !read || i < 63 && h.written&maskOf(i) != 0
+	return !read
 }
 
 // argPlans is the plans of a launch's memory arguments, in argument order, on the
@@ -593,30 +613,44 @@ func (p *argPlans) at(k int) planned {
 	return p.more[k-len(p.inline)]
 }
 
-// forHeld calls f for each memory argument in held, in order, with its index.
-func forHeld(args []any, held argHeld, f func(i int)) {
+// forHeld calls f for each memory argument in held, in order, with its index i in
+// args, its memory and whether the launch writes it.
+func forHeld(args []any, held *argHeld, f func(i int, m *memBase, write bool)) {
+	k := 0
 	for h := held.mask; h != 0; h &= h - 1 {
 		i := bits.TrailingZeros64(uint64(h))
 		if i == 63 { // the 64th argument and every one after it
 			for j := 63; j < len(args); j++ {
-				if argBase(&args[j]) != nil {
-					f(j)
+				if m := argBase(&args[j]); m != nil {
+					f(j, m, held.writes(args, j))
 				}
 			}
 			return
 		}
-		f(i)
+		// memOf and writes, inlined for the first few.
+		var m *memBase
+		if k < len(held.mem) {
+			m = held.mem[k]
+		} else {
+			m = argBase(&args[i])
+		}
+		f(i, m, held.inputs&maskOf(i) == 0 || held.written&maskOf(i) != 0)
+		k++
 	}
 }
 
 // planArgs plans the uses of a launch's memory arguments on t (memBase.plan),
 // putting the uses to wait for in d, and returns the arguments' memory state.
-func planArgs(args []any, held argHeld, t *stream, plans *argPlans, d *deps) *memState {
+func planArgs(args []any, held *argHeld, t *stream, plans *argPlans, d *deps) *memState {
 	var ms *memState
-	forHeld(args, held, func(i int) {
-		m := argBase(&args[i])
+	capturing := t.capture.Load() != nil
+	forHeld(args, held, func(_ int, m *memBase, write bool) {
 		ms = m.ms
-		plans.add(m.plan(t, held.writes(args, i), d))
+		if !capturing && m.owner().acc.onlyOn(t, write) {
+			plans.add(planned{fast: true}) // plan's usual case, without the call
+			return
+		}
+		plans.add(m.plan(t, write, d))
 	})
 	return ms
 }
@@ -738,12 +772,13 @@ func launchAfterC(ctx CUcontext, evs, from []uint64, f CUfunction, sh launchShap
 
 // releaseArgs ends the holds of packArgs on the arguments in held, recording first
 // each one's use on s (planned in plans) unless s is nil.
-func releaseArgs(args []any, held argHeld, s *stream, plans *argPlans) {
+func releaseArgs(args []any, held *argHeld, s *stream, plans *argPlans) {
 	k := 0
-	forHeld(args, held, func(i int) {
-		m := argBase(&args[i])
+	forHeld(args, held, func(_ int, m *memBase, write bool) {
 		if s != nil {
-			m.record(s, held.writes(args, i), plans.at(k))
+			if p := plans.at(k); !p.fast {
+				m.record(s, write, p)
+			}
 		}
 		k++
 		m.leave()

@@ -219,9 +219,9 @@ func TestPackArgsDeviceMemory(t *testing.T) {
 	s := &stream{}
 	var plans argPlans
 	var wait deps
-	planArgs(args, held, s, &plans, &wait)
+	planArgs(args, &held, s, &plans, &wait)
 	assert.Zero(t, wait.n)
-	releaseArgs(args, held, s, &plans)
+	releaseArgs(args, &held, s, &plans)
 	assert.Zero(t, b.holds())
 	assert.Equal(t, []*stream{s}, b.used())
 
@@ -256,7 +256,7 @@ func TestPackArgsDeviceMemory(t *testing.T) {
 	_, held, err = packArgs(big, nil, false, ctx, "k", many)
 	require.NoError(t, err)
 	assert.Equal(t, 3, b.holds())
-	releaseArgs(many, held, nil, nil)
+	releaseArgs(many, &held, nil, nil)
 	assert.Zero(t, b.holds())
 	many[72] = closed
 	_, _, err = packArgs(big, nil, false, ctx, "k", many)
@@ -404,8 +404,45 @@ func TestPackArgsSameBufferTwice(t *testing.T) {
 	assert.Equal(t, uint32(1), b.m.hold.inside())
 	assert.Equal(t, uint64(0xd000), binary.NativeEndian.Uint64(buf[0:]))
 	assert.Equal(t, uint64(0xd000), binary.NativeEndian.Uint64(buf[16:]))
-	releaseArgs(args, held, nil, nil)
+	releaseArgs(args, &held, nil, nil)
 	assert.Zero(t, b.m.hold.inside())
+}
+
+// Past the first four held arguments, whose memory the launch keeps (argHeld.mem),
+// the memory is found again from the arguments: holds, repeats, Inputs made written
+// by an unmarked repeat, and the recorded uses agree on both sides of the fourth.
+func TestPackArgsPastKeptMemory(t *testing.T) {
+	ctx := fakeContext()
+	var bs [6]*fakeBuf
+	for i := range bs {
+		bs[i] = newFakeBuf(CUdeviceptr(0x1000*(i+1)), ctx)
+	}
+	in := func(b *fakeBuf) Input { return Input{&b.m} }
+	// Held: 0, 1 (Input), 2, 3, 4 (Input, made written by 7), 5; repeats: 7 of 4,
+	// 8 of 0 (an Input of written memory), 9 of 1 (an Input again).
+	args := []any{bs[0], in(bs[1]), bs[2], bs[3], in(bs[4]), bs[5], uint32(7), bs[4], in(bs[0]), in(bs[1])}
+	_, held, err := packArgs(make([]byte, 8*len(args)), nil, false, ctx, "k", args)
+	require.NoError(t, err)
+	assert.Equal(t, argMask(0b111111), held.mask)
+	assert.Equal(t, 6, held.n)
+	for i, b := range bs {
+		assert.Equal(t, 1, b.holds(), "buffer %d: one hold", i)
+	}
+	for i, want := range []bool{true, false, true, true, true, true} {
+		assert.Equal(t, want, held.writes(args, i), "argument %d", i)
+	}
+	s := &stream{}
+	var plans argPlans
+	var wait deps
+	planArgs(args, &held, s, &plans, &wait)
+	assert.Equal(t, 6, plans.n)
+	releaseArgs(args, &held, s, &plans)
+	for i, b := range bs {
+		assert.Zero(t, b.holds(), "buffer %d", i)
+		require.Len(t, b.m.acc.uses, 1, "buffer %d", i)
+		assert.Equal(t, s, b.m.acc.uses[0].s)
+		assert.Equal(t, i != 1, b.m.acc.uses[0].write, "buffer %d", i)
+	}
 }
 
 // One walk of types for Go pointers serves kernel arguments and element types, and a

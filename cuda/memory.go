@@ -152,7 +152,7 @@ var errMemClosed = func() (e [numKinds]error) {
 // without locking and without calling the driver.
 func (m *memBase) check() error {
 	if m == nil || m.ctx == nil {
-		return fmt.Errorf("%w: nil or zero buffer", ErrInvalidArgument)
+		return errNilMemory
 	}
 	return m.ctx.check()
 }
@@ -161,7 +161,7 @@ func (m *memBase) check() error {
 // address and context.
 func (m *memBase) holdArg() (CUdeviceptr, *Context, error) {
 	if m == nil || m.ctx == nil {
-		return 0, nil, fmt.Errorf("%w: nil or zero buffer", ErrInvalidArgument)
+		return 0, nil, errNilMemory
 	}
 	if err := m.acquire(); err != nil {
 		return 0, nil, err
@@ -453,7 +453,7 @@ func (b *DeviceBuffer) Close() error {
 func (b *DeviceBuffer) Slice(off, n int) (*DeviceBuffer, error) {
 	m := b.base()
 	if m == nil || m.ctx == nil {
-		return nil, fmt.Errorf("%w: nil or zero buffer", ErrInvalidArgument)
+		return nil, errNilMemory
 	}
 	if length := m.size / m.elem; off < 0 || n < 0 || off > length || n > length-off {
 		return nil, fmt.Errorf("%w: slice [%d:%d] of a buffer of %d elements", ErrInvalidArgument, off, off+n, length)

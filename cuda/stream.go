@@ -223,7 +223,7 @@ func lockOpen(s *Stream, t *stream) error {
 	if s != nil && s.lease != 0 {
 		if t.closed.Load() || t.gen.Load() != s.lease {
 			t.mu.RUnlock()
-			return fmt.Errorf("cuda: stream: %w", ErrClosed)
+			return errStreamClosed
 		}
 		if !t.dirty.Load() {
 			t.dirty.Store(true)
@@ -232,14 +232,14 @@ func lockOpen(s *Stream, t *stream) error {
 	}
 	if t.closed.Load() {
 		t.mu.RUnlock()
-		return fmt.Errorf("cuda: stream: %w", ErrClosed)
+		return errStreamClosed
 	}
 	return nil
 }
 
 func checkStream(s *Stream) error {
 	if s == nil || s.stream == nil || s.ctx == nil {
-		return fmt.Errorf("%w: nil or zero *cuda.Stream", ErrInvalidArgument)
+		return errNilStream
 	}
 	return s.cs.check()
 }

@@ -99,6 +99,11 @@ func (p *Pool[R, O, X]) Take(ctx *cuda.Context, s *cuda.Stream, uses ...cuda.Use
 			return (*Handle[R, O, X])(h), nil
 		}
 	}
+	return p.take(ctx, s, uses)
+}
+
+// take is Take when s keeps no handle (out of line: Take runs at every call).
+func (p *Pool[R, O, X]) take(ctx *cuda.Context, s *cuda.Stream, uses []cuda.Use) (*Handle[R, O, X], error) {
 	st := s.Handle()
 	if h, ok := p.cache.TakePrefer(ctx.Handle(), func(h *Handle[R, O, X]) bool { return h.bound && h.stream == st }); ok {
 		return h, nil

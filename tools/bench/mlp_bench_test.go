@@ -1,11 +1,13 @@
 package main
 
 import (
+	"runtime"
 	"testing"
 	"time"
 
 	"github.com/gocuda/gocuda/cublas"
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/internal/callbench"
 	"github.com/gocuda/gocuda/internal/gputest"
 	"github.com/stretchr/testify/require"
 )
@@ -214,6 +216,30 @@ func BenchmarkGraph10(b *testing.B) {
 	e := instantiate(b, ctx, ten)
 	b.Run("graph-submit", func(b *testing.B) { submitTime(b, s, func() error { return e.Launch(s) }) })
 	b.Run("graph-latency", func(b *testing.B) { latencyTime(b, s, func() error { return e.Launch(s) }) })
+	b.Run("graph-submit-pair", func(b *testing.B) { graphSubmitPair(b, s, e) })
+}
+
+// graphSubmitPair is graph/graph10-submit against C in this process (callbench.Alternate,
+// chunks of submitChunk, each followed by s's sync off the clocks): cuGraphLaunch of the
+// raw layer's graph of the same 10 axpb kernels (Env.Graph10) in a C loop (c) and from Go
+// (go-raw), beside Exec.Launch of e (gocuda), all on s. Across processes the C floor
+// itself moves by a quarter or more (see the README); here the sides share the machine's
+// state.
+func graphSubmitPair(b *testing.B, s *cuda.Stream, e *cuda.Exec) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	env, err := NewEnv()
+	require.NoError(b, err)
+	defer env.pinner.Unpin()
+	require.NoError(b, cuda.CtxSetCurrent(s.Context().Handle()))
+	fn, err := cuda.Library().NewProc("cuGraphLaunch").Addr()
+	require.NoError(b, err)
+	callbench.Alternate(b, submitChunk, s.Synchronize,
+		callbench.Side{Name: "c", Run: func(k int) (time.Duration, error) {
+			return callbench.LoopGraphLaunch(fn, uintptr(env.Graph10), uintptr(s.Handle()), k)
+		}},
+		callbench.Loop("go-raw", func() error { return cuda.GraphLaunch(env.Graph10, s.Handle()) }),
+		callbench.Loop("gocuda", func() error { return e.Launch(s) }))
 }
 
 // instantiate captures f on ctx (a stream of the capture's own) and instantiates it.
