@@ -238,3 +238,6 @@ func GroupsActive() int { return int(groupsActive.Load()) }
 
 // ConfigForTest returns the configuration communicators are made with.
 func ConfigForTest() NcclConfig { return config() }
+
+// RejectRoundTrip encodes err as rank 0's reject and decodes it as another rank does.
+func RejectRoundTrip(err error, nranks int) error { return readReject(rejectPayload(err), nranks) }

@@ -27,7 +27,8 @@ import (
 //	hello   (rank r → rank 0, kind 1): nranks uint32 | rank uint32
 //	id      (rank 0 → rank r, kind 2): nranks uint32 | the 128 bytes of the id
 //	reject  (rank 0 → rank r, kind 3): code uint8 | count uint32 | count × rank uint32 | the reason, UTF-8
-//	        (code 1: rank 0 timed out waiting for the ranks listed; code 2: rejected)
+//	        (code 1: rank 0 timed out waiting for the ranks listed; code 2: rejected;
+//	        code 3: rank 0's context was cancelled while it waited for the ranks listed)
 //
 // Integers are big-endian; a payload is at most maxPayload bytes. Every rank other than 0
 // sends its hello; rank 0 answers once all nranks-1 ranks have said hello, so that every
@@ -187,6 +188,9 @@ func rejectPayload(err error) []byte {
 	var te *TimeoutError
 	if errors.As(err, &te) {
 		code, missing = 1, te.Missing
+		if !te.Timeout() {
+			code = 3 // cancelled, not out of time: the other ranks report it as such
+		}
 	}
 	b := []byte{code}
 	b = binary.BigEndian.AppendUint32(b, uint32(len(missing)))
@@ -201,7 +205,9 @@ func rejectPayload(err error) []byte {
 }
 
 // readReject decodes a reject: a *TimeoutError if rank 0 timed out waiting for
-// other ranks, else an error matching ErrRejected.
+// other ranks (matching context.DeadlineExceeded) or gave up on them when its
+// context was cancelled (matching context.Canceled), else an error matching
+// ErrRejected.
 func readReject(p []byte, nranks int) error {
 	if len(p) < 5 {
 		return fmt.Errorf("%w: short reject frame (%d bytes)", ErrProtocol, len(p))
@@ -215,9 +221,13 @@ func readReject(p []byte, nranks int) error {
 		missing[i] = int(binary.BigEndian.Uint32(p[5+4*i:]))
 	}
 	msg := strconv.Quote(string(p[5+4*n:]))
-	if code == 1 {
+	switch code {
+	case 1:
 		return &TimeoutError{NRanks: nranks, Missing: missing,
 			Err: fmt.Errorf("rank 0 timed out (%s): %w", msg, context.DeadlineExceeded)}
+	case 3:
+		return &TimeoutError{NRanks: nranks, Missing: missing,
+			Err: fmt.Errorf("rank 0 was cancelled (%s): %w", msg, context.Canceled)}
 	}
 	return fmt.Errorf("%w by rank 0: %s", ErrRejected, msg)
 }

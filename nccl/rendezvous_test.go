@@ -472,3 +472,23 @@ func FuzzReadID(f *testing.F) {
 		}
 	})
 }
+
+// TestRejectCarriesTheCause: a rank that rank 0 turns away learns why — rank 0 ran out of
+// time (DeadlineExceeded, a timeout), its context was cancelled (Canceled, not a
+// timeout), or it rejected the rank — whatever its own context says.
+func TestRejectCarriesTheCause(t *testing.T) {
+	for _, c := range []struct {
+		cause   error
+		timeout bool
+	}{{context.DeadlineExceeded, true}, {context.Canceled, false}} {
+		err := nccl.RejectRoundTrip(&nccl.TimeoutError{Rank: 0, NRanks: 3, Missing: []int{2}, Err: c.cause}, 3)
+		var te *nccl.TimeoutError
+		require.ErrorAs(t, err, &te, "%v", c.cause)
+		assert.ErrorIs(t, err, c.cause)
+		assert.Equal(t, c.timeout, te.Timeout(), "%v", c.cause)
+		assert.Equal(t, []int{2}, te.Missing)
+	}
+	err := nccl.RejectRoundTrip(errors.New("wrong job"), 3)
+	require.ErrorIs(t, err, nccl.ErrRejected)
+	assert.Contains(t, err.Error(), "wrong job")
+}
