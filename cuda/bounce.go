@@ -4,6 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/gocuda/gocuda/internal/reclaimhook"
 )
 
 // Device-to-host copies of up to bounceMax bytes into pageable memory (an ordinary Go
@@ -16,8 +18,8 @@ import (
 // 256 KiB and 0.81–0.84× at 1 MiB, but 1.31–1.38× at 4 MiB, where the DMA and the
 // copy into the slice, one after the other, lose to the driver's pipeline. Larger
 // copies take the driver's path, and from stageThreshold the staging ring. Each
-// context keeps one bounce buffer of bounceMax bytes; concurrent copies allocate
-// their own from the pinned pool's cache.
+// context keeps one bounce buffer of bounceMax bytes, until resource.Reclaim;
+// concurrent copies allocate their own from the pinned pool's cache.
 
 // bounceMax is the largest copy that bounces (0: none).
 var bounceMax = 1 << 20
@@ -67,6 +69,26 @@ func (ms *memState) putBounce(b *bounceBuf) {
 		return
 	}
 	_ = b.hb.Close()
+}
+
+// The kept bounce buffers go back in resource.Reclaim, as the staging rings do.
+func init() { reclaimhook.Register(dropBounces) }
+
+// dropBounces frees each context's idle bounce buffer (to the pinned pool's cache),
+// so that page-locked memory a program no longer copies through is not kept for
+// good. A copy that finds none idle later allocates a new one and keeps it again.
+// Only an idle buffer is freed: a copy using one holds it (Swap took it), and its
+// DMA has finished when it is given back.
+func dropBounces() {
+	contexts.Range(func(_, v any) bool {
+		if ms := v.(*ctxState).mem.Load(); ms != nil {
+			if b := ms.bounce.Swap(nil); b != nil {
+				_ = b.hb.Close()
+			}
+			ms.bounceHeld.Store(false)
+		}
+		return true
+	})
 }
 
 // copyBounced copies n bytes from the start of m into pageable memory at p through

@@ -1,6 +1,7 @@
 package cuda_test
 
 import (
+	"bytes"
 	"fmt"
 	"runtime"
 	"sync"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/internal/callbench"
+	"github.com/gocuda/gocuda/resource"
 )
 
 // Copies into Go slices bounce through page-locked memory, byte for byte right, at
@@ -52,6 +54,28 @@ func TestCopyBounced(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, w.Close())
 	require.ErrorIs(t, cuda.CopyFromDevice(make([]byte, 16), w), cuda.ErrClosed)
+}
+
+// resource.Reclaim frees the context's idle bounce buffer; the next bounced copy
+// makes and keeps another.
+func TestReclaimDropsBounceBuffer(t *testing.T) {
+	ctx, s := memSetup(t)
+	d, err := ctx.Alloc(s, 4<<10)
+	require.NoError(t, err)
+	defer d.Close()
+	require.NoError(t, d.Memset8(7))
+	_, err = resource.Reclaim() // a buffer other tests left, of another size
+	require.NoError(t, err)
+	got := make([]byte, 4<<10)
+	require.NoError(t, cuda.CopyFromDevice(got, d))
+	require.True(t, cuda.BounceKeptForTest(ctx), "a bounced copy keeps its buffer")
+	_, err = resource.Reclaim()
+	require.NoError(t, err)
+	assert.False(t, cuda.BounceKeptForTest(ctx), "Reclaim frees it")
+	clear(got)
+	require.NoError(t, cuda.CopyFromDevice(got, d))
+	assert.Equal(t, bytes.Repeat([]byte{7}, 4<<10), got)
+	assert.True(t, cuda.BounceKeptForTest(ctx), "kept again")
 }
 
 // Many goroutines copy into their own slices at once: one bounce buffer is kept,

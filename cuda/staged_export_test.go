@@ -115,3 +115,9 @@ func SetBounceMaxForTest(n int) int {
 
 // BouncedCopiesForTest returns the number of copies that bounced.
 func BouncedCopiesForTest() int64 { return bouncedCopies.Load() }
+
+// BounceKeptForTest reports whether ctx keeps an idle bounce buffer.
+func BounceKeptForTest(ctx *Context) bool {
+	ms := ctx.ctxState.mem.Load()
+	return ms != nil && ms.bounce.Load() != nil
+}
