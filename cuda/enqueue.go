@@ -153,8 +153,8 @@ func (q *enqueued) run(s *Stream, f func(ctx CUcontext, h CUstream) error, uses 
 		}
 		m, write := uses[i].m, fl&useWrite != 0
 		var p planned
-		if !capturing && m.owner().acc.onlyOn(t, write) {
-			p.fast = true // plan's usual case, without the call
+		if m.planFast(t, capturing, write) {
+			p.fast = true // without the call
 		} else {
 			p = m.plan(t, write, &wait)
 		}

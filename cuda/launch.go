@@ -646,8 +646,8 @@ func planArgs(args []any, held *argHeld, t *stream, plans *argPlans, d *deps) *m
 	capturing := t.capture.Load() != nil
 	forHeld(args, held, func(_ int, m *memBase, write bool) {
 		ms = m.ms
-		if !capturing && m.owner().acc.onlyOn(t, write) {
-			plans.add(planned{fast: true}) // plan's usual case, without the call
+		if m.planFast(t, capturing, write) {
+			plans.add(planned{fast: true}) // without the call
 			return
 		}
 		plans.add(m.plan(t, write, d))
