@@ -3,6 +3,7 @@ package cublas
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"unsafe"
 
@@ -56,15 +57,15 @@ func Gemm[T GemmScalar](s *cuda.Stream, transA, transB CublasOperation, m, n, k 
 	const op = "gemm"
 	ar, ac := dims(transA, m, k)
 	br, bc := dims(transB, k, n)
-	pa, err := matrix[T](op, "A", a, ar, ac, lda)
+	pa, err := batched[T](op, "A", a, ar, ac, lda, 0, 1)
 	if err != nil {
 		return err
 	}
-	pb, err := matrix[T](op, "B", b, br, bc, ldb)
+	pb, err := batched[T](op, "B", b, br, bc, ldb, 0, 1)
 	if err != nil {
 		return err
 	}
-	pc, err := matrix[T](op, "C", c, m, n, ldc)
+	pc, err := batched[T](op, "C", c, m, n, ldc, 0, 1)
 	if err != nil {
 		return err
 	}
@@ -106,7 +107,7 @@ func GemmRowMajor[T GemmScalar](s *cuda.Stream, transA, transB CublasOperation, 
 func GemmStridedBatched[T GemmScalar](s *cuda.Stream, transA, transB CublasOperation, m, n, k int, alpha T,
 	a cuda.Memory, lda, strideA int, b cuda.Memory, ldb, strideB int, beta T, c cuda.Memory, ldc, strideC int, batch int) error {
 	const op = "gemm strided batched"
-	if batch < 0 || strideA < 0 || strideB < 0 || strideC < 0 {
+	if batch < 0 || batch > maxInt32 || strideA < 0 || strideB < 0 || strideC < 0 {
 		return fmt.Errorf("cublas: %s: %w: batch %d, strides %d, %d, %d", op, cuda.ErrInvalidArgument, batch, strideA, strideB, strideC)
 	}
 	ar, ac := dims(transA, m, k)
@@ -157,7 +158,7 @@ func Gemv[T Scalar](s *cuda.Stream, trans CublasOperation, m, n int, alpha T, a 
 	if trans != NoTrans {
 		xl, yl = m, n
 	}
-	pa, err := matrix[T](op, "A", a, m, n, lda)
+	pa, err := batched[T](op, "A", a, m, n, lda, 0, 1)
 	if err != nil {
 		return err
 	}
@@ -347,58 +348,84 @@ func transError(op string, a, b CublasOperation) error {
 	return fmt.Errorf("cublas: %s: %w: transposition %d", op, cuda.ErrInvalidArgument, int(t))
 }
 
-// matrix checks that m holds an r×c matrix of T with leading dimension ld and
-// returns its address.
-func matrix[T any](op, name string, m cuda.Memory, r, c, ld int) (*T, error) {
-	return batched[T](op, name, m, r, c, ld, 0, 1)
-}
-
-// batched checks that m holds batch r×c matrices of T, stride elements apart.
+// batched checks that m holds batch r×c matrices of T with leading dimension ld,
+// stride elements apart, and returns its address (one matrix: stride 0, batch 1). The
+// checks are made in line and their errors out of line (operandError), so that the
+// checks, which every call runs, stay short.
 func batched[T any](op, name string, m cuda.Memory, r, c, ld, stride, batch int) (*T, error) {
-	if r < 0 || c < 0 || ld < max(1, r) || ld > maxInt32 || r > maxInt32 || c > maxInt32 {
-		return nil, shapeError(op, name, r, c, ld)
-	}
-	need := 0
-	if r > 0 && c > 0 && batch > 0 {
-		need = ld*(c-1) + r + stride*(batch-1)
-	}
-	return operand[T](op, name, m, need)
-}
-
-// shapeError is batched's error for a bad shape. The errors of the checks are made
-// out of line, so that the checks, which every call runs, stay short.
-//
-//go:noinline
-func shapeError(op, name string, r, c, ld int) error {
-	if r < 0 || c < 0 {
-		return fmt.Errorf("cublas: %s: %w: %s is %d×%d", op, cuda.ErrInvalidArgument, name, r, c)
-	}
-	return fmt.Errorf("cublas: %s: %w: %s is %d×%d with leading dimension %d", op, cuda.ErrInvalidArgument, name, r, c, ld)
-}
-
-// vector checks that m holds n elements of T and returns its address.
-func vector[T Scalar](op, name string, m cuda.Memory, n int) (*T, error) {
-	if n < 0 || n > maxInt32 {
-		return nil, fmt.Errorf("cublas: %s: %w: %s has %d elements", op, cuda.ErrInvalidArgument, name, n)
-	}
-	return operand[T](op, name, m, n)
-}
-
-const maxInt32 = 1<<31 - 1
-
-// operand checks that m is memory of T (or untyped) with room for need elements.
-func operand[T any](op, name string, m cuda.Memory, need int) (*T, error) {
+	need, ok := extent(r, c, ld, stride, batch)
 	p, err := cuda.DevicePtr[T](m) // also nil and zero buffers
-	if err != nil || m.Size()/int(unsafe.Sizeof(*new(T))) < need {
-		return nil, operandError(op, name, m, need, err, reflect.TypeFor[T]())
+	if !ok || err != nil || m.Size()/int(unsafe.Sizeof(*new(T))) < need {
+		return nil, operandError(op, name, m, shape{r, c, ld, stride, batch}, need, err, reflect.TypeFor[T]())
 	}
 	return p, nil
 }
 
-// operandError is operand's error: DevicePtr's err, or memory too small.
+// extent returns how many elements batch r×c matrices with leading dimension ld,
+// stride elements apart, span (0 when there are none), and false for a shape
+// cuBLAS cannot take: negative sizes, a leading dimension below the rows, sizes
+// past cuBLAS's int, or a span past Go's int (the check of the memory's size must
+// not pass on a span that wrapped around).
+func extent(r, c, ld, stride, batch int) (int, bool) {
+	if uint(r) > maxInt32 || uint(c) > maxInt32 || ld < max(1, r) || ld > maxInt32 { // uint: negatives too
+		return 0, false
+	}
+	if r == 0 || c == 0 || batch <= 0 {
+		return 0, true
+	}
+	need := ld*(c-1) + r // below 2⁶²
+	if batch > 1 {
+		if stride > (math.MaxInt-need)/(batch-1) {
+			return 0, false
+		}
+		need += stride * (batch - 1)
+	}
+	return need, true
+}
+
+// shape is an operand's shape, for its error: r×c (a vector: c is -1), leading
+// dimension ld, batch matrices stride elements apart.
+type shape struct{ r, c, ld, stride, batch int }
+
+// vector checks that m holds n elements of T and returns its address.
+func vector[T Scalar](op, name string, m cuda.Memory, n int) (*T, error) {
+	p, err := cuda.DevicePtr[T](m)
+	if n < 0 || n > maxInt32 || err != nil || m.Size()/int(unsafe.Sizeof(*new(T))) < n {
+		return nil, operandError(op, name, m, shape{n, -1, 0, 0, 1}, n, err, reflect.TypeFor[T]())
+	}
+	return p, nil
+}
+
+const maxInt32 = 1<<31 - 1
+
+// shapeError is the error of a matrix operand's shape that extent turns down, or nil.
+func shapeError(op, name string, sh shape) error {
+	r, c, ld := sh.r, sh.c, sh.ld
+	switch {
+	case r < 0 || c < 0:
+		return fmt.Errorf("cublas: %s: %w: %s is %d×%d", op, cuda.ErrInvalidArgument, name, r, c)
+	case ld < max(1, r) || ld > maxInt32 || r > maxInt32 || c > maxInt32:
+		return fmt.Errorf("cublas: %s: %w: %s is %d×%d with leading dimension %d", op, cuda.ErrInvalidArgument, name, r, c, ld)
+	}
+	if _, ok := extent(r, c, ld, sh.stride, sh.batch); !ok {
+		return fmt.Errorf("cublas: %s: %w: %s's %d matrices %d elements apart span more than an int", op,
+			cuda.ErrInvalidArgument, name, sh.batch, sh.stride)
+	}
+	return nil
+}
+
+// operandError is the error of an operand that batched or vector turned down: a bad
+// shape, DevicePtr's err, or memory too small for need elements of t.
 //
 //go:noinline
-func operandError(op, name string, m cuda.Memory, need int, err error, t reflect.Type) error {
+func operandError(op, name string, m cuda.Memory, sh shape, need int, err error, t reflect.Type) error {
+	if sh.c < 0 { // a vector of sh.r elements
+		if sh.r < 0 || sh.r > maxInt32 {
+			return fmt.Errorf("cublas: %s: %w: %s has %d elements", op, cuda.ErrInvalidArgument, name, sh.r)
+		}
+	} else if e := shapeError(op, name, sh); e != nil {
+		return e
+	}
 	switch {
 	case m == nil:
 		return fmt.Errorf("cublas: %s: %w: %s is nil", op, cuda.ErrInvalidArgument, name)

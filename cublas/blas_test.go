@@ -65,6 +65,9 @@ func TestArgumentChecks(t *testing.T) {
 		"transposition":     cublas.Gemm[float32](s, 7, cublas.NoTrans, 3, 4, 1, 1, a, 3, a, 1, 0, a, 3),
 		"batched too small": cublas.GemmStridedBatched[float32](s, cublas.NoTrans, cublas.NoTrans, 3, 4, 1, 1, a, 3, 12, a, 1, 4, 0, a, 3, 12, 2),
 		"negative batch":    cublas.GemmStridedBatched[float32](s, cublas.NoTrans, cublas.NoTrans, 3, 4, 1, 1, a, 3, 12, a, 1, 4, 0, a, 3, 12, -1),
+		// A stride whose span wraps around int must not pass the size check.
+		"stride overflow":   cublas.GemmStridedBatched[float32](s, cublas.NoTrans, cublas.NoTrans, 3, 4, 1, 1, a, 3, 1<<62, a, 1, 0, 0, a, 3, 0, 3),
+		"batch past int32":  cublas.GemmStridedBatched[float32](s, cublas.NoTrans, cublas.NoTrans, 3, 4, 1, 1, a, 3, 0, a, 1, 0, 0, a, 3, 0, 1<<31),
 		"gemv x":            cublas.Gemv[float32](s, cublas.NoTrans, 3, 4, 1, a, 3, nilBuf, 0, a),
 		"gemv y too small":  cublas.Gemv[float32](s, cublas.NoTrans, 3, 4, 1, a, 3, a, 0, two),
 		"axpy n":            cublas.Axpy[float32](s, 13, 1, a, a),

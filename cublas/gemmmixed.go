@@ -146,15 +146,15 @@ func GemmMixed[In, Out ExType](s *cuda.Stream, transA, transB CublasOperation, m
 	}
 	ar, ac := dims(transA, m, k)
 	br, bc := dims(transB, k, n)
-	pa, err := matrix[In](op, "A", a, ar, ac, lda)
+	pa, err := batched[In](op, "A", a, ar, ac, lda, 0, 1)
 	if err != nil {
 		return err
 	}
-	pb, err := matrix[In](op, "B", b, br, bc, ldb)
+	pb, err := batched[In](op, "B", b, br, bc, ldb, 0, 1)
 	if err != nil {
 		return err
 	}
-	pc, err := matrix[Out](op, "C", c, m, n, ldc)
+	pc, err := batched[Out](op, "C", c, m, n, ldc, 0, 1)
 	if err != nil {
 		return err
 	}

@@ -64,7 +64,8 @@ func Enqueue(s *Stream, f func(ctx CUcontext, h CUstream) error, uses ...Use) er
 // locked, and its uses' flags (the first eight; later ones are worked out again).
 type enqueued struct {
 	entered bool
-	held    int  // uses[:held] are acquired (those not dups of earlier ones)
+	each    bool // the usual call's path: uses[:held] are held one by one, dups too
+	held    int  // uses[:held] are acquired (unless each, those not dups of earlier ones)
 	locked  bool // the stream's read lock is held
 	flags   [8]useFlags
 }
@@ -103,6 +104,46 @@ func (q *enqueued) run(s *Stream, f func(ctx CUcontext, h CUstream) error, uses 
 		return err
 	}
 	q.entered = true
+	// The usual call, in one pass: each use is an open allocation (not a view) of
+	// s's context whose one use is already on s (planFast), so there is nothing to
+	// wait for or record. Each use is held by itself (memory named twice is held
+	// twice), and each tested by its own flag: a read and a write of one memory pass
+	// only when a write on s is its one use. Anything else undoes the holds and
+	// takes the general path, which reports the errors.
+	t := s.stream
+	if t.capture.Load() == nil {
+		q.each = true
+		fast := true
+		for i := range uses {
+			m := uses[i].m
+			if m == nil || m.ctx == nil || m.ctx.ctxState != c || m.root != nil || !m.hold.enter() {
+				fast = false
+				break
+			}
+			q.held = i + 1
+			if !m.acc.onlyOn(t, uses[i].write) {
+				fast = false
+				break
+			}
+		}
+		if fast {
+			if err := lockOpen(s, t); err != nil {
+				return err
+			}
+			q.locked = true
+			return f(c.h, s.h)
+		}
+		for i := range uses[:q.held] {
+			uses[i].m.hold.exit()
+		}
+		q.each, q.held = false, 0
+	}
+	return q.runAll(s, f, uses)
+}
+
+// runAll is run's general path: any memory, views, captures and hand-offs.
+func (q *enqueued) runAll(s *Stream, f func(ctx CUcontext, h CUstream) error, uses []Use) error {
+	c := s.cs
 	// Hold each memory once: a buffer used twice is written if either use writes
 	// (the flags of its first use collect the later ones').
 	for i := range uses {
@@ -196,7 +237,7 @@ func (q *enqueued) end(s *Stream, uses []Use) {
 		s.mu.RUnlock()
 	}
 	for i := range uses[:q.held] {
-		if q.flag(uses, i)&useDup == 0 {
+		if q.each || q.flag(uses, i)&useDup == 0 {
 			uses[i].m.leave()
 		}
 	}
@@ -321,16 +362,28 @@ func restoreCurrent(prev CUcontext) {
 // it in Go. It orders nothing: queue the work with Enqueue.
 func DevicePtr[T any](m Memory) (*T, error) {
 	b := memOf(m)
-	if b == nil || b.ctx == nil {
-		return nil, fmt.Errorf("%w: nil or zero memory", ErrInvalidArgument)
-	}
-	if b.etype != nil {
-		if t := reflect.TypeFor[T](); t != b.etype && !sameLayout(t, b.etype) {
-			return nil, fmt.Errorf("%w: a *%v into memory of %v", ErrInvalidArgument, t, b.etype)
+	if b == nil || b.ctx == nil || b.etype != nil && b.etype != reflect.TypeFor[T]() {
+		if err := devicePtrError(b, reflect.TypeFor[T]()); err != nil {
+			return nil, err
 		}
 	}
 	p := b.ptr
 	return *(**T)(unsafe.Pointer(&p)), nil
+}
+
+// devicePtrError is DevicePtr's error for a *t into b, or nil when t and b's
+// element type are a Go and a CUDA complex type of one layout (out of line:
+// library calls run DevicePtr for every operand).
+//
+//go:noinline
+func devicePtrError(b *memBase, t reflect.Type) error {
+	switch {
+	case b == nil || b.ctx == nil:
+		return fmt.Errorf("%w: nil or zero memory", ErrInvalidArgument)
+	case !sameLayout(t, b.etype):
+		return fmt.Errorf("%w: a *%v into memory of %v", ErrInvalidArgument, t, b.etype)
+	}
+	return nil
 }
 
 // sameLayout reports whether a and b are the pairs of Go and CUDA complex types.

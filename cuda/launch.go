@@ -154,13 +154,8 @@ func (d Dim3) Count() int {
 
 // dims returns the shape as the driver takes it.
 func (d Dim3) dims(what string) (x, y, z uint32, err error) {
-	if d.Y == 0 {
-		d.Y = 1
-	}
-	if d.Z == 0 {
-		d.Z = 1
-	}
-	if uint(d.X-1) >= math.MaxUint32 || uint(d.Y-1) >= math.MaxUint32 || uint(d.Z-1) >= math.MaxUint32 {
+	d = d.norm()
+	if !d.fits() {
 		return 0, 0, 0, dimsError(what, d)
 	}
 	return uint32(d.X), uint32(d.Y), uint32(d.Z), nil
@@ -253,36 +248,75 @@ func (f *Function) Launch(s *Stream, grid, block Dim3, sharedMem int, args ...an
 		var inline [inlineParams / 8]uint64 // 8-byte aligned
 		buf = unsafe.Slice((*byte)(unsafe.Pointer(&inline)), inlineParams)
 	}
-	// Device-memory arguments are held from here until the kernel is queued.
-	size, held, err := packArgs(buf, f.params, f.known, m.ctx, f.name, args)
+	// Device-memory arguments are held from here until the kernel is queued: the
+	// usual launch, outside a capture, holds each by itself and tests its plan as
+	// it goes (packArgs's on).
+	var on *stream
+	if s.stream.capture.Load() == nil {
+		on = s.stream
+	}
+	size, held, err := packArgs(buf, f.params, f.known, m.ctx, f.name, args, on)
 	if err != nil && errors.Is(err, errParamsTooLarge) { // unknown layout, more than inlineParams
 		buf = make([]byte, size)
-		size, held, err = packArgs(buf, f.params, f.known, m.ctx, f.name, args)
+		size, held, err = packArgs(buf, f.params, f.known, m.ctx, f.name, args, on)
+	}
+	if err == nil && held.slow {
+		// A use to wait for or record: hold each memory once, and plan the uses.
+		releaseArgs(args, &held, nil, nil)
+		size, held, err = packArgs(buf, f.params, f.known, m.ctx, f.name, args, nil)
 	}
 	if err == nil && streamCheck.on.Load() {
 		checkLaunch(args, s.stream)
-	}
-	var plans argPlans
-	var wait deps
-	var ms *memState
-	if err == nil && held.any() {
-		ms = planArgs(args, &held, s.stream, &plans, &wait)
-		if wait.n > maxFused {
-			// Rare: more streams to wait for than one call takes.
-			if err = ms.handOff(&wait, s.stream); err != nil {
-				err = errHandOff(err)
-				releaseArgs(args, &held, nil, nil)
-			}
-			wait.n = 0
-		}
 	}
 	if err != nil {
 		c.exit()
 		return err
 	}
+	if !held.each {
+		return f.launchPlanned(s, d, buf[:size], &held, args)
+	}
+	return f.queue(s, d, buf[:size], &held, args, nil) // each use planned fast: nothing to wait for
+}
 
-	// The module's read lock, then the stream's (s.use, without its closure): the
-	// kernel is queued while neither can be closed.
+// launchPlanned is Launch's general path, after packArgs held the memory arguments
+// once each (held): it plans their uses and queues the launch.
+func (f *Function) launchPlanned(s *Stream, d launchShape, params []byte, held *argHeld, args []any) error {
+	var p launchPlan
+	if held.any() {
+		p.ms = planArgs(args, held, s.stream, &p.plans, &p.wait)
+		if p.wait.n > maxFused {
+			// Rare: more streams to wait for than one call takes.
+			if err := p.ms.handOff(&p.wait, s.stream); err != nil {
+				releaseArgs(args, held, nil, nil)
+				s.cs.exit()
+				return errHandOff(err)
+			}
+			p.wait.n = 0
+		}
+	}
+	return f.queue(s, d, params, held, args, &p)
+}
+
+// launchPlan is the plan of a launch's uses (planArgs): the uses to wait for, of
+// memory of ms, and the plan of each held argument, for the record.
+type launchPlan struct {
+	ms    *memState
+	wait  deps
+	plans argPlans
+}
+
+// queue launches f on s under the module's read lock and then the stream's (s.use,
+// without its closure), so that neither can be closed meanwhile: after p's uses to
+// wait for on the GPU, recording the uses p planned (p nil when held.each: each use
+// planned fast, nothing to wait for or record). It releases the held arguments and
+// exits the context that Launch entered.
+func (f *Function) queue(s *Stream, d launchShape, params []byte, held *argHeld, args []any, p *launchPlan) error {
+	m, c := f.mod, s.cs
+	var plans *argPlans
+	if p != nil {
+		plans = &p.plans
+	}
+	var err error
 	var used *stream
 	m.mu.RLock()
 	if m.closed {
@@ -290,29 +324,29 @@ func (f *Function) Launch(s *Stream, grid, block Dim3, sharedMem int, args ...an
 	} else {
 		st := s.stream
 		leaseModuleIfCapturing(st, m)
-		if wait.n > 0 {
+		if p != nil && p.wait.n > 0 {
 			// A hand-off: the waits and the launch in one call.
-			if err = launchAfter(ms, &wait, s, c.h, f.h, d, buf[:size]); err == nil {
+			if err = launchAfter(p.ms, &p.wait, s, c.h, f.h, d, params); err == nil {
 				used = st
 			}
 		} else if err = lockOpen(s, st); err == nil {
-			if err = launchPacked(c.h, f.h, d, st.h, buf[:size]); err == nil {
+			if err = launchPacked(c.h, f.h, d, st.h, params); err == nil {
 				used = st
 			}
 			if held.any() {
-				releaseArgs(args, &held, used, &plans)
-				held = argHeld{}
+				releaseArgs(args, held, used, plans)
+				held.mask = 0 // released
 			}
 			st.mu.RUnlock()
 		}
 		if held.any() && used != nil {
-			releaseArgs(args, &held, used, &plans)
-			held = argHeld{}
+			releaseArgs(args, held, used, plans)
+			held.mask = 0
 		}
 	}
 	m.mu.RUnlock()
 	if held.any() {
-		releaseArgs(args, &held, nil, nil)
+		releaseArgs(args, held, nil, nil)
 	}
 	c.exit()
 	if err != nil {
@@ -327,24 +361,46 @@ type launchShape struct {
 	gx, gy, gz, bx, by, bz, shm uint32
 }
 
-// launchDims checks f and a launch's shape.
+// launchDims checks f and a launch's shape. The checks are made in line and the
+// errors out of line (launchDimsError): every launch runs them.
 func (f *Function) launchDims(grid, block Dim3, sharedMem int) (launchShape, error) {
-	var d launchShape
+	g, b := grid.norm(), block.norm()
+	if f == nil || f.mod == nil || !g.fits() || !b.fits() || uint(sharedMem) > math.MaxUint32 {
+		return launchShape{}, launchDimsError(f, grid, block, sharedMem)
+	}
+	return launchShape{uint32(g.X), uint32(g.Y), uint32(g.Z), uint32(b.X), uint32(b.Y), uint32(b.Z), uint32(sharedMem)}, nil
+}
+
+// norm returns d with a zero Y or Z made 1.
+func (d Dim3) norm() Dim3 {
+	if d.Y == 0 {
+		d.Y = 1
+	}
+	if d.Z == 0 {
+		d.Z = 1
+	}
+	return d
+}
+
+// fits reports whether each dimension of d (norm'd) is in [1, 2³²).
+func (d Dim3) fits() bool {
+	return uint(d.X-1) < math.MaxUint32 && uint(d.Y-1) < math.MaxUint32 && uint(d.Z-1) < math.MaxUint32
+}
+
+// launchDimsError is launchDims's error.
+//
+//go:noinline
+func launchDimsError(f *Function, grid, block Dim3, sharedMem int) error {
 	if f == nil || f.mod == nil {
-		return d, fmt.Errorf("%w: nil *cuda.Function", ErrInvalidArgument)
+		return fmt.Errorf("%w: nil *cuda.Function", ErrInvalidArgument)
 	}
-	var err error
-	if d.gx, d.gy, d.gz, err = grid.dims("grid"); err != nil {
-		return d, err
+	if _, _, _, err := grid.dims("grid"); err != nil {
+		return err
 	}
-	if d.bx, d.by, d.bz, err = block.dims("block"); err != nil {
-		return d, err
+	if _, _, _, err := block.dims("block"); err != nil {
+		return err
 	}
-	if sharedMem < 0 || sharedMem > math.MaxUint32 {
-		return d, fmt.Errorf("%w: shared memory %d bytes", ErrInvalidArgument, sharedMem)
-	}
-	d.shm = uint32(sharedMem)
-	return d, nil
+	return fmt.Errorf("%w: shared memory %d bytes", ErrInvalidArgument, sharedMem)
 }
 
 // launchPacked launches f with the packed parameter buffer params, in one cgo call
@@ -365,8 +421,14 @@ var errParamsTooLarge = errors.New("cuda: kernel arguments exceed the parameter 
 // by their natural alignment, as C does, and checks nothing. ctx is the launch's
 // context, which device-memory arguments must belong to (nil: not checked); name is
 // the kernel's, for errors.
-func packArgs(buf []byte, params []paramInfo, known bool, ctx *Context, name string, args []any) (size uintptr, held argHeld, err error) {
-	size, held, done, err := packHeld(buf, params, known, ctx, name, args)
+//
+// With on, a launch's stream, each memory argument is held by itself (memory passed
+// twice is held twice: held.each), and held.slow reports any whose use on on is not
+// planned fast (memBase.planFast, each by its own marking): the launch then packs
+// again without on, holding each memory once and planning the uses. Without slow,
+// no use needs anything: no wait, no record.
+func packArgs(buf []byte, params []paramInfo, known bool, ctx *Context, name string, args []any, on *stream) (size uintptr, held argHeld, err error) {
+	size, held, done, err := packHeld(buf, params, known, ctx, name, args, on)
 	if err != nil && held.any() {
 		releaseArgs(args[:done], &held, nil, nil)
 		held = argHeld{}
@@ -390,6 +452,7 @@ type argHeld struct {
 	mask, written, inputs argMask
 	n                     int
 	mem                   [4]*memBase
+	each, slow            bool // packed with on (see packArgs)
 }
 
 // memOf returns the memory of args[i], the k-th held argument.
@@ -400,13 +463,14 @@ func (h *argHeld) memOf(args []any, i, k int) *memBase {
 	return argBase(&args[i])
 }
 
-func (h argHeld) any() bool { return h.mask != 0 }
+func (h *argHeld) any() bool { return h.mask != 0 }
 
 // packHeld is packArgs; when it fails, held marks what args[:done] hold.
-func packHeld(buf []byte, params []paramInfo, known bool, ctx *Context, name string, args []any) (size uintptr, held argHeld, done int, err error) {
+func packHeld(buf []byte, params []paramInfo, known bool, ctx *Context, name string, args []any, on *stream) (size uintptr, held argHeld, done int, err error) {
 	if known && len(args) != len(params) {
 		return 0, held, 0, fmt.Errorf("%w: kernel %s takes %d parameters, got %d arguments", ErrInvalidArgument, name, len(params), len(args))
 	}
+	held.each = on != nil
 	var end uintptr // unknown layout: end of the last argument
 	tooLarge := false
 	for i := range args {
@@ -454,7 +518,12 @@ func packHeld(buf []byte, params []paramInfo, known bool, ctx *Context, name str
 			return 0, held, done, fmt.Errorf("%w: kernel %s argument %d is nil", ErrInvalidArgument, name, i)
 		case *DeviceBuffer, Input, deviceArg:
 			m, read := argMem(&args[i])
-			p, c, again := heldAgain(args, &held, i, m, read)
+			var p CUdeviceptr
+			var c *Context
+			again := false
+			if on == nil {
+				p, c, again = heldAgain(args, &held, i, m, read)
+			}
 			if !again {
 				var err error
 				if p, c, err = m.holdArg(); err != nil {
@@ -469,6 +538,9 @@ func packHeld(buf []byte, params []paramInfo, known bool, ctx *Context, name str
 				}
 				held.n++
 				done = i + 1
+				if on != nil && !m.planFast(on, false, !read) {
+					held.slow = true
+				}
 			}
 			if ctx != nil && (c == nil || c.ctxState != ctx.ctxState) {
 				return 0, held, done, fmt.Errorf("%w: kernel %s argument %d is memory of another context", ErrWrongContext, name, i)
@@ -773,6 +845,9 @@ func launchAfterC(ctx CUcontext, evs, from []uint64, f CUfunction, sh launchShap
 // releaseArgs ends the holds of packArgs on the arguments in held, recording first
 // each one's use on s (planned in plans) unless s is nil.
 func releaseArgs(args []any, held *argHeld, s *stream, plans *argPlans) {
+	if held.each {
+		s = nil // each use planned fast: nothing to record
+	}
 	k := 0
 	forHeld(args, held, func(_ int, m *memBase, write bool) {
 		if s != nil {
