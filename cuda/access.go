@@ -106,16 +106,9 @@ func (m *memBase) plan(t *stream, write bool, d *deps) planned {
 	return p
 }
 
-// planFast reports whether an operation on t, not capturing, finds plan's usual case:
-// nothing to wait for and nothing to record (planned{fast: true}). The operations
-// that queue several uses (Enqueue, Launch) test it in place before they call plan,
-// which tests it again on its own.
-func (m *memBase) planFast(t *stream, capturing, write bool) bool {
-	return !capturing && m.owner().acc.onlyOn(t, write)
-}
-
 // onlyOn reports whether the allocation's one use is on t, in t's generation, and
-// a write if write: an operation on t then waits for nothing and records nothing.
+// a write if write: an operation on t then waits for nothing and records nothing
+// (plan's fast case). Enqueue and Launch test it for each use as they hold it.
 func (a *access) onlyOn(t *stream, write bool) bool {
 	if a.only.Load() != t {
 		return false

@@ -105,7 +105,7 @@ func (q *enqueued) run(s *Stream, f func(ctx CUcontext, h CUstream) error, uses 
 	}
 	q.entered = true
 	// The usual call, in one pass: each use is an open allocation (not a view) of
-	// s's context whose one use is already on s (planFast), so there is nothing to
+	// s's context whose one use is already on s (onlyOn), so there is nothing to
 	// wait for or record. Each use is held by itself (memory named twice is held
 	// twice), and each tested by its own flag: a read and a write of one memory pass
 	// only when a write on s is its one use. Anything else undoes the holds and
@@ -147,12 +147,11 @@ func (q *enqueued) runAll(s *Stream, f func(ctx CUcontext, h CUstream) error, us
 	// Hold each memory once: a buffer used twice is written if either use writes
 	// (the flags of its first use collect the later ones').
 	for i := range uses {
-		// Memory of s's context, which run entered, needs no check of its own.
 		m := uses[i].m
-		if m == nil || m.ctx == nil || m.ctx.ctxState != c {
-			if err := m.check(); err != nil {
-				return err
-			}
+		if err := m.check(); err != nil {
+			return err
+		}
+		if m.ctx.ctxState != c {
 			return errWrongContext
 		}
 		first := i
@@ -167,11 +166,8 @@ func (q *enqueued) runAll(s *Stream, f func(ctx CUcontext, h CUstream) error, us
 			if i < len(q.flags) && uses[i].write {
 				q.flags[i] = useWrite
 			}
-			// acquire, with an allocation's hold entered here.
-			if m.root != nil || !m.hold.enter() {
-				if err := m.acquire(); err != nil {
-					return err
-				}
+			if err := m.acquire(); err != nil {
+				return err
 			}
 		case i < len(q.flags):
 			q.flags[i] = useDup
@@ -184,7 +180,6 @@ func (q *enqueued) runAll(s *Stream, f func(ctx CUcontext, h CUstream) error, us
 		q.held = i + 1
 	}
 	t := s.stream
-	capturing := t.capture.Load() != nil
 	var wait deps
 	var plans [8]planned
 	for i := range uses {
@@ -192,13 +187,7 @@ func (q *enqueued) runAll(s *Stream, f func(ctx CUcontext, h CUstream) error, us
 		if fl&useDup != 0 {
 			continue
 		}
-		m, write := uses[i].m, fl&useWrite != 0
-		var p planned
-		if m.planFast(t, capturing, write) {
-			p.fast = true // without the call
-		} else {
-			p = m.plan(t, write, &wait)
-		}
+		p := uses[i].m.plan(t, fl&useWrite != 0, &wait)
 		if i < len(plans) {
 			plans[i] = p // past the eighth, a use is recorded as if it raced: added
 		}
@@ -224,9 +213,7 @@ func (q *enqueued) runAll(s *Stream, f func(ctx CUcontext, h CUstream) error, us
 		if i < len(plans) {
 			p = plans[i]
 		}
-		if !p.fast {
-			uses[i].m.record(t, fl&useWrite != 0, p)
-		}
+		uses[i].m.record(t, fl&useWrite != 0, p)
 	}
 	return nil
 }

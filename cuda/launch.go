@@ -424,7 +424,7 @@ var errParamsTooLarge = errors.New("cuda: kernel arguments exceed the parameter 
 //
 // With on, a launch's stream, each memory argument is held by itself (memory passed
 // twice is held twice: held.each), and held.slow reports any whose use on on is not
-// planned fast (memBase.planFast, each by its own marking): the launch then packs
+// planned fast (access.onlyOn, each by its own marking): the launch then packs
 // again without on, holding each memory once and planning the uses. Without slow,
 // no use needs anything: no wait, no record.
 func packArgs(buf []byte, params []paramInfo, known bool, ctx *Context, name string, args []any, on *stream) (size uintptr, held argHeld, err error) {
@@ -538,7 +538,7 @@ func packHeld(buf []byte, params []paramInfo, known bool, ctx *Context, name str
 				}
 				held.n++
 				done = i + 1
-				if on != nil && !m.planFast(on, false, !read) {
+				if on != nil && !m.owner().acc.onlyOn(on, !read) {
 					held.slow = true
 				}
 			}
@@ -715,13 +715,8 @@ func forHeld(args []any, held *argHeld, f func(i int, m *memBase, write bool)) {
 // putting the uses to wait for in d, and returns the arguments' memory state.
 func planArgs(args []any, held *argHeld, t *stream, plans *argPlans, d *deps) *memState {
 	var ms *memState
-	capturing := t.capture.Load() != nil
 	forHeld(args, held, func(_ int, m *memBase, write bool) {
 		ms = m.ms
-		if m.planFast(t, capturing, write) {
-			plans.add(planned{fast: true}) // without the call
-			return
-		}
 		plans.add(m.plan(t, write, d))
 	})
 	return ms
