@@ -355,10 +355,19 @@ func transError(op string, a, b CublasOperation) error {
 func batched[T any](op, name string, m cuda.Memory, r, c, ld, stride, batch int) (*T, error) {
 	need, ok := extent(r, c, ld, stride, batch)
 	p, err := cuda.DevicePtr[T](m) // also nil and zero buffers
-	if !ok || err != nil || m.Size()/int(unsafe.Sizeof(*new(T))) < need {
+	if !ok || err != nil || size(m)/int(unsafe.Sizeof(*new(T))) < need {
 		return nil, operandError(op, name, m, shape{r, c, ld, stride, batch}, need, err, reflect.TypeFor[T]())
 	}
 	return p, nil
+}
+
+// size returns m's size in bytes: a DeviceBuffer's, the usual operand, by a direct
+// call rather than through the interface's method table.
+func size(m cuda.Memory) int {
+	if b, ok := m.(*cuda.DeviceBuffer); ok {
+		return b.Size()
+	}
+	return m.Size()
 }
 
 // extent returns how many elements batch r×c matrices with leading dimension ld,
@@ -390,7 +399,7 @@ type shape struct{ r, c, ld, stride, batch int }
 // vector checks that m holds n elements of T and returns its address.
 func vector[T Scalar](op, name string, m cuda.Memory, n int) (*T, error) {
 	p, err := cuda.DevicePtr[T](m)
-	if n < 0 || n > maxInt32 || err != nil || m.Size()/int(unsafe.Sizeof(*new(T))) < n {
+	if n < 0 || n > maxInt32 || err != nil || size(m)/int(unsafe.Sizeof(*new(T))) < n {
 		return nil, operandError(op, name, m, shape{n, -1, 0, 0, 1}, n, err, reflect.TypeFor[T]())
 	}
 	return p, nil

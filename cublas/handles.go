@@ -196,8 +196,9 @@ func call(op string, s *cuda.Stream, f func(ctx cuda.CUcontext, h CublasHandle, 
 	if h.State.buf != nil {
 		// The uses and the workspace's, on the stack for the usual few uses
 		// (appending to the caller's variadic slice would allocate at every call),
-		// copied by a loop (copy would call the runtime's typedslicecopy).
-		var all [8]cuda.Use
+		// copied by a loop (copy would call the runtime's typedslicecopy). Operations
+		// name three operands at most.
+		var all [4]cuda.Use
 		if len(uses) < len(all) {
 			for i, u := range uses {
 				all[i] = u

@@ -135,7 +135,7 @@ func (m *memBase) record(t *stream, write bool, p planned) {
 	now := o.hold.users.Load()
 	// Alone: this operation was the only call holding the memory at its plan, and
 	// none entered since (the counts of enters agree).
-	alone := uint32(p.users) == 1 && p.users>>32 == now>>32
+	alone := uint32(p.users)&insideMax == 1 && p.users>>32 == now>>32
 	a.seq++
 	if write && alone {
 		clear(a.uses)

@@ -92,7 +92,9 @@ func (b *LaunchBatch) Add(f *Function, grid, block Dim3, sharedMem int, args ...
 	}
 	b.args = b.args[:start+int((size+7)/8)]
 	// pack holds the memory it packed (so it is open): record it, with the address
-	// packed, for Submit, which holds it again, and let go.
+	// packed, for Submit, which holds it again, and let go. Keeping m past the call
+	// is a flow that detach hides from escape analysis; it is sound because this
+	// package's memory is always on the heap (its constructors register it).
 	forHeld(args, &held, func(_ int, m *memBase, write bool) {
 		b.devs = append(b.devs, batchDev{m, m.ptr, write})
 	})

@@ -80,9 +80,9 @@ func TestLaunchBatchSubmitChecksCPU(t *testing.T) {
 	require.NoError(t, b.Add(f, D1(1), D1(1), 0, buf))
 	require.ErrorIs(t, b.Submit(fakeStream(fakeContext())), ErrWrongContext)
 
-	buf.m.hold.shut.Store(true)
+	buf.m.hold.users.Or(shutBit)
 	require.ErrorIs(t, b.Submit(s), ErrClosed)
-	buf.m.hold.shut.Store(false)
+	buf.m.hold.users.And(^uint64(shutBit))
 
 	m.closed = true
 	require.ErrorIs(t, b.Submit(s), ErrClosed)

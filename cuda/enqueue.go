@@ -27,6 +27,11 @@ func Reads(m Memory) Use { return Use{memOf(m), false} }
 func Writes(m Memory) Use { return Use{memOf(m), true} }
 
 func memOf(m Memory) *memBase {
+	// A DeviceBuffer, the usual operand, by a comparison of the type word rather
+	// than a call through the interface's method table.
+	if b, ok := m.(*DeviceBuffer); ok {
+		return b.base()
+	}
 	if m == nil {
 		return nil
 	}
@@ -47,7 +52,7 @@ func Enqueue(s *Stream, f func(ctx CUcontext, h CUstream) error, uses ...Use) er
 	if f == nil {
 		return fmt.Errorf("%w: nil function", ErrInvalidArgument)
 	}
-	// The stream is checked here, the memory as run holds it: each operand's
+	// The stream is checked here, the memory as start holds it: each operand's
 	// fields are read once (CheckEnqueue reads them again).
 	if err := checkOpen(s); err != nil {
 		return err
@@ -57,7 +62,16 @@ func Enqueue(s *Stream, f func(ctx CUcontext, h CUstream) error, uses ...Use) er
 	// ends the holds and unlocks the stream.
 	var q enqueued
 	defer q.end(s, uses)
-	return q.run(s, f, uses)
+	fast, err := q.start(s, uses)
+	if err != nil {
+		return err
+	}
+	if fast {
+		// Called here rather than in start: one frame less on the stack while f
+		// runs (its lines are touched again after the call).
+		return f(s.cs.h, s.h)
+	}
+	return q.runAll(s, f, uses)
 }
 
 // enqueued is an Enqueue's progress, for its cleanup: what it entered, held and
@@ -97,11 +111,13 @@ func (q *enqueued) flag(uses []Use, i int) useFlags {
 	return flagsOf(uses, i)
 }
 
-// run is Enqueue after its checks; q.end undoes what it did.
-func (q *enqueued) run(s *Stream, f func(ctx CUcontext, h CUstream) error, uses []Use) error {
+// start is Enqueue after its checks: it enters s's context and, for the usual call,
+// holds the uses and locks s, and reports whether it did (fast: f may run); else
+// the general path (runAll) is left to do. q.end undoes what it did.
+func (q *enqueued) start(s *Stream, uses []Use) (fast bool, err error) {
 	c := s.cs
 	if err := c.enter(); err != nil {
-		return err
+		return false, err
 	}
 	q.entered = true
 	// The usual call, in one pass: each use is an open allocation (not a view) of
@@ -112,36 +128,48 @@ func (q *enqueued) run(s *Stream, f func(ctx CUcontext, h CUstream) error, uses 
 	// takes the general path, which reports the errors.
 	t := s.stream
 	if t.capture.Load() == nil {
-		q.each = true
-		fast := true
+		// The plain checks of every use come before the first hold: their loads of
+		// the memory (one cache line each, often out of cache after the last library
+		// call) then overlap, where each hold's read-modify-write, a fence, would
+		// wait for its own.
+		fast = true
 		for i := range uses {
 			m := uses[i].m
-			if m == nil || m.ctx == nil || m.ctx.ctxState != c || m.root != nil || !m.hold.enter() {
-				fast = false
-				break
-			}
-			q.held = i + 1
-			if !m.acc.onlyOn(t, uses[i].write) {
+			if m == nil || m.ctx == nil || m.ctx.ctxState != c || m.root != nil {
 				fast = false
 				break
 			}
 		}
+		q.each = true
+		for i := range uses {
+			if !fast {
+				break
+			}
+			m := uses[i].m
+			if !m.hold.enter() {
+				fast = false
+				break
+			}
+			q.held = i + 1
+			fast = m.acc.onlyOn(t, uses[i].write)
+		}
 		if fast {
 			if err := lockOpen(s, t); err != nil {
-				return err
+				return false, err
 			}
 			q.locked = true
-			return f(c.h, s.h)
+			return true, nil
 		}
 		for i := range uses[:q.held] {
 			uses[i].m.hold.exit()
 		}
 		q.each, q.held = false, 0
 	}
-	return q.runAll(s, f, uses)
+	return false, nil
 }
 
-// runAll is run's general path: any memory, views, captures and hand-offs.
+// runAll is Enqueue's general path, after start: any memory, views, captures and
+// hand-offs.
 func (q *enqueued) runAll(s *Stream, f func(ctx CUcontext, h CUstream) error, uses []Use) error {
 	c := s.cs
 	// Hold each memory once: a buffer used twice is written if either use writes
@@ -223,9 +251,19 @@ func (q *enqueued) end(s *Stream, uses []Use) {
 	if q.locked {
 		s.mu.RUnlock()
 	}
-	for i := range uses[:q.held] {
-		if q.each || q.flag(uses, i)&useDup == 0 {
-			uses[i].m.leave()
+	if q.each {
+		// Touch each hold before the first exit, as start does (see there).
+		for i := range uses[:q.held] {
+			touch(&uses[i].m.hold)
+		}
+		for i := range uses[:q.held] {
+			uses[i].m.hold.exit() // an allocation: no root to leave
+		}
+	} else {
+		for i := range uses[:q.held] {
+			if q.flag(uses, i)&useDup == 0 {
+				uses[i].m.leave()
+			}
 		}
 	}
 	if q.entered {
@@ -349,7 +387,7 @@ func restoreCurrent(prev CUcontext) {
 // it in Go. It orders nothing: queue the work with Enqueue.
 func DevicePtr[T any](m Memory) (*T, error) {
 	b := memOf(m)
-	if b == nil || b.ctx == nil || b.etype != nil && b.etype != reflect.TypeFor[T]() {
+	if b == nil || b.ctx == nil || b.etypeID != nil && b.etypeID != typeWord(reflect.TypeFor[T]()) {
 		if err := devicePtrError(b, reflect.TypeFor[T]()); err != nil {
 			return nil, err
 		}
@@ -357,6 +395,12 @@ func DevicePtr[T any](m Memory) (*T, error) {
 	p := b.ptr
 	return *(**T)(unsafe.Pointer(&p)), nil
 }
+
+// typeWord returns t's type descriptor, the data word of the interface: two
+// reflect.Types are equal when their words are (reflect has one implementation,
+// *rtype). Comparing the interfaces calls the runtime (ifaceeq); every library
+// call's operands are checked this way.
+func typeWord(t reflect.Type) unsafe.Pointer { return (*[2]unsafe.Pointer)(unsafe.Pointer(&t))[1] }
 
 // devicePtrError is DevicePtr's error for a *t into b, or nil when t and b's
 // element type are a Go and a CUDA complex type of one layout (out of line:

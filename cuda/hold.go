@@ -15,23 +15,25 @@ import (
 // sides use sequentially consistent atomics. Calls hold an object only while they
 // queue work, never while they wait for the GPU, so the release's wait is short.
 //
-// users counts the calls inside in its low 32 bits and every enter ever in its high
-// 32 bits, so that one load tells memory's hand-off whether another call used the
-// object between two points (see memBase.record).
+// users counts the calls inside in its low 31 bits, is shut when bit 31 is set, and
+// counts every enter ever in its high 32 bits, so that one load tells memory's
+// hand-off whether another call used the object between two points (see
+// memBase.record). An enter is then one read-modify-write, which also tells it
+// whether the hold is shut.
 type hold struct {
 	users atomic.Uint64
-	shut  atomic.Bool
 }
 
 const (
 	enterTick = 1<<32 | 1  // an enter: one more call inside, one more ever
 	exitTick  = ^uint64(0) // an exit: one call fewer inside (adds -1)
+	shutBit   = 1 << 31    // set by close
+	insideMax = shutBit - 1
 )
 
 // enter counts a call in, or reports false once the hold is shut.
 func (h *hold) enter() bool {
-	h.users.Add(enterTick)
-	if h.shut.Load() {
+	if h.users.Add(enterTick)&shutBit != 0 {
 		h.users.Add(exitTick)
 		return false
 	}
@@ -41,13 +43,19 @@ func (h *hold) enter() bool {
 // exit ends an enter.
 func (h *hold) exit() { h.users.Add(exitTick) }
 
+// touch loads h's word, so that the cache line is on its way before a
+// read-modify-write of it, which waits for the loads before it: a loop that
+// touches several holds and then exits them waits for their misses together. (An
+// atomic load is not dropped when its value is unused.)
+func touch(h *hold) { _ = h.users.Load() }
+
 // inside returns the number of calls inside.
-func (h *hold) inside() uint32 { return uint32(h.users.Load()) }
+func (h *hold) inside() uint32 { return uint32(h.users.Load()) & insideMax }
 
 // close shuts the hold and waits until the calls inside have exited. It reports
 // whether this call shut it (false: it was already shut).
 func (h *hold) close() bool {
-	first := !h.shut.Swap(true)
+	first := h.users.Or(shutBit)&shutBit == 0
 	if h.inside() != 0 {
 		holdWaits.Add(1)
 		waitZero(h.inside)
@@ -60,7 +68,7 @@ func (h *hold) close() bool {
 var holdWaits atomic.Int64
 
 // closed reports whether the hold is shut.
-func (h *hold) closed() bool { return h.shut.Load() }
+func (h *hold) closed() bool { return h.users.Load()&shutBit != 0 }
 
 // waitZero waits until n returns zero: it yields, then sleeps with a growing pause
 // (up to a millisecond). The calls it waits for only queue work, so the wait is short.

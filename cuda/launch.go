@@ -107,6 +107,10 @@ import (
 // parameters take more (up to the driver's 32 KiB) get an allocated buffer.
 const inlineParams = 256
 
+// smallParams is the buffer that Launch clears for kernels whose parameters the
+// driver reports to fit in it.
+const smallParams = 64
+
 // Dim3 is the shape of a grid (in blocks) or of a block (in threads). X must be
 // positive; a zero Y or Z counts as 1, so Dim3{X: n} is D1(n).
 type Dim3 struct {
@@ -231,8 +235,7 @@ func (f *Function) Launch(s *Stream, grid, block Dim3, sharedMem int, args ...an
 	m := f.mod
 	c := m.ctx.ctxState
 	if s.cs != c {
-		return fmt.Errorf("%w: launching %s (module of context %p) on a stream of context %p",
-			ErrWrongContext, f.name, m.ctx, s.ctx)
+		return f.launchError(errLaunchContext, s)
 	}
 	if err := c.enter(); err != nil {
 		return err
@@ -244,8 +247,12 @@ func (f *Function) Launch(s *Stream, grid, block Dim3, sharedMem int, args ...an
 		// No parameters: no buffer to clear.
 	case f.known && f.argSize > inlineParams:
 		buf = make([]byte, f.argSize)
+	case f.known && f.argSize <= smallParams:
+		// The usual kernel: a few words to clear, not inlineParams bytes.
+		var small [smallParams / 8]uint64 // 8-byte aligned
+		buf = unsafe.Slice((*byte)(unsafe.Pointer(&small)), smallParams)
 	default:
-		var inline [inlineParams / 8]uint64 // 8-byte aligned
+		var inline [inlineParams / 8]uint64
 		buf = unsafe.Slice((*byte)(unsafe.Pointer(&inline)), inlineParams)
 	}
 	// Device-memory arguments are held from here until the kernel is queued: the
@@ -255,15 +262,16 @@ func (f *Function) Launch(s *Stream, grid, block Dim3, sharedMem int, args ...an
 	if s.stream.capture.Load() == nil {
 		on = s.stream
 	}
-	size, held, err := packArgs(buf, f.params, f.known, m.ctx, f.name, args, on)
+	var held argHeld
+	size, err := packInto(buf, f.params, f.known, m.ctx, f.name, args, on, &held)
 	if err != nil && errors.Is(err, errParamsTooLarge) { // unknown layout, more than inlineParams
 		buf = make([]byte, size)
-		size, held, err = packArgs(buf, f.params, f.known, m.ctx, f.name, args, on)
+		size, err = packInto(buf, f.params, f.known, m.ctx, f.name, args, on, &held)
 	}
 	if err == nil && held.slow {
 		// A use to wait for or record: hold each memory once, and plan the uses.
 		releaseArgs(args, &held, nil, nil)
-		size, held, err = packArgs(buf, f.params, f.known, m.ctx, f.name, args, nil)
+		size, err = packInto(buf, f.params, f.known, m.ctx, f.name, args, nil, &held)
 	}
 	if err == nil && streamCheck.on.Load() {
 		checkLaunch(args, s.stream)
@@ -320,7 +328,7 @@ func (f *Function) queue(s *Stream, d launchShape, params []byte, held *argHeld,
 	var used *stream
 	m.mu.RLock()
 	if m.closed {
-		err = fmt.Errorf("cuda: launching %s: module: %w", f.name, ErrClosed)
+		err = errLaunchModuleClosed
 	} else {
 		st := s.stream
 		leaseModuleIfCapturing(st, m)
@@ -350,9 +358,28 @@ func (f *Function) queue(s *Stream, d launchShape, params []byte, held *argHeld,
 	}
 	c.exit()
 	if err != nil {
-		return fmt.Errorf("cuda: launching %s: %w", f.name, err)
+		return f.launchError(err, s)
 	}
 	return nil
+}
+
+// errLaunchModuleClosed and errLaunchContext are launchError's causes for a closed
+// module and a stream of another context than the module's.
+var (
+	errLaunchModuleClosed = fmt.Errorf("module: %w", ErrClosed)
+	errLaunchContext      = errors.New("module and stream of different contexts")
+)
+
+// launchError is a launch's error, out of line so that Launch and queue, which
+// every launch runs, set up no formatting.
+//
+//go:noinline
+func (f *Function) launchError(err error, s *Stream) error {
+	if err == errLaunchContext {
+		return fmt.Errorf("%w: launching %s (module of context %p) on a stream of context %p",
+			ErrWrongContext, f.name, f.mod.ctx, s.ctx)
+	}
+	return fmt.Errorf("cuda: launching %s: %w", f.name, err)
 }
 
 // launchShape is a launch's grid, block and dynamic shared memory as the driver
@@ -428,12 +455,20 @@ var errParamsTooLarge = errors.New("cuda: kernel arguments exceed the parameter 
 // again without on, holding each memory once and planning the uses. Without slow,
 // no use needs anything: no wait, no record.
 func packArgs(buf []byte, params []paramInfo, known bool, ctx *Context, name string, args []any, on *stream) (size uintptr, held argHeld, err error) {
-	size, held, done, err := packHeld(buf, params, known, ctx, name, args, on)
-	if err != nil && held.any() {
-		releaseArgs(args[:done], &held, nil, nil)
-		held = argHeld{}
-	}
+	size, err = packInto(buf, params, known, ctx, name, args, on, &held)
 	return size, held, err
+}
+
+// packInto is packArgs with the held arguments in *held (Launch's, on its stack:
+// an argHeld returned by value is copied at each return).
+func packInto(buf []byte, params []paramInfo, known bool, ctx *Context, name string, args []any, on *stream, held *argHeld) (uintptr, error) {
+	*held = argHeld{}
+	size, done, err := packHeld(buf, params, known, ctx, name, args, on, held)
+	if err != nil && held.any() {
+		releaseArgs(args[:done], held, nil, nil)
+		*held = argHeld{}
+	}
+	return size, err
 }
 
 // argMask marks arguments of a launch: bit i for args[i], and the top bit for every
@@ -465,10 +500,10 @@ func (h *argHeld) memOf(args []any, i, k int) *memBase {
 
 func (h *argHeld) any() bool { return h.mask != 0 }
 
-// packHeld is packArgs; when it fails, held marks what args[:done] hold.
-func packHeld(buf []byte, params []paramInfo, known bool, ctx *Context, name string, args []any, on *stream) (size uintptr, held argHeld, done int, err error) {
+// packHeld is packInto; when it fails, held marks what args[:done] hold.
+func packHeld(buf []byte, params []paramInfo, known bool, ctx *Context, name string, args []any, on *stream, held *argHeld) (size uintptr, done int, err error) {
 	if known && len(args) != len(params) {
-		return 0, held, 0, fmt.Errorf("%w: kernel %s takes %d parameters, got %d arguments", ErrInvalidArgument, name, len(params), len(args))
+		return 0, 0, argError(argCount, name, len(args), args, uintptr(len(params)), 0, nil)
 	}
 	held.each = on != nil
 	var end uintptr // unknown layout: end of the last argument
@@ -480,54 +515,81 @@ func packHeld(buf []byte, params []paramInfo, known bool, ctx *Context, name str
 			v         uint64         // the value of a scalar
 			src       unsafe.Pointer // the value of anything else, sz bytes
 		)
-		switch x := args[i].(type) {
-		case int8:
-			sz, v = 1, uint64(uint8(x))
-		case uint8:
-			sz, v = 1, uint64(x)
-		case bool:
-			sz = 1
-			if x {
-				v = 1
+		// The usual arguments first, each by a comparison of its type word: the type
+		// switch below finds a case by the type's hash, a load from its descriptor and
+		// an indirect jump, both likely to miss after the last driver call.
+		mem := false
+		switch a := args[i]; {
+		case isType[*DeviceBuffer](a), isType[Input](a):
+			mem = true
+		case isType[int32](a):
+			sz, v = 4, uint64(*(*uint32)(dataWord(&args[i])))
+		case isType[float32](a):
+			sz, v = 4, uint64(*(*uint32)(dataWord(&args[i])))
+		case isType[CUdeviceptr](a):
+			sz, v = 8, *(*uint64)(dataWord(&args[i]))
+		default:
+			switch x := args[i].(type) {
+			case int8:
+				sz, v = 1, uint64(uint8(x))
+			case uint8:
+				sz, v = 1, uint64(x)
+			case bool:
+				sz = 1
+				if x {
+					v = 1
+				}
+			case int16:
+				sz, v = 2, uint64(uint16(x))
+			case uint16:
+				sz, v = 2, uint64(x)
+			case int32:
+				sz, v = 4, uint64(uint32(x))
+			case uint32:
+				sz, v = 4, uint64(x)
+			case float32:
+				sz, v = 4, uint64(math.Float32bits(x))
+			case int64:
+				sz, v = 8, uint64(x)
+			case uint64:
+				sz, v = 8, x
+			case int:
+				sz, v = 8, uint64(x)
+			case uint:
+				sz, v = 8, uint64(x)
+			case uintptr:
+				sz, v = 8, uint64(x)
+			case float64:
+				sz, v = 8, math.Float64bits(x)
+			case CUdeviceptr:
+				sz, v = 8, uint64(x)
+			case nil:
+				return 0, done, argError(argNil, name, i, args, 0, 0, nil)
+			case *DeviceBuffer, Input, deviceArg:
+				mem = true
+			default:
+				t := reflect.TypeOf(x)
+				if err := checkArgType(t); err != nil {
+					return 0, done, argError(argType, name, i, args, 0, 0, err)
+				}
+				sz, align = t.Size(), uintptr(t.Align())
+				// Not pointer-shaped (it holds no pointers), so the interface's data word
+				// points at the value.
+				src = dataWord(&args[i])
 			}
-		case int16:
-			sz, v = 2, uint64(uint16(x))
-		case uint16:
-			sz, v = 2, uint64(x)
-		case int32:
-			sz, v = 4, uint64(uint32(x))
-		case uint32:
-			sz, v = 4, uint64(x)
-		case float32:
-			sz, v = 4, uint64(math.Float32bits(x))
-		case int64:
-			sz, v = 8, uint64(x)
-		case uint64:
-			sz, v = 8, x
-		case int:
-			sz, v = 8, uint64(x)
-		case uint:
-			sz, v = 8, uint64(x)
-		case uintptr:
-			sz, v = 8, uint64(x)
-		case float64:
-			sz, v = 8, math.Float64bits(x)
-		case CUdeviceptr:
-			sz, v = 8, uint64(x)
-		case nil:
-			return 0, held, done, fmt.Errorf("%w: kernel %s argument %d is nil", ErrInvalidArgument, name, i)
-		case *DeviceBuffer, Input, deviceArg:
+		}
+		if mem {
 			m, read := argMem(&args[i])
 			var p CUdeviceptr
 			var c *Context
 			again := false
 			if on == nil {
-				p, c, again = heldAgain(args, &held, i, m, read)
+				p, c, again = heldAgain(args, held, i, m, read)
 			}
 			if !again {
 				var err error
 				if p, c, err = m.holdArg(); err != nil {
-					return 0, held, done, fmt.Errorf("cuda: kernel %s argument %d: %w", name, i, err)
+					return 0, done, argError(argMemory, name, i, args, 0, 0, err)
 				}
 				held.mask |= maskOf(i)
 				if read && i < 63 {
@@ -543,18 +605,9 @@ func packHeld(buf []byte, params []paramInfo, known bool, ctx *Context, name str
 				}
 			}
 			if ctx != nil && (c == nil || c.ctxState != ctx.ctxState) {
-				return 0, held, done, fmt.Errorf("%w: kernel %s argument %d is memory of another context", ErrWrongContext, name, i)
+				return 0, done, argError(argContext, name, i, args, 0, 0, nil)
 			}
 			sz, v = 8, uint64(p)
-		default:
-			t := reflect.TypeOf(x)
-			if err := checkArgType(t); err != nil {
-				return 0, held, done, fmt.Errorf("%w: kernel %s argument %d: %v", ErrInvalidArgument, name, i, err)
-			}
-			sz, align = t.Size(), uintptr(t.Align())
-			// Not pointer-shaped (it holds no pointers), so the interface's data word
-			// points at the value.
-			src = (*[2]unsafe.Pointer)(unsafe.Pointer(&args[i]))[1]
 		}
 		if align == 0 {
 			align = sz
@@ -563,12 +616,10 @@ func packHeld(buf []byte, params []paramInfo, known bool, ctx *Context, name str
 		if known {
 			p := params[i]
 			if sz != p.size {
-				return 0, held, done, fmt.Errorf("%w: kernel %s argument %d: %s is %d bytes, the parameter is %d bytes",
-					ErrInvalidArgument, name, i, reflect.TypeOf(args[i]), sz, p.size)
+				return 0, done, argError(argSize, name, i, args, sz, p.size, nil)
 			}
 			if p.offset&(align-1) != 0 { // alignments are powers of 2
-				return 0, held, done, fmt.Errorf("%w: kernel %s argument %d: %s needs %d-byte alignment, the parameter is at offset %d",
-					ErrInvalidArgument, name, i, reflect.TypeOf(args[i]), align, p.offset)
+				return 0, done, argError(argAlign, name, i, args, align, p.offset, nil)
 			}
 			off = p.offset
 		} else {
@@ -577,7 +628,7 @@ func packHeld(buf []byte, params []paramInfo, known bool, ctx *Context, name str
 		}
 		if off+sz > uintptr(len(buf)) {
 			if known {
-				return 0, held, done, fmt.Errorf("%w: kernel %s parameter %d ends at %d, past the %d-byte buffer", ErrInvalidArgument, name, i, off+sz, len(buf))
+				return 0, done, argError(argPast, name, i, args, off+sz, uintptr(len(buf)), nil)
 			}
 			tooLarge = true
 			continue
@@ -599,14 +650,66 @@ func packHeld(buf []byte, params []paramInfo, known bool, ctx *Context, name str
 	done = len(args)
 	if !known {
 		if tooLarge {
-			return end, held, done, errParamsTooLarge
+			return end, done, errParamsTooLarge
 		}
-		return end, held, done, nil
+		return end, done, nil
 	}
 	for _, p := range params {
 		size = max(size, p.offset+p.size)
 	}
-	return size, held, done, nil
+	return size, done, nil
+}
+
+// isType reports whether a holds a T, by its type word alone (no type descriptor is
+// read).
+func isType[T any](a any) bool {
+	_, ok := a.(T)
+	return ok
+}
+
+// dataWord returns the data word of *a: for a value that is not pointer-shaped, the
+// address of the value.
+func dataWord(a *any) unsafe.Pointer { return (*[2]unsafe.Pointer)(unsafe.Pointer(a))[1] }
+
+// argFault is what argError reports.
+type argFault int
+
+const (
+	argCount   argFault = iota // x parameters, i arguments
+	argNil                     // args[i] is nil
+	argMemory                  // args[i]'s memory: err
+	argContext                 // args[i] is memory of another context
+	argType                    // args[i]'s type: err
+	argSize                    // args[i] is x bytes, the parameter y
+	argAlign                   // args[i] needs x-byte alignment, the parameter is at offset y
+	argPast                    // parameter i ends at x, past the y-byte buffer
+)
+
+// argError is packHeld's error for kernel name's argument i (out of line, so that
+// packHeld's frame, which every launch sets up, holds no formatting).
+//
+//go:noinline
+func argError(what argFault, name string, i int, args []any, x, y uintptr, err error) error {
+	switch what {
+	case argCount:
+		return fmt.Errorf("%w: kernel %s takes %d parameters, got %d arguments", ErrInvalidArgument, name, x, i)
+	case argNil:
+		return fmt.Errorf("%w: kernel %s argument %d is nil", ErrInvalidArgument, name, i)
+	case argMemory:
+		return fmt.Errorf("cuda: kernel %s argument %d: %w", name, i, err)
+	case argContext:
+		return fmt.Errorf("%w: kernel %s argument %d is memory of another context", ErrWrongContext, name, i)
+	case argType:
+		return fmt.Errorf("%w: kernel %s argument %d: %v", ErrInvalidArgument, name, i, err)
+	case argSize:
+		return fmt.Errorf("%w: kernel %s argument %d: %s is %d bytes, the parameter is %d bytes",
+			ErrInvalidArgument, name, i, reflect.TypeOf(args[i]), x, y)
+	case argAlign:
+		return fmt.Errorf("%w: kernel %s argument %d: %s needs %d-byte alignment, the parameter is at offset %d",
+			ErrInvalidArgument, name, i, reflect.TypeOf(args[i]), x, y)
+	default:
+		return fmt.Errorf("%w: kernel %s parameter %d ends at %d, past the %d-byte buffer", ErrInvalidArgument, name, i, x, y)
+	}
 }
 
 // heldAgain reports whether args[i], memory m (an Input if read), is memory that an
@@ -841,7 +944,18 @@ func launchAfterC(ctx CUcontext, evs, from []uint64, f CUfunction, sh launchShap
 // each one's use on s (planned in plans) unless s is nil.
 func releaseArgs(args []any, held *argHeld, s *stream, plans *argPlans) {
 	if held.each {
-		s = nil // each use planned fast: nothing to record
+		// Each use planned fast: nothing to record. The usual launch's few memory
+		// arguments are all in mem.
+		if held.n <= len(held.mem) {
+			for _, m := range held.mem[:held.n] {
+				touch(&m.hold) // see enqueued.end
+			}
+			for _, m := range held.mem[:held.n] {
+				m.leave()
+			}
+			return
+		}
+		s = nil
 	}
 	k := 0
 	forHeld(args, held, func(_ int, m *memBase, write bool) {

@@ -179,6 +179,12 @@ func TestPackArgsErrors(t *testing.T) {
 // it.
 type fakeBuf struct{ m memBase }
 
+// newFakeBuf returns fake memory at ptr. It is not inlined, so that the buffer is
+// on the heap, as this package's memory always is: a LaunchBatch keeps its
+// arguments' memory, a flow that detach hides from escape analysis, and a buffer on
+// a test's stack would move when the stack grows (it did, once frames changed size).
+//
+//go:noinline
 func newFakeBuf(ptr CUdeviceptr, ctx *Context) *fakeBuf {
 	return &fakeBuf{m: memBase{ptr: ptr, ctx: ctx, size: 8, elem: 1}}
 }
@@ -186,7 +192,7 @@ func newFakeBuf(ptr CUdeviceptr, ctx *Context) *fakeBuf {
 // closedBuf returns memory that has been closed.
 func closedBuf(ctx *Context) *fakeBuf {
 	b := newFakeBuf(0, ctx)
-	b.m.hold.shut.Store(true)
+	b.m.hold.users.Or(shutBit)
 	return b
 }
 

@@ -61,15 +61,18 @@ func (k MemoryKind) String() string {
 
 // memBase is what every buffer type holds: the memory, its owner, and the stream
 // (with that stream's generation) that last used it.
+//
+// The fields every operation reads come first, in 64 bytes: ctx, ptr, size, etypeID,
+// root, hold and the start of acc (only, onlyTag). A DeviceBuffer is a multiple of
+// 64 bytes, which puts them in one cache line (TestMemBaseLayout): operations run
+// between library calls that leave little of their data in cache, and each line
+// they touch again costs a miss.
 type memBase struct {
-	ctx   *Context
-	ms    *memState
-	ptr   CUdeviceptr
-	size  int
-	elem  int          // element size: Len is size/elem
-	etype reflect.Type // the element type of AllocFor and Wrap; nil for bytes
-	kind  MemoryKind
-	prof  uint64 // key in the memory profile; 0 when not profiled
+	ctx  *Context
+	ptr  CUdeviceptr
+	size int
+	// etypeID is etype's type descriptor (typeWord), which DevicePtr compares.
+	etypeID unsafe.Pointer
 
 	// root is the allocation a view (DeviceBuffer.Slice) is part of, nil for an
 	// allocation: operations on a view hold the root too, and the root keeps the
@@ -84,6 +87,12 @@ type memBase struct {
 
 	// acc is the allocation's uses on streams since its last write (access.go).
 	acc access
+
+	ms    *memState
+	elem  int          // element size: Len is size/elem
+	etype reflect.Type // the element type of AllocFor and Wrap; nil for bytes
+	kind  MemoryKind
+	prof  uint64 // key in the memory profile; 0 when not profiled
 
 	// reg is the buffer's release registration: regv, registered in place by
 	// the kinds that allocate often (no allocation of its own, see
@@ -238,7 +247,12 @@ func (m *memBase) context() *Context {
 // operations after Close fail with ErrClosed. The buffer keeps its Context alive.
 type DeviceBuffer struct {
 	m memBase
+	_ [deviceBufferPad]byte // to a multiple of 64 bytes (see memBase)
 }
+
+// deviceBufferPad pads a DeviceBuffer to 384 bytes, a size class of Go's allocator
+// whose objects start on 64-byte boundaries.
+const deviceBufferPad = 384 - unsafe.Sizeof(memBase{})
 
 func (b *DeviceBuffer) base() *memBase {
 	if b == nil {
@@ -314,7 +328,7 @@ func allocDevice(c *Context, ms *memState, s *Stream, bytes, elem int, etype ref
 	}
 	// The driver writes the address straight into the buffer (a field free of Go
 	// pointers, which cgo allows), so that it needs no allocation of its own.
-	b := &DeviceBuffer{m: memBase{ctx: c, ms: ms, size: bytes, elem: elem, etype: etype, kind: KindDevice}}
+	b := &DeviceBuffer{m: memBase{ctx: c, ms: ms, size: bytes, elem: elem, etype: etype, etypeID: typeWord(etype), kind: KindDevice}}
 	captured := s.capture.Load() != nil
 	if captured {
 		// On a capturing stream the allocation would become the graph's own: take
@@ -462,7 +476,7 @@ func (b *DeviceBuffer) Slice(off, n int) (*DeviceBuffer, error) {
 		return nil, errMemClosed[KindDevice]
 	}
 	v := &DeviceBuffer{m: memBase{ctx: m.ctx, ms: m.ms, ptr: m.ptr + CUdeviceptr(off*m.elem), size: n * m.elem,
-		elem: m.elem, etype: m.etype, kind: KindDevice, root: m.owner()}}
+		elem: m.elem, etype: m.etype, etypeID: m.etypeID, kind: KindDevice, root: m.owner()}}
 	return v, nil
 }
 

@@ -109,7 +109,7 @@ func wrapIn[T any](c *Context, s []T, skip int) (*WrappedBuffer, error) {
 		return nil, fmt.Errorf("cuda: device address of registered memory: %w", err)
 	}
 	elem, _ := elemSize[T]()
-	w.m = memBase{ctx: c, ms: ms, ptr: dp, size: n, elem: elem, etype: reflect.TypeFor[T](), kind: KindWrapped}
+	w.m = memBase{ctx: c, ms: ms, ptr: dp, size: n, elem: elem, etype: reflect.TypeFor[T](), etypeID: typeWord(reflect.TypeFor[T]()), kind: KindWrapped}
 	// No context for the registration: the release must run even after the context
 	// is destroyed, to unpin the Go memory (a Pinner collected while pinning panics);
 	// it makes the context current itself and skips the driver if the context is gone.

@@ -42,7 +42,10 @@ type Slots struct {
 type Lib int
 
 var (
-	of atomic.Pointer[func(any) *Slots]
+	// of is Register's function: set once by the cuda package's init, which runs
+	// before any package that calls Of can (they import cuda), so it is read
+	// without synchronization.
+	of func(any) *Slots
 
 	libMu  sync.Mutex
 	evicts [Max]func(unsafe.Pointer)
@@ -59,18 +62,18 @@ func init() { reclaimhook.Register(dropAll) }
 // Register records how to find a stream's Slots: f returns the Slots of a *cuda.Stream
 // (nil for a nil or zero one). The cuda package calls it once, from its init.
 func Register(f func(any) *Slots) {
-	if !of.CompareAndSwap(nil, &f) {
+	if of != nil {
 		panic("streamslot: Register called twice")
 	}
+	of = f
 }
 
 // Of returns the Slots of s, a *cuda.Stream, or nil.
 func Of(s any) *Slots {
-	f := of.Load()
-	if f == nil {
+	if of == nil {
 		return nil
 	}
-	return (*f)(s)
+	return of(s)
 }
 
 // NewLib returns a new library index, or false past Max libraries (the library then
