@@ -252,7 +252,7 @@ func (f *Function) Launch(s *Stream, grid, block Dim3, sharedMem int, args ...an
 		var small [smallParams / 8]uint64 // 8-byte aligned
 		buf = unsafe.Slice((*byte)(unsafe.Pointer(&small)), smallParams)
 	default:
-		var inline [inlineParams / 8]uint64
+		var inline [inlineParams / 8]uint64 // 8-byte aligned
 		buf = unsafe.Slice((*byte)(unsafe.Pointer(&inline)), inlineParams)
 	}
 	// Device-memory arguments are held from here until the kernel is queued: the
@@ -528,7 +528,7 @@ func packHeld(buf []byte, params []paramInfo, known bool, ctx *Context, name str
 			sz, v = 4, uint64(*(*uint32)(dataWord(&args[i])))
 		case isType[CUdeviceptr](a):
 			sz, v = 8, *(*uint64)(dataWord(&args[i]))
-		default:
+		default: // int32, float32 and CUdeviceptr are above
 			switch x := args[i].(type) {
 			case int8:
 				sz, v = 1, uint64(uint8(x))
@@ -543,12 +543,8 @@ func packHeld(buf []byte, params []paramInfo, known bool, ctx *Context, name str
 				sz, v = 2, uint64(uint16(x))
 			case uint16:
 				sz, v = 2, uint64(x)
-			case int32:
-				sz, v = 4, uint64(uint32(x))
 			case uint32:
 				sz, v = 4, uint64(x)
-			case float32:
-				sz, v = 4, uint64(math.Float32bits(x))
 			case int64:
 				sz, v = 8, uint64(x)
 			case uint64:
@@ -561,8 +557,6 @@ func packHeld(buf []byte, params []paramInfo, known bool, ctx *Context, name str
 				sz, v = 8, uint64(x)
 			case float64:
 				sz, v = 8, math.Float64bits(x)
-			case CUdeviceptr:
-				sz, v = 8, uint64(x)
 			case nil:
 				return 0, done, argError(argNil, name, i, args, 0, 0, nil)
 			case *DeviceBuffer, Input, deviceArg:
