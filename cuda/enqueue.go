@@ -120,12 +120,12 @@ func (q *enqueued) start(s *Stream, uses []Use) (fast bool, err error) {
 		return false, err
 	}
 	q.entered = true
-	// The usual call, in one pass: each use is an open allocation (not a view) of
-	// s's context whose one use is already on s (onlyOn), so there is nothing to
-	// wait for or record. Each use is held by itself (memory named twice is held
-	// twice), and each tested by its own flag: a read and a write of one memory pass
-	// only when a write on s is its one use. Anything else undoes the holds and
-	// takes the general path, which reports the errors.
+	// The usual call: each use is an open allocation (not a view) of s's context
+	// whose one use is already on s (onlyOn), so there is nothing to wait for or
+	// record. Each use is held by itself (memory named twice is held twice), and each
+	// tested by its own flag: a read and a write of one memory pass only when a write
+	// on s is its one use. Anything else undoes the holds and takes the general path,
+	// which reports the errors.
 	t := s.stream
 	if t.capture.Load() == nil {
 		// The plain checks of every use come before the first hold: their loads of
@@ -140,18 +140,19 @@ func (q *enqueued) start(s *Stream, uses []Use) (fast bool, err error) {
 				break
 			}
 		}
-		q.each = true
-		for i := range uses {
-			if !fast {
-				break
+		if fast {
+			q.each = true
+			for i := range uses {
+				m := uses[i].m
+				if !m.hold.enter() {
+					fast = false
+					break
+				}
+				q.held = i + 1
+				if fast = m.acc.onlyOn(t, uses[i].write); !fast {
+					break
+				}
 			}
-			m := uses[i].m
-			if !m.hold.enter() {
-				fast = false
-				break
-			}
-			q.held = i + 1
-			fast = m.acc.onlyOn(t, uses[i].write)
 		}
 		if fast {
 			if err := lockOpen(s, t); err != nil {

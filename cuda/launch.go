@@ -522,9 +522,7 @@ func packHeld(buf []byte, params []paramInfo, known bool, ctx *Context, name str
 		switch a := args[i]; {
 		case isType[*DeviceBuffer](a), isType[Input](a):
 			mem = true
-		case isType[int32](a):
-			sz, v = 4, uint64(*(*uint32)(dataWord(&args[i])))
-		case isType[float32](a):
+		case isType[int32](a), isType[float32](a): // the value's four bytes
 			sz, v = 4, uint64(*(*uint32)(dataWord(&args[i])))
 		case isType[CUdeviceptr](a):
 			sz, v = 8, *(*uint64)(dataWord(&args[i]))

@@ -38,9 +38,6 @@ type Handle[R comparable, O any, X any] struct {
 	ctx    cuda.CUcontext // the context it was made in: its cache's key
 	stream cuda.CUstream
 	bound  bool // stream is the handle's stream (SetStream was called)
-	// slots are the Slots of the stream that kept it, from Take to Put (nil when
-	// it came from the cache), so that Put need not look them up again.
-	slots *streamslot.Slots
 }
 
 // Bind binds h to stream st (with the context c) unless it is bound to it already,
@@ -98,10 +95,8 @@ func New[R comparable, O any, X any](max int, create func(*R) error, own func(R)
 // makes them too).
 func (p *Pool[R, O, X]) Take(ctx *cuda.Context, s *cuda.Stream, uses ...cuda.Use) (*Handle[R, O, X], error) {
 	if sl := streamslot.Of(s); p.kept && sl != nil {
-		if hp := sl.Take(p.lib); hp != nil {
-			h := (*Handle[R, O, X])(hp)
-			h.slots = sl
-			return h, nil
+		if h := sl.Take(p.lib); h != nil {
+			return (*Handle[R, O, X])(h), nil
 		}
 	}
 	return p.take(ctx, s, uses)
@@ -138,13 +133,8 @@ func (p *Pool[R, O, X]) take(ctx *cuda.Context, s *cuda.Stream, uses []cuda.Use)
 // and s keeps no other; else it goes to its context's cache, or is dropped (to its
 // owner) if the cache is full.
 func (p *Pool[R, O, X]) Put(s *cuda.Stream, h *Handle[R, O, X]) {
-	sl := h.slots
-	h.slots = nil
 	if p.kept && h.bound && h.stream == s.Handle() {
-		if sl == nil {
-			sl = streamslot.Of(s)
-		}
-		if sl != nil && sl.Keep(p.lib, unsafe.Pointer(h)) {
+		if sl := streamslot.Of(s); sl != nil && sl.Keep(p.lib, unsafe.Pointer(h)) {
 			return
 		}
 	}
