@@ -57,20 +57,11 @@ func Gemm[T GemmScalar](s *cuda.Stream, transA, transB CublasOperation, m, n, k 
 	const op = "gemm"
 	ar, ac := dims(transA, m, k)
 	br, bc := dims(transB, k, n)
-	pa, err := batched[T](op, "A", a, ar, ac, lda, 0, 1)
-	if err != nil {
-		return err
-	}
-	pb, err := batched[T](op, "B", b, br, bc, ldb, 0, 1)
-	if err != nil {
-		return err
-	}
-	pc, err := batched[T](op, "C", c, m, n, ldc, 0, 1)
-	if err != nil {
-		return err
-	}
-	if err := checkTrans(op, transA, transB); err != nil {
-		return err
+	pa, okA := matrix[T](a, ar, ac, lda, 0, 1)
+	pb, okB := matrix[T](b, br, bc, ldb, 0, 1)
+	pc, okC := matrix[T](c, m, n, ldc, 0, 1)
+	if !okA || !okB || !okC || !validTrans(transA, transB) {
+		return gemmError[T, T](op, transA, transB, m, n, k, a, lda, 0, b, ldb, 0, c, ldc, 0, 1)
 	}
 	M, N, K, LDA, LDB, LDC := int32(m), int32(n), int32(k), int32(lda), int32(ldb), int32(ldc)
 	return call(op, s, func(ctx cuda.CUcontext, h CublasHandle, sc *scalars) error {
@@ -112,20 +103,11 @@ func GemmStridedBatched[T GemmScalar](s *cuda.Stream, transA, transB CublasOpera
 	}
 	ar, ac := dims(transA, m, k)
 	br, bc := dims(transB, k, n)
-	pa, err := batched[T](op, "A", a, ar, ac, lda, strideA, batch)
-	if err != nil {
-		return err
-	}
-	pb, err := batched[T](op, "B", b, br, bc, ldb, strideB, batch)
-	if err != nil {
-		return err
-	}
-	pc, err := batched[T](op, "C", c, m, n, ldc, strideC, batch)
-	if err != nil {
-		return err
-	}
-	if err := checkTrans(op, transA, transB); err != nil {
-		return err
+	pa, okA := matrix[T](a, ar, ac, lda, strideA, batch)
+	pb, okB := matrix[T](b, br, bc, ldb, strideB, batch)
+	pc, okC := matrix[T](c, m, n, ldc, strideC, batch)
+	if !okA || !okB || !okC || !validTrans(transA, transB) {
+		return gemmError[T, T](op, transA, transB, m, n, k, a, lda, strideA, b, ldb, strideB, c, ldc, strideC, batch)
 	}
 	M, N, K, LDA, LDB, LDC, B := int32(m), int32(n), int32(k), int32(lda), int32(ldb), int32(ldc), int32(batch)
 	SA, SB, SC := int64(strideA), int64(strideB), int64(strideC)
@@ -333,10 +315,15 @@ func dims(t CublasOperation, r, c int) (int, int) {
 }
 
 func checkTrans(op string, a, b CublasOperation) error {
-	if uint32(a) > uint32(ConjTrans) || uint32(b) > uint32(ConjTrans) { // the three are 0, 1 and 2
+	if !validTrans(a, b) {
 		return transError(op, a, b)
 	}
 	return nil
+}
+
+// validTrans reports whether a and b are transpositions: NoTrans, Trans or ConjTrans.
+func validTrans(a, b CublasOperation) bool {
+	return uint32(a) <= uint32(ConjTrans) && uint32(b) <= uint32(ConjTrans) // the three are 0, 1 and 2
 }
 
 //go:noinline
@@ -350,15 +337,50 @@ func transError(op string, a, b CublasOperation) error {
 
 // batched checks that m holds batch r×c matrices of T with leading dimension ld,
 // stride elements apart, and returns its address (one matrix: stride 0, batch 1). The
-// checks are made in line and their errors out of line (operandError), so that the
+// checks are made by matrix and their errors out of line (operandError), so that the
 // checks, which every call runs, stay short.
 func batched[T any](op, name string, m cuda.Memory, r, c, ld, stride, batch int) (*T, error) {
-	need, ok := extent(r, c, ld, stride, batch)
-	p, err := cuda.DevicePtr[T](m) // also nil and zero buffers
-	if !ok || err != nil || size(m)/int(unsafe.Sizeof(*new(T))) < need {
-		return nil, operandError(op, name, m, shape{r, c, ld, stride, batch}, need, err, reflect.TypeFor[T]())
+	if p, ok := matrix[T](m, r, c, ld, stride, batch); ok {
+		return p, nil
 	}
-	return p, nil
+	need, _ := extent(r, c, ld, stride, batch)
+	_, err := cuda.DevicePtr[T](m)
+	return nil, operandError(op, name, m, shape{r, c, ld, stride, batch}, need, err, reflect.TypeFor[T]())
+}
+
+// matrix is batched's check without its error: m's address and whether m holds the
+// matrices. GEMMs run it for their three operands and only then, on a failure,
+// batched for the error (gemmError): the names and shapes that errors report are
+// not passed at every call.
+func matrix[T any](m cuda.Memory, r, c, ld, stride, batch int) (*T, bool) {
+	need, ok := 0, uint(r) <= maxInt32 && uint(c) <= maxInt32 && ld >= max(1, r) && ld <= maxInt32 // uint: negatives too
+	if batch != 1 {
+		need, ok = extent(r, c, ld, stride, batch)
+	} else if r != 0 && c != 0 {
+		need = ld*(c-1) + r // one matrix: extent's span, in line
+	}
+	p, err := cuda.DevicePtr[T](m) // also nil and zero buffers
+	return p, ok && err == nil && size(m)/int(unsafe.Sizeof(*new(T))) >= need
+}
+
+// gemmError is the error of a GEMM's operands, A and B of In and C of Out, that
+// matrix or validTrans turned down: the first in the order A, B, C, transpositions.
+//
+//go:noinline
+func gemmError[In, Out any](op string, transA, transB CublasOperation, m, n, k int, a cuda.Memory, lda, strideA int,
+	b cuda.Memory, ldb, strideB int, c cuda.Memory, ldc, strideC, batch int) error {
+	ar, ac := dims(transA, m, k)
+	br, bc := dims(transB, k, n)
+	if _, err := batched[In](op, "A", a, ar, ac, lda, strideA, batch); err != nil {
+		return err
+	}
+	if _, err := batched[In](op, "B", b, br, bc, ldb, strideB, batch); err != nil {
+		return err
+	}
+	if _, err := batched[Out](op, "C", c, m, n, ldc, strideC, batch); err != nil {
+		return err
+	}
+	return checkTrans(op, transA, transB)
 }
 
 // size returns m's size in bytes: a DeviceBuffer's, the usual operand, by a direct

@@ -146,20 +146,11 @@ func GemmMixed[In, Out ExType](s *cuda.Stream, transA, transB CublasOperation, m
 	}
 	ar, ac := dims(transA, m, k)
 	br, bc := dims(transB, k, n)
-	pa, err := batched[In](op, "A", a, ar, ac, lda, 0, 1)
-	if err != nil {
-		return err
-	}
-	pb, err := batched[In](op, "B", b, br, bc, ldb, 0, 1)
-	if err != nil {
-		return err
-	}
-	pc, err := batched[Out](op, "C", c, m, n, ldc, 0, 1)
-	if err != nil {
-		return err
-	}
-	if err := checkTrans(op, transA, transB); err != nil {
-		return err
+	pa, okA := matrix[In](a, ar, ac, lda, 0, 1)
+	pb, okB := matrix[In](b, br, bc, ldb, 0, 1)
+	pc, okC := matrix[Out](c, m, n, ldc, 0, 1)
+	if !okA || !okB || !okC || !validTrans(transA, transB) {
+		return gemmError[In, Out](op, transA, transB, m, n, k, a, lda, 0, b, ldb, 0, c, ldc, 0, 1)
 	}
 	if in == tI8 && (m%4 != 0 || k%4 != 0 || lda%4 != 0 || ldb%4 != 0 || ldc%4 != 0) {
 		return fmt.Errorf("cublas: %s: %w: int8 inputs need m, k and the leading dimensions multiples of 4 (m %d, k %d, lda %d, ldb %d, ldc %d)",
