@@ -191,3 +191,38 @@ func TestFirstUseAfterAllocation(t *testing.T) {
 		}
 	}
 }
+
+// The grid, block and dynamic shared memory reach the driver as given, on the usual
+// launch's path (gocuda_launch) and on a hand-off's (gocuda_launch_after: the
+// buffer's last use is on another stream).
+func TestLaunchShape(t *testing.T) {
+	_, m, s := loadKernels(t)
+	if !fakecuda.Loaded() {
+		t.Skip("reads the launch records of the fake driver (CI)")
+	}
+	fill := function(t, m, "fill_u32")
+	other, err := s.Context().NewStream()
+	require.NoError(t, err)
+	defer other.Close()
+	b, err := cuda.AllocFor[uint32](other, 4)
+	require.NoError(t, err)
+	defer b.Close()
+	for _, c := range []struct {
+		name        string
+		grid, block cuda.Dim3
+		shared      int
+	}{
+		{"hand-off", cuda.D3(2, 3, 4), cuda.D3(5, 6, 7), 96},
+		{"usual", cuda.D3(7, 1, 9), cuda.D2(8, 2), 1024},
+	} {
+		require.NoError(t, fill.Launch(s, c.grid, c.block, c.shared, b, uint32(1), uint64(0)), c.name)
+		last := fakecuda.Launches(fakecuda.LaunchCount() - 1)
+		require.Len(t, last, 1, c.name)
+		g, k := c.grid, c.block
+		assert.Equal(t, [3]uint32{uint32(g.X), uint32(g.Y), uint32(g.Z)}, last[0].Grid, c.name)
+		assert.Equal(t, [3]uint32{uint32(k.X), uint32(k.Y), uint32(max(k.Z, 1))}, last[0].Block, c.name)
+		assert.Equal(t, uint32(c.shared), last[0].SharedMem, c.name)
+		assert.Equal(t, uintptr(s.Handle()), last[0].Stream, c.name)
+	}
+	require.NoError(t, s.Synchronize())
+}

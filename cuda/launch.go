@@ -5,6 +5,8 @@ package cuda
 #cgo nocallback gocuda_launch_batch
 #cgo noescape gocuda_launch_after
 #cgo nocallback gocuda_launch_after
+#cgo noescape gocuda_launch
+#cgo nocallback gocuda_launch
 #include <stddef.h>
 #include <stdint.h>
 #include "current.h"
@@ -33,6 +35,22 @@ static int64_t gocuda_launch_after(uintptr_t fn, uintptr_t record, uintptr_t wai
 	}
 	void* extra[5] = {(void*)1, (void*)buf, (void*)2, &size, (void*)0};
 	return (uint32_t)((gocuda_launch_fn)fn)(f, gx, gy, gz, bx, by, bz, shmem, stream, NULL, size ? extra : NULL);
+}
+
+// gocuda_shape is a launch's grid, block and dynamic shared memory (launchShape).
+typedef struct {
+	uint32_t gx, gy, gz, bx, by, bz, shm;
+} gocuda_shape;
+
+// gocuda_launch is gocuda_launch_after without a hand-off, the usual launch: fewer
+// arguments to pass (the shape by address).
+static int64_t gocuda_launch(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t f,
+		const gocuda_shape* sh, uintptr_t stream, const uint64_t* buf, size_t size) {
+	int64_t c = gocuda_make_current(get, set, ctx);
+	if (c) return c;
+	void* extra[5] = {(void*)1, (void*)buf, (void*)2, &size, (void*)0};
+	return (uint32_t)((gocuda_launch_fn)fn)(f, sh->gx, sh->gy, sh->gz, sh->bx, sh->by, sh->bz, sh->shm, stream,
+		NULL, size ? extra : NULL);
 }
 
 // gocuda_batch_rec is one launch of a LaunchBatch: its parameters are size bytes at
@@ -331,7 +349,9 @@ func (f *Function) queue(s *Stream, d launchShape, params []byte, held *argHeld,
 		err = errLaunchModuleClosed
 	} else {
 		st := s.stream
-		leaseModuleIfCapturing(st, m)
+		if st.capture.Load() != nil { // the test in line: every launch makes it
+			leaseModuleIfCapturing(st, m)
+		}
 		if p != nil && p.wait.n > 0 {
 			// A hand-off: the waits and the launch in one call.
 			if err = launchAfter(p.ms, &p.wait, s, c.h, f.h, d, params); err == nil {
@@ -433,8 +453,32 @@ func launchDimsError(f *Function, grid, block Dim3, sharedMem int) error {
 // launchPacked launches f with the packed parameter buffer params, in one cgo call
 // that also makes ctx current.
 func launchPacked(ctx CUcontext, f CUfunction, sh launchShape, s CUstream, params []byte) error {
-	return launchAfterC(ctx, nil, nil, f, sh, s, params)
+	fn, err := proc_cuLaunchKernel.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := ctxswitch.Procs()
+	if err != nil {
+		return err
+	}
+	// Pointers to pointer-free C types: cgo needs no run-time check of them.
+	var p *C.uint64_t
+	if len(params) > 0 {
+		p = (*C.uint64_t)(unsafe.Pointer(&params[0]))
+	}
+	r := int64(C.gocuda_launch(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(f),
+		(*C.gocuda_shape)(unsafe.Pointer(&sh)), C.uintptr_t(s), p, C.size_t(len(params))))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).err()
 }
+
+// launchShape and C's gocuda_shape are the same seven uint32s (a compile-time check).
+var (
+	_ = [1]struct{}{}[unsafe.Sizeof(launchShape{})-unsafe.Sizeof(C.gocuda_shape{})]
+	_ = [1]struct{}{}[unsafe.Offsetof(launchShape{}.shm)-unsafe.Offsetof(C.gocuda_shape{}.shm)]
+)
 
 // errParamsTooLarge reports that the arguments of a kernel whose layout is unknown
 // do not fit the buffer; packArgs then returns the size they need.
