@@ -5,11 +5,14 @@
 // inside cuda.Enqueue, and gives it back afterwards: to its stream when it is bound
 // to it and the stream keeps none, else to the context's cache.
 //
-// So each stream keeps at most one idle handle per library, taken and given back
-// with one atomic swap and one compare-and-swap on the stream (calls in a row on a
-// stream, and goroutines on their own streams, share no lock), and each context's
-// cache at most Max more. A destroyed stream gives its handle to the cache;
-// resource.Reclaim empties both.
+// So each stream keeps at most one handle per library, and each context's cache at
+// most Max more. The handle a stream keeps stays in its slot while a call uses it:
+// the call claims it with one compare-and-swap on the handle's state and frees it
+// with one store (calls in a row on a stream, and goroutines on their own streams,
+// share no lock); a second call on the stream meanwhile takes another handle. A
+// destroyed stream gives its handle to the cache, unless a call is using it (the
+// handle is then dropped, to its owner, once the call gives it back); resource.Reclaim
+// empties the streams and the cache.
 //
 // A handle is made with its context current on a locked thread (cuda.Context.Locked)
 // and owned at once by the library's generated owner type, whose release destroys it
@@ -21,6 +24,7 @@ package libhandle
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/gocuda/gocuda/cuda"
@@ -38,6 +42,12 @@ type Handle[R comparable, O any, X any] struct {
 	ctx    cuda.CUcontext // the context it was made in: its cache's key
 	stream cuda.CUstream
 	bound  bool // stream is the handle's stream (SetStream was called)
+
+	// busy is set while a call that claimed the handle in its stream's slot uses
+	// it (Take to Put); a handle elsewhere (the cache, a call that took it from
+	// there) is never claimed. inSlot is set by the Take that claimed it, for Put.
+	busy   atomic.Bool
+	inSlot bool
 }
 
 // Bind binds h to stream st (with the context c) unless it is bound to it already,
@@ -79,10 +89,16 @@ func New[R comparable, O any, X any](max int, create func(*R) error, own func(R)
 		p.serial = new(sync.Mutex)
 	}
 	// A destroyed stream's handle goes to the cache (unbound: a new stream may get
-	// the same CUstream value), or is dropped when the cache is full.
+	// the same CUstream value), or is dropped when the cache is full; one a call is
+	// using is left to it (see Take): it is in no slot and no cache any more, so it
+	// is dropped once the call gives it back.
 	p.lib, p.kept = streamslot.NewLib(func(ptr unsafe.Pointer) {
 		h := (*Handle[R, O, X])(ptr)
+		if !h.busy.CompareAndSwap(false, true) {
+			return
+		}
 		h.Unbind()
+		h.busy.Store(false)
 		p.cache.Put(h.ctx, h)
 	})
 	return p
@@ -95,8 +111,15 @@ func New[R comparable, O any, X any](max int, create func(*R) error, own func(R)
 // makes them too).
 func (p *Pool[R, O, X]) Take(ctx *cuda.Context, s *cuda.Stream, uses ...cuda.Use) (*Handle[R, O, X], error) {
 	if sl := streamslot.Of(s); p.kept && sl != nil {
-		if h := sl.Take(p.lib); h != nil {
-			return (*Handle[R, O, X])(h), nil
+		// The stream's handle, claimed in place; then still the stream's: a Close
+		// of the stream that moved it on before the claim finds it claimed and
+		// leaves it (the claim is let go, and the handle dropped).
+		if h := (*Handle[R, O, X])(sl.Peek(p.lib)); h != nil && h.busy.CompareAndSwap(false, true) {
+			if sl.Peek(p.lib) == unsafe.Pointer(h) {
+				h.inSlot = true
+				return h, nil
+			}
+			h.busy.Store(false)
 		}
 	}
 	return p.take(ctx, s, uses)
@@ -129,10 +152,18 @@ func (p *Pool[R, O, X]) take(ctx *cuda.Context, s *cuda.Stream, uses []cuda.Use)
 	return h, nil
 }
 
-// Put gives back h, which Take returned for a call on s: s keeps it if h is bound to s
-// and s keeps no other; else it goes to its context's cache, or is dropped (to its
-// owner) if the cache is full.
+// Put gives back h, which Take returned for a call on s: a handle claimed in s's slot
+// stays there (or is dropped if s was destroyed meanwhile); any other, s keeps if h is
+// bound to s and s keeps no other; else it goes to its context's cache, or is dropped
+// (to its owner) if the cache is full.
 func (p *Pool[R, O, X]) Put(s *cuda.Stream, h *Handle[R, O, X]) {
+	if h.inSlot {
+		// Claimed in s's slot: it stays there, unless a Close or Reclaim took it
+		// meanwhile (then it is dropped).
+		h.inSlot = false
+		h.busy.Store(false)
+		return
+	}
 	if p.kept && h.bound && h.stream == s.Handle() {
 		if sl := streamslot.Of(s); sl != nil && sl.Keep(p.lib, unsafe.Pointer(h)) {
 			return
@@ -144,14 +175,14 @@ func (p *Pool[R, O, X]) Put(s *cuda.Stream, h *Handle[R, O, X]) {
 // Idle returns the number of idle handles in ctx's cache.
 func (p *Pool[R, O, X]) Idle(ctx *cuda.Context) int { return p.cache.Idle(ctx.Handle()) }
 
-// Kept returns the number of ctx's handles that streams keep.
+// Kept returns the number of ctx's handles that streams keep and no call is using.
 func (p *Pool[R, O, X]) Kept(ctx *cuda.Context) int {
 	n, c := 0, ctx.Handle()
 	if !p.kept {
 		return 0
 	}
-	streamslot.Each(p.lib, func(h unsafe.Pointer) {
-		if (*Handle[R, O, X])(h).ctx == c {
+	streamslot.Each(p.lib, func(ptr unsafe.Pointer) {
+		if h := (*Handle[R, O, X])(ptr); h.ctx == c && !h.busy.Load() {
 			n++
 		}
 	})

@@ -2,7 +2,9 @@ package libhandle_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -118,44 +120,78 @@ func TestPool(t *testing.T) {
 	h, err := p.Take(ctx, s2)
 	require.NoError(t, err)
 	assert.Equal(t, second, h.Raw, "the handle s2 keeps")
+	assert.Equal(t, 1, p.Kept(ctx), "s2's is in use")
 
-	// A handle given back for a stream it is not bound to goes to the cache, where a
-	// stream prefers the handle last bound to it over the most recent one.
+	// While a stream's handle is in use, a second call on the stream takes another;
+	// given back, it goes to the cache (the stream keeps one), where a stream
+	// prefers the handle last bound to it over the most recent one.
 	h1, err = p.Take(ctx, s1)
 	require.NoError(t, err)
-	p.Put(s1, h) // bound to s2
-	p.Put(s2, h1)
+	third, fourth := id(1), id(2)
+	x2, _ := takeBound(s2, third, "s2's handle is in use: a new one")
+	x1, _ := takeBound(s1, fourth, "s1's handle is in use: a new one")
+	p.Put(s2, x2)
+	p.Put(s1, x1)
+	p.Put(s2, h)
+	p.Put(s1, h1)
 	assert.Equal(t, 2, p.Idle(ctx))
-	assert.Zero(t, p.Kept(ctx))
-	h, rebound = takeBound(s2, second, "the handle bound to s2, not the most recent")
+	assert.Equal(t, 2, p.Kept(ctx))
+	h2, err = p.Take(ctx, s2)
+	require.NoError(t, err)
+	assert.Equal(t, second, h2.Raw)
+	h, rebound = takeBound(s2, third, "the handle bound to s2, not the most recent")
 	assert.False(t, rebound)
 	h.Unbind()
 	rebound, err = h.Bind(ctx.Handle(), s2.Handle(), l.setStream)
 	require.NoError(t, err)
 	assert.True(t, rebound, "after Unbind the stream is set again")
 	p.Put(s2, h)
-	assert.Equal(t, 1, p.Kept(ctx))
+	p.Put(s2, h2)
+	assert.Equal(t, 2, p.Idle(ctx), "s2 keeps second: third back to the cache")
+	assert.Equal(t, 2, p.Kept(ctx))
 
 	// A destroyed stream gives its handle to the cache, unbound.
 	s3, err := ctx.NewStream()
 	require.NoError(t, err)
-	h, _ = takeBound(s3, first, "from the cache")
+	h, _ = takeBound(s3, third, "from the cache, the most recent")
 	p.Put(s3, h)
-	assert.Equal(t, 2, p.Kept(ctx))
-	assert.Zero(t, p.Idle(ctx))
+	assert.Equal(t, 3, p.Kept(ctx))
+	assert.Equal(t, 1, p.Idle(ctx))
 	require.NoError(t, s3.Close())
-	assert.Equal(t, 1, p.Kept(ctx))
-	assert.Equal(t, 1, p.Idle(ctx))
-	set1 = sets(1)
-	require.NoError(t, p.Run(s1, l.setStream, f))
-	assert.Equal(t, set1, l.sets.Load(), "bound again")
 	assert.Equal(t, 2, p.Kept(ctx))
-
-	// A closed stream keeps nothing more.
-	h, err = p.Take(ctx, s1)
+	assert.Equal(t, 2, p.Idle(ctx))
+	h1, err = p.Take(ctx, s1) // keeps s1's handle busy, so that Run takes from the cache
 	require.NoError(t, err)
-	p.Put(s3, h)
-	assert.Equal(t, 1, p.Idle(ctx))
+	set0 := sets(0)
+	require.NoError(t, p.Run(s1, l.setStream, f))
+	assert.Equal(t, set0, l.sets.Load(), "the cache's handle bound to s1 (fourth): not set again")
+	assert.Equal(t, fourth, got[len(got)-1])
+	p.Put(s1, h1)
+
+	// A stream destroyed while a call uses its handle: the handle is left to the
+	// call, then dropped, neither kept nor cached.
+	s4, err := ctx.NewStream()
+	require.NoError(t, err)
+	h, _ = takeBound(s4, fourth, "from the cache")
+	p.Put(s4, h)
+	h, err = p.Take(ctx, s4)
+	require.NoError(t, err)
+	assert.Equal(t, fourth, h.Raw)
+	kept, idle := p.Kept(ctx), p.Idle(ctx)
+	require.NoError(t, s4.Close())
+	p.Put(s4, h)
+	assert.Equal(t, kept, p.Kept(ctx))
+	assert.Equal(t, idle, p.Idle(ctx))
+
+	// A closed stream keeps nothing more: a handle bound to it, given back after
+	// the Close, goes to the cache.
+	s5, err := ctx.NewStream()
+	require.NoError(t, err)
+	h, _ = takeBound(s5, third, "from the cache")
+	require.NoError(t, s5.Close())
+	p.Put(s5, h)
+	assert.Equal(t, idle, p.Idle(ctx))
+	assert.Equal(t, kept, p.Kept(ctx))
 
 	// A full cache drops the handle (to its owner).
 	extra, err := p.Take(ctx, s2)
@@ -167,7 +203,7 @@ func TestPool(t *testing.T) {
 	p.Put(s3, extra)
 	p.Put(s3, h3)
 	p.Put(s3, h4)
-	assert.Equal(t, 2, p.Idle(ctx))
+	assert.Equal(t, 2, p.Idle(ctx), "at most Max")
 
 	// resource.Reclaim empties the cache and the streams.
 	_, err = resource.Reclaim()
@@ -267,5 +303,83 @@ func TestRunCloseRace(t *testing.T) {
 		wg.Wait()
 		assert.Equal(t, int32(4), ran.Load()+closed.Load())
 	}
+	require.NoError(t, s.Synchronize())
+}
+
+// Calls on shared streams from many goroutines, while streams close and Reclaim
+// empties the caches: no handle is ever used by two calls at once (each call marks
+// the handle it runs on), and every call runs or fails with ErrClosed.
+func TestRunExclusive(t *testing.T) {
+	ctx, s := gputest.Stream(t)
+	l, p := testLib, testPool
+	var inUse sync.Map // handle id → struct{} while a call runs on it
+	f := func(_ cuda.CUcontext, r int) error {
+		if _, busy := inUse.LoadOrStore(r, struct{}{}); busy {
+			return fmt.Errorf("handle %d used by two calls at once", r)
+		}
+		runtime.Gosched()
+		inUse.Delete(r)
+		return nil
+	}
+	var wg sync.WaitGroup
+	var ran atomic.Int32
+	streams := make(chan *cuda.Stream, 64)
+	for range 8 {
+		wg.Go(func() {
+			for i := range 300 {
+				st := s
+				if i%3 == 0 {
+					select {
+					case st = <-streams:
+					default:
+					}
+				}
+				err := p.Run(st, l.setStream, f)
+				if st != s {
+					select {
+					case streams <- st:
+					default:
+						st.Close()
+					}
+				}
+				switch {
+				case err == nil:
+					ran.Add(1)
+				case errors.Is(err, cuda.ErrClosed):
+				default:
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Go(func() { // streams made, shared and closed under the calls
+		for range 60 {
+			st, err := ctx.NewStream()
+			if !assert.NoError(t, err) {
+				return
+			}
+			streams <- st
+			runtime.Gosched()
+			select {
+			case old := <-streams:
+				assert.NoError(t, old.Close())
+			default:
+			}
+		}
+	})
+	wg.Go(func() {
+		for range 20 {
+			_, err := resource.Reclaim()
+			assert.NoError(t, err)
+			runtime.Gosched()
+		}
+	})
+	wg.Wait()
+	close(streams)
+	for st := range streams {
+		st.Close()
+	}
+	assert.Greater(t, ran.Load(), int32(1000))
 	require.NoError(t, s.Synchronize())
 }
