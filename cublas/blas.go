@@ -353,7 +353,7 @@ func batched[T any](op, name string, m cuda.Memory, r, c, ld, stride, batch int)
 // batched for the error (gemmError): the names and shapes that errors report are
 // not passed at every call.
 func matrix[T any](m cuda.Memory, r, c, ld, stride, batch int) (*T, bool) {
-	need, ok := 0, uint(r) <= maxInt32 && uint(c) <= maxInt32 && ld >= max(1, r) && ld <= maxInt32 // uint: negatives too
+	need, ok := 0, fits(r, c, ld)
 	if batch != 1 {
 		need, ok = extent(r, c, ld, stride, batch)
 	} else if r != 0 && c != 0 {
@@ -398,7 +398,7 @@ func size(m cuda.Memory) int {
 // past cuBLAS's int, or a span past Go's int (the check of the memory's size must
 // not pass on a span that wrapped around).
 func extent(r, c, ld, stride, batch int) (int, bool) {
-	if uint(r) > maxInt32 || uint(c) > maxInt32 || ld < max(1, r) || ld > maxInt32 { // uint: negatives too
+	if !fits(r, c, ld) {
 		return 0, false
 	}
 	if r == 0 || c == 0 || batch <= 0 {
@@ -412,6 +412,12 @@ func extent(r, c, ld, stride, batch int) (int, bool) {
 		need += stride * (batch - 1)
 	}
 	return need, true
+}
+
+// fits reports whether cuBLAS takes an r×c matrix with leading dimension ld: sizes
+// not negative and within its int, the leading dimension at least the rows.
+func fits(r, c, ld int) bool {
+	return uint(r) <= maxInt32 && uint(c) <= maxInt32 && ld >= max(1, r) && ld <= maxInt32 // uint: negatives too
 }
 
 // shape is an operand's shape, for its error: r×c (a vector: c is -1), leading

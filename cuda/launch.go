@@ -461,13 +461,23 @@ func launchPacked(ctx CUcontext, f CUfunction, sh launchShape, s CUstream, param
 	if err != nil {
 		return err
 	}
-	// Pointers to pointer-free C types: cgo needs no run-time check of them.
-	var p *C.uint64_t
-	if len(params) > 0 {
-		p = (*C.uint64_t)(unsafe.Pointer(&params[0]))
-	}
 	r := int64(C.gocuda_launch(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(f),
-		(*C.gocuda_shape)(unsafe.Pointer(&sh)), C.uintptr_t(s), p, C.size_t(len(params))))
+		(*C.gocuda_shape)(unsafe.Pointer(&sh)), C.uintptr_t(s), paramsArg(params), C.size_t(len(params))))
+	return launchResult(r)
+}
+
+// paramsArg passes a launch's parameter buffer to C as a pointer to a pointer-free C
+// type, which cgo does not check at run time (nil for no parameters).
+func paramsArg(params []byte) *C.uint64_t {
+	if len(params) == 0 {
+		return nil
+	}
+	return (*C.uint64_t)(unsafe.Pointer(&params[0]))
+}
+
+// launchResult is the error of a launch's C call: the failure of its make-current
+// (bit 32 set, see gocuda_make_current) or the CUresult of its driver calls.
+func launchResult(r int64) error {
 	if r>>32 != 0 {
 		return Result(int32(r))
 	}
@@ -940,7 +950,7 @@ func launchAfter(ms *memState, d *deps, s *Stream, ctx CUcontext, f CUfunction, 
 	return err
 }
 
-// launchAfterC makes the call of launchAfter and launchPacked (evs empty).
+// launchAfterC makes launchAfter's call: the event records and waits, then the launch.
 func launchAfterC(ctx CUcontext, evs, from []uint64, f CUfunction, sh launchShape, s CUstream, params []byte) error {
 	fn, err := proc_cuLaunchKernel.Addr()
 	if err != nil {
@@ -961,19 +971,11 @@ func launchAfterC(ctx CUcontext, evs, from []uint64, f CUfunction, sh launchShap
 		}
 		pe, pf = (*C.uint64_t)(unsafe.Pointer(&evs[0])), (*C.uint64_t)(unsafe.Pointer(&from[0]))
 	}
-	// Pointers to a pointer-free C type: cgo needs no run-time check of them.
-	var p *C.uint64_t
-	if len(params) > 0 {
-		p = (*C.uint64_t)(unsafe.Pointer(&params[0]))
-	}
 	r := int64(C.gocuda_launch_after(C.uintptr_t(fn), C.uintptr_t(record), C.uintptr_t(wait), C.uintptr_t(get), C.uintptr_t(set),
 		C.uintptr_t(ctx), pe, pf, C.size_t(len(evs)),
 		C.uintptr_t(f), C.uint32_t(sh.gx), C.uint32_t(sh.gy), C.uint32_t(sh.gz), C.uint32_t(sh.bx), C.uint32_t(sh.by), C.uint32_t(sh.bz),
-		C.uint32_t(sh.shm), C.uintptr_t(s), p, C.size_t(len(params))))
-	if r>>32 != 0 {
-		return Result(int32(r))
-	}
-	return Result(r).err()
+		C.uint32_t(sh.shm), C.uintptr_t(s), paramsArg(params), C.size_t(len(params))))
+	return launchResult(r)
 }
 
 // releaseArgs ends the holds of packArgs on the arguments in held, recording first
@@ -1098,8 +1100,5 @@ func launchBatch(ctx CUcontext, s CUstream, recs []batchRec, args []uint64) (int
 	var done C.size_t
 	r := int64(C.gocuda_launch_batch(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx),
 		C.uintptr_t(s), &recs[0], C.size_t(len(recs)), a, &done))
-	if r>>32 != 0 {
-		return 0, Result(int32(r))
-	}
-	return int(done), Result(r).err()
+	return int(done), launchResult(r) // done is 0 when making ctx current failed
 }
