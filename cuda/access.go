@@ -18,14 +18,17 @@ import (
 // waits for every use on other streams and then, when nothing else touched the
 // buffer meanwhile, becomes its only use. So readers on different streams never wait
 // for each other, and the common case, a buffer used on one stream, costs a few
-// atomic loads and no lock (only).
+// atomic loads and no lock (only); the usual launch and Enqueue then do not even
+// hold the buffer: the stream's read lock, which they take anyway, keeps it
+// (memBase.fastUse).
 //
 // The bookkeeping is updated after the operation is queued and before it returns: an
 // operation that happens before another in Go (a channel send, a WaitGroup) is seen
 // by it. Operations that race (no happens-before between them) are recorded
 // conservatively: when another call held the buffer between an operation's plan and
-// its record, the operation adds its use instead of replacing the others, so that
-// the free, which waits for every use recorded, never runs before any of them.
+// its record, or a stream it waited for was locked by a call at its plan, the
+// operation adds its use instead of replacing the others, so that the free, which
+// waits for every use recorded, never runs before any of them.
 
 // use is a stream's use of memory since the memory's last write.
 type use struct {
@@ -67,7 +70,11 @@ type access struct {
 type planned struct {
 	users uint64 // the allocation's hold at the plan (see hold)
 	fast  bool   // the use is already recorded: nothing to do
-	seq   uint64 // for a read: the use number up to which it waits for the writes
+	// busy: a stream waited for had calls queuing work at the plan, which may
+	// include fast uses of the memory (fastUse) queued after the hand-off's event:
+	// the operation is not alone.
+	busy bool
+	seq  uint64 // for a read: the use number up to which it waits for the writes
 }
 
 // plan adds to d the uses that an operation on t must wait for: for a read, the
@@ -87,6 +94,11 @@ func (m *memBase) plan(t *stream, write bool, d *deps) planned {
 		return p
 	}
 	a.mu.Lock()
+	// Operations that use the memory without holding it (fastUse) take the general
+	// path from here on, until a record makes a stream its only user again.
+	if s := a.only.Load(); s != nil && s != t {
+		a.only.Store(nil)
+	}
 	p.seq = a.seq
 	if !write {
 		for _, u := range a.uses {
@@ -100,10 +112,35 @@ func (m *memBase) plan(t *stream, write bool, d *deps) planned {
 	for _, u := range a.uses {
 		if u.s != t && (write || u.write) && !u.complete() {
 			d.add(u)
+			// A fast use of the memory on u.s that read only before it was cleared
+			// above may still be queuing (under u.s's read lock): its work may come
+			// after the event the hand-off records. Then the operation does not
+			// replace u.s's use, nor count as synced (record).
+			if !u.s.mu.TryLock() {
+				p.busy = true
+			} else {
+				u.s.mu.Unlock()
+			}
 		}
 	}
 	a.mu.Unlock()
 	return p
+}
+
+// fastUse reports whether an operation queuing work on t, under t's read lock
+// (lockOpen), may use the allocation m without holding it: m is open and its one
+// use is a use on t (onlyOn). Such an operation records nothing and orders nothing,
+// and is kept safe by the stream's lock instead of m's hold (two read-modify-writes
+// fewer per operand): m's release shuts the hold and then drains the streams of m's
+// uses (retire), so that it waits for the operation or the operation sees the hold
+// shut; and an operation on another stream that orders itself after m's uses
+// clears only, which sends later operations to the general path, and tries the
+// locks of the streams it waits for (plan): where a call holds one, the operation
+// keeps that stream's use (record), as for a racing operation that held m. A use
+// that a fast operation queues is therefore never missed by a free, nor dropped
+// by a hand-off.
+func (m *memBase) fastUse(t *stream, write bool) bool {
+	return !m.hold.closed() && m.acc.onlyOn(t, write)
 }
 
 // onlyOn reports whether the allocation's one use is on t, in t's generation, and
@@ -135,7 +172,7 @@ func (m *memBase) record(t *stream, write bool, p planned) {
 	now := o.hold.users.Load()
 	// Alone: this operation was the only call holding the memory at its plan, and
 	// none entered since (the counts of enters agree).
-	alone := uint32(p.users)&insideMax == 1 && p.users>>32 == now>>32
+	alone := uint32(p.users)&insideMax == 1 && p.users>>32 == now>>32 && !p.busy
 	a.seq++
 	if write && alone {
 		clear(a.uses)

@@ -78,8 +78,7 @@ func Enqueue(s *Stream, f func(ctx CUcontext, h CUstream) error, uses ...Use) er
 // locked, and its uses' flags (the first eight; later ones are worked out again).
 type enqueued struct {
 	entered bool
-	each    bool // the usual call's path: uses[:held] are held one by one, dups too
-	held    int  // uses[:held] are acquired (unless each, those not dups of earlier ones)
+	held    int  // uses[:held] are acquired (those not dups of earlier ones)
 	locked  bool // the stream's read lock is held
 	flags   [8]useFlags
 }
@@ -112,8 +111,8 @@ func (q *enqueued) flag(uses []Use, i int) useFlags {
 }
 
 // start is Enqueue after its checks: it enters s's context and, for the usual call,
-// holds the uses and locks s, and reports whether it did (fast: f may run); else
-// the general path (runAll) is left to do. q.end undoes what it did.
+// locks s, and reports whether it did (fast: f may run); else the general path
+// (runAll) is left to do. q.end undoes what it did.
 func (q *enqueued) start(s *Stream, uses []Use) (fast bool, err error) {
 	c := s.cs
 	if err := c.enter(); err != nil {
@@ -122,51 +121,31 @@ func (q *enqueued) start(s *Stream, uses []Use) (fast bool, err error) {
 	q.entered = true
 	// The usual call: each use is an open allocation (not a view) of s's context
 	// whose one use is already on s (onlyOn), so there is nothing to wait for or
-	// record. Each use is held by itself (memory named twice is held twice), and each
-	// tested by its own flag: a read and a write of one memory pass only when a write
-	// on s is its one use. Anything else undoes the holds and takes the general path,
-	// which reports the errors.
+	// record. The memory is not held: the stream's read lock keeps it (see
+	// fastUse). Each use is tested by its own flag: a read and a write of one
+	// memory pass only when a write on s is its one use. Anything else takes the
+	// general path, which holds the memory and reports the errors.
 	t := s.stream
-	if t.capture.Load() == nil {
-		// The plain checks of every use come before the first hold: their loads of
-		// the memory (one cache line each, often out of cache after the last library
-		// call) then overlap, where each hold's read-modify-write, a fence, would
-		// wait for its own.
-		fast = true
-		for i := range uses {
-			m := uses[i].m
-			if m == nil || m.ctx == nil || m.ctx.ctxState != c || m.root != nil {
-				fast = false
-				break
-			}
-		}
-		if fast {
-			q.each = true
-			for i := range uses {
-				m := uses[i].m
-				if !m.hold.enter() {
-					fast = false
-					break
-				}
-				q.held = i + 1
-				if fast = m.acc.onlyOn(t, uses[i].write); !fast {
-					break
-				}
-			}
-		}
-		if fast {
-			if err := lockOpen(s, t); err != nil {
-				return false, err
-			}
-			q.locked = true
-			return true, nil
-		}
-		for i := range uses[:q.held] {
-			uses[i].m.hold.exit()
-		}
-		q.each, q.held = false, 0
+	if t.capture.Load() != nil {
+		return false, nil
 	}
-	return false, nil
+	for i := range uses {
+		m := uses[i].m
+		if m == nil || m.ctx == nil || m.ctx.ctxState != c || m.root != nil {
+			return false, nil
+		}
+	}
+	if err := lockOpen(s, t); err != nil {
+		return false, err
+	}
+	for i := range uses {
+		if !uses[i].m.fastUse(t, uses[i].write) {
+			t.mu.RUnlock()
+			return false, nil
+		}
+	}
+	q.locked = true
+	return true, nil
 }
 
 // runAll is Enqueue's general path, after start: any memory, views, captures and
@@ -252,19 +231,9 @@ func (q *enqueued) end(s *Stream, uses []Use) {
 	if q.locked {
 		s.mu.RUnlock()
 	}
-	if q.each {
-		// Touch each hold before the first exit, as start does (see there).
-		for i := range uses[:q.held] {
-			touch(&uses[i].m.hold)
-		}
-		for i := range uses[:q.held] {
-			uses[i].m.hold.exit() // an allocation: no root to leave
-		}
-	} else {
-		for i := range uses[:q.held] {
-			if q.flag(uses, i)&useDup == 0 {
-				uses[i].m.leave()
-			}
+	for i := range uses[:q.held] {
+		if q.flag(uses, i)&useDup == 0 {
+			uses[i].m.leave()
 		}
 	}
 	if q.entered {

@@ -1,7 +1,9 @@
 package cuda
 
 import (
+	"encoding/binary"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -25,18 +27,27 @@ func fastPathBufs() (*Context, *Stream, *fakeBuf, *fakeBuf) {
 func rd(b *fakeBuf) Use { return Use{&b.m, false} }
 func wr(b *fakeBuf) Use { return Use{&b.m, true} }
 
-// Enqueue's one-pass path holds each use by itself and records nothing; a use it
-// cannot plan fast by its own marking (a write of memory last read) takes the
-// general path, which records it; a failure part way leaves nothing held.
+// Enqueue's one-pass path holds no memory, only the stream's read lock, and records
+// nothing; a use it cannot plan fast by its own marking (a write of memory last read)
+// takes the general path, which holds and records it; a failure part way leaves
+// nothing held.
 func TestEnqueueFastPathCPU(t *testing.T) {
 	c, s, w, r := fastPathBufs()
 	seq := func(b *fakeBuf) uint64 { return b.m.acc.seq }
 	before := seq(w)
-	holds := -1
-	require.NoError(t, Enqueue(s, func(CUcontext, CUstream) error { holds = w.holds(); return nil }, rd(w), wr(w), rd(r)))
-	assert.Equal(t, 2, holds, "named twice, held twice")
-	assert.Zero(t, w.holds())
-	assert.Zero(t, r.holds())
+	holds, locked := -1, false
+	inF := func(b *fakeBuf) func(CUcontext, CUstream) error {
+		return func(CUcontext, CUstream) error {
+			holds = b.holds()
+			if locked = !s.mu.TryLock(); !locked {
+				s.mu.Unlock()
+			}
+			return nil
+		}
+	}
+	require.NoError(t, Enqueue(s, inF(w), rd(w), wr(w), rd(r)))
+	assert.Zero(t, holds, "not held")
+	assert.True(t, locked, "the stream is read-locked while f runs")
 	assert.Equal(t, before, seq(w), "nothing recorded")
 	assert.Equal(t, uint64(1), r.m.acc.onlyTag.Load()&1^1, "r's one use is still a read")
 	// More uses than Enqueue keeps flags for, with repeats past the eighth.
@@ -44,13 +55,14 @@ func TestEnqueueFastPathCPU(t *testing.T) {
 	for range 8 {
 		many = append(many, rd(w))
 	}
-	require.NoError(t, Enqueue(s, func(CUcontext, CUstream) error { holds = w.holds(); return nil }, many...))
-	assert.Equal(t, 9, holds)
-	assert.Zero(t, w.holds(), "each hold ended, past the eighth use too")
+	require.NoError(t, Enqueue(s, inF(w), many...))
+	assert.Zero(t, holds)
+	assert.True(t, locked)
 
 	// r's read and write: the write cannot pass on r's read alone.
-	require.NoError(t, Enqueue(s, func(CUcontext, CUstream) error { holds = r.holds(); return nil }, rd(r), wr(r)))
+	require.NoError(t, Enqueue(s, inF(r), rd(r), wr(r)))
 	assert.Equal(t, 1, holds, "the general path holds memory once")
+	assert.True(t, locked)
 	require.Len(t, r.m.acc.uses, 1)
 	assert.True(t, r.m.acc.uses[0].write, "the write is recorded")
 	assert.Zero(t, r.holds())
@@ -65,7 +77,7 @@ func TestEnqueueFastPathCPU(t *testing.T) {
 	assert.Zero(t, w.holds())
 	assert.Zero(t, r.holds())
 
-	// A panic in f on the one-pass path ends the holds and unlocks the stream.
+	// A panic in f on the one-pass path unlocks the stream.
 	assert.PanicsWithValue(t, "boom", func() {
 		_ = Enqueue(s, func(CUcontext, CUstream) error { panic("boom") }, rd(w), wr(w))
 	})
@@ -74,9 +86,9 @@ func TestEnqueueFastPathCPU(t *testing.T) {
 	s.mu.Unlock()
 }
 
-// Launch's packing with its stream (on) holds each memory argument by itself and
-// reports whether any use cannot be planned fast by its own marking; its release
-// records nothing.
+// Launch's packing with its stream (on, read-locked by the caller) holds no memory
+// argument and reports whether any use cannot be planned fast by its own marking,
+// or is not an open allocation: the general path then reports the error.
 func TestPackArgsOnStreamCPU(t *testing.T) {
 	c, s, w, r := fastPathBufs()
 	buf := make([]byte, 24)
@@ -85,26 +97,109 @@ func TestPackArgsOnStreamCPU(t *testing.T) {
 	args := []any{Input{&w.m}, w, Input{&r.m}}
 	_, held, err := packArgs(buf, params, true, c, "k", args, s.stream)
 	require.NoError(t, err)
-	assert.True(t, held.each)
 	assert.False(t, held.slow, "w is written on s, r read on s: nothing to wait for or record")
-	assert.Equal(t, 2, w.holds(), "w is held once per argument")
-	before := r.m.acc.seq
-	var plans argPlans // empty: releaseArgs must not read plans of held.each
-	releaseArgs(args, &held, s.stream, &plans)
+	assert.False(t, held.any())
 	assert.Zero(t, w.holds())
-	assert.Zero(t, r.holds())
-	assert.Equal(t, before, r.m.acc.seq, "nothing recorded")
+	assert.Equal(t, []uint64{0xa000, 0xa000, 0xb000}, words(buf))
 
 	// r passed unmarked too: written, which r's read on s does not cover.
 	args = []any{Input{&r.m}, r, uint64(1)}
 	_, held, err = packArgs(buf, params, true, c, "k", args, s.stream)
 	require.NoError(t, err)
 	assert.True(t, held.slow)
-	releaseArgs(args, &held, nil, nil)
 	assert.Zero(t, r.holds())
 
-	// An error part way leaves nothing held.
-	_, _, err = packArgs(buf, params, true, c, "k", []any{w, w, closedBuf(c)}, s.stream)
+	// Closed memory, a view, nil memory: slow, and nothing held.
+	view := newFakeBuf(0xa000, c)
+	view.m.root = &w.m
+	for _, a := range []any{closedBuf(c), view, (*DeviceBuffer)(nil)} {
+		_, held, err = packArgs(buf, params, true, c, "k", []any{w, w, a}, s.stream)
+		require.NoError(t, err)
+		assert.True(t, held.slow, "%T", a)
+		assert.Zero(t, w.holds())
+	}
+	// Without on, the closed memory's error.
+	_, _, err = packArgs(buf, params, true, c, "k", []any{w, w, closedBuf(c)}, nil)
 	require.ErrorIs(t, err, ErrClosed)
 	assert.Zero(t, w.holds())
+}
+
+// words returns buf as 8-byte words.
+func words(buf []byte) []uint64 {
+	out := make([]uint64, len(buf)/8)
+	for i := range out {
+		out[i] = binary.NativeEndian.Uint64(buf[8*i:])
+	}
+	return out
+}
+
+// blockedEnqueue starts an Enqueue of uses on s whose f waits until the returned
+// function is called, which returns Enqueue's error; it returns once f runs.
+func blockedEnqueue(t *testing.T, s *Stream, uses ...Use) (finish func() error) {
+	in, out := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- Enqueue(s, func(CUcontext, CUstream) error { close(in); <-out; return nil }, uses...)
+	}()
+	<-in
+	return func() error { close(out); return <-done }
+}
+
+// A release waits for a fast Enqueue that uses the memory without holding it (the
+// stream's read lock keeps it there), and Enqueues after the release fail with
+// ErrClosed.
+func TestFastUseRelease(t *testing.T) {
+	_, s, w, _ := fastPathBufs()
+	finish := blockedEnqueue(t, s, wr(w))
+	assert.Zero(t, w.holds(), "the fast path holds nothing")
+	retired := make(chan []use, 1)
+	go func() { retired <- w.m.retire() }()
+	select {
+	case <-retired:
+		t.Fatal("the release did not wait for the call using the memory")
+	case <-time.After(50 * time.Millisecond):
+	}
+	require.NoError(t, finish())
+	uses := <-retired
+	require.Len(t, uses, 1)
+	assert.Same(t, s.stream, uses[0].s)
+	assert.ErrorIs(t, Enqueue(s, func(CUcontext, CUstream) error {
+		t.Error("f ran on released memory")
+		return nil
+	}, rd(w)), ErrClosed)
+}
+
+// An operation on another stream that orders itself after memory's use while a fast
+// call on that use's stream is queuing (which may queue after the hand-off's event)
+// keeps that stream's use and makes later calls take the general path; with no call
+// queuing there, a write replaces the use.
+func TestHandOffKeepsBusyStream(t *testing.T) {
+	c, s, w, _ := fastPathBufs()
+	u := fakeStream(c)
+	finish := blockedEnqueue(t, s, wr(w))
+	assert.Equal(t, []*stream{s.stream}, op(&w.m, u.stream, true), "the write on u waits for s")
+	assert.ElementsMatch(t, []*stream{s.stream, u.stream}, w.used(), "s's use kept")
+	assert.Nil(t, w.m.acc.only.Load(), "no fast path on s any more")
+	for _, x := range w.m.acc.uses {
+		assert.False(t, x.synced, "nothing counts as ordered after the call on s")
+	}
+	require.NoError(t, finish())
+
+	// A write on u again, with a call on s between its plan and its record: the call
+	// takes the general path (it holds the memory), so the record sees it.
+	op(&w.m, s.stream, true)
+	require.Same(t, s.stream, w.m.acc.only.Load(), "s's write is the only use again")
+	require.True(t, w.m.hold.enter())
+	var d deps
+	p := w.m.plan(u.stream, true, &d)
+	holds := -1
+	require.NoError(t, Enqueue(s, func(CUcontext, CUstream) error { holds = w.holds(); return nil }, wr(w)))
+	assert.Equal(t, 2, holds, "after the plan, calls on s hold the memory")
+	w.m.record(u.stream, true, p)
+	w.m.hold.exit()
+	assert.ElementsMatch(t, []*stream{s.stream, u.stream}, w.used(), "s's use kept")
+
+	assert.Equal(t, []*stream{s.stream}, op(&w.m, u.stream, true))
+	assert.Equal(t, []*stream{u.stream}, w.used(), "replaced: nothing was queuing on s")
+	assert.Same(t, u.stream, w.m.acc.only.Load())
 }

@@ -14,6 +14,8 @@ import (
 // ErrClosed) or the release sees the call among the users (and waits for it): both
 // sides use sequentially consistent atomics. Calls hold an object only while they
 // queue work, never while they wait for the GPU, so the release's wait is short.
+// (Memory is also kept by a stream's read lock, without its hold, in the usual
+// launch and Enqueue: see memBase.fastUse.)
 //
 // users counts the calls inside in its low 31 bits, is shut when bit 31 is set, and
 // counts every enter ever in its high 32 bits, so that one load tells memory's
@@ -42,12 +44,6 @@ func (h *hold) enter() bool {
 
 // exit ends an enter.
 func (h *hold) exit() { h.users.Add(exitTick) }
-
-// touch loads h's word, so that the cache line is on its way before a
-// read-modify-write of it, which waits for the loads before it: a loop that
-// touches several holds and then exits them waits for their misses together. (An
-// atomic load is not dropped when its value is unused.)
-func touch(h *hold) { _ = h.users.Load() }
 
 // inside returns the number of calls inside.
 func (h *hold) inside() uint32 { return uint32(h.users.Load()) & insideMax }
@@ -91,4 +87,12 @@ func lockCounting(mu *sync.RWMutex) {
 		holdWaits.Add(1)
 		mu.Lock()
 	}
+}
+
+// drain waits until the calls holding s's read lock have released it: the calls
+// that queue work on s using memory they do not hold (memBase.fastUse). A wait
+// counts in holdWaits, as a release's.
+func (s *stream) drain() {
+	lockCounting(&s.mu)
+	s.mu.Unlock()
 }

@@ -273,22 +273,24 @@ func (f *Function) Launch(s *Stream, grid, block Dim3, sharedMem int, args ...an
 		var inline [inlineParams / 8]uint64 // 8-byte aligned
 		buf = unsafe.Slice((*byte)(unsafe.Pointer(&inline)), inlineParams)
 	}
-	// Device-memory arguments are held from here until the kernel is queued: the
-	// usual launch, outside a capture, holds each by itself and tests its plan as
-	// it goes (packArgs's on).
-	var on *stream
-	if s.stream.capture.Load() == nil {
-		on = s.stream
+	// The usual launch, outside a capture: packed under the module's and the
+	// stream's read locks, which keep its memory arguments (fastUse), and queued at
+	// once, when each one's use on the stream needs no wait and no record.
+	if s.stream.capture.Load() == nil && !streamCheck.on.Load() {
+		if done, err := f.launchFast(s, d, buf, args); done {
+			c.exit()
+			if err != nil {
+				return f.launchError(err, s)
+			}
+			return nil
+		}
 	}
+	// Else device-memory arguments are held from here until the kernel is queued,
+	// each once, and their uses planned.
 	var held argHeld
-	size, err := packInto(buf, f.params, f.known, m.ctx, f.name, args, on, &held)
+	size, err := packInto(buf, f.params, f.known, m.ctx, f.name, args, nil, &held)
 	if err != nil && errors.Is(err, errParamsTooLarge) { // unknown layout, more than inlineParams
 		buf = make([]byte, size)
-		size, err = packInto(buf, f.params, f.known, m.ctx, f.name, args, on, &held)
-	}
-	if err == nil && held.slow {
-		// A use to wait for or record: hold each memory once, and plan the uses.
-		releaseArgs(args, &held, nil, nil)
 		size, err = packInto(buf, f.params, f.known, m.ctx, f.name, args, nil, &held)
 	}
 	if err == nil && streamCheck.on.Load() {
@@ -298,10 +300,36 @@ func (f *Function) Launch(s *Stream, grid, block Dim3, sharedMem int, args ...an
 		c.exit()
 		return err
 	}
-	if !held.each {
-		return f.launchPlanned(s, d, buf[:size], &held, args)
+	return f.launchPlanned(s, d, buf[:size], &held, args)
+}
+
+// launchFast is Launch's usual path, in the context Launch entered: under the
+// module's read lock and then the stream's, it packs args into buf (a larger buffer
+// if the layout is unknown and they need one) without holding the memory, and
+// queues the launch if every memory argument is an open allocation whose one use is
+// on the stream, as the launch's (fastUse). It reports whether it did (done), with
+// the driver's error. Otherwise it queued nothing and Launch takes the general
+// path, which reports the errors of the arguments, then of a closed module or
+// stream.
+func (f *Function) launchFast(s *Stream, d launchShape, buf []byte, args []any) (done bool, err error) {
+	m, st := f.mod, s.stream
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	// Closed: the general path reports it, after the arguments' errors.
+	if m.closed || lockOpen(s, st) != nil {
+		return false, nil
 	}
-	return f.queue(s, d, buf[:size], &held, args, nil) // each use planned fast: nothing to wait for
+	defer st.mu.RUnlock()
+	var held argHeld
+	size, err := packInto(buf, f.params, f.known, m.ctx, f.name, args, st, &held)
+	if err != nil && errors.Is(err, errParamsTooLarge) {
+		buf = make([]byte, size)
+		size, err = packInto(buf, f.params, f.known, m.ctx, f.name, args, st, &held)
+	}
+	if err != nil || held.slow {
+		return false, nil
+	}
+	return true, launchPacked(s.cs.h, f.h, d, st.h, buf[:size])
 }
 
 // launchPlanned is Launch's general path, after packArgs held the memory arguments
@@ -333,15 +361,11 @@ type launchPlan struct {
 
 // queue launches f on s under the module's read lock and then the stream's (s.use,
 // without its closure), so that neither can be closed meanwhile: after p's uses to
-// wait for on the GPU, recording the uses p planned (p nil when held.each: each use
-// planned fast, nothing to wait for or record). It releases the held arguments and
-// exits the context that Launch entered.
+// wait for on the GPU, recording the uses p planned. It releases the held arguments
+// and exits the context that Launch entered.
 func (f *Function) queue(s *Stream, d launchShape, params []byte, held *argHeld, args []any, p *launchPlan) error {
 	m, c := f.mod, s.cs
-	var plans *argPlans
-	if p != nil {
-		plans = &p.plans
-	}
+	plans := &p.plans
 	var err error
 	var used *stream
 	m.mu.RLock()
@@ -352,7 +376,7 @@ func (f *Function) queue(s *Stream, d launchShape, params []byte, held *argHeld,
 		if st.capture.Load() != nil { // the test in line: every launch makes it
 			leaseModuleIfCapturing(st, m)
 		}
-		if p != nil && p.wait.n > 0 {
+		if p.wait.n > 0 {
 			// A hand-off: the waits and the launch in one call.
 			if err = launchAfter(p.ms, &p.wait, s, c.h, f.h, d, params); err == nil {
 				used = st
@@ -503,11 +527,11 @@ var errParamsTooLarge = errors.New("cuda: kernel arguments exceed the parameter 
 // context, which device-memory arguments must belong to (nil: not checked); name is
 // the kernel's, for errors.
 //
-// With on, a launch's stream, each memory argument is held by itself (memory passed
-// twice is held twice: held.each), and held.slow reports any whose use on on is not
-// planned fast (access.onlyOn, each by its own marking): the launch then packs
-// again without on, holding each memory once and planning the uses. Without slow,
-// no use needs anything: no wait, no record.
+// With on, a launch's stream, whose read lock the caller holds, no memory is held,
+// and held.slow reports any memory argument that is not an allocation of which
+// the launch may make a fast use (memBase.fastUse, each by its own marking): the
+// launch then packs again without on, holding each memory once and planning the
+// uses. Without slow, no use needs anything: no hold, no wait, no record.
 func packArgs(buf []byte, params []paramInfo, known bool, ctx *Context, name string, args []any, on *stream) (size uintptr, held argHeld, err error) {
 	size, err = packInto(buf, params, known, ctx, name, args, on, &held)
 	return size, held, err
@@ -541,7 +565,7 @@ type argHeld struct {
 	mask, written, inputs argMask
 	n                     int
 	mem                   [4]*memBase
-	each, slow            bool // packed with on (see packArgs)
+	slow                  bool // packed with on: a use is not fast (see packArgs)
 }
 
 // memOf returns the memory of args[i], the k-th held argument.
@@ -559,7 +583,6 @@ func packHeld(buf []byte, params []paramInfo, known bool, ctx *Context, name str
 	if known && len(args) != len(params) {
 		return 0, 0, argError(argCount, name, len(args), args, uintptr(len(params)), 0, nil)
 	}
-	held.each = on != nil
 	var end uintptr // unknown layout: end of the last argument
 	tooLarge := false
 	for i := range args {
@@ -629,7 +652,17 @@ func packHeld(buf []byte, params []paramInfo, known bool, ctx *Context, name str
 			var p CUdeviceptr
 			var c *Context
 			again := false
-			if on == nil {
+			switch {
+			case on != nil:
+				// Under on's read lock: not held, if its use needs nothing.
+				again = true
+				if m == nil || m.ctx == nil || m.root != nil || !m.fastUse(on, !read) {
+					held.slow = true
+					p, c = 0, ctx
+				} else {
+					p, c = m.ptr, m.ctx
+				}
+			default:
 				p, c, again = heldAgain(args, held, i, m, read)
 			}
 			if !again {
@@ -646,9 +679,6 @@ func packHeld(buf []byte, params []paramInfo, known bool, ctx *Context, name str
 				}
 				held.n++
 				done = i + 1
-				if on != nil && !m.owner().acc.onlyOn(on, !read) {
-					held.slow = true
-				}
 			}
 			if ctx != nil && (c == nil || c.ctxState != ctx.ctxState) {
 				return 0, done, argError(argContext, name, i, args, 0, 0, nil)
@@ -981,20 +1011,6 @@ func launchAfterC(ctx CUcontext, evs, from []uint64, f CUfunction, sh launchShap
 // releaseArgs ends the holds of packArgs on the arguments in held, recording first
 // each one's use on s (planned in plans) unless s is nil.
 func releaseArgs(args []any, held *argHeld, s *stream, plans *argPlans) {
-	if held.each {
-		// Each use planned fast: nothing to record. The usual launch's few memory
-		// arguments are all in mem.
-		if held.n <= len(held.mem) {
-			for _, m := range held.mem[:held.n] {
-				touch(&m.hold) // see enqueued.end
-			}
-			for _, m := range held.mem[:held.n] {
-				m.leave()
-			}
-			return
-		}
-		s = nil
-	}
 	k := 0
 	forHeld(args, held, func(_ int, m *memBase, write bool) {
 		if s != nil {

@@ -183,6 +183,11 @@ func (m *memBase) holdArg() (CUdeviceptr, *Context, error) {
 func (m *memBase) retire() []use {
 	m.hold.close()
 	uses := m.takeUses()
+	// The operations that use m without holding it (fastUse) do it on the stream of
+	// one of its uses, under that stream's read lock.
+	for _, u := range uses {
+		u.s.drain()
+	}
 	checkForget(m)
 	if m.ms != nil {
 		m.ms.untrack(m)
