@@ -52,7 +52,7 @@ func Enqueue(s *Stream, f func(ctx CUcontext, h CUstream) error, uses ...Use) er
 	if f == nil {
 		return fmt.Errorf("%w: nil function", ErrInvalidArgument)
 	}
-	// The stream is checked here, the memory as start holds it: each operand's
+	// The stream is checked here, the memory in start: each operand's
 	// fields are read once (CheckEnqueue reads them again).
 	if err := checkOpen(s); err != nil {
 		return err
