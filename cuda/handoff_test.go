@@ -330,3 +330,47 @@ func TestHandOffOppositeDirectionsWithClose(t *testing.T) {
 	}
 	require.NoError(t, s0.Synchronize())
 }
+
+// Launches that use a buffer without holding it (its one use is on their stream,
+// memBase.fastUse) race a launch handing it to another stream and its Close: the
+// free runs after every launch that was queued, in whatever order the fake's
+// executor interleaves the streams (a use after free is a violation).
+func TestFastUseRacesHandOffAndClose(t *testing.T) {
+	ctx, _ := memSetup(t)
+	requireFake(t)
+	_, m, _ := loadKernels(t)
+	fill := function(t, m, "fill_u32")
+	ss := streams(t, ctx, 2)
+	s1, s2 := ss[0], ss[1]
+	rounds := 300
+	if testing.Short() {
+		rounds = 50
+	}
+	for i := range rounds {
+		require.NoError(t, fakecuda.SetSeed(int64(i)))
+		b, err := cuda.AllocFor[uint32](s1, 64)
+		require.NoError(t, err)
+		require.NoError(t, fakecuda.Pause())
+		started := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() { // on s1, b's one use: the launches hold nothing
+			close(started)
+			for range 1000 {
+				if err := fill.Launch(s1, cuda.D1(1), cuda.D1(64), 0, b, uint32(1), uint64(64)); err != nil {
+					assert.ErrorIs(t, err, cuda.ErrClosed)
+					return
+				}
+			}
+		})
+		wg.Go(func() {
+			<-started
+			assert.NoError(t, fill.Launch(s2, cuda.D1(1), cuda.D1(64), 0, b, uint32(2), uint64(64)))
+			assert.NoError(t, b.Close())
+		})
+		wg.Wait()
+		require.NoError(t, fakecuda.Resume())
+		for _, s := range ss {
+			require.NoError(t, s.Synchronize())
+		}
+	}
+}
