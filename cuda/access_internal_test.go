@@ -116,20 +116,20 @@ func TestLaunchInputModesCPU(t *testing.T) {
 	buf := make([]byte, 16)
 	params := []paramInfo{{0, 8}, {8, 8}}
 	args := []any{Input{&b.m}, b}
-	_, held, err := packArgs(buf, params, true, ctx, "k", args, nil)
+	_, held, err := packArgs(buf, params, true, ctx, "k", args)
 	require.NoError(t, err)
 	assert.Equal(t, argMask(1), held.mask)
 	assert.True(t, held.writes(args, 0), "written through the unmarked argument")
 	releaseArgs(args, &held, nil, nil)
 
 	args = []any{Input{&b.m}, Input{&b.m}}
-	_, held, err = packArgs(buf, params, true, ctx, "k", args, nil)
+	_, held, err = packArgs(buf, params, true, ctx, "k", args)
 	require.NoError(t, err)
 	assert.False(t, held.writes(args, 0))
 	releaseArgs(args, &held, nil, nil)
 	assert.Zero(t, b.holds())
 
-	_, _, err = packArgs(buf[:8], params[:1], true, ctx, "k", []any{In(nil)}, nil)
+	_, _, err = packArgs(buf[:8], params[:1], true, ctx, "k", []any{In(nil)})
 	require.ErrorIs(t, err, ErrInvalidArgument)
 }
 

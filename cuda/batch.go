@@ -127,7 +127,7 @@ func (b *LaunchBatch) pack(f *Function, room uintptr, args []any) (uintptr, argH
 	if words > 0 {
 		buf = unsafe.Slice((*byte)(unsafe.Pointer(&b.args[start])), room)
 	}
-	return packArgs(buf, f.params, f.known, f.mod.ctx, f.name, args, nil)
+	return packArgs(buf, f.params, f.known, f.mod.ctx, f.name, args)
 }
 
 // Submit queues the batch's launches on s, in the order they were added, with one

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"encoding/binary"
+	"math"
 	"testing"
 	"time"
 
@@ -86,40 +87,56 @@ func TestEnqueueFastPathCPU(t *testing.T) {
 	s.mu.Unlock()
 }
 
-// Launch's packing with its stream (on, read-locked by the caller) holds no memory
-// argument and reports whether any use cannot be planned fast by its own marking,
-// or is not an open allocation: the general path then reports the error.
-func TestPackArgsOnStreamCPU(t *testing.T) {
+// Launch's usual packing (packFast), under its stream's read lock, holds no memory
+// argument and declines anything the general path must see: a use that cannot be
+// planned fast by its own marking, memory that is not an open allocation of the
+// kernel's context, an argument of another type or size than the parameter's, or
+// one past the buffer. The general path then reports the error, if any.
+func TestPackFastCPU(t *testing.T) {
 	c, s, w, r := fastPathBufs()
 	buf := make([]byte, 24)
-	params := []paramInfo{{0, 8}, {8, 8}, {16, 8}}
+	f := &Function{mod: &Module{ctx: c}, name: "k", params: []paramInfo{{0, 8}, {8, 8}, {16, 8}}, known: true, argSize: 24}
 
-	args := []any{Input{&w.m}, w, Input{&r.m}}
-	_, held, err := packArgs(buf, params, true, c, "k", args, s.stream)
-	require.NoError(t, err)
-	assert.False(t, held.slow, "w is written on s, r read on s: nothing to wait for or record")
-	assert.False(t, held.any())
+	size, ok := f.packFast(buf, []any{Input{&w.m}, w, Input{&r.m}}, s.stream)
+	require.True(t, ok, "w is written on s, r read on s: nothing to wait for or record")
+	assert.Equal(t, uintptr(24), size)
 	assert.Zero(t, w.holds())
 	assert.Equal(t, []uint64{0xa000, 0xa000, 0xb000}, words(buf))
 
-	// r passed unmarked too: written, which r's read on s does not cover.
-	args = []any{Input{&r.m}, r, uint64(1)}
-	_, held, err = packArgs(buf, params, true, c, "k", args, s.stream)
-	require.NoError(t, err)
-	assert.True(t, held.slow)
-	assert.Zero(t, r.holds())
+	// Scalars of the usual types, at the parameters' offsets.
+	g := &Function{mod: f.mod, name: "k", params: []paramInfo{{0, 4}, {4, 4}, {8, 8}, {16, 4}, {24, 8}, {32, 8}}, known: true, argSize: 40}
+	big := make([]byte, 40)
+	size, ok = g.packFast(big, []any{int32(-1), float32(1.5), CUdeviceptr(0xc000), uint32(7), float64(2), -2}, s.stream)
+	require.True(t, ok)
+	assert.Equal(t, uintptr(40), size)
+	assert.Equal(t, []uint64{0x3fc00000_ffffffff, 0xc000, 7, math.Float64bits(2), 1<<64 - 2}, words(big))
 
-	// Closed memory, a view, nil memory: slow, and nothing held.
+	// Declined: r passed unmarked too (written, which r's read on s does not
+	// cover); closed memory, a view, nil memory, memory of another context; another
+	// type, or a size that is not the parameter's.
 	view := newFakeBuf(0xa000, c)
 	view.m.root = &w.m
-	for _, a := range []any{closedBuf(c), view, (*DeviceBuffer)(nil)} {
-		_, held, err = packArgs(buf, params, true, c, "k", []any{w, w, a}, s.stream)
-		require.NoError(t, err)
-		assert.True(t, held.slow, "%T", a)
-		assert.Zero(t, w.holds())
+	for _, a := range []any{r, closedBuf(c), view, (*DeviceBuffer)(nil), newFakeBuf(0xd000, fakeContext()),
+		int8(1), [2]uint32{}, int32(1), nil} {
+		_, ok = f.packFast(buf, []any{Input{&r.m}, a, uint64(1)}, s.stream)
+		assert.False(t, ok, "%T", a)
+		assert.Zero(t, r.holds())
 	}
-	// Without on, the closed memory's error.
-	_, _, err = packArgs(buf, params, true, c, "k", []any{w, w, closedBuf(c)}, nil)
+	_, ok = f.packFast(buf, []any{w, w}, s.stream)
+	assert.False(t, ok, "a wrong count")
+
+	// Unknown layout: natural alignment, as C lays parameters out; declined past
+	// the buffer.
+	u := &Function{mod: f.mod, name: "k"}
+	size, ok = u.packFast(buf, []any{int32(3), w}, s.stream)
+	require.True(t, ok)
+	assert.Equal(t, uintptr(16), size)
+	assert.Equal(t, []uint64{3, 0xa000}, words(buf[:16]))
+	_, ok = u.packFast(buf, []any{w, w, int32(1), w}, s.stream)
+	assert.False(t, ok)
+
+	// The general path reports the closed memory's error.
+	_, _, err := packArgs(buf, f.params, true, c, "k", []any{w, w, closedBuf(c)})
 	require.ErrorIs(t, err, ErrClosed)
 	assert.Zero(t, w.holds())
 }

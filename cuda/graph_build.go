@@ -212,10 +212,10 @@ func packNode(f *Function, args []any) (*kernelArgs, error) {
 	}
 	k := &kernelArgs{buf: make([]byte, max(n, 8))}
 	var err error
-	k.size, k.held, err = packArgs(k.buf, f.params, f.known, f.mod.ctx, f.name, args, nil)
+	k.size, k.held, err = packArgs(k.buf, f.params, f.known, f.mod.ctx, f.name, args)
 	if err != nil && errors.Is(err, errParamsTooLarge) {
 		k.buf = make([]byte, k.size)
-		k.size, k.held, err = packArgs(k.buf, f.params, f.known, f.mod.ctx, f.name, args, nil)
+		k.size, k.held, err = packArgs(k.buf, f.params, f.known, f.mod.ctx, f.name, args)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("cuda: kernel node of %s: %w", f.name, err)

@@ -250,86 +250,159 @@ func (f *Function) Launch(s *Stream, grid, block Dim3, sharedMem int, args ...an
 	if err := checkStream(s); err != nil {
 		return err
 	}
-	m := f.mod
-	c := m.ctx.ctxState
+	c := f.mod.ctx.ctxState
 	if s.cs != c {
 		return f.launchError(errLaunchContext, s)
 	}
 	if err := c.enter(); err != nil {
 		return err
 	}
+	// The usual launch, outside a capture: packed under the module's and the
+	// stream's read locks, which keep its memory arguments (fastUse), and queued at
+	// once, when each one's use on the stream needs no wait and no record.
+	// The usual kernel's parameters fit in smallParams: a few words to clear, not
+	// inlineParams bytes.
+	if f.argSize <= smallParams && s.stream.capture.Load() == nil && !streamCheck.on.Load() {
+		var small [smallParams / 8]uint64 // 8-byte aligned
+		if done, err := f.launchFast(s, d, unsafe.Slice((*byte)(unsafe.Pointer(&small)), smallParams), args); done {
+			return f.launched(s, err)
+		}
+	}
+	return f.launchMore(s, d, args)
+}
 
+// launched ends a launch that launchFast queued: it exits the context Launch
+// entered and names the kernel in the driver's error.
+func (f *Function) launched(s *Stream, err error) error {
+	s.cs.exit()
+	if err != nil {
+		return f.launchError(err, s)
+	}
+	return nil
+}
+
+// launchMore is the rest of Launch, in the context Launch entered (out of line, so
+// that the usual launch runs through less code): the fast path for parameters past
+// smallParams (or of an unknown layout that did not fit), else the general path:
+// device-memory arguments are held from here until the kernel is queued, each once,
+// and their uses planned.
+//
+//go:noinline
+func (f *Function) launchMore(s *Stream, d launchShape, args []any) error {
 	var buf []byte
 	switch {
 	case f.known && f.argSize == 0:
-		// No parameters: no buffer to clear.
+		// No parameters: no buffer.
 	case f.known && f.argSize > inlineParams:
 		buf = make([]byte, f.argSize)
-	case f.known && f.argSize <= smallParams:
-		// The usual kernel: a few words to clear, not inlineParams bytes.
-		var small [smallParams / 8]uint64 // 8-byte aligned
-		buf = unsafe.Slice((*byte)(unsafe.Pointer(&small)), smallParams)
 	default:
 		var inline [inlineParams / 8]uint64 // 8-byte aligned
 		buf = unsafe.Slice((*byte)(unsafe.Pointer(&inline)), inlineParams)
 	}
-	// The usual launch, outside a capture: packed under the module's and the
-	// stream's read locks, which keep its memory arguments (fastUse), and queued at
-	// once, when each one's use on the stream needs no wait and no record.
-	if s.stream.capture.Load() == nil && !streamCheck.on.Load() {
+	if (f.argSize > smallParams || !f.known) && s.stream.capture.Load() == nil && !streamCheck.on.Load() {
 		if done, err := f.launchFast(s, d, buf, args); done {
-			c.exit()
-			if err != nil {
-				return f.launchError(err, s)
-			}
-			return nil
+			return f.launched(s, err)
 		}
 	}
-	// Else device-memory arguments are held from here until the kernel is queued,
-	// each once, and their uses planned.
 	var held argHeld
-	size, err := packInto(buf, f.params, f.known, m.ctx, f.name, args, nil, &held)
+	m := f.mod
+	size, err := packInto(buf, f.params, f.known, m.ctx, f.name, args, &held)
 	if err != nil && errors.Is(err, errParamsTooLarge) { // unknown layout, more than inlineParams
 		buf = make([]byte, size)
-		size, err = packInto(buf, f.params, f.known, m.ctx, f.name, args, nil, &held)
+		size, err = packInto(buf, f.params, f.known, m.ctx, f.name, args, &held)
 	}
 	if err == nil && streamCheck.on.Load() {
 		checkLaunch(args, s.stream)
 	}
 	if err != nil {
-		c.exit()
+		s.cs.exit()
 		return err
 	}
 	return f.launchPlanned(s, d, buf[:size], &held, args)
 }
 
 // launchFast is Launch's usual path, in the context Launch entered: under the
-// module's read lock and then the stream's, it packs args into buf (a larger buffer
-// if the layout is unknown and they need one) without holding the memory, and
-// queues the launch if every memory argument is an open allocation whose one use is
-// on the stream, as the launch's (fastUse). It reports whether it did (done), with
-// the driver's error. Otherwise it queued nothing and Launch takes the general
-// path, which reports the errors of the arguments, then of a closed module or
-// stream.
+// module's read lock and then the stream's, it packs args into buf (packFast)
+// without holding the memory, and queues the launch if every argument is of a
+// usual type and every memory argument an allocation whose one use is on the
+// stream, as the launch's (fastUse). It reports whether it did (done), with the
+// driver's error. Otherwise it queued nothing and Launch takes the general path,
+// which reports the errors of the arguments, then of a closed module or stream.
 func (f *Function) launchFast(s *Stream, d launchShape, buf []byte, args []any) (done bool, err error) {
+	// No defers: nothing here panics or calls code of the caller's, and each defer
+	// would be a call at every launch.
 	m, st := f.mod, s.stream
 	m.mu.RLock()
-	defer m.mu.RUnlock()
 	// Closed: the general path reports it, after the arguments' errors.
 	if m.closed || lockOpen(s, st) != nil {
+		m.mu.RUnlock()
 		return false, nil
 	}
-	defer st.mu.RUnlock()
-	var held argHeld
-	size, err := packInto(buf, f.params, f.known, m.ctx, f.name, args, st, &held)
-	if err != nil && errors.Is(err, errParamsTooLarge) {
-		buf = make([]byte, size)
-		size, err = packInto(buf, f.params, f.known, m.ctx, f.name, args, st, &held)
+	size, ok := f.packFast(buf, args, st)
+	if ok {
+		err = launchPacked(s.cs.h, f.h, d, st.h, buf[:size])
 	}
-	if err != nil || held.slow {
-		return false, nil
+	st.mu.RUnlock()
+	m.mu.RUnlock()
+	return ok, err
+}
+
+// packFast is launchFast's packing, under on's read lock: when every argument is of
+// a usual type (a 4- or 8-byte scalar, a CUdeviceptr, or memory of the kernel's
+// context that the launch may use without holding it, see memBase.fastUse) and fits
+// its parameter, it writes them into buf and returns the size of the parameters.
+// Anything else it declines (ok false), leaving errors to the general path.
+func (f *Function) packFast(buf []byte, args []any, on *stream) (size uintptr, ok bool) {
+	if f.known && len(args) != len(f.params) {
+		return 0, false
 	}
-	return true, launchPacked(s.cs.h, f.h, d, st.h, buf[:size])
+	c := f.mod.ctx.ctxState
+	var end uintptr // unknown layout: end of the last argument
+	for i := range args {
+		a := args[i]
+		var v uint64
+		sz := uintptr(8)
+		// By comparisons of the type word, as packHeld's usual cases.
+		mem := isType[*DeviceBuffer](a) || isType[Input](a)
+		switch {
+		case mem:
+		case isType[int32](a), isType[float32](a), isType[uint32](a):
+			sz, v = 4, uint64(*(*uint32)(dataWord(&args[i])))
+		case isType[CUdeviceptr](a), isType[int64](a), isType[uint64](a), isType[float64](a),
+			isType[int](a), isType[uint](a), isType[uintptr](a):
+			v = *(*uint64)(dataWord(&args[i]))
+		default:
+			mem = true // other memory (deviceArg), or nil from argMem: declined
+		}
+		if mem {
+			m, read := argMem(&args[i])
+			if m == nil || m.ctx == nil || m.root != nil || m.ctx.ctxState != c || !m.fastUse(on, !read) {
+				return 0, false
+			}
+			v = uint64(m.ptr)
+		}
+		off := (end + sz - 1) &^ (sz - 1)
+		if f.known {
+			p := f.params[i]
+			if p.size != sz || p.offset&(sz-1) != 0 {
+				return 0, false
+			}
+			off = p.offset
+		}
+		end = off + sz
+		if end > uintptr(len(buf)) {
+			return 0, false
+		}
+		if sz == 4 {
+			binary.NativeEndian.PutUint32(buf[off:], uint32(v))
+		} else {
+			binary.NativeEndian.PutUint64(buf[off:], v)
+		}
+	}
+	if f.known {
+		return f.argSize, true
+	}
+	return end, true
 }
 
 // launchPlanned is Launch's general path, after packArgs held the memory arguments
@@ -526,22 +599,16 @@ var errParamsTooLarge = errors.New("cuda: kernel arguments exceed the parameter 
 // by their natural alignment, as C does, and checks nothing. ctx is the launch's
 // context, which device-memory arguments must belong to (nil: not checked); name is
 // the kernel's, for errors.
-//
-// With on, a launch's stream, whose read lock the caller holds, no memory is held,
-// and held.slow reports any memory argument that is not an allocation of which
-// the launch may make a fast use (memBase.fastUse, each by its own marking): the
-// launch then packs again without on, holding each memory once and planning the
-// uses. Without slow, no use needs anything: no hold, no wait, no record.
-func packArgs(buf []byte, params []paramInfo, known bool, ctx *Context, name string, args []any, on *stream) (size uintptr, held argHeld, err error) {
-	size, err = packInto(buf, params, known, ctx, name, args, on, &held)
+func packArgs(buf []byte, params []paramInfo, known bool, ctx *Context, name string, args []any) (size uintptr, held argHeld, err error) {
+	size, err = packInto(buf, params, known, ctx, name, args, &held)
 	return size, held, err
 }
 
 // packInto is packArgs with the held arguments in *held (Launch's, on its stack:
 // an argHeld returned by value is copied at each return).
-func packInto(buf []byte, params []paramInfo, known bool, ctx *Context, name string, args []any, on *stream, held *argHeld) (uintptr, error) {
+func packInto(buf []byte, params []paramInfo, known bool, ctx *Context, name string, args []any, held *argHeld) (uintptr, error) {
 	*held = argHeld{}
-	size, done, err := packHeld(buf, params, known, ctx, name, args, on, held)
+	size, done, err := packHeld(buf, params, known, ctx, name, args, held)
 	if err != nil && held.any() {
 		releaseArgs(args[:done], held, nil, nil)
 		*held = argHeld{}
@@ -565,7 +632,6 @@ type argHeld struct {
 	mask, written, inputs argMask
 	n                     int
 	mem                   [4]*memBase
-	slow                  bool // packed with on: a use is not fast (see packArgs)
 }
 
 // memOf returns the memory of args[i], the k-th held argument.
@@ -579,7 +645,7 @@ func (h *argHeld) memOf(args []any, i, k int) *memBase {
 func (h *argHeld) any() bool { return h.mask != 0 }
 
 // packHeld is packInto; when it fails, held marks what args[:done] hold.
-func packHeld(buf []byte, params []paramInfo, known bool, ctx *Context, name string, args []any, on *stream, held *argHeld) (size uintptr, done int, err error) {
+func packHeld(buf []byte, params []paramInfo, known bool, ctx *Context, name string, args []any, held *argHeld) (size uintptr, done int, err error) {
 	if known && len(args) != len(params) {
 		return 0, 0, argError(argCount, name, len(args), args, uintptr(len(params)), 0, nil)
 	}
@@ -649,22 +715,7 @@ func packHeld(buf []byte, params []paramInfo, known bool, ctx *Context, name str
 		}
 		if mem {
 			m, read := argMem(&args[i])
-			var p CUdeviceptr
-			var c *Context
-			again := false
-			switch {
-			case on != nil:
-				// Under on's read lock: not held, if its use needs nothing.
-				again = true
-				if m == nil || m.ctx == nil || m.root != nil || !m.fastUse(on, !read) {
-					held.slow = true
-					p, c = 0, ctx
-				} else {
-					p, c = m.ptr, m.ctx
-				}
-			default:
-				p, c, again = heldAgain(args, held, i, m, read)
-			}
+			p, c, again := heldAgain(args, held, i, m, read)
 			if !again {
 				var err error
 				if p, c, err = m.holdArg(); err != nil {

@@ -88,7 +88,7 @@ func checkMixed(t *testing.T, buf []byte) {
 
 func TestPackArgsKnownLayout(t *testing.T) {
 	buf := make([]byte, 64)
-	size, devs, err := packArgs(buf, mixedParams, true, nil, "mixed", mixedArgs(), nil)
+	size, devs, err := packArgs(buf, mixedParams, true, nil, "mixed", mixedArgs())
 	require.NoError(t, err)
 	assert.Equal(t, uintptr(56), size)
 	assert.Zero(t, devs)
@@ -99,17 +99,17 @@ func TestPackArgsKnownLayout(t *testing.T) {
 // lays out the parameters: the same buffer for the same kernel.
 func TestPackArgsNaturalLayout(t *testing.T) {
 	buf := make([]byte, 64)
-	size, _, err := packArgs(buf, nil, false, nil, "mixed", mixedArgs(), nil)
+	size, _, err := packArgs(buf, nil, false, nil, "mixed", mixedArgs())
 	require.NoError(t, err)
 	assert.Equal(t, uintptr(56), size)
 	checkMixed(t, buf)
 
 	// Past the buffer: the size needed comes back with errParamsTooLarge.
-	size, _, err = packArgs(make([]byte, 16), nil, false, nil, "mixed", mixedArgs(), nil)
+	size, _, err = packArgs(make([]byte, 16), nil, false, nil, "mixed", mixedArgs())
 	require.ErrorIs(t, err, errParamsTooLarge)
 	assert.Equal(t, uintptr(56), size)
 
-	size, _, err = packArgs(buf, nil, false, nil, "empty", nil, nil)
+	size, _, err = packArgs(buf, nil, false, nil, "empty", nil)
 	require.NoError(t, err)
 	assert.Zero(t, size)
 }
@@ -121,7 +121,7 @@ func TestPackArgsScalars(t *testing.T) {
 	params := []paramInfo{{0, 1}, {1, 1}, {2, 1}, {4, 2}, {8, 4}, {16, 8}, {24, 8}, {32, 8}, {40, 8},
 		{48, 2}, {52, 12}, {64, 8}}
 	buf := make([]byte, 128)
-	_, _, err := packArgs(buf, params, true, nil, "k", args, nil)
+	_, _, err := packArgs(buf, params, true, nil, "k", args)
 	require.NoError(t, err)
 	ne := binary.NativeEndian
 	at := func(i int) []byte { return buf[params[i].offset:] }
@@ -142,7 +142,7 @@ func TestPackArgsScalars(t *testing.T) {
 func TestPackArgsErrors(t *testing.T) {
 	buf := make([]byte, 64)
 	pack := func(params []paramInfo, args ...any) error {
-		_, _, err := packArgs(buf, params, true, nil, "kern", args, nil)
+		_, _, err := packArgs(buf, params, true, nil, "kern", args)
 		return err
 	}
 	p4 := []paramInfo{{0, 4}}
@@ -216,7 +216,7 @@ func TestPackArgsDeviceMemory(t *testing.T) {
 	buf := make([]byte, 16)
 	params := []paramInfo{{0, 8}, {8, 4}}
 	args := []any{b, uint32(1)}
-	size, held, err := packArgs(buf, params, true, ctx, "k", args, nil)
+	size, held, err := packArgs(buf, params, true, ctx, "k", args)
 	require.NoError(t, err)
 	assert.Equal(t, uintptr(12), size)
 	assert.Equal(t, argMask(1), held.mask)
@@ -232,21 +232,21 @@ func TestPackArgsDeviceMemory(t *testing.T) {
 	assert.Equal(t, []*stream{s}, b.used())
 
 	// Every failure lets go of what it held, the failing argument included.
-	_, _, err = packArgs(buf, params, true, other, "k", []any{b, uint32(1)}, nil)
+	_, _, err = packArgs(buf, params, true, other, "k", []any{b, uint32(1)})
 	require.ErrorIs(t, err, ErrWrongContext)
 	assert.Zero(t, b.holds())
-	_, _, err = packArgs(buf, params, true, ctx, "k", []any{b, int64(1)}, nil)
+	_, _, err = packArgs(buf, params, true, ctx, "k", []any{b, int64(1)})
 	require.ErrorIs(t, err, ErrInvalidArgument)
 	assert.Zero(t, b.holds())
-	_, _, err = packArgs(buf, []paramInfo{{0, 8}, {8, 8}, {16, 8}}, true, ctx, "k", []any{b, b, "x"}, nil)
+	_, _, err = packArgs(buf, []paramInfo{{0, 8}, {8, 8}, {16, 8}}, true, ctx, "k", []any{b, b, "x"})
 	require.ErrorIs(t, err, ErrInvalidArgument)
 	assert.Zero(t, b.holds())
 	closed := closedBuf(ctx)
-	_, _, err = packArgs(buf, params, true, ctx, "k", []any{b, closed}, nil)
+	_, _, err = packArgs(buf, params, true, ctx, "k", []any{b, closed})
 	require.ErrorIs(t, err, ErrClosed)
 	assert.Contains(t, err.Error(), "argument 1")
 	assert.Zero(t, b.holds())
-	_, _, err = packArgs(make([]byte, 8), nil, false, ctx, "k", []any{b, [2]uint64{}}, nil)
+	_, _, err = packArgs(make([]byte, 8), nil, false, ctx, "k", []any{b, [2]uint64{}})
 	require.ErrorIs(t, err, errParamsTooLarge)
 	assert.Zero(t, b.holds())
 	assert.Equal(t, []*stream{s}, b.used(), "failed packs record no use")
@@ -259,13 +259,13 @@ func TestPackArgsDeviceMemory(t *testing.T) {
 	}
 	many[3], many[70], many[75] = b, b, b
 	big := make([]byte, 8*80)
-	_, held, err = packArgs(big, nil, false, ctx, "k", many, nil)
+	_, held, err = packArgs(big, nil, false, ctx, "k", many)
 	require.NoError(t, err)
 	assert.Equal(t, 3, b.holds())
 	releaseArgs(many, &held, nil, nil)
 	assert.Zero(t, b.holds())
 	many[72] = closed
-	_, _, err = packArgs(big, nil, false, ctx, "k", many, nil)
+	_, _, err = packArgs(big, nil, false, ctx, "k", many)
 	require.ErrorIs(t, err, ErrClosed)
 	assert.Zero(t, b.holds(), "the holds of arguments 3 and 70 are released, 75 was never taken")
 }
@@ -279,7 +279,7 @@ func TestPackArgsAllocations(t *testing.T) {
 	b := newFakeBuf(0x3000, fakeContext())
 	params := []paramInfo{{0, 4}, {8, 8}, {16, 8}, {24, 4}, {32, 16}, {48, 8}}
 	allocs := testing.AllocsPerRun(100, func() {
-		if _, _, err := packArgs(buf[:], params, true, nil, "k", []any{a, x, y, n, g, b}, nil); err != nil {
+		if _, _, err := packArgs(buf[:], params, true, nil, "k", []any{a, x, y, n, g, b}); err != nil {
 			t.Fatal(err)
 		}
 		a++
@@ -404,7 +404,7 @@ func TestPackArgsSameBufferTwice(t *testing.T) {
 	buf := make([]byte, 24)
 	params := []paramInfo{{0, 8}, {8, 4}, {16, 8}}
 	args := []any{b, float32(1), b}
-	_, held, err := packArgs(buf, params, true, ctx, "k", args, nil)
+	_, held, err := packArgs(buf, params, true, ctx, "k", args)
 	require.NoError(t, err)
 	assert.Equal(t, argMask(1), held.mask, "one hold")
 	assert.Equal(t, uint32(1), b.m.hold.inside())
@@ -427,7 +427,7 @@ func TestPackArgsPastKeptMemory(t *testing.T) {
 	// Held: 0, 1 (Input), 2, 3, 4 (Input, made written by 7), 5; repeats: 7 of 4,
 	// 8 of 0 (an Input of written memory), 9 of 1 (an Input again).
 	args := []any{bs[0], in(bs[1]), bs[2], bs[3], in(bs[4]), bs[5], uint32(7), bs[4], in(bs[0]), in(bs[1])}
-	_, held, err := packArgs(make([]byte, 8*len(args)), nil, false, ctx, "k", args, nil)
+	_, held, err := packArgs(make([]byte, 8*len(args)), nil, false, ctx, "k", args)
 	require.NoError(t, err)
 	assert.Equal(t, argMask(0b111111), held.mask)
 	assert.Equal(t, 6, held.n)
