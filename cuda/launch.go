@@ -359,19 +359,8 @@ func (f *Function) packFast(buf []byte, args []any, on *stream) (size uintptr, o
 	c := f.mod.ctx.ctxState
 	var end uintptr // unknown layout: end of the last argument
 	for i := range args {
-		a := args[i]
-		var v uint64
-		sz := uintptr(8)
-		// By comparisons of the type word, as packHeld's usual cases.
-		mem := isType[*DeviceBuffer](a) || isType[Input](a)
-		switch {
-		case mem:
-		case isType[int32](a), isType[float32](a), isType[uint32](a):
-			sz, v = 4, uint64(*(*uint32)(dataWord(&args[i])))
-		case isType[CUdeviceptr](a), isType[int64](a), isType[uint64](a), isType[float64](a),
-			isType[int](a), isType[uint](a), isType[uintptr](a):
-			v = *(*uint64)(dataWord(&args[i]))
-		default:
+		sz, v, mem := usualArg(args, i)
+		if sz == 0 {
 			mem = true // other memory (deviceArg), or nil from argMem: declined
 		}
 		if mem {
@@ -379,7 +368,7 @@ func (f *Function) packFast(buf []byte, args []any, on *stream) (size uintptr, o
 			if m == nil || m.ctx == nil || m.root != nil || m.ctx.ctxState != c || !m.fastUse(on, !read) {
 				return 0, false
 			}
-			v = uint64(m.ptr)
+			sz, v = 8, uint64(m.ptr)
 		}
 		off := (end + sz - 1) &^ (sz - 1)
 		if f.known {
@@ -658,18 +647,11 @@ func packHeld(buf []byte, params []paramInfo, known bool, ctx *Context, name str
 			v         uint64         // the value of a scalar
 			src       unsafe.Pointer // the value of anything else, sz bytes
 		)
-		// The usual arguments first, each by a comparison of its type word: the type
-		// switch below finds a case by the type's hash, a load from its descriptor and
-		// an indirect jump, both likely to miss after the last driver call.
-		mem := false
-		switch a := args[i]; {
-		case isType[*DeviceBuffer](a), isType[Input](a):
-			mem = true
-		case isType[int32](a), isType[float32](a): // the value's four bytes
-			sz, v = 4, uint64(*(*uint32)(dataWord(&args[i])))
-		case isType[CUdeviceptr](a):
-			sz, v = 8, *(*uint64)(dataWord(&args[i]))
-		default: // int32, float32 and CUdeviceptr are above
+		// The usual arguments first (usualArg): the type switch below finds a case by
+		// the type's hash, a load from its descriptor and an indirect jump, both likely
+		// to miss after the last driver call.
+		sz, v, mem := usualArg(args, i)
+		if sz == 0 && !mem { // not one of usualArg's types
 			switch x := args[i].(type) {
 			case int8:
 				sz, v = 1, uint64(uint8(x))
@@ -684,23 +666,9 @@ func packHeld(buf []byte, params []paramInfo, known bool, ctx *Context, name str
 				sz, v = 2, uint64(uint16(x))
 			case uint16:
 				sz, v = 2, uint64(x)
-			case uint32:
-				sz, v = 4, uint64(x)
-			case int64:
-				sz, v = 8, uint64(x)
-			case uint64:
-				sz, v = 8, x
-			case int:
-				sz, v = 8, uint64(x)
-			case uint:
-				sz, v = 8, uint64(x)
-			case uintptr:
-				sz, v = 8, uint64(x)
-			case float64:
-				sz, v = 8, math.Float64bits(x)
 			case nil:
 				return 0, done, argError(argNil, name, i, args, 0, 0, nil)
-			case *DeviceBuffer, Input, deviceArg:
+			case deviceArg: // other than usualArg's
 				mem = true
 			default:
 				t := reflect.TypeOf(x)
@@ -785,6 +753,22 @@ func packHeld(buf []byte, params []paramInfo, known bool, ctx *Context, name str
 		size = max(size, p.offset+p.size)
 	}
 	return size, done, nil
+}
+
+// usualArg reads args[i] if it is of a usual type, each found by a comparison of its
+// type word: memory as a *DeviceBuffer or Input (mem), or a 4- or 8-byte scalar,
+// whose size and value it returns. For any other type it returns zeros.
+func usualArg(args []any, i int) (sz uintptr, v uint64, mem bool) {
+	switch a := args[i]; {
+	case isType[*DeviceBuffer](a), isType[Input](a):
+		return 0, 0, true
+	case isType[int32](a), isType[float32](a), isType[uint32](a): // the value's four bytes
+		return 4, uint64(*(*uint32)(dataWord(&args[i]))), false
+	case isType[CUdeviceptr](a), isType[int64](a), isType[uint64](a), isType[float64](a),
+		isType[int](a), isType[uint](a), isType[uintptr](a):
+		return 8, *(*uint64)(dataWord(&args[i])), false
+	}
+	return 0, 0, false
 }
 
 // isType reports whether a holds a T, by its type word alone (no type descriptor is
