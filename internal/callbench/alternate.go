@@ -1,6 +1,7 @@
 package callbench
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -30,10 +31,14 @@ func Loop(name string, f func() error) Side {
 // off the sides' clocks, so that all see the same state of the machine: the fair
 // way to compare costs that move between processes and runs. It reports each
 // side's mean time per iteration (NAME-ns/op), and its ratio to the first side's
-// (NAME/FIRST) and difference from it (NAME-FIRST-ns).
+// (NAME/FIRST) and difference from it (NAME-FIRST-ns). With three rounds or more it
+// also reports the median of the rounds' ratios (NAME/FIRST-med): a burst of the
+// machine's noise in one side's turn moves the ratio of the sums, not the median.
 func Alternate(b *testing.B, chunk int, sync func() error, sides ...Side) {
 	b.Helper()
 	times := make([]time.Duration, len(sides))
+	round := make([]time.Duration, len(sides))
+	ratios := make([][]float64, len(sides)) // per side, each full round's ratio to the first side
 	b.ResetTimer()
 	for done, r := 0, 0; done < b.N; done, r = done+chunk, r+1 {
 		k := min(chunk, b.N-done)
@@ -44,16 +49,37 @@ func Alternate(b *testing.B, chunk int, sync func() error, sides ...Side) {
 				b.Fatalf("%s: %v", sides[i].Name, err)
 			}
 			times[i] += d
+			round[i] = d
 			if err := sync(); err != nil {
 				b.Fatal(err)
 			}
 		}
+		if k == chunk && round[0] > 0 {
+			for i := 1; i < len(sides); i++ {
+				ratios[i] = append(ratios[i], float64(round[i])/float64(round[0]))
+			}
+		}
 	}
+	b.StopTimer()
 	for i, s := range sides {
 		b.ReportMetric(float64(times[i].Nanoseconds())/float64(b.N), s.Name+"-ns/op")
 		if i > 0 {
 			b.ReportMetric(float64(times[i])/float64(times[0]), s.Name+"/"+sides[0].Name)
 			b.ReportMetric(float64((times[i]-times[0]).Nanoseconds())/float64(b.N), s.Name+"-"+sides[0].Name+"-ns")
+			if len(ratios[i]) >= 3 {
+				b.ReportMetric(median(ratios[i]), s.Name+"/"+sides[0].Name+"-med")
+			}
 		}
 	}
+}
+
+// median returns the median of v (the mean of the middle two for an even count),
+// sorting v.
+func median(v []float64) float64 {
+	slices.Sort(v)
+	n := len(v)
+	if n%2 == 1 {
+		return v[n/2]
+	}
+	return (v[n/2-1] + v[n/2]) / 2
 }

@@ -37,4 +37,36 @@ func TestAlternate(t *testing.T) {
 	assert.InDelta(t, 150, res.Extra["go-ns/op"], 1e-9)
 	assert.InDelta(t, 1.5, res.Extra["go/c"], 1e-9)
 	assert.InDelta(t, 50, res.Extra["go-c-ns"], 1e-9)
+	if chunks >= 4 {
+		assert.InDelta(t, 1.5, res.Extra["go/c-med"], 1e-9)
+	}
+}
+
+// TestAlternateMedian: a side slow in one turn of four moves the ratio of the sums but
+// not the median of the full rounds' ratios; the last, partial round is left out of it.
+func TestAlternateMedian(t *testing.T) {
+	var calls int
+	var goTime, cTime time.Duration
+	c := Side{Name: "c", Run: func(k int) (time.Duration, error) {
+		d := time.Duration(k) * 100
+		cTime += d
+		return d, nil
+	}}
+	slow := Side{Name: "go", Run: func(k int) (time.Duration, error) {
+		calls++
+		d := time.Duration(k) * 150
+		if calls%4 == 0 || k < 7 {
+			d *= 10
+		}
+		goTime += d
+		return d, nil
+	}}
+	res := testing.Benchmark(func(b *testing.B) {
+		calls, goTime, cTime = 0, 0, 0
+		Alternate(b, 7, func() error { return nil }, c, slow)
+	})
+	require.GreaterOrEqual(t, calls, 3)
+	assert.InDelta(t, float64(goTime)/float64(cTime), res.Extra["go/c"], 1e-9)
+	assert.Greater(t, res.Extra["go/c"], 3.0, "the slow turns count in the sums")
+	assert.InDelta(t, 1.5, res.Extra["go/c-med"], 1e-9, "the median of the rounds' ratios")
 }
