@@ -359,11 +359,8 @@ func (f *Function) packFast(buf []byte, args []any, on *stream) (size uintptr, o
 	c := f.mod.ctx.ctxState
 	var end uintptr // unknown layout: end of the last argument
 	for i := range args {
-		sz, v, mem := usualArg(args, i)
-		if sz == 0 {
-			mem = true // other memory (deviceArg), or nil from argMem: declined
-		}
-		if mem {
+		sz, v, _ := usualArg(args, i)
+		if sz == 0 { // memory, or another type: argMem returns nil for it, declined
 			m, read := argMem(&args[i])
 			if m == nil || m.ctx == nil || m.root != nil || m.ctx.ctxState != c || !m.fastUse(on, !read) {
 				return 0, false
