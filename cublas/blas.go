@@ -7,7 +7,9 @@ import (
 	"reflect"
 	"unsafe"
 
+	"github.com/gocuda/gocuda/cublas/cublasraw"
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 )
 
 // Scalar is an element type of the typed operations: float32, float64, complex64
@@ -31,9 +33,9 @@ type Real interface {
 
 // Transposition of a matrix operand.
 const (
-	NoTrans   = CUBLAS_OP_N // op(A) = A
-	Trans     = CUBLAS_OP_T // op(A) = Aᵀ
-	ConjTrans = CUBLAS_OP_C // op(A) = Aᴴ
+	NoTrans   = cublasraw.CUBLAS_OP_N // op(A) = A
+	Trans     = cublasraw.CUBLAS_OP_T // op(A) = Aᵀ
+	ConjTrans = cublasraw.CUBLAS_OP_C // op(A) = Aᴴ
 )
 
 // Matrices are column-major, as in BLAS: element (i, j) of a matrix with leading
@@ -52,7 +54,7 @@ const (
 
 // Gemm computes C = alpha·op(A)·op(B) + beta·C on s, where op(A) is m×k, op(B) is k×n
 // and C is m×n: cublas{S,D,C,Z}gemm.
-func Gemm[T GemmScalar](s *cuda.Stream, transA, transB CublasOperation, m, n, k int, alpha T, a cuda.Memory, lda int,
+func Gemm[T GemmScalar](s *cuda.Stream, transA, transB cublasraw.CublasOperation, m, n, k int, alpha T, a cuda.Memory, lda int,
 	b cuda.Memory, ldb int, beta T, c cuda.Memory, ldc int) error {
 	const op = "gemm"
 	ar, ac := dims(transA, m, k)
@@ -64,21 +66,21 @@ func Gemm[T GemmScalar](s *cuda.Stream, transA, transB CublasOperation, m, n, k 
 		return gemmError[T, T](op, transA, transB, m, n, k, a, lda, 0, b, ldb, 0, c, ldc, 0, 1)
 	}
 	M, N, K, LDA, LDB, LDC := int32(m), int32(n), int32(k), int32(lda), int32(ldb), int32(ldc)
-	return call(op, s, func(ctx cuda.CUcontext, h CublasHandle, sc *scalars) error {
+	return call(op, s, func(ctx cudaraw.CUcontext, h cublasraw.CublasHandle, sc *scalars) error {
 		pal, pbe := setScalars(sc, alpha, beta)
 		switch any(alpha).(type) {
 		case float32:
-			return inSgemm(ctx, h, transA, transB, M, N, K, f32(pal), f32(pa), LDA, f32(pb), LDB, f32(pbe), f32(pc), LDC)
+			return cublasraw.SgemmIn(ctx, h, transA, transB, M, N, K, f32(pal), f32(pa), LDA, f32(pb), LDB, f32(pbe), f32(pc), LDC)
 		case float64:
-			return inDgemm(ctx, h, transA, transB, M, N, K, f64(pal), f64(pa), LDA, f64(pb), LDB, f64(pbe), f64(pc), LDC)
+			return cublasraw.DgemmIn(ctx, h, transA, transB, M, N, K, f64(pal), f64(pa), LDA, f64(pb), LDB, f64(pbe), f64(pc), LDC)
 		case complex64:
-			return inCgemm(ctx, h, transA, transB, M, N, K, c64(pal), c64(pa), LDA, c64(pb), LDB, c64(pbe), c64(pc), LDC)
+			return cublasraw.CgemmIn(ctx, h, transA, transB, M, N, K, c64(pal), c64(pa), LDA, c64(pb), LDB, c64(pbe), c64(pc), LDC)
 		case cuda.Float16:
-			return inGemmEx(ctx, h, transA, transB, M, N, K, unsafe.Pointer(pal), unsafe.Pointer(pa), cuda.CUDA_R_16F, LDA,
-				unsafe.Pointer(pb), cuda.CUDA_R_16F, LDB, unsafe.Pointer(pbe), unsafe.Pointer(pc), cuda.CUDA_R_16F, LDC,
-				CUBLAS_COMPUTE_16F, CUBLAS_GEMM_DEFAULT)
+			return cublasraw.GemmExIn(ctx, h, transA, transB, M, N, K, unsafe.Pointer(pal), unsafe.Pointer(pa), cudaraw.CUDA_R_16F, LDA,
+				unsafe.Pointer(pb), cudaraw.CUDA_R_16F, LDB, unsafe.Pointer(pbe), unsafe.Pointer(pc), cudaraw.CUDA_R_16F, LDC,
+				cublasraw.CUBLAS_COMPUTE_16F, cublasraw.CUBLAS_GEMM_DEFAULT)
 		default:
-			return inZgemm(ctx, h, transA, transB, M, N, K, c128(pal), c128(pa), LDA, c128(pb), LDB, c128(pbe), c128(pc), LDC)
+			return cublasraw.ZgemmIn(ctx, h, transA, transB, M, N, K, c128(pal), c128(pa), LDA, c128(pb), LDB, c128(pbe), c128(pc), LDC)
 		}
 	}, cuda.Reads(a), cuda.Reads(b), cuda.Writes(c))
 }
@@ -87,7 +89,7 @@ func Gemm[T GemmScalar](s *cuda.Stream, transA, transB CublasOperation, m, n, k 
 // op(A) m×k, op(B) k×n and C m×n stored by rows, lda, ldb and ldc their row
 // lengths in memory. It computes the column-major product Cᵀ = op(B)ᵀ·op(A)ᵀ, which
 // is C in row-major order: no data moves.
-func GemmRowMajor[T GemmScalar](s *cuda.Stream, transA, transB CublasOperation, m, n, k int, alpha T, a cuda.Memory, lda int,
+func GemmRowMajor[T GemmScalar](s *cuda.Stream, transA, transB cublasraw.CublasOperation, m, n, k int, alpha T, a cuda.Memory, lda int,
 	b cuda.Memory, ldb int, beta T, c cuda.Memory, ldc int) error {
 	return Gemm(s, transB, transA, n, m, k, alpha, b, ldb, a, lda, beta, c, ldc)
 }
@@ -95,7 +97,7 @@ func GemmRowMajor[T GemmScalar](s *cuda.Stream, transA, transB CublasOperation, 
 // GemmStridedBatched computes batch products C[i] = alpha·op(A[i])·op(B[i]) +
 // beta·C[i] on s, where A[i] starts strideA elements after A[i-1] (likewise B and C):
 // cublas{S,D,C,Z}gemmStridedBatched.
-func GemmStridedBatched[T GemmScalar](s *cuda.Stream, transA, transB CublasOperation, m, n, k int, alpha T,
+func GemmStridedBatched[T GemmScalar](s *cuda.Stream, transA, transB cublasraw.CublasOperation, m, n, k int, alpha T,
 	a cuda.Memory, lda, strideA int, b cuda.Memory, ldb, strideB int, beta T, c cuda.Memory, ldc, strideC int, batch int) error {
 	const op = "gemm strided batched"
 	if batch < 0 || batch > maxInt32 || strideA < 0 || strideB < 0 || strideC < 0 {
@@ -111,21 +113,21 @@ func GemmStridedBatched[T GemmScalar](s *cuda.Stream, transA, transB CublasOpera
 	}
 	M, N, K, LDA, LDB, LDC, B := int32(m), int32(n), int32(k), int32(lda), int32(ldb), int32(ldc), int32(batch)
 	SA, SB, SC := int64(strideA), int64(strideB), int64(strideC)
-	return call(op, s, func(ctx cuda.CUcontext, h CublasHandle, sc *scalars) error {
+	return call(op, s, func(ctx cudaraw.CUcontext, h cublasraw.CublasHandle, sc *scalars) error {
 		pal, pbe := setScalars(sc, alpha, beta)
 		switch any(alpha).(type) {
 		case float32:
-			return inSgemmStridedBatched(ctx, h, transA, transB, M, N, K, f32(pal), f32(pa), LDA, SA, f32(pb), LDB, SB, f32(pbe), f32(pc), LDC, SC, B)
+			return cublasraw.SgemmStridedBatchedIn(ctx, h, transA, transB, M, N, K, f32(pal), f32(pa), LDA, SA, f32(pb), LDB, SB, f32(pbe), f32(pc), LDC, SC, B)
 		case float64:
-			return inDgemmStridedBatched(ctx, h, transA, transB, M, N, K, f64(pal), f64(pa), LDA, SA, f64(pb), LDB, SB, f64(pbe), f64(pc), LDC, SC, B)
+			return cublasraw.DgemmStridedBatchedIn(ctx, h, transA, transB, M, N, K, f64(pal), f64(pa), LDA, SA, f64(pb), LDB, SB, f64(pbe), f64(pc), LDC, SC, B)
 		case complex64:
-			return inCgemmStridedBatched(ctx, h, transA, transB, M, N, K, c64(pal), c64(pa), LDA, SA, c64(pb), LDB, SB, c64(pbe), c64(pc), LDC, SC, B)
+			return cublasraw.CgemmStridedBatchedIn(ctx, h, transA, transB, M, N, K, c64(pal), c64(pa), LDA, SA, c64(pb), LDB, SB, c64(pbe), c64(pc), LDC, SC, B)
 		case cuda.Float16:
-			return inGemmStridedBatchedEx(ctx, h, transA, transB, M, N, K, unsafe.Pointer(pal), unsafe.Pointer(pa), cuda.CUDA_R_16F, LDA, SA,
-				unsafe.Pointer(pb), cuda.CUDA_R_16F, LDB, SB, unsafe.Pointer(pbe), unsafe.Pointer(pc), cuda.CUDA_R_16F, LDC, SC, B,
-				CUBLAS_COMPUTE_16F, CUBLAS_GEMM_DEFAULT)
+			return cublasraw.GemmStridedBatchedExIn(ctx, h, transA, transB, M, N, K, unsafe.Pointer(pal), unsafe.Pointer(pa), cudaraw.CUDA_R_16F, LDA, SA,
+				unsafe.Pointer(pb), cudaraw.CUDA_R_16F, LDB, SB, unsafe.Pointer(pbe), unsafe.Pointer(pc), cudaraw.CUDA_R_16F, LDC, SC, B,
+				cublasraw.CUBLAS_COMPUTE_16F, cublasraw.CUBLAS_GEMM_DEFAULT)
 		default:
-			return inZgemmStridedBatched(ctx, h, transA, transB, M, N, K, c128(pal), c128(pa), LDA, SA, c128(pb), LDB, SB, c128(pbe), c128(pc), LDC, SC, B)
+			return cublasraw.ZgemmStridedBatchedIn(ctx, h, transA, transB, M, N, K, c128(pal), c128(pa), LDA, SA, c128(pb), LDB, SB, c128(pbe), c128(pc), LDC, SC, B)
 		}
 	}, cuda.Reads(a), cuda.Reads(b), cuda.Writes(c))
 }
@@ -133,7 +135,7 @@ func GemmStridedBatched[T GemmScalar](s *cuda.Stream, transA, transB CublasOpera
 // Gemv computes y = alpha·op(A)·x + beta·y on s, where A is m×n (op(A) is n×m when
 // transposed), x and y vectors of the lengths op(A) takes and gives, with unit
 // stride: cublas{S,D,C,Z}gemv.
-func Gemv[T Scalar](s *cuda.Stream, trans CublasOperation, m, n int, alpha T, a cuda.Memory, lda int, x cuda.Memory,
+func Gemv[T Scalar](s *cuda.Stream, trans cublasraw.CublasOperation, m, n int, alpha T, a cuda.Memory, lda int, x cuda.Memory,
 	beta T, y cuda.Memory) error {
 	const op = "gemv"
 	xl, yl := n, m
@@ -156,17 +158,17 @@ func Gemv[T Scalar](s *cuda.Stream, trans CublasOperation, m, n int, alpha T, a 
 		return err
 	}
 	M, N, LDA := int32(m), int32(n), int32(lda)
-	return call(op, s, func(ctx cuda.CUcontext, h CublasHandle, sc *scalars) error {
+	return call(op, s, func(ctx cudaraw.CUcontext, h cublasraw.CublasHandle, sc *scalars) error {
 		pal, pbe := setScalars(sc, alpha, beta)
 		switch any(alpha).(type) {
 		case float32:
-			return inSgemv(ctx, h, trans, M, N, f32(pal), f32(pa), LDA, f32(px), 1, f32(pbe), f32(py), 1)
+			return cublasraw.SgemvIn(ctx, h, trans, M, N, f32(pal), f32(pa), LDA, f32(px), 1, f32(pbe), f32(py), 1)
 		case float64:
-			return inDgemv(ctx, h, trans, M, N, f64(pal), f64(pa), LDA, f64(px), 1, f64(pbe), f64(py), 1)
+			return cublasraw.DgemvIn(ctx, h, trans, M, N, f64(pal), f64(pa), LDA, f64(px), 1, f64(pbe), f64(py), 1)
 		case complex64:
-			return inCgemv(ctx, h, trans, M, N, c64(pal), c64(pa), LDA, c64(px), 1, c64(pbe), c64(py), 1)
+			return cublasraw.CgemvIn(ctx, h, trans, M, N, c64(pal), c64(pa), LDA, c64(px), 1, c64(pbe), c64(py), 1)
 		default:
-			return inZgemv(ctx, h, trans, M, N, c128(pal), c128(pa), LDA, c128(px), 1, c128(pbe), c128(py), 1)
+			return cublasraw.ZgemvIn(ctx, h, trans, M, N, c128(pal), c128(pa), LDA, c128(px), 1, c128(pbe), c128(py), 1)
 		}
 	}, cuda.Reads(a), cuda.Reads(x), cuda.Writes(y))
 }
@@ -183,17 +185,17 @@ func Axpy[T Scalar](s *cuda.Stream, n int, alpha T, x, y cuda.Memory) error {
 		return err
 	}
 	N := int32(n)
-	return call(op, s, func(ctx cuda.CUcontext, h CublasHandle, sc *scalars) error {
+	return call(op, s, func(ctx cudaraw.CUcontext, h cublasraw.CublasHandle, sc *scalars) error {
 		pal := setScalar(sc, alpha)
 		switch any(alpha).(type) {
 		case float32:
-			return inSaxpy(ctx, h, N, f32(pal), f32(px), 1, f32(py), 1)
+			return cublasraw.SaxpyIn(ctx, h, N, f32(pal), f32(px), 1, f32(py), 1)
 		case float64:
-			return inDaxpy(ctx, h, N, f64(pal), f64(px), 1, f64(py), 1)
+			return cublasraw.DaxpyIn(ctx, h, N, f64(pal), f64(px), 1, f64(py), 1)
 		case complex64:
-			return inCaxpy(ctx, h, N, c64(pal), c64(px), 1, c64(py), 1)
+			return cublasraw.CaxpyIn(ctx, h, N, c64(pal), c64(px), 1, c64(py), 1)
 		default:
-			return inZaxpy(ctx, h, N, c128(pal), c128(px), 1, c128(py), 1)
+			return cublasraw.ZaxpyIn(ctx, h, N, c128(pal), c128(px), 1, c128(py), 1)
 		}
 	}, cuda.Reads(x), cuda.Writes(y))
 }
@@ -206,17 +208,17 @@ func Scal[T Scalar](s *cuda.Stream, n int, alpha T, x cuda.Memory) error {
 		return err
 	}
 	N := int32(n)
-	return call(op, s, func(ctx cuda.CUcontext, h CublasHandle, sc *scalars) error {
+	return call(op, s, func(ctx cudaraw.CUcontext, h cublasraw.CublasHandle, sc *scalars) error {
 		pal := setScalar(sc, alpha)
 		switch any(alpha).(type) {
 		case float32:
-			return inSscal(ctx, h, N, f32(pal), f32(px), 1)
+			return cublasraw.SscalIn(ctx, h, N, f32(pal), f32(px), 1)
 		case float64:
-			return inDscal(ctx, h, N, f64(pal), f64(px), 1)
+			return cublasraw.DscalIn(ctx, h, N, f64(pal), f64(px), 1)
 		case complex64:
-			return inCscal(ctx, h, N, c64(pal), c64(px), 1)
+			return cublasraw.CscalIn(ctx, h, N, c64(pal), c64(px), 1)
 		default:
-			return inZscal(ctx, h, N, c128(pal), c128(px), 1)
+			return cublasraw.ZscalIn(ctx, h, N, c128(pal), c128(px), 1)
 		}
 	}, cuda.Writes(x))
 }
@@ -225,11 +227,11 @@ func Scal[T Scalar](s *cuda.Stream, n int, alpha T, x cuda.Memory) error {
 // result, one element of T in GPU memory: cublas{S,D}dot with the device pointer
 // mode, so that nothing waits. Dot returns it to the host.
 func DotTo[T Real](s *cuda.Stream, n int, x, y, result cuda.Memory) error {
-	return reduceTo[T]("dot", s, n, []cuda.Memory{x, y}, result, func(ctx cuda.CUcontext, h CublasHandle, N int32, p []*T, r *T) error {
+	return reduceTo[T]("dot", s, n, []cuda.Memory{x, y}, result, func(ctx cudaraw.CUcontext, h cublasraw.CublasHandle, N int32, p []*T, r *T) error {
 		if isFloat32[T]() {
-			return inSdot(ctx, h, N, f32(p[0]), 1, f32(p[1]), 1, f32(r))
+			return cublasraw.SdotIn(ctx, h, N, f32(p[0]), 1, f32(p[1]), 1, f32(r))
 		}
-		return inDdot(ctx, h, N, f64(p[0]), 1, f64(p[1]), 1, f64(r))
+		return cublasraw.DdotIn(ctx, h, N, f64(p[0]), 1, f64(p[1]), 1, f64(r))
 	})
 }
 
@@ -237,11 +239,11 @@ func DotTo[T Real](s *cuda.Stream, n int, x, y, result cuda.Memory) error {
 // one element of T in GPU memory: cublas{S,D}nrm2 with the device pointer mode.
 // Nrm2 returns it to the host.
 func Nrm2To[T Real](s *cuda.Stream, n int, x, result cuda.Memory) error {
-	return reduceTo[T]("nrm2", s, n, []cuda.Memory{x}, result, func(ctx cuda.CUcontext, h CublasHandle, N int32, p []*T, r *T) error {
+	return reduceTo[T]("nrm2", s, n, []cuda.Memory{x}, result, func(ctx cudaraw.CUcontext, h cublasraw.CublasHandle, N int32, p []*T, r *T) error {
 		if isFloat32[T]() {
-			return inSnrm2(ctx, h, N, f32(p[0]), 1, f32(r))
+			return cublasraw.Snrm2In(ctx, h, N, f32(p[0]), 1, f32(r))
 		}
-		return inDnrm2(ctx, h, N, f64(p[0]), 1, f64(r))
+		return cublasraw.Dnrm2In(ctx, h, N, f64(p[0]), 1, f64(r))
 	})
 }
 
@@ -249,7 +251,7 @@ func Nrm2To[T Real](s *cuda.Stream, n int, x, result cuda.Memory) error {
 // one-element result, and runs f in the device pointer mode, the inputs read and the
 // result written.
 func reduceTo[T Real](op string, s *cuda.Stream, n int, in []cuda.Memory, result cuda.Memory,
-	f func(ctx cuda.CUcontext, h CublasHandle, n int32, p []*T, r *T) error) error {
+	f func(ctx cudaraw.CUcontext, h cublasraw.CublasHandle, n int32, p []*T, r *T) error) error {
 	p := make([]*T, len(in))
 	uses := make([]cuda.Use, 0, len(in)+1)
 	for i, m := range in {
@@ -264,7 +266,7 @@ func reduceTo[T Real](op string, s *cuda.Stream, n int, in []cuda.Memory, result
 		return err
 	}
 	N := int32(n)
-	return call(op, s, func(ctx cuda.CUcontext, h CublasHandle, _ *scalars) error {
+	return call(op, s, func(ctx cudaraw.CUcontext, h cublasraw.CublasHandle, _ *scalars) error {
 		return devicePointers(ctx, h, func() error { return f(ctx, h, N, p, r) })
 	}, append(uses, cuda.Writes(result))...)
 }
@@ -298,23 +300,23 @@ func scalarResult[T Real](s *cuda.Stream, f func(r *cuda.DeviceBuffer) error) (T
 
 // devicePointers runs f with h in the device pointer mode, then back in the host
 // mode that the other operations use.
-func devicePointers(ctx cuda.CUcontext, h CublasHandle, f func() error) error {
-	if err := inSetPointerMode(ctx, h, CUBLAS_POINTER_MODE_DEVICE); err != nil {
+func devicePointers(ctx cudaraw.CUcontext, h cublasraw.CublasHandle, f func() error) error {
+	if err := cublasraw.SetPointerModeIn(ctx, h, cublasraw.CUBLAS_POINTER_MODE_DEVICE); err != nil {
 		return err
 	}
 	err := f()
-	return errors.Join(err, inSetPointerMode(ctx, h, CUBLAS_POINTER_MODE_HOST))
+	return errors.Join(err, cublasraw.SetPointerModeIn(ctx, h, cublasraw.CUBLAS_POINTER_MODE_HOST))
 }
 
 // dims returns the rows and columns a matrix operand holds when op(X) is r×c.
-func dims(t CublasOperation, r, c int) (int, int) {
+func dims(t cublasraw.CublasOperation, r, c int) (int, int) {
 	if t == NoTrans {
 		return r, c
 	}
 	return c, r
 }
 
-func checkTrans(op string, a, b CublasOperation) error {
+func checkTrans(op string, a, b cublasraw.CublasOperation) error {
 	if !validTrans(a, b) {
 		return transError(op, a, b)
 	}
@@ -322,12 +324,12 @@ func checkTrans(op string, a, b CublasOperation) error {
 }
 
 // validTrans reports whether a and b are transpositions: NoTrans, Trans or ConjTrans.
-func validTrans(a, b CublasOperation) bool {
+func validTrans(a, b cublasraw.CublasOperation) bool {
 	return uint32(a) <= uint32(ConjTrans) && uint32(b) <= uint32(ConjTrans) // the three are 0, 1 and 2
 }
 
 //go:noinline
-func transError(op string, a, b CublasOperation) error {
+func transError(op string, a, b cublasraw.CublasOperation) error {
 	t := a
 	if uint32(a) <= uint32(ConjTrans) {
 		t = b
@@ -367,7 +369,7 @@ func matrix[T any](m cuda.Memory, r, c, ld, stride, batch int) (*T, bool) {
 // matrix or validTrans turned down: the first in the order A, B, C, transpositions.
 //
 //go:noinline
-func gemmError[In, Out any](op string, transA, transB CublasOperation, m, n, k int, a cuda.Memory, lda, strideA int,
+func gemmError[In, Out any](op string, transA, transB cublasraw.CublasOperation, m, n, k int, a cuda.Memory, lda, strideA int,
 	b cuda.Memory, ldb, strideB int, c cuda.Memory, ldc, strideC, batch int) error {
 	ar, ac := dims(transA, m, k)
 	br, bc := dims(transB, k, n)
@@ -481,7 +483,7 @@ func isFloat32[T Real]() bool {
 
 // The raw layer's pointer types for a *T of the element type the switch found:
 // the same memory, the pointer converted.
-func f32[T any](p *T) *float32               { return (*float32)(unsafe.Pointer(p)) }
-func f64[T any](p *T) *float64               { return (*float64)(unsafe.Pointer(p)) }
-func c64[T any](p *T) *cuda.CuComplex        { return (*cuda.CuComplex)(unsafe.Pointer(p)) }
-func c128[T any](p *T) *cuda.CuDoubleComplex { return (*cuda.CuDoubleComplex)(unsafe.Pointer(p)) }
+func f32[T any](p *T) *float32                  { return (*float32)(unsafe.Pointer(p)) }
+func f64[T any](p *T) *float64                  { return (*float64)(unsafe.Pointer(p)) }
+func c64[T any](p *T) *cudaraw.CuComplex        { return (*cudaraw.CuComplex)(unsafe.Pointer(p)) }
+func c128[T any](p *T) *cudaraw.CuDoubleComplex { return (*cudaraw.CuDoubleComplex)(unsafe.Pointer(p)) }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gocuda/gocuda/cublas"
+	"github.com/gocuda/gocuda/cublas/cublasraw"
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/stretchr/testify/require"
 )
@@ -31,7 +32,7 @@ func BenchmarkGemmSmall(b *testing.B) {
 		}
 		return time.Since(start)
 	}
-	var h cublas.CublasHandle
+	var h cublasraw.CublasHandle
 	pa, _ := cuda.DevicePtr[float32](a)
 	pb, _ := cuda.DevicePtr[float32](bb)
 	pc, _ := cuda.DevicePtr[float32](c)
@@ -39,17 +40,17 @@ func BenchmarkGemmSmall(b *testing.B) {
 		var d time.Duration
 		err := ctx.Locked(func() error {
 			if h == 0 {
-				if err := cublas.Create(&h); err != nil {
+				if err := cublasraw.Create(&h); err != nil {
 					return err
 				}
-				if err := cublas.SetStream(h, s.Handle()); err != nil {
+				if err := cublasraw.SetStream(h, s.Handle()); err != nil {
 					return err
 				}
 			}
 			alpha, beta := float32(1), float32(0)
 			start := time.Now()
 			for range iters {
-				if err := cublas.Sgemm(h, cublas.NoTrans, cublas.NoTrans, m, n, k, &alpha, pa, m, pb, k, &beta, pc, m); err != nil {
+				if err := cublasraw.Sgemm(h, cublas.NoTrans, cublas.NoTrans, m, n, k, &alpha, pa, m, pb, k, &beta, pc, m); err != nil {
 					return err
 				}
 			}
@@ -61,7 +62,7 @@ func BenchmarkGemmSmall(b *testing.B) {
 	}
 	defer func() {
 		if h != 0 {
-			_ = ctx.Locked(func() error { return cublas.Destroy(h) })
+			_ = ctx.Locked(func() error { return cublasraw.Destroy(h) })
 		}
 	}()
 	settle := func() { require.NoError(b, s.Synchronize()) }

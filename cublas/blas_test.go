@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gocuda/gocuda/cublas"
+	"github.com/gocuda/gocuda/cublas/cublasraw"
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/internal/gputest"
 	"github.com/stretchr/testify/assert"
@@ -94,9 +95,9 @@ func TestArgumentChecks(t *testing.T) {
 }
 
 // gemmRef is C = alpha·op(A)·op(B) + beta·C in complex128, column-major.
-func gemmRef(ta, tb cublas.CublasOperation, m, n, k int, alpha complex128, a []complex128, lda int,
+func gemmRef(ta, tb cublasraw.CublasOperation, m, n, k int, alpha complex128, a []complex128, lda int,
 	b []complex128, ldb int, beta complex128, c []complex128, ldc int) []complex128 {
-	at := func(x []complex128, ld int, t cublas.CublasOperation, i, j int) complex128 {
+	at := func(x []complex128, ld int, t cublasraw.CublasOperation, i, j int) complex128 {
 		switch t {
 		case cublas.Trans:
 			return x[j+i*ld]
@@ -184,8 +185,8 @@ func tol[T cublas.Scalar](k int) float64 {
 
 func checkGemm[T cublas.Scalar](t *testing.T, s *cuda.Stream, seed uint64) {
 	r := rand.New(rand.NewPCG(seed, 1))
-	for _, ta := range []cublas.CublasOperation{cublas.NoTrans, cublas.Trans, cublas.ConjTrans} {
-		for _, tb := range []cublas.CublasOperation{cublas.NoTrans, cublas.Trans} {
+	for _, ta := range []cublasraw.CublasOperation{cublas.NoTrans, cublas.Trans, cublas.ConjTrans} {
+		for _, tb := range []cublasraw.CublasOperation{cublas.NoTrans, cublas.Trans} {
 			m, n, k := 37+r.IntN(40), 29+r.IntN(40), 17+r.IntN(60)
 			ar, ac := m, k
 			if ta != cublas.NoTrans {
@@ -216,7 +217,7 @@ func checkGemm[T cublas.Scalar](t *testing.T, s *cuda.Stream, seed uint64) {
 // GEMM of every element type and transposition against a complex128 CPU product.
 func TestGemm(t *testing.T) {
 	_, s := setup(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cublas.Library())
+	gputest.RequireLibrary(t, cublasraw.Library())
 	checkGemm[float32](t, s, 1)
 	checkGemm[float64](t, s, 2)
 	checkGemm[complex64](t, s, 3)
@@ -227,7 +228,7 @@ func TestGemm(t *testing.T) {
 // CPU.
 func TestLevel1And2AndBatched(t *testing.T) {
 	_, s := setup(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cublas.Library())
+	gputest.RequireLibrary(t, cublasraw.Library())
 	r := rand.New(rand.NewPCG(9, 9))
 
 	// Row-major: C (m×n) = A (m×k) · B (k×n), rows stored contiguously.
@@ -315,7 +316,7 @@ func TestLevel1And2AndBatched(t *testing.T) {
 // handle cache keeps at most MaxIdleHandles afterwards, and each stream one.
 func TestConcurrentGemm(t *testing.T) {
 	ctx, _ := setup(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cublas.Library())
+	gputest.RequireLibrary(t, cublasraw.Library())
 	var wg sync.WaitGroup
 	for g := range 64 {
 		wg.Go(func() {
@@ -360,7 +361,7 @@ func TestConcurrentGemm(t *testing.T) {
 // leased by the graph.
 func TestGemmInCapture(t *testing.T) {
 	_, s := setup(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cublas.Library())
+	gputest.RequireLibrary(t, cublasraw.Library())
 	r := rand.New(rand.NewPCG(13, 13))
 	const m, n, k = 64, 16, 32
 	a, _ := randOf[float64](r, m*k)
@@ -399,7 +400,7 @@ func TestGemmInCapture(t *testing.T) {
 // GemmMixed allocate nothing per call: their host scalars live in the handle.
 func TestCallsDoNotAllocate(t *testing.T) {
 	_, s := setup(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cublas.Library())
+	gputest.RequireLibrary(t, cublasraw.Library())
 	const n = 16
 	a := onDevice(t, s, make([]float32, n*n))
 	c := onDevice(t, s, make([]float32, n*n))

@@ -5,7 +5,9 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/gocuda/gocuda/cublas/cublasraw"
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/internal/callbench"
 	"github.com/gocuda/gocuda/internal/gputest"
 	"github.com/stretchr/testify/require"
@@ -30,11 +32,11 @@ func BenchmarkCallPath(b *testing.B) {
 
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	require.NoError(b, cuda.CtxSetCurrent(ctx.Handle()))
-	var hr CublasHandle
-	require.NoError(b, Create(&hr))
-	defer func() { _ = s.Synchronize(); _ = Destroy(hr) }()
-	require.NoError(b, SetStream(hr, s.Handle()))
+	require.NoError(b, cudaraw.CtxSetCurrent(ctx.Handle()))
+	var hr cublasraw.CublasHandle
+	require.NoError(b, cublasraw.Create(&hr))
+	defer func() { _ = s.Synchronize(); _ = cublasraw.Destroy(hr) }()
+	require.NoError(b, cublasraw.SetStream(hr, s.Handle()))
 	// The raw handle's workspace: pool memory of the idiomatic handles' size, so
 	// that cuBLAS picks the same kernels on both (its own default workspace is larger).
 	ws, err := cuda.AllocFor[byte](s, DefaultWorkspaceSize)
@@ -42,17 +44,17 @@ func BenchmarkCallPath(b *testing.B) {
 	defer ws.Close()
 	pw, err := cuda.DevicePtr[byte](ws)
 	require.NoError(b, err)
-	require.NoError(b, SetWorkspace(hr, unsafe.Pointer(pw), DefaultWorkspaceSize))
+	require.NoError(b, cublasraw.SetWorkspace(hr, unsafe.Pointer(pw), DefaultWorkspaceSize))
 	sc := &scalars{}
 	alpha, beta := setScalars[float32](sc, 1, 0)
 	ch := ctx.Handle()
 	uses := []cuda.Use{cuda.Reads(a), cuda.Reads(x), cuda.Writes(y)}
-	gemm := func(c cuda.CUcontext, h CublasHandle, sc *scalars) error {
+	gemm := func(c cudaraw.CUcontext, h cublasraw.CublasHandle, sc *scalars) error {
 		al, be := setScalars[float32](sc, 1, 0)
-		return inSgemm(c, h, NoTrans, NoTrans, m, n, k, al, pa, m, px, k, be, py, m)
+		return cublasraw.SgemmIn(c, h, NoTrans, NoTrans, m, n, k, al, pa, m, px, k, be, py, m)
 	}
-	noop := func(cuda.CUcontext, CublasHandle, *scalars) error { return nil }
-	take1 := func(f func(cuda.CUcontext, CublasHandle, *scalars) error) error {
+	noop := func(cudaraw.CUcontext, cublasraw.CublasHandle, *scalars) error { return nil }
+	take1 := func(f func(cudaraw.CUcontext, cublasraw.CublasHandle, *scalars) error) error {
 		h, err := take(ctx, s, uses)
 		if err != nil {
 			return err
@@ -63,19 +65,19 @@ func BenchmarkCallPath(b *testing.B) {
 		}
 		return f(ch, h.Raw, h.State.scal)
 	}
-	proc, err := Library().NewProc("cublasSgemm_v2").Addr()
+	proc, err := cublasraw.Library().NewProc("cublasSgemm_v2").Addr()
 	require.NoError(b, err)
 	c1 := &callbench.MLP{Sgemm: proc, Handle: uintptr(hr), Stream: uintptr(s.Handle()),
 		W: []uintptr{uintptr(unsafe.Pointer(pa))}, H: []uintptr{uintptr(unsafe.Pointer(px)), uintptr(unsafe.Pointer(py))},
 		Width: m, Batch: n}
 	callbench.Alternate(b, 400, s.Synchronize, callbench.Side{Name: "c", Run: c1.Loop},
 		callbench.Loop("raw", func() error {
-			return Sgemm(hr, NoTrans, NoTrans, m, n, k, alpha, pa, m, px, k, beta, py, m)
+			return cublasraw.Sgemm(hr, NoTrans, NoTrans, m, n, k, alpha, pa, m, px, k, beta, py, m)
 		}),
 		callbench.Loop("in", func() error { return gemm(ch, hr, sc) }),
 		callbench.Loop("take", func() error { return take1(gemm) }),
 		callbench.Loop("enqueue", func() error {
-			return cuda.Enqueue(s, func(c cuda.CUcontext, _ cuda.CUstream) error { return gemm(c, hr, sc) }, uses...)
+			return cuda.Enqueue(s, func(c cudaraw.CUcontext, _ cudaraw.CUstream) error { return gemm(c, hr, sc) }, uses...)
 		}),
 		callbench.Loop("call", func() error { return call("gemm", s, gemm, uses...) }),
 		callbench.Loop("gemm", func() error {
@@ -83,7 +85,7 @@ func BenchmarkCallPath(b *testing.B) {
 		}),
 		callbench.Loop("take-noop", func() error { return take1(noop) }),
 		callbench.Loop("enqueue-noop", func() error {
-			return cuda.Enqueue(s, func(cuda.CUcontext, cuda.CUstream) error { return nil }, uses...)
+			return cuda.Enqueue(s, func(cudaraw.CUcontext, cudaraw.CUstream) error { return nil }, uses...)
 		}),
 		callbench.Loop("call-noop", func() error { return call("gemm", s, noop, uses...) }),
 	)
@@ -94,7 +96,7 @@ func BenchmarkCallPath(b *testing.B) {
 // ends (BenchmarkCallPath, BenchmarkGemmSmall).
 func gemmSetup(b *testing.B, lens ...int) (*cuda.Stream, []*cuda.DeviceBuffer) {
 	gputest.Require(b)
-	gputest.RequireLibrary(b, Library())
+	gputest.RequireLibrary(b, cublasraw.Library())
 	ctx, err := cuda.Device(0).Context()
 	require.NoError(b, err)
 	s, err := ctx.NewStream()

@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	"github.com/gocuda/gocuda/cublas"
+	"github.com/gocuda/gocuda/cublas/cublasraw"
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/internal/gputest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -27,7 +29,7 @@ const collectRawHandles = 2
 // headers/cublas.toml), and Reclaim then destroys every handle, the idle ones too.
 func TestCollectWhileGPUBusy(t *testing.T) {
 	ctx, s := gputest.Stream(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cublas.Library())
+	gputest.RequireLibrary(t, cublasraw.Library())
 	st := gputest.CollectWhileBusy(t, ctx, collectRawHandles, func(n int) {
 		for range n {
 			collectRound(t, ctx, s)
@@ -80,18 +82,18 @@ func collectRound(t *testing.T, ctx *cuda.Context, s *cuda.Stream) {
 	p, err := cuda.DevicePtr[float32](x)
 	require.NoError(t, err)
 	for range collectRawHandles {
-		var h *cublas.OwnedHandle
+		var h *cublasraw.OwnedHandle
 		require.NoError(t, ctx.Locked(func() (err error) {
-			h, err = cublas.NewOwnedHandle()
+			h, err = cublasraw.NewOwnedHandle()
 			return err
 		}))
-		require.NoError(t, cuda.Enqueue(s, func(_ cuda.CUcontext, st cuda.CUstream) error {
+		require.NoError(t, cuda.Enqueue(s, func(_ cudaraw.CUcontext, st cudaraw.CUstream) error {
 			return ctx.Locked(func() error {
-				if err := cublas.SetStream(h.Handle(), st); err != nil {
+				if err := cublasraw.SetStream(h.Handle(), st); err != nil {
 					return err
 				}
 				alpha := float32(2)
-				return cublas.Sscal(h.Handle(), n, &alpha, p, 1)
+				return cublasraw.Sscal(h.Handle(), n, &alpha, p, 1)
 			})
 		}, cuda.Writes(x)))
 		// h is dropped here, without Close.

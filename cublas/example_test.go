@@ -5,7 +5,9 @@ import (
 	"fmt"
 
 	"github.com/gocuda/gocuda/cublas"
+	"github.com/gocuda/gocuda/cublas/cublasraw"
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 )
 
 // Multiply two row-major matrices on the GPU: C (2×3) = A (2×2) · B (2×3). (It needs
@@ -70,21 +72,21 @@ func Example_raw() {
 	}
 	defer x.Close()
 	px, _ := cuda.DevicePtr[float32](x)
-	var handle cublas.CublasHandle
-	if err := ctx.Locked(func() error { return cublas.Create(&handle) }); err != nil {
+	var handle cublasraw.CublasHandle
+	if err := ctx.Locked(func() error { return cublasraw.Create(&handle) }); err != nil {
 		fmt.Println(err)
 		return
 	}
-	owned := cublas.OwnHandle(handle)
+	owned := cublasraw.OwnHandle(handle)
 	defer owned.Close() // cublasDestroy waits for the GPU: outside Enqueue
-	err = cuda.Enqueue(s, func(_ cuda.CUcontext, h cuda.CUstream) error {
+	err = cuda.Enqueue(s, func(_ cudaraw.CUcontext, h cudaraw.CUstream) error {
 		// Only queue work here: Enqueue holds the stream and x meanwhile.
 		return ctx.Locked(func() error {
-			if err := cublas.SetStream(handle, h); err != nil {
+			if err := cublasraw.SetStream(handle, h); err != nil {
 				return err
 			}
 			alpha := float32(2)
-			return cublas.Sscal(handle, 4, &alpha, px, 1)
+			return cublasraw.Sscal(handle, 4, &alpha, px, 1)
 		})
 	}, cuda.Writes(x))
 	fmt.Println(err)
@@ -92,9 +94,9 @@ func Example_raw() {
 
 // Statuses are errors that work without the library loaded.
 func Example_errors() {
-	var err error = cublas.CUBLAS_STATUS_NOT_INITIALIZED
+	var err error = cublasraw.CUBLAS_STATUS_NOT_INITIALIZED
 	fmt.Println(err)
-	fmt.Println(errors.Is(fmt.Errorf("gemm: %w", err), cublas.ErrNotInitialized))
+	fmt.Println(errors.Is(fmt.Errorf("gemm: %w", err), cublasraw.ErrNotInitialized))
 	// Output:
 	// cublas: CUBLAS_STATUS_NOT_INITIALIZED (1): not initialized
 	// true

@@ -5,7 +5,9 @@ import (
 	"reflect"
 	"unsafe"
 
+	"github.com/gocuda/gocuda/cublas/cublasraw"
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 )
 
 // ExType is an element type of GemmMixed's operands: half and bfloat16 floats
@@ -18,19 +20,19 @@ type ExType interface {
 // FAST kinds the precision float32 inputs are rounded to for the tensor cores. The
 // _PEDANTIC and emulated kinds of cublas_api.h (CUBLAS_COMPUTE_*) are accepted too.
 const (
-	Compute16F         = CUBLAS_COMPUTE_16F           // half inputs and result, half accumulation
-	Compute32F         = CUBLAS_COMPUTE_32F           // float32 accumulation
-	Compute32FFast16F  = CUBLAS_COMPUTE_32F_FAST_16F  // float32 data, half tensor-core inputs
-	Compute32FFast16BF = CUBLAS_COMPUTE_32F_FAST_16BF // float32 data, bfloat16 tensor-core inputs
-	Compute32FFastTF32 = CUBLAS_COMPUTE_32F_FAST_TF32 // float32 data, TF32 tensor-core inputs
-	Compute64F         = CUBLAS_COMPUTE_64F           // float64
-	Compute32I         = CUBLAS_COMPUTE_32I           // int8 inputs, int32 accumulation and result
+	Compute16F         = cublasraw.CUBLAS_COMPUTE_16F           // half inputs and result, half accumulation
+	Compute32F         = cublasraw.CUBLAS_COMPUTE_32F           // float32 accumulation
+	Compute32FFast16F  = cublasraw.CUBLAS_COMPUTE_32F_FAST_16F  // float32 data, half tensor-core inputs
+	Compute32FFast16BF = cublasraw.CUBLAS_COMPUTE_32F_FAST_16BF // float32 data, bfloat16 tensor-core inputs
+	Compute32FFastTF32 = cublasraw.CUBLAS_COMPUTE_32F_FAST_TF32 // float32 data, TF32 tensor-core inputs
+	Compute64F         = cublasraw.CUBLAS_COMPUTE_64F           // float64
+	Compute32I         = cublasraw.CUBLAS_COMPUTE_32I           // int8 inputs, int32 accumulation and result
 )
 
 // exCombo is one row of cublasGemmEx's table of supported types: a compute type's
 // base kind, the inputs' and the result's types.
 type exCombo struct {
-	compute CublasComputeType
+	compute cublasraw.CublasComputeType
 	in, out reflect.Type
 }
 
@@ -46,58 +48,58 @@ var (
 // exCombos are the real-typed rows of cublasGemmEx's table (cuBLAS documentation,
 // cublasGemmEx): anything else is refused before cuBLAS sees it.
 var exCombos = map[exCombo]bool{
-	{CUBLAS_COMPUTE_16F, tF16, tF16}:                     true,
-	{CUBLAS_COMPUTE_32I, tI8, tI32}:                      true,
-	{CUBLAS_COMPUTE_32F, tBF16, tBF16}:                   true,
-	{CUBLAS_COMPUTE_32F, tF16, tF16}:                     true,
-	{CUBLAS_COMPUTE_32F, tI8, tF32}:                      true,
-	{CUBLAS_COMPUTE_32F, tBF16, tF32}:                    true,
-	{CUBLAS_COMPUTE_32F, tF16, tF32}:                     true,
-	{CUBLAS_COMPUTE_32F, tF32, tF32}:                     true,
-	{CUBLAS_COMPUTE_32F_FAST_16F, tF32, tF32}:            true,
-	{CUBLAS_COMPUTE_32F_FAST_16BF, tF32, tF32}:           true,
-	{CUBLAS_COMPUTE_32F_FAST_TF32, tF32, tF32}:           true,
-	{CUBLAS_COMPUTE_32F_EMULATED_16BFX9, tF32, tF32}:     true,
-	{CUBLAS_COMPUTE_64F, tF64, tF64}:                     true,
-	{CUBLAS_COMPUTE_64F_EMULATED_FIXEDPOINT, tF64, tF64}: true,
+	{cublasraw.CUBLAS_COMPUTE_16F, tF16, tF16}:                     true,
+	{cublasraw.CUBLAS_COMPUTE_32I, tI8, tI32}:                      true,
+	{cublasraw.CUBLAS_COMPUTE_32F, tBF16, tBF16}:                   true,
+	{cublasraw.CUBLAS_COMPUTE_32F, tF16, tF16}:                     true,
+	{cublasraw.CUBLAS_COMPUTE_32F, tI8, tF32}:                      true,
+	{cublasraw.CUBLAS_COMPUTE_32F, tBF16, tF32}:                    true,
+	{cublasraw.CUBLAS_COMPUTE_32F, tF16, tF32}:                     true,
+	{cublasraw.CUBLAS_COMPUTE_32F, tF32, tF32}:                     true,
+	{cublasraw.CUBLAS_COMPUTE_32F_FAST_16F, tF32, tF32}:            true,
+	{cublasraw.CUBLAS_COMPUTE_32F_FAST_16BF, tF32, tF32}:           true,
+	{cublasraw.CUBLAS_COMPUTE_32F_FAST_TF32, tF32, tF32}:           true,
+	{cublasraw.CUBLAS_COMPUTE_32F_EMULATED_16BFX9, tF32, tF32}:     true,
+	{cublasraw.CUBLAS_COMPUTE_64F, tF64, tF64}:                     true,
+	{cublasraw.CUBLAS_COMPUTE_64F_EMULATED_FIXEDPOINT, tF64, tF64}: true,
 }
 
 // baseCompute maps a _PEDANTIC compute type to the kind it computes like.
-func baseCompute(c CublasComputeType) CublasComputeType {
+func baseCompute(c cublasraw.CublasComputeType) cublasraw.CublasComputeType {
 	switch c {
-	case CUBLAS_COMPUTE_16F_PEDANTIC:
-		return CUBLAS_COMPUTE_16F
-	case CUBLAS_COMPUTE_32F_PEDANTIC:
-		return CUBLAS_COMPUTE_32F
-	case CUBLAS_COMPUTE_64F_PEDANTIC:
-		return CUBLAS_COMPUTE_64F
-	case CUBLAS_COMPUTE_32I_PEDANTIC:
-		return CUBLAS_COMPUTE_32I
+	case cublasraw.CUBLAS_COMPUTE_16F_PEDANTIC:
+		return cublasraw.CUBLAS_COMPUTE_16F
+	case cublasraw.CUBLAS_COMPUTE_32F_PEDANTIC:
+		return cublasraw.CUBLAS_COMPUTE_32F
+	case cublasraw.CUBLAS_COMPUTE_64F_PEDANTIC:
+		return cublasraw.CUBLAS_COMPUTE_64F
+	case cublasraw.CUBLAS_COMPUTE_32I_PEDANTIC:
+		return cublasraw.CUBLAS_COMPUTE_32I
 	}
 	return c
 }
 
 // dataType is T's cudaDataType.
-func dataType(t reflect.Type) cuda.CudaDataType {
+func dataType(t reflect.Type) cudaraw.CudaDataType {
 	switch t {
 	case tF16:
-		return cuda.CUDA_R_16F
+		return cudaraw.CUDA_R_16F
 	case tBF16:
-		return cuda.CUDA_R_16BF
+		return cudaraw.CUDA_R_16BF
 	case tF32:
-		return cuda.CUDA_R_32F
+		return cudaraw.CUDA_R_32F
 	case tF64:
-		return cuda.CUDA_R_64F
+		return cudaraw.CUDA_R_64F
 	case tI8:
-		return cuda.CUDA_R_8I
+		return cudaraw.CUDA_R_8I
 	}
-	return cuda.CUDA_R_32I
+	return cudaraw.CUDA_R_32I
 }
 
 // checkExScalars reports alpha and beta that compute's scale type cannot hold:
 // Compute32I scales by int32 values.
-func checkExScalars(compute CublasComputeType, alpha, beta float64) error {
-	if compute == CUBLAS_COMPUTE_32I && (alpha != float64(int32(alpha)) || beta != float64(int32(beta))) {
+func checkExScalars(compute cublasraw.CublasComputeType, alpha, beta float64) error {
+	if compute == cublasraw.CUBLAS_COMPUTE_32I && (alpha != float64(int32(alpha)) || beta != float64(int32(beta))) {
 		return fmt.Errorf("%w: alpha %v and beta %v must be int32 values for Compute32I", cuda.ErrInvalidArgument, alpha, beta)
 	}
 	return nil
@@ -106,15 +108,15 @@ func checkExScalars(compute CublasComputeType, alpha, beta float64) error {
 // exScalars stores alpha and beta in sc in the scale type of a compute kind (half
 // for Compute16F, int32 for Compute32I, float64 for Compute64F, float32 otherwise)
 // and returns their addresses there.
-func exScalars(sc *scalars, compute CublasComputeType, alpha, beta float64) (unsafe.Pointer, unsafe.Pointer) {
+func exScalars(sc *scalars, compute cublasraw.CublasComputeType, alpha, beta float64) (unsafe.Pointer, unsafe.Pointer) {
 	switch compute {
-	case CUBLAS_COMPUTE_16F:
+	case cublasraw.CUBLAS_COMPUTE_16F:
 		a, b := setScalars(sc, cuda.NewFloat16(float32(alpha)), cuda.NewFloat16(float32(beta)))
 		return unsafe.Pointer(a), unsafe.Pointer(b)
-	case CUBLAS_COMPUTE_32I:
+	case cublasraw.CUBLAS_COMPUTE_32I:
 		a, b := setScalars(sc, int32(alpha), int32(beta))
 		return unsafe.Pointer(a), unsafe.Pointer(b)
-	case CUBLAS_COMPUTE_64F, CUBLAS_COMPUTE_64F_EMULATED_FIXEDPOINT:
+	case cublasraw.CUBLAS_COMPUTE_64F, cublasraw.CUBLAS_COMPUTE_64F_EMULATED_FIXEDPOINT:
 		a, b := setScalars(sc, alpha, beta)
 		return unsafe.Pointer(a), unsafe.Pointer(b)
 	}
@@ -132,8 +134,8 @@ func exScalars(sc *scalars, compute CublasComputeType, alpha, beta float64) (uns
 // FAST kind, int8 into int32 with Compute32I (cuBLAS's integer kernels need m, k and
 // the leading dimensions multiples of 4); any other is an error matching
 // cuda.ErrInvalidArgument before any CUDA call. Complex GEMMs are Gemm's.
-func GemmMixed[In, Out ExType](s *cuda.Stream, transA, transB CublasOperation, m, n, k int, alpha float64, a cuda.Memory, lda int,
-	b cuda.Memory, ldb int, beta float64, c cuda.Memory, ldc int, compute CublasComputeType) error {
+func GemmMixed[In, Out ExType](s *cuda.Stream, transA, transB cublasraw.CublasOperation, m, n, k int, alpha float64, a cuda.Memory, lda int,
+	b cuda.Memory, ldb int, beta float64, c cuda.Memory, ldc int, compute cublasraw.CublasComputeType) error {
 	const op = "gemm mixed"
 	base := baseCompute(compute)
 	in, out := reflect.TypeFor[In](), reflect.TypeFor[Out]()
@@ -157,9 +159,9 @@ func GemmMixed[In, Out ExType](s *cuda.Stream, transA, transB CublasOperation, m
 			op, cuda.ErrInvalidArgument, m, k, lda, ldb, ldc)
 	}
 	it, ot := dataType(in), dataType(out)
-	return call(op, s, func(ctx cuda.CUcontext, h CublasHandle, sc *scalars) error {
+	return call(op, s, func(ctx cudaraw.CUcontext, h cublasraw.CublasHandle, sc *scalars) error {
 		palpha, pbeta := exScalars(sc, base, alpha, beta)
-		return inGemmEx(ctx, h, transA, transB, int32(m), int32(n), int32(k), palpha, unsafe.Pointer(pa), it, int32(lda),
-			unsafe.Pointer(pb), it, int32(ldb), pbeta, unsafe.Pointer(pc), ot, int32(ldc), compute, CUBLAS_GEMM_DEFAULT)
+		return cublasraw.GemmExIn(ctx, h, transA, transB, int32(m), int32(n), int32(k), palpha, unsafe.Pointer(pa), it, int32(lda),
+			unsafe.Pointer(pb), it, int32(ldb), pbeta, unsafe.Pointer(pc), ot, int32(ldc), compute, cublasraw.CUBLAS_GEMM_DEFAULT)
 	}, cuda.Reads(a), cuda.Reads(b), cuda.Writes(c))
 }

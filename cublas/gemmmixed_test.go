@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gocuda/gocuda/cublas"
+	"github.com/gocuda/gocuda/cublas/cublasraw"
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/internal/gputest"
 	"github.com/gocuda/gocuda/resource"
@@ -63,7 +64,7 @@ func mixedRef(m, n, k int, alpha float64, a, b []float64, beta float64, c []floa
 
 // checkMixed runs GemmMixed[In, Out] on random inputs in [-1, 1] (integers in
 // [-8, 8] for int8) and compares with the float64 product within tol·k.
-func checkMixed[In, Out cublas.ExType](t *testing.T, s *cuda.Stream, compute cublas.CublasComputeType, tol float64,
+func checkMixed[In, Out cublas.ExType](t *testing.T, s *cuda.Stream, compute cublasraw.CublasComputeType, tol float64,
 	toIn func(float64) In, fromIn func(In) float64, toOut func(float64) Out, fromOut func(Out) float64) {
 	t.Helper()
 	r := rand.New(rand.NewPCG(uint64(compute), 3))
@@ -102,7 +103,7 @@ func checkMixed[In, Out cublas.ExType](t *testing.T, s *cuda.Stream, compute cub
 // GEMM of Gemm[cuda.Float16].
 func TestGemmMixed(t *testing.T) {
 	_, s := setup(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cublas.Library())
+	gputest.RequireLibrary(t, cublasraw.Library())
 	f16 := func(x float64) cuda.Float16 { return cuda.NewFloat16(float32(x)) }
 	unf16 := func(h cuda.Float16) float64 { return float64(h.Float32()) }
 	bf16 := func(x float64) cuda.BFloat16 { return cuda.NewBFloat16(float32(x)) }
@@ -156,7 +157,7 @@ func TestGemmMixed(t *testing.T) {
 // the hand-off orders the workspace's uses.
 func TestWorkspace(t *testing.T) {
 	ctx, s := setup(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cublas.Library())
+	gputest.RequireLibrary(t, cublasraw.Library())
 	_, err := resource.Reclaim() // no idle handles: the first call makes one
 	require.NoError(t, err)
 	require.NoError(t, cublas.SetWorkspaceSize(ctx, 8<<20))

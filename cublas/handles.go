@@ -6,7 +6,9 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/gocuda/gocuda/cublas/cublasraw"
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/internal/libhandle"
 )
 
@@ -75,10 +77,10 @@ func setScalar[T any](sc *scalars, alpha T) *T {
 	return a
 }
 
-type handle = libhandle.Handle[CublasHandle, *OwnedHandle, workspace]
+type handle = libhandle.Handle[cublasraw.CublasHandle, *cublasraw.OwnedHandle, workspace]
 
 // handles are the idle handles, per context.
-var handles = libhandle.New[CublasHandle, *OwnedHandle, workspace](MaxIdleHandles, Create, OwnHandle, false)
+var handles = libhandle.New[cublasraw.CublasHandle, *cublasraw.OwnedHandle, workspace](MaxIdleHandles, cublasraw.Create, cublasraw.OwnHandle, false)
 
 // wsSizes maps a context's handle to its workspace size (an int) once set, read
 // without a lock; wsVersion counts the SetWorkspaceSize calls, so that a handle
@@ -154,8 +156,8 @@ func prepare(ctx *cuda.Context, s *cuda.Stream, h *handle) error {
 }
 
 // bind binds h to stream st with its workspace set.
-func bind(c cuda.CUcontext, h *handle, st cuda.CUstream) error {
-	rebound, err := h.Bind(c, st, inSetStream)
+func bind(c cudaraw.CUcontext, h *handle, st cudaraw.CUstream) error {
+	rebound, err := h.Bind(c, st, cublasraw.SetStreamIn)
 	if err != nil {
 		return err
 	}
@@ -168,7 +170,7 @@ func bind(c cuda.CUcontext, h *handle, st cuda.CUstream) error {
 		if err != nil {
 			return err
 		}
-		if err := inSetWorkspace(c, h.Raw, unsafe.Pointer(p), uint64(ws.buf.Size())); err != nil {
+		if err := cublasraw.SetWorkspaceIn(c, h.Raw, unsafe.Pointer(p), uint64(ws.buf.Size())); err != nil {
 			return err
 		}
 		ws.set = true
@@ -183,7 +185,7 @@ func idleHandles(ctx *cuda.Context) int { return handles.Idle(ctx) }
 // with the memory f uses and the handle's workspace (holds, hand-off), and names the
 // operation in errors. The stream and memory are checked before a handle is made
 // (libhandle.Pool.Take), so that a bad argument is reported before cuBLAS is loaded.
-func call(op string, s *cuda.Stream, f func(ctx cuda.CUcontext, h CublasHandle, sc *scalars) error, uses ...cuda.Use) error {
+func call(op string, s *cuda.Stream, f func(ctx cudaraw.CUcontext, h cublasraw.CublasHandle, sc *scalars) error, uses ...cuda.Use) error {
 	ctx := s.Context()
 	if ctx == nil {
 		return opError(op, cuda.CheckEnqueue(s)) // the nil stream's error
@@ -209,7 +211,7 @@ func call(op string, s *cuda.Stream, f func(ctx cuda.CUcontext, h CublasHandle, 
 			uses = append(uses[:len(uses):len(uses)], cuda.Writes(h.State.buf))
 		}
 	}
-	err = cuda.Enqueue(s, func(c cuda.CUcontext, st cuda.CUstream) error {
+	err = cuda.Enqueue(s, func(c cudaraw.CUcontext, st cudaraw.CUstream) error {
 		if err := bind(c, h, st); err != nil {
 			return err
 		}

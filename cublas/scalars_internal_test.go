@@ -4,6 +4,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/gocuda/gocuda/cublas/cublasraw"
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -39,28 +40,28 @@ func TestScalars(t *testing.T) {
 func TestExScalars(t *testing.T) {
 	sc := new(scalars)
 	for _, c := range []struct {
-		compute CublasComputeType
+		compute cublasraw.CublasComputeType
 		check   func(a, b unsafe.Pointer)
 	}{
-		{CUBLAS_COMPUTE_16F, func(a, b unsafe.Pointer) {
+		{cublasraw.CUBLAS_COMPUTE_16F, func(a, b unsafe.Pointer) {
 			assert.Equal(t, cuda.NewFloat16(1.5), *(*cuda.Float16)(a))
 			assert.Equal(t, cuda.NewFloat16(-2), *(*cuda.Float16)(b))
 		}},
-		{CUBLAS_COMPUTE_32I, func(a, b unsafe.Pointer) {
+		{cublasraw.CUBLAS_COMPUTE_32I, func(a, b unsafe.Pointer) {
 			assert.Equal(t, int32(1), *(*int32)(a))
 			assert.Equal(t, int32(-2), *(*int32)(b))
 		}},
-		{CUBLAS_COMPUTE_64F, func(a, b unsafe.Pointer) {
+		{cublasraw.CUBLAS_COMPUTE_64F, func(a, b unsafe.Pointer) {
 			assert.Equal(t, 1.5, *(*float64)(a))
 			assert.Equal(t, -2.0, *(*float64)(b))
 		}},
-		{CUBLAS_COMPUTE_32F, func(a, b unsafe.Pointer) {
+		{cublasraw.CUBLAS_COMPUTE_32F, func(a, b unsafe.Pointer) {
 			assert.Equal(t, float32(1.5), *(*float32)(a))
 			assert.Equal(t, float32(-2), *(*float32)(b))
 		}},
 	} {
 		alpha := 1.5
-		if c.compute == CUBLAS_COMPUTE_32I {
+		if c.compute == cublasraw.CUBLAS_COMPUTE_32I {
 			alpha = 1
 		}
 		require.NoError(t, checkExScalars(c.compute, alpha, -2))
@@ -69,6 +70,6 @@ func TestExScalars(t *testing.T) {
 		assert.Equal(t, unsafe.Pointer(&sc[1]), b, "%v", c.compute)
 		c.check(a, b)
 	}
-	assert.ErrorIs(t, checkExScalars(CUBLAS_COMPUTE_32I, 1.5, 0), cuda.ErrInvalidArgument)
-	assert.NoError(t, checkExScalars(CUBLAS_COMPUTE_32F, 1.5, 0.25))
+	assert.ErrorIs(t, checkExScalars(cublasraw.CUBLAS_COMPUTE_32I, 1.5, 0), cuda.ErrInvalidArgument)
+	assert.NoError(t, checkExScalars(cublasraw.CUBLAS_COMPUTE_32F, 1.5, 0.25))
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gocuda/gocuda/cublas"
+	"github.com/gocuda/gocuda/cublas/cublasraw"
 	"github.com/gocuda/gocuda/internal/gputest"
 )
 
@@ -15,14 +15,14 @@ import (
 // on random data and compares it with a float64 CPU product.
 func TestSmokeSgemm(t *testing.T) {
 	g := gputest.Require(t)
-	gputest.RequireLibrary(t, cublas.Library())
-	h, err := cublas.NewOwnedHandle()
+	gputest.RequireLibrary(t, cublasraw.Library())
+	h, err := cublasraw.NewOwnedHandle()
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, h.Close()) }()
 
 	var ver int32
-	require.NoError(t, cublas.GetVersion(h.Handle(), &ver))
-	t.Logf("cuBLAS version %d (headers %d)", ver, cublas.CUBLAS_VERSION)
+	require.NoError(t, cublasraw.GetVersion(h.Handle(), &ver))
+	t.Logf("cuBLAS version %d (headers %d)", ver, cublasraw.CUBLAS_VERSION)
 
 	const m, n, k = 64, 48, 32
 	r := gputest.Rand(2)
@@ -34,7 +34,7 @@ func TestSmokeSgemm(t *testing.T) {
 	dA := gputest.Float32sToDevice(t, g, a)
 	dB := gputest.Float32sToDevice(t, g, b)
 	dC := gputest.Float32sToDevice(t, g, c)
-	require.NoError(t, cublas.Sgemm(h.Handle(), cublas.CUBLAS_OP_N, cublas.CUBLAS_OP_N, m, n, k,
+	require.NoError(t, cublasraw.Sgemm(h.Handle(), cublasraw.CUBLAS_OP_N, cublasraw.CUBLAS_OP_N, m, n, k,
 		&alpha, gputest.DevPtr[float32](dA), m,
 		gputest.DevPtr[float32](dB), k,
 		&beta, gputest.DevPtr[float32](dC), m))

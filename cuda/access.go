@@ -3,6 +3,7 @@ package cuda
 import (
 	"context"
 	"fmt"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"sync"
 	"sync/atomic"
 )
@@ -347,13 +348,13 @@ func (ms *memState) orderAfter(u use, t *stream) error {
 	}
 	s.mu.RLock()
 	if !s.closed.Load() {
-		err = inEventRecord(ms.cs.h, ev, s.h)
+		err = cudaraw.EventRecordIn(ms.cs.h, ev, s.h)
 		s.mu.RUnlock()
 		if err == nil {
 			// In t's context: t may be of another context than u's stream (a copy
 			// between devices waits for the source's uses; the event may be of
 			// another context or device).
-			err = t.use(func(h CUstream) error { return inStreamWaitEvent(t.cs.h, h, ev, 0) })
+			err = t.use(func(h cudaraw.CUstream) error { return cudaraw.StreamWaitEventIn(t.cs.h, h, ev, 0) })
 		}
 		// The wait is queued (or failed): the event may be recorded again.
 		ms.putHandoffEvent(ev)
@@ -365,7 +366,7 @@ func (ms *memState) orderAfter(u use, t *stream) error {
 	if err != nil || final == nil {
 		return err
 	}
-	return t.use(func(h CUstream) error { return inStreamWaitEvent(t.cs.h, h, final.h, 0) })
+	return t.use(func(h cudaraw.CUstream) error { return cudaraw.StreamWaitEventIn(t.cs.h, h, final.h, 0) })
 }
 
 // fenceFor returns a fence for the work of the uses in d: the one use's fence, or
@@ -388,7 +389,7 @@ func (ms *memState) fenceFor(d *deps) (fence, error) {
 	if err != nil {
 		return fence{}, err
 	}
-	if err := j.use(func(h CUstream) error { return inEventRecord(ms.cs.h, ev, h) }); err != nil {
+	if err := j.use(func(h cudaraw.CUstream) error { return cudaraw.EventRecordIn(ms.cs.h, ev, h) }); err != nil {
 		ms.putEvent(ev)
 		return fence{}, err
 	}
@@ -508,7 +509,7 @@ func syncMem(ctx context.Context, m *memBase) error {
 }
 
 // foreignPtr waits for every use of m and returns its address.
-func foreignPtr(m *memBase) (CUdeviceptr, error) {
+func foreignPtr(m *memBase) (cudaraw.CUdeviceptr, error) {
 	if err := syncMem(context.Background(), m); err != nil {
 		return 0, err
 	}

@@ -3,6 +3,7 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"unsafe"
 )
 
@@ -32,7 +33,7 @@ type LaunchBatch struct {
 // the launch writes it.
 type batchDev struct {
 	m     *memBase
-	ptr   CUdeviceptr
+	ptr   cudaraw.CUdeviceptr
 	write bool
 }
 

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -19,7 +20,7 @@ func TestLaunchBatchAddCPU(t *testing.T) {
 
 	var b LaunchBatch
 	require.NoError(t, b.Add(f, D1(2), D2(32, 2), 128, int32(7), buf))
-	require.NoError(t, b.Add(f, D1(1), D1(1), 0, int32(-1), CUdeviceptr(0x1000)))
+	require.NoError(t, b.Add(f, D1(1), D1(1), 0, int32(-1), cudaraw.CUdeviceptr(0x1000)))
 	require.Equal(t, 2, b.Len())
 	require.Len(t, b.args, 4, "two 16-byte buffers")
 	args := unsafe.Slice((*byte)(unsafe.Pointer(&b.args[0])), 32)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/internal/callbench"
 	"github.com/gocuda/gocuda/resource"
 )
@@ -114,7 +115,7 @@ func TestCopyBouncedConcurrent(t *testing.T) {
 //	go test ./cuda -run '^$' -bench '^BenchmarkCopyBounce$'
 func BenchmarkCopyBounce(b *testing.B) {
 	ctx, s := memSetup(b)
-	dtoh, err := cuda.Library().NewProc("cuMemcpyDtoH_v2").Addr()
+	dtoh, err := cudaraw.Library().NewProc("cuMemcpyDtoH_v2").Addr()
 	require.NoError(b, err)
 	for _, n := range []int{4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20} {
 		b.Run(fmt.Sprintf("%dKiB", n>>10), func(b *testing.B) {

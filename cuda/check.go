@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"log/slog"
 	"os"
 	"runtime"
@@ -25,9 +26,9 @@ import (
 
 // StreamRace is a report of the stream checker.
 type StreamRace struct {
-	Addr  CUdeviceptr // the address passed to the launch
-	Taken string      // where Ptr returned it (file:line), with GPU work outstanding
-	Used  string      // where it was launched on another stream without UseOn
+	Addr  cudaraw.CUdeviceptr // the address passed to the launch
+	Taken string              // where Ptr returned it (file:line), with GPU work outstanding
+	Used  string              // where it was launched on another stream without UseOn
 }
 
 // Error describes the race.
@@ -105,10 +106,10 @@ func streamIdle(s *stream) bool {
 		if s.final == nil {
 			return true
 		}
-		done, _ := ready(inEventQuery(s.cs.h, s.final.h))
+		done, _ := ready(cudaraw.EventQueryIn(s.cs.h, s.final.h))
 		return done
 	}
-	done, _ := ready(inStreamQuery(s.cs.h, s.h))
+	done, _ := ready(cudaraw.StreamQueryIn(s.cs.h, s.h))
 	return done
 }
 
@@ -138,14 +139,14 @@ func checkForget(m *memBase) {
 // checkLaunch checks the CUdeviceptr arguments of a launch on t.
 func checkLaunch(args []any, t *stream) {
 	for i := range args {
-		p, ok := args[i].(CUdeviceptr)
+		p, ok := args[i].(cudaraw.CUdeviceptr)
 		if !ok {
 			continue
 		}
 		streamCheck.mu.Lock()
 		var race *StreamRace
 		for m, tp := range streamCheck.taken {
-			if p < m.ptr || p >= m.ptr+CUdeviceptr(m.size) {
+			if p < m.ptr || p >= m.ptr+cudaraw.CUdeviceptr(m.size) {
 				continue
 			}
 			ordered := false

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/internal/errs"
 	"github.com/gocuda/gocuda/resource"
 )
@@ -29,7 +30,7 @@ type Context struct {
 // point to the Context itself: a Context dropped without Close is destroyed once it
 // is unreachable, which it never would be if it were reachable from itself.
 type ctxState struct {
-	h       CUcontext
+	h       cudaraw.CUcontext
 	dev     Device
 	primary bool
 	// hold counts the calls in a context of NewContext; destroying the context
@@ -99,11 +100,11 @@ func (d Device) Context() (*Context, error) {
 		// (see wait). It can only be set before the primary context is active.
 		var flags uint32
 		var active int32
-		if err := DevicePrimaryCtxGetState(h, &flags, &active); err == nil && active == 0 {
-			_ = DevicePrimaryCtxSetFlags(h, uint32(CU_CTX_SCHED_BLOCKING_SYNC))
+		if err := cudaraw.DevicePrimaryCtxGetState(h, &flags, &active); err == nil && active == 0 {
+			_ = cudaraw.DevicePrimaryCtxSetFlags(h, uint32(cudaraw.CU_CTX_SCHED_BLOCKING_SYNC))
 		}
-		var c CUcontext
-		if err := DevicePrimaryCtxRetain(&c, h); err != nil {
+		var c cudaraw.CUcontext
+		if err := cudaraw.DevicePrimaryCtxRetain(&c, h); err != nil {
 			e.err = fmt.Errorf("cuda: device %d primary context: %w", int(d), err)
 			return
 		}
@@ -123,12 +124,12 @@ func (d Device) Context() (*Context, error) {
 // destroys it; one dropped without Close is destroyed in resource.Reclaim
 // (cuCtxDestroy waits for the context's work, so never on the way of the program).
 // Most programs want the device's primary context instead.
-func NewContext(d Device, flags CUctx_flags) (*Context, error) {
+func NewContext(d Device, flags cudaraw.CUctx_flags) (*Context, error) {
 	h, err := d.handle()
 	if err != nil {
 		return nil, err
 	}
-	var c CUcontext
+	var c cudaraw.CUcontext
 	// cuCtxCreate pushes the new context on this thread's stack of current contexts:
 	// keep the thread for the call, and pop it (the driver restores what was current;
 	// setting that back ourselves could name a context destroyed since).
@@ -137,8 +138,8 @@ func NewContext(d Device, flags CUctx_flags) (*Context, error) {
 	if err := ctxCreate(&c, uint32(flags), h); err != nil {
 		return nil, fmt.Errorf("cuda: creating a context on device %d: %w", int(d), err)
 	}
-	var popped CUcontext
-	_ = CtxPopCurrent(&popped)
+	var popped cudaraw.CUcontext
+	_ = cudaraw.CtxPopCurrent(&popped)
 	cs := newCtxState(c, d, false)
 	deadContexts.Delete(c) // the driver may reuse a destroyed context's handle
 	contexts.Store(c, cs)
@@ -148,14 +149,14 @@ func NewContext(d Device, flags CUctx_flags) (*Context, error) {
 	return ctx, nil
 }
 
-func newCtxState(h CUcontext, d Device, primary bool) *ctxState {
+func newCtxState(h cudaraw.CUcontext, d Device, primary bool) *ctxState {
 	c := &ctxState{h: h, dev: d, primary: primary}
 	c.limits.init()
 	return c
 }
 
 // Handle returns the raw context (0 for a nil or zero Context).
-func (c *Context) Handle() CUcontext {
+func (c *Context) Handle() cudaraw.CUcontext {
 	if c == nil || c.ctxState == nil {
 		return 0
 	}
@@ -216,7 +217,7 @@ func (c *Context) Synchronize() error {
 		return err
 	}
 	defer c.exit()
-	return inCtxSynchronize(c.h)
+	return cudaraw.CtxSynchronizeIn(c.h)
 }
 
 // Close destroys a context made by NewContext: it waits for the calls in progress in
@@ -266,7 +267,7 @@ func (c *ctxState) destroy() error {
 			s.mu.Unlock()
 		}
 	}
-	return CtxDestroy(c.h)
+	return cudaraw.CtxDestroy(c.h)
 }
 
 // disposalStream returns the context's stream for releases whose own stream has been
@@ -300,7 +301,7 @@ func (c *ctxState) ownStream(p **stream) (*stream, error) {
 // scheduling flags, so streams and user events need not be blocking-sync themselves
 // (which would make handing work between streams slower). The caller is in the
 // context, and holds ev.
-func (c *ctxState) sleepOn(s *stream, ev CUevent) error {
+func (c *ctxState) sleepOn(s *stream, ev cudaraw.CUevent) error {
 	ms, err := c.memory()
 	if err != nil {
 		return err
@@ -311,20 +312,20 @@ func (c *ctxState) sleepOn(s *stream, ev CUevent) error {
 	}
 	defer ms.putEvent(be)
 	if s != nil {
-		err = s.use(func(h CUstream) error { return inEventRecord(c.h, be, h) })
+		err = s.use(func(h cudaraw.CUstream) error { return cudaraw.EventRecordIn(c.h, be, h) })
 	} else {
 		var w *stream
 		if w, err = c.waitStream(); err == nil {
-			err = w.use(func(h CUstream) error {
-				if err := inStreamWaitEvent(c.h, h, ev, 0); err != nil {
+			err = w.use(func(h cudaraw.CUstream) error {
+				if err := cudaraw.StreamWaitEventIn(c.h, h, ev, 0); err != nil {
 					return err
 				}
-				return inEventRecord(c.h, be, h)
+				return cudaraw.EventRecordIn(c.h, be, h)
 			})
 		}
 	}
 	if err != nil {
 		return err
 	}
-	return inEventSynchronize(c.h, be)
+	return cudaraw.EventSynchronizeIn(c.h, be)
 }

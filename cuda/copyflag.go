@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"errors"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,7 +30,7 @@ const flagStride = 64
 // device), allocated at its first synchronous copy and freed with the context.
 type flagPage struct {
 	host unsafe.Pointer
-	dev  CUdeviceptr
+	dev  cudaraw.CUdeviceptr
 	// vals is the value each slot was last set to: only the slot's holder
 	// touches it.
 	vals [flagSlots]uint32
@@ -42,7 +43,7 @@ type flagPage struct {
 // flagSlot is a held word of the flag page, and the value the copy sets it to.
 type flagSlot struct {
 	word *uint32 // nil: no slot
-	dev  CUdeviceptr
+	dev  cudaraw.CUdeviceptr
 	val  uint32
 	idx  int32
 }
@@ -78,7 +79,7 @@ func (ms *memState) page() *flagPage {
 // newFlagPage makes the flag page, and checks that the device writes it: one
 // write queued on the package's host stream and waited for.
 func (ms *memState) newFlagPage() (*flagPage, error) {
-	if _, err := proc_cuStreamWriteValue32_v2.Addr(); err != nil {
+	if _, err := cudaraw.ProcStreamWriteValue32.Addr(); err != nil {
 		return nil, err
 	}
 	if err := ms.initHost(); err != nil { // the host stream
@@ -88,16 +89,16 @@ func (ms *memState) newFlagPage() (*flagPage, error) {
 	// Out-parameters are locals: cgo checks the whole object a pointer argument
 	// points into, and a flagPage holds Go pointers.
 	var host unsafe.Pointer
-	var dev CUdeviceptr
-	if err := inMemAllocHost(ctx, &host, flagSlots*flagStride); err != nil {
+	var dev cudaraw.CUdeviceptr
+	if err := cudaraw.MemAllocHostIn(ctx, &host, flagSlots*flagStride); err != nil {
 		return nil, err
 	}
-	if err := inMemHostGetDevicePointer(ctx, &dev, host, 0); err != nil {
-		return nil, errors.Join(err, inMemFreeHost(ctx, host))
+	if err := cudaraw.MemHostGetDevicePointerIn(ctx, &dev, host, 0); err != nil {
+		return nil, errors.Join(err, cudaraw.MemFreeHostIn(ctx, host))
 	}
 	p := &flagPage{host: host, dev: dev, free: make([]int32, 0, flagSlots)}
 	clear(unsafe.Slice((*byte)(host), flagSlots*flagStride))
-	err := ms.hostStream.use(func(h CUstream) error { return writeFlag(ctx, h, dev, 1) })
+	err := ms.hostStream.use(func(h cudaraw.CUstream) error { return writeFlag(ctx, h, dev, 1) })
 	if err == nil {
 		err = ms.syncInternal(ms.hostStream)
 	}
@@ -105,8 +106,8 @@ func (ms *memState) newFlagPage() (*flagPage, error) {
 		err = errors.New("cuda: cuStreamWriteValue32 did not write page-locked memory")
 	}
 	if err != nil {
-		_ = inCtxSynchronize(ctx) // nothing may write the page once it is freed
-		return nil, errors.Join(err, inMemFreeHost(ctx, host))
+		_ = cudaraw.CtxSynchronizeIn(ctx) // nothing may write the page once it is freed
+		return nil, errors.Join(err, cudaraw.MemFreeHostIn(ctx, host))
 	}
 	*(*uint32)(host) = 0
 	for i := flagSlots - 1; i >= 0; i-- {
@@ -136,7 +137,7 @@ func (ms *memState) getFlag() flagSlot {
 	}
 	p.vals[i]++
 	off := uintptr(i) * flagStride
-	return flagSlot{word: (*uint32)(unsafe.Add(p.host, off)), dev: p.dev + CUdeviceptr(off), val: p.vals[i], idx: i}
+	return flagSlot{word: (*uint32)(unsafe.Add(p.host, off)), dev: p.dev + cudaraw.CUdeviceptr(off), val: p.vals[i], idx: i}
 }
 
 // putFlag gives back a slot of getFlag once nothing may still write it.
@@ -194,7 +195,7 @@ func (ms *memState) waitFlagLong(f *flagSlot, t *stream) (bool, error) {
 		flagPolled.Add(1)
 		return ms.pollFlag(f)
 	}
-	err = inEventRecord(ms.cs.h, ev, t.h)
+	err = cudaraw.EventRecordIn(ms.cs.h, ev, t.h)
 	t.mu.RUnlock()
 	if err != nil {
 		return false, err
@@ -211,7 +212,7 @@ func (ms *memState) waitFlagLong(f *flagSlot, t *stream) (bool, error) {
 func (ms *memState) pollFlag(f *flagSlot) (bool, error) {
 	sleep := 50 * time.Microsecond
 	for !f.set() {
-		if _, err := ready(inStreamQuery(ms.cs.h, ms.defStream.h)); err != nil {
+		if _, err := ready(cudaraw.StreamQueryIn(ms.cs.h, ms.defStream.h)); err != nil {
 			return f.set(), err
 		}
 		time.Sleep(sleep)
@@ -223,6 +224,6 @@ func (ms *memState) pollFlag(f *flagSlot) (bool, error) {
 // freeFlags frees the flag page (teardown, after the context's work is done).
 func (ms *memState) freeFlags() {
 	if p := ms.flags.Swap(nil); p != nil {
-		_ = inMemFreeHost(ms.cs.h, p.host)
+		_ = cudaraw.MemFreeHostIn(ms.cs.h, p.host)
 	}
 }

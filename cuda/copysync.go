@@ -86,7 +86,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/gocuda/gocuda/internal/ctxswitch"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 )
 
 // Directions of copyRecord.
@@ -112,29 +112,29 @@ func queued(err error) bool {
 // copyRecord queues a copy of n bytes in ctx on stream h (dir: copyHtoD from host to
 // dev, copyDtoH from dev to host, copyAny from src to dev) and, after it, sets w's
 // flag slot or records w's event (when it has either), in one call into C.
-func copyRecord(ctx CUcontext, dir int, dev CUdeviceptr, host unsafe.Pointer, src CUdeviceptr, n uint64, h CUstream, w *waiter) error {
-	var proc = proc_cuMemcpyAsync
+func copyRecord(ctx cudaraw.CUcontext, dir int, dev cudaraw.CUdeviceptr, host unsafe.Pointer, src cudaraw.CUdeviceptr, n uint64, h cudaraw.CUstream, w *waiter) error {
+	var proc = cudaraw.ProcMemcpyAsync
 	switch dir {
 	case copyHtoD:
-		proc = proc_cuMemcpyHtoDAsync_v2
+		proc = cudaraw.ProcMemcpyHtoDAsync
 	case copyDtoH:
-		proc = proc_cuMemcpyDtoHAsync_v2
+		proc = cudaraw.ProcMemcpyDtoHAsync
 	}
 	fn, err := proc.Addr()
 	if err != nil {
 		return err
 	}
-	record, err := proc_cuEventRecord.Addr()
+	record, err := cudaraw.ProcEventRecord.Addr()
 	if err != nil {
 		return err
 	}
 	var write uintptr
 	if w.flag.word != nil {
-		if write, err = proc_cuStreamWriteValue32_v2.Addr(); err != nil {
+		if write, err = cudaraw.ProcStreamWriteValue32.Addr(); err != nil {
 			return err
 		}
 	}
-	get, set, err := ctxswitch.Procs()
+	get, set, err := cudaraw.CtxSwitchProcs()
 	if err != nil {
 		return err
 	}
@@ -145,28 +145,28 @@ func copyRecord(ctx CUcontext, dir int, dev CUdeviceptr, host unsafe.Pointer, sr
 	case r == 0:
 		return nil
 	case r>>33 != 0:
-		return &errUnrecorded{Result(int32(r)).err()}
+		return &errUnrecorded{cudaraw.Result(int32(r)).Err()}
 	case r>>32 != 0:
-		return Result(int32(r))
+		return cudaraw.Result(int32(r))
 	}
-	return Result(int32(r)).err()
+	return cudaraw.Result(int32(r)).Err()
 }
 
 // spinEvent queries ev in ctx from C for at most d, and reports whether it completed.
-func spinEvent(ctx CUcontext, ev CUevent, d time.Duration) (bool, error) {
-	query, err := proc_cuEventQuery.Addr()
+func spinEvent(ctx cudaraw.CUcontext, ev cudaraw.CUevent, d time.Duration) (bool, error) {
+	query, err := cudaraw.ProcEventQuery.Addr()
 	if err != nil {
 		return false, err
 	}
-	get, set, err := ctxswitch.Procs()
+	get, set, err := cudaraw.CtxSwitchProcs()
 	if err != nil {
 		return false, err
 	}
 	r := int64(C.gocuda_event_spin(C.uintptr_t(query), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(ev), C.int64_t(d)))
 	if r>>32 != 0 {
-		return false, Result(int32(r))
+		return false, cudaraw.Result(int32(r))
 	}
-	return ready(Result(int32(r)).err())
+	return ready(cudaraw.Result(int32(r)).Err())
 }
 
 // spinFlag reads f's word from C for at most d, and reports whether it was set.
@@ -175,19 +175,19 @@ func spinFlag(f *flagSlot, d time.Duration) bool {
 }
 
 // writeFlag queues the write of val to the flag word at dev on stream h in ctx.
-func writeFlag(ctx CUcontext, h CUstream, dev CUdeviceptr, val uint32) error {
-	write, err := proc_cuStreamWriteValue32_v2.Addr()
+func writeFlag(ctx cudaraw.CUcontext, h cudaraw.CUstream, dev cudaraw.CUdeviceptr, val uint32) error {
+	write, err := cudaraw.ProcStreamWriteValue32.Addr()
 	if err != nil {
 		return err
 	}
-	get, set, err := ctxswitch.Procs()
+	get, set, err := cudaraw.CtxSwitchProcs()
 	if err != nil {
 		return err
 	}
 	r := int64(C.gocuda_write_flag(C.uintptr_t(write), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(h),
 		C.uintptr_t(dev), C.uint32_t(val)))
 	if r>>32 != 0 {
-		return Result(int32(r))
+		return cudaraw.Result(int32(r))
 	}
-	return Result(int32(r)).err()
+	return cudaraw.Result(int32(r)).Err()
 }

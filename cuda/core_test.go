@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/dl"
 	"github.com/gocuda/gocuda/internal/fakecuda"
 	"github.com/gocuda/gocuda/internal/gputest"
@@ -22,7 +23,7 @@ func TestNoDriver(t *testing.T) {
 		fakecuda.RunWithoutDriver(t)
 		return
 	}
-	if err := cuda.Library().Open(); err == nil {
+	if err := cudaraw.Library().Open(); err == nil {
 		t.Skip("libcuda.so.1 is present: the no-driver path is tested where it is absent (CI)")
 	}
 	_, err := cuda.DeviceCount()

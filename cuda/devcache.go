@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"math/bits"
 	"sync"
 	"weak"
@@ -51,14 +52,14 @@ func devClass(n int) (size, class int) {
 // devCache is a stream's cache of freed device blocks.
 type devCache struct {
 	mu     sync.Mutex
-	bins   [numDevClasses][]CUdeviceptr
+	bins   [numDevClasses][]cudaraw.CUdeviceptr
 	blocks int
 	known  bool // the stream is in its memState's list
 }
 
 // takeBlock returns a cached block of the class, or 0. The caller holds the stream's
 // read lock.
-func (s *stream) takeBlock(ms *memState, class int) CUdeviceptr {
+func (s *stream) takeBlock(ms *memState, class int) cudaraw.CUdeviceptr {
 	c := &s.cache
 	c.mu.Lock()
 	bin := c.bins[class]
@@ -87,7 +88,7 @@ func devClassSize(class int) int {
 // putBlock keeps p, a block of the class, in the stream's cache and reports whether
 // it did. The caller holds the stream's read lock and has checked that the stream is
 // open.
-func (s *stream) putBlock(ms *memState, p CUdeviceptr, class, size int) bool {
+func (s *stream) putBlock(ms *memState, p cudaraw.CUdeviceptr, class, size int) bool {
 	if ms.devCached.Add(int64(size)) > ms.cs.limits.cache.Load() {
 		ms.devCached.Add(-int64(size))
 		return false
@@ -121,7 +122,7 @@ func (s *stream) flushCache(ms *memState) (known bool) {
 	c := &s.cache
 	c.mu.Lock()
 	bins := c.bins
-	c.bins = [numDevClasses][]CUdeviceptr{}
+	c.bins = [numDevClasses][]cudaraw.CUdeviceptr{}
 	c.blocks = 0
 	known = c.known
 	c.known = false
@@ -129,7 +130,7 @@ func (s *stream) flushCache(ms *memState) (known bool) {
 	for class, bin := range bins {
 		size := devClassSize(class)
 		for _, p := range bin {
-			_ = inMemFreeAsync(s.cs.h, p, s.h)
+			_ = cudaraw.MemFreeAsyncIn(s.cs.h, p, s.h)
 			ms.devCached.Add(-int64(size))
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"sync"
 
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/dl"
 	"github.com/gocuda/gocuda/internal/errs"
 )
@@ -35,7 +36,7 @@ var driver struct {
 // have to.
 func initDriver() error {
 	driver.once.Do(func() {
-		err := Init(0)
+		err := cudaraw.Init(0)
 		switch {
 		case err == nil:
 			installHooks()
@@ -58,7 +59,7 @@ func DeviceCount() (int, error) {
 		return 0, err
 	}
 	var n int32
-	if err := DeviceGetCount(&n); err != nil {
+	if err := cudaraw.DeviceGetCount(&n); err != nil {
 		return 0, err
 	}
 	return int(n), nil
@@ -74,15 +75,15 @@ func (d Device) check() error {
 }
 
 // handle returns the driver's device handle.
-func (d Device) handle() (CUdevice, error) {
+func (d Device) handle() (cudaraw.CUdevice, error) {
 	if err := d.check(); err != nil {
 		return 0, err
 	}
 	if err := initDriver(); err != nil {
 		return 0, err
 	}
-	var h CUdevice
-	if err := DeviceGet(&h, int32(d)); err != nil {
+	var h cudaraw.CUdevice
+	if err := cudaraw.DeviceGet(&h, int32(d)); err != nil {
 		return 0, fmt.Errorf("cuda: device %d: %w", int(d), err)
 	}
 	return h, nil
@@ -95,7 +96,7 @@ func (d Device) Name() (string, error) {
 		return "", err
 	}
 	buf := make([]byte, 256)
-	if err := DeviceGetName(&buf[0], int32(len(buf)), h); err != nil {
+	if err := cudaraw.DeviceGetName(&buf[0], int32(len(buf)), h); err != nil {
 		return "", err
 	}
 	return cString(buf), nil
@@ -108,20 +109,20 @@ func (d Device) TotalMemory() (uint64, error) {
 		return 0, err
 	}
 	var n uint64
-	if err := DeviceTotalMem(&n, h); err != nil {
+	if err := cudaraw.DeviceTotalMem(&n, h); err != nil {
 		return 0, err
 	}
 	return n, nil
 }
 
 // Attribute returns one of the device's attributes.
-func (d Device) Attribute(a CUdevice_attribute) (int, error) {
+func (d Device) Attribute(a cudaraw.CUdevice_attribute) (int, error) {
 	h, err := d.handle()
 	if err != nil {
 		return 0, err
 	}
 	var v int32
-	if err := DeviceGetAttribute(&v, a, h); err != nil {
+	if err := cudaraw.DeviceGetAttribute(&v, a, h); err != nil {
 		return 0, fmt.Errorf("cuda: device %d attribute %v: %w", int(d), a, err)
 	}
 	return int(v), nil
@@ -129,10 +130,10 @@ func (d Device) Attribute(a CUdevice_attribute) (int, error) {
 
 // ComputeCapability returns the device's compute capability (9, 0 for an H200).
 func (d Device) ComputeCapability() (major, minor int, err error) {
-	if major, err = d.Attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR); err != nil {
+	if major, err = d.Attribute(cudaraw.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR); err != nil {
 		return 0, 0, err
 	}
-	minor, err = d.Attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
+	minor, err = d.Attribute(cudaraw.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
 	return major, minor, err
 }
 

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"reflect"
 	"runtime"
 	"unsafe"
@@ -48,7 +49,7 @@ func memOf(m Memory) *memBase {
 // calls in Context.Locked. If f fails, no use is recorded.
 //
 // Memory of another context than s's fails with ErrWrongContext, before f runs.
-func Enqueue(s *Stream, f func(ctx CUcontext, h CUstream) error, uses ...Use) error {
+func Enqueue(s *Stream, f func(ctx cudaraw.CUcontext, h cudaraw.CUstream) error, uses ...Use) error {
 	if f == nil {
 		return fmt.Errorf("%w: nil function", ErrInvalidArgument)
 	}
@@ -150,7 +151,7 @@ func (q *enqueued) start(s *Stream, uses []Use) (fast bool, err error) {
 
 // runAll is Enqueue's general path, after start: any memory, views, captures and
 // hand-offs.
-func (q *enqueued) runAll(s *Stream, f func(ctx CUcontext, h CUstream) error, uses []Use) error {
+func (q *enqueued) runAll(s *Stream, f func(ctx cudaraw.CUcontext, h cudaraw.CUstream) error, uses []Use) error {
 	c := s.cs
 	// Hold each memory once: a buffer used twice is written if either use writes
 	// (the flags of its first use collect the later ones').
@@ -317,12 +318,12 @@ func (c *Context) Locked(f func() error) error {
 	defer c.exit()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	var prev CUcontext
-	if err := CtxGetCurrent(&prev); err != nil {
+	var prev cudaraw.CUcontext
+	if err := cudaraw.CtxGetCurrent(&prev); err != nil {
 		return err
 	}
 	if prev != c.h {
-		if err := CtxSetCurrent(c.h); err != nil {
+		if err := cudaraw.CtxSetCurrent(c.h); err != nil {
 			return err
 		}
 		defer restoreCurrent(prev)
@@ -333,11 +334,11 @@ func (c *Context) Locked(f func() error) error {
 // restoreCurrent makes prev, the context current on the thread before Locked, current
 // again, unless it has been destroyed since (by another goroutine: the thread kept it
 // current): then no context. A context of ours is held while it is made current.
-func restoreCurrent(prev CUcontext) {
+func restoreCurrent(prev cudaraw.CUcontext) {
 	if v, ok := contexts.Load(prev); ok {
 		cs := v.(*ctxState)
 		if cs.enter() == nil {
-			_ = CtxSetCurrent(prev)
+			_ = cudaraw.CtxSetCurrent(prev)
 			cs.exit()
 			return
 		}
@@ -345,7 +346,7 @@ func restoreCurrent(prev CUcontext) {
 	} else if _, dead := deadContexts.Load(prev); dead {
 		prev = 0
 	}
-	_ = CtxSetCurrent(prev)
+	_ = cudaraw.CtxSetCurrent(prev)
 }
 
 // DevicePtr returns m's address as the *T that raw library functions take for GPU
@@ -390,6 +391,6 @@ func devicePtrError(b *memBase, t reflect.Type) error {
 // sameLayout reports whether a and b are the pairs of Go and CUDA complex types.
 func sameLayout(a, b reflect.Type) bool {
 	pair := func(x, y reflect.Type) bool { return a == x && b == y || a == y && b == x }
-	return pair(reflect.TypeFor[complex64](), reflect.TypeFor[CuComplex]()) ||
-		pair(reflect.TypeFor[complex128](), reflect.TypeFor[CuDoubleComplex]())
+	return pair(reflect.TypeFor[complex64](), reflect.TypeFor[cudaraw.CuComplex]()) ||
+		pair(reflect.TypeFor[complex128](), reflect.TypeFor[cudaraw.CuDoubleComplex]())
 }

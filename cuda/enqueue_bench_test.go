@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/stretchr/testify/require"
 )
 
@@ -26,7 +27,7 @@ func BenchmarkEnqueue(b *testing.B) {
 		defer bufs[i].Close()
 	}
 	uses := []cuda.Use{cuda.Reads(bufs[0]), cuda.Reads(bufs[1]), cuda.Writes(bufs[2])}
-	noop := func(cuda.CUcontext, cuda.CUstream) error { return nil }
+	noop := func(cudaraw.CUcontext, cudaraw.CUstream) error { return nil }
 	for b.Loop() {
 		if err := cuda.Enqueue(s, noop, uses...); err != nil {
 			b.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -25,8 +26,8 @@ func TestEnqueue(t *testing.T) {
 	require.NoError(t, a.Memset32Async(ss[0], 0))
 
 	before := cuda.HandOffsForTest(ss...)
-	var got cuda.CUstream
-	err = cuda.Enqueue(ss[1], func(c cuda.CUcontext, h cuda.CUstream) error {
+	var got cudaraw.CUstream
+	err = cuda.Enqueue(ss[1], func(c cudaraw.CUcontext, h cudaraw.CUstream) error {
 		assert.Equal(t, ctx.Handle(), c)
 		got = h
 		return nil
@@ -38,17 +39,17 @@ func TestEnqueue(t *testing.T) {
 	assert.Equal(t, 1, cuda.UsesForTest(b), "b written on ss[1] (its second use): its only use")
 
 	boom := errors.New("boom")
-	require.ErrorIs(t, cuda.Enqueue(ss[0], func(cuda.CUcontext, cuda.CUstream) error { return boom }, cuda.Writes(a)), boom)
+	require.ErrorIs(t, cuda.Enqueue(ss[0], func(cudaraw.CUcontext, cudaraw.CUstream) error { return boom }, cuda.Writes(a)), boom)
 	assert.Equal(t, 2, cuda.UsesForTest(a), "a failed call records nothing")
 
 	other, _, ob := ownContext(t)
 	defer other.Close()
 	defer ob.Close()
-	require.ErrorIs(t, cuda.Enqueue(ss[0], func(cuda.CUcontext, cuda.CUstream) error { return nil }, cuda.Reads(ob)), cuda.ErrWrongContext)
+	require.ErrorIs(t, cuda.Enqueue(ss[0], func(cudaraw.CUcontext, cudaraw.CUstream) error { return nil }, cuda.Reads(ob)), cuda.ErrWrongContext)
 	require.ErrorIs(t, cuda.Enqueue(ss[0], nil), cuda.ErrInvalidArgument)
-	require.ErrorIs(t, cuda.Enqueue(nil, func(cuda.CUcontext, cuda.CUstream) error { return nil }), cuda.ErrInvalidArgument)
+	require.ErrorIs(t, cuda.Enqueue(nil, func(cudaraw.CUcontext, cudaraw.CUstream) error { return nil }), cuda.ErrInvalidArgument)
 	require.NoError(t, b.Close())
-	require.ErrorIs(t, cuda.Enqueue(ss[0], func(cuda.CUcontext, cuda.CUstream) error { return nil }, cuda.Writes(b)), cuda.ErrClosed)
+	require.ErrorIs(t, cuda.Enqueue(ss[0], func(cudaraw.CUcontext, cudaraw.CUstream) error { return nil }, cuda.Writes(b)), cuda.ErrClosed)
 	for _, s := range ss {
 		require.NoError(t, s.Synchronize())
 	}
@@ -77,14 +78,14 @@ func TestEnqueuePanicAndManyUses(t *testing.T) {
 	defer other.Close()
 	require.NoError(t, bufs[0].Memset32Async(other, 1))
 	ran := false
-	require.NoError(t, cuda.Enqueue(s, func(cuda.CUcontext, cuda.CUstream) error { ran = true; return nil }, uses...))
+	require.NoError(t, cuda.Enqueue(s, func(cudaraw.CUcontext, cudaraw.CUstream) error { ran = true; return nil }, uses...))
 	assert.True(t, ran)
 	for _, b := range bufs {
 		assert.Equal(t, 1, cuda.UsesForTest(b), "one use recorded per buffer")
 	}
 
 	assert.PanicsWithValue(t, "boom", func() {
-		_ = cuda.Enqueue(s, func(cuda.CUcontext, cuda.CUstream) error { panic("boom") }, uses...)
+		_ = cuda.Enqueue(s, func(cudaraw.CUcontext, cudaraw.CUstream) error { panic("boom") }, uses...)
 	})
 	done := make(chan error, 1)
 	go func() {
@@ -109,13 +110,13 @@ func TestLocked(t *testing.T) {
 	defer other.Close()
 	defer ob.Close()
 	err := other.Locked(func() error {
-		var cur cuda.CUcontext
-		require.NoError(t, cuda.CtxGetCurrent(&cur))
+		var cur cudaraw.CUcontext
+		require.NoError(t, cudaraw.CtxGetCurrent(&cur))
 		assert.Equal(t, other.Handle(), cur)
 		return ctx.Locked(func() error {
-			require.NoError(t, cuda.CtxGetCurrent(&cur))
+			require.NoError(t, cudaraw.CtxGetCurrent(&cur))
 			assert.Equal(t, ctx.Handle(), cur)
-			return cuda.StreamSynchronize(s.Handle()) // a raw call
+			return cudaraw.StreamSynchronize(s.Handle()) // a raw call
 		})
 	})
 	require.NoError(t, err)
@@ -137,9 +138,9 @@ func TestDevicePtr(t *testing.T) {
 	c, err := cuda.AllocFor[complex64](s, 4)
 	require.NoError(t, err)
 	defer c.Close()
-	_, err = cuda.DevicePtr[cuda.CuComplex](c)
+	_, err = cuda.DevicePtr[cudaraw.CuComplex](c)
 	require.NoError(t, err)
-	z, err := cuda.AllocFor[cuda.CuDoubleComplex](s, 4)
+	z, err := cuda.AllocFor[cudaraw.CuDoubleComplex](s, 4)
 	require.NoError(t, err)
 	defer z.Close()
 	_, err = cuda.DevicePtr[complex128](z)
@@ -148,8 +149,8 @@ func TestDevicePtr(t *testing.T) {
 	require.ErrorIs(t, err, cuda.ErrInvalidArgument)
 
 	for _, pair := range [][2]reflect.Type{
-		{reflect.TypeFor[complex64](), reflect.TypeFor[cuda.CuComplex]()},
-		{reflect.TypeFor[complex128](), reflect.TypeFor[cuda.CuDoubleComplex]()},
+		{reflect.TypeFor[complex64](), reflect.TypeFor[cudaraw.CuComplex]()},
+		{reflect.TypeFor[complex128](), reflect.TypeFor[cudaraw.CuDoubleComplex]()},
 	} {
 		g, c := pair[0], pair[1]
 		assert.Equal(t, g.Size(), c.Size(), "%v and %v", g, c)
@@ -157,6 +158,6 @@ func TestDevicePtr(t *testing.T) {
 		assert.Equal(t, g.Size()/2, c.Field(c.NumField()-1).Offset, "imaginary part second")
 	}
 	v := complex64(complex(1.5, -2))
-	cv := *(*cuda.CuComplex)(unsafe.Pointer(&v))
-	assert.Equal(t, cuda.CuComplex{X: 1.5, Y: -2}, cv)
+	cv := *(*cudaraw.CuComplex)(unsafe.Pointer(&v))
+	assert.Equal(t, cudaraw.CuComplex{X: 1.5, Y: -2}, cv)
 }

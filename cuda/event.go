@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/internal/errs"
 	"github.com/gocuda/gocuda/resource"
 )
@@ -24,7 +25,7 @@ type Event struct {
 
 type event struct {
 	cs     *ctxState
-	h      CUevent
+	h      cudaraw.CUevent
 	timing bool
 	hold   hold
 	reg    *resource.Registration
@@ -71,10 +72,10 @@ func newEvent(c *ctxState, timing bool) (*event, error) {
 	// (about 1 µs per hand-off on an H200); Synchronize sleeps through sleepOn.
 	var flags uint32
 	if !timing {
-		flags = uint32(CU_EVENT_DISABLE_TIMING)
+		flags = uint32(cudaraw.CU_EVENT_DISABLE_TIMING)
 	}
 	e := &event{cs: c, timing: timing}
-	if err := inEventCreate(c.h, &e.h, flags); err != nil {
+	if err := cudaraw.EventCreateIn(c.h, &e.h, flags); err != nil {
 		return nil, fmt.Errorf("cuda: creating an event: %w", err)
 	}
 	e.reg = resource.ResourceFinalizerErr((*event).destroy, e, false,
@@ -98,7 +99,7 @@ func (e *event) destroyNow() error {
 		return resource.ErrContextDestroyed // destroyed with its context
 	}
 	defer e.cs.exit()
-	return inEventDestroy(e.cs.h, e.h)
+	return cudaraw.EventDestroyIn(e.cs.h, e.h)
 }
 
 func checkEvent(e *Event) error {
@@ -133,7 +134,7 @@ func (e *event) leave() {
 
 // Handle returns the raw event. Keep the Event reachable (and open) while the handle
 // is in use.
-func (e *Event) Handle() CUevent {
+func (e *Event) Handle() cudaraw.CUevent {
 	if e == nil || e.event == nil {
 		return 0
 	}
@@ -164,7 +165,7 @@ func (e *Event) Record(s *Stream) error {
 	}
 	defer e.leave()
 	leaseEventIfCapturing(s.stream, e.event)
-	return s.use(func(h CUstream) error { return inEventRecord(e.cs.h, e.h, h) })
+	return s.use(func(h cudaraw.CUstream) error { return cudaraw.EventRecordIn(e.cs.h, e.h, h) })
 }
 
 // Query reports whether the GPU has reached the event.
@@ -180,7 +181,7 @@ func (e *event) query() (bool, error) {
 		return false, err
 	}
 	defer e.leave()
-	return ready(inEventQuery(e.cs.h, e.h))
+	return ready(cudaraw.EventQueryIn(e.cs.h, e.h))
 }
 
 // Synchronize waits until the GPU reaches the event: it polls briefly, then yields,

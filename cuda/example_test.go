@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 )
 
 // Streams and events from any goroutine: no thread locking, no explicit init.
@@ -37,9 +38,9 @@ func Example() {
 
 // Results are errors; success is nil. Names work without the driver.
 func Example_errors() {
-	var err error = cuda.CUDA_ERROR_OUT_OF_MEMORY
+	var err error = cudaraw.CUDA_ERROR_OUT_OF_MEMORY
 	fmt.Println(err)
-	fmt.Println(errors.Is(fmt.Errorf("alloc: %w", err), cuda.ErrOutOfMemory))
+	fmt.Println(errors.Is(fmt.Errorf("alloc: %w", err), cudaraw.ErrOutOfMemory))
 	// Output:
 	// cuda: CUDA_ERROR_OUT_OF_MEMORY (2): out of memory
 	// true

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -37,8 +38,8 @@ func TestEnqueueFastPathCPU(t *testing.T) {
 	seq := func(b *fakeBuf) uint64 { return b.m.acc.seq }
 	before := seq(w)
 	holds, locked := -1, false
-	inF := func(b *fakeBuf) func(CUcontext, CUstream) error {
-		return func(CUcontext, CUstream) error {
+	inF := func(b *fakeBuf) func(cudaraw.CUcontext, cudaraw.CUstream) error {
+		return func(cudaraw.CUcontext, cudaraw.CUstream) error {
 			holds = b.holds()
 			if locked = !s.mu.TryLock(); !locked {
 				s.mu.Unlock()
@@ -71,7 +72,7 @@ func TestEnqueueFastPathCPU(t *testing.T) {
 	// Failures after some holds: memory of another context, closed memory.
 	foreign := newFakeBuf(0xc000, fakeContext())
 	ran := false
-	f := func(CUcontext, CUstream) error { ran = true; return nil }
+	f := func(cudaraw.CUcontext, cudaraw.CUstream) error { ran = true; return nil }
 	require.ErrorIs(t, Enqueue(s, f, rd(w), rd(r), wr(foreign)), ErrWrongContext)
 	require.ErrorIs(t, Enqueue(s, f, rd(w), wr(closedBuf(c))), ErrClosed)
 	assert.False(t, ran)
@@ -80,7 +81,7 @@ func TestEnqueueFastPathCPU(t *testing.T) {
 
 	// A panic in f on the one-pass path unlocks the stream.
 	assert.PanicsWithValue(t, "boom", func() {
-		_ = Enqueue(s, func(CUcontext, CUstream) error { panic("boom") }, rd(w), wr(w))
+		_ = Enqueue(s, func(cudaraw.CUcontext, cudaraw.CUstream) error { panic("boom") }, rd(w), wr(w))
 	})
 	assert.Zero(t, w.holds())
 	require.True(t, s.mu.TryLock(), "the stream's read lock was released")
@@ -106,7 +107,7 @@ func TestPackFastCPU(t *testing.T) {
 	// Scalars of the usual types, at the parameters' offsets.
 	g := &Function{mod: f.mod, name: "k", params: []paramInfo{{0, 4}, {4, 4}, {8, 8}, {16, 4}, {24, 8}, {32, 8}}, known: true, argSize: 40}
 	big := make([]byte, 40)
-	size, ok = g.packFast(big, []any{int32(-1), float32(1.5), CUdeviceptr(0xc000), uint32(7), float64(2), -2}, s.stream)
+	size, ok = g.packFast(big, []any{int32(-1), float32(1.5), cudaraw.CUdeviceptr(0xc000), uint32(7), float64(2), -2}, s.stream)
 	require.True(t, ok)
 	assert.Equal(t, uintptr(40), size)
 	assert.Equal(t, []uint64{0x3fc00000_ffffffff, 0xc000, 7, math.Float64bits(2), 1<<64 - 2}, words(big))
@@ -156,7 +157,7 @@ func blockedEnqueue(t *testing.T, s *Stream, uses ...Use) (finish func() error) 
 	in, out := make(chan struct{}), make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- Enqueue(s, func(CUcontext, CUstream) error { close(in); <-out; return nil }, uses...)
+		done <- Enqueue(s, func(cudaraw.CUcontext, cudaraw.CUstream) error { close(in); <-out; return nil }, uses...)
 	}()
 	<-in
 	return func() error { close(out); return <-done }
@@ -180,7 +181,7 @@ func TestFastUseRelease(t *testing.T) {
 	uses := <-retired
 	require.Len(t, uses, 1)
 	assert.Same(t, s.stream, uses[0].s)
-	assert.ErrorIs(t, Enqueue(s, func(CUcontext, CUstream) error {
+	assert.ErrorIs(t, Enqueue(s, func(cudaraw.CUcontext, cudaraw.CUstream) error {
 		t.Error("f ran on released memory")
 		return nil
 	}, rd(w)), ErrClosed)
@@ -210,7 +211,7 @@ func TestHandOffKeepsBusyStream(t *testing.T) {
 	var d deps
 	p := w.m.plan(u.stream, true, &d)
 	holds := -1
-	require.NoError(t, Enqueue(s, func(CUcontext, CUstream) error { holds = w.holds(); return nil }, wr(w)))
+	require.NoError(t, Enqueue(s, func(cudaraw.CUcontext, cudaraw.CUstream) error { holds = w.holds(); return nil }, wr(w)))
 	assert.Equal(t, 2, holds, "after the plan, calls on s hold the memory")
 	w.m.record(u.stream, true, p)
 	w.m.hold.exit()

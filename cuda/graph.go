@@ -6,6 +6,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/internal/rescore"
 	"github.com/gocuda/gocuda/resource"
 )
@@ -67,8 +68,8 @@ type leased struct {
 type captureSet struct {
 	mu     sync.Mutex
 	set    leaseSet
-	err    error         // the first operation refused
-	leaves []CUgraphNode // the last nodes of a capture into a graph
+	err    error                 // the first operation refused
+	leaves []cudaraw.CUgraphNode // the last nodes of a capture into a graph
 }
 
 // add leases m (an allocation, not a view) for the capture; the caller holds m.
@@ -342,20 +343,20 @@ func (c *Context) Capture(f func(s *Stream) error) (*Graph, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Graph{g: &graphState{ctx: c, own: OwnGraph(g), lease: cs.set.register()}}, nil
+	return &Graph{g: &graphState{ctx: c, own: cudaraw.OwnGraph(g), lease: cs.set.register()}}, nil
 }
 
 // captureTarget is where a capture goes: a new graph (into 0), or into an existing
 // graph after deps, reporting the capture's last nodes in leaves.
 type captureTarget struct {
-	into   CUgraph
-	deps   []CUgraphNode
-	leaves []CUgraphNode
+	into   cudaraw.CUgraph
+	deps   []cudaraw.CUgraphNode
+	leaves []cudaraw.CUgraphNode
 }
 
 // runCapture captures f on a stream of its own behind the resource capture gate and
 // returns the graph and what the capture leased (the caller takes the leases over).
-func (c *Context) runCapture(t captureTarget, f func(s *Stream) error) (CUgraph, *captureSet, error) {
+func (c *Context) runCapture(t captureTarget, f func(s *Stream) error) (cudaraw.CUgraph, *captureSet, error) {
 	if f == nil {
 		return 0, nil, fmt.Errorf("%w: nil capture function", ErrInvalidArgument)
 	}
@@ -386,7 +387,7 @@ func (c *Context) runCapture(t captureTarget, f func(s *Stream) error) (CUgraph,
 }
 
 // capture runs f between the driver's begin and end of capture on s.
-func (c *Context) capture(s *Stream, cs *captureSet, t *captureTarget, f func(s *Stream) error) (g CUgraph, err error) {
+func (c *Context) capture(s *Stream, cs *captureSet, t *captureTarget, f func(s *Stream) error) (g cudaraw.CUgraph, err error) {
 	// The context stays entered for the capture: closing it waits for the end.
 	if err := c.enter(); err != nil {
 		return 0, err
@@ -396,14 +397,14 @@ func (c *Context) capture(s *Stream, cs *captureSet, t *captureTarget, f func(s 
 	defer s.capture.Store(nil)
 	var begin error
 	if t.into == 0 {
-		begin = inStreamBeginCapture(c.h, s.h, CU_STREAM_CAPTURE_MODE_RELAXED)
+		begin = cudaraw.StreamBeginCaptureIn(c.h, s.h, cudaraw.CU_STREAM_CAPTURE_MODE_RELAXED)
 	} else {
-		var deps *CUgraphNode
+		var deps *cudaraw.CUgraphNode
 		if len(t.deps) > 0 {
 			deps = &t.deps[0]
 		}
 		begin = c.Locked(func() error {
-			return StreamBeginCaptureToGraph(s.h, t.into, deps, nil, uint64(len(t.deps)), CU_STREAM_CAPTURE_MODE_RELAXED)
+			return cudaraw.StreamBeginCaptureToGraph(s.h, t.into, deps, nil, uint64(len(t.deps)), cudaraw.CU_STREAM_CAPTURE_MODE_RELAXED)
 		})
 	}
 	if begin != nil {
@@ -412,13 +413,13 @@ func (c *Context) capture(s *Stream, cs *captureSet, t *captureTarget, f func(s 
 	// A graph of the caller's (into) is never destroyed here.
 	destroy := func() {
 		if g != 0 && t.into == 0 {
-			_ = inGraphDestroy(c.h, g)
+			_ = cudaraw.GraphDestroyIn(c.h, g)
 		}
 	}
 	ended := false
 	end := func() error {
 		ended = true
-		return inStreamEndCapture(c.h, s.h, &g)
+		return cudaraw.StreamEndCaptureIn(c.h, s.h, &g)
 	}
 	defer func() {
 		if !ended { // f panicked: end the capture before the panic goes on
@@ -457,14 +458,14 @@ func (c *Context) capture(s *Stream, cs *captureSet, t *captureTarget, f func(s 
 // dependencies of whatever s would queue next).
 func captureLeaves(c *Context, s *Stream, t *captureTarget) error {
 	return c.Locked(func() error {
-		var status CUstreamCaptureStatus
-		var deps *CUgraphNode
+		var status cudaraw.CUstreamCaptureStatus
+		var deps *cudaraw.CUgraphNode
 		var n uint64
-		if err := StreamGetCaptureInfo(s.h, &status, nil, nil, &deps, nil, &n); err != nil {
+		if err := cudaraw.StreamGetCaptureInfo(s.h, &status, nil, nil, &deps, nil, &n); err != nil {
 			return err
 		}
 		if n > 0 {
-			t.leaves = append([]CUgraphNode(nil), unsafe.Slice(deps, n)...)
+			t.leaves = append([]cudaraw.CUgraphNode(nil), unsafe.Slice(deps, n)...)
 		}
 		return nil
 	})
@@ -483,7 +484,7 @@ type Graph struct {
 
 type graphState struct {
 	ctx  *Context
-	own  *OwnedGraph
+	own  *cudaraw.OwnedGraph
 	hold hold
 	// mu serializes changes to the graph (nodes added by hand) and its leases
 	// with Instantiate and Update, which copy them.
@@ -532,17 +533,17 @@ func (g *Graph) Instantiate() (*Exec, error) {
 	defer st.hold.exit()
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	var e CUgraphExec
+	var e cudaraw.CUgraphExec
 	if err := st.ctx.enter(); err != nil {
 		return nil, err
 	}
-	err = inGraphInstantiateWithFlags(st.ctx.h, &e, st.own.Handle(), uint64(CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH))
+	err = cudaraw.GraphInstantiateWithFlagsIn(st.ctx.h, &e, st.own.Handle(), uint64(cudaraw.CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH))
 	st.ctx.exit()
 	if err != nil {
 		return nil, fmt.Errorf("cuda: instantiating a graph: %w", err)
 	}
 	// g's leases keep what it uses: none was released.
-	return &Exec{e: &execState{ctx: st.ctx, cs: st.ctx.ctxState, own: OwnGraphExec(e), h: e, lease: st.lease.clone()}}, nil
+	return &Exec{e: &execState{ctx: st.ctx, cs: st.ctx.ctxState, own: cudaraw.OwnGraphExec(e), h: e, lease: st.lease.clone()}}, nil
 }
 
 // Close releases the graph: its CUgraph now, and its leases on memory (memory closed
@@ -569,11 +570,11 @@ type Exec struct {
 
 type execState struct {
 	ctx *Context
-	own *OwnedGraphExec
+	own *cudaraw.OwnedGraphExec
 	// cs and h are ctx.ctxState and own's handle, for Launch (which holds mu's read
 	// lock, so own is not destroyed meanwhile) to reach without following pointers.
 	cs *ctxState
-	h  CUgraphExec
+	h  cudaraw.CUgraphExec
 	// mu: Launch holds the read lock (and reads closed and lease under it); Close
 	// and Update take the write lock, so they wait for the launches in progress.
 	// One lock for both keeps a launch at two atomic operations of its own.
@@ -659,7 +660,7 @@ func (x *execState) launch(s *Stream) error {
 	if hosts {
 		x.lease.queueHost(1) // before the launch: its host nodes may run before it returns
 	}
-	if err := inGraphLaunch(x.cs.h, x.h, s.h); err != nil {
+	if err := cudaraw.GraphLaunchIn(x.cs.h, x.h, s.h); err != nil {
 		if hosts {
 			x.lease.queueHost(-1)
 		}
@@ -714,11 +715,11 @@ func (e *Exec) Update(g *Graph) error {
 		x.mu.Unlock()
 		return fmt.Errorf("cuda: executable graph: %w", ErrClosed)
 	}
-	var info CUgraphExecUpdateResultInfo
-	err := x.ctx.Locked(func() error { return GraphExecUpdate(x.own.Handle(), st.own.Handle(), &info) })
+	var info cudaraw.CUgraphExecUpdateResultInfo
+	err := x.ctx.Locked(func() error { return cudaraw.GraphExecUpdate(x.own.Handle(), st.own.Handle(), &info) })
 	if err != nil {
 		x.mu.Unlock()
-		if errors.Is(err, CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE) {
+		if errors.Is(err, cudaraw.CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE) {
 			err = &GraphUpdateError{Result: info.Result, Err: err}
 		}
 		return fmt.Errorf("cuda: updating a graph: %w", err)
@@ -733,7 +734,7 @@ func (e *Exec) Update(g *Graph) error {
 // CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED when the operations differ) and the
 // error of cuGraphExecUpdate.
 type GraphUpdateError struct {
-	Result CUgraphExecUpdateResult
+	Result cudaraw.CUgraphExecUpdateResult
 	Err    error
 }
 

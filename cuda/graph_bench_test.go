@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/internal/callbench"
 	"github.com/gocuda/gocuda/internal/fakecuda"
 	"github.com/gocuda/gocuda/internal/gputest"
@@ -199,21 +200,21 @@ func pairGraphLaunch(b *testing.B, s *cuda.Stream, x *cuda.Exec, buf *cuda.Devic
 	ctx := s.Context()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	require.NoError(b, cuda.CtxSetCurrent(ctx.Handle()))
-	var g cuda.CUgraph
-	require.NoError(b, cuda.GraphCreate(&g, 0))
-	defer cuda.GraphDestroy(g)
-	var node cuda.CUgraphNode
-	p := cuda.CUDA_MEMSET_NODE_PARAMS{Dst: buf.Ptr(), Value: 1, ElementSize: 4, Width: 64, Height: 1}
-	require.NoError(b, cuda.GraphAddMemsetNode(&node, g, nil, 0, &p, ctx.Handle()))
-	var e cuda.CUgraphExec
-	require.NoError(b, cuda.GraphInstantiateWithFlags(&e, g, 0))
-	defer cuda.GraphExecDestroy(e)
-	fn, err := cuda.Library().NewProc("cuGraphLaunch").Addr()
+	require.NoError(b, cudaraw.CtxSetCurrent(ctx.Handle()))
+	var g cudaraw.CUgraph
+	require.NoError(b, cudaraw.GraphCreate(&g, 0))
+	defer cudaraw.GraphDestroy(g)
+	var node cudaraw.CUgraphNode
+	p := cudaraw.CUDA_MEMSET_NODE_PARAMS{Dst: buf.Ptr(), Value: 1, ElementSize: 4, Width: 64, Height: 1}
+	require.NoError(b, cudaraw.GraphAddMemsetNode(&node, g, nil, 0, &p, ctx.Handle()))
+	var e cudaraw.CUgraphExec
+	require.NoError(b, cudaraw.GraphInstantiateWithFlags(&e, g, 0))
+	defer cudaraw.GraphExecDestroy(e)
+	fn, err := cudaraw.Library().NewProc("cuGraphLaunch").Addr()
 	require.NoError(b, err)
-	get, err := cuda.Library().NewProc("cuCtxGetCurrent").Addr()
+	get, err := cudaraw.Library().NewProc("cuCtxGetCurrent").Addr()
 	require.NoError(b, err)
-	set, err := cuda.Library().NewProc("cuCtxSetCurrent").Addr()
+	set, err := cudaraw.Library().NewProc("cuCtxSetCurrent").Addr()
 	require.NoError(b, err)
 	h := uintptr(ctx.Handle())
 	callbench.Alternate(b, 32, s.Synchronize,
@@ -223,7 +224,7 @@ func pairGraphLaunch(b *testing.B, s *cuda.Stream, x *cuda.Exec, buf *cuda.Devic
 		callbench.Side{Name: "c-in-context", Run: func(k int) (time.Duration, error) {
 			return callbench.LoopGraphLaunchInContext(fn, get, set, h, uintptr(e), uintptr(s.Handle()), k)
 		}},
-		callbench.Loop("go-raw", func() error { return cuda.GraphLaunch(e, s.Handle()) }),
+		callbench.Loop("go-raw", func() error { return cudaraw.GraphLaunch(e, s.Handle()) }),
 		callbench.Loop("gocuda", func() error { return x.Launch(s) }),
 		touching(fn, e, s, 16), touching(fn, e, s, 64))
 }
@@ -231,7 +232,7 @@ func pairGraphLaunch(b *testing.B, s *cuda.Stream, x *cuda.Exec, buf *cuda.Devic
 // touching is a side of pairGraphLaunch: the C loop writing to lines cache lines,
 // 4,160 bytes apart (no two on a page, out of the prefetcher's reach), after each
 // launch, as a binding's bookkeeping touches its objects between two launches.
-func touching(fn uintptr, e cuda.CUgraphExec, s *cuda.Stream, lines int) callbench.Side {
+func touching(fn uintptr, e cudaraw.CUgraphExec, s *cuda.Stream, lines int) callbench.Side {
 	const stride = 4160
 	buf := make([]byte, lines*stride)
 	return callbench.Side{Name: fmt.Sprintf("c-touch-%d", lines), Run: func(k int) (time.Duration, error) {

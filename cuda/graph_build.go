@@ -3,6 +3,7 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"runtime"
 	"unsafe"
 )
@@ -16,7 +17,7 @@ import (
 // Node is a node of a Graph: what later nodes depend on, and for a kernel node what
 // Exec.SetKernelArgs names. The zero Node is no node.
 type Node struct {
-	h     CUgraphNode
+	h     cudaraw.CUgraphNode
 	g     *graphState
 	f     *Function   // the kernel of a kernel node
 	shape launchShape // its grid, block and shared memory
@@ -24,36 +25,36 @@ type Node struct {
 
 // NewGraph returns an empty graph of c, for the Add methods and CaptureInto.
 func (c *Context) NewGraph() (*Graph, error) {
-	var g CUgraph
-	if err := c.Locked(func() error { return GraphCreate(&g, 0) }); err != nil {
+	var g cudaraw.CUgraph
+	if err := c.Locked(func() error { return cudaraw.GraphCreate(&g, 0) }); err != nil {
 		return nil, fmt.Errorf("cuda: creating a graph: %w", err)
 	}
-	return &Graph{g: &graphState{ctx: c, own: OwnGraph(g), lease: new(leaseSet).register()}}, nil
+	return &Graph{g: &graphState{ctx: c, own: cudaraw.OwnGraph(g), lease: new(leaseSet).register()}}, nil
 }
 
 // add adds one node through addNode, after deps, holding g open and its context
 // entered; addNode returns the leases it took for the node (held memory, modules).
-func (g *Graph) add(what string, deps []Node, addNode func(c *Context, gh CUgraph, deps *CUgraphNode, n uint64) (CUgraphNode, error)) (Node, error) {
+func (g *Graph) add(what string, deps []Node, addNode func(c *Context, gh cudaraw.CUgraph, deps *cudaraw.CUgraphNode, n uint64) (cudaraw.CUgraphNode, error)) (Node, error) {
 	st, err := g.enter()
 	if err != nil {
 		return Node{}, err
 	}
 	defer st.hold.exit()
-	hs := make([]CUgraphNode, len(deps))
+	hs := make([]cudaraw.CUgraphNode, len(deps))
 	for i, d := range deps {
 		if d.g != st || d.h == 0 {
 			return Node{}, fmt.Errorf("%w: adding a %s node: dependency %d is not a node of this graph", ErrInvalidArgument, what, i)
 		}
 		hs[i] = d.h
 	}
-	var dp *CUgraphNode
+	var dp *cudaraw.CUgraphNode
 	if len(hs) > 0 {
 		dp = &hs[0]
 	}
 	c := st.ctx
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	var h CUgraphNode
+	var h cudaraw.CUgraphNode
 	err = c.Locked(func() error {
 		var err error
 		h, err = addNode(c, st.own.Handle(), dp, uint64(len(hs)))
@@ -79,9 +80,9 @@ func (g *Graph) holdFor(m *memBase) error {
 
 // AddEmpty adds a node that does nothing: a join of deps for the nodes after it.
 func (g *Graph) AddEmpty(deps ...Node) (Node, error) {
-	return g.add("empty", deps, func(c *Context, gh CUgraph, dp *CUgraphNode, n uint64) (CUgraphNode, error) {
-		var h CUgraphNode
-		return h, GraphAddEmptyNode(&h, gh, dp, n)
+	return g.add("empty", deps, func(c *Context, gh cudaraw.CUgraph, dp *cudaraw.CUgraphNode, n uint64) (cudaraw.CUgraphNode, error) {
+		var h cudaraw.CUgraphNode
+		return h, cudaraw.GraphAddEmptyNode(&h, gh, dp, n)
 	})
 }
 
@@ -98,10 +99,10 @@ func (g *Graph) AddMemset(b *DeviceBuffer, v uint32, deps ...Node) (Node, error)
 		return Node{}, err
 	}
 	defer m.leave()
-	return g.add("memset", deps, func(c *Context, gh CUgraph, dp *CUgraphNode, n uint64) (CUgraphNode, error) {
-		p := CUDA_MEMSET_NODE_PARAMS{Dst: m.ptr, Value: v, ElementSize: 4, Width: uint64(m.size / 4), Height: 1}
-		var h CUgraphNode
-		if err := GraphAddMemsetNode(&h, gh, dp, n, &p, c.h); err != nil {
+	return g.add("memset", deps, func(c *Context, gh cudaraw.CUgraph, dp *cudaraw.CUgraphNode, n uint64) (cudaraw.CUgraphNode, error) {
+		p := cudaraw.CUDA_MEMSET_NODE_PARAMS{Dst: m.ptr, Value: v, ElementSize: 4, Width: uint64(m.size / 4), Height: 1}
+		var h cudaraw.CUgraphNode
+		if err := cudaraw.GraphAddMemsetNode(&h, gh, dp, n, &p, c.h); err != nil {
 			return 0, err
 		}
 		g.g.lease.add(m.owner(), true)
@@ -143,11 +144,11 @@ func (g *Graph) AddCopy(dst, src Memory, deps ...Node) (Node, error) {
 		defer d.leave()
 		defer o.leave()
 	}
-	return g.add("copy", deps, func(c *Context, gh CUgraph, dp *CUgraphNode, n uint64) (CUgraphNode, error) {
-		p := CUDA_MEMCPY3D{SrcMemoryType: CU_MEMORYTYPE_UNIFIED, SrcDevice: o.ptr, DstMemoryType: CU_MEMORYTYPE_UNIFIED,
+	return g.add("copy", deps, func(c *Context, gh cudaraw.CUgraph, dp *cudaraw.CUgraphNode, n uint64) (cudaraw.CUgraphNode, error) {
+		p := cudaraw.CUDA_MEMCPY3D{SrcMemoryType: cudaraw.CU_MEMORYTYPE_UNIFIED, SrcDevice: o.ptr, DstMemoryType: cudaraw.CU_MEMORYTYPE_UNIFIED,
 			DstDevice: d.ptr, WidthInBytes: uint64(o.size), Height: 1, Depth: 1}
-		var h CUgraphNode
-		if err := GraphAddMemcpyNode(&h, gh, dp, n, &p, c.h); err != nil {
+		var h cudaraw.CUgraphNode
+		if err := cudaraw.GraphAddMemcpyNode(&h, gh, dp, n, &p, c.h); err != nil {
 			return 0, err
 		}
 		g.g.lease.add(o.owner(), false)
@@ -183,9 +184,9 @@ func (g *Graph) AddKernel(f *Function, grid, block Dim3, sharedMem int, deps []N
 		return Node{}, fmt.Errorf("cuda: adding %s: %w", f.name, err)
 	}
 	defer m.runlock()
-	node, err := g.add("kernel", deps, func(c *Context, gh CUgraph, dp *CUgraphNode, n uint64) (CUgraphNode, error) {
-		var h CUgraphNode
-		err := k.params(c, f, d, func(p *CUDA_KERNEL_NODE_PARAMS) error { return GraphAddKernelNode(&h, gh, dp, n, p) })
+	node, err := g.add("kernel", deps, func(c *Context, gh cudaraw.CUgraph, dp *cudaraw.CUgraphNode, n uint64) (cudaraw.CUgraphNode, error) {
+		var h cudaraw.CUgraphNode
+		err := k.params(c, f, d, func(p *cudaraw.CUDA_KERNEL_NODE_PARAMS) error { return cudaraw.GraphAddKernelNode(&h, gh, dp, n, p) })
 		if err != nil {
 			return 0, err
 		}
@@ -226,8 +227,8 @@ func packNode(f *Function, args []any) (*kernelArgs, error) {
 // params calls add with the node parameters of a launch of f with the packed
 // arguments, passed as one buffer through the extra array (pinned while add runs:
 // the driver copies the parameters).
-func (k *kernelArgs) params(c *Context, f *Function, d launchShape, add func(*CUDA_KERNEL_NODE_PARAMS) error) error {
-	p := CUDA_KERNEL_NODE_PARAMS{Func: f.h, GridDimX: d.gx, GridDimY: d.gy, GridDimZ: d.gz, BlockDimX: d.bx,
+func (k *kernelArgs) params(c *Context, f *Function, d launchShape, add func(*cudaraw.CUDA_KERNEL_NODE_PARAMS) error) error {
+	p := cudaraw.CUDA_KERNEL_NODE_PARAMS{Func: f.h, GridDimX: d.gx, GridDimY: d.gy, GridDimZ: d.gz, BlockDimX: d.bx,
 		BlockDimY: d.by, BlockDimZ: d.bz, SharedMemBytes: d.shm, Ctx: c.h}
 	var pin runtime.Pinner
 	defer pin.Unpin()
@@ -274,9 +275,9 @@ func (g *Graph) AddChild(child *Graph, deps ...Node) (Node, error) {
 	defer cg.hold.exit()
 	cg.mu.Lock()
 	defer cg.mu.Unlock()
-	return g.add("child graph", deps, func(c *Context, gh CUgraph, dp *CUgraphNode, n uint64) (CUgraphNode, error) {
-		var h CUgraphNode
-		if err := GraphAddChildGraphNode(&h, gh, dp, n, cg.own.Handle()); err != nil {
+	return g.add("child graph", deps, func(c *Context, gh cudaraw.CUgraph, dp *cudaraw.CUgraphNode, n uint64) (cudaraw.CUgraphNode, error) {
+		var h cudaraw.CUgraphNode
+		if err := cudaraw.GraphAddChildGraphNode(&h, gh, dp, n, cg.own.Handle()); err != nil {
 			return 0, err
 		}
 		g.g.lease.merge(cg.lease)
@@ -344,8 +345,8 @@ func (e *Exec) SetKernelArgs(n Node, args ...any) error {
 		return fmt.Errorf("cuda: executable graph: %w", ErrClosed)
 	}
 	err = c.Locked(func() error {
-		return k.params(c, f, n.shape, func(p *CUDA_KERNEL_NODE_PARAMS) error {
-			return GraphExecKernelNodeSetParams(x.own.Handle(), n.h, p)
+		return k.params(c, f, n.shape, func(p *cudaraw.CUDA_KERNEL_NODE_PARAMS) error {
+			return cudaraw.GraphExecKernelNodeSetParams(x.own.Handle(), n.h, p)
 		})
 	})
 	if err != nil {
@@ -375,10 +376,10 @@ func (g *Graph) AddHost(f func(), deps ...Node) (Node, error) {
 	}
 	hf.update(1, 0) // held while the node is added
 	defer hf.update(-1, 0)
-	return g.add("host", deps, func(c *Context, gh CUgraph, dp *CUgraphNode, n uint64) (CUgraphNode, error) {
-		p := CUDA_HOST_NODE_PARAMS{Fn: hostFnAddr, UserData: hf.arg}
-		var h CUgraphNode
-		if err := GraphAddHostNode(&h, gh, dp, n, &p); err != nil {
+	return g.add("host", deps, func(c *Context, gh cudaraw.CUgraph, dp *cudaraw.CUgraphNode, n uint64) (cudaraw.CUgraphNode, error) {
+		p := cudaraw.CUDA_HOST_NODE_PARAMS{Fn: hostFnAddr, UserData: hf.arg}
+		var h cudaraw.CUgraphNode
+		if err := cudaraw.GraphAddHostNode(&h, gh, dp, n, &p); err != nil {
 			return 0, err
 		}
 		g.g.lease.addHost(hf, 1)
@@ -390,17 +391,17 @@ func (g *Graph) AddHost(f func(), deps ...Node) (Node, error) {
 // for e (Stream.WaitEvent) waits for the nodes before it in each replay. g leases e:
 // its Close is postponed until g and its executables let go of it.
 func (g *Graph) AddEventRecord(e *Event, deps ...Node) (Node, error) {
-	return g.addEvent("event record", e, deps, GraphAddEventRecordNode)
+	return g.addEvent("event record", e, deps, cudaraw.GraphAddEventRecordNode)
 }
 
 // AddEventWait adds a node that waits for e (recorded by another stream or graph),
 // after deps. g leases e.
 func (g *Graph) AddEventWait(e *Event, deps ...Node) (Node, error) {
-	return g.addEvent("event wait", e, deps, GraphAddEventWaitNode)
+	return g.addEvent("event wait", e, deps, cudaraw.GraphAddEventWaitNode)
 }
 
 // addEvent adds an event node with addNode.
-func (g *Graph) addEvent(what string, e *Event, deps []Node, addNode func(*CUgraphNode, CUgraph, *CUgraphNode, uint64, CUevent) error) (Node, error) {
+func (g *Graph) addEvent(what string, e *Event, deps []Node, addNode func(*cudaraw.CUgraphNode, cudaraw.CUgraph, *cudaraw.CUgraphNode, uint64, cudaraw.CUevent) error) (Node, error) {
 	if g == nil || g.g == nil {
 		return Node{}, fmt.Errorf("%w: nil graph", ErrInvalidArgument)
 	}
@@ -414,8 +415,8 @@ func (g *Graph) addEvent(what string, e *Event, deps []Node, addNode func(*CUgra
 		return Node{}, err
 	}
 	defer e.leave()
-	return g.add(what, deps, func(c *Context, gh CUgraph, dp *CUgraphNode, n uint64) (CUgraphNode, error) {
-		var h CUgraphNode
+	return g.add(what, deps, func(c *Context, gh cudaraw.CUgraph, dp *cudaraw.CUgraphNode, n uint64) (cudaraw.CUgraphNode, error) {
+		var h cudaraw.CUgraphNode
 		if err := addNode(&h, gh, dp, n, e.h); err != nil {
 			return 0, err
 		}

@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/internal/gputest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -23,26 +24,26 @@ func TestCaptureLibraryAllocations(t *testing.T) {
 	defer out.Close()
 	po, err := cuda.DevicePtr[uint32](out)
 	require.NoError(t, err)
-	dst := cuda.CUdeviceptr(uintptr(unsafe.Pointer(po)))
+	dst := cudaraw.CUdeviceptr(uintptr(unsafe.Pointer(po)))
 	for _, free := range []bool{true, false} {
 		name := map[bool]string{true: "freed in the capture", false: "left to the replay"}[free]
 		g, err := ctx.Capture(func(cs *cuda.Stream) error {
 			// What a library does inside one call: scratch memory from the
 			// stream-ordered allocator, used, and (maybe) freed.
-			return cuda.Enqueue(cs, func(_ cuda.CUcontext, h cuda.CUstream) error {
+			return cuda.Enqueue(cs, func(_ cudaraw.CUcontext, h cudaraw.CUstream) error {
 				return ctx.Locked(func() error {
-					var p cuda.CUdeviceptr
-					if err := cuda.MemAllocAsync(&p, 4*n, h); err != nil {
+					var p cudaraw.CUdeviceptr
+					if err := cudaraw.MemAllocAsync(&p, 4*n, h); err != nil {
 						return err
 					}
-					if err := cuda.MemsetD32Async(p, 7, n, h); err != nil {
+					if err := cudaraw.MemsetD32Async(p, 7, n, h); err != nil {
 						return err
 					}
-					if err := cuda.MemcpyDtoDAsync(dst, p, 4*n, h); err != nil {
+					if err := cudaraw.MemcpyDtoDAsync(dst, p, 4*n, h); err != nil {
 						return err
 					}
 					if free {
-						return cuda.MemFreeAsync(p, h)
+						return cudaraw.MemFreeAsync(p, h)
 					}
 					return nil
 				})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/internal/fakecuda"
 	"github.com/gocuda/gocuda/internal/gputest"
 	"github.com/stretchr/testify/assert"
@@ -181,7 +182,7 @@ func TestLockedAfterPreviousContextDestroyed(t *testing.T) {
 	require.NoError(t, err)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	require.NoError(t, cuda.CtxSetCurrent(other.Handle()))
+	require.NoError(t, cudaraw.CtxSetCurrent(other.Handle()))
 	// Destroyed on another thread, while still current on this one.
 	closed := make(chan error)
 	go func() {
@@ -191,8 +192,8 @@ func TestLockedAfterPreviousContextDestroyed(t *testing.T) {
 	}()
 	require.NoError(t, <-closed)
 	require.NoError(t, ctx.Locked(func() error { return nil }))
-	var cur cuda.CUcontext
-	require.NoError(t, cuda.CtxGetCurrent(&cur))
+	var cur cudaraw.CUcontext
+	require.NoError(t, cudaraw.CtxGetCurrent(&cur))
 	assert.NotEqual(t, other.Handle(), cur, "not the destroyed one")
 }
 

@@ -1,6 +1,9 @@
 package cuda
 
-import "context"
+import (
+	"context"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
+)
 
 // The hand-off methods of every kind of memory (access.go has the machinery). Each
 // type has its own, so that they work on a nil buffer.
@@ -57,13 +60,13 @@ func (b *WrappedBuffer) SynchronizeContext(ctx context.Context) error { return s
 // does not order (cgo, another library, a raw call on a stream of its own). The
 // address stays valid until Close; keep the buffer reachable while it is used. Work
 // that the foreign code queues on a stream should be announced with UseOn instead.
-func (b *DeviceBuffer) ForeignPtr() (CUdeviceptr, error) { return foreignPtr(b.base()) }
+func (b *DeviceBuffer) ForeignPtr() (cudaraw.CUdeviceptr, error) { return foreignPtr(b.base()) }
 
 // ForeignPtr is DeviceBuffer.ForeignPtr.
-func (b *HostBuffer) ForeignPtr() (CUdeviceptr, error) { return foreignPtr(b.base()) }
+func (b *HostBuffer) ForeignPtr() (cudaraw.CUdeviceptr, error) { return foreignPtr(b.base()) }
 
 // ForeignPtr is DeviceBuffer.ForeignPtr.
-func (b *ManagedBuffer) ForeignPtr() (CUdeviceptr, error) { return foreignPtr(b.base()) }
+func (b *ManagedBuffer) ForeignPtr() (cudaraw.CUdeviceptr, error) { return foreignPtr(b.base()) }
 
 // ForeignPtr is DeviceBuffer.ForeignPtr.
-func (b *WrappedBuffer) ForeignPtr() (CUdeviceptr, error) { return foreignPtr(b.base()) }
+func (b *WrappedBuffer) ForeignPtr() (cudaraw.CUdeviceptr, error) { return foreignPtr(b.base()) }

@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/internal/gputest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -181,7 +182,7 @@ func TestGPUForeignPtrAndManaged(t *testing.T) {
 	func() { // the foreign code, here the raw layer on a locked thread
 		lockContext(t, ctx.Handle())
 		defer runtime.UnlockOSThread()
-		require.NoError(t, cuda.MemcpyDtoH(unsafe.Pointer(&out[0]), p, 4096))
+		require.NoError(t, cudaraw.MemcpyDtoH(unsafe.Pointer(&out[0]), p, 4096))
 	}()
 	assert.Equal(t, uint32(6), out[1023])
 
@@ -214,7 +215,7 @@ func TestGPUPrioritySwitch(t *testing.T) {
 			func() {
 				lockContext(t, ctx.Handle())
 				defer runtime.UnlockOSThread()
-				require.NoError(t, cuda.StreamGetPriority(hi.Handle(), &p))
+				require.NoError(t, cudaraw.StreamGetPriority(hi.Handle(), &p))
 			}()
 			assert.Equal(t, int32(greatest), p)
 			// Raw work on hi with the buffer's address, announced with UseOn.

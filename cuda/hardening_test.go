@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/internal/fakecuda"
 	"github.com/gocuda/gocuda/internal/gputest"
 	"github.com/gocuda/gocuda/resource"
@@ -104,7 +105,7 @@ func TestHugeElementType(t *testing.T) {
 
 	ctx, s := memSetup(t)
 	_, err = cuda.AllocFor[huge](s, 1)
-	require.ErrorIs(t, err, cuda.ErrOutOfMemory, "1 TiB")
+	require.ErrorIs(t, err, cudaraw.ErrOutOfMemory, "1 TiB")
 	h, err := ctx.AllocHost(4096)
 	require.NoError(t, err)
 	defer h.Close()

@@ -3,6 +3,7 @@ package cuda
 import (
 	"runtime"
 
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/internal/rescore"
 	"github.com/gocuda/gocuda/resource"
 )
@@ -27,8 +28,8 @@ var _ rescore.DirectContext = selfSwitching{}
 // currentContext maps the thread's current context to its state (a
 // resource.Context: the hooks see contexts as any).
 func currentContext() any {
-	var h CUcontext
-	if CtxGetCurrent(&h) != nil || h == 0 {
+	var h cudaraw.CUcontext
+	if cudaraw.CtxGetCurrent(&h) != nil || h == 0 {
 		return nil
 	}
 	if v, ok := contexts.Load(h); ok {
@@ -63,12 +64,12 @@ func installHooks() {
 			// context destroyed since: not ours to set again).
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
-			if err := CtxPushCurrent(c.h); err != nil {
+			if err := cudaraw.CtxPushCurrent(c.h); err != nil {
 				return err
 			}
 			f()
-			var popped CUcontext
-			return CtxPopCurrent(&popped)
+			var popped cudaraw.CUcontext
+			return cudaraw.CtxPopCurrent(&popped)
 		},
 	})
 }

@@ -3,6 +3,7 @@ package cuda
 import "C"
 
 import (
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"sync"
 	"unsafe"
 )
@@ -37,7 +38,7 @@ func newHostFunc(f func()) (*hostFunc, error) {
 	hostFnNext++
 	hf := &hostFunc{id: hostFnNext, f: f}
 	if hf.arg = newHostFnArg(hf.id); hf.arg == nil {
-		return nil, ErrOutOfMemory
+		return nil, cudaraw.ErrOutOfMemory
 	}
 	hostFns[hf.id] = hf
 	return hf, nil

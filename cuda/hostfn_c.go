@@ -19,10 +19,13 @@ static void *gocuda_hostfn_arg(uintptr_t id) {
 */
 import "C"
 
-import "unsafe"
+import (
+	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"unsafe"
+)
 
 // hostFnAddr is the address of the C function that calls host nodes' Go functions.
-var hostFnAddr = CUhostFn(C.gocuda_hostfn())
+var hostFnAddr = cudaraw.CUhostFn(C.gocuda_hostfn())
 
 // newHostFnArg returns C memory holding id (nil when out of memory).
 func newHostFnArg(id uintptr) unsafe.Pointer { return C.gocuda_hostfn_arg(C.uintptr_t(id)) }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/resource"
 )
 
@@ -154,11 +155,11 @@ func (b *ManagedBuffer) base() *memBase {
 
 // Ptr returns the memory's address, valid on the host and (unified addressing) on
 // the device. As DeviceBuffer.Ptr, it orders nothing (see UseOn and ForeignPtr).
-func (b *HostBuffer) Ptr() CUdeviceptr { return b.base().ptrChecked() }
+func (b *HostBuffer) Ptr() cudaraw.CUdeviceptr { return b.base().ptrChecked() }
 
 // Ptr returns the memory's address, the same on the host and the device. As
 // DeviceBuffer.Ptr, it orders nothing (see UseOn and ForeignPtr).
-func (b *ManagedBuffer) Ptr() CUdeviceptr { return b.base().ptrChecked() }
+func (b *ManagedBuffer) Ptr() cudaraw.CUdeviceptr { return b.base().ptrChecked() }
 
 // Size returns the buffer's size in bytes.
 func (b *HostBuffer) Size() int { return b.base().sizeOrZero() }
@@ -266,8 +267,8 @@ func hostClass(n int) (int, bool) {
 type hostKind struct {
 	ms      *memState
 	kind    MemoryKind
-	pool    CUmemoryPool // 0: fallback allocator
-	poolErr error        // why there is no pool
+	pool    cudaraw.CUmemoryPool // 0: fallback allocator
+	poolErr error                // why there is no pool
 
 	mu     sync.Mutex
 	free   map[int][]*hostBlock
@@ -277,7 +278,7 @@ type hostKind struct {
 
 // hostBlock is a block of a hostKind.
 type hostBlock struct {
-	ptr  CUdeviceptr
+	ptr  cudaraw.CUdeviceptr
 	size int       // the allocated size (a class)
 	raw  *rawBlock // fallback: the owner of the memory
 	f    fence     // while cached: the work that last used it
@@ -287,7 +288,7 @@ type hostBlock struct {
 // GPU: dropped, it is freed in resource.Reclaim, never on the way of the program.
 type rawBlock struct {
 	cs   *ctxState
-	ptr  CUdeviceptr
+	ptr  cudaraw.CUdeviceptr
 	kind MemoryKind
 	reg  *resource.Registration
 }
@@ -303,9 +304,9 @@ func (r *rawBlock) free() error {
 // release frees the memory; the caller is in the context, or is destroying it.
 func (r *rawBlock) release() error {
 	if r.kind == KindPinned {
-		return inMemFreeHost(r.cs.h, hostPointer(r.ptr))
+		return cudaraw.MemFreeHostIn(r.cs.h, hostPointer(r.ptr))
 	}
-	return inMemFree(r.cs.h, r.ptr)
+	return cudaraw.MemFreeIn(r.cs.h, r.ptr)
 }
 
 // get returns a block of at least bytes: a cached one whose last use has finished,
@@ -318,7 +319,7 @@ func (k *hostKind) get(bytes int) (*hostBlock, error) {
 		}
 	}
 	blk, err := k.alloc(class)
-	if errors.Is(err, ErrOutOfMemory) {
+	if errors.Is(err, cudaraw.ErrOutOfMemory) {
 		k.ms.reclaimForOOM()
 		blk, err = k.alloc(class)
 	}
@@ -354,9 +355,9 @@ func (k *hostKind) alloc(size int) (*hostBlock, error) {
 	ms := k.ms
 	c := ms.cs
 	if k.pool != 0 {
-		var p CUdeviceptr
-		err := ms.hostStream.use(func(h CUstream) error {
-			return inMemAllocFromPoolAsync(c.h, &p, uint64(size), k.pool, h)
+		var p cudaraw.CUdeviceptr
+		err := ms.hostStream.use(func(h cudaraw.CUstream) error {
+			return cudaraw.MemAllocFromPoolAsyncIn(c.h, &p, uint64(size), k.pool, h)
 		})
 		if err != nil {
 			return nil, err
@@ -367,17 +368,17 @@ func (k *hostKind) alloc(size int) (*hostBlock, error) {
 		addHostRange(uintptr(p), size)
 		return &hostBlock{ptr: p, size: size, f: fence{done: true}}, nil
 	}
-	var p CUdeviceptr
+	var p cudaraw.CUdeviceptr
 	var kind string
 	if k.kind == KindPinned {
 		var hp unsafe.Pointer
-		if err := inMemAllocHost(c.h, &hp, uint64(size)); err != nil {
+		if err := cudaraw.MemAllocHostIn(c.h, &hp, uint64(size)); err != nil {
 			return nil, err
 		}
-		p = CUdeviceptr(uintptr(hp))
+		p = cudaraw.CUdeviceptr(uintptr(hp))
 		kind = "cuMemFreeHost"
 	} else {
-		if err := inMemAllocManaged(c.h, &p, uint64(size), uint32(CU_MEM_ATTACH_GLOBAL)); err != nil {
+		if err := cudaraw.MemAllocManagedIn(c.h, &p, uint64(size), uint32(cudaraw.CU_MEM_ATTACH_GLOBAL)); err != nil {
 			return nil, err
 		}
 		kind = "cuMemFree"
@@ -468,11 +469,11 @@ func (k *hostKind) flush() {
 						return
 					}
 				}
-				_ = d.use(func(h CUstream) error {
+				_ = d.use(func(h cudaraw.CUstream) error {
 					if err := blk.f.orderOn(ms, h); err != nil {
 						return err
 					}
-					return inMemFreeAsync(ms.cs.h, blk.ptr, h)
+					return cudaraw.MemFreeAsyncIn(ms.cs.h, blk.ptr, h)
 				})
 			}
 			blk.f.clear(ms)

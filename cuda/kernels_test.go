@@ -16,8 +16,8 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/internal/callbench"
-	"github.com/gocuda/gocuda/internal/ctxswitch"
 	"github.com/gocuda/gocuda/internal/fakecuda"
 	"github.com/gocuda/gocuda/internal/gputest"
 	"github.com/stretchr/testify/assert"
@@ -69,19 +69,19 @@ func TestModuleLoad(t *testing.T) {
 	require.True(t, ok)
 	assert.Empty(t, params)
 
-	n, err := f.Attribute(cuda.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
+	n, err := f.Attribute(cudaraw.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
 	require.NoError(t, err)
 	assert.Positive(t, n)
 
 	_, err = m.Function("no_such_kernel")
-	require.ErrorIs(t, err, cuda.ErrNotFound)
+	require.ErrorIs(t, err, cudaraw.ErrNotFound)
 	assert.Contains(t, err.Error(), "no_such_kernel")
 
 	_, size, err := m.Global("magic")
 	require.NoError(t, err)
 	assert.Equal(t, 4, size)
 	_, _, err = m.Global("no_such_global")
-	require.ErrorIs(t, err, cuda.ErrNotFound)
+	require.ErrorIs(t, err, cudaraw.ErrNotFound)
 
 	// A NUL-terminated image is taken as it is.
 	m2, err := ctx.LoadModule(append(append([]byte(nil), kernelsPTX...), 0))
@@ -105,7 +105,7 @@ func TestModuleBadPTX(t *testing.T) {
 	bad := []byte(".version 8.0\n.target sm_80\n.address_size 64\n\n.visible .entry broken()\n{\n\tbogus.instruction %r1;\n\tret;\n}\n")
 	_, err = ctx.LoadModule(bad)
 	require.Error(t, err)
-	require.ErrorIs(t, err, cuda.ErrInvalidPtx)
+	require.ErrorIs(t, err, cudaraw.ErrInvalidPtx)
 	assert.Contains(t, err.Error(), "JIT log")
 	assert.Contains(t, err.Error(), "line 7", "the log points at the bad line")
 	t.Logf("bad PTX: %v", err)
@@ -122,7 +122,7 @@ func TestModuleClose(t *testing.T) {
 	require.ErrorIs(t, err, cuda.ErrClosed)
 	_, _, err = m.Global("magic")
 	require.ErrorIs(t, err, cuda.ErrClosed)
-	_, err = f.Attribute(cuda.CU_FUNC_ATTRIBUTE_NUM_REGS)
+	_, err = f.Attribute(cudaraw.CU_FUNC_ATTRIBUTE_NUM_REGS)
 	require.ErrorIs(t, err, cuda.ErrClosed)
 	require.NoError(t, s.Synchronize())
 }
@@ -254,7 +254,7 @@ func TestLaunchArgumentErrors(t *testing.T) {
 	// A block too large for the device is the driver's error.
 	err = f.Launch(s, cuda.D1(1), cuda.D1(4096), 0, float32(1), p, p, int32(1))
 	require.Error(t, err)
-	assert.ErrorIs(t, err, cuda.ErrInvalidValue)
+	assert.ErrorIs(t, err, cudaraw.ErrInvalidValue)
 	assert.Contains(t, err.Error(), "launching axpy_f32")
 
 	require.NoError(t, function(t, m, "empty").Launch(s, cuda.D1(1), cuda.D1(1), 0))
@@ -362,7 +362,7 @@ func TestLaunchConcurrent(t *testing.T) {
 				return
 			}
 			defer own.Close()
-			slot := counts + cuda.CUdeviceptr(4*w)
+			slot := counts + cudaraw.CUdeviceptr(4*w)
 			for i := range each {
 				st := own
 				if i%2 == 0 {
@@ -406,10 +406,10 @@ func goLoopOf(b *testing.B, f func() error) loop {
 
 // lockContext locks the benchmark's goroutine to its thread and makes ctx current
 // there, for C loops and raw bindings.
-func lockContext(b testing.TB, ctx cuda.CUcontext) {
+func lockContext(b testing.TB, ctx cudaraw.CUcontext) {
 	runtime.LockOSThread()
 	b.Cleanup(runtime.UnlockOSThread)
-	require.NoError(b, cuda.CtxSetCurrent(ctx))
+	require.NoError(b, cudaraw.CtxSetCurrent(ctx))
 }
 
 // pairLoops alternates chunks of 1,000 iterations of x and of y (the C loop), b.N
@@ -442,9 +442,9 @@ func BenchmarkLaunch(b *testing.B) {
 	empty := function(b, m, "empty")
 	axpy := function(b, m, "axpy_f32")
 	p := gputest.Alloc[float32](b, g, 1)
-	fn, err := cuda.Library().NewProc("cuLaunchKernel").Addr()
+	fn, err := cudaraw.Library().NewProc("cuLaunchKernel").Addr()
 	require.NoError(b, err)
-	get, set, err := ctxswitch.Procs()
+	get, set, err := cudaraw.CtxSwitchProcs()
 	require.NoError(b, err)
 
 	// axpy_f32(float a, const float* x, float* y, int n) with n = 0: four arguments;
@@ -452,8 +452,8 @@ func BenchmarkLaunch(b *testing.B) {
 	a, n := float32(2), int32(0)
 	axpyParams, axpyOffsets := make([]byte, 32), []uintptr{0, 8, 16, 24}
 	*(*float32)(unsafe.Pointer(&axpyParams[0])) = a
-	*(*cuda.CUdeviceptr)(unsafe.Pointer(&axpyParams[8])) = p
-	*(*cuda.CUdeviceptr)(unsafe.Pointer(&axpyParams[16])) = p
+	*(*cudaraw.CUdeviceptr)(unsafe.Pointer(&axpyParams[8])) = p
+	*(*cudaraw.CUdeviceptr)(unsafe.Pointer(&axpyParams[16])) = p
 	*(*int32)(unsafe.Pointer(&axpyParams[24])) = n
 
 	cLoop := func(b *testing.B, f *cuda.Function, inCtx bool, params []byte, offsets []uintptr) loop {
@@ -506,7 +506,7 @@ func BenchmarkLaunch(b *testing.B) {
 	launchAxpyBuf := func() error { return axpy.Launch(s, cuda.D1(1), cuda.D1(1), 0, a, xb, yb, n) }
 	launchAxpySame := func() error { return axpy.Launch(s, cuda.D1(1), cuda.D1(1), 0, a, xb, xb, n) }
 	h, sh := empty.Handle(), s.Handle()
-	launchRaw := func() error { return cuda.LaunchKernel(h, 1, 1, 1, 1, 1, 1, 0, sh, nil, nil) }
+	launchRaw := func() error { return cudaraw.LaunchKernel(h, 1, 1, 1, 1, 1, 1, 0, sh, nil, nil) }
 
 	b.Run("empty/go", func(b *testing.B) { alone(b, goLoopOf(b, launchEmpty)) })
 	b.Run("empty/c", func(b *testing.B) { alone(b, cLoop(b, empty, false, nil, nil)) })
@@ -588,7 +588,7 @@ func cpuTime(t *testing.T) time.Duration {
 // context whose scheduling flag says spin.
 func TestSynchronizeSleeps(t *testing.T) {
 	gputest.Require(t, gputest.Kernels)
-	spinCtx, err := cuda.NewContext(cuda.Device(0), cuda.CU_CTX_SCHED_SPIN)
+	spinCtx, err := cuda.NewContext(cuda.Device(0), cudaraw.CU_CTX_SCHED_SPIN)
 	require.NoError(t, err)
 	defer spinCtx.Close()
 	primary, err := cuda.Device(0).Context()

@@ -93,7 +93,7 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/gocuda/gocuda/internal/ctxswitch"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 )
 
 // How arguments reach the driver
@@ -535,12 +535,12 @@ func launchDimsError(f *Function, grid, block Dim3, sharedMem int) error {
 
 // launchPacked launches f with the packed parameter buffer params, in one cgo call
 // that also makes ctx current.
-func launchPacked(ctx CUcontext, f CUfunction, sh launchShape, s CUstream, params []byte) error {
-	fn, err := proc_cuLaunchKernel.Addr()
+func launchPacked(ctx cudaraw.CUcontext, f cudaraw.CUfunction, sh launchShape, s cudaraw.CUstream, params []byte) error {
+	fn, err := cudaraw.ProcLaunchKernel.Addr()
 	if err != nil {
 		return err
 	}
-	get, set, err := ctxswitch.Procs()
+	get, set, err := cudaraw.CtxSwitchProcs()
 	if err != nil {
 		return err
 	}
@@ -562,9 +562,9 @@ func paramsArg(params []byte) *C.uint64_t {
 // (bit 32 set, see gocuda_make_current) or the CUresult of its driver calls.
 func launchResult(r int64) error {
 	if r>>32 != 0 {
-		return Result(int32(r))
+		return cudaraw.Result(int32(r))
 	}
-	return Result(r).err()
+	return cudaraw.Result(r).Err()
 }
 
 // launchShape and C's gocuda_shape are the same seven uint32s (a compile-time check).
@@ -761,7 +761,7 @@ func usualArg(args []any, i int) (sz uintptr, v uint64, mem bool) {
 		return 0, 0, true
 	case isType[int32](a), isType[float32](a), isType[uint32](a): // the value's four bytes
 		return 4, uint64(*(*uint32)(dataWord(&args[i]))), false
-	case isType[CUdeviceptr](a), isType[int64](a), isType[uint64](a), isType[float64](a),
+	case isType[cudaraw.CUdeviceptr](a), isType[int64](a), isType[uint64](a), isType[float64](a),
 		isType[int](a), isType[uint](a), isType[uintptr](a):
 		return 8, *(*uint64)(dataWord(&args[i])), false
 	}
@@ -824,7 +824,7 @@ func argError(what argFault, name string, i int, args []any, x, y uintptr, err e
 // earlier argument holds already (a buffer passed twice, as input and output): one
 // hold covers both, and its address and context are returned. An earlier Input of
 // memory that args[i] passes unmarked becomes written.
-func heldAgain(args []any, held *argHeld, i int, m *memBase, read bool) (CUdeviceptr, *Context, bool) {
+func heldAgain(args []any, held *argHeld, i int, m *memBase, read bool) (cudaraw.CUdeviceptr, *Context, bool) {
 	if i >= 63 || held.mask == 0 || m == nil {
 		return 0, nil, false
 	}
@@ -942,7 +942,7 @@ const maxFused = 4
 // a Close), takes an event per use, and makes one call into C that records each on
 // its stream (a closed stream's final event is recorded already), makes s wait for
 // them and launches.
-func launchAfter(ms *memState, d *deps, s *Stream, ctx CUcontext, f CUfunction, sh launchShape, params []byte) error {
+func launchAfter(ms *memState, d *deps, s *Stream, ctx cudaraw.CUcontext, f cudaraw.CUfunction, sh launchShape, params []byte) error {
 	n := d.n
 	var evs, from [maxFused]uint64
 	var lock [maxFused + 1]*stream
@@ -950,7 +950,7 @@ func launchAfter(ms *memState, d *deps, s *Stream, ctx CUcontext, f CUfunction, 
 		ev, err := ms.getHandoffEvent()
 		if err != nil {
 			for j := range i {
-				ms.putHandoffEvent(CUevent(evs[j]))
+				ms.putHandoffEvent(cudaraw.CUevent(evs[j]))
 			}
 			return err
 		}
@@ -960,7 +960,7 @@ func launchAfter(ms *memState, d *deps, s *Stream, ctx CUcontext, f CUfunction, 
 	pooled := evs
 	put := func() {
 		for i := range n {
-			ms.putHandoffEvent(CUevent(pooled[i]))
+			ms.putHandoffEvent(cudaraw.CUevent(pooled[i]))
 		}
 	}
 	st := s.stream
@@ -999,7 +999,7 @@ func launchAfter(ms *memState, d *deps, s *Stream, ctx CUcontext, f CUfunction, 
 			// the whole context, holding no lock, and retry.
 			unlock(len(locks))
 			put()
-			if err := inCtxSynchronize(ctx); err != nil {
+			if err := cudaraw.CtxSynchronizeIn(ctx); err != nil {
 				return err
 			}
 			return launchAfter(ms, d.without(i), s, ctx, f, sh, params)
@@ -1013,22 +1013,22 @@ func launchAfter(ms *memState, d *deps, s *Stream, ctx CUcontext, f CUfunction, 
 }
 
 // launchAfterC makes launchAfter's call: the event records and waits, then the launch.
-func launchAfterC(ctx CUcontext, evs, from []uint64, f CUfunction, sh launchShape, s CUstream, params []byte) error {
-	fn, err := proc_cuLaunchKernel.Addr()
+func launchAfterC(ctx cudaraw.CUcontext, evs, from []uint64, f cudaraw.CUfunction, sh launchShape, s cudaraw.CUstream, params []byte) error {
+	fn, err := cudaraw.ProcLaunchKernel.Addr()
 	if err != nil {
 		return err
 	}
-	get, set, err := ctxswitch.Procs()
+	get, set, err := cudaraw.CtxSwitchProcs()
 	if err != nil {
 		return err
 	}
 	var record, wait uintptr
 	var pe, pf *C.uint64_t
 	if len(evs) > 0 {
-		if record, err = proc_cuEventRecord.Addr(); err != nil {
+		if record, err = cudaraw.ProcEventRecord.Addr(); err != nil {
 			return err
 		}
-		if wait, err = proc_cuStreamWaitEvent.Addr(); err != nil {
+		if wait, err = cudaraw.ProcStreamWaitEvent.Addr(); err != nil {
 			return err
 		}
 		pe, pf = (*C.uint64_t)(unsafe.Pointer(&evs[0])), (*C.uint64_t)(unsafe.Pointer(&from[0]))
@@ -1120,7 +1120,7 @@ type batchRec = C.gocuda_batch_rec
 
 // newBatchRec returns the record of a launch of f with shape d, whose parameters are
 // size bytes at byte offset off of the batch's buffer.
-func newBatchRec(f CUfunction, d launchShape, off, size uintptr) batchRec {
+func newBatchRec(f cudaraw.CUfunction, d launchShape, off, size uintptr) batchRec {
 	return batchRec{
 		f:  C.uintptr_t(f),
 		gx: C.uint32_t(d.gx), gy: C.uint32_t(d.gy), gz: C.uint32_t(d.gz),
@@ -1132,12 +1132,12 @@ func newBatchRec(f CUfunction, d launchShape, off, size uintptr) batchRec {
 
 // launchBatch launches recs on s with one cgo call that also makes ctx current, and
 // returns how many were launched.
-func launchBatch(ctx CUcontext, s CUstream, recs []batchRec, args []uint64) (int, error) {
-	fn, err := proc_cuLaunchKernel.Addr()
+func launchBatch(ctx cudaraw.CUcontext, s cudaraw.CUstream, recs []batchRec, args []uint64) (int, error) {
+	fn, err := cudaraw.ProcLaunchKernel.Addr()
 	if err != nil {
 		return 0, err
 	}
-	get, set, err := ctxswitch.Procs()
+	get, set, err := cudaraw.CtxSwitchProcs()
 	if err != nil {
 		return 0, err
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -68,7 +69,7 @@ type mixedG struct {
 
 func mixedArgs() []any {
 	return []any{int8(-3), int16(-300), int32(-70000), int64(-1 << 40), float32(1.5), float64(-2.25),
-		mixedG{7, 0.5, 3.125}, CUdeviceptr(0x7f0000001000)}
+		mixedG{7, 0.5, 3.125}, cudaraw.CUdeviceptr(0x7f0000001000)}
 }
 
 func checkMixed(t *testing.T, buf []byte) {
@@ -185,7 +186,7 @@ type fakeBuf struct{ m memBase }
 // a test's stack would move when the stack grows (it did, once frames changed size).
 //
 //go:noinline
-func newFakeBuf(ptr CUdeviceptr, ctx *Context) *fakeBuf {
+func newFakeBuf(ptr cudaraw.CUdeviceptr, ctx *Context) *fakeBuf {
 	return &fakeBuf{m: memBase{ptr: ptr, ctx: ctx, size: 8, elem: 1}}
 }
 
@@ -274,7 +275,7 @@ func TestPackArgsDeviceMemory(t *testing.T) {
 // not escape, so the boxes stay on the caller's stack.
 func TestPackArgsAllocations(t *testing.T) {
 	var buf [inlineParams]byte
-	a, x, y, n := float32(2), CUdeviceptr(0x1000), CUdeviceptr(0x2000), int32(1000)
+	a, x, y, n := float32(2), cudaraw.CUdeviceptr(0x1000), cudaraw.CUdeviceptr(0x2000), int32(1000)
 	g := mixedG{1, 2, 3}
 	b := newFakeBuf(0x3000, fakeContext())
 	params := []paramInfo{{0, 4}, {8, 8}, {16, 8}, {24, 4}, {32, 16}, {48, 8}}
@@ -322,7 +323,7 @@ func TestLaunchNilChecks(t *testing.T) {
 	assert.Zero(t, f.Handle())
 	_, ok := f.Params()
 	assert.False(t, ok)
-	_, err := f.Attribute(CU_FUNC_ATTRIBUTE_NUM_REGS)
+	_, err := f.Attribute(cudaraw.CU_FUNC_ATTRIBUTE_NUM_REGS)
 	require.ErrorIs(t, err, ErrInvalidArgument)
 
 	f = &Function{mod: &Module{ctx: fakeContext()}, name: "k", known: true}
@@ -374,7 +375,7 @@ func TestLaunchChecksBeforeDriver(t *testing.T) {
 	require.ErrorIs(t, err, ErrClosed)
 	_, _, err = m.Global("g")
 	require.ErrorIs(t, err, ErrClosed)
-	_, err = f.Attribute(CU_FUNC_ATTRIBUTE_NUM_REGS)
+	_, err = f.Attribute(cudaraw.CU_FUNC_ATTRIBUTE_NUM_REGS)
 	require.ErrorIs(t, err, ErrClosed)
 	require.ErrorIs(t, m.Close(), ErrClosed, "a Module that was never loaded")
 
@@ -421,7 +422,7 @@ func TestPackArgsPastKeptMemory(t *testing.T) {
 	ctx := fakeContext()
 	var bs [6]*fakeBuf
 	for i := range bs {
-		bs[i] = newFakeBuf(CUdeviceptr(0x1000*(i+1)), ctx)
+		bs[i] = newFakeBuf(cudaraw.CUdeviceptr(0x1000*(i+1)), ctx)
 	}
 	in := func(b *fakeBuf) Input { return Input{&b.m} }
 	// Held: 0, 1 (Input), 2, 3, 4 (Input, made written by 7), 5; repeats: 7 of 4,

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/internal/callbench"
 )
 
@@ -109,7 +110,7 @@ func benchDevice(b *testing.B, ctx *cuda.Context, s *cuda.Stream, n int) {
 func BenchmarkAllocPair(b *testing.B) {
 	ctx, s := memSetup(b)
 	const size = 4 << 10
-	lib := cuda.Library()
+	lib := cudaraw.Library()
 	addr := func(name string) uintptr {
 		p, err := lib.NewProc(name).Addr()
 		require.NoError(b, err)
@@ -152,14 +153,14 @@ func BenchmarkAllocPair(b *testing.B) {
 	b.Run("raw", func(b *testing.B) {
 		lockContext(b, h)
 		pairLoops(b, settle, goLoopOf(b, func() error {
-			var p cuda.CUdeviceptr
-			if err := cuda.MemAllocAsync(&p, size, sh); err != nil {
+			var p cudaraw.CUdeviceptr
+			if err := cudaraw.MemAllocAsync(&p, size, sh); err != nil {
 				return err
 			}
-			if err := cuda.MemsetD8Async(p, 1, size, sh); err != nil {
+			if err := cudaraw.MemsetD8Async(p, 1, size, sh); err != nil {
 				return err
 			}
-			return cuda.MemFreeAsync(p, sh)
+			return cudaraw.MemFreeAsync(p, sh)
 		}), c)
 	})
 	b.Run("once", func(b *testing.B) {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/resource"
 )
 
@@ -296,7 +297,7 @@ func TestMemTunablesCPU(t *testing.T) {
 
 	s := MemoryStats{Contexts: []ContextMemoryStats{{Device: 0, Primary: true, Free: 1 << 30, Total: 2 << 30}}}
 	s.Contexts[0].Kinds[KindDevice] = PoolStats{Kind: KindDevice, Pool: true, Used: 4096, Reserved: 1 << 21, Buffers: 1, Bytes: 4096}
-	s.Contexts[0].Kinds[KindPinned] = PoolStats{Kind: KindPinned, PoolError: ErrNotSupported, Cached: 8192, CachedBlocks: 2}
+	s.Contexts[0].Kinds[KindPinned] = PoolStats{Kind: KindPinned, PoolError: cudaraw.ErrNotSupported, Cached: 8192, CachedBlocks: 2}
 	out := s.String()
 	assert.Contains(t, out, "device 0 (primary context): 1.0 GiB free of 2.0 GiB")
 	assert.Contains(t, out, "pool used 4.0 KiB reserved 2.0 MiB")

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/internal/fakecuda"
 	"github.com/gocuda/gocuda/internal/gputest"
 	"github.com/gocuda/gocuda/resource"
@@ -442,7 +443,7 @@ func TestMemOOMReclaimRetry(t *testing.T) {
 	for {
 		b, err := ctx.Alloc(s, chunk)
 		if err != nil {
-			require.ErrorIs(t, err, cuda.ErrOutOfMemory)
+			require.ErrorIs(t, err, cudaraw.ErrOutOfMemory)
 			assert.Contains(t, err.Error(), fmt.Sprintf("allocating %d bytes", chunk))
 			break
 		}

@@ -3,6 +3,7 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"runtime"
 	"unsafe"
 )
@@ -246,7 +247,7 @@ func copyHostCaptured(s *Stream, m *memBase, p unsafe.Pointer, n int, toDevice b
 		return err
 	}
 	ctx, dst, sp := c.h, m.ptr, src.ptr
-	err = runOn(s, func(t *stream) error { return inMemcpyAsync(ctx, dst, sp, uint64(n), t.h) }, m, true, src, n)
+	err = runOn(s, func(t *stream) error { return cudaraw.MemcpyAsyncIn(ctx, dst, sp, uint64(n), t.h) }, m, true, src, n)
 	// Leased by the capture: freed when the graph and its executables no longer
 	// hold it.
 	return errors.Join(err, stage.Close())
@@ -334,14 +335,14 @@ func memset(s *Stream, m *memBase, width int, v uint32) error {
 	}
 	defer c.exit()
 	ctx, p, n := c.h, m.ptr, uint64(m.size/width)
-	return run(s, func(h CUstream) error {
+	return run(s, func(h cudaraw.CUstream) error {
 		switch width {
 		case 1:
-			return inMemsetD8Async(ctx, p, uint8(v), n, h)
+			return cudaraw.MemsetD8AsyncIn(ctx, p, uint8(v), n, h)
 		case 2:
-			return inMemsetD16Async(ctx, p, uint16(v), n, h)
+			return cudaraw.MemsetD16AsyncIn(ctx, p, uint16(v), n, h)
 		}
-		return inMemsetD32Async(ctx, p, v, n, h)
+		return cudaraw.MemsetD32AsyncIn(ctx, p, v, n, h)
 	}, m, true, nil)
 }
 
@@ -350,7 +351,7 @@ func memset(s *Stream, m *memBase, width int, v uint32) error {
 // entered: on s, or with s nil on the stream syncStreamFor picks, and then waits for
 // op. Either way op is ordered after the conflicting uses of a and b on other streams
 // (hand-off) and recorded as their use.
-func run(s *Stream, op func(h CUstream) error, a *memBase, aWrite bool, b *memBase) error {
+func run(s *Stream, op func(h cudaraw.CUstream) error, a *memBase, aWrite bool, b *memBase) error {
 	return runOn(s, func(t *stream) error { return op(t.h) }, a, aWrite, b, 0)
 }
 
@@ -363,7 +364,7 @@ func runOn(s *Stream, op func(t *stream) error, a *memBase, aWrite bool, b *memB
 		if err := op(t); err != nil || w.ev == 0 {
 			return err
 		}
-		if err := inEventRecord(ms.cs.h, w.ev, t.h); err != nil {
+		if err := cudaraw.EventRecordIn(ms.cs.h, w.ev, t.h); err != nil {
 			return &errUnrecorded{err}
 		}
 		return nil
@@ -385,7 +386,7 @@ const (
 // waiter is what an op signals after its work for runRecorded's wait: a flag
 // slot (flag.word not nil) or an event (ev not 0), and the stream it queued on.
 type waiter struct {
-	ev   CUevent
+	ev   cudaraw.CUevent
 	flag flagSlot
 	t    *stream
 }

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/internal/errs"
 	"github.com/gocuda/gocuda/resource"
 )
@@ -17,7 +18,7 @@ import (
 // *HostBuffer, *ManagedBuffer or *WrappedBuffer. Copy and CopyAsync take any two.
 type Memory interface {
 	// Ptr returns the memory's address in the unified address space.
-	Ptr() CUdeviceptr
+	Ptr() cudaraw.CUdeviceptr
 	// Size returns the memory's size in bytes.
 	Size() int
 	// Len returns the number of elements: Size divided by the element size (1 for
@@ -69,7 +70,7 @@ func (k MemoryKind) String() string {
 // they touch again costs a miss.
 type memBase struct {
 	ctx  *Context
-	ptr  CUdeviceptr
+	ptr  cudaraw.CUdeviceptr
 	size int
 	// etypeID is etype's type descriptor (typeWord), which DevicePtr compares.
 	etypeID unsafe.Pointer
@@ -168,7 +169,7 @@ func (m *memBase) check() error {
 
 // holdArg holds the memory for a kernel argument until leave and returns its
 // address and context.
-func (m *memBase) holdArg() (CUdeviceptr, *Context, error) {
+func (m *memBase) holdArg() (cudaraw.CUdeviceptr, *Context, error) {
 	if m == nil || m.ctx == nil {
 		return 0, nil, errNilMemory
 	}
@@ -211,14 +212,14 @@ func (m *memBase) close(what string) error {
 }
 
 // ptrChecked is Ptr: the address, seen by the stream checker when it is on.
-func (m *memBase) ptrChecked() CUdeviceptr {
+func (m *memBase) ptrChecked() cudaraw.CUdeviceptr {
 	if streamCheck.on.Load() {
 		ptrTaken(m)
 	}
 	return m.ptrOrZero()
 }
 
-func (m *memBase) ptrOrZero() CUdeviceptr {
+func (m *memBase) ptrOrZero() cudaraw.CUdeviceptr {
 	if m == nil {
 		return 0
 	}
@@ -342,7 +343,7 @@ func allocDevice(c *Context, ms *memState, s *Stream, bytes, elem int, etype ref
 		s = &Stream{stream: ms.defStream, ctx: c}
 	}
 	gen, err := allocOn(c, ms, s, &b.m.ptr, bytes)
-	if errors.Is(err, ErrOutOfMemory) && !captured {
+	if errors.Is(err, cudaraw.ErrOutOfMemory) && !captured {
 		ms.reclaimForOOM()
 		gen, err = allocOn(c, ms, s, &b.m.ptr, bytes)
 	}
@@ -367,7 +368,7 @@ var errStreamClosed = fmt.Errorf("cuda: stream: %w", ErrClosed)
 
 // allocOn allocates bytes on pub into *p, from its stream's cache of freed blocks or
 // from the pool, and returns the stream's generation.
-func allocOn(c *Context, ms *memState, pub *Stream, p *CUdeviceptr, bytes int) (uint64, error) {
+func allocOn(c *Context, ms *memState, pub *Stream, p *cudaraw.CUdeviceptr, bytes int) (uint64, error) {
 	size, class := devClass(bytes)
 	s := pub.stream
 	if lockOpen(pub, s) != nil {
@@ -380,7 +381,7 @@ func allocOn(c *Context, ms *memState, pub *Stream, p *CUdeviceptr, bytes int) (
 			return gen, nil
 		}
 	}
-	err := inMemAllocAsync(c.h, p, uint64(size), s.h)
+	err := cudaraw.MemAllocAsyncIn(c.h, p, uint64(size), s.h)
 	s.mu.RUnlock()
 	return gen, err
 }
@@ -419,7 +420,7 @@ func (b *DeviceBuffer) free() error {
 // is ordered with the buffer's other uses only if UseOn announces it; ForeignPtr
 // waits for them instead. The stream checker (EnableStreamCheck) reports addresses
 // from Ptr launched on another stream without UseOn.
-func (b *DeviceBuffer) Ptr() CUdeviceptr { return b.base().ptrChecked() }
+func (b *DeviceBuffer) Ptr() cudaraw.CUdeviceptr { return b.base().ptrChecked() }
 
 // Size returns the buffer's size in bytes.
 func (b *DeviceBuffer) Size() int { return b.base().sizeOrZero() }
@@ -480,7 +481,7 @@ func (b *DeviceBuffer) Slice(off, n int) (*DeviceBuffer, error) {
 	if m.hold.closed() || m.owner().hold.closed() {
 		return nil, errMemClosed[KindDevice]
 	}
-	v := &DeviceBuffer{m: memBase{ctx: m.ctx, ms: m.ms, ptr: m.ptr + CUdeviceptr(off*m.elem), size: n * m.elem,
+	v := &DeviceBuffer{m: memBase{ctx: m.ctx, ms: m.ms, ptr: m.ptr + cudaraw.CUdeviceptr(off*m.elem), size: n * m.elem,
 		elem: m.elem, etype: m.etype, etypeID: m.etypeID, kind: KindDevice, root: m.owner()}}
 	return v, nil
 }
@@ -516,9 +517,9 @@ func finalOf(s *stream) *event {
 // use if that stream is still in the generation of the use, else on the disposal
 // stream after every use not known to be complete (a multi-stream free joins there);
 // memory that no stream used is freed on idle.
-func (ms *memState) freeAsync(ptr CUdeviceptr, uses []use, idle *stream) error {
+func (ms *memState) freeAsync(ptr cudaraw.CUdeviceptr, uses []use, idle *stream) error {
 	c := ms.cs
-	free := func(h CUstream) error { return inMemFreeAsync(c.h, ptr, h) }
+	free := func(h cudaraw.CUstream) error { return cudaraw.MemFreeAsyncIn(c.h, ptr, h) }
 	if len(uses) == 0 {
 		if idle == nil {
 			idle = ms.defStream
@@ -529,7 +530,7 @@ func (ms *memState) freeAsync(ptr CUdeviceptr, uses []use, idle *stream) error {
 		s := u.s
 		s.mu.RLock()
 		if u.current() {
-			err := inMemFreeAsync(c.h, ptr, s.h)
+			err := cudaraw.MemFreeAsyncIn(c.h, ptr, s.h)
 			s.mu.RUnlock()
 			return err
 		}
@@ -554,7 +555,7 @@ func waitableFinal(c *ctxState, s *stream) (*event, error) {
 	if final := finalOf(s); final != nil {
 		return final, nil
 	}
-	return nil, inCtxSynchronize(c.h)
+	return nil, cudaraw.CtxSynchronizeIn(c.h)
 }
 
 // elemSize returns T's size, rejecting zero-size types and types holding Go
@@ -591,6 +592,6 @@ func hostSpan[T any](s []T) (unsafe.Pointer, int, error) {
 
 // hostPointer converts an address in host memory to a pointer (the vet-clean form of
 // unsafe.Pointer(uintptr(p)) for memory that Go does not manage).
-func hostPointer(p CUdeviceptr) unsafe.Pointer {
+func hostPointer(p cudaraw.CUdeviceptr) unsafe.Pointer {
 	return *(*unsafe.Pointer)(unsafe.Pointer(&p))
 }

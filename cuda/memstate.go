@@ -9,6 +9,7 @@ import (
 	"unsafe"
 	"weak"
 
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/resource"
 )
 
@@ -27,15 +28,15 @@ type memState struct {
 
 	mu        sync.Mutex
 	devReady  atomic.Bool
-	devPool   CUmemoryPool
+	devPool   cudaraw.CUmemoryPool
 	hostReady atomic.Bool
 	pinned    hostKind
 	unified   hostKind
 
 	evMu    sync.Mutex
-	events  []CUevent     // blocking-sync events, for host waits
-	hevents []CUevent     // events without blocking sync, for hand-offs (faster to wait for on the device)
-	hlast   atomic.Uint64 // one more such event, taken and given back without evMu
+	events  []cudaraw.CUevent // blocking-sync events, for host waits
+	hevents []cudaraw.CUevent // events without blocking sync, for hand-offs (faster to wait for on the device)
+	hlast   atomic.Uint64     // one more such event, taken and given back without evMu
 
 	// flags is the page of words that synchronous copies wait on (copyflag.go),
 	// made at the first; flagsFailed: it could not be.
@@ -150,12 +151,12 @@ func (ms *memState) initDevice() error {
 	if err != nil {
 		return err
 	}
-	var pool CUmemoryPool
-	if err := inDeviceGetDefaultMemPool(c.h, &pool, dev); err != nil {
+	var pool cudaraw.CUmemoryPool
+	if err := cudaraw.DeviceGetDefaultMemPoolIn(c.h, &pool, dev); err != nil {
 		return fmt.Errorf("cuda: device %d memory pool: %w", int(c.dev), err)
 	}
 	threshold := uint64(math.MaxUint64)
-	if err := inMemPoolSetAttribute(c.h, pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, unsafe.Pointer(&threshold)); err != nil {
+	if err := cudaraw.MemPoolSetAttributeIn(c.h, pool, cudaraw.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, unsafe.Pointer(&threshold)); err != nil {
 		return fmt.Errorf("cuda: device %d memory pool release threshold: %w", int(c.dev), err)
 	}
 	ms.devPool = pool
@@ -183,19 +184,19 @@ func (ms *memState) initHost() error {
 	ms.hostStream = s
 	threshold := uint64(math.MaxUint64)
 
-	pinned := CUmemPoolProps{AllocType: CU_MEM_ALLOCATION_TYPE_PINNED, Location: CUmemLocation{Type: CU_MEM_LOCATION_TYPE_HOST}}
+	pinned := cudaraw.CUmemPoolProps{AllocType: cudaraw.CU_MEM_ALLOCATION_TYPE_PINNED, Location: cudaraw.CUmemLocation{Type: cudaraw.CU_MEM_LOCATION_TYPE_HOST}}
 	ms.pinned.pool, ms.pinned.poolErr = ms.createPool(&pinned, &threshold, !testNoHostPools)
 	if ms.pinned.pool != 0 {
 		// A host pool's memory is accessible from the host only until the device
 		// is given access: copies and kernels need it.
-		access := CUmemAccessDesc{Location: CUmemLocation{Type: CU_MEM_LOCATION_TYPE_DEVICE, Id: int32(c.dev)}, Flags: CU_MEM_ACCESS_FLAGS_PROT_READWRITE}
-		if err := inMemPoolSetAccess(c.h, ms.pinned.pool, &access, 1); err != nil {
+		access := cudaraw.CUmemAccessDesc{Location: cudaraw.CUmemLocation{Type: cudaraw.CU_MEM_LOCATION_TYPE_DEVICE, Id: int32(c.dev)}, Flags: cudaraw.CU_MEM_ACCESS_FLAGS_PROT_READWRITE}
+		if err := cudaraw.MemPoolSetAccessIn(c.h, ms.pinned.pool, &access, 1); err != nil {
 			ms.pinned.poolErr = fmt.Errorf("cuda: giving the device access to the pinned pool: %w", err)
-			_ = inMemPoolDestroy(c.h, ms.pinned.pool)
+			_ = cudaraw.MemPoolDestroyIn(c.h, ms.pinned.pool)
 			ms.pinned.pool = 0
 		}
 	}
-	unified := CUmemPoolProps{AllocType: CU_MEM_ALLOCATION_TYPE_MANAGED, Location: CUmemLocation{Type: CU_MEM_LOCATION_TYPE_DEVICE, Id: int32(c.dev)}}
+	unified := cudaraw.CUmemPoolProps{AllocType: cudaraw.CU_MEM_ALLOCATION_TYPE_MANAGED, Location: cudaraw.CUmemLocation{Type: cudaraw.CU_MEM_LOCATION_TYPE_DEVICE, Id: int32(c.dev)}}
 	ms.unified.pool, ms.unified.poolErr = ms.createPool(&unified, &threshold, !testNoHostPools)
 	ms.hostReady.Store(true)
 	return nil
@@ -204,38 +205,38 @@ func (ms *memState) initHost() error {
 // testNoHostPools makes new contexts use the fallbacks (tests).
 var testNoHostPools bool
 
-func (ms *memState) createPool(props *CUmemPoolProps, threshold *uint64, enabled bool) (CUmemoryPool, error) {
+func (ms *memState) createPool(props *cudaraw.CUmemPoolProps, threshold *uint64, enabled bool) (cudaraw.CUmemoryPool, error) {
 	if !enabled {
-		return 0, fmt.Errorf("cuda: memory pools disabled: %w", ErrNotSupported)
+		return 0, fmt.Errorf("cuda: memory pools disabled: %w", cudaraw.ErrNotSupported)
 	}
 	c := ms.cs
-	var pool CUmemoryPool
-	if err := inMemPoolCreate(c.h, &pool, props); err != nil {
+	var pool cudaraw.CUmemoryPool
+	if err := cudaraw.MemPoolCreateIn(c.h, &pool, props); err != nil {
 		return 0, fmt.Errorf("cuda: creating a %v memory pool: %w", props.AllocType, err)
 	}
-	if err := inMemPoolSetAttribute(c.h, pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, unsafe.Pointer(threshold)); err != nil {
-		_ = inMemPoolDestroy(c.h, pool)
+	if err := cudaraw.MemPoolSetAttributeIn(c.h, pool, cudaraw.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, unsafe.Pointer(threshold)); err != nil {
+		_ = cudaraw.MemPoolDestroyIn(c.h, pool)
 		return 0, fmt.Errorf("cuda: setting a memory pool's release threshold: %w", err)
 	}
 	return pool, nil
 }
 
 // getEvent returns a blocking-sync event of the context's pool, for host waits.
-func (ms *memState) getEvent() (CUevent, error) {
-	return ms.takeEvent(&ms.events, CU_EVENT_DISABLE_TIMING|CU_EVENT_BLOCKING_SYNC)
+func (ms *memState) getEvent() (cudaraw.CUevent, error) {
+	return ms.takeEvent(&ms.events, cudaraw.CU_EVENT_DISABLE_TIMING|cudaraw.CU_EVENT_BLOCKING_SYNC)
 }
 
 // getHandoffEvent returns an event for a hand-off between streams: without
 // CU_EVENT_BLOCKING_SYNC, which makes a stream's wait for it slower (about 1.5 µs on
 // an H200, see BenchmarkHandoff).
-func (ms *memState) getHandoffEvent() (CUevent, error) {
+func (ms *memState) getHandoffEvent() (cudaraw.CUevent, error) {
 	if ev := ms.hlast.Swap(0); ev != 0 {
-		return CUevent(ev), nil
+		return cudaraw.CUevent(ev), nil
 	}
-	return ms.takeEvent(&ms.hevents, CU_EVENT_DISABLE_TIMING)
+	return ms.takeEvent(&ms.hevents, cudaraw.CU_EVENT_DISABLE_TIMING)
 }
 
-func (ms *memState) takeEvent(pool *[]CUevent, flags CUevent_flags) (CUevent, error) {
+func (ms *memState) takeEvent(pool *[]cudaraw.CUevent, flags cudaraw.CUevent_flags) (cudaraw.CUevent, error) {
 	ms.evMu.Lock()
 	if n := len(*pool); n > 0 {
 		ev := (*pool)[n-1]
@@ -244,8 +245,8 @@ func (ms *memState) takeEvent(pool *[]CUevent, flags CUevent_flags) (CUevent, er
 		return ev, nil
 	}
 	ms.evMu.Unlock()
-	var ev CUevent
-	if err := inEventCreate(ms.cs.h, &ev, uint32(flags)); err != nil {
+	var ev cudaraw.CUevent
+	if err := cudaraw.EventCreateIn(ms.cs.h, &ev, uint32(flags)); err != nil {
 		return 0, fmt.Errorf("cuda: creating an event: %w", err)
 	}
 	return ev, nil
@@ -253,18 +254,18 @@ func (ms *memState) takeEvent(pool *[]CUevent, flags CUevent_flags) (CUevent, er
 
 // putEvent returns an event of getEvent to the pool. Recording it again is safe once
 // every query, synchronization or stream wait of its last record has been issued.
-func (ms *memState) putEvent(ev CUevent) { ms.giveEvent(&ms.events, ev) }
+func (ms *memState) putEvent(ev cudaraw.CUevent) { ms.giveEvent(&ms.events, ev) }
 
 // putHandoffEvent returns an event of getHandoffEvent: into the one-event slot
 // that a hand-off takes without a lock, else to the pool.
-func (ms *memState) putHandoffEvent(ev CUevent) {
+func (ms *memState) putHandoffEvent(ev cudaraw.CUevent) {
 	if ev != 0 && ms.hlast.CompareAndSwap(0, uint64(ev)) {
 		return
 	}
 	ms.giveEvent(&ms.hevents, ev)
 }
 
-func (ms *memState) giveEvent(pool *[]CUevent, ev CUevent) {
+func (ms *memState) giveEvent(pool *[]cudaraw.CUevent, ev cudaraw.CUevent) {
 	if ev == 0 {
 		return
 	}
@@ -274,25 +275,25 @@ func (ms *memState) giveEvent(pool *[]CUevent, ev CUevent) {
 }
 
 // waitEvent waits for ev on the host: polling, then yielding, then blocking.
-func (ms *memState) waitEvent(ev CUevent) error {
+func (ms *memState) waitEvent(ev cudaraw.CUevent) error {
 	h := ms.cs.h
-	return wait(func() (bool, error) { return ready(inEventQuery(h, ev)) },
-		func() error { return inEventSynchronize(h, ev) })
+	return wait(func() (bool, error) { return ready(cudaraw.EventQueryIn(h, ev)) },
+		func() error { return cudaraw.EventSynchronizeIn(h, ev) })
 }
 
 // syncInternal waits for one of the package's own streams (never closed).
 func (ms *memState) syncInternal(s *stream) error {
 	h := ms.cs.h
-	return wait(func() (bool, error) { return ready(inStreamQuery(h, s.h)) },
-		func() error { return inStreamSynchronize(h, s.h) })
+	return wait(func() (bool, error) { return ready(cudaraw.StreamQueryIn(h, s.h)) },
+		func() error { return cudaraw.StreamSynchronizeIn(h, s.h) })
 }
 
 // fence marks the end of the GPU work that last used a block: an event recorded on
 // the stream at release, or the final event of a stream closed since, or nothing
 // (no GPU work used it).
 type fence struct {
-	ev    CUevent // from the context's event pool; 0 if none
-	final *event  // a closed stream's final event (kept alive by this reference)
+	ev    cudaraw.CUevent // from the context's event pool; 0 if none
+	final *event          // a closed stream's final event (kept alive by this reference)
 	done  bool
 }
 
@@ -309,7 +310,7 @@ func (ms *memState) fenceAfter(u use) (fence, error) {
 	}
 	s.mu.RLock()
 	if !s.closed.Load() {
-		err := inEventRecord(ms.cs.h, ev, s.h)
+		err := cudaraw.EventRecordIn(ms.cs.h, ev, s.h)
 		s.mu.RUnlock()
 		if err != nil {
 			ms.putEvent(ev)
@@ -329,7 +330,7 @@ func (ms *memState) fenceAfter(u use) (fence, error) {
 	return fence{final: final}, nil
 }
 
-func (f *fence) event() CUevent {
+func (f *fence) event() cudaraw.CUevent {
 	if f.final != nil {
 		return f.final.h
 	}
@@ -341,7 +342,7 @@ func (f *fence) poll(ms *memState) bool {
 	if f.done {
 		return true
 	}
-	ok, err := ready(inEventQuery(ms.cs.h, f.event()))
+	ok, err := ready(cudaraw.EventQueryIn(ms.cs.h, f.event()))
 	if err != nil || !ok {
 		return false
 	}
@@ -367,8 +368,8 @@ func (f *fence) waitContext(ctx context.Context, ms *memState) error {
 		return nil
 	}
 	h, ev := ms.cs.h, f.event()
-	err := waitContext(ctx, func() (bool, error) { return ready(inEventQuery(h, ev)) },
-		func() error { return inEventSynchronize(h, ev) })
+	err := waitContext(ctx, func() (bool, error) { return ready(cudaraw.EventQueryIn(h, ev)) },
+		func() error { return cudaraw.EventSynchronizeIn(h, ev) })
 	if err == nil {
 		f.clear(ms)
 	}
@@ -376,11 +377,11 @@ func (f *fence) waitContext(ctx context.Context, ms *memState) error {
 }
 
 // orderOn makes work queued on h after this call wait for the fenced work.
-func (f *fence) orderOn(ms *memState, h CUstream) error {
+func (f *fence) orderOn(ms *memState, h cudaraw.CUstream) error {
 	if f.done {
 		return nil
 	}
-	return inStreamWaitEvent(ms.cs.h, h, f.event(), 0)
+	return cudaraw.StreamWaitEventIn(ms.cs.h, h, f.event(), 0)
 }
 
 // clear marks the fence done and returns its event.
@@ -413,7 +414,7 @@ func (ms *memState) reclaimForOOM() {
 		ms.unified.flush()
 	}
 	_, _ = resource.Reclaim()
-	_ = inCtxSynchronize(ms.cs.h)
+	_ = cudaraw.CtxSynchronizeIn(ms.cs.h)
 	ms.trim()
 }
 
@@ -431,19 +432,19 @@ func (ms *memState) teardown() {
 	owned := ms.owned
 	ms.owned = nil
 	ms.ownedMu.Unlock()
-	_ = inCtxSynchronize(c.h)
+	_ = cudaraw.CtxSynchronizeIn(c.h)
 	ms.flushDeviceCaches()
 	if len(owned) > 0 {
 		if d, err := c.disposalStream(); err == nil {
 			for _, o := range owned {
 				switch {
 				case o.blk == nil: // device memory
-					_ = inMemFreeAsync(c.h, o.ptr, d.h)
+					_ = cudaraw.MemFreeAsyncIn(c.h, o.ptr, d.h)
 				case o.blk.raw != nil: // the fallback allocators
 					_ = o.blk.raw.release()
 					o.blk.raw.reg.Cancel()
 				default: // a pinned or unified pool
-					_ = inMemFreeAsync(c.h, o.ptr, d.h)
+					_ = cudaraw.MemFreeAsyncIn(c.h, o.ptr, d.h)
 				}
 			}
 		}
@@ -452,17 +453,17 @@ func (ms *memState) teardown() {
 		ms.pinned.flush()
 		ms.unified.flush()
 	}
-	_ = inCtxSynchronize(c.h)
+	_ = cudaraw.CtxSynchronizeIn(c.h)
 	ms.freeFlags()
 	if ms.devReady.Load() {
 		// The device's pool keeps freed memory (release threshold): give back what
 		// this context's buffers held.
-		_ = inMemPoolTrimTo(c.h, ms.devPool, 0)
+		_ = cudaraw.MemPoolTrimToIn(c.h, ms.devPool, 0)
 	}
 	if ms.hostReady.Load() {
 		for _, k := range []*hostKind{&ms.pinned, &ms.unified} {
 			if k.pool != 0 {
-				_ = inMemPoolDestroy(c.h, k.pool)
+				_ = cudaraw.MemPoolDestroyIn(c.h, k.pool)
 			}
 		}
 	}
@@ -472,17 +473,17 @@ func (ms *memState) teardown() {
 func (ms *memState) trim() {
 	h := ms.cs.h
 	if ms.devReady.Load() {
-		_ = inMemPoolTrimTo(h, ms.devPool, 0)
+		_ = cudaraw.MemPoolTrimToIn(h, ms.devPool, 0)
 	}
 	// The device's graph memory pool: what graphs allocated and freed (theirs, not
 	// ours: captures allocate outside the graph, libraries may not).
 	if d, err := ms.cs.dev.handle(); err == nil {
-		_ = DeviceGraphMemTrim(d)
+		_ = cudaraw.DeviceGraphMemTrim(d)
 	}
 	if ms.hostReady.Load() {
 		for _, k := range []*hostKind{&ms.pinned, &ms.unified} {
 			if k.pool != 0 {
-				_ = inMemPoolTrimTo(h, k.pool, 0)
+				_ = cudaraw.MemPoolTrimToIn(h, k.pool, 0)
 			}
 		}
 	}
@@ -518,7 +519,7 @@ func (ms *memState) untrack(m *memBase) {
 // ownedMem is the memory of a live buffer of a context of NewContext, which the
 // context's destruction frees if the buffer has not been freed by then.
 type ownedMem struct {
-	ptr CUdeviceptr
+	ptr cudaraw.CUdeviceptr
 	blk *hostBlock // pinned and unified memory; nil for device memory
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/resource"
 )
 
@@ -101,21 +102,21 @@ func (ms *memState) status() (ContextMemoryStats, error) {
 	var errs []error
 	// Locals, not fields of cs: cgo must not see the Go pointers (errors) in cs.
 	var free, total uint64
-	if err := inMemGetInfo(c.h, &free, &total); err != nil {
+	if err := cudaraw.MemGetInfoIn(c.h, &free, &total); err != nil {
 		errs = append(errs, fmt.Errorf("cuda: device %d memory info: %w", int(c.dev), err))
 	}
 	cs.Free, cs.Total = free, total
 	for k := range numKinds {
 		cs.Kinds[k] = PoolStats{Kind: k, Buffers: ms.live[k].Load(), Bytes: ms.liveBytes[k].Load()}
 	}
-	attrs := func(p *PoolStats, pool CUmemoryPool) {
+	attrs := func(p *PoolStats, pool cudaraw.CUmemoryPool) {
 		p.Pool = true
 		for _, a := range []struct {
-			attr CUmemPool_attribute
+			attr cudaraw.CUmemPool_attribute
 			v    *uint64
-		}{{CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &p.Used}, {CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &p.Reserved}} {
+		}{{cudaraw.CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &p.Used}, {cudaraw.CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &p.Reserved}} {
 			var v uint64
-			if err := inMemPoolGetAttribute(c.h, pool, a.attr, unsafe.Pointer(&v)); err != nil {
+			if err := cudaraw.MemPoolGetAttributeIn(c.h, pool, a.attr, unsafe.Pointer(&v)); err != nil {
 				errs = append(errs, fmt.Errorf("cuda: %v pool attribute %v: %w", p.Kind, a.attr, err))
 			}
 			*a.v = v

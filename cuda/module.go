@@ -42,6 +42,7 @@ import (
 	"unsafe"
 	"weak"
 
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/internal/errs"
 	"github.com/gocuda/gocuda/resource"
 )
@@ -60,7 +61,7 @@ import (
 // ErrClosed. The Module keeps its Context alive.
 type Module struct {
 	ctx *Context
-	h   CUmodule
+	h   cudaraw.CUmodule
 
 	// mu guards h against Close while kernels of the module are being queued:
 	// launches take the read lock, Close the write lock.
@@ -93,14 +94,14 @@ func (c *Context) LoadModule(image []byte) (*Module, error) {
 	}
 	defer c.exit()
 	img := moduleImage(image)
-	jit := C.gocuda_jit_new(C.int32_t(CU_JIT_ERROR_LOG_BUFFER), C.int32_t(CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES))
+	jit := C.gocuda_jit_new(C.int32_t(cudaraw.CU_JIT_ERROR_LOG_BUFFER), C.int32_t(cudaraw.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES))
 	if jit == nil {
-		return nil, fmt.Errorf("cuda: loading a module: %w", ErrOutOfMemory)
+		return nil, fmt.Errorf("cuda: loading a module: %w", cudaraw.ErrOutOfMemory)
 	}
 	defer C.free(unsafe.Pointer(jit))
-	var h CUmodule
-	err := inModuleLoadDataEx(c.h, &h, unsafe.Pointer(&img[0]), 2,
-		(*CUjit_option)(unsafe.Pointer(&jit.opts[0])), (*unsafe.Pointer)(unsafe.Pointer(&jit.vals[0])))
+	var h cudaraw.CUmodule
+	err := cudaraw.ModuleLoadDataExIn(c.h, &h, unsafe.Pointer(&img[0]), 2,
+		(*cudaraw.CUjit_option)(unsafe.Pointer(&jit.opts[0])), (*unsafe.Pointer)(unsafe.Pointer(&jit.vals[0])))
 	runtime.KeepAlive(img)
 	if err != nil {
 		if log := strings.TrimSpace(C.GoString(C.gocuda_jit_log(jit))); log != "" {
@@ -148,7 +149,7 @@ func (m *Module) unloadNow() error {
 		return resource.ErrContextDestroyed // unloaded with its context
 	}
 	defer c.exit()
-	return inModuleUnload(c.h, m.h)
+	return cudaraw.ModuleUnloadIn(c.h, m.h)
 }
 
 func checkModule(m *Module) error {
@@ -181,7 +182,7 @@ var errModuleClosed = fmt.Errorf("cuda: module: %w", ErrClosed)
 
 // Handle returns the raw module. Keep the Module reachable (and open) while the handle
 // is in use.
-func (m *Module) Handle() CUmodule {
+func (m *Module) Handle() cudaraw.CUmodule {
 	if m == nil {
 		return 0
 	}
@@ -220,8 +221,8 @@ func (m *Module) Function(name string) (*Function, error) {
 		return f, nil
 	}
 	cname := append([]byte(name), 0)
-	var h CUfunction
-	if err := inModuleGetFunction(m.ctx.h, &h, m.h, &cname[0]); err != nil {
+	var h cudaraw.CUfunction
+	if err := cudaraw.ModuleGetFunctionIn(m.ctx.h, &h, m.h, &cname[0]); err != nil {
 		return nil, fmt.Errorf("cuda: module function %q: %w", name, err)
 	}
 	f := &Function{mod: m, h: h, name: name}
@@ -236,7 +237,7 @@ func (m *Module) Function(name string) (*Function, error) {
 // Global returns the address and size in bytes of the module's global variable called
 // name (a __device__ or __constant__ variable). A name the module lacks returns an
 // error matching ErrNotFound.
-func (m *Module) Global(name string) (CUdeviceptr, int, error) {
+func (m *Module) Global(name string) (cudaraw.CUdeviceptr, int, error) {
 	if err := checkModule(m); err != nil {
 		return 0, 0, err
 	}
@@ -248,9 +249,9 @@ func (m *Module) Global(name string) (CUdeviceptr, int, error) {
 	}
 	defer m.runlock()
 	cname := append([]byte(name), 0)
-	var p CUdeviceptr
+	var p cudaraw.CUdeviceptr
 	var size uint64
-	if err := inModuleGetGlobal(m.ctx.h, &p, &size, m.h, &cname[0]); err != nil {
+	if err := cudaraw.ModuleGetGlobalIn(m.ctx.h, &p, &size, m.h, &cname[0]); err != nil {
 		return 0, 0, fmt.Errorf("cuda: module global %q: %w", name, err)
 	}
 	return p, int(size), nil
@@ -276,7 +277,7 @@ func (m *Module) Close() error {
 // loaded while the Function is reachable.
 type Function struct {
 	mod  *Module
-	h    CUfunction
+	h    cudaraw.CUfunction
 	name string
 
 	// params is the kernel's parameter layout as the driver reports it
@@ -303,12 +304,12 @@ func (f *Function) loadParams() {
 	var params []paramInfo
 	for i := uint64(0); ; i++ {
 		var off, size uint64
-		err := inFuncGetParamInfo(f.mod.ctx.h, f.h, i, &off, &size)
+		err := cudaraw.FuncGetParamInfoIn(f.mod.ctx.h, f.h, i, &off, &size)
 		if err == nil {
 			params = append(params, paramInfo{offset: uintptr(off), size: uintptr(size)})
 			continue
 		}
-		if !errors.Is(err, ErrInvalidValue) {
+		if !errors.Is(err, cudaraw.ErrInvalidValue) {
 			return
 		}
 		break
@@ -329,7 +330,7 @@ func (f *Function) Name() string {
 
 // Handle returns the raw function. Keep the Function reachable (and its module open)
 // while the handle is in use.
-func (f *Function) Handle() CUfunction {
+func (f *Function) Handle() cudaraw.CUfunction {
 	if f == nil {
 		return 0
 	}
@@ -360,7 +361,7 @@ func (f *Function) Params() (params []Param, ok bool) {
 
 // Attribute returns one of the function's attributes, such as
 // CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK or CU_FUNC_ATTRIBUTE_NUM_REGS.
-func (f *Function) Attribute(a CUfunction_attribute) (int, error) {
+func (f *Function) Attribute(a cudaraw.CUfunction_attribute) (int, error) {
 	if f == nil {
 		return 0, fmt.Errorf("%w: nil *cuda.Function", ErrInvalidArgument)
 	}
@@ -373,7 +374,7 @@ func (f *Function) Attribute(a CUfunction_attribute) (int, error) {
 	}
 	defer m.runlock()
 	var v int32
-	if err := inFuncGetAttribute(m.ctx.h, &v, a, f.h); err != nil {
+	if err := cudaraw.FuncGetAttributeIn(m.ctx.h, &v, a, f.h); err != nil {
 		return 0, fmt.Errorf("cuda: function %q attribute %v: %w", f.name, a, err)
 	}
 	return int(v), nil

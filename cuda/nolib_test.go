@@ -3,7 +3,7 @@ package cuda_test
 import (
 	"testing"
 
-	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/internal/fakecuda"
 	"github.com/gocuda/gocuda/internal/libtest"
 )
@@ -17,13 +17,13 @@ func TestNoLibrary(t *testing.T) {
 		fakecuda.RunWithoutDriver(t)
 		return
 	}
-	libtest.NoLibrary(t, cuda.Library(), "cuda", cuda.Soname, cuda.SonameEnv,
-		func() error { return cuda.Init(0) },
-		func() error { var n int32; return cuda.DeviceGetCount(&n) },
+	libtest.NoLibrary(t, cudaraw.Library(), "cuda", cudaraw.Soname, cudaraw.SonameEnv,
+		func() error { return cudaraw.Init(0) },
+		func() error { var n int32; return cudaraw.DeviceGetCount(&n) },
 	)
 }
 
 // TestStatusErrors checks the Result error values, which need no library.
 func TestStatusErrors(t *testing.T) {
-	libtest.StatusErrors(t, cuda.CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", 2, "out of memory", cuda.ErrOutOfMemory, cuda.ErrInvalidValue, cuda.Result(123456), cuda.CUDA_SUCCESS, "Result")
+	libtest.StatusErrors(t, cudaraw.CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", 2, "out of memory", cudaraw.ErrOutOfMemory, cudaraw.ErrInvalidValue, cudaraw.Result(123456), cudaraw.CUDA_SUCCESS, "Result")
 }

@@ -24,8 +24,8 @@ import (
 	"errors"
 	"unsafe"
 
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/dl"
-	"github.com/gocuda/gocuda/internal/ctxswitch"
 )
 
 // Older drivers
@@ -42,17 +42,17 @@ import (
 var (
 	// cuCtxCreate_v2 is cuCtxCreate before cuCtxCreate_v4 (CUDA 12.5) added creation
 	// parameters; NewContext passes none.
-	procCtxCreateV2 = library.NewProc("cuCtxCreate_v2")
+	procCtxCreateV2 = cudaraw.Library().NewProc("cuCtxCreate_v2")
 	// cuEventElapsedTime is the entry point of drivers without cuEventElapsedTime_v2,
 	// with the same signature.
-	procEventElapsedTimeV1 = library.NewProc("cuEventElapsedTime")
+	procEventElapsedTimeV1 = cudaraw.Library().NewProc("cuEventElapsedTime")
 )
 
 // ctxCreate creates a context with cuCtxCreate_v4 without creation parameters, or
 // with cuCtxCreate_v2 where the driver lacks cuCtxCreate_v4. Either pushes the new
 // context on the calling thread's stack.
-func ctxCreate(pctx *CUcontext, flags uint32, dev CUdevice) error {
-	err := CtxCreate(pctx, nil, flags, dev)
+func ctxCreate(pctx *cudaraw.CUcontext, flags uint32, dev cudaraw.CUdevice) error {
+	err := cudaraw.CtxCreate(pctx, nil, flags, dev)
 	if !errors.Is(err, dl.ErrSymbolNotFound) {
 		return err
 	}
@@ -60,13 +60,13 @@ func ctxCreate(pctx *CUcontext, flags uint32, dev CUdevice) error {
 	if ferr != nil {
 		return err // not a CUDA driver of any age: report the symbol the headers name
 	}
-	return Result(C.gocuda_ctx_create_v2(C.uintptr_t(fn), (*C.uintptr_t)(unsafe.Pointer(pctx)), C.uint32_t(flags), C.int32_t(dev))).err()
+	return cudaraw.Result(C.gocuda_ctx_create_v2(C.uintptr_t(fn), (*C.uintptr_t)(unsafe.Pointer(pctx)), C.uint32_t(flags), C.int32_t(dev))).Err()
 }
 
 // inEventElapsed is inEventElapsedTime (cuEventElapsedTime_v2), or cuEventElapsedTime
 // where the driver lacks the former, with ctx current.
-func inEventElapsed(ctx CUcontext, ms *float32, start, end CUevent) error {
-	err := inEventElapsedTime(ctx, ms, start, end)
+func inEventElapsed(ctx cudaraw.CUcontext, ms *float32, start, end cudaraw.CUevent) error {
+	err := cudaraw.EventElapsedTimeIn(ctx, ms, start, end)
 	if !errors.Is(err, dl.ErrSymbolNotFound) {
 		return err
 	}
@@ -74,14 +74,14 @@ func inEventElapsed(ctx CUcontext, ms *float32, start, end CUevent) error {
 	if ferr != nil {
 		return err
 	}
-	get, set, serr := ctxswitch.Procs()
+	get, set, serr := cudaraw.CtxSwitchProcs()
 	if serr != nil {
 		return serr
 	}
 	r := int64(C.gocuda_in_event_elapsed(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx),
 		(*C.float)(unsafe.Pointer(ms)), C.uintptr_t(start), C.uintptr_t(end)))
 	if r>>32 != 0 {
-		return Result(int32(r))
+		return cudaraw.Result(int32(r))
 	}
-	return Result(r).err()
+	return cudaraw.Result(r).Err()
 }

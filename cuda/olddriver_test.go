@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/dl"
 	"github.com/gocuda/gocuda/internal/fakecuda"
 )
@@ -33,7 +34,7 @@ func driver118(t *testing.T) bool {
 		t.Skip("runs on the strict fake driver posing as CUDA 11.8 (CI, where fakecuda.Main installs the fake)")
 	}
 	var v int32
-	require.NoError(t, cuda.DriverGetVersion(&v))
+	require.NoError(t, cudaraw.DriverGetVersion(&v))
 	require.Equal(t, int32(11080), v, "the child runs on the CUDA 11.8 pose")
 	fakecuda.Check(t)
 	return true
@@ -69,8 +70,8 @@ func TestDriver118(t *testing.T) {
 
 	t.Run("NewContext", func(t *testing.T) {
 		// cuCtxCreate_v4 is missing: NewContext creates it with cuCtxCreate_v2.
-		var c cuda.CUcontext
-		requireSymbolError(t, cuda.CtxCreate(&c, nil, 0, 0), "cuCtxCreate_v4")
+		var c cudaraw.CUcontext
+		requireSymbolError(t, cudaraw.CtxCreate(&c, nil, 0, 0), "cuCtxCreate_v4")
 		before := fakecuda.Counters().Contexts
 		own, err := cuda.NewContext(cuda.Device(0), 0)
 		require.NoError(t, err)
@@ -115,7 +116,7 @@ func TestDriver118(t *testing.T) {
 		assert.True(t, done, "hi waited for end")
 		// cuEventElapsedTime_v2 is missing: Elapsed calls cuEventElapsedTime.
 		var ms float32
-		requireSymbolError(t, cuda.EventElapsedTime(&ms, start.Handle(), end.Handle()), "cuEventElapsedTime_v2")
+		requireSymbolError(t, cudaraw.EventElapsedTime(&ms, start.Handle(), end.Handle()), "cuEventElapsedTime_v2")
 		d, err := cuda.Elapsed(start, end)
 		require.NoError(t, err)
 		assert.GreaterOrEqual(t, d, 2*time.Millisecond, "the delay between the records")
@@ -188,7 +189,7 @@ func TestDriver118(t *testing.T) {
 		assert.GreaterOrEqual(t, dev.Used, uint64(2*4*n))
 		for _, k := range []cuda.MemoryKind{cuda.KindPinned, cuda.KindUnified} {
 			assert.False(t, cs.Kinds[k].Pool, "%v", k)
-			assert.ErrorIs(t, cs.Kinds[k].PoolError, cuda.ErrInvalidValue, "%v: CUDA 11.8 has no such pool", k)
+			assert.ErrorIs(t, cs.Kinds[k].PoolError, cudaraw.ErrInvalidValue, "%v: CUDA 11.8 has no such pool", k)
 		}
 	})
 
@@ -201,7 +202,7 @@ func TestDriver118(t *testing.T) {
 		// cuFuncGetParamInfo is missing: the layout is unknown, and arguments are
 		// packed by their Go types at their natural alignment.
 		var off, size uint64
-		requireSymbolError(t, cuda.FuncGetParamInfo(mixed.Handle(), 0, &off, &size), "cuFuncGetParamInfo")
+		requireSymbolError(t, cudaraw.FuncGetParamInfo(mixed.Handle(), 0, &off, &size), "cuFuncGetParamInfo")
 		params, ok := mixed.Params()
 		assert.False(t, ok)
 		assert.Nil(t, params)
@@ -261,14 +262,14 @@ func TestDriver118(t *testing.T) {
 		require.NoError(t, err)
 		defer b.Close()
 		err = ctx.Locked(func() error {
-			var lib cuda.CUlibrary
-			requireSymbolError(t, cuda.LibraryLoadData(&lib, nil, nil, nil, 0, nil, nil, 0), "cuLibraryLoadData")
+			var lib cudaraw.CUlibrary
+			requireSymbolError(t, cudaraw.LibraryLoadData(&lib, nil, nil, nil, 0, nil, nil, 0), "cuLibraryLoadData")
 			var id uint64
-			requireSymbolError(t, cuda.StreamGetId(s.Handle(), &id), "cuStreamGetId")
-			requireSymbolError(t, cuda.CtxGetId(ctx.Handle(), &id), "cuCtxGetId")
-			loc := cuda.CUmemLocation{Type: cuda.CU_MEM_LOCATION_TYPE_DEVICE}
-			requireSymbolError(t, cuda.MemPrefetchAsync(b.Ptr(), 4096, loc, 0, s.Handle()), "cuMemPrefetchAsync_v2")
-			requireSymbolError(t, cuda.LaunchKernelEx(nil, 0, nil, nil), "cuLaunchKernelEx")
+			requireSymbolError(t, cudaraw.StreamGetId(s.Handle(), &id), "cuStreamGetId")
+			requireSymbolError(t, cudaraw.CtxGetId(ctx.Handle(), &id), "cuCtxGetId")
+			loc := cudaraw.CUmemLocation{Type: cudaraw.CU_MEM_LOCATION_TYPE_DEVICE}
+			requireSymbolError(t, cudaraw.MemPrefetchAsync(b.Ptr(), 4096, loc, 0, s.Handle()), "cuMemPrefetchAsync_v2")
+			requireSymbolError(t, cudaraw.LaunchKernelEx(nil, 0, nil, nil), "cuLaunchKernelEx")
 			return nil
 		})
 		require.NoError(t, err)

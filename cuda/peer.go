@@ -3,6 +3,7 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"sync"
 )
 
@@ -53,7 +54,7 @@ func canAccessPeer(from, to Device) (bool, error) {
 		return false, err
 	}
 	var v int32
-	if err := DeviceCanAccessPeer(&v, fh, th); err != nil {
+	if err := cudaraw.DeviceCanAccessPeer(&v, fh, th); err != nil {
 		return false, fmt.Errorf("cuda: can device %d access device %d: %w", int(from), int(to), err)
 	}
 	return v != 0, nil
@@ -90,7 +91,7 @@ func (c *Context) EnablePeerAccess(peer *Context) error {
 		return fmt.Errorf("cuda: enabling peer access from device %d to device %d: %w", int(from.dev), int(to.dev), err)
 	}
 	if from.dev == to.dev {
-		return fail(fmt.Errorf("contexts of one device: %w", ErrPeerAccessUnsupported))
+		return fail(fmt.Errorf("contexts of one device: %w", cudaraw.ErrPeerAccessUnsupported))
 	}
 	key := [2]*ctxState{from, to}
 	peers.mu.Lock()
@@ -103,7 +104,7 @@ func (c *Context) EnablePeerAccess(peer *Context) error {
 		return fail(err)
 	}
 	if !ok {
-		return fail(ErrPeerAccessUnsupported)
+		return fail(cudaraw.ErrPeerAccessUnsupported)
 	}
 	if err := from.enter(); err != nil {
 		return err
@@ -113,8 +114,8 @@ func (c *Context) EnablePeerAccess(peer *Context) error {
 		return err
 	}
 	defer to.exit()
-	err = inCtxEnablePeerAccess(from.h, to.h, 0)
-	if err != nil && !errors.Is(err, ErrPeerAccessAlreadyEnabled) {
+	err = cudaraw.CtxEnablePeerAccessIn(from.h, to.h, 0)
+	if err != nil && !errors.Is(err, cudaraw.ErrPeerAccessAlreadyEnabled) {
 		return fail(err)
 	}
 	ms, err := to.memory()
@@ -124,11 +125,11 @@ func (c *Context) EnablePeerAccess(peer *Context) error {
 	if err := ms.initDevice(); err != nil {
 		return fail(err)
 	}
-	access := CUmemAccessDesc{
-		Location: CUmemLocation{Type: CU_MEM_LOCATION_TYPE_DEVICE, Id: int32(from.dev)},
-		Flags:    CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+	access := cudaraw.CUmemAccessDesc{
+		Location: cudaraw.CUmemLocation{Type: cudaraw.CU_MEM_LOCATION_TYPE_DEVICE, Id: int32(from.dev)},
+		Flags:    cudaraw.CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
 	}
-	if err := inMemPoolSetAccess(to.h, ms.devPool, &access, 1); err != nil {
+	if err := cudaraw.MemPoolSetAccessIn(to.h, ms.devPool, &access, 1); err != nil {
 		return fail(fmt.Errorf("device %d's memory pool: %w", int(to.dev), err))
 	}
 	if peers.on == nil {
@@ -185,7 +186,7 @@ func copyPeer(s *Stream, d, o *memBase) error {
 	if tc == oc {
 		tm, fm, tWrite = o, d, false
 	}
-	var done CUevent
+	var done cudaraw.CUevent
 	var err error
 	if o.size > 0 {
 		err = queuePeer(s, tm, tWrite, fm, d, o, &done)
@@ -208,7 +209,7 @@ func copyPeer(s *Stream, d, o *memBase) error {
 // nil, on a stream of tm's context, after which it records *waitEv for the caller
 // to wait for. The copy is recorded as a use of tm on the copying stream and of fm on
 // fm's context's default stream.
-func queuePeer(s *Stream, tm *memBase, tWrite bool, fm, d, o *memBase, waitEv *CUevent) error {
+func queuePeer(s *Stream, tm *memBase, tWrite bool, fm, d, o *memBase, waitEv *cudaraw.CUevent) error {
 	msT, msF := tm.ms, fm.ms
 	var t *stream
 	if s != nil {
@@ -248,17 +249,17 @@ func queuePeer(s *Stream, tm *memBase, tWrite bool, fm, d, o *memBase, waitEv *C
 			}
 			return err
 		}
-		if err := inMemcpyPeerAsync(t.cs.h, dp, dh, sp, sh, n, t.h); err != nil {
+		if err := cudaraw.MemcpyPeerAsyncIn(t.cs.h, dp, dh, sp, sh, n, t.h); err != nil {
 			t.mu.RUnlock()
 			return err
 		}
 		tm.record(t, tWrite, pt)
 		done, err := msT.getHandoffEvent()
 		if err == nil {
-			err = inEventRecord(msT.cs.h, done, t.h)
+			err = cudaraw.EventRecordIn(msT.cs.h, done, t.h)
 		}
 		if err == nil && s == nil {
-			err = inEventRecord(msT.cs.h, *waitEv, t.h)
+			err = cudaraw.EventRecordIn(msT.cs.h, *waitEv, t.h)
 		}
 		t.mu.RUnlock()
 		if err == nil {
@@ -266,7 +267,7 @@ func queuePeer(s *Stream, tm *memBase, tWrite bool, fm, d, o *memBase, waitEv *C
 			// the copy, and later uses of fm wait for it.
 			p := msF.defStream
 			p.waits.Add(1)
-			err = p.use(func(h CUstream) error { return inStreamWaitEvent(msF.cs.h, h, done, 0) })
+			err = p.use(func(h cudaraw.CUstream) error { return cudaraw.StreamWaitEventIn(msF.cs.h, h, done, 0) })
 			if err == nil {
 				fm.record(p, !tWrite, pf)
 			}
@@ -275,7 +276,7 @@ func queuePeer(s *Stream, tm *memBase, tWrite bool, fm, d, o *memBase, waitEv *C
 		if err != nil {
 			// The copy is queued but not recorded as fm's use: wait for it, so that
 			// fm's free cannot overtake it.
-			_ = inCtxSynchronize(msT.cs.h)
+			_ = cudaraw.CtxSynchronizeIn(msT.cs.h)
 			return err
 		}
 		return nil

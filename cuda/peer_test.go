@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/internal/fakecuda"
 	"github.com/gocuda/gocuda/internal/gputest"
 	"github.com/stretchr/testify/assert"
@@ -74,18 +75,18 @@ func TestPeer(t *testing.T) {
 		require.NoError(t, c0.EnablePeerAccess(c1), "enabled once per pair")
 		assert.Equal(t, pairs, cuda.PeerPairsForTest())
 		require.NoError(t, c0.Locked(func() error {
-			assert.ErrorIs(t, cuda.CtxEnablePeerAccess(c1.Handle(), 0), cuda.ErrPeerAccessAlreadyEnabled, "the driver has it")
+			assert.ErrorIs(t, cudaraw.CtxEnablePeerAccess(c1.Handle(), 0), cudaraw.ErrPeerAccessAlreadyEnabled, "the driver has it")
 			return nil
 		}))
 		// The device pool of device 1 gives device 0 access.
-		var dev1 cuda.CUdevice
-		require.NoError(t, cuda.DeviceGet(&dev1, 1))
-		var pool cuda.CUmemoryPool
-		require.NoError(t, cuda.DeviceGetDefaultMemPool(&pool, dev1))
-		var flags cuda.CUmemAccess_flags
-		loc := cuda.CUmemLocation{Type: cuda.CU_MEM_LOCATION_TYPE_DEVICE, Id: 0}
-		require.NoError(t, cuda.MemPoolGetAccess(&flags, pool, &loc))
-		assert.Equal(t, cuda.CU_MEM_ACCESS_FLAGS_PROT_READWRITE, flags)
+		var dev1 cudaraw.CUdevice
+		require.NoError(t, cudaraw.DeviceGet(&dev1, 1))
+		var pool cudaraw.CUmemoryPool
+		require.NoError(t, cudaraw.DeviceGetDefaultMemPool(&pool, dev1))
+		var flags cudaraw.CUmemAccess_flags
+		loc := cudaraw.CUmemLocation{Type: cudaraw.CU_MEM_LOCATION_TYPE_DEVICE, Id: 0}
+		require.NoError(t, cudaraw.MemPoolGetAccess(&flags, pool, &loc))
+		assert.Equal(t, cudaraw.CU_MEM_ACCESS_FLAGS_PROT_READWRITE, flags)
 
 		// Enabled through the raw layer first: the driver's "already enabled" is
 		// success.
@@ -93,11 +94,11 @@ func TestPeer(t *testing.T) {
 		require.NoError(t, err)
 		defer own1.Close()
 		own0 := peerContext(t)
-		require.NoError(t, own1.Locked(func() error { return cuda.CtxEnablePeerAccess(own0.Handle(), 0) }))
+		require.NoError(t, own1.Locked(func() error { return cudaraw.CtxEnablePeerAccess(own0.Handle(), 0) }))
 		require.NoError(t, own1.EnablePeerAccess(own0))
 
 		err = c0.EnablePeerAccess(own0)
-		assert.ErrorIs(t, err, cuda.ErrPeerAccessUnsupported, "one device")
+		assert.ErrorIs(t, err, cudaraw.ErrPeerAccessUnsupported, "one device")
 		require.NoError(t, own1.Close())
 		assert.ErrorIs(t, c0.EnablePeerAccess(own1), cuda.ErrClosed)
 	})
@@ -111,7 +112,7 @@ func TestPeer(t *testing.T) {
 		require.NoError(t, err)
 		assert.False(t, ok)
 		err = c1.EnablePeerAccess(c0)
-		require.ErrorIs(t, err, cuda.ErrPeerAccessUnsupported)
+		require.ErrorIs(t, err, cudaraw.ErrPeerAccessUnsupported)
 		assert.Contains(t, err.Error(), "from device 1 to device 0")
 		// Copies need no peer access.
 		testCopiesBetween(t, c1, c0)
@@ -157,7 +158,7 @@ func TestPeerOneDevice(t *testing.T) {
 		fakecuda.Check(t)
 	}
 	err = c0.EnablePeerAccess(own)
-	require.ErrorIs(t, err, cuda.ErrPeerAccessUnsupported)
+	require.ErrorIs(t, err, cudaraw.ErrPeerAccessUnsupported)
 	assert.Contains(t, err.Error(), "from device 0 to device 0")
 	t.Run("Copies", func(t *testing.T) { testCopiesBetween(t, c0, own) })
 	t.Run("CopiesBack", func(t *testing.T) { testCopiesBetween(t, own, c0) })

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/internal/errs"
 	"github.com/gocuda/gocuda/resource"
 )
@@ -204,7 +205,7 @@ func (p *streamPool) take(ctx context.Context) (*stream, error) {
 			for i := len(p.idle) - 1; i >= 0; i-- {
 				s := p.idle[i]
 				if s.dirty.Load() {
-					if done, err := ready(inStreamQuery(p.cs.h, s.h)); err != nil || !done {
+					if done, err := ready(cudaraw.StreamQueryIn(p.cs.h, s.h)); err != nil || !done {
 						continue
 					}
 					s.dirty.Store(false)
@@ -443,10 +444,10 @@ func (c *Context) orderStreams(t, s *Stream) error {
 		return err
 	}
 	defer ms.putHandoffEvent(ev)
-	if err := s.use(func(h CUstream) error { return inEventRecord(c.h, ev, h) }); err != nil {
+	if err := s.use(func(h cudaraw.CUstream) error { return cudaraw.EventRecordIn(c.h, ev, h) }); err != nil {
 		return err
 	}
-	return t.use(func(h CUstream) error { return inStreamWaitEvent(c.h, h, ev, 0) })
+	return t.use(func(h cudaraw.CUstream) error { return cudaraw.StreamWaitEventIn(c.h, h, ev, 0) })
 }
 
 // closeLease is Close for a pooled Stream: it gives the stream back and the token to

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/internal/gputest"
 	"github.com/gocuda/gocuda/resource"
 	"github.com/stretchr/testify/assert"
@@ -48,7 +49,7 @@ func TestStreamPoolDistinctAndBounded(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	seen := map[cuda.CUstream]bool{}
+	seen := map[cudaraw.CUstream]bool{}
 	for _, s := range held {
 		require.NotNil(t, s)
 		assert.False(t, seen[s.Handle()], "a stream lent twice at once")

@@ -19,6 +19,7 @@ import (
 	"testing"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/internal/fakecuda"
 	"github.com/gocuda/gocuda/internal/gputest"
 	"github.com/stretchr/testify/assert"
@@ -453,7 +454,7 @@ func TestRaceCloseModule(t *testing.T) {
 		{"Function", func(x mod) error { _, err := x.m.Function("fill_u32"); return err }},
 		{"Global", func(x mod) error { _, _, err := x.m.Global("magic"); return err }},
 		{"Attribute", func(x mod) error {
-			_, err := x.f.Attribute(cuda.CU_FUNC_ATTRIBUTE_NUM_REGS)
+			_, err := x.f.Attribute(cudaraw.CU_FUNC_ATTRIBUTE_NUM_REGS)
 			return err
 		}},
 	} {

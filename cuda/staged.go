@@ -9,6 +9,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/internal/reclaimhook"
 )
 
@@ -85,13 +86,13 @@ var stagedCopies atomic.Int64
 
 // waitCopy waits on the host for ev, which ends a copy of about n bytes: polling and
 // yielding for as long as the copy should take, then as waitEvent does.
-func (ms *memState) waitCopy(ev CUevent, n int) error {
+func (ms *memState) waitCopy(ev cudaraw.CUevent, n int) error {
 	if !copyWaitSpin || n <= 0 {
 		return ms.waitEvent(ev)
 	}
 	h := ms.cs.h
 	done, err := pollCopy(n, func(d time.Duration) (bool, error) { return spinEvent(h, ev, d) },
-		func() (bool, error) { return ready(inEventQuery(h, ev)) })
+		func() (bool, error) { return ready(cudaraw.EventQueryIn(h, ev)) })
 	if err != nil || done {
 		return err
 	}
@@ -274,7 +275,7 @@ func (b *stageBuf) mark(ms *memState, t *stream) error {
 		b.bad = true
 		return err
 	}
-	if err := inEventRecord(ms.cs.h, ev, t.h); err != nil {
+	if err := cudaraw.EventRecordIn(ms.cs.h, ev, t.h); err != nil {
 		ms.putEvent(ev)
 		b.bad = true
 		return err
@@ -360,7 +361,7 @@ func copyStaged(s *Stream, m *memBase, p unsafe.Pointer, n int, toDevice bool) e
 type stagedCopy struct {
 	ms    *memState
 	ring  []*stageBuf
-	dev   CUdeviceptr
+	dev   cudaraw.CUdeviceptr
 	host  unsafe.Pointer
 	n     int
 	piece int
@@ -384,7 +385,7 @@ func (st *stagedCopy) toDevice(t *stream) (int, error) {
 		}
 		off, ln := st.span(i)
 		parallelCopy(b.p, unsafe.Add(st.host, off), ln)
-		if err := inMemcpyHtoDAsync(ctx, st.dev+CUdeviceptr(off), b.p, uint64(ln), t.h); err != nil {
+		if err := cudaraw.MemcpyHtoDAsyncIn(ctx, st.dev+cudaraw.CUdeviceptr(off), b.p, uint64(ln), t.h); err != nil {
 			return i, err
 		}
 		if err := b.mark(st.ms, t); err != nil {
@@ -407,7 +408,7 @@ func (st *stagedCopy) fromDevice(t *stream) (int, error) {
 			return err
 		}
 		off, ln := st.span(queued)
-		if err := inMemcpyDtoHAsync(ctx, b.p, st.dev+CUdeviceptr(off), uint64(ln), t.h); err != nil {
+		if err := cudaraw.MemcpyDtoHAsyncIn(ctx, b.p, st.dev+cudaraw.CUdeviceptr(off), uint64(ln), t.h); err != nil {
 			return err
 		}
 		queued++

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/internal/callbench"
 )
 
@@ -127,8 +128,8 @@ func BenchmarkCopyPinned(b *testing.B) {
 			b.Run(prefix+"raw-hostalloc", func(b *testing.B) {
 				lockContext(b, ctx.Handle())
 				var p unsafe.Pointer
-				require.NoError(b, cuda.MemHostAlloc(&p, uint64(n), 0))
-				defer func() { require.NoError(b, cuda.MemFreeHost(p)) }()
+				require.NoError(b, cudaraw.MemHostAlloc(&p, uint64(n), 0))
+				defer func() { require.NoError(b, cudaraw.MemFreeHost(p)) }()
 				clear(unsafe.Slice((*byte)(p), n))
 				rawCopies(b, s, d, p, n, toDevice)
 			})
@@ -150,15 +151,15 @@ func rawCopies(b *testing.B, s *cuda.Stream, d *cuda.DeviceBuffer, p unsafe.Poin
 	for range b.N {
 		var err error
 		if toDevice {
-			err = cuda.MemcpyHtoDAsync(dp, p, uint64(n), h)
+			err = cudaraw.MemcpyHtoDAsync(dp, p, uint64(n), h)
 		} else {
-			err = cuda.MemcpyDtoHAsync(p, dp, uint64(n), h)
+			err = cudaraw.MemcpyDtoHAsync(p, dp, uint64(n), h)
 		}
 		for err == nil {
-			if err = cuda.StreamQuery(h); err == nil {
+			if err = cudaraw.StreamQuery(h); err == nil {
 				break
 			}
-			if errors.Is(err, cuda.ErrNotReady) {
+			if errors.Is(err, cudaraw.ErrNotReady) {
 				err = nil
 			}
 		}
@@ -182,7 +183,7 @@ func rawCopies(b *testing.B, s *cuda.Stream, d *cuda.DeviceBuffer, p unsafe.Poin
 func BenchmarkCopySmall(b *testing.B) {
 	ctx, s := memSetup(b)
 	proc := func(name string) uintptr {
-		p, err := cuda.Library().NewProc(name).Addr()
+		p, err := cudaraw.Library().NewProc(name).Addr()
 		require.NoError(b, err)
 		return p
 	}
@@ -204,9 +205,9 @@ func BenchmarkCopySmall(b *testing.B) {
 		for _, kind := range []string{"pageable", "pinned"} {
 			b.Run(dir+"/"+kind, func(b *testing.B) {
 				lockContext(b, ctx.Handle())
-				var ev cuda.CUevent
-				require.NoError(b, cuda.EventCreate(&ev, uint32(cuda.CU_EVENT_DISABLE_TIMING)))
-				defer cuda.EventDestroy(ev)
+				var ev cudaraw.CUevent
+				require.NoError(b, cudaraw.EventCreate(&ev, uint32(cudaraw.CU_EVENT_DISABLE_TIMING)))
+				defer cudaraw.EventDestroy(ev)
 				h2d := dir == "h2d"
 				host := unsafe.Pointer(&page[0])
 				if kind == "pinned" {
@@ -229,12 +230,12 @@ func BenchmarkCopySmall(b *testing.B) {
 					c("c-event", callbench.CopyEvent, asyncFn, equery),
 					c("c-squery", callbench.CopyStreamQuery, asyncFn, squery),
 				}
-				if write, err := cuda.Library().NewProc("cuStreamWriteValue32_v2").Addr(); err == nil {
+				if write, err := cudaraw.Library().NewProc("cuStreamWriteValue32_v2").Addr(); err == nil {
 					// The word c-flag waits on: cuMemHostAlloc memory, which unified
 					// addressing maps at the same address on the device.
 					var fp unsafe.Pointer
-					require.NoError(b, cuda.MemHostAlloc(&fp, 64, 0))
-					defer func() { require.NoError(b, cuda.MemFreeHost(fp)) }()
+					require.NoError(b, cudaraw.MemHostAlloc(&fp, 64, 0))
+					defer func() { require.NoError(b, cudaraw.MemFreeHost(fp)) }()
 					flag := (*uint32)(fp)
 					*flag = 0
 					sides = append(sides, callbench.Side{Name: "c-flag", Run: func(k int) (time.Duration, error) {

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/internal/errs"
 	"github.com/gocuda/gocuda/internal/streamslot"
 	"github.com/gocuda/gocuda/resource"
@@ -37,7 +38,7 @@ type Stream struct {
 // stream is the part of Stream that buffers point at and the finalizer watches.
 type stream struct {
 	cs *ctxState
-	h  CUstream
+	h  cudaraw.CUstream
 
 	// mu guards h against Close while work is being queued: enqueuing takes the read
 	// lock (never while waiting for the GPU), Close the write lock.
@@ -142,11 +143,11 @@ func (c *Context) NewStream(opts ...StreamOption) (*Stream, error) {
 func newStream(c *ctxState, nonBlocking bool, priority int, register bool) (*stream, error) {
 	var flags uint32
 	if nonBlocking {
-		flags = uint32(CU_STREAM_NON_BLOCKING)
+		flags = uint32(cudaraw.CU_STREAM_NON_BLOCKING)
 	}
 	s := &stream{cs: c, priority: priority, nonBlock: nonBlocking}
 	s.gen.Store(1)
-	if err := inStreamCreateWithPriority(c.h, &s.h, flags, int32(priority)); err != nil {
+	if err := cudaraw.StreamCreateWithPriorityIn(c.h, &s.h, flags, int32(priority)); err != nil {
 		return nil, fmt.Errorf("cuda: creating a stream: %w", err)
 	}
 	if register {
@@ -167,7 +168,7 @@ func (c *Context) StreamPriorityRange() (least, greatest int, err error) {
 	}
 	defer c.exit()
 	var l, g int32
-	if err := inCtxGetStreamPriorityRange(c.h, &l, &g); err != nil {
+	if err := cudaraw.CtxGetStreamPriorityRangeIn(c.h, &l, &g); err != nil {
 		return 0, 0, err
 	}
 	return int(l), int(g), nil
@@ -175,7 +176,7 @@ func (c *Context) StreamPriorityRange() (least, greatest int, err error) {
 
 // Handle returns the raw stream, for the raw layer and the other libraries
 // (cublas.SetStream). Keep the Stream reachable while the handle is in use.
-func (s *Stream) Handle() CUstream {
+func (s *Stream) Handle() cudaraw.CUstream {
 	if s == nil || s.stream == nil {
 		return 0
 	}
@@ -196,7 +197,7 @@ func (s *Stream) Context() *Context {
 // use runs f with the stream's handle under the read lock, unless the stream is
 // closed or, for a pooled stream, released: f must only enqueue work. The caller is
 // in the stream's context.
-func (s *Stream) use(f func(h CUstream) error) error {
+func (s *Stream) use(f func(h cudaraw.CUstream) error) error {
 	if err := lockOpen(s, s.stream); err != nil {
 		return err
 	}
@@ -206,7 +207,7 @@ func (s *Stream) use(f func(h CUstream) error) error {
 
 // use runs f with the stream's handle under the read lock: f must only enqueue work.
 // The caller is in the stream's context.
-func (s *stream) use(f func(h CUstream) error) error {
+func (s *stream) use(f func(h cudaraw.CUstream) error) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed.Load() {
@@ -257,9 +258,9 @@ func (s *Stream) Query() (bool, error) {
 	}
 	defer s.cs.exit()
 	var done bool
-	err := s.use(func(h CUstream) error {
+	err := s.use(func(h cudaraw.CUstream) error {
 		var err error
-		done, err = ready(inStreamQuery(s.cs.h, h))
+		done, err = ready(cudaraw.StreamQueryIn(s.cs.h, h))
 		return err
 	})
 	return done, err
@@ -306,7 +307,7 @@ func (s *Stream) WaitEvent(e *Event) error {
 	}
 	defer e.leave()
 	leaseEventIfCapturing(s.stream, e.event)
-	return s.use(func(h CUstream) error { return inStreamWaitEvent(s.cs.h, h, e.h, 0) })
+	return s.use(func(h cudaraw.CUstream) error { return cudaraw.StreamWaitEventIn(s.cs.h, h, e.h, 0) })
 }
 
 // Close destroys the stream, or gives a pooled stream back to its pool. Work already
@@ -354,13 +355,13 @@ func (s *stream) destroy() error {
 	s.dropCache()
 	s.gen.Add(1)
 	if e, err := newEvent(s.cs, false); err == nil {
-		if inEventRecord(s.cs.h, e.h, s.h) == nil {
+		if cudaraw.EventRecordIn(s.cs.h, e.h, s.h) == nil {
 			s.final = e
 		} else {
 			_ = e.reg.Release()
 		}
 	}
-	return inStreamDestroy(s.cs.h, s.h)
+	return cudaraw.StreamDestroyIn(s.cs.h, s.h)
 }
 
 // ready turns CUDA_ERROR_NOT_READY into false and success into true.
@@ -368,7 +369,7 @@ func ready(err error) (bool, error) {
 	switch {
 	case err == nil:
 		return true, nil
-	case errors.Is(err, ErrNotReady):
+	case errors.Is(err, cudaraw.ErrNotReady):
 		return false, nil
 	}
 	return false, err

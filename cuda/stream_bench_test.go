@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/internal/callbench"
 	"github.com/gocuda/gocuda/internal/fakecuda"
 	"github.com/stretchr/testify/require"
@@ -52,16 +53,16 @@ func BenchmarkHandoff(b *testing.B) {
 	// event of its own).
 	for _, blocking := range []bool{false, true} {
 		name := "event-raw"
-		flags := uint32(cuda.CU_EVENT_DISABLE_TIMING)
+		flags := uint32(cudaraw.CU_EVENT_DISABLE_TIMING)
 		if blocking {
 			name += "-blocking"
-			flags |= uint32(cuda.CU_EVENT_BLOCKING_SYNC)
+			flags |= uint32(cudaraw.CU_EVENT_BLOCKING_SYNC)
 		}
 		b.Run(name, func(b *testing.B) {
 			lockContext(b, ctx.Handle())
-			var h cuda.CUevent
-			require.NoError(b, cuda.EventCreate(&h, flags))
-			defer cuda.EventDestroy(h)
+			var h cudaraw.CUevent
+			require.NoError(b, cudaraw.EventCreate(&h, flags))
+			defer cudaraw.EventDestroy(h)
 			f := empty.Handle()
 			i := 0
 			for b.Loop() {
@@ -70,13 +71,13 @@ func BenchmarkHandoff(b *testing.B) {
 					a, c = c, a
 				}
 				i++
-				if err := cuda.EventRecord(h, a); err != nil {
+				if err := cudaraw.EventRecord(h, a); err != nil {
 					b.Fatal(err)
 				}
-				if err := cuda.StreamWaitEvent(c, h, 0); err != nil {
+				if err := cudaraw.StreamWaitEvent(c, h, 0); err != nil {
 					b.Fatal(err)
 				}
-				if err := cuda.LaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, c, nil, nil); err != nil {
+				if err := cudaraw.LaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, c, nil, nil); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -127,21 +128,21 @@ func BenchmarkHandoff(b *testing.B) {
 	b.Run("buffer-pair", func(b *testing.B) {
 		require.NoError(b, buf.Memset32(0))
 		n = 0
-		lib := cuda.Library()
+		lib := cudaraw.Library()
 		procs := make([]uintptr, 3)
 		for i, name := range []string{"cuEventRecord", "cuStreamWaitEvent", "cuLaunchKernel"} {
 			procs[i], err = lib.NewProc(name).Addr()
 			require.NoError(b, err)
 		}
-		var h cuda.CUevent
+		var h cudaraw.CUevent
 		func() {
 			lockContext(b, ctx.Handle())
 			defer runtime.UnlockOSThread()
-			require.NoError(b, cuda.EventCreate(&h, uint32(cuda.CU_EVENT_DISABLE_TIMING)))
+			require.NoError(b, cudaraw.EventCreate(&h, uint32(cudaraw.CU_EVENT_DISABLE_TIMING)))
 		}()
-		defer cuda.EventDestroy(h)
+		defer cudaraw.EventDestroy(h)
 		params := make([]byte, 24)
-		*(*cuda.CUdeviceptr)(unsafe.Pointer(&params[0])) = buf.Ptr()
+		*(*cudaraw.CUdeviceptr)(unsafe.Pointer(&params[0])) = buf.Ptr()
 		*(*uint32)(unsafe.Pointer(&params[8])) = 1
 		*(*uint64)(unsafe.Pointer(&params[16])) = 256
 		offsets := []uintptr{0, 8, 16}
@@ -153,7 +154,7 @@ func BenchmarkHandoff(b *testing.B) {
 		cLoop := func(k int) time.Duration {
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
-			require.NoError(b, cuda.CtxSetCurrent(ctx.Handle()))
+			require.NoError(b, cudaraw.CtxSetCurrent(ctx.Handle()))
 			// Order the C chunk after the Go chunk's last use, as the package would.
 			require.NoError(b, s1.Synchronize())
 			require.NoError(b, s2.Synchronize())

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/resource"
 )
 
@@ -90,9 +91,11 @@ func wrapIn[T any](c *Context, s []T, skip int) (*WrappedBuffer, error) {
 	defer c.exit()
 	w := &wrapped{host: p, st: &wrapState{cs: c.ctxState, size: int64(n)}}
 	w.pin.Pin(p)
-	register := func() error { return inMemHostRegister(c.h, p, uint64(n), uint32(CU_MEMHOSTREGISTER_DEVICEMAP)) }
+	register := func() error {
+		return cudaraw.MemHostRegisterIn(c.h, p, uint64(n), uint32(cudaraw.CU_MEMHOSTREGISTER_DEVICEMAP))
+	}
 	err = register()
-	if errors.Is(err, ErrOutOfMemory) {
+	if errors.Is(err, cudaraw.ErrOutOfMemory) {
 		ms.reclaimForOOM()
 		err = register()
 	}
@@ -101,10 +104,10 @@ func wrapIn[T any](c *Context, s []T, skip int) (*WrappedBuffer, error) {
 		return nil, fmt.Errorf("cuda: registering %d bytes of Go memory: %w", n, err)
 	}
 	addHostRange(uintptr(p), n)
-	var dp CUdeviceptr
-	if err := inMemHostGetDevicePointer(c.h, &dp, p, 0); err != nil {
+	var dp cudaraw.CUdeviceptr
+	if err := cudaraw.MemHostGetDevicePointerIn(c.h, &dp, p, 0); err != nil {
 		removeHostRange(uintptr(p))
-		_ = inMemHostUnregister(c.h, p)
+		_ = cudaraw.MemHostUnregisterIn(c.h, p)
 		w.pin.Unpin()
 		return nil, fmt.Errorf("cuda: device address of registered memory: %w", err)
 	}
@@ -138,7 +141,7 @@ func (w *wrapped) unregister() error {
 			ferr = f.wait(ms)
 			f.clear(ms)
 		}
-		err = errors.Join(ferr, inMemHostUnregister(c.h, w.host))
+		err = errors.Join(ferr, cudaraw.MemHostUnregisterIn(c.h, w.host))
 		c.exit()
 	}
 	removeHostRange(uintptr(w.host))
@@ -183,7 +186,7 @@ func (b *WrappedBuffer) base() *memBase {
 
 // Ptr returns the device address of the registered memory. As DeviceBuffer.Ptr, it
 // orders nothing (see UseOn and ForeignPtr).
-func (b *WrappedBuffer) Ptr() CUdeviceptr { return b.base().ptrChecked() }
+func (b *WrappedBuffer) Ptr() cudaraw.CUdeviceptr { return b.base().ptrChecked() }
 
 // Size returns the registered size in bytes.
 func (b *WrappedBuffer) Size() int { return b.base().sizeOrZero() }

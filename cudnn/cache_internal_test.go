@@ -10,21 +10,22 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/cudnn/cudnnraw"
 )
 
 // The algorithm cache chooses once per key however many goroutines ask at once,
 // keeps no failure, and forgets chosen entries (never one being chosen) when full.
 // No CUDA: it runs in CI.
 func TestChooseOncePerKey(t *testing.T) {
-	k := algoKey{ctx: cuda.CUcontext(0xdead), x: Tensor4D{1, 2, 3, 4}}
+	k := algoKey{ctx: cudaraw.CUcontext(0xdead), x: Tensor4D{1, 2, 3, 4}}
 	t.Cleanup(func() {
 		forget(k)
 	})
 
 	var calls atomic.Int32
 	release := make(chan struct{})
-	want := choice{algo: CUDNN_CONVOLUTION_FWD_ALGO_GEMM, math: CUDNN_FMA_MATH, workspace: 4096}
+	want := choice{algo: cudnnraw.CUDNN_CONVOLUTION_FWD_ALGO_GEMM, math: cudnnraw.CUDNN_FMA_MATH, workspace: 4096}
 	var wg sync.WaitGroup
 	for range 32 {
 		wg.Go(func() {
@@ -108,7 +109,7 @@ func TestAlgoCacheBound(t *testing.T) {
 	})
 	ok := func() (choice, error) { return choice{workspace: 1}, nil }
 	for i := range keys {
-		keys[i] = algoKey{ctx: cuda.CUcontext(0xbeef), x: Tensor4D{N: i + 1}}
+		keys[i] = algoKey{ctx: cudaraw.CUcontext(0xbeef), x: Tensor4D{N: i + 1}}
 		if i < len(keys)-1 {
 			_, err := choose(keys[i], ok)
 			require.NoError(t, err)

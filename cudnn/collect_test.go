@@ -11,7 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/cudnn"
+	"github.com/gocuda/gocuda/cudnn/cudnnraw"
 	"github.com/gocuda/gocuda/internal/gputest"
 )
 
@@ -33,7 +35,7 @@ const collectRawHandles = 2
 // (cudnnDestroy does), and Reclaim then destroys every handle, the idle ones too.
 func TestCollectWhileGPUBusy(t *testing.T) {
 	ctx, s := gputest.Stream(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cudnn.Library())
+	gputest.RequireLibrary(t, cudnnraw.Library())
 	st := gputest.CollectWhileBusy(t, ctx, collectRawHandles, func(n int) {
 		for range n {
 			collectRound(t, ctx, s)
@@ -103,30 +105,30 @@ func collectRound(t *testing.T, ctx *cuda.Context, s *cuda.Stream) {
 	require.NoError(t, err)
 	p := unsafe.Pointer(px)
 	for range collectRawHandles {
-		var hd *cudnn.OwnedHandle
+		var hd *cudnnraw.OwnedHandle
 		require.NoError(t, ctx.Locked(func() (err error) {
-			hd, err = cudnn.NewOwnedHandle()
+			hd, err = cudnnraw.NewOwnedHandle()
 			return err
 		}))
-		td, err := cudnn.NewOwnedTensorDescriptor()
+		td, err := cudnnraw.NewOwnedTensorDescriptor()
 		require.NoError(t, err)
-		require.NoError(t, cudnn.SetTensor4dDescriptor(td.Handle(), cudnn.CUDNN_TENSOR_NCHW, cudnn.CUDNN_DATA_FLOAT, n, c, h, w))
-		ad, err := cudnn.NewOwnedActivationDescriptor()
+		require.NoError(t, cudnnraw.SetTensor4dDescriptor(td.Handle(), cudnnraw.CUDNN_TENSOR_NCHW, cudnnraw.CUDNN_DATA_FLOAT, n, c, h, w))
+		ad, err := cudnnraw.NewOwnedActivationDescriptor()
 		require.NoError(t, err)
-		require.NoError(t, cudnn.SetActivationDescriptor(ad.Handle(), cudnn.CUDNN_ACTIVATION_RELU, cudnn.CUDNN_NOT_PROPAGATE_NAN, 0))
-		fd, err := cudnn.NewOwnedFilterDescriptor()
+		require.NoError(t, cudnnraw.SetActivationDescriptor(ad.Handle(), cudnnraw.CUDNN_ACTIVATION_RELU, cudnnraw.CUDNN_NOT_PROPAGATE_NAN, 0))
+		fd, err := cudnnraw.NewOwnedFilterDescriptor()
 		require.NoError(t, err)
-		require.NoError(t, cudnn.SetFilter4dDescriptor(fd.Handle(), cudnn.CUDNN_DATA_FLOAT, cudnn.CUDNN_TENSOR_NCHW, 8, c, 3, 3))
-		cd, err := cudnn.NewOwnedConvolutionDescriptor()
+		require.NoError(t, cudnnraw.SetFilter4dDescriptor(fd.Handle(), cudnnraw.CUDNN_DATA_FLOAT, cudnnraw.CUDNN_TENSOR_NCHW, 8, c, 3, 3))
+		cd, err := cudnnraw.NewOwnedConvolutionDescriptor()
 		require.NoError(t, err)
-		require.NoError(t, cudnn.SetConvolution2dDescriptor(cd.Handle(), 1, 1, 1, 1, 1, 1, cudnn.CUDNN_CROSS_CORRELATION, cudnn.CUDNN_DATA_FLOAT))
-		require.NoError(t, cuda.Enqueue(s, func(_ cuda.CUcontext, st cuda.CUstream) error {
+		require.NoError(t, cudnnraw.SetConvolution2dDescriptor(cd.Handle(), 1, 1, 1, 1, 1, 1, cudnnraw.CUDNN_CROSS_CORRELATION, cudnnraw.CUDNN_DATA_FLOAT))
+		require.NoError(t, cuda.Enqueue(s, func(_ cudaraw.CUcontext, st cudaraw.CUstream) error {
 			return ctx.Locked(func() error {
-				if err := cudnn.SetStream(hd.Handle(), st); err != nil {
+				if err := cudnnraw.SetStream(hd.Handle(), st); err != nil {
 					return err
 				}
 				alpha, beta := float32(1), float32(0)
-				return cudnn.ActivationForward(hd.Handle(), ad.Handle(), unsafe.Pointer(&alpha), td.Handle(), p,
+				return cudnnraw.ActivationForward(hd.Handle(), ad.Handle(), unsafe.Pointer(&alpha), td.Handle(), p,
 					unsafe.Pointer(&beta), td.Handle(), p)
 			})
 		}, cuda.Writes(x)))

@@ -7,6 +7,8 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/cudnn/cudnnraw"
 )
 
 // ConvMode says whether a convolution flips its filter.
@@ -21,11 +23,11 @@ const (
 	Convolution
 )
 
-func (m ConvMode) cudnn() CudnnConvolutionMode {
+func (m ConvMode) cudnn() cudnnraw.CudnnConvolutionMode {
 	if m == Convolution {
-		return CUDNN_CONVOLUTION
+		return cudnnraw.CUDNN_CONVOLUTION
 	}
-	return CUDNN_CROSS_CORRELATION
+	return cudnnraw.CUDNN_CROSS_CORRELATION
 }
 
 // Conv is the geometry of a 2-D convolution: zero padding added on each side, the
@@ -122,7 +124,7 @@ type convConfig struct {
 	limit       int
 	tensorCores bool
 	fixed       bool
-	algo        CudnnConvolutionFwdAlgo
+	algo        cudnnraw.CudnnConvolutionFwdAlgo
 }
 
 // FindAlgorithm chooses the algorithm by running every candidate on the call's
@@ -146,7 +148,7 @@ func TensorCores() ConvOption { return func(c *convConfig) { c.tensorCores = tru
 // Algorithm uses algorithm a (CUDNN_CONVOLUTION_FWD_ALGO_*) without choosing; the
 // workspace limit does not apply. cuDNN's error (such as ErrNotSupported) is returned
 // if a cannot compute the convolution.
-func Algorithm(a CudnnConvolutionFwdAlgo) ConvOption {
+func Algorithm(a cudnnraw.CudnnConvolutionFwdAlgo) ConvOption {
 	return func(c *convConfig) { c.fixed, c.algo = true, a }
 }
 
@@ -160,7 +162,7 @@ func convOptions(opts []ConvOption) (convConfig, error) {
 	if cfg.limit < 0 {
 		return cfg, fmt.Errorf("%w: workspace limit %d", cuda.ErrInvalidArgument, cfg.limit)
 	}
-	if cfg.fixed && (cfg.algo < 0 || cfg.algo >= CUDNN_CONVOLUTION_FWD_ALGO_COUNT) {
+	if cfg.fixed && (cfg.algo < 0 || cfg.algo >= cudnnraw.CUDNN_CONVOLUTION_FWD_ALGO_COUNT) {
 		return cfg, fmt.Errorf("%w: algorithm %d", cuda.ErrInvalidArgument, int(cfg.algo))
 	}
 	if cfg.fixed {
@@ -254,20 +256,20 @@ func Convolve[T Float](s *cuda.Stream, conv Conv, alpha T, x cuda.Memory, xs Ten
 		wp = devAddr(buf)
 		uses = append(uses, cuda.Writes(buf))
 	}
-	return call(op, s, func(c cuda.CUcontext, h CudnnHandle) error {
-		if err := SetConvolutionMathType(cd.c, ch.math); err != nil {
+	return call(op, s, func(c cudaraw.CUcontext, h cudnnraw.CudnnHandle) error {
+		if err := cudnnraw.SetConvolutionMathType(cd.c, ch.math); err != nil {
 			return err
 		}
-		return inConvolutionForward(c, h, unsafe.Pointer(&alpha), cd.x, px, cd.w, pw, cd.c, ch.algo, wp, ch.workspace,
+		return cudnnraw.ConvolutionForwardIn(c, h, unsafe.Pointer(&alpha), cd.x, px, cd.w, pw, cd.c, ch.algo, wp, ch.workspace,
 			unsafe.Pointer(&beta), cd.y, py)
 	}, uses...)
 }
 
 // convDescs are the descriptors of one convolution.
 type convDescs struct {
-	x, y CudnnTensorDescriptor
-	w    CudnnFilterDescriptor
-	c    CudnnConvolutionDescriptor
+	x, y cudnnraw.CudnnTensorDescriptor
+	w    cudnnraw.CudnnFilterDescriptor
+	c    cudnnraw.CudnnConvolutionDescriptor
 }
 
 // devAddr is a buffer's device address as the void * cuDNN takes.
@@ -291,15 +293,15 @@ func overlap(a unsafe.Pointer, na int, b unsafe.Pointer, nb int) bool {
 
 // choice is a chosen algorithm.
 type choice struct {
-	algo      CudnnConvolutionFwdAlgo
-	math      CudnnMathType
+	algo      cudnnraw.CudnnConvolutionFwdAlgo
+	math      cudnnraw.CudnnMathType
 	workspace uint64
 }
 
 type algoKey struct {
-	ctx  cuda.CUcontext
+	ctx  cudaraw.CUcontext
 	dev  cuda.Device // a new context may reuse a destroyed one's handle
-	dt   CudnnDataType
+	dt   cudnnraw.CudnnDataType
 	x    Tensor4D
 	w    Filter
 	conv Conv
@@ -397,43 +399,43 @@ func cachedChoices(ctx *cuda.Context) []choice {
 
 // baseMath is the math type the descriptor has while an algorithm is chosen: full
 // float32 (FMA) unless tensor cores are allowed.
-func baseMath(dt CudnnDataType, cfg convConfig) CudnnMathType {
-	if dt == CUDNN_DATA_FLOAT && !cfg.tensorCores {
-		return CUDNN_FMA_MATH
+func baseMath(dt cudnnraw.CudnnDataType, cfg convConfig) cudnnraw.CudnnMathType {
+	if dt == cudnnraw.CUDNN_DATA_FLOAT && !cfg.tensorCores {
+		return cudnnraw.CUDNN_FMA_MATH
 	}
-	return CUDNN_DEFAULT_MATH
+	return cudnnraw.CUDNN_DEFAULT_MATH
 }
 
 // runMath is the math type an algorithm runs with: the one cuDNN reports for it,
 // unless full float32 was asked for (cuDNN may report DEFAULT, which would allow TF32).
-func runMath(base, reported CudnnMathType) CudnnMathType {
-	if base == CUDNN_FMA_MATH {
-		return CUDNN_FMA_MATH
+func runMath(base, reported cudnnraw.CudnnMathType) cudnnraw.CudnnMathType {
+	if base == cudnnraw.CUDNN_FMA_MATH {
+		return cudnnraw.CUDNN_FMA_MATH
 	}
 	return reported
 }
 
 // workspaceSize returns the workspace algo needs with math type m (set on the
 // descriptor).
-func workspaceSize(c cuda.CUcontext, h CudnnHandle, d convDescs, algo CudnnConvolutionFwdAlgo, m CudnnMathType) (uint64, error) {
-	if err := SetConvolutionMathType(d.c, m); err != nil {
+func workspaceSize(c cudaraw.CUcontext, h cudnnraw.CudnnHandle, d convDescs, algo cudnnraw.CudnnConvolutionFwdAlgo, m cudnnraw.CudnnMathType) (uint64, error) {
+	if err := cudnnraw.SetConvolutionMathType(d.c, m); err != nil {
 		return 0, err
 	}
 	var size uint64
-	err := inGetConvolutionForwardWorkspaceSize(c, h, d.x, d.w, d.c, d.y, algo, &size)
+	err := cudnnraw.GetConvolutionForwardWorkspaceSizeIn(c, h, d.x, d.w, d.c, d.y, algo, &size)
 	return size, err
 }
 
 // selectAlgorithm chooses the algorithm of a convolution as cfg says. find's trials
 // read x and w (at px, pw) and write a scratch output of ybytes.
-func selectAlgorithm(s *cuda.Stream, cfg convConfig, dt CudnnDataType, d convDescs,
+func selectAlgorithm(s *cuda.Stream, cfg convConfig, dt cudnnraw.CudnnDataType, d convDescs,
 	x cuda.Memory, px unsafe.Pointer, w cuda.Memory, pw unsafe.Pointer, ybytes int) (choice, error) {
 	base := baseMath(dt, cfg)
 	var ch choice
 	fail := func(err error) (choice, error) { return choice{}, fmt.Errorf("choosing an algorithm: %w", err) }
 	switch {
 	case cfg.fixed:
-		err := run(s, func(c cuda.CUcontext, h CudnnHandle) error {
+		err := run(s, func(c cudaraw.CUcontext, h cudnnraw.CudnnHandle) error {
 			size, err := workspaceSize(c, h, d, cfg.algo, base)
 			ch = choice{algo: cfg.algo, math: base, workspace: size}
 			return err
@@ -444,12 +446,12 @@ func selectAlgorithm(s *cuda.Stream, cfg convConfig, dt CudnnDataType, d convDes
 		return ch, nil
 
 	case !cfg.find:
-		err := run(s, func(c cuda.CUcontext, h CudnnHandle) error {
-			perf, err := candidates(c, h, func(n int32, got *int32, p *CudnnConvolutionFwdAlgoPerf) error {
-				if err := SetConvolutionMathType(d.c, base); err != nil {
+		err := run(s, func(c cudaraw.CUcontext, h cudnnraw.CudnnHandle) error {
+			perf, err := candidates(c, h, func(n int32, got *int32, p *cudnnraw.CudnnConvolutionFwdAlgoPerf) error {
+				if err := cudnnraw.SetConvolutionMathType(d.c, base); err != nil {
 					return err
 				}
-				return inGetConvolutionForwardAlgorithm(c, h, d.x, d.w, d.c, d.y, n, got, p)
+				return cudnnraw.GetConvolutionForwardAlgorithmIn(c, h, d.x, d.w, d.c, d.y, n, got, p)
 			})
 			if err != nil {
 				return err
@@ -466,13 +468,13 @@ func selectAlgorithm(s *cuda.Stream, cfg convConfig, dt CudnnDataType, d convDes
 	// Find: the largest workspace any algorithm needs, within the limit, then the
 	// trials, with a scratch output.
 	var most uint64
-	err := run(s, func(c cuda.CUcontext, h CudnnHandle) error {
-		for a := CudnnConvolutionFwdAlgo(0); a < CUDNN_CONVOLUTION_FWD_ALGO_COUNT; a++ {
+	err := run(s, func(c cudaraw.CUcontext, h cudnnraw.CudnnHandle) error {
+		for a := cudnnraw.CudnnConvolutionFwdAlgo(0); a < cudnnraw.CUDNN_CONVOLUTION_FWD_ALGO_COUNT; a++ {
 			if size, err := workspaceSize(c, h, d, a, base); err == nil && size > most {
 				most = size // an algorithm that cannot compute it is left out
 			}
 		}
-		return SetConvolutionMathType(d.c, base)
+		return cudnnraw.SetConvolutionMathType(d.c, base)
 	})
 	if err != nil {
 		return fail(err)
@@ -496,9 +498,9 @@ func selectAlgorithm(s *cuda.Stream, cfg convConfig, dt CudnnDataType, d convDes
 		uses = append(uses, cuda.Writes(buf))
 	}
 	py := devAddr(scratch)
-	err = run(s, func(c cuda.CUcontext, h CudnnHandle) error {
-		perf, err := candidates(c, h, func(n int32, got *int32, p *CudnnConvolutionFwdAlgoPerf) error {
-			return inFindConvolutionForwardAlgorithmEx(c, h, d.x, px, d.w, pw, d.c, d.y, py, n, got, p, wp, most)
+	err = run(s, func(c cudaraw.CUcontext, h cudnnraw.CudnnHandle) error {
+		perf, err := candidates(c, h, func(n int32, got *int32, p *cudnnraw.CudnnConvolutionFwdAlgoPerf) error {
+			return cudnnraw.FindConvolutionForwardAlgorithmExIn(c, h, d.x, px, d.w, pw, d.c, d.y, py, n, got, p, wp, most)
 		})
 		if err != nil {
 			return err
@@ -515,13 +517,13 @@ func selectAlgorithm(s *cuda.Stream, cfg convConfig, dt CudnnDataType, d convDes
 
 // candidates returns the results of f, which fills up to n performance results (as
 // many as cudnnGetConvolutionForwardAlgorithmMaxCount says) and their count.
-func candidates(c cuda.CUcontext, h CudnnHandle, f func(n int32, got *int32, p *CudnnConvolutionFwdAlgoPerf) error) ([]CudnnConvolutionFwdAlgoPerf, error) {
+func candidates(c cudaraw.CUcontext, h cudnnraw.CudnnHandle, f func(n int32, got *int32, p *cudnnraw.CudnnConvolutionFwdAlgoPerf) error) ([]cudnnraw.CudnnConvolutionFwdAlgoPerf, error) {
 	var n int32
-	if err := inGetConvolutionForwardAlgorithmMaxCount(c, h, &n); err != nil {
+	if err := cudnnraw.GetConvolutionForwardAlgorithmMaxCountIn(c, h, &n); err != nil {
 		return nil, err
 	}
-	n = max(n, int32(CUDNN_CONVOLUTION_FWD_ALGO_COUNT))
-	perf := make([]CudnnConvolutionFwdAlgoPerf, n)
+	n = max(n, int32(cudnnraw.CUDNN_CONVOLUTION_FWD_ALGO_COUNT))
+	perf := make([]cudnnraw.CudnnConvolutionFwdAlgoPerf, n)
 	var got int32
 	if err := f(n, &got, &perf[0]); err != nil {
 		return nil, err
@@ -531,9 +533,9 @@ func candidates(c cuda.CUcontext, h CudnnHandle, f func(n int32, got *int32, p *
 
 // pick returns the first of perf (best first) that succeeded and whose workspace,
 // with the math type it will run with, is within limit.
-func pick(c cuda.CUcontext, h CudnnHandle, d convDescs, perf []CudnnConvolutionFwdAlgoPerf, base CudnnMathType, limit uint64) (choice, error) {
+func pick(c cudaraw.CUcontext, h cudnnraw.CudnnHandle, d convDescs, perf []cudnnraw.CudnnConvolutionFwdAlgoPerf, base cudnnraw.CudnnMathType, limit uint64) (choice, error) {
 	for _, p := range perf {
-		if p.Status != CUDNN_STATUS_SUCCESS {
+		if p.Status != cudnnraw.CUDNN_STATUS_SUCCESS {
 			continue
 		}
 		m := runMath(base, p.MathType)
@@ -543,5 +545,5 @@ func pick(c cuda.CUcontext, h CudnnHandle, d convDescs, perf []CudnnConvolutionF
 		}
 		return choice{algo: p.Algo, math: m, workspace: size}, nil
 	}
-	return choice{}, fmt.Errorf("no algorithm within the workspace limit of %d bytes (of %d candidates): %w", limit, len(perf), ErrNotSupported)
+	return choice{}, fmt.Errorf("no algorithm within the workspace limit of %d bytes (of %d candidates): %w", limit, len(perf), cudnnraw.ErrNotSupported)
 }

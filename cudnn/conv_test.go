@@ -11,6 +11,7 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cudnn"
+	"github.com/gocuda/gocuda/cudnn/cudnnraw"
 	"github.com/gocuda/gocuda/dl"
 	"github.com/gocuda/gocuda/internal/gputest"
 )
@@ -97,10 +98,10 @@ func TestArgumentChecks(t *testing.T) {
 		{"y is x", "convolution forward", cudnn.Convolve[float32](s, conv, 1, x, xs, w, ws, 0, x)},
 		{"y overlaps w", "convolution forward", cudnn.Convolve[float32](s, conv, 1, x, xs, slice(big, 0, 54), ws, 0, slice(big, 50, 27))},
 		{"workspace limit", "convolution forward", cudnn.Convolve[float32](s, conv, 1, x, xs, w, ws, 0, y, cudnn.WorkspaceLimit(-1))},
-		{"algorithm", "convolution forward", cudnn.Convolve[float32](s, conv, 1, x, xs, w, ws, 0, y, cudnn.Algorithm(cudnn.CUDNN_CONVOLUTION_FWD_ALGO_COUNT))},
+		{"algorithm", "convolution forward", cudnn.Convolve[float32](s, conv, 1, x, xs, w, ws, 0, y, cudnn.Algorithm(cudnnraw.CUDNN_CONVOLUTION_FWD_ALGO_COUNT))},
 		{"negative algorithm", "convolution forward", cudnn.Convolve[float32](s, conv, 1, x, xs, w, ws, 0, y, cudnn.Algorithm(-1))},
 
-		{"activation mode", "activation forward", cudnn.Activate[float32](s, cudnn.Activation{Mode: cudnn.CUDNN_ACTIVATION_IDENTITY}, shape, 1, x, 0, big)},
+		{"activation mode", "activation forward", cudnn.Activate[float32](s, cudnn.Activation{Mode: cudnnraw.CUDNN_ACTIVATION_IDENTITY}, shape, 1, x, 0, big)},
 		{"clipped ReLU without ceiling", "activation forward", cudnn.Activate[float32](s, cudnn.Activation{Mode: cudnn.ClippedReLU}, shape, 1, x, 0, big)},
 		{"ELU NaN", "activation forward", cudnn.Activate[float32](s, cudnn.Activation{Mode: cudnn.ELU, Coef: math.NaN()}, shape, 1, x, 0, big)},
 		{"activation zero C", "activation forward", cudnn.Activate[float32](s, relu, cudnn.Tensor4D{N: 1, C: 0, H: 5, W: 5}, 1, x, 0, big)},
@@ -149,7 +150,7 @@ func TestArgumentChecks(t *testing.T) {
 // wrapped with the operation's name, and cache nothing.
 func TestOperationsWithoutLibrary(t *testing.T) {
 	ctx, s := setup(t)
-	if _, err := cudnn.Library().Path(); err == nil {
+	if _, err := cudnnraw.Library().Path(); err == nil {
 		t.Skip("cuDNN is installed: this checks the error where it is not")
 	}
 	xs, ws := cudnn.Tensor4D{N: 1, C: 2, H: 5, W: 5}, cudnn.Filter{K: 3, C: 2, R: 3, S: 3}
@@ -195,7 +196,7 @@ func TestConvolutionOutputShape(t *testing.T) {
 // ConvolutionOutputShape agrees with cudnnGetConvolution2dForwardOutputDim, through
 // the raw layer and its owned descriptors. It needs cuDNN, not a GPU.
 func TestConvolutionOutputShapeMatchesCuDNN(t *testing.T) {
-	gputest.RequireLibrary(t, cudnn.Library())
+	gputest.RequireLibrary(t, cudnnraw.Library())
 	r := rand.New(rand.NewPCG(3, 3))
 	for range 200 {
 		x := cudnn.Tensor4D{N: 1 + r.IntN(3), C: 1 + r.IntN(4), H: 1 + r.IntN(20), W: 1 + r.IntN(20)}
@@ -206,19 +207,19 @@ func TestConvolutionOutputShapeMatchesCuDNN(t *testing.T) {
 			require.ErrorIs(t, err, cuda.ErrInvalidArgument)
 			continue // the filter does not fit: cuDNN's answer is not an output shape
 		}
-		td, err := cudnn.NewOwnedTensorDescriptor()
+		td, err := cudnnraw.NewOwnedTensorDescriptor()
 		require.NoError(t, err)
-		fd, err := cudnn.NewOwnedFilterDescriptor()
+		fd, err := cudnnraw.NewOwnedFilterDescriptor()
 		require.NoError(t, err)
-		cd, err := cudnn.NewOwnedConvolutionDescriptor()
+		cd, err := cudnnraw.NewOwnedConvolutionDescriptor()
 		require.NoError(t, err)
 		or1 := func(v int) int32 { return int32(max(v, 1)) }
-		require.NoError(t, cudnn.SetTensor4dDescriptor(td.Handle(), cudnn.CUDNN_TENSOR_NCHW, cudnn.CUDNN_DATA_FLOAT, int32(x.N), int32(x.C), int32(x.H), int32(x.W)))
-		require.NoError(t, cudnn.SetFilter4dDescriptor(fd.Handle(), cudnn.CUDNN_DATA_FLOAT, cudnn.CUDNN_TENSOR_NCHW, int32(w.K), int32(w.C), int32(w.R), int32(w.S)))
-		require.NoError(t, cudnn.SetConvolution2dDescriptor(cd.Handle(), int32(conv.PadH), int32(conv.PadW), or1(conv.StrideH), or1(conv.StrideW),
-			or1(conv.DilationH), or1(conv.DilationW), cudnn.CUDNN_CROSS_CORRELATION, cudnn.CUDNN_DATA_FLOAT))
+		require.NoError(t, cudnnraw.SetTensor4dDescriptor(td.Handle(), cudnnraw.CUDNN_TENSOR_NCHW, cudnnraw.CUDNN_DATA_FLOAT, int32(x.N), int32(x.C), int32(x.H), int32(x.W)))
+		require.NoError(t, cudnnraw.SetFilter4dDescriptor(fd.Handle(), cudnnraw.CUDNN_DATA_FLOAT, cudnnraw.CUDNN_TENSOR_NCHW, int32(w.K), int32(w.C), int32(w.R), int32(w.S)))
+		require.NoError(t, cudnnraw.SetConvolution2dDescriptor(cd.Handle(), int32(conv.PadH), int32(conv.PadW), or1(conv.StrideH), or1(conv.StrideW),
+			or1(conv.DilationH), or1(conv.DilationW), cudnnraw.CUDNN_CROSS_CORRELATION, cudnnraw.CUDNN_DATA_FLOAT))
 		var n, c, h, ww int32
-		require.NoError(t, cudnn.GetConvolution2dForwardOutputDim(cd.Handle(), td.Handle(), fd.Handle(), &n, &c, &h, &ww))
+		require.NoError(t, cudnnraw.GetConvolution2dForwardOutputDim(cd.Handle(), td.Handle(), fd.Handle(), &n, &c, &h, &ww))
 		assert.Equal(t, cudnn.Tensor4D{N: int(n), C: int(c), H: int(h), W: int(ww)}, got, "%v * %v %+v", x, w, conv)
 		assert.NoError(t, td.Close())
 		assert.NoError(t, fd.Close())
@@ -379,7 +380,7 @@ func checkConvTol[T cudnn.Float](t *testing.T, s *cuda.Stream, c convCase, seed 
 // convolution; the choices are cached (once per key).
 func TestConvolve(t *testing.T) {
 	ctx, s := setup(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cudnn.Library())
+	gputest.RequireLibrary(t, cudnnraw.Library())
 	for i, c := range convCases {
 		t.Run(c.name, func(t *testing.T) {
 			checkConv[float32](t, s, c, uint64(i))
@@ -402,16 +403,16 @@ func TestConvolve(t *testing.T) {
 // tolerance.
 func TestConvolveAlgorithms(t *testing.T) {
 	ctx, s := setup(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cudnn.Library())
+	gputest.RequireLibrary(t, cudnnraw.Library())
 	for _, c := range []convCase{convCases[0], convCases[4]} {
 		ran := 0
-		for a := cudnn.CudnnConvolutionFwdAlgo(0); a < cudnn.CUDNN_CONVOLUTION_FWD_ALGO_COUNT; a++ {
+		for a := cudnnraw.CudnnConvolutionFwdAlgo(0); a < cudnnraw.CUDNN_CONVOLUTION_FWD_ALGO_COUNT; a++ {
 			ys, _ := cudnn.ConvolutionOutputShape(c.x, c.w, c.conv)
 			x := onDevice(t, s, make([]float32, c.x.Len()))
 			w := onDevice(t, s, make([]float32, c.w.Len()))
 			y := onDevice(t, s, make([]float32, ys.Len()))
 			err := cudnn.Convolve[float32](s, c.conv, 1, x, c.x, w, c.w, 0, y, cudnn.Algorithm(a))
-			var st cudnn.Status
+			var st cudnnraw.Status
 			if err != nil && errors.As(err, &st) && st >= 2000 && st < 4000 { // bad param or not supported
 				t.Logf("%s: %v: not for this case: %v", c.name, a, err)
 				continue
@@ -420,7 +421,7 @@ func TestConvolveAlgorithms(t *testing.T) {
 			// Winograd's transforms lose precision with the tile size (measured on the
 			// H200 for 5×5 filters, non-fused: 5e-4 of the products' magnitude).
 			loose := 1.0
-			if a == cudnn.CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD || a == cudnn.CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED {
+			if a == cudnnraw.CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD || a == cudnnraw.CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED {
 				loose = 10
 			}
 			t.Run(c.name+"/"+a.String(), func(t *testing.T) {
@@ -450,7 +451,7 @@ func TestConvolveAlgorithms(t *testing.T) {
 // A workspace limit of 0 still finds an algorithm (implicit GEMM needs none).
 func TestConvolveWithoutWorkspace(t *testing.T) {
 	_, s := setup(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cudnn.Library())
+	gputest.RequireLibrary(t, cudnnraw.Library())
 	checkConv[float32](t, s, convCases[2], 21, cudnn.WorkspaceLimit(0))
 	checkConv[float64](t, s, convCases[4], 22, cudnn.WorkspaceLimit(0), cudnn.FindAlgorithm())
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cudnn"
+	"github.com/gocuda/gocuda/cudnn/cudnnraw"
 )
 
 // Convolve a 4×4 image with a 3×3 filter of ones, add a bias and apply ReLU, on the
@@ -77,9 +78,9 @@ func Example() {
 
 // Statuses are errors that work without the library loaded.
 func Example_errors() {
-	var err error = cudnn.CUDNN_STATUS_BAD_PARAM
+	var err error = cudnnraw.CUDNN_STATUS_BAD_PARAM
 	fmt.Println(err)
-	fmt.Println(errors.Is(fmt.Errorf("call: %w", err), cudnn.ErrBadParam))
+	fmt.Println(errors.Is(fmt.Errorf("call: %w", err), cudnnraw.ErrBadParam))
 	// Output:
 	// cudnn: CUDNN_STATUS_BAD_PARAM (2000): bad param
 	// true

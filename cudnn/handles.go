@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/cudnn/cudnnraw"
 	"github.com/gocuda/gocuda/internal/libhandle"
 )
 
@@ -24,14 +26,14 @@ const MaxIdleHandles = 4
 // handles are the idle handles, per context. cudnnCreate runs one at a time: cuDNN
 // asks for the first one to be made alone before threads make theirs ("Thread
 // Safety" in its developer guide), and handles are made rarely (they are cached).
-var handles = libhandle.New[CudnnHandle, *OwnedHandle, struct{}](MaxIdleHandles, Create, OwnHandle, true)
+var handles = libhandle.New[cudnnraw.CudnnHandle, *cudnnraw.OwnedHandle, struct{}](MaxIdleHandles, cudnnraw.Create, cudnnraw.OwnHandle, true)
 
 // idleHandles returns the number of idle handles of ctx (tests).
 func idleHandles(ctx *cuda.Context) int { return handles.Idle(ctx) }
 
 // call runs f with a handle of s's context bound to s, queued through cuda.Enqueue
 // with the memory f uses (holds, hand-off), and names the operation in errors.
-func call(op string, s *cuda.Stream, f func(ctx cuda.CUcontext, h CudnnHandle) error, uses ...cuda.Use) error {
+func call(op string, s *cuda.Stream, f func(ctx cudaraw.CUcontext, h cudnnraw.CudnnHandle) error, uses ...cuda.Use) error {
 	if err := run(s, f, uses...); err != nil {
 		return wrap(op, err)
 	}
@@ -39,8 +41,8 @@ func call(op string, s *cuda.Stream, f func(ctx cuda.CUcontext, h CudnnHandle) e
 }
 
 // run is call without the operation's name, for the steps of an operation.
-func run(s *cuda.Stream, f func(ctx cuda.CUcontext, h CudnnHandle) error, uses ...cuda.Use) error {
-	return handles.Run(s, inSetStream, f, uses...)
+func run(s *cuda.Stream, f func(ctx cudaraw.CUcontext, h cudnnraw.CudnnHandle) error, uses ...cuda.Use) error {
+	return handles.Run(s, cudnnraw.SetStreamIn, f, uses...)
 }
 
 // wrap names the operation in an error: "cudnn: convolution forward: ...".

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cudnn"
+	"github.com/gocuda/gocuda/cudnn/cudnnraw"
 	"github.com/gocuda/gocuda/dl"
 	"github.com/gocuda/gocuda/internal/libtest"
 )
@@ -20,15 +21,15 @@ import (
 
 // TestNoLibrary: where the library (cudnn.Soname) cannot be loaded (CI), calls return its typed error.
 func TestNoLibrary(t *testing.T) {
-	libtest.NoLibrary(t, cudnn.Library(), "cudnn", cudnn.Soname, cudnn.SonameEnv,
-		func() error { _, err := cudnn.GetVersion(); return err },
-		func() error { _, err := cudnn.NewOwnedHandle(); return err },
+	libtest.NoLibrary(t, cudnnraw.Library(), "cudnn", cudnnraw.Soname, cudnnraw.SonameEnv,
+		func() error { _, err := cudnnraw.GetVersion(); return err },
+		func() error { _, err := cudnnraw.NewOwnedHandle(); return err },
 	)
 }
 
 // TestStatusErrors checks the Status error values, which need no library.
 func TestStatusErrors(t *testing.T) {
-	libtest.StatusErrors(t, cudnn.CUDNN_STATUS_BAD_PARAM, "CUDNN_STATUS_BAD_PARAM", 2000, "bad param", cudnn.ErrBadParam, cudnn.ErrNotInitialized, cudnn.Status(123456), cudnn.CUDNN_STATUS_SUCCESS, "Status")
+	libtest.StatusErrors(t, cudnnraw.CUDNN_STATUS_BAD_PARAM, "CUDNN_STATUS_BAD_PARAM", 2000, "bad param", cudnnraw.ErrBadParam, cudnnraw.ErrNotInitialized, cudnnraw.Status(123456), cudnnraw.CUDNN_STATUS_SUCCESS, "Status")
 }
 
 // symbolChildEnv marks the child process of TestSymbolErrorFromGeneratedCall.
@@ -43,7 +44,7 @@ const symbolChildEnv = "GOCUDA_TEST_CUDNN_SYMBOL_CHILD"
 func TestSymbolErrorFromGeneratedCall(t *testing.T) {
 	if os.Getenv(symbolChildEnv) == "" {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestSymbolErrorFromGeneratedCall$", "-test.v", "-test.count=1")
-		cmd.Env = append(os.Environ(), symbolChildEnv+"=1", cudnn.SonameEnv+"=libm.so.6")
+		cmd.Env = append(os.Environ(), symbolChildEnv+"=1", cudnnraw.SonameEnv+"=libm.so.6")
 		out, err := cmd.CombinedOutput()
 		t.Logf("child process:\n%s", out)
 		require.NoError(t, err, "child process failed")
@@ -51,7 +52,7 @@ func TestSymbolErrorFromGeneratedCall(t *testing.T) {
 		return
 	}
 
-	lib := cudnn.Library()
+	lib := cudnnraw.Library()
 	require.NoError(t, lib.Open(), "libm.so.6 opens as the cuDNN library")
 	path, err := lib.Path()
 	require.NoError(t, err)
@@ -65,32 +66,32 @@ func TestSymbolErrorFromGeneratedCall(t *testing.T) {
 		var se *dl.SymbolError
 		require.True(t, errors.As(err, &se), "%s: %T %v", symbol, err, err)
 		assert.Equal(t, "cudnn", se.Library)
-		assert.Equal(t, cudnn.Soname, se.Soname)
+		assert.Equal(t, cudnnraw.Soname, se.Soname)
 		assert.Equal(t, symbol, se.Symbol)
 		assert.Equal(t, path, se.Path)
 		assert.NotEmpty(t, se.Err, "dlerror text")
 		assert.Contains(t, err.Error(), symbol)
-		assert.Contains(t, err.Error(), cudnn.Soname)
+		assert.Contains(t, err.Error(), cudnnraw.Soname)
 		assert.Contains(t, err.Error(), path)
-		var st cudnn.Status
+		var st cudnnraw.Status
 		assert.False(t, errors.As(err, &st), "a missing symbol is not a Status")
 	}
 
-	ver, err := cudnn.GetVersion() // value-returning form
+	ver, err := cudnnraw.GetVersion() // value-returning form
 	assert.Zero(t, ver)
 	check(err, "cudnnGetVersion")
-	var h cudnn.CudnnHandle
-	check(cudnn.Create(&h), "cudnnCreate")
-	owned, err := cudnn.NewOwnedHandle()
+	var h cudnnraw.CudnnHandle
+	check(cudnnraw.Create(&h), "cudnnCreate")
+	owned, err := cudnnraw.NewOwnedHandle()
 	assert.Nil(t, owned)
 	check(err, "cudnnCreate")
-	s, err := cudnn.GetErrorString(cudnn.CUDNN_STATUS_BAD_PARAM)
+	s, err := cudnnraw.GetErrorString(cudnnraw.CUDNN_STATUS_BAD_PARAM)
 	assert.Empty(t, s)
 	check(err, "cudnnGetErrorString")
-	check(cudnn.ActivationForward(0, 0, nil, 0, nil, nil, 0, nil), "cudnnActivationForward")
-	check(cudnn.GetCTCLossDescriptorV9(0, nil, nil, nil, nil), "cudnnGetCTCLossDescriptor_v9")
-	check(cudnn.BackendPopulateCudaGraph(0, 0, 0, 0), "cudnnBackendPopulateCudaGraph")
-	t.Logf("e.g. %v", cudnn.GraphVersionCheck())
+	check(cudnnraw.ActivationForward(0, 0, nil, 0, nil, nil, 0, nil), "cudnnActivationForward")
+	check(cudnnraw.GetCTCLossDescriptorV9(0, nil, nil, nil, nil), "cudnnGetCTCLossDescriptor_v9")
+	check(cudnnraw.BackendPopulateCudaGraph(0, 0, 0, 0), "cudnnBackendPopulateCudaGraph")
+	t.Logf("e.g. %v", cudnnraw.GraphVersionCheck())
 
 	// The idiomatic layer passes the error on, wrapped with the operation's name
 	// (its first cuDNN call makes a descriptor). It needs a driver, real or fake.

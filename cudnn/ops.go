@@ -6,15 +6,17 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/cudnn/cudnnraw"
 )
 
 // Activation functions (the modes of Activation).
 const (
-	Sigmoid     = CUDNN_ACTIVATION_SIGMOID      // 1 / (1 + e⁻ˣ)
-	ReLU        = CUDNN_ACTIVATION_RELU         // max(x, 0)
-	Tanh        = CUDNN_ACTIVATION_TANH         // tanh(x)
-	ClippedReLU = CUDNN_ACTIVATION_CLIPPED_RELU // min(max(x, 0), Coef)
-	ELU         = CUDNN_ACTIVATION_ELU          // x if x > 0, else Coef·(eˣ − 1)
+	Sigmoid     = cudnnraw.CUDNN_ACTIVATION_SIGMOID      // 1 / (1 + e⁻ˣ)
+	ReLU        = cudnnraw.CUDNN_ACTIVATION_RELU         // max(x, 0)
+	Tanh        = cudnnraw.CUDNN_ACTIVATION_TANH         // tanh(x)
+	ClippedReLU = cudnnraw.CUDNN_ACTIVATION_CLIPPED_RELU // min(max(x, 0), Coef)
+	ELU         = cudnnraw.CUDNN_ACTIVATION_ELU          // x if x > 0, else Coef·(eˣ − 1)
 )
 
 // Activation is an activation function: Mode (Sigmoid, ReLU, Tanh, ClippedReLU or
@@ -22,7 +24,7 @@ const (
 // NaN inputs give NaN outputs if PropagateNaN, else what the function computes for
 // them (CUDNN_NOT_PROPAGATE_NAN).
 type Activation struct {
-	Mode         CudnnActivationMode
+	Mode         cudnnraw.CudnnActivationMode
 	Coef         float64
 	PropagateNaN bool
 }
@@ -47,11 +49,11 @@ func (a Activation) check() error {
 
 // Softmax algorithms and modes.
 const (
-	SoftmaxFast     = CUDNN_SOFTMAX_FAST          // e^x / Σ e^x, without subtracting the maximum
-	SoftmaxAccurate = CUDNN_SOFTMAX_ACCURATE      // e^(x−max) / Σ e^(x−max)
-	SoftmaxLog      = CUDNN_SOFTMAX_LOG           // log softmax: x − max − log Σ e^(x−max)
-	SoftmaxInstance = CUDNN_SOFTMAX_MODE_INSTANCE // over C·H·W, for each image
-	SoftmaxChannel  = CUDNN_SOFTMAX_MODE_CHANNEL  // over C, for each image, row and column
+	SoftmaxFast     = cudnnraw.CUDNN_SOFTMAX_FAST          // e^x / Σ e^x, without subtracting the maximum
+	SoftmaxAccurate = cudnnraw.CUDNN_SOFTMAX_ACCURATE      // e^(x−max) / Σ e^(x−max)
+	SoftmaxLog      = cudnnraw.CUDNN_SOFTMAX_LOG           // log softmax: x − max − log Σ e^(x−max)
+	SoftmaxInstance = cudnnraw.CUDNN_SOFTMAX_MODE_INSTANCE // over C·H·W, for each image
+	SoftmaxChannel  = cudnnraw.CUDNN_SOFTMAX_MODE_CHANNEL  // over C, for each image, row and column
 )
 
 // Activate computes y = alpha·f(x) + beta·y on s for the activation f, where x and y
@@ -77,8 +79,8 @@ func Activate[T Float](s *cuda.Stream, f Activation, shape Tensor4D, alpha T, x 
 	if err != nil {
 		return wrap(op, err)
 	}
-	return call(op, s, func(c cuda.CUcontext, h CudnnHandle) error {
-		return inActivationForward(c, h, ad, unsafe.Pointer(&alpha), td, px, unsafe.Pointer(&beta), td, py)
+	return call(op, s, func(c cudaraw.CUcontext, h cudnnraw.CudnnHandle) error {
+		return cudnnraw.ActivationForwardIn(c, h, ad, unsafe.Pointer(&alpha), td, px, unsafe.Pointer(&beta), td, py)
 	}, cuda.Reads(x), cuda.Writes(y))
 }
 
@@ -87,7 +89,7 @@ func Activate[T Float](s *cuda.Stream, f Activation, shape Tensor4D, alpha T, x 
 // over each image (mode SoftmaxInstance) or over the channels of each pixel
 // (SoftmaxChannel): cudnnSoftmaxForward. y must not overlap x; with beta 0, y is not
 // read. Errors are as Convolve's, named "cudnn: softmax forward: ...".
-func Softmax[T Float](s *cuda.Stream, algo CudnnSoftmaxAlgorithm, mode CudnnSoftmaxMode, shape Tensor4D, alpha T, x cuda.Memory,
+func Softmax[T Float](s *cuda.Stream, algo cudnnraw.CudnnSoftmaxAlgorithm, mode cudnnraw.CudnnSoftmaxMode, shape Tensor4D, alpha T, x cuda.Memory,
 	beta T, y cuda.Memory) error {
 	const op = "softmax forward"
 	if algo != SoftmaxFast && algo != SoftmaxAccurate && algo != SoftmaxLog {
@@ -107,8 +109,8 @@ func Softmax[T Float](s *cuda.Stream, algo CudnnSoftmaxAlgorithm, mode CudnnSoft
 	if err != nil {
 		return wrap(op, err)
 	}
-	return call(op, s, func(c cuda.CUcontext, h CudnnHandle) error {
-		return inSoftmaxForward(c, h, algo, mode, unsafe.Pointer(&alpha), td, px, unsafe.Pointer(&beta), td, py)
+	return call(op, s, func(c cudaraw.CUcontext, h cudnnraw.CudnnHandle) error {
+		return cudnnraw.SoftmaxForwardIn(c, h, algo, mode, unsafe.Pointer(&alpha), td, px, unsafe.Pointer(&beta), td, py)
 	}, cuda.Reads(x), cuda.Writes(y))
 }
 
@@ -148,8 +150,8 @@ func AddBias[T Float](s *cuda.Stream, shape Tensor4D, alpha T, bias cuda.Memory,
 	if err != nil {
 		return wrap(op, err)
 	}
-	return call(op, s, func(c cuda.CUcontext, h CudnnHandle) error {
-		return inAddTensor(c, h, unsafe.Pointer(&alpha), bd, pb, unsafe.Pointer(&beta), yd, py)
+	return call(op, s, func(c cudaraw.CUcontext, h cudnnraw.CudnnHandle) error {
+		return cudnnraw.AddTensorIn(c, h, unsafe.Pointer(&alpha), bd, pb, unsafe.Pointer(&beta), yd, py)
 	}, cuda.Reads(bias), cuda.Writes(y))
 }
 

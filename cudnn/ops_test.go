@@ -13,6 +13,7 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cudnn"
+	"github.com/gocuda/gocuda/cudnn/cudnnraw"
 	"github.com/gocuda/gocuda/internal/gputest"
 )
 
@@ -109,14 +110,14 @@ func checkActivations[T cudnn.Float](t *testing.T, s *cuda.Stream) {
 // Every activation function, with and without beta and in place, against the CPU.
 func TestActivate(t *testing.T) {
 	_, s := setup(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cudnn.Library())
+	gputest.RequireLibrary(t, cudnnraw.Library())
 	checkActivations[float32](t, s)
 	checkActivations[float64](t, s)
 }
 
 // softmaxRef is softmax (or log softmax) of x over the instance or the channels, in
 // float64.
-func softmaxRef(shape cudnn.Tensor4D, algo cudnn.CudnnSoftmaxAlgorithm, mode cudnn.CudnnSoftmaxMode, x []float64) []float64 {
+func softmaxRef(shape cudnn.Tensor4D, algo cudnnraw.CudnnSoftmaxAlgorithm, mode cudnnraw.CudnnSoftmaxMode, x []float64) []float64 {
 	out := make([]float64, len(x))
 	// groups lists the indices of each softmax: an image, or a pixel's channels.
 	var groups [][]int
@@ -161,8 +162,8 @@ func softmaxRef(shape cudnn.Tensor4D, algo cudnn.CudnnSoftmaxAlgorithm, mode cud
 func checkSoftmax[T cudnn.Float](t *testing.T, s *cuda.Stream) {
 	shape := cudnn.Tensor4D{N: 2, C: 5, H: 3, W: 4}
 	r := rand.New(rand.NewPCG(5, 5))
-	for _, algo := range []cudnn.CudnnSoftmaxAlgorithm{cudnn.SoftmaxAccurate, cudnn.SoftmaxLog, cudnn.SoftmaxFast} {
-		for _, mode := range []cudnn.CudnnSoftmaxMode{cudnn.SoftmaxInstance, cudnn.SoftmaxChannel} {
+	for _, algo := range []cudnnraw.CudnnSoftmaxAlgorithm{cudnn.SoftmaxAccurate, cudnn.SoftmaxLog, cudnn.SoftmaxFast} {
+		for _, mode := range []cudnnraw.CudnnSoftmaxMode{cudnn.SoftmaxInstance, cudnn.SoftmaxChannel} {
 			x, xRef := randoms[T](r, shape.Len())
 			for i := range x {
 				x[i] *= 3
@@ -194,7 +195,7 @@ func checkSoftmax[T cudnn.Float](t *testing.T, s *cuda.Stream) {
 // Softmax and log softmax, per image and per pixel, against the CPU.
 func TestSoftmax(t *testing.T) {
 	_, s := setup(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cudnn.Library())
+	gputest.RequireLibrary(t, cudnnraw.Library())
 	checkSoftmax[float32](t, s)
 	checkSoftmax[float64](t, s)
 }
@@ -227,7 +228,7 @@ func checkAddBias[T cudnn.Float](t *testing.T, s *cuda.Stream) {
 // A bias per channel, broadcast, against the CPU.
 func TestAddBias(t *testing.T) {
 	_, s := setup(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cudnn.Library())
+	gputest.RequireLibrary(t, cudnnraw.Library())
 	checkAddBias[float32](t, s)
 	checkAddBias[float64](t, s)
 }
@@ -237,7 +238,7 @@ func TestAddBias(t *testing.T) {
 // checking its results; the handle cache keeps at most MaxIdleHandles afterwards.
 func TestConcurrentConvolve(t *testing.T) {
 	ctx, _ := setup(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cudnn.Library())
+	gputest.RequireLibrary(t, cudnnraw.Library())
 	cases := []convCase{convCases[0], convCases[2], convCases[6]}
 	var wg sync.WaitGroup
 	for g := range 32 {

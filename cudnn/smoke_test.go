@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gocuda/gocuda/cudnn"
+	"github.com/gocuda/gocuda/cudnn/cudnnraw"
 	"github.com/gocuda/gocuda/dl"
 	"github.com/gocuda/gocuda/internal/gputest"
 )
@@ -23,36 +23,36 @@ import (
 // string from the library.
 func TestSmokeActivation(t *testing.T) {
 	g := gputest.Require(t)
-	gputest.RequireLibrary(t, cudnn.Library())
+	gputest.RequireLibrary(t, cudnnraw.Library())
 
-	ver, err := cudnn.GetVersion()
+	ver, err := cudnnraw.GetVersion()
 	require.NoError(t, err)
-	t.Logf("cuDNN version %d (headers %d)", ver, cudnn.CUDNN_VERSION)
+	t.Logf("cuDNN version %d (headers %d)", ver, cudnnraw.CUDNN_VERSION)
 	assert.GreaterOrEqual(t, ver, uint64(90000))
-	s, err := cudnn.GetErrorString(cudnn.CUDNN_STATUS_BAD_PARAM)
+	s, err := cudnnraw.GetErrorString(cudnnraw.CUDNN_STATUS_BAD_PARAM)
 	require.NoError(t, err)
 	assert.Equal(t, "CUDNN_STATUS_BAD_PARAM", s)
 
-	h, err := cudnn.NewOwnedHandle()
+	h, err := cudnnraw.NewOwnedHandle()
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, h.Close()) }()
 
 	const n, c, hh, w = 2, 3, 4, 5
-	td, err := cudnn.NewOwnedTensorDescriptor()
+	td, err := cudnnraw.NewOwnedTensorDescriptor()
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, td.Close()) }()
-	require.NoError(t, cudnn.SetTensor4dDescriptor(td.Handle(), cudnn.CUDNN_TENSOR_NCHW, cudnn.CUDNN_DATA_FLOAT, n, c, hh, w))
+	require.NoError(t, cudnnraw.SetTensor4dDescriptor(td.Handle(), cudnnraw.CUDNN_TENSOR_NCHW, cudnnraw.CUDNN_DATA_FLOAT, n, c, hh, w))
 
-	ad, err := cudnn.NewOwnedActivationDescriptor()
+	ad, err := cudnnraw.NewOwnedActivationDescriptor()
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, ad.Close()) }()
-	require.NoError(t, cudnn.SetActivationDescriptor(ad.Handle(), cudnn.CUDNN_ACTIVATION_RELU, cudnn.CUDNN_NOT_PROPAGATE_NAN, 0))
+	require.NoError(t, cudnnraw.SetActivationDescriptor(ad.Handle(), cudnnraw.CUDNN_ACTIVATION_RELU, cudnnraw.CUDNN_NOT_PROPAGATE_NAN, 0))
 
 	x := gputest.RandFloat32s(gputest.Rand(5), n*c*hh*w)
 	dX := gputest.Float32sToDevice(t, g, x)
 	dY := gputest.Alloc[float32](t, g, len(x))
 	alpha, beta := float32(1), float32(0)
-	require.NoError(t, cudnn.ActivationForward(h.Handle(), ad.Handle(), unsafe.Pointer(&alpha), td.Handle(), gputest.DevUnsafe(dX),
+	require.NoError(t, cudnnraw.ActivationForward(h.Handle(), ad.Handle(), unsafe.Pointer(&alpha), td.Handle(), gputest.DevUnsafe(dX),
 		unsafe.Pointer(&beta), td.Handle(), gputest.DevUnsafe(dY)))
 	y := gputest.Float32sFromDevice(t, dY, len(x))
 
@@ -70,11 +70,11 @@ func TestSmokeActivation(t *testing.T) {
 	t.Logf("ReLU forward on %dx%dx%dx%d: %d/%d elements exact (%d clamped to 0)", n, c, hh, w, len(x)-mismatches, len(x), zeros)
 
 	// A failing call returns the Status as an error.
-	err = cudnn.SetTensor4dDescriptor(td.Handle(), cudnn.CUDNN_TENSOR_NCHW, cudnn.CUDNN_DATA_FLOAT, -1, c, hh, w)
+	err = cudnnraw.SetTensor4dDescriptor(td.Handle(), cudnnraw.CUDNN_TENSOR_NCHW, cudnnraw.CUDNN_DATA_FLOAT, -1, c, hh, w)
 	require.Error(t, err)
-	var st cudnn.Status
+	var st cudnnraw.Status
 	require.True(t, errors.As(err, &st), "got %T %v", err, err)
-	assert.Equal(t, cudnn.CUDNN_STATUS_BAD_PARAM, st)
+	assert.Equal(t, cudnnraw.CUDNN_STATUS_BAD_PARAM, st)
 }
 
 // boundSymbols returns every C function name that zz_generated_funcs.go binds
@@ -120,10 +120,10 @@ func boundSymbols(t *testing.T) []string {
 // Seen on the GPU machine: cuDNN 9.14.0 exports all 220 functions bound from
 // the 9.19 headers, so there a lookup of a name it lacks stands in for them.
 func TestSmokeSymbolNewerThanLibrary(t *testing.T) {
-	gputest.RequireLibrary(t, cudnn.Library())
-	ver, err := cudnn.GetVersion()
+	gputest.RequireLibrary(t, cudnnraw.Library())
+	ver, err := cudnnraw.GetVersion()
 	require.NoError(t, err)
-	path, err := cudnn.Library().Path()
+	path, err := cudnnraw.Library().Path()
 	require.NoError(t, err)
 
 	checkSymbolError := func(err error, name string) {
@@ -133,30 +133,30 @@ func TestSmokeSymbolNewerThanLibrary(t *testing.T) {
 		assert.True(t, errors.Is(err, dl.ErrSymbolNotFound))
 		assert.False(t, errors.Is(err, dl.ErrLibraryNotFound))
 		assert.Equal(t, "cudnn", se.Library)
-		assert.Equal(t, cudnn.Soname, se.Soname)
+		assert.Equal(t, cudnnraw.Soname, se.Soname)
 		assert.Equal(t, name, se.Symbol)
 		assert.Equal(t, path, se.Path)
 		assert.Contains(t, err.Error(), name)
-		assert.Contains(t, err.Error(), cudnn.Soname)
+		assert.Contains(t, err.Error(), cudnnraw.Soname)
 	}
 
 	names := boundSymbols(t)
 	require.Greater(t, len(names), 100, "parsed too few NewProc calls from zz_generated_funcs.go")
 	var missing []string
 	for _, name := range names {
-		if err := cudnn.Library().NewProc(name).Find(); err != nil {
+		if err := cudnnraw.Library().NewProc(name).Find(); err != nil {
 			checkSymbolError(err, name)
 			missing = append(missing, name)
 		}
 	}
 	t.Logf("cuDNN %d (headers %d) at %s: %d of %d bound functions missing %v",
-		ver, cudnn.CUDNN_VERSION, path, len(missing), len(names), missing)
-	if ver >= cudnn.CUDNN_VERSION {
+		ver, cudnnraw.CUDNN_VERSION, path, len(missing), len(names), missing)
+	if ver >= cudnnraw.CUDNN_VERSION {
 		assert.Empty(t, missing, "a library as new as the headers should export every bound function")
 	}
 
 	const absent = "cudnnGocudaNoSuchFunction"
-	err = cudnn.Library().NewProc(absent).Find()
+	err = cudnnraw.Library().NewProc(absent).Find()
 	require.Error(t, err)
 	checkSymbolError(err, absent)
 	t.Logf("lookup of a symbol the library lacks: %v", err)

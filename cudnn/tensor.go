@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cudnn/cudnnraw"
 )
 
 // Float is an element type of the operations: float32 or float64 (CUDNN_DATA_FLOAT,
@@ -88,11 +89,11 @@ func operand[T Float](s *cuda.Stream, name string, m cuda.Memory, need int) (uns
 func elemSize[T Float]() int { return int(unsafe.Sizeof(*new(T))) }
 
 // dataType is T's cuDNN data type.
-func dataType[T Float]() CudnnDataType {
+func dataType[T Float]() cudnnraw.CudnnDataType {
 	if elemSize[T]() == 4 {
-		return CUDNN_DATA_FLOAT
+		return cudnnraw.CUDNN_DATA_FLOAT
 	}
-	return CUDNN_DATA_DOUBLE
+	return cudnnraw.CUDNN_DATA_DOUBLE
 }
 
 // Descriptors: the operations describe their operands to cuDNN with descriptors made
@@ -114,47 +115,47 @@ func (d descs) destroy() {
 }
 
 // tensor makes a descriptor of a packed NCHW tensor of dt.
-func (d *descs) tensor(dt CudnnDataType, t Tensor4D) (CudnnTensorDescriptor, error) {
-	var td CudnnTensorDescriptor
-	if err := CreateTensorDescriptor(&td); err != nil {
+func (d *descs) tensor(dt cudnnraw.CudnnDataType, t Tensor4D) (cudnnraw.CudnnTensorDescriptor, error) {
+	var td cudnnraw.CudnnTensorDescriptor
+	if err := cudnnraw.CreateTensorDescriptor(&td); err != nil {
 		return 0, err
 	}
-	*d = append(*d, func() error { return DestroyTensorDescriptor(td) })
-	return td, SetTensor4dDescriptor(td, CUDNN_TENSOR_NCHW, dt, int32(t.N), int32(t.C), int32(t.H), int32(t.W))
+	*d = append(*d, func() error { return cudnnraw.DestroyTensorDescriptor(td) })
+	return td, cudnnraw.SetTensor4dDescriptor(td, cudnnraw.CUDNN_TENSOR_NCHW, dt, int32(t.N), int32(t.C), int32(t.H), int32(t.W))
 }
 
 // filter makes a descriptor of a packed KCRS filter of dt.
-func (d *descs) filter(dt CudnnDataType, f Filter) (CudnnFilterDescriptor, error) {
-	var fd CudnnFilterDescriptor
-	if err := CreateFilterDescriptor(&fd); err != nil {
+func (d *descs) filter(dt cudnnraw.CudnnDataType, f Filter) (cudnnraw.CudnnFilterDescriptor, error) {
+	var fd cudnnraw.CudnnFilterDescriptor
+	if err := cudnnraw.CreateFilterDescriptor(&fd); err != nil {
 		return 0, err
 	}
-	*d = append(*d, func() error { return DestroyFilterDescriptor(fd) })
-	return fd, SetFilter4dDescriptor(fd, dt, CUDNN_TENSOR_NCHW, int32(f.K), int32(f.C), int32(f.R), int32(f.S))
+	*d = append(*d, func() error { return cudnnraw.DestroyFilterDescriptor(fd) })
+	return fd, cudnnraw.SetFilter4dDescriptor(fd, dt, cudnnraw.CUDNN_TENSOR_NCHW, int32(f.K), int32(f.C), int32(f.R), int32(f.S))
 }
 
 // convolution makes a descriptor of c (checked) computing in dt.
-func (d *descs) convolution(dt CudnnDataType, c Conv) (CudnnConvolutionDescriptor, error) {
-	var cd CudnnConvolutionDescriptor
-	if err := CreateConvolutionDescriptor(&cd); err != nil {
+func (d *descs) convolution(dt cudnnraw.CudnnDataType, c Conv) (cudnnraw.CudnnConvolutionDescriptor, error) {
+	var cd cudnnraw.CudnnConvolutionDescriptor
+	if err := cudnnraw.CreateConvolutionDescriptor(&cd); err != nil {
 		return 0, err
 	}
-	*d = append(*d, func() error { return DestroyConvolutionDescriptor(cd) })
+	*d = append(*d, func() error { return cudnnraw.DestroyConvolutionDescriptor(cd) })
 	sh, sw := or1(c.StrideH), or1(c.StrideW)
 	dh, dw := or1(c.DilationH), or1(c.DilationW)
-	return cd, SetConvolution2dDescriptor(cd, int32(c.PadH), int32(c.PadW), int32(sh), int32(sw), int32(dh), int32(dw), c.Mode.cudnn(), dt)
+	return cd, cudnnraw.SetConvolution2dDescriptor(cd, int32(c.PadH), int32(c.PadW), int32(sh), int32(sw), int32(dh), int32(dw), c.Mode.cudnn(), dt)
 }
 
 // activation makes a descriptor of a (checked).
-func (d *descs) activation(a Activation) (CudnnActivationDescriptor, error) {
-	var ad CudnnActivationDescriptor
-	if err := CreateActivationDescriptor(&ad); err != nil {
+func (d *descs) activation(a Activation) (cudnnraw.CudnnActivationDescriptor, error) {
+	var ad cudnnraw.CudnnActivationDescriptor
+	if err := cudnnraw.CreateActivationDescriptor(&ad); err != nil {
 		return 0, err
 	}
-	*d = append(*d, func() error { return DestroyActivationDescriptor(ad) })
-	nan := CUDNN_NOT_PROPAGATE_NAN
+	*d = append(*d, func() error { return cudnnraw.DestroyActivationDescriptor(ad) })
+	nan := cudnnraw.CUDNN_NOT_PROPAGATE_NAN
 	if a.PropagateNaN {
-		nan = CUDNN_PROPAGATE_NAN
+		nan = cudnnraw.CUDNN_PROPAGATE_NAN
 	}
-	return ad, SetActivationDescriptor(ad, a.Mode, nan, a.Coef)
+	return ad, cudnnraw.SetActivationDescriptor(ad, a.Mode, nan, a.Coef)
 }

@@ -7,7 +7,9 @@ import (
 	"testing"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/cufft"
+	"github.com/gocuda/gocuda/cufft/cufftraw"
 	"github.com/gocuda/gocuda/internal/gputest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -26,7 +28,7 @@ const collectSizes = 2 * cufft.MaxIdlePlans
 func workSizes(t *testing.T) []int {
 	var sizes []int
 	for n := 1031; len(sizes) < collectSizes && n < 20000; n += 2 {
-		if big.NewInt(int64(n)).ProbablyPrime(0) && workSize(t, n, cufft.CUFFT_C2C, 1) > 0 {
+		if big.NewInt(int64(n)).ProbablyPrime(0) && workSize(t, n, cufftraw.CUFFT_C2C, 1) > 0 {
 			sizes = append(sizes, n)
 		}
 	}
@@ -43,7 +45,7 @@ const collectRawPlans = 2
 // headers/cufft.toml), and Reclaim then destroys every plan, the idle ones too.
 func TestCollectWhileGPUBusy(t *testing.T) {
 	ctx, s := gputest.Stream(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cufft.Library())
+	gputest.RequireLibrary(t, cufftraw.Library())
 	perRound := collectSizes - cufft.MaxIdlePlans + collectRawPlans
 	sizes := workSizes(t)
 	st := gputest.CollectWhileBusy(t, ctx, perRound, func(n int) {
@@ -89,24 +91,24 @@ func collectRound(t *testing.T, ctx *cuda.Context, s *cuda.Stream, sizes []int) 
 	require.NoError(t, err)
 	defer b.Close()
 	require.NoError(t, b.Memset32Async(s, 0))
-	p, err := cuda.DevicePtr[cuda.CuComplex](b)
+	p, err := cuda.DevicePtr[cudaraw.CuComplex](b)
 	require.NoError(t, err)
 	for range collectRawPlans {
-		var plan *cufft.OwnedPlan
+		var plan *cufftraw.OwnedPlan
 		require.NoError(t, ctx.Locked(func() error {
-			var h cufft.CufftHandle
-			if err := cufft.Plan1d(&h, n, cufft.CUFFT_C2C, 1); err != nil {
+			var h cufftraw.CufftHandle
+			if err := cufftraw.Plan1d(&h, n, cufftraw.CUFFT_C2C, 1); err != nil {
 				return err
 			}
-			plan = cufft.OwnPlan(h)
+			plan = cufftraw.OwnPlan(h)
 			return nil
 		}))
-		require.NoError(t, cuda.Enqueue(s, func(_ cuda.CUcontext, st cuda.CUstream) error {
+		require.NoError(t, cuda.Enqueue(s, func(_ cudaraw.CUcontext, st cudaraw.CUstream) error {
 			return ctx.Locked(func() error {
-				if err := cufft.SetStream(plan.Handle(), st); err != nil {
+				if err := cufftraw.SetStream(plan.Handle(), st); err != nil {
 					return err
 				}
-				return cufft.ExecC2C(plan.Handle(), p, p, cufft.CUFFT_FORWARD)
+				return cufftraw.ExecC2C(plan.Handle(), p, p, cufftraw.CUFFT_FORWARD)
 			})
 		}, cuda.Writes(b)))
 		// plan is dropped here, without Close.

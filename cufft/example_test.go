@@ -6,7 +6,9 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cufft"
+	"github.com/gocuda/gocuda/cufft/cufftraw"
 	"github.com/gocuda/gocuda/curand"
+	"github.com/gocuda/gocuda/curand/curandraw"
 )
 
 // Noise from cuRAND into a cuFFT on one stream, no host round trip in between: the
@@ -38,7 +40,7 @@ func Example_noise() {
 	}
 	defer spectrum.Close()
 
-	g, err := curand.NewGenerator(ctx, curand.CURAND_RNG_PSEUDO_PHILOX4_32_10, 1)
+	g, err := curand.NewGenerator(ctx, curandraw.CURAND_RNG_PSEUDO_PHILOX4_32_10, 1)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -66,9 +68,9 @@ func Example_noise() {
 
 // Statuses are errors that work without the library loaded.
 func Example_errors() {
-	var err error = cufft.CUFFT_INVALID_PLAN
+	var err error = cufftraw.CUFFT_INVALID_PLAN
 	fmt.Println(err)
-	fmt.Println(errors.Is(fmt.Errorf("call: %w", err), cufft.ErrInvalidPlan))
+	fmt.Println(errors.Is(fmt.Errorf("call: %w", err), cufftraw.ErrInvalidPlan))
 	// Output:
 	// cufft: CUFFT_INVALID_PLAN (1): invalid plan
 	// true

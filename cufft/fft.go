@@ -5,6 +5,8 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/cufft/cufftraw"
 	"github.com/gocuda/gocuda/internal/idlecache"
 	"github.com/gocuda/gocuda/internal/streamslot"
 )
@@ -37,9 +39,9 @@ type Real interface {
 // FFT computes a complex transform of in into out on s: forward (e^-2πi·jk/n) or,
 // with inverse, backward (e^+2πi·jk/n): cufftExecC2C or cufftExecZ2Z.
 func FFT[T Complex](s *cuda.Stream, sizes []int, batch int, in, out cuda.Memory, inverse bool) error {
-	typ, op := CUFFT_C2C, "c2c"
+	typ, op := cufftraw.CUFFT_C2C, "c2c"
 	if isComplex128[T]() {
-		typ, op = CUFFT_Z2Z, "z2z"
+		typ, op = cufftraw.CUFFT_Z2Z, "z2z"
 	}
 	n, err := count(op, sizes, batch)
 	if err != nil {
@@ -53,15 +55,15 @@ func FFT[T Complex](s *cuda.Stream, sizes []int, batch int, in, out cuda.Memory,
 	if err != nil {
 		return err
 	}
-	dir := int32(CUFFT_FORWARD)
+	dir := int32(cufftraw.CUFFT_FORWARD)
 	if inverse {
-		dir = CUFFT_INVERSE
+		dir = cufftraw.CUFFT_INVERSE
 	}
-	return exec(op, s, planKey{typ: typ, batch: batch, sizes: key(sizes)}, func(ctx cuda.CUcontext, p CufftHandle) error {
-		if typ == CUFFT_C2C {
-			return inExecC2C(ctx, p, (*cuda.CuComplex)(unsafe.Pointer(pi)), (*cuda.CuComplex)(unsafe.Pointer(po)), dir)
+	return exec(op, s, planKey{typ: typ, batch: batch, sizes: key(sizes)}, func(ctx cudaraw.CUcontext, p cufftraw.CufftHandle) error {
+		if typ == cufftraw.CUFFT_C2C {
+			return cufftraw.ExecC2CIn(ctx, p, (*cudaraw.CuComplex)(unsafe.Pointer(pi)), (*cudaraw.CuComplex)(unsafe.Pointer(po)), dir)
 		}
-		return inExecZ2Z(ctx, p, (*cuda.CuDoubleComplex)(unsafe.Pointer(pi)), (*cuda.CuDoubleComplex)(unsafe.Pointer(po)), dir)
+		return cufftraw.ExecZ2ZIn(ctx, p, (*cudaraw.CuDoubleComplex)(unsafe.Pointer(pi)), (*cudaraw.CuDoubleComplex)(unsafe.Pointer(po)), dir)
 	}, in, out)
 }
 
@@ -69,9 +71,9 @@ func FFT[T Complex](s *cuda.Stream, sizes []int, batch int, in, out cuda.Memory,
 // half in complex out on s: cufftExecR2C (R float32, C complex64) or cufftExecD2Z
 // (float64, complex128). A mismatched pair of precisions is an error.
 func RealToComplex[R Real, C Complex](s *cuda.Stream, sizes []int, batch int, in, out cuda.Memory) error {
-	typ, op := CUFFT_R2C, "r2c"
+	typ, op := cufftraw.CUFFT_R2C, "r2c"
 	if isFloat64[R]() {
-		typ, op = CUFFT_D2Z, "d2z"
+		typ, op = cufftraw.CUFFT_D2Z, "d2z"
 	}
 	if isFloat64[R]() != isComplex128[C]() {
 		return fmt.Errorf("cufft: %s: %w: real and complex types of different precisions", op, cuda.ErrInvalidArgument)
@@ -88,11 +90,11 @@ func RealToComplex[R Real, C Complex](s *cuda.Stream, sizes []int, batch int, in
 	if err != nil {
 		return err
 	}
-	return exec(op, s, planKey{typ: typ, batch: batch, sizes: key(sizes)}, func(ctx cuda.CUcontext, p CufftHandle) error {
-		if typ == CUFFT_R2C {
-			return inExecR2C(ctx, p, (*CufftReal)(unsafe.Pointer(pi)), (*cuda.CuComplex)(unsafe.Pointer(po)))
+	return exec(op, s, planKey{typ: typ, batch: batch, sizes: key(sizes)}, func(ctx cudaraw.CUcontext, p cufftraw.CufftHandle) error {
+		if typ == cufftraw.CUFFT_R2C {
+			return cufftraw.ExecR2CIn(ctx, p, (*cufftraw.CufftReal)(unsafe.Pointer(pi)), (*cudaraw.CuComplex)(unsafe.Pointer(po)))
 		}
-		return inExecD2Z(ctx, p, (*CufftDoubleReal)(unsafe.Pointer(pi)), (*cuda.CuDoubleComplex)(unsafe.Pointer(po)))
+		return cufftraw.ExecD2ZIn(ctx, p, (*cufftraw.CufftDoubleReal)(unsafe.Pointer(pi)), (*cudaraw.CuDoubleComplex)(unsafe.Pointer(po)))
 	}, in, out)
 }
 
@@ -100,9 +102,9 @@ func RealToComplex[R Real, C Complex](s *cuda.Stream, sizes []int, batch int, in
 // in into real out on s: cufftExecC2R (complex64, float32) or cufftExecZ2D
 // (complex128, float64). cuFFT may overwrite in.
 func ComplexToReal[C Complex, R Real](s *cuda.Stream, sizes []int, batch int, in, out cuda.Memory) error {
-	typ, op := CUFFT_C2R, "c2r"
+	typ, op := cufftraw.CUFFT_C2R, "c2r"
 	if isFloat64[R]() {
-		typ, op = CUFFT_Z2D, "z2d"
+		typ, op = cufftraw.CUFFT_Z2D, "z2d"
 	}
 	if isFloat64[R]() != isComplex128[C]() {
 		return fmt.Errorf("cufft: %s: %w: complex and real types of different precisions", op, cuda.ErrInvalidArgument)
@@ -120,11 +122,11 @@ func ComplexToReal[C Complex, R Real](s *cuda.Stream, sizes []int, batch int, in
 		return err
 	}
 	// in is written too: cuFFT's complex-to-real transforms use it as scratch.
-	return exec(op, s, planKey{typ: typ, batch: batch, sizes: key(sizes)}, func(ctx cuda.CUcontext, p CufftHandle) error {
-		if typ == CUFFT_C2R {
-			return inExecC2R(ctx, p, (*cuda.CuComplex)(unsafe.Pointer(pi)), (*CufftReal)(unsafe.Pointer(po)))
+	return exec(op, s, planKey{typ: typ, batch: batch, sizes: key(sizes)}, func(ctx cudaraw.CUcontext, p cufftraw.CufftHandle) error {
+		if typ == cufftraw.CUFFT_C2R {
+			return cufftraw.ExecC2RIn(ctx, p, (*cudaraw.CuComplex)(unsafe.Pointer(pi)), (*cufftraw.CufftReal)(unsafe.Pointer(po)))
 		}
-		return inExecZ2D(ctx, p, (*cuda.CuDoubleComplex)(unsafe.Pointer(pi)), (*CufftDoubleReal)(unsafe.Pointer(po)))
+		return cufftraw.ExecZ2DIn(ctx, p, (*cudaraw.CuDoubleComplex)(unsafe.Pointer(pi)), (*cufftraw.CufftDoubleReal)(unsafe.Pointer(po)))
 	}, nil, in, out)
 }
 
@@ -201,8 +203,8 @@ const MaxIdlePlans = 16
 
 // planKey identifies a transform; sizes holds up to three dimensions.
 type planKey struct {
-	ctx   cuda.CUcontext
-	typ   CufftType
+	ctx   cudaraw.CUcontext
+	typ   cufftraw.CufftType
 	batch int
 	sizes [3]int
 }
@@ -224,9 +226,9 @@ func key(sizes []int) [3]int {
 
 type plan struct {
 	key    planKey // its transform: never changes
-	own    *OwnedPlan
-	raw    CufftHandle
-	stream cuda.CUstream
+	own    *cufftraw.OwnedPlan
+	raw    cufftraw.CufftHandle
+	stream cudaraw.CUstream
 	work   *cuda.DeviceBuffer // nil when the transform needs none
 }
 
@@ -245,7 +247,7 @@ var keptPlans, keepPlans = streamslot.NewLib(func(h unsafe.Pointer) {
 const MaxIdlePlanBytes = 256 << 20
 
 // plans are the idle plans, at most MaxIdlePlans and MaxIdlePlanBytes per context.
-var plans = idlecache.New[planKey, cuda.CUcontext, *plan](MaxIdlePlans, func(k planKey) cuda.CUcontext { return k.ctx }).
+var plans = idlecache.New[planKey, cudaraw.CUcontext, *plan](MaxIdlePlans, func(k planKey) cudaraw.CUcontext { return k.ctx }).
 	LimitBytes(MaxIdlePlanBytes, func(p *plan) int64 {
 		if p.work == nil {
 			return 0
@@ -276,19 +278,19 @@ func takePlan(ctx *cuda.Context, s *cuda.Stream, k planKey, uses []cuda.Use) (*p
 	}
 	var size uint64
 	err := ctx.Locked(func() error {
-		if err := Create(&p.raw); err != nil {
+		if err := cufftraw.Create(&p.raw); err != nil {
 			return err
 		}
-		p.own = OwnPlan(p.raw) // from here on, the plan is released however this ends
-		if err := SetAutoAllocation(p.raw, 0); err != nil {
+		p.own = cufftraw.OwnPlan(p.raw) // from here on, the plan is released however this ends
+		if err := cufftraw.SetAutoAllocation(p.raw, 0); err != nil {
 			return err
 		}
-		return MakePlanMany(p.raw, int32(rank), &dims[0], nil, 1, 0, nil, 1, 0, k.typ, int32(k.batch), &size)
+		return cufftraw.MakePlanMany(p.raw, int32(rank), &dims[0], nil, 1, 0, nil, 1, 0, k.typ, int32(k.batch), &size)
 	})
 	if err == nil && size > 0 {
 		if p.work, err = ctx.Alloc(s, int(size)); err == nil {
 			wp, _ := cuda.DevicePtr[byte](p.work)
-			err = ctx.Locked(func() error { return SetWorkArea(p.raw, unsafe.Pointer(wp)) })
+			err = ctx.Locked(func() error { return cufftraw.SetWorkArea(p.raw, unsafe.Pointer(wp)) })
 		}
 	}
 	if err != nil {
@@ -335,7 +337,7 @@ func streamPlans(ctx *cuda.Context) int {
 // is read (unless nil), every memory of written is written, and so is the plan's
 // work area. The stream and memory are checked before a plan is made, so that a bad
 // argument is reported before cuFFT is loaded.
-func exec(op string, s *cuda.Stream, k planKey, f func(ctx cuda.CUcontext, p CufftHandle) error, in cuda.Memory, written ...cuda.Memory) error {
+func exec(op string, s *cuda.Stream, k planKey, f func(ctx cudaraw.CUcontext, p cufftraw.CufftHandle) error, in cuda.Memory, written ...cuda.Memory) error {
 	fail := func(err error) error {
 		return fmt.Errorf("cufft: %s of %v, batch %d: %w", op, k.sizes[:k.rank()], k.batch, err)
 	}
@@ -360,9 +362,9 @@ func exec(op string, s *cuda.Stream, k planKey, f func(ctx cuda.CUcontext, p Cuf
 	if p.work != nil {
 		u = append(u, cuda.Writes(p.work))
 	}
-	err = cuda.Enqueue(s, func(c cuda.CUcontext, h cuda.CUstream) error {
+	err = cuda.Enqueue(s, func(c cudaraw.CUcontext, h cudaraw.CUstream) error {
 		if p.stream != h {
-			if err := inSetStream(c, p.raw, h); err != nil {
+			if err := cufftraw.SetStreamIn(c, p.raw, h); err != nil {
 				return err
 			}
 			p.stream = h

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cufft"
+	"github.com/gocuda/gocuda/cufft/cufftraw"
 	"github.com/gocuda/gocuda/internal/gputest"
 	"github.com/gocuda/gocuda/resource"
 	"github.com/stretchr/testify/assert"
@@ -77,7 +78,7 @@ func dft(in []complex128, sizes []int, sign float64) []complex128 {
 // and a round trip; plans are cached.
 func TestTransforms(t *testing.T) {
 	ctx, s := gputest.Stream(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cufft.Library())
+	gputest.RequireLibrary(t, cufftraw.Library())
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, shape := range [][]int{{16}, {12}, {8, 6}, {4, 3, 5}} {
 		n := 1
@@ -161,7 +162,7 @@ func TestTransforms(t *testing.T) {
 // gives the direct DFT every time: the hand-off orders the work area's uses.
 func TestWorkArea(t *testing.T) {
 	ctx, s := gputest.Stream(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cufft.Library())
+	gputest.RequireLibrary(t, cufftraw.Library())
 	_, err := resource.Reclaim() // no idle plans: the first call makes one
 	require.NoError(t, err)
 	s2, err := ctx.NewStream()
@@ -173,7 +174,7 @@ func TestWorkArea(t *testing.T) {
 	const batch = 8
 	n, work := 0, uint64(0)
 	for _, c := range []int{1031, 4099, 65537, 1 << 20} {
-		if work = workSize(t, c, cufft.CUFFT_Z2Z, batch); work > 0 {
+		if work = workSize(t, c, cufftraw.CUFFT_Z2Z, batch); work > 0 {
 			n = c
 			break
 		}
@@ -222,22 +223,22 @@ func TestWorkArea(t *testing.T) {
 
 // workSize returns the work area a 1-D plan of n elements of typ, batch batch, needs,
 // asked of a raw plan on this thread's context.
-func workSize(t testing.TB, n int, typ cufft.CufftType, batch int) uint64 {
+func workSize(t testing.TB, n int, typ cufftraw.CufftType, batch int) uint64 {
 	t.Helper()
-	var p cufft.CufftHandle
-	require.NoError(t, cufft.Create(&p))
-	require.NoError(t, cufft.SetAutoAllocation(p, 0))
+	var p cufftraw.CufftHandle
+	require.NoError(t, cufftraw.Create(&p))
+	require.NoError(t, cufftraw.SetAutoAllocation(p, 0))
 	dims := []int32{int32(n)}
 	var work uint64
-	require.NoError(t, cufft.MakePlanMany(p, 1, &dims[0], nil, 1, 0, nil, 1, 0, typ, int32(batch), &work))
-	require.NoError(t, cufft.Destroy(p))
+	require.NoError(t, cufftraw.MakePlanMany(p, 1, &dims[0], nil, 1, 0, nil, 1, 0, typ, int32(batch), &work))
+	require.NoError(t, cufftraw.Destroy(p))
 	return work
 }
 
 // noWorkSize returns a 1-D C2C size (batch 1) whose plan needs no work area.
 func noWorkSize(t testing.TB) int {
 	for _, c := range []int{256, 1024, 64, 4096} {
-		if workSize(t, c, cufft.CUFFT_C2C, 1) == 0 {
+		if workSize(t, c, cufftraw.CUFFT_C2C, 1) == 0 {
 			return c
 		}
 	}
@@ -250,7 +251,7 @@ func noWorkSize(t testing.TB) int {
 // cache (the stream keeps one), and closing the stream gives its plan to the cache.
 func TestStreamKeepsPlan(t *testing.T) {
 	ctx, _ := gputest.Stream(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cufft.Library())
+	gputest.RequireLibrary(t, cufftraw.Library())
 	n := noWorkSize(t)
 	_, err := resource.Reclaim()
 	require.NoError(t, err)
@@ -282,7 +283,7 @@ func TestStreamKeepsPlan(t *testing.T) {
 // plans cost when every goroutine calls cuFFT.
 func BenchmarkFFTParallel(b *testing.B) {
 	ctx, _ := gputest.Stream(b, gputest.Kernels)
-	gputest.RequireLibrary(b, cufft.Library())
+	gputest.RequireLibrary(b, cufftraw.Library())
 	const n = 256
 	gputest.RunParallel(b, ctx, func(s *cuda.Stream, pb *testing.PB) error {
 		buf, err := cuda.AllocFor[complex64](s, n)

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gocuda/gocuda/cuda"
-	"github.com/gocuda/gocuda/cufft"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/cufft/cufftraw"
 	"github.com/gocuda/gocuda/internal/gputest"
 )
 
@@ -17,33 +17,33 @@ import (
 // compares it with a float64 DFT computed on the CPU.
 func TestSmokeFFT1d(t *testing.T) {
 	g := gputest.Require(t)
-	gputest.RequireLibrary(t, cufft.Library())
+	gputest.RequireLibrary(t, cufftraw.Library())
 
 	var ver int32
-	require.NoError(t, cufft.GetVersion(&ver))
-	t.Logf("cuFFT version %d (headers %d)", ver, cufft.CUFFT_VERSION)
+	require.NoError(t, cufftraw.GetVersion(&ver))
+	t.Logf("cuFFT version %d (headers %d)", ver, cufftraw.CUFFT_VERSION)
 
 	const n = 256
-	plan, err := cufft.NewOwnedPlan()
+	plan, err := cufftraw.NewOwnedPlan()
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, plan.Close()) }()
 	var work uint64
-	require.NoError(t, cufft.MakePlan1d(plan.Handle(), n, cufft.CUFFT_C2C, 1, &work))
+	require.NoError(t, cufftraw.MakePlan1d(plan.Handle(), n, cufftraw.CUFFT_C2C, 1, &work))
 	t.Logf("plan work area %d bytes", work)
 
 	r := gputest.Rand(3)
-	in := make([]cuda.CuComplex, n)
+	in := make([]cudaraw.CuComplex, n)
 	for i := range in {
-		in[i] = cuda.CuComplex{X: 2*r.Float32() - 1, Y: 2*r.Float32() - 1}
+		in[i] = cudaraw.CuComplex{X: 2*r.Float32() - 1, Y: 2*r.Float32() - 1}
 	}
 	dIn := gputest.ToDevice(t, g, in)
-	dOut := gputest.Alloc[cuda.CuComplex](t, g, n)
-	require.NoError(t, cufft.ExecC2C(plan.Handle(), gputest.DevPtr[cuda.CuComplex](dIn),
-		gputest.DevPtr[cuda.CuComplex](dOut), cufft.CUFFT_FORWARD))
-	got := gputest.FromDevice[cuda.CuComplex](t, dOut, n)
+	dOut := gputest.Alloc[cudaraw.CuComplex](t, g, n)
+	require.NoError(t, cufftraw.ExecC2C(plan.Handle(), gputest.DevPtr[cudaraw.CuComplex](dIn),
+		gputest.DevPtr[cudaraw.CuComplex](dOut), cufftraw.CUFFT_FORWARD))
+	got := gputest.FromDevice[cudaraw.CuComplex](t, dOut, n)
 
 	// Input is left alone by an out-of-place transform.
-	assert.Equal(t, in, gputest.FromDevice[cuda.CuComplex](t, dIn, n))
+	assert.Equal(t, in, gputest.FromDevice[cudaraw.CuComplex](t, dIn, n))
 
 	var maxErr, maxAbs float64
 	for k := 0; k < n; k++ {

@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/curand"
+	"github.com/gocuda/gocuda/curand/curandraw"
 	"github.com/gocuda/gocuda/internal/gputest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -34,7 +36,7 @@ const collectRawGenerators = 2
 // too.
 func TestCollectWhileGPUBusy(t *testing.T) {
 	ctx, s := gputest.Stream(t, gputest.Kernels)
-	gputest.RequireLibrary(t, curand.Library())
+	gputest.RequireLibrary(t, curandraw.Library())
 	perRound := collectGenerators - collectUnclosed - curand.MaxIdleGenerators + collectRawGenerators
 	st := gputest.CollectWhileBusy(t, ctx, perRound, func(n int) {
 		for range n {
@@ -54,7 +56,7 @@ func collectRound(t *testing.T, ctx *cuda.Context, s *cuda.Stream) {
 	gens := make([]*curand.Generator, collectGenerators)
 	for i := range gens {
 		var err error
-		gens[i], err = curand.NewGenerator(ctx, curand.CURAND_RNG_PSEUDO_DEFAULT, uint64(i))
+		gens[i], err = curand.NewGenerator(ctx, curandraw.CURAND_RNG_PSEUDO_DEFAULT, uint64(i))
 		require.NoError(t, err)
 	}
 	var wg sync.WaitGroup
@@ -88,21 +90,21 @@ func collectRound(t *testing.T, ctx *cuda.Context, s *cuda.Stream) {
 	p, err := cuda.DevicePtr[float32](out)
 	require.NoError(t, err)
 	for i := range collectRawGenerators {
-		var g *curand.OwnedGenerator
+		var g *curandraw.OwnedGenerator
 		require.NoError(t, ctx.Locked(func() error {
-			var h curand.CurandGenerator
-			if err := curand.CreateGenerator(&h, curand.CURAND_RNG_PSEUDO_DEFAULT); err != nil {
+			var h curandraw.CurandGenerator
+			if err := curandraw.CreateGenerator(&h, curandraw.CURAND_RNG_PSEUDO_DEFAULT); err != nil {
 				return err
 			}
-			g = curand.OwnGenerator(h)
-			return curand.SetPseudoRandomGeneratorSeed(h, uint64(1000+i))
+			g = curandraw.OwnGenerator(h)
+			return curandraw.SetPseudoRandomGeneratorSeed(h, uint64(1000+i))
 		}))
-		require.NoError(t, cuda.Enqueue(s, func(_ cuda.CUcontext, st cuda.CUstream) error {
+		require.NoError(t, cuda.Enqueue(s, func(_ cudaraw.CUcontext, st cudaraw.CUstream) error {
 			return ctx.Locked(func() error {
-				if err := curand.SetStream(g.Handle(), st); err != nil {
+				if err := curandraw.SetStream(g.Handle(), st); err != nil {
 					return err
 				}
-				return curand.GenerateUniform(g.Handle(), p, n)
+				return curandraw.GenerateUniform(g.Handle(), p, n)
 			})
 		}, cuda.Writes(out)))
 		// g is dropped here, without Close.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/curand"
+	"github.com/gocuda/gocuda/curand/curandraw"
 )
 
 // Normally distributed numbers into device memory, then to the host. (It needs a GPU
@@ -22,7 +23,7 @@ func Example() {
 		return
 	}
 	defer s.Close()
-	g, err := curand.NewGenerator(ctx, curand.CURAND_RNG_PSEUDO_PHILOX4_32_10, 1234)
+	g, err := curand.NewGenerator(ctx, curandraw.CURAND_RNG_PSEUDO_PHILOX4_32_10, 1234)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -48,9 +49,9 @@ func Example() {
 
 // Statuses are errors that work without the library loaded.
 func Example_errors() {
-	var err error = curand.CURAND_STATUS_NOT_INITIALIZED
+	var err error = curandraw.CURAND_STATUS_NOT_INITIALIZED
 	fmt.Println(err)
-	fmt.Println(errors.Is(fmt.Errorf("call: %w", err), curand.ErrNotInitialized))
+	fmt.Println(errors.Is(fmt.Errorf("call: %w", err), curandraw.ErrNotInitialized))
 	// Output:
 	// curand: CURAND_STATUS_NOT_INITIALIZED (101): not initialized
 	// true

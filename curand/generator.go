@@ -8,6 +8,8 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/curand/curandraw"
 	"github.com/gocuda/gocuda/internal/errs"
 	"github.com/gocuda/gocuda/internal/idlecache"
 	"github.com/gocuda/gocuda/resource"
@@ -28,7 +30,7 @@ import (
 // stalls other threads' launches (headers/curand.toml), so never elsewhere.
 type Generator struct {
 	ctx  *cuda.Context
-	kind CurandRngType
+	kind curandraw.CurandRngType
 
 	mu    sync.Mutex
 	g     *rawGen            // nil once closed
@@ -38,33 +40,33 @@ type Generator struct {
 
 // rawGen is a cached raw generator: owned, and bound to a stream.
 type rawGen struct {
-	own    *OwnedGenerator
-	raw    CurandGenerator
-	kind   CurandRngType
-	stream cuda.CUstream
+	own    *curandraw.OwnedGenerator
+	raw    curandraw.CurandGenerator
+	kind   curandraw.CurandRngType
+	stream cudaraw.CUstream
 }
 
 // MaxIdleGenerators is how many idle raw generators a context's cache keeps.
 const MaxIdleGenerators = 4
 
 type genKey struct {
-	ctx  cuda.CUcontext
-	kind CurandRngType
+	ctx  cudaraw.CUcontext
+	kind curandraw.CurandRngType
 }
 
 // cache is the idle raw generators, per context and kind.
-var cache = idlecache.New[genKey, cuda.CUcontext, *rawGen](MaxIdleGenerators, func(k genKey) cuda.CUcontext { return k.ctx })
+var cache = idlecache.New[genKey, cudaraw.CUcontext, *rawGen](MaxIdleGenerators, func(k genKey) cudaraw.CUcontext { return k.ctx })
 
 // NewGenerator returns a generator of the given kind (CURAND_RNG_PSEUDO_* or
 // CURAND_RNG_QUASI_*) in ctx, seeded with seed: a pseudo-random generator's seed, or
 // a quasi-random generator's offset in its sequence (of one dimension). The same kind
 // and seed give the same numbers.
-func NewGenerator(ctx *cuda.Context, kind CurandRngType, seed uint64) (*Generator, error) {
+func NewGenerator(ctx *cuda.Context, kind curandraw.CurandRngType, seed uint64) (*Generator, error) {
 	if ctx == nil || ctx.Handle() == 0 {
 		return nil, fmt.Errorf("curand: %w: nil or zero context", cuda.ErrInvalidArgument)
 	}
-	quasi := kind >= CURAND_RNG_QUASI_DEFAULT && kind <= CURAND_RNG_QUASI_SCRAMBLED_SOBOL64
-	if !quasi && (kind < CURAND_RNG_PSEUDO_DEFAULT || kind > CURAND_RNG_PSEUDO_PHILOX4_32_10) {
+	quasi := kind >= curandraw.CURAND_RNG_QUASI_DEFAULT && kind <= curandraw.CURAND_RNG_QUASI_SCRAMBLED_SOBOL64
+	if !quasi && (kind < curandraw.CURAND_RNG_PSEUDO_DEFAULT || kind > curandraw.CURAND_RNG_PSEUDO_PHILOX4_32_10) {
 		return nil, fmt.Errorf("curand: %w: generator kind %d", cuda.ErrInvalidArgument, int(kind))
 	}
 	// The state stand-in: one byte on a stream of the pool, used by every call.
@@ -85,13 +87,13 @@ func NewGenerator(ctx *cuda.Context, kind CurandRngType, seed uint64) (*Generato
 	err = ctx.Locked(func() error {
 		h := ctx.Handle()
 		if quasi {
-			if err := inSetQuasiRandomGeneratorDimensions(h, rg.raw, 1); err != nil {
+			if err := curandraw.SetQuasiRandomGeneratorDimensionsIn(h, rg.raw, 1); err != nil {
 				return err
 			}
-		} else if err := inSetPseudoRandomGeneratorSeed(h, rg.raw, seed); err != nil {
+		} else if err := curandraw.SetPseudoRandomGeneratorSeedIn(h, rg.raw, seed); err != nil {
 			return err
 		}
-		if kind == CURAND_RNG_PSEUDO_MTGP32 || kind == CURAND_RNG_PSEUDO_MT19937 {
+		if kind == curandraw.CURAND_RNG_PSEUDO_MTGP32 || kind == curandraw.CURAND_RNG_PSEUDO_MT19937 {
 			return nil // no offsets (CURAND_STATUS_TYPE_ERROR): the seed resets them
 		}
 		// A cached generator has moved on: back to the start (or, quasi, to seed).
@@ -99,7 +101,7 @@ func NewGenerator(ctx *cuda.Context, kind CurandRngType, seed uint64) (*Generato
 		if quasi {
 			off = seed
 		}
-		return inSetGeneratorOffset(h, rg.raw, off)
+		return curandraw.SetGeneratorOffsetIn(h, rg.raw, off)
 	})
 	if err != nil {
 		putGen(ctx, rg)
@@ -112,7 +114,7 @@ func NewGenerator(ctx *cuda.Context, kind CurandRngType, seed uint64) (*Generato
 }
 
 // takeGen returns an idle raw generator of ctx and kind, or a new one.
-func takeGen(ctx *cuda.Context, kind CurandRngType) (*rawGen, error) {
+func takeGen(ctx *cuda.Context, kind curandraw.CurandRngType) (*rawGen, error) {
 	if g, ok := cache.Take(genKey{ctx.Handle(), kind}); ok {
 		return g, nil
 	}
@@ -120,10 +122,10 @@ func takeGen(ctx *cuda.Context, kind CurandRngType) (*rawGen, error) {
 	// Made with the context current on a locked thread: the OwnedGenerator's release
 	// (in Reclaim) destroys it in that context, or not at all once it is gone.
 	err := ctx.Locked(func() error {
-		if err := inCreateGenerator(ctx.Handle(), &g.raw, kind); err != nil {
+		if err := curandraw.CreateGeneratorIn(ctx.Handle(), &g.raw, kind); err != nil {
 			return err
 		}
-		g.own = OwnGenerator(g.raw)
+		g.own = curandraw.OwnGenerator(g.raw)
 		return nil
 	})
 	if err != nil {
@@ -172,11 +174,11 @@ type Float interface {
 // Uniform fills the first n elements of out with numbers uniform in (0, 1], on s:
 // curandGenerateUniform(Double).
 func Uniform[T Float](g *Generator, s *cuda.Stream, out cuda.Memory, n int) error {
-	return generate[T](g, "uniform", s, out, n, false, func(ctx cuda.CUcontext, raw CurandGenerator, p unsafe.Pointer, N uint64) error {
+	return generate[T](g, "uniform", s, out, n, false, func(ctx cudaraw.CUcontext, raw curandraw.CurandGenerator, p unsafe.Pointer, N uint64) error {
 		if isFloat32[T]() {
-			return inGenerateUniform(ctx, raw, (*float32)(p), N)
+			return curandraw.GenerateUniformIn(ctx, raw, (*float32)(p), N)
 		}
-		return inGenerateUniformDouble(ctx, raw, (*float64)(p), N)
+		return curandraw.GenerateUniformDoubleIn(ctx, raw, (*float64)(p), N)
 	})
 }
 
@@ -184,11 +186,11 @@ func Uniform[T Float](g *Generator, s *cuda.Stream, out cuda.Memory, n int) erro
 // given mean and standard deviation, on s: curandGenerateNormal(Double). n must be
 // even for pseudo-random generators (they draw pairs).
 func Normal[T Float](g *Generator, s *cuda.Stream, out cuda.Memory, n int, mean, stddev T) error {
-	return generate[T](g, "normal", s, out, n, true, func(ctx cuda.CUcontext, raw CurandGenerator, p unsafe.Pointer, N uint64) error {
+	return generate[T](g, "normal", s, out, n, true, func(ctx cudaraw.CUcontext, raw curandraw.CurandGenerator, p unsafe.Pointer, N uint64) error {
 		if isFloat32[T]() {
-			return inGenerateNormal(ctx, raw, (*float32)(p), N, float32(mean), float32(stddev))
+			return curandraw.GenerateNormalIn(ctx, raw, (*float32)(p), N, float32(mean), float32(stddev))
 		}
-		return inGenerateNormalDouble(ctx, raw, (*float64)(p), N, float64(mean), float64(stddev))
+		return curandraw.GenerateNormalDoubleIn(ctx, raw, (*float64)(p), N, float64(mean), float64(stddev))
 	})
 }
 
@@ -196,11 +198,11 @@ func Normal[T Float](g *Generator, s *cuda.Stream, out cuda.Memory, n int, mean,
 // whose logarithm has the given mean and standard deviation, on s:
 // curandGenerateLogNormal(Double). n must be even for pseudo-random generators.
 func LogNormal[T Float](g *Generator, s *cuda.Stream, out cuda.Memory, n int, mean, stddev T) error {
-	return generate[T](g, "log-normal", s, out, n, true, func(ctx cuda.CUcontext, raw CurandGenerator, p unsafe.Pointer, N uint64) error {
+	return generate[T](g, "log-normal", s, out, n, true, func(ctx cudaraw.CUcontext, raw curandraw.CurandGenerator, p unsafe.Pointer, N uint64) error {
 		if isFloat32[T]() {
-			return inGenerateLogNormal(ctx, raw, (*float32)(p), N, float32(mean), float32(stddev))
+			return curandraw.GenerateLogNormalIn(ctx, raw, (*float32)(p), N, float32(mean), float32(stddev))
 		}
-		return inGenerateLogNormalDouble(ctx, raw, (*float64)(p), N, float64(mean), float64(stddev))
+		return curandraw.GenerateLogNormalDoubleIn(ctx, raw, (*float64)(p), N, float64(mean), float64(stddev))
 	})
 }
 
@@ -210,16 +212,16 @@ func Poisson(g *Generator, s *cuda.Stream, out cuda.Memory, n int, lambda float6
 	if !(lambda > 0) {
 		return fmt.Errorf("curand: poisson: %w: lambda %v", cuda.ErrInvalidArgument, lambda)
 	}
-	return generate[uint32](g, "poisson", s, out, n, false, func(ctx cuda.CUcontext, raw CurandGenerator, p unsafe.Pointer, N uint64) error {
-		return inGeneratePoisson(ctx, raw, (*uint32)(p), N, lambda)
+	return generate[uint32](g, "poisson", s, out, n, false, func(ctx cudaraw.CUcontext, raw curandraw.CurandGenerator, p unsafe.Pointer, N uint64) error {
+		return curandraw.GeneratePoissonIn(ctx, raw, (*uint32)(p), N, lambda)
 	})
 }
 
 // Uint32 fills the first n elements of out with random 32-bit words, on s:
 // curandGenerate.
 func Uint32(g *Generator, s *cuda.Stream, out cuda.Memory, n int) error {
-	return generate[uint32](g, "uint32", s, out, n, false, func(ctx cuda.CUcontext, raw CurandGenerator, p unsafe.Pointer, N uint64) error {
-		return inGenerate(ctx, raw, (*uint32)(p), N)
+	return generate[uint32](g, "uint32", s, out, n, false, func(ctx cudaraw.CUcontext, raw curandraw.CurandGenerator, p unsafe.Pointer, N uint64) error {
+		return curandraw.GenerateIn(ctx, raw, (*uint32)(p), N)
 	})
 }
 
@@ -227,7 +229,7 @@ func Uint32(g *Generator, s *cuda.Stream, out cuda.Memory, n int) error {
 // to s, ordered after its previous call (the state stand-in is written by every
 // call) and out's conflicting uses.
 func generate[T Float | uint32](g *Generator, op string, s *cuda.Stream, out cuda.Memory, n int, pairs bool,
-	f func(ctx cuda.CUcontext, raw CurandGenerator, p unsafe.Pointer, n uint64) error) error {
+	f func(ctx cudaraw.CUcontext, raw curandraw.CurandGenerator, p unsafe.Pointer, n uint64) error) error {
 	if n < 0 {
 		return fmt.Errorf("curand: %s: %w: %d numbers", op, cuda.ErrInvalidArgument, n)
 	}
@@ -244,7 +246,7 @@ func generate[T Float | uint32](g *Generator, op string, s *cuda.Stream, out cud
 	if g == nil {
 		return fmt.Errorf("curand: %s: %w: nil generator", op, cuda.ErrInvalidArgument)
 	}
-	quasi := g.kind >= CURAND_RNG_QUASI_DEFAULT
+	quasi := g.kind >= curandraw.CURAND_RNG_QUASI_DEFAULT
 	if pairs && !quasi && n%2 != 0 {
 		return fmt.Errorf("curand: %s: %w: %d numbers: pseudo-random generators draw pairs (an even count)", op, cuda.ErrInvalidArgument, n)
 	}
@@ -257,9 +259,9 @@ func generate[T Float | uint32](g *Generator, op string, s *cuda.Stream, out cud
 	if n == 0 {
 		return nil
 	}
-	err = cuda.Enqueue(s, func(ctx cuda.CUcontext, h cuda.CUstream) error {
+	err = cuda.Enqueue(s, func(ctx cudaraw.CUcontext, h cudaraw.CUstream) error {
 		if rg.stream != h {
-			if err := inSetStream(ctx, rg.raw, h); err != nil {
+			if err := curandraw.SetStreamIn(ctx, rg.raw, h); err != nil {
 				return err
 			}
 			rg.stream = h

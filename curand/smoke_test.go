@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gocuda/gocuda/curand"
+	"github.com/gocuda/gocuda/curand/curandraw"
 	"github.com/gocuda/gocuda/internal/gputest"
 )
 
@@ -14,21 +14,21 @@ import (
 // mean 0.5 ± 0.01, and the same seed gives the same numbers.
 func TestSmokeUniform(t *testing.T) {
 	g := gputest.Require(t)
-	gputest.RequireLibrary(t, curand.Library())
+	gputest.RequireLibrary(t, curandraw.Library())
 
 	var ver int32
-	require.NoError(t, curand.GetVersion(&ver))
+	require.NoError(t, curandraw.GetVersion(&ver))
 	t.Logf("cuRAND version %d", ver)
 
 	const n = 1 << 16
 	d := gputest.Alloc[float32](t, g, n)
 	draw := func(seed uint64) []float32 {
-		var h curand.CurandGenerator
-		require.NoError(t, curand.CreateGenerator(&h, curand.CURAND_RNG_PSEUDO_DEFAULT))
-		gen := curand.OwnGenerator(h)
+		var h curandraw.CurandGenerator
+		require.NoError(t, curandraw.CreateGenerator(&h, curandraw.CURAND_RNG_PSEUDO_DEFAULT))
+		gen := curandraw.OwnGenerator(h)
 		defer func() { assert.NoError(t, gen.Close()) }()
-		require.NoError(t, curand.SetPseudoRandomGeneratorSeed(gen.Handle(), seed))
-		require.NoError(t, curand.GenerateUniform(gen.Handle(), gputest.DevPtr[float32](d), n))
+		require.NoError(t, curandraw.SetPseudoRandomGeneratorSeed(gen.Handle(), seed))
+		require.NoError(t, curandraw.GenerateUniform(gen.Handle(), gputest.DevPtr[float32](d), n))
 		return gputest.Float32sFromDevice(t, d, n)
 	}
 	u := draw(1234)

@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/cusolver"
+	"github.com/gocuda/gocuda/cusolver/cusolverraw"
 	"github.com/gocuda/gocuda/internal/gputest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -29,7 +31,7 @@ const collectRawHandles = 2
 // handle, the idle ones too.
 func TestCollectWhileGPUBusy(t *testing.T) {
 	ctx, s := gputest.Stream(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cusolver.Library())
+	gputest.RequireLibrary(t, cusolverraw.Library())
 	st := gputest.CollectWhileBusy(t, ctx, collectRawHandles, func(n int) {
 		for range n {
 			collectRound(t, ctx, s)
@@ -85,24 +87,24 @@ func collectRound(t *testing.T, ctx *cuda.Context, s *cuda.Stream) {
 	pi, err := cuda.DevicePtr[int32](info)
 	require.NoError(t, err)
 	for range collectRawHandles {
-		var h *cusolver.OwnedDnHandle
+		var h *cusolverraw.OwnedDnHandle
 		require.NoError(t, ctx.Locked(func() (err error) {
-			h, err = cusolver.NewOwnedDnHandle()
+			h, err = cusolverraw.NewOwnedDnHandle()
 			return err
 		}))
-		require.NoError(t, cuda.Enqueue(s, func(_ cuda.CUcontext, st cuda.CUstream) error {
+		require.NoError(t, cuda.Enqueue(s, func(_ cudaraw.CUcontext, st cudaraw.CUstream) error {
 			return ctx.Locked(func() error {
 				var lwork int32
-				if err := cusolver.DnSpotrfBufferSize(h.Handle(), cusolver.Lower, n, pa, n, &lwork); err != nil {
+				if err := cusolverraw.DnSpotrfBufferSize(h.Handle(), cusolver.Lower, n, pa, n, &lwork); err != nil {
 					return err
 				}
 				if int(lwork) > w.Len() {
 					return cuda.ErrInvalidArgument
 				}
-				if err := cusolver.DnSetStream(h.Handle(), st); err != nil {
+				if err := cusolverraw.DnSetStream(h.Handle(), st); err != nil {
 					return err
 				}
-				return cusolver.DnSpotrf(h.Handle(), cusolver.Lower, n, pa, n, pw, lwork, pi)
+				return cusolverraw.DnSpotrf(h.Handle(), cusolver.Lower, n, pa, n, pw, lwork, pi)
 			})
 		}, cuda.Writes(a), cuda.Writes(w), cuda.Writes(info)))
 		// h is dropped here, without Close.

@@ -7,8 +7,10 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/gocuda/gocuda/cublas"
+	"github.com/gocuda/gocuda/cublas/cublasraw"
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/cusolver/cusolverraw"
 	"github.com/gocuda/gocuda/internal/errs"
 )
 
@@ -21,15 +23,15 @@ type Scalar interface {
 
 // The triangle of a symmetric (Hermitian) matrix that Potrf reads and overwrites.
 const (
-	Lower = cublas.CUBLAS_FILL_MODE_LOWER // A = L·Lᴴ, L in the lower triangle
-	Upper = cublas.CUBLAS_FILL_MODE_UPPER // A = Uᴴ·U, U in the upper triangle
+	Lower = cublasraw.CUBLAS_FILL_MODE_LOWER // A = L·Lᴴ, L in the lower triangle
+	Upper = cublasraw.CUBLAS_FILL_MODE_UPPER // A = Uᴴ·U, U in the upper triangle
 )
 
 // Transposition of the matrix Getrs solves with.
 const (
-	NoTrans   = cublas.CUBLAS_OP_N // A·X = B
-	Trans     = cublas.CUBLAS_OP_T // Aᵀ·X = B
-	ConjTrans = cublas.CUBLAS_OP_C // Aᴴ·X = B
+	NoTrans   = cublasraw.CUBLAS_OP_N // A·X = B
+	Trans     = cublasraw.CUBLAS_OP_T // Aᵀ·X = B
+	ConjTrans = cublasraw.CUBLAS_OP_C // Aᴴ·X = B
 )
 
 // Errors that an *InfoError matches, by the operation's info.
@@ -142,12 +144,12 @@ func wait(i *Info, err error) error {
 // other triangle is not referenced): cusolverDn{S,D,C,Z}potrf. It waits for the
 // factorization, and returns an *InfoError matching ErrNotPositiveDefinite when A is
 // not positive definite.
-func Potrf[T Scalar](s *cuda.Stream, uplo cublas.CublasFillMode, n int, a cuda.Memory, lda int) error {
+func Potrf[T Scalar](s *cuda.Stream, uplo cublasraw.CublasFillMode, n int, a cuda.Memory, lda int) error {
 	return wait(PotrfAsync[T](s, uplo, n, a, lda))
 }
 
 // PotrfAsync queues Potrf on s and returns its Info without waiting.
-func PotrfAsync[T Scalar](s *cuda.Stream, uplo cublas.CublasFillMode, n int, a cuda.Memory, lda int) (*Info, error) {
+func PotrfAsync[T Scalar](s *cuda.Stream, uplo cublasraw.CublasFillMode, n int, a cuda.Memory, lda int) (*Info, error) {
 	const op = "potrf"
 	if err := checkFill(op, uplo); err != nil {
 		return nil, err
@@ -157,30 +159,30 @@ func PotrfAsync[T Scalar](s *cuda.Stream, uplo cublas.CublasFillMode, n int, a c
 		return nil, err
 	}
 	N, LDA := int32(n), int32(lda)
-	return factor[T](op, s, []cuda.Use{cuda.Writes(a)}, func(c cuda.CUcontext, h CusolverDnHandle) (int32, error) {
+	return factor[T](op, s, []cuda.Use{cuda.Writes(a)}, func(c cudaraw.CUcontext, h cusolverraw.CusolverDnHandle) (int32, error) {
 		var lwork int32
 		var err error
 		switch any(*new(T)).(type) {
 		case float32:
-			err = inDnSpotrfBufferSize(c, h, uplo, N, f32(pa), LDA, &lwork)
+			err = cusolverraw.DnSpotrfBufferSizeIn(c, h, uplo, N, f32(pa), LDA, &lwork)
 		case float64:
-			err = inDnDpotrfBufferSize(c, h, uplo, N, f64(pa), LDA, &lwork)
+			err = cusolverraw.DnDpotrfBufferSizeIn(c, h, uplo, N, f64(pa), LDA, &lwork)
 		case complex64:
-			err = inDnCpotrfBufferSize(c, h, uplo, N, c64(pa), LDA, &lwork)
+			err = cusolverraw.DnCpotrfBufferSizeIn(c, h, uplo, N, c64(pa), LDA, &lwork)
 		default:
-			err = inDnZpotrfBufferSize(c, h, uplo, N, c128(pa), LDA, &lwork)
+			err = cusolverraw.DnZpotrfBufferSizeIn(c, h, uplo, N, c128(pa), LDA, &lwork)
 		}
 		return lwork, err
-	}, func(c cuda.CUcontext, h CusolverDnHandle, w unsafe.Pointer, lwork int32, info *int32) error {
+	}, func(c cudaraw.CUcontext, h cusolverraw.CusolverDnHandle, w unsafe.Pointer, lwork int32, info *int32) error {
 		switch any(*new(T)).(type) {
 		case float32:
-			return inDnSpotrf(c, h, uplo, N, f32(pa), LDA, (*float32)(w), lwork, info)
+			return cusolverraw.DnSpotrfIn(c, h, uplo, N, f32(pa), LDA, (*float32)(w), lwork, info)
 		case float64:
-			return inDnDpotrf(c, h, uplo, N, f64(pa), LDA, (*float64)(w), lwork, info)
+			return cusolverraw.DnDpotrfIn(c, h, uplo, N, f64(pa), LDA, (*float64)(w), lwork, info)
 		case complex64:
-			return inDnCpotrf(c, h, uplo, N, c64(pa), LDA, (*cuda.CuComplex)(w), lwork, info)
+			return cusolverraw.DnCpotrfIn(c, h, uplo, N, c64(pa), LDA, (*cudaraw.CuComplex)(w), lwork, info)
 		default:
-			return inDnZpotrf(c, h, uplo, N, c128(pa), LDA, (*cuda.CuDoubleComplex)(w), lwork, info)
+			return cusolverraw.DnZpotrfIn(c, h, uplo, N, c128(pa), LDA, (*cudaraw.CuDoubleComplex)(w), lwork, info)
 		}
 	})
 }
@@ -188,12 +190,12 @@ func PotrfAsync[T Scalar](s *cuda.Stream, uplo cublas.CublasFillMode, n int, a c
 // Potrs solves A·X = B for the n×nrhs matrix B in place (X overwrites B), with A's
 // Cholesky factor from Potrf (the same uplo): cusolverDn{S,D,C,Z}potrs. It waits for
 // the solve.
-func Potrs[T Scalar](s *cuda.Stream, uplo cublas.CublasFillMode, n, nrhs int, a cuda.Memory, lda int, b cuda.Memory, ldb int) error {
+func Potrs[T Scalar](s *cuda.Stream, uplo cublasraw.CublasFillMode, n, nrhs int, a cuda.Memory, lda int, b cuda.Memory, ldb int) error {
 	return wait(PotrsAsync[T](s, uplo, n, nrhs, a, lda, b, ldb))
 }
 
 // PotrsAsync queues Potrs on s and returns its Info without waiting.
-func PotrsAsync[T Scalar](s *cuda.Stream, uplo cublas.CublasFillMode, n, nrhs int, a cuda.Memory, lda int, b cuda.Memory, ldb int) (*Info, error) {
+func PotrsAsync[T Scalar](s *cuda.Stream, uplo cublasraw.CublasFillMode, n, nrhs int, a cuda.Memory, lda int, b cuda.Memory, ldb int) (*Info, error) {
 	const op = "potrs"
 	if err := checkFill(op, uplo); err != nil {
 		return nil, err
@@ -207,16 +209,16 @@ func PotrsAsync[T Scalar](s *cuda.Stream, uplo cublas.CublasFillMode, n, nrhs in
 		return nil, err
 	}
 	N, NRHS, LDA, LDB := int32(n), int32(nrhs), int32(lda), int32(ldb)
-	return solve(op, s, []cuda.Use{cuda.Reads(a), cuda.Writes(b)}, func(c cuda.CUcontext, h CusolverDnHandle, info *int32) error {
+	return solve(op, s, []cuda.Use{cuda.Reads(a), cuda.Writes(b)}, func(c cudaraw.CUcontext, h cusolverraw.CusolverDnHandle, info *int32) error {
 		switch any(*new(T)).(type) {
 		case float32:
-			return inDnSpotrs(c, h, uplo, N, NRHS, f32(pa), LDA, f32(pb), LDB, info)
+			return cusolverraw.DnSpotrsIn(c, h, uplo, N, NRHS, f32(pa), LDA, f32(pb), LDB, info)
 		case float64:
-			return inDnDpotrs(c, h, uplo, N, NRHS, f64(pa), LDA, f64(pb), LDB, info)
+			return cusolverraw.DnDpotrsIn(c, h, uplo, N, NRHS, f64(pa), LDA, f64(pb), LDB, info)
 		case complex64:
-			return inDnCpotrs(c, h, uplo, N, NRHS, c64(pa), LDA, c64(pb), LDB, info)
+			return cusolverraw.DnCpotrsIn(c, h, uplo, N, NRHS, c64(pa), LDA, c64(pb), LDB, info)
 		default:
-			return inDnZpotrs(c, h, uplo, N, NRHS, c128(pa), LDA, c128(pb), LDB, info)
+			return cusolverraw.DnZpotrsIn(c, h, uplo, N, NRHS, c128(pa), LDA, c128(pb), LDB, info)
 		}
 	})
 }
@@ -242,30 +244,30 @@ func GetrfAsync[T Scalar](s *cuda.Stream, m, n int, a cuda.Memory, lda int, ipiv
 		return nil, err
 	}
 	M, N, LDA := int32(m), int32(n), int32(lda)
-	return factor[T](op, s, []cuda.Use{cuda.Writes(a), cuda.Writes(ipiv)}, func(c cuda.CUcontext, h CusolverDnHandle) (int32, error) {
+	return factor[T](op, s, []cuda.Use{cuda.Writes(a), cuda.Writes(ipiv)}, func(c cudaraw.CUcontext, h cusolverraw.CusolverDnHandle) (int32, error) {
 		var lwork int32
 		var err error
 		switch any(*new(T)).(type) {
 		case float32:
-			err = inDnSgetrfBufferSize(c, h, M, N, f32(pa), LDA, &lwork)
+			err = cusolverraw.DnSgetrfBufferSizeIn(c, h, M, N, f32(pa), LDA, &lwork)
 		case float64:
-			err = inDnDgetrfBufferSize(c, h, M, N, f64(pa), LDA, &lwork)
+			err = cusolverraw.DnDgetrfBufferSizeIn(c, h, M, N, f64(pa), LDA, &lwork)
 		case complex64:
-			err = inDnCgetrfBufferSize(c, h, M, N, c64(pa), LDA, &lwork)
+			err = cusolverraw.DnCgetrfBufferSizeIn(c, h, M, N, c64(pa), LDA, &lwork)
 		default:
-			err = inDnZgetrfBufferSize(c, h, M, N, c128(pa), LDA, &lwork)
+			err = cusolverraw.DnZgetrfBufferSizeIn(c, h, M, N, c128(pa), LDA, &lwork)
 		}
 		return lwork, err
-	}, func(c cuda.CUcontext, h CusolverDnHandle, w unsafe.Pointer, _ int32, info *int32) error {
+	}, func(c cudaraw.CUcontext, h cusolverraw.CusolverDnHandle, w unsafe.Pointer, _ int32, info *int32) error {
 		switch any(*new(T)).(type) {
 		case float32:
-			return inDnSgetrf(c, h, M, N, f32(pa), LDA, (*float32)(w), pp, info)
+			return cusolverraw.DnSgetrfIn(c, h, M, N, f32(pa), LDA, (*float32)(w), pp, info)
 		case float64:
-			return inDnDgetrf(c, h, M, N, f64(pa), LDA, (*float64)(w), pp, info)
+			return cusolverraw.DnDgetrfIn(c, h, M, N, f64(pa), LDA, (*float64)(w), pp, info)
 		case complex64:
-			return inDnCgetrf(c, h, M, N, c64(pa), LDA, (*cuda.CuComplex)(w), pp, info)
+			return cusolverraw.DnCgetrfIn(c, h, M, N, c64(pa), LDA, (*cudaraw.CuComplex)(w), pp, info)
 		default:
-			return inDnZgetrf(c, h, M, N, c128(pa), LDA, (*cuda.CuDoubleComplex)(w), pp, info)
+			return cusolverraw.DnZgetrfIn(c, h, M, N, c128(pa), LDA, (*cudaraw.CuDoubleComplex)(w), pp, info)
 		}
 	})
 }
@@ -273,13 +275,13 @@ func GetrfAsync[T Scalar](s *cuda.Stream, m, n int, a cuda.Memory, lda int, ipiv
 // Getrs solves op(A)·X = B for the n×nrhs matrix B in place (X overwrites B), with
 // the n×n A's LU factorization and pivots from Getrf: cusolverDn{S,D,C,Z}getrs. It
 // waits for the solve.
-func Getrs[T Scalar](s *cuda.Stream, trans cublas.CublasOperation, n, nrhs int, a cuda.Memory, lda int, ipiv cuda.Memory,
+func Getrs[T Scalar](s *cuda.Stream, trans cublasraw.CublasOperation, n, nrhs int, a cuda.Memory, lda int, ipiv cuda.Memory,
 	b cuda.Memory, ldb int) error {
 	return wait(GetrsAsync[T](s, trans, n, nrhs, a, lda, ipiv, b, ldb))
 }
 
 // GetrsAsync queues Getrs on s and returns its Info without waiting.
-func GetrsAsync[T Scalar](s *cuda.Stream, trans cublas.CublasOperation, n, nrhs int, a cuda.Memory, lda int, ipiv cuda.Memory,
+func GetrsAsync[T Scalar](s *cuda.Stream, trans cublasraw.CublasOperation, n, nrhs int, a cuda.Memory, lda int, ipiv cuda.Memory,
 	b cuda.Memory, ldb int) (*Info, error) {
 	const op = "getrs"
 	if trans != NoTrans && trans != Trans && trans != ConjTrans {
@@ -298,16 +300,16 @@ func GetrsAsync[T Scalar](s *cuda.Stream, trans cublas.CublasOperation, n, nrhs 
 		return nil, err
 	}
 	N, NRHS, LDA, LDB := int32(n), int32(nrhs), int32(lda), int32(ldb)
-	return solve(op, s, []cuda.Use{cuda.Reads(a), cuda.Reads(ipiv), cuda.Writes(b)}, func(c cuda.CUcontext, h CusolverDnHandle, info *int32) error {
+	return solve(op, s, []cuda.Use{cuda.Reads(a), cuda.Reads(ipiv), cuda.Writes(b)}, func(c cudaraw.CUcontext, h cusolverraw.CusolverDnHandle, info *int32) error {
 		switch any(*new(T)).(type) {
 		case float32:
-			return inDnSgetrs(c, h, trans, N, NRHS, f32(pa), LDA, pp, f32(pb), LDB, info)
+			return cusolverraw.DnSgetrsIn(c, h, trans, N, NRHS, f32(pa), LDA, pp, f32(pb), LDB, info)
 		case float64:
-			return inDnDgetrs(c, h, trans, N, NRHS, f64(pa), LDA, pp, f64(pb), LDB, info)
+			return cusolverraw.DnDgetrsIn(c, h, trans, N, NRHS, f64(pa), LDA, pp, f64(pb), LDB, info)
 		case complex64:
-			return inDnCgetrs(c, h, trans, N, NRHS, c64(pa), LDA, pp, c64(pb), LDB, info)
+			return cusolverraw.DnCgetrsIn(c, h, trans, N, NRHS, c64(pa), LDA, pp, c64(pb), LDB, info)
 		default:
-			return inDnZgetrs(c, h, trans, N, NRHS, c128(pa), LDA, pp, c128(pb), LDB, info)
+			return cusolverraw.DnZgetrsIn(c, h, trans, N, NRHS, c128(pa), LDA, pp, c128(pb), LDB, info)
 		}
 	})
 }
@@ -316,8 +318,8 @@ func GetrsAsync[T Scalar](s *cuda.Stream, trans cublas.CublasOperation, n, nrhs 
 // workspace from the device's pool on s, and run queued with it, the operands' uses
 // and a new Info; the workspace is freed after it on s.
 func factor[T Scalar](op string, s *cuda.Stream, uses []cuda.Use,
-	size func(c cuda.CUcontext, h CusolverDnHandle) (int32, error),
-	run func(c cuda.CUcontext, h CusolverDnHandle, w unsafe.Pointer, lwork int32, info *int32) error) (*Info, error) {
+	size func(c cudaraw.CUcontext, h cusolverraw.CusolverDnHandle) (int32, error),
+	run func(c cudaraw.CUcontext, h cusolverraw.CusolverDnHandle, w unsafe.Pointer, lwork int32, info *int32) error) (*Info, error) {
 	fail := func(err error) (*Info, error) { return nil, fmt.Errorf("cusolver: %s: %w", op, err) }
 	ctx, h, err := take(s, uses)
 	if err != nil {
@@ -329,7 +331,7 @@ func factor[T Scalar](op string, s *cuda.Stream, uses []cuda.Use,
 		return fail(fmt.Errorf("workspace size: %w", err))
 	}
 	if lwork < 0 {
-		return fail(fmt.Errorf("%w: cuSOLVER asked for a workspace of %d elements", ErrInternalError, lwork))
+		return fail(fmt.Errorf("%w: cuSOLVER asked for a workspace of %d elements", cusolverraw.ErrInternalError, lwork))
 	}
 	// At least one element: a zero-size allocation is an error, and cuSOLVER reads
 	// the pointer whatever lwork is.
@@ -342,13 +344,13 @@ func factor[T Scalar](op string, s *cuda.Stream, uses []cuda.Use,
 	if err != nil {
 		return fail(err)
 	}
-	return queue(op, s, ctx, h, append(uses, cuda.Writes(ws)), func(c cuda.CUcontext, rh CusolverDnHandle, info *int32) error {
+	return queue(op, s, ctx, h, append(uses, cuda.Writes(ws)), func(c cudaraw.CUcontext, rh cusolverraw.CusolverDnHandle, info *int32) error {
 		return run(c, rh, unsafe.Pointer(wp), lwork, info)
 	})
 }
 
 // solve runs a solve: run queued with the operands' uses and a new Info.
-func solve(op string, s *cuda.Stream, uses []cuda.Use, run func(c cuda.CUcontext, h CusolverDnHandle, info *int32) error) (*Info, error) {
+func solve(op string, s *cuda.Stream, uses []cuda.Use, run func(c cudaraw.CUcontext, h cusolverraw.CusolverDnHandle, info *int32) error) (*Info, error) {
 	ctx, h, err := take(s, uses)
 	if err != nil {
 		return nil, fmt.Errorf("cusolver: %s: %w", op, err)
@@ -360,7 +362,7 @@ func solve(op string, s *cuda.Stream, uses []cuda.Use, run func(c cuda.CUcontext
 // queue allocates the operation's Info on s and queues run with h bound to s, the
 // uses and the Info written.
 func queue(op string, s *cuda.Stream, ctx *cuda.Context, h *handle, uses []cuda.Use,
-	run func(c cuda.CUcontext, h CusolverDnHandle, info *int32) error) (*Info, error) {
+	run func(c cudaraw.CUcontext, h cusolverraw.CusolverDnHandle, info *int32) error) (*Info, error) {
 	buf, err := cuda.AllocFor[int32](s, 1)
 	if err != nil {
 		return nil, fmt.Errorf("cusolver: %s: allocating the info: %w", op, err)
@@ -368,7 +370,7 @@ func queue(op string, s *cuda.Stream, ctx *cuda.Context, h *handle, uses []cuda.
 	info := &Info{op: op, buf: buf}
 	pi, err := cuda.DevicePtr[int32](buf)
 	if err == nil {
-		err = enqueue(s, h, func(c cuda.CUcontext, rh CusolverDnHandle) error { return run(c, rh, pi) }, append(uses, cuda.Writes(buf)))
+		err = enqueue(s, h, func(c cudaraw.CUcontext, rh cusolverraw.CusolverDnHandle) error { return run(c, rh, pi) }, append(uses, cuda.Writes(buf)))
 	}
 	if err != nil {
 		buf.Close()
@@ -377,7 +379,7 @@ func queue(op string, s *cuda.Stream, ctx *cuda.Context, h *handle, uses []cuda.
 	return info, nil
 }
 
-func checkFill(op string, uplo cublas.CublasFillMode) error {
+func checkFill(op string, uplo cublasraw.CublasFillMode) error {
 	if uplo != Lower && uplo != Upper {
 		return fmt.Errorf("cusolver: %s: %w: fill mode %d", op, cuda.ErrInvalidArgument, int(uplo))
 	}
@@ -419,7 +421,7 @@ func elemSize[T Scalar]() int { return int(unsafe.Sizeof(*new(T))) }
 
 // The raw layer's pointer types for a *T of the element type the switch found:
 // the same memory, the pointer converted.
-func f32[T any](p *T) *float32               { return (*float32)(unsafe.Pointer(p)) }
-func f64[T any](p *T) *float64               { return (*float64)(unsafe.Pointer(p)) }
-func c64[T any](p *T) *cuda.CuComplex        { return (*cuda.CuComplex)(unsafe.Pointer(p)) }
-func c128[T any](p *T) *cuda.CuDoubleComplex { return (*cuda.CuDoubleComplex)(unsafe.Pointer(p)) }
+func f32[T any](p *T) *float32                  { return (*float32)(unsafe.Pointer(p)) }
+func f64[T any](p *T) *float64                  { return (*float64)(unsafe.Pointer(p)) }
+func c64[T any](p *T) *cudaraw.CuComplex        { return (*cudaraw.CuComplex)(unsafe.Pointer(p)) }
+func c128[T any](p *T) *cudaraw.CuDoubleComplex { return (*cudaraw.CuDoubleComplex)(unsafe.Pointer(p)) }

@@ -10,9 +10,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/gocuda/gocuda/cublas"
+	"github.com/gocuda/gocuda/cublas/cublasraw"
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cusolver"
+	"github.com/gocuda/gocuda/cusolver/cusolverraw"
 	"github.com/gocuda/gocuda/dl"
 	"github.com/gocuda/gocuda/internal/gputest"
 	"github.com/gocuda/gocuda/resource"
@@ -86,7 +87,7 @@ func TestArgumentChecks(t *testing.T) {
 // then reports: without cuSOLVER, the handle's creation fails first.)
 func TestClosedOperands(t *testing.T) {
 	ctx, s := gputest.Stream(t)
-	gputest.RequireLibrary(t, cusolver.Library())
+	gputest.RequireLibrary(t, cusolverraw.Library())
 	a := onDevice(t, s, make([]float64, 4))
 	ip := onDevice(t, s, make([]int32, 2))
 	closed, err := cuda.AllocFor[float64](s, 4)
@@ -238,7 +239,7 @@ func toT[T cusolver.Scalar](v []complex128) []T {
 
 // residual returns ‖op(A)·X − B‖_F / (‖A‖_F·‖X‖_F + ‖B‖_F) for n×n A and n×nrhs X
 // and B (column-major), computed in float64: the solve's backward error.
-func residual(trans cublas.CublasOperation, n, nrhs int, a []complex128, lda int, x []complex128, ldx int, b []complex128, ldb int) float64 {
+func residual(trans cublasraw.CublasOperation, n, nrhs int, a []complex128, lda int, x []complex128, ldx int, b []complex128, ldb int) float64 {
 	var num, na, nx, nb float64
 	for j := range nrhs {
 		for i := range n {
@@ -286,10 +287,10 @@ func download[T cusolver.Scalar](t *testing.T, b *cuda.DeviceBuffer, n int) []co
 // against the matrix in float64. The triangle Potrf does not read holds garbage.
 func testCholesky[T cusolver.Scalar](t *testing.T) {
 	_, s := gputest.Stream(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cusolver.Library())
+	gputest.RequireLibrary(t, cusolverraw.Library())
 	r := gputest.Rand(21)
 	const n, nrhs, lda, ldb = 67, 5, 70, 69
-	for _, uplo := range []cublas.CublasFillMode{cusolver.Lower, cusolver.Upper} {
+	for _, uplo := range []cublasraw.CublasFillMode{cusolver.Lower, cusolver.Upper} {
 		a := randomSPD[T](r, n, lda)
 		host := append([]complex128(nil), a...)
 		for j := range n { // garbage in the triangle that is not referenced
@@ -321,7 +322,7 @@ func TestCholesky(t *testing.T) {
 // conjugate-transposed, and checks the residual in float64 and the pivots' range.
 func testLU[T cusolver.Scalar](t *testing.T) {
 	_, s := gputest.Stream(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cusolver.Library())
+	gputest.RequireLibrary(t, cusolverraw.Library())
 	r := gputest.Rand(22)
 	const n, nrhs, lda, ldb = 61, 3, 64, 61
 	a := randomMatrix[T](r, n, n, lda)
@@ -335,7 +336,7 @@ func testLU[T cusolver.Scalar](t *testing.T) {
 	for i, p := range piv {
 		require.True(t, int(p) >= i+1 && int(p) <= n, "pivot %d is %d: LAPACK's are 1-based, at or below the row", i, p)
 	}
-	trans := []cublas.CublasOperation{cusolver.NoTrans, cusolver.Trans}
+	trans := []cublasraw.CublasOperation{cusolver.NoTrans, cusolver.Trans}
 	if isComplex[T]() {
 		trans = append(trans, cusolver.ConjTrans)
 	}
@@ -361,7 +362,7 @@ func TestLU(t *testing.T) {
 // diag(4, -1, 9) is negative, so Potrf's info is 2, as an *InfoError.
 func TestNotPositiveDefinite(t *testing.T) {
 	_, s := gputest.Stream(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cusolver.Library())
+	gputest.RequireLibrary(t, cusolverraw.Library())
 	const n = 3
 	a := onDevice(t, s, []float64{4, 0, 0, 0, -1, 0, 0, 0, 9})
 	err := cusolver.Potrf[float64](s, cusolver.Lower, n, a, n)
@@ -377,7 +378,7 @@ func TestNotPositiveDefinite(t *testing.T) {
 // U(2,2) exactly zero (the values are exact in binary), and Getrf's info is 2.
 func TestSingular(t *testing.T) {
 	_, s := gputest.Stream(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cusolver.Library())
+	gputest.RequireLibrary(t, cusolverraw.Library())
 	const n = 3
 	a := onDevice(t, s, []float32{1, 2, 4, 2, 4, 8, 1, 0, 3})
 	ip := onDevice(t, s, make([]int32, n))
@@ -394,7 +395,7 @@ func TestSingular(t *testing.T) {
 // closes once, and is unusable after.
 func TestAsync(t *testing.T) {
 	_, s := gputest.Stream(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cusolver.Library())
+	gputest.RequireLibrary(t, cusolverraw.Library())
 	r := gputest.Rand(23)
 	const n = 40
 	a := randomSPD[float64](r, n, n)
@@ -428,7 +429,7 @@ func TestAsync(t *testing.T) {
 // goroutines than the cache keeps), and every result is right.
 func TestConcurrent(t *testing.T) {
 	ctx, _ := gputest.Stream(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cusolver.Library())
+	gputest.RequireLibrary(t, cusolverraw.Library())
 	const goroutines, n = 16, 48
 	var wg sync.WaitGroup
 	for g := range goroutines {

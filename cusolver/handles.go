@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/cusolver/cusolverraw"
 	"github.com/gocuda/gocuda/internal/libhandle"
 )
 
@@ -38,10 +40,10 @@ type state struct {
 	fence *cuda.DeviceBuffer
 }
 
-type handle = libhandle.Handle[CusolverDnHandle, *OwnedDnHandle, state]
+type handle = libhandle.Handle[cusolverraw.CusolverDnHandle, *cusolverraw.OwnedDnHandle, state]
 
 // handles are the idle handles, per context.
-var handles = libhandle.New[CusolverDnHandle, *OwnedDnHandle, state](MaxIdleHandles, DnCreate, OwnDnHandle, false)
+var handles = libhandle.New[cusolverraw.CusolverDnHandle, *cusolverraw.OwnedDnHandle, state](MaxIdleHandles, cusolverraw.DnCreate, cusolverraw.OwnDnHandle, false)
 
 // idleHandles returns the number of idle handles of ctx (tests).
 func idleHandles(ctx *cuda.Context) int { return handles.Idle(ctx) }
@@ -70,10 +72,10 @@ func take(s *cuda.Stream, uses []cuda.Use) (*cuda.Context, *handle, error) {
 
 // enqueue queues f on s with h bound to s, through cuda.Enqueue with the memory f
 // uses and h's fence (holds, hand-off).
-func enqueue(s *cuda.Stream, h *handle, f func(c cuda.CUcontext, h CusolverDnHandle) error, uses []cuda.Use) error {
+func enqueue(s *cuda.Stream, h *handle, f func(c cudaraw.CUcontext, h cusolverraw.CusolverDnHandle) error, uses []cuda.Use) error {
 	uses = append(uses, cuda.Writes(h.State.fence))
-	return cuda.Enqueue(s, func(c cuda.CUcontext, st cuda.CUstream) error {
-		if _, err := h.Bind(c, st, inDnSetStream); err != nil {
+	return cuda.Enqueue(s, func(c cudaraw.CUcontext, st cudaraw.CUstream) error {
+		if _, err := h.Bind(c, st, cusolverraw.DnSetStreamIn); err != nil {
 			return err
 		}
 		return f(c, h.Raw)

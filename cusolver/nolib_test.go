@@ -6,6 +6,7 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cusolver"
+	"github.com/gocuda/gocuda/cusolver/cusolverraw"
 	"github.com/gocuda/gocuda/dl"
 	"github.com/gocuda/gocuda/internal/gputest"
 	"github.com/gocuda/gocuda/internal/libtest"
@@ -17,17 +18,17 @@ import (
 
 // TestNoLibrary: where the library (cusolver.Soname) cannot be loaded (CI), calls return its typed error.
 func TestNoLibrary(t *testing.T) {
-	libtest.NoLibrary(t, cusolver.Library(), "cusolver", cusolver.Soname, cusolver.SonameEnv,
-		func() error { var v int32; return cusolver.GetVersion(&v) },
-		func() error { var h cusolver.CusolverDnHandle; return cusolver.DnCreate(&h) },
-		func() error { _, err := cusolver.NewOwnedDnHandle(); return err },
+	libtest.NoLibrary(t, cusolverraw.Library(), "cusolver", cusolverraw.Soname, cusolverraw.SonameEnv,
+		func() error { var v int32; return cusolverraw.GetVersion(&v) },
+		func() error { var h cusolverraw.CusolverDnHandle; return cusolverraw.DnCreate(&h) },
+		func() error { _, err := cusolverraw.NewOwnedDnHandle(); return err },
 	)
 }
 
 // TestNoLibraryDense: the dense operations, whose arguments are good, return the
 // library's typed error too, having queued nothing and left no workspace behind.
 func TestNoLibraryDense(t *testing.T) {
-	if cusolver.Library().Open() == nil {
+	if cusolverraw.Library().Open() == nil {
 		t.Skip("library present: the not-found path is tested where it is absent (CI)")
 	}
 	_, s := gputest.Stream(t)
@@ -55,6 +56,6 @@ func TestNoLibraryDense(t *testing.T) {
 
 // TestStatusErrors checks the Status error values, which need no library.
 func TestStatusErrors(t *testing.T) {
-	libtest.StatusErrors(t, cusolver.CUSOLVER_STATUS_NOT_INITIALIZED, "CUSOLVER_STATUS_NOT_INITIALIZED", 1, "not initialized",
-		cusolver.ErrNotInitialized, cusolver.ErrAllocFailed, cusolver.Status(123456), cusolver.CUSOLVER_STATUS_SUCCESS, "Status")
+	libtest.StatusErrors(t, cusolverraw.CUSOLVER_STATUS_NOT_INITIALIZED, "CUSOLVER_STATUS_NOT_INITIALIZED", 1, "not initialized",
+		cusolverraw.ErrNotInitialized, cusolverraw.ErrAllocFailed, cusolverraw.Status(123456), cusolverraw.CUSOLVER_STATUS_SUCCESS, "Status")
 }

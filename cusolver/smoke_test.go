@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocuda/gocuda/cusolver"
+	"github.com/gocuda/gocuda/cusolver/cusolverraw"
 	"github.com/gocuda/gocuda/internal/gputest"
 )
 
@@ -16,12 +17,12 @@ import (
 // against the matrix in float64.
 func TestSmokeDpotrf(t *testing.T) {
 	g := gputest.Require(t)
-	gputest.RequireLibrary(t, cusolver.Library())
+	gputest.RequireLibrary(t, cusolverraw.Library())
 	var ver int32
-	require.NoError(t, cusolver.GetVersion(&ver))
-	t.Logf("cuSOLVER version %d (headers %d)", ver, cusolver.CUSOLVER_VERSION)
+	require.NoError(t, cusolverraw.GetVersion(&ver))
+	t.Logf("cuSOLVER version %d (headers %d)", ver, cusolverraw.CUSOLVER_VERSION)
 
-	h, err := cusolver.NewOwnedDnHandle()
+	h, err := cusolverraw.NewOwnedDnHandle()
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, h.Close()) }()
 
@@ -42,10 +43,10 @@ func TestSmokeDpotrf(t *testing.T) {
 	}
 	dA := gputest.ToDevice(t, g, a)
 	var lwork int32
-	require.NoError(t, cusolver.DnDpotrfBufferSize(h.Handle(), cusolver.Lower, n, gputest.DevPtr[float64](dA), n, &lwork))
+	require.NoError(t, cusolverraw.DnDpotrfBufferSize(h.Handle(), cusolver.Lower, n, gputest.DevPtr[float64](dA), n, &lwork))
 	dW := gputest.Alloc[float64](t, g, max(int(lwork), 1))
 	dInfo := gputest.Alloc[int32](t, g, 1)
-	require.NoError(t, cusolver.DnDpotrf(h.Handle(), cusolver.Lower, n, gputest.DevPtr[float64](dA), n,
+	require.NoError(t, cusolverraw.DnDpotrf(h.Handle(), cusolver.Lower, n, gputest.DevPtr[float64](dA), n,
 		gputest.DevPtr[float64](dW), lwork, gputest.DevPtr[int32](dInfo)))
 	info := gputest.FromDevice[int32](t, dInfo, 1)
 	require.Zero(t, info[0], "devInfo")

@@ -10,6 +10,8 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/cusparse/cusparseraw"
 	"github.com/gocuda/gocuda/internal/gputest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -40,7 +42,7 @@ const collectBlockingPerRound = 2
 // Reclaim then destroys everything, the idle handles too.
 func TestCollectWhileGPUBusy(t *testing.T) {
 	ctx, s := gputest.Stream(t, gputest.Kernels)
-	gputest.RequireLibrary(t, Library())
+	gputest.RequireLibrary(t, cusparseraw.Library())
 	st := gputest.CollectWhileBusy(t, ctx, collectBlockingPerRound, func(n int) {
 		for range n {
 			collectRound(t, ctx, s)
@@ -101,7 +103,7 @@ func collectRound(t *testing.T, ctx *cuda.Context, s *cuda.Stream) {
 				}
 				defer y.Close()
 				for range 8 {
-					if err := MulVec[float32](ps, CUSPARSE_OPERATION_NON_TRANSPOSE, 1, a, x, 0, y); err != nil {
+					if err := MulVec[float32](ps, cusparseraw.CUSPARSE_OPERATION_NON_TRANSPOSE, 1, a, x, 0, y); err != nil {
 						return err
 					}
 				}
@@ -114,21 +116,21 @@ func collectRound(t *testing.T, ctx *cuda.Context, s *cuda.Stream) {
 
 	collectSpSV(t, ctx, s, a, x)
 	require.NoError(t, ctx.Locked(func() error {
-		var g CusparseSpGEMMDescr
-		if err := SpGEMMCreateDescr(&g); err != nil {
+		var g cusparseraw.CusparseSpGEMMDescr
+		if err := cusparseraw.SpGEMMCreateDescr(&g); err != nil {
 			return err
 		}
-		_ = OwnSpGEMM(g) // dropped without Close
-		var info Csrilu02Info
-		if err := CreateCsrilu02Info(&info); err != nil {
+		_ = cusparseraw.OwnSpGEMM(g) // dropped without Close
+		var info cusparseraw.Csrilu02Info
+		if err := cusparseraw.CreateCsrilu02Info(&info); err != nil {
 			return err
 		}
-		_ = OwnCsrilu02Info(info) // dropped without Close
-		var ic Csric02Info
-		if err := CreateCsric02Info(&ic); err != nil {
+		_ = cusparseraw.OwnCsrilu02Info(info) // dropped without Close
+		var ic cusparseraw.Csric02Info
+		if err := cusparseraw.CreateCsric02Info(&ic); err != nil {
 			return err
 		}
-		_ = OwnCsric02Info(ic) // dropped without Close: held for Reclaim
+		_ = cusparseraw.OwnCsric02Info(ic) // dropped without Close: held for Reclaim
 		return nil
 	}))
 }
@@ -144,52 +146,52 @@ func collectSpSV(t *testing.T, ctx *cuda.Context, s *cuda.Stream, a *CSR, x *cud
 	v, px, py := collectPtr[float32](t, a.Values), collectPtr[float32](t, x), collectPtr[float32](t, y)
 
 	var (
-		h      *OwnedHandle
-		m      *OwnedSpMat
-		vx, vy *OwnedDnVec
-		sv     *OwnedSpSV
+		h      *cusparseraw.OwnedHandle
+		m      *cusparseraw.OwnedSpMat
+		vx, vy *cusparseraw.OwnedDnVec
+		sv     *cusparseraw.OwnedSpSV
 		size   uint64
 	)
 	alpha := float32(1)
-	op, alg := CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_SPSV_ALG_DEFAULT
+	op, alg := cusparseraw.CUSPARSE_OPERATION_NON_TRANSPOSE, cusparseraw.CUSPARSE_SPSV_ALG_DEFAULT
 	require.NoError(t, ctx.Locked(func() error {
 		var err error
-		if h, err = NewOwnedHandle(); err != nil {
+		if h, err = cusparseraw.NewOwnedHandle(); err != nil {
 			return err
 		}
-		var md CusparseSpMatDescr
-		if err := CreateCsr(&md, collectN, collectN, int64(a.NNZ), rp, ci, v,
-			CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, cuda.CUDA_R_32F); err != nil {
+		var md cusparseraw.CusparseSpMatDescr
+		if err := cusparseraw.CreateCsr(&md, collectN, collectN, int64(a.NNZ), rp, ci, v,
+			cusparseraw.CUSPARSE_INDEX_32I, cusparseraw.CUSPARSE_INDEX_32I, cusparseraw.CUSPARSE_INDEX_BASE_ZERO, cudaraw.CUDA_R_32F); err != nil {
 			return err
 		}
-		m = OwnSpMat(md)
-		var dx, dy CusparseDnVecDescr
-		if err := CreateDnVec(&dx, collectN, px, cuda.CUDA_R_32F); err != nil {
+		m = cusparseraw.OwnSpMat(md)
+		var dx, dy cusparseraw.CusparseDnVecDescr
+		if err := cusparseraw.CreateDnVec(&dx, collectN, px, cudaraw.CUDA_R_32F); err != nil {
 			return err
 		}
-		vx = OwnDnVec(dx)
-		if err := CreateDnVec(&dy, collectN, py, cuda.CUDA_R_32F); err != nil {
+		vx = cusparseraw.OwnDnVec(dx)
+		if err := cusparseraw.CreateDnVec(&dy, collectN, py, cudaraw.CUDA_R_32F); err != nil {
 			return err
 		}
-		vy = OwnDnVec(dy)
-		if sv, err = NewOwnedSpSV(); err != nil {
+		vy = cusparseraw.OwnDnVec(dy)
+		if sv, err = cusparseraw.NewOwnedSpSV(); err != nil {
 			return err
 		}
-		return SpSVBufferSize(h.Handle(), op, unsafe.Pointer(&alpha), m.Handle(), vx.Handle(), vy.Handle(), cuda.CUDA_R_32F, alg, sv.Handle(), &size)
+		return cusparseraw.SpSVBufferSize(h.Handle(), op, unsafe.Pointer(&alpha), m.Handle(), vx.Handle(), vy.Handle(), cudaraw.CUDA_R_32F, alg, sv.Handle(), &size)
 	}))
 	buf, err := ctx.Alloc(s, max(int(size), 1))
 	require.NoError(t, err)
 	defer buf.Close()
 	pb := collectPtr[byte](t, buf)
-	require.NoError(t, cuda.Enqueue(s, func(_ cuda.CUcontext, st cuda.CUstream) error {
+	require.NoError(t, cuda.Enqueue(s, func(_ cudaraw.CUcontext, st cudaraw.CUstream) error {
 		return ctx.Locked(func() error {
-			if err := SetStream(h.Handle(), st); err != nil {
+			if err := cusparseraw.SetStream(h.Handle(), st); err != nil {
 				return err
 			}
-			if err := SpSVAnalysis(h.Handle(), op, unsafe.Pointer(&alpha), m.Handle(), vx.Handle(), vy.Handle(), cuda.CUDA_R_32F, alg, sv.Handle(), pb); err != nil {
+			if err := cusparseraw.SpSVAnalysis(h.Handle(), op, unsafe.Pointer(&alpha), m.Handle(), vx.Handle(), vy.Handle(), cudaraw.CUDA_R_32F, alg, sv.Handle(), pb); err != nil {
 				return err
 			}
-			return SpSVSolve(h.Handle(), op, unsafe.Pointer(&alpha), m.Handle(), vx.Handle(), vy.Handle(), cuda.CUDA_R_32F, alg, sv.Handle())
+			return cusparseraw.SpSVSolve(h.Handle(), op, unsafe.Pointer(&alpha), m.Handle(), vx.Handle(), vy.Handle(), cudaraw.CUDA_R_32F, alg, sv.Handle())
 		})
 	}, cuda.Reads(a.RowOffsets), cuda.Reads(a.ColIndices), cuda.Reads(a.Values), cuda.Reads(x), cuda.Writes(y), cuda.Writes(buf)))
 	// Done before the buffers close and the objects are dropped: the collector may

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cusparse"
+	"github.com/gocuda/gocuda/cusparse/cusparseraw"
 )
 
 // y = A·x for a 3×3 sparse matrix in CSR form. (It needs a GPU and cuSPARSE, so it
@@ -42,7 +43,7 @@ func Example() {
 	_ = cuda.CopyToDeviceAsync(s, v, []float64{1, 2, 3, 4, 5})
 	_ = cuda.CopyToDeviceAsync(s, x, []float64{1, 1, 1})
 	a := &cusparse.CSR{Rows: 3, Cols: 3, NNZ: 5, RowOffsets: ro, ColIndices: ci, Values: v}
-	if err := cusparse.MulVec[float64](s, cusparse.CUSPARSE_OPERATION_NON_TRANSPOSE, 1, a, x, 0, y); err != nil {
+	if err := cusparse.MulVec[float64](s, cusparseraw.CUSPARSE_OPERATION_NON_TRANSPOSE, 1, a, x, 0, y); err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -56,9 +57,9 @@ func Example() {
 
 // Statuses are errors that work without the library loaded.
 func Example_errors() {
-	var err error = cusparse.CUSPARSE_STATUS_INVALID_VALUE
+	var err error = cusparseraw.CUSPARSE_STATUS_INVALID_VALUE
 	fmt.Println(err)
-	fmt.Println(errors.Is(fmt.Errorf("call: %w", err), cusparse.ErrInvalidValue))
+	fmt.Println(errors.Is(fmt.Errorf("call: %w", err), cusparseraw.ErrInvalidValue))
 	// Output:
 	// cusparse: CUSPARSE_STATUS_INVALID_VALUE (3): invalid value
 	// true

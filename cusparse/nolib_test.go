@@ -3,7 +3,7 @@ package cusparse_test
 import (
 	"testing"
 
-	"github.com/gocuda/gocuda/cusparse"
+	"github.com/gocuda/gocuda/cusparse/cusparseraw"
 	"github.com/gocuda/gocuda/internal/libtest"
 )
 
@@ -11,13 +11,13 @@ import (
 
 // TestNoLibrary: where the library (cusparse.Soname) cannot be loaded (CI), calls return its typed error.
 func TestNoLibrary(t *testing.T) {
-	libtest.NoLibrary(t, cusparse.Library(), "cusparse", cusparse.Soname, cusparse.SonameEnv,
-		func() error { var h cusparse.CusparseHandle; return cusparse.Create(&h) },
-		func() error { _, err := cusparse.NewOwnedHandle(); return err },
+	libtest.NoLibrary(t, cusparseraw.Library(), "cusparse", cusparseraw.Soname, cusparseraw.SonameEnv,
+		func() error { var h cusparseraw.CusparseHandle; return cusparseraw.Create(&h) },
+		func() error { _, err := cusparseraw.NewOwnedHandle(); return err },
 	)
 }
 
 // TestStatusErrors checks the Status error values, which need no library.
 func TestStatusErrors(t *testing.T) {
-	libtest.StatusErrors(t, cusparse.CUSPARSE_STATUS_NOT_INITIALIZED, "CUSPARSE_STATUS_NOT_INITIALIZED", 1, "not initialized", cusparse.ErrNotInitialized, cusparse.ErrAllocFailed, cusparse.Status(123456), cusparse.CUSPARSE_STATUS_SUCCESS, "Status")
+	libtest.StatusErrors(t, cusparseraw.CUSPARSE_STATUS_NOT_INITIALIZED, "CUSPARSE_STATUS_NOT_INITIALIZED", 1, "not initialized", cusparseraw.ErrNotInitialized, cusparseraw.ErrAllocFailed, cusparseraw.Status(123456), cusparseraw.CUSPARSE_STATUS_SUCCESS, "Status")
 }

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gocuda/gocuda/cuda"
-	"github.com/gocuda/gocuda/cusparse"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/cusparse/cusparseraw"
 	"github.com/gocuda/gocuda/internal/gputest"
 )
 
@@ -18,13 +18,13 @@ import (
 // the CPU.
 func TestSmokeSpMV(t *testing.T) {
 	g := gputest.Require(t)
-	gputest.RequireLibrary(t, cusparse.Library())
-	h, err := cusparse.NewOwnedHandle()
+	gputest.RequireLibrary(t, cusparseraw.Library())
+	h, err := cusparseraw.NewOwnedHandle()
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, h.Close()) }()
 
 	var ver int32
-	require.NoError(t, cusparse.GetVersion(h.Handle(), &ver))
+	require.NoError(t, cusparseraw.GetVersion(h.Handle(), &ver))
 	t.Logf("cuSPARSE version %d", ver)
 
 	const rows, cols = 100, 80
@@ -54,28 +54,28 @@ func TestSmokeSpMV(t *testing.T) {
 	dX := gputest.ToDevice(t, g, x)
 	dY := gputest.ToDevice(t, g, y)
 
-	var a cusparse.CusparseSpMatDescr
-	require.NoError(t, cusparse.CreateCsr(&a, rows, cols, int64(nnz),
+	var a cusparseraw.CusparseSpMatDescr
+	require.NoError(t, cusparseraw.CreateCsr(&a, rows, cols, int64(nnz),
 		gputest.DevUnsafe(dRow), gputest.DevUnsafe(dCol), gputest.DevUnsafe(dVal),
-		cusparse.CUSPARSE_INDEX_32I, cusparse.CUSPARSE_INDEX_32I, cusparse.CUSPARSE_INDEX_BASE_ZERO, cuda.CUDA_R_32F))
-	mat := cusparse.OwnSpMat(a)
+		cusparseraw.CUSPARSE_INDEX_32I, cusparseraw.CUSPARSE_INDEX_32I, cusparseraw.CUSPARSE_INDEX_BASE_ZERO, cudaraw.CUDA_R_32F))
+	mat := cusparseraw.OwnSpMat(a)
 	defer func() { assert.NoError(t, mat.Close()) }()
-	var vx, vy cusparse.CusparseDnVecDescr
-	require.NoError(t, cusparse.CreateDnVec(&vx, cols, gputest.DevUnsafe(dX), cuda.CUDA_R_32F))
-	vecX := cusparse.OwnDnVec(vx)
+	var vx, vy cusparseraw.CusparseDnVecDescr
+	require.NoError(t, cusparseraw.CreateDnVec(&vx, cols, gputest.DevUnsafe(dX), cudaraw.CUDA_R_32F))
+	vecX := cusparseraw.OwnDnVec(vx)
 	defer func() { assert.NoError(t, vecX.Close()) }()
-	require.NoError(t, cusparse.CreateDnVec(&vy, rows, gputest.DevUnsafe(dY), cuda.CUDA_R_32F))
-	vecY := cusparse.OwnDnVec(vy)
+	require.NoError(t, cusparseraw.CreateDnVec(&vy, rows, gputest.DevUnsafe(dY), cudaraw.CUDA_R_32F))
+	vecY := cusparseraw.OwnDnVec(vy)
 	defer func() { assert.NoError(t, vecY.Close()) }()
 
 	var bufSize uint64
-	require.NoError(t, cusparse.SpMVBufferSize(h.Handle(), cusparse.CUSPARSE_OPERATION_NON_TRANSPOSE,
+	require.NoError(t, cusparseraw.SpMVBufferSize(h.Handle(), cusparseraw.CUSPARSE_OPERATION_NON_TRANSPOSE,
 		unsafe.Pointer(&alpha), mat.Handle(), vecX.Handle(), unsafe.Pointer(&beta), vecY.Handle(),
-		cuda.CUDA_R_32F, cusparse.CUSPARSE_SPMV_ALG_DEFAULT, &bufSize))
+		cudaraw.CUDA_R_32F, cusparseraw.CUSPARSE_SPMV_ALG_DEFAULT, &bufSize))
 	buf := gputest.Alloc[byte](t, g, int(bufSize))
-	require.NoError(t, cusparse.SpMV(h.Handle(), cusparse.CUSPARSE_OPERATION_NON_TRANSPOSE,
+	require.NoError(t, cusparseraw.SpMV(h.Handle(), cusparseraw.CUSPARSE_OPERATION_NON_TRANSPOSE,
 		unsafe.Pointer(&alpha), mat.Handle(), vecX.Handle(), unsafe.Pointer(&beta), vecY.Handle(),
-		cuda.CUDA_R_32F, cusparse.CUSPARSE_SPMV_ALG_DEFAULT, gputest.DevUnsafe(buf)))
+		cudaraw.CUDA_R_32F, cusparseraw.CUSPARSE_SPMV_ALG_DEFAULT, gputest.DevUnsafe(buf)))
 	got := gputest.Float32sFromDevice(t, dY, rows)
 
 	var maxErr, maxAbs float64

@@ -6,6 +6,8 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/cusparse/cusparseraw"
 	"github.com/gocuda/gocuda/internal/libhandle"
 )
 
@@ -27,7 +29,7 @@ type Matrix interface {
 	// and uses.
 	arrays(elem int, ptr func(cuda.Memory) (unsafe.Pointer, error)) ([3]unsafe.Pointer, []cuda.Use, error)
 	// describe makes the matrix's descriptor over the addresses of arrays.
-	describe(ctx cuda.CUcontext, vt cuda.CudaDataType, p [3]unsafe.Pointer) (CusparseSpMatDescr, error)
+	describe(ctx cudaraw.CUcontext, vt cudaraw.CudaDataType, p [3]unsafe.Pointer) (cusparseraw.CusparseSpMatDescr, error)
 }
 
 // CSR is a sparse matrix in compressed sparse row format with 0-based int32
@@ -77,17 +79,17 @@ func arrays3(elem int, ptr func(cuda.Memory) (unsafe.Pointer, error), rowName st
 	return p, []cuda.Use{cuda.Reads(rows), cuda.Reads(cols), cuda.Reads(vals)}, nil
 }
 
-func (m *CSR) describe(ctx cuda.CUcontext, vt cuda.CudaDataType, p [3]unsafe.Pointer) (CusparseSpMatDescr, error) {
-	var d CusparseSpMatDescr
-	err := inCreateCsr(ctx, &d, int64(m.Rows), int64(m.Cols), int64(m.NNZ), p[0], p[1], p[2],
-		CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, vt)
+func (m *CSR) describe(ctx cudaraw.CUcontext, vt cudaraw.CudaDataType, p [3]unsafe.Pointer) (cusparseraw.CusparseSpMatDescr, error) {
+	var d cusparseraw.CusparseSpMatDescr
+	err := cusparseraw.CreateCsrIn(ctx, &d, int64(m.Rows), int64(m.Cols), int64(m.NNZ), p[0], p[1], p[2],
+		cusparseraw.CUSPARSE_INDEX_32I, cusparseraw.CUSPARSE_INDEX_32I, cusparseraw.CUSPARSE_INDEX_BASE_ZERO, vt)
 	return d, err
 }
 
-func (m *COO) describe(ctx cuda.CUcontext, vt cuda.CudaDataType, p [3]unsafe.Pointer) (CusparseSpMatDescr, error) {
-	var d CusparseSpMatDescr
-	err := inCreateCoo(ctx, &d, int64(m.Rows), int64(m.Cols), int64(m.NNZ), p[0], p[1], p[2],
-		CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, vt)
+func (m *COO) describe(ctx cudaraw.CUcontext, vt cudaraw.CudaDataType, p [3]unsafe.Pointer) (cusparseraw.CusparseSpMatDescr, error) {
+	var d cusparseraw.CusparseSpMatDescr
+	err := cusparseraw.CreateCooIn(ctx, &d, int64(m.Rows), int64(m.Cols), int64(m.NNZ), p[0], p[1], p[2],
+		cusparseraw.CUSPARSE_INDEX_32I, cusparseraw.CUSPARSE_INDEX_BASE_ZERO, vt)
 	return d, err
 }
 
@@ -115,7 +117,7 @@ func ptrOf[T any](m cuda.Memory) (unsafe.Pointer, error) {
 
 // MulVec computes y = alpha·op(A)·x + beta·y on s (trans: CUSPARSE_OPERATION_NON_TRANSPOSE
 // or CUSPARSE_OPERATION_TRANSPOSE): cusparseSpMV. A's values, x and y hold T.
-func MulVec[T Float](s *cuda.Stream, trans CusparseOperation, alpha T, a Matrix, x cuda.Memory, beta T, y cuda.Memory) error {
+func MulVec[T Float](s *cuda.Stream, trans cusparseraw.CusparseOperation, alpha T, a Matrix, x cuda.Memory, beta T, y cuda.Memory) error {
 	const op = "spmv"
 	if a == nil {
 		return fmt.Errorf("cusparse: %s: %w: nil matrix", op, cuda.ErrInvalidArgument)
@@ -125,9 +127,9 @@ func MulVec[T Float](s *cuda.Stream, trans CusparseOperation, alpha T, a Matrix,
 		return fmt.Errorf("cusparse: %s: %w", op, err)
 	}
 	xl, yl := cols, rows
-	if trans == CUSPARSE_OPERATION_TRANSPOSE {
+	if trans == cusparseraw.CUSPARSE_OPERATION_TRANSPOSE {
 		xl, yl = rows, cols
-	} else if trans != CUSPARSE_OPERATION_NON_TRANSPOSE {
+	} else if trans != cusparseraw.CUSPARSE_OPERATION_NON_TRANSPOSE {
 		return fmt.Errorf("cusparse: %s: %w: operation %d", op, cuda.ErrInvalidArgument, int(trans))
 	}
 	if err := checkValues[T](a); err != nil {
@@ -143,23 +145,23 @@ func MulVec[T Float](s *cuda.Stream, trans CusparseOperation, alpha T, a Matrix,
 	}
 	vt := valueType[T]()
 	io := []cuda.Use{cuda.Reads(x), cuda.Writes(y)}
-	return run(op, s, a, vt, elemSize[T](), ptrOf[T], io, func(ctx cuda.CUcontext, h CusparseHandle, m CusparseSpMatDescr) (work func(unsafe.Pointer) error, size uint64, cleanup func(), err error) {
-		var dx, dy CusparseDnVecDescr
-		if err := inCreateDnVec(ctx, &dx, int64(xl), px, vt); err != nil {
+	return run(op, s, a, vt, elemSize[T](), ptrOf[T], io, func(ctx cudaraw.CUcontext, h cusparseraw.CusparseHandle, m cusparseraw.CusparseSpMatDescr) (work func(unsafe.Pointer) error, size uint64, cleanup func(), err error) {
+		var dx, dy cusparseraw.CusparseDnVecDescr
+		if err := cusparseraw.CreateDnVecIn(ctx, &dx, int64(xl), px, vt); err != nil {
 			return nil, 0, nil, err
 		}
-		if err := inCreateDnVec(ctx, &dy, int64(yl), py, vt); err != nil {
-			_ = inDestroyDnVec(ctx, dx)
+		if err := cusparseraw.CreateDnVecIn(ctx, &dy, int64(yl), py, vt); err != nil {
+			_ = cusparseraw.DestroyDnVecIn(ctx, dx)
 			return nil, 0, nil, err
 		}
-		cleanup = func() { _ = errors.Join(inDestroyDnVec(ctx, dx), inDestroyDnVec(ctx, dy)) }
+		cleanup = func() { _ = errors.Join(cusparseraw.DestroyDnVecIn(ctx, dx), cusparseraw.DestroyDnVecIn(ctx, dy)) }
 		ap, bp := unsafe.Pointer(&alpha), unsafe.Pointer(&beta)
-		if err := inSpMVBufferSize(ctx, h, trans, ap, m, dx, bp, dy, vt, CUSPARSE_SPMV_ALG_DEFAULT, &size); err != nil {
+		if err := cusparseraw.SpMVBufferSizeIn(ctx, h, trans, ap, m, dx, bp, dy, vt, cusparseraw.CUSPARSE_SPMV_ALG_DEFAULT, &size); err != nil {
 			cleanup()
 			return nil, 0, nil, err
 		}
 		work = func(ws unsafe.Pointer) error {
-			return inSpMV(ctx, h, trans, ap, m, dx, bp, dy, vt, CUSPARSE_SPMV_ALG_DEFAULT, ws)
+			return cusparseraw.SpMVIn(ctx, h, trans, ap, m, dx, bp, dy, vt, cusparseraw.CUSPARSE_SPMV_ALG_DEFAULT, ws)
 		}
 		return work, size, cleanup, nil
 	})
@@ -197,24 +199,24 @@ func MulMat[T Float](s *cuda.Stream, alpha T, a Matrix, n int, b cuda.Memory, ld
 	}
 	vt := valueType[T]()
 	io := []cuda.Use{cuda.Reads(b), cuda.Writes(c)}
-	return run(op, s, a, vt, elemSize[T](), ptrOf[T], io, func(ctx cuda.CUcontext, h CusparseHandle, m CusparseSpMatDescr) (work func(unsafe.Pointer) error, size uint64, cleanup func(), err error) {
-		var db, dc CusparseDnMatDescr
-		if err := inCreateDnMat(ctx, &db, int64(cols), int64(n), int64(ldb), pb, vt, CUSPARSE_ORDER_COL); err != nil {
+	return run(op, s, a, vt, elemSize[T](), ptrOf[T], io, func(ctx cudaraw.CUcontext, h cusparseraw.CusparseHandle, m cusparseraw.CusparseSpMatDescr) (work func(unsafe.Pointer) error, size uint64, cleanup func(), err error) {
+		var db, dc cusparseraw.CusparseDnMatDescr
+		if err := cusparseraw.CreateDnMatIn(ctx, &db, int64(cols), int64(n), int64(ldb), pb, vt, cusparseraw.CUSPARSE_ORDER_COL); err != nil {
 			return nil, 0, nil, err
 		}
-		if err := inCreateDnMat(ctx, &dc, int64(rows), int64(n), int64(ldc), pc, vt, CUSPARSE_ORDER_COL); err != nil {
-			_ = inDestroyDnMat(ctx, db)
+		if err := cusparseraw.CreateDnMatIn(ctx, &dc, int64(rows), int64(n), int64(ldc), pc, vt, cusparseraw.CUSPARSE_ORDER_COL); err != nil {
+			_ = cusparseraw.DestroyDnMatIn(ctx, db)
 			return nil, 0, nil, err
 		}
-		cleanup = func() { _ = errors.Join(inDestroyDnMat(ctx, db), inDestroyDnMat(ctx, dc)) }
+		cleanup = func() { _ = errors.Join(cusparseraw.DestroyDnMatIn(ctx, db), cusparseraw.DestroyDnMatIn(ctx, dc)) }
 		ap, bp := unsafe.Pointer(&alpha), unsafe.Pointer(&beta)
-		nt := CUSPARSE_OPERATION_NON_TRANSPOSE
-		if err := inSpMMBufferSize(ctx, h, nt, nt, ap, m, db, bp, dc, vt, CUSPARSE_SPMM_ALG_DEFAULT, &size); err != nil {
+		nt := cusparseraw.CUSPARSE_OPERATION_NON_TRANSPOSE
+		if err := cusparseraw.SpMMBufferSizeIn(ctx, h, nt, nt, ap, m, db, bp, dc, vt, cusparseraw.CUSPARSE_SPMM_ALG_DEFAULT, &size); err != nil {
 			cleanup()
 			return nil, 0, nil, err
 		}
 		work = func(ws unsafe.Pointer) error {
-			return inSpMM(ctx, h, nt, nt, ap, m, db, bp, dc, vt, CUSPARSE_SPMM_ALG_DEFAULT, ws)
+			return cusparseraw.SpMMIn(ctx, h, nt, nt, ap, m, db, bp, dc, vt, cusparseraw.CUSPARSE_SPMM_ALG_DEFAULT, ws)
 		}
 		return work, size, cleanup, nil
 	})
@@ -226,8 +228,8 @@ func MulMat[T Float](s *cuda.Stream, alpha T, a Matrix, n int, b cuda.Memory, ld
 // says, the work buffer written); the buffer is freed after it on s. The stream and
 // memory are checked (cuda.CheckEnqueue) before a handle is taken (and made), so that
 // a bad argument is reported before cuSPARSE is loaded.
-func run(op string, s *cuda.Stream, a Matrix, vt cuda.CudaDataType, elem int, values func(cuda.Memory) (unsafe.Pointer, error),
-	io []cuda.Use, prepare func(ctx cuda.CUcontext, h CusparseHandle, m CusparseSpMatDescr) (func(unsafe.Pointer) error, uint64, func(), error)) error {
+func run(op string, s *cuda.Stream, a Matrix, vt cudaraw.CudaDataType, elem int, values func(cuda.Memory) (unsafe.Pointer, error),
+	io []cuda.Use, prepare func(ctx cudaraw.CUcontext, h cusparseraw.CusparseHandle, m cusparseraw.CusparseSpMatDescr) (func(unsafe.Pointer) error, uint64, func(), error)) error {
 	fail := func(err error) error { return fmt.Errorf("cusparse: %s: %w", op, err) }
 	ptrs, uses, err := a.arrays(elem, values)
 	if err != nil {
@@ -250,7 +252,7 @@ func run(op string, s *cuda.Stream, a Matrix, vt cuda.CudaDataType, elem int, va
 	if err != nil {
 		return fail(err)
 	}
-	defer inDestroySpMat(c, m)
+	defer cusparseraw.DestroySpMatIn(c, m)
 	work, size, cleanup, err := prepare(c, h.Raw, m)
 	if err != nil {
 		return fail(err)
@@ -267,8 +269,8 @@ func run(op string, s *cuda.Stream, a Matrix, vt cuda.CudaDataType, elem int, va
 		wp = unsafe.Pointer(p)
 		uses = append(uses, cuda.Writes(ws))
 	}
-	err = cuda.Enqueue(s, func(cc cuda.CUcontext, st cuda.CUstream) error {
-		if _, err := h.Bind(cc, st, inSetStream); err != nil {
+	err = cuda.Enqueue(s, func(cc cudaraw.CUcontext, st cudaraw.CUstream) error {
+		if _, err := h.Bind(cc, st, cusparseraw.SetStreamIn); err != nil {
 			return err
 		}
 		return work(wp)
@@ -320,11 +322,11 @@ func vector[T Float](name string, m cuda.Memory, n int) (unsafe.Pointer, error) 
 
 func elemSize[T Float]() int { return int(unsafe.Sizeof(*new(T))) }
 
-func valueType[T Float]() cuda.CudaDataType {
+func valueType[T Float]() cudaraw.CudaDataType {
 	if elemSize[T]() == 4 {
-		return cuda.CUDA_R_32F
+		return cudaraw.CUDA_R_32F
 	}
-	return cuda.CUDA_R_64F
+	return cudaraw.CUDA_R_64F
 }
 
 // Handles: one kept per stream and a per-context cache, as cublas's (cusparseDestroy does not wait for the
@@ -335,4 +337,4 @@ func valueType[T Float]() cuda.CudaDataType {
 const MaxIdleHandles = 4
 
 // handles are the idle handles, per context.
-var handles = libhandle.New[CusparseHandle, *OwnedHandle, struct{}](MaxIdleHandles, Create, OwnHandle, false)
+var handles = libhandle.New[cusparseraw.CusparseHandle, *cusparseraw.OwnedHandle, struct{}](MaxIdleHandles, cusparseraw.Create, cusparseraw.OwnHandle, false)

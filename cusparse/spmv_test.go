@@ -6,6 +6,7 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cusparse"
+	"github.com/gocuda/gocuda/cusparse/cusparseraw"
 	"github.com/gocuda/gocuda/internal/gputest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -60,14 +61,14 @@ func TestArgumentChecks(t *testing.T) {
 	f := onDevice(t, s, []float32{1, 2})
 	a := &cusparse.CSR{Rows: 2, Cols: 2, NNZ: 2, RowOffsets: ro, ColIndices: ci, Values: v}
 	for name, err := range map[string]error{
-		"nil matrix":   cusparse.MulVec[float64](s, cusparse.CUSPARSE_OPERATION_NON_TRANSPOSE, 1, nil, x, 0, x),
-		"value type":   cusparse.MulVec[float32](s, cusparse.CUSPARSE_OPERATION_NON_TRANSPOSE, 1, a, f, 0, f),
-		"x type":       cusparse.MulVec[float64](s, cusparse.CUSPARSE_OPERATION_NON_TRANSPOSE, 1, a, f, 0, x),
+		"nil matrix":   cusparse.MulVec[float64](s, cusparseraw.CUSPARSE_OPERATION_NON_TRANSPOSE, 1, nil, x, 0, x),
+		"value type":   cusparse.MulVec[float32](s, cusparseraw.CUSPARSE_OPERATION_NON_TRANSPOSE, 1, a, f, 0, f),
+		"x type":       cusparse.MulVec[float64](s, cusparseraw.CUSPARSE_OPERATION_NON_TRANSPOSE, 1, a, f, 0, x),
 		"operation":    cusparse.MulVec[float64](s, 9, 1, a, x, 0, x),
-		"nnz":          cusparse.MulVec[float64](s, cusparse.CUSPARSE_OPERATION_NON_TRANSPOSE, 1, &cusparse.CSR{Rows: 2, Cols: 2, NNZ: 5, RowOffsets: ro, ColIndices: ci, Values: v}, x, 0, x),
-		"short values": cusparse.MulVec[float64](s, cusparse.CUSPARSE_OPERATION_NON_TRANSPOSE, 1, &cusparse.CSR{Rows: 2, Cols: 3, NNZ: 3, RowOffsets: ro, ColIndices: ci, Values: v}, x, 0, x),
-		"index type":   cusparse.MulVec[float64](s, cusparse.CUSPARSE_OPERATION_NON_TRANSPOSE, 1, &cusparse.COO{Rows: 2, Cols: 2, NNZ: 2, RowIndices: v, ColIndices: ci, Values: v}, x, 0, x),
-		"short y":      cusparse.MulVec[float64](s, cusparse.CUSPARSE_OPERATION_NON_TRANSPOSE, 1, &cusparse.CSR{Rows: 3, Cols: 2, NNZ: 2, RowOffsets: onDevice(t, s, []int32{0, 1, 2, 2}), ColIndices: ci, Values: v}, x, 0, x),
+		"nnz":          cusparse.MulVec[float64](s, cusparseraw.CUSPARSE_OPERATION_NON_TRANSPOSE, 1, &cusparse.CSR{Rows: 2, Cols: 2, NNZ: 5, RowOffsets: ro, ColIndices: ci, Values: v}, x, 0, x),
+		"short values": cusparse.MulVec[float64](s, cusparseraw.CUSPARSE_OPERATION_NON_TRANSPOSE, 1, &cusparse.CSR{Rows: 2, Cols: 3, NNZ: 3, RowOffsets: ro, ColIndices: ci, Values: v}, x, 0, x),
+		"index type":   cusparse.MulVec[float64](s, cusparseraw.CUSPARSE_OPERATION_NON_TRANSPOSE, 1, &cusparse.COO{Rows: 2, Cols: 2, NNZ: 2, RowIndices: v, ColIndices: ci, Values: v}, x, 0, x),
+		"short y":      cusparse.MulVec[float64](s, cusparseraw.CUSPARSE_OPERATION_NON_TRANSPOSE, 1, &cusparse.CSR{Rows: 3, Cols: 2, NNZ: 2, RowOffsets: onDevice(t, s, []int32{0, 1, 2, 2}), ColIndices: ci, Values: v}, x, 0, x),
 		"spmm ldc":     cusparse.MulMat[float64](s, 1, a, 1, x, 2, 0, x, 1),
 		"spmm short B": cusparse.MulMat[float64](s, 1, a, 2, x, 2, 0, x, 2),
 	} {
@@ -80,7 +81,7 @@ func TestArgumentChecks(t *testing.T) {
 // products.
 func TestProducts(t *testing.T) {
 	_, s := gputest.Stream(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cusparse.Library())
+	gputest.RequireLibrary(t, cusparseraw.Library())
 	r := rand.New(rand.NewPCG(11, 12))
 	m := randSparse(r, 57, 43, 0.1)
 	csr := &cusparse.CSR{Rows: m.rows, Cols: m.cols, NNZ: len(m.values),
@@ -88,9 +89,9 @@ func TestProducts(t *testing.T) {
 	coo := &cusparse.COO{Rows: m.rows, Cols: m.cols, NNZ: len(m.values),
 		RowIndices: onDevice(t, s, m.rowI), ColIndices: onDevice(t, s, m.colI), Values: onDevice(t, s, m.values)}
 	for name, a := range map[string]cusparse.Matrix{"csr": csr, "coo": coo} {
-		for _, trans := range []cusparse.CusparseOperation{cusparse.CUSPARSE_OPERATION_NON_TRANSPOSE, cusparse.CUSPARSE_OPERATION_TRANSPOSE} {
+		for _, trans := range []cusparseraw.CusparseOperation{cusparseraw.CUSPARSE_OPERATION_NON_TRANSPOSE, cusparseraw.CUSPARSE_OPERATION_TRANSPOSE} {
 			xl, yl := m.cols, m.rows
-			if trans == cusparse.CUSPARSE_OPERATION_TRANSPOSE {
+			if trans == cusparseraw.CUSPARSE_OPERATION_TRANSPOSE {
 				xl, yl = m.rows, m.cols
 			}
 			x, y := make([]float64, xl), make([]float64, yl)
@@ -107,7 +108,7 @@ func TestProducts(t *testing.T) {
 			for i := range yl {
 				want := 0.5 * y[i]
 				for k := range xl {
-					if trans == cusparse.CUSPARSE_OPERATION_TRANSPOSE {
+					if trans == cusparseraw.CUSPARSE_OPERATION_TRANSPOSE {
 						want += 2 * m.dense[k+i*m.rows] * x[k]
 					} else {
 						want += 2 * m.dense[i+k*m.rows] * x[k]

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"path"
 	"regexp"
 	"sort"
 	"strconv"
@@ -19,7 +20,6 @@ const (
 	cgenImport     = "github.com/gocuda/gocuda/internal/cgen"
 	layoutImport   = "github.com/gocuda/gocuda/internal/layouttest"
 	ownerImport    = "github.com/gocuda/gocuda/internal/owner"
-	ctxswImport    = "github.com/gocuda/gocuda/internal/ctxswitch"
 )
 
 // output is one generated file: its name and content.
@@ -30,7 +30,7 @@ type output struct {
 
 func newFile(pkg, command string, m *Model) *jen.File {
 	f := jen.NewFile(pkg)
-	f.ImportNames(map[string]string{dlImport: "dl", resourceImport: "resource", cgenImport: "cgen", layoutImport: "layouttest", ownerImport: "owner", ctxswImport: "ctxswitch"})
+	f.ImportNames(map[string]string{dlImport: "dl", resourceImport: "resource", cgenImport: "cgen", layoutImport: "layouttest", ownerImport: "owner"})
 	for _, l := range m.Libs {
 		f.ImportName(l.Spec.Import, l.Spec.pkgName())
 	}
@@ -97,7 +97,7 @@ func emitLib(m *Model, l *Lib, command, layoutInclude string) ([]output, error) 
 
 func (g *gen) emitTypes(f *jen.File) error {
 	l := g.lib
-	f.PackageComment("")
+	f.PackageComment(g.packageDoc())
 	for _, d := range l.Types {
 		if err := g.emitDecl(f, d); err != nil {
 			return fmt.Errorf("%v: %s: %v", d.Pos, d.CName, err)
@@ -115,6 +115,21 @@ func (g *gen) emitTypes(f *jen.File) error {
 		}
 	}
 	return g.emitConsts(f)
+}
+
+// packageDoc is the raw package's comment: what it binds, and where the idiomatic layer
+// is for the module's own libraries.
+func (g *gen) packageDoc() string {
+	s := g.lib.Spec
+	doc := fmt.Sprintf("Package %s is the raw binding of %s, generated from its headers (%s):\n"+
+		"every function, type and constant keeps its C name, less the library prefix and ABI\n"+
+		"version suffix, and the library is opened with dlopen at first use (%s).",
+		s.pkgName(), s.Title, strings.Join(s.Entry, ", "), g.lib.Soname)
+	if s.ImportPath == "" {
+		doc += fmt.Sprintf("\n\nThe idiomatic package %s is built on it; use this one for what that one\n"+
+			"does not cover.", path.Dir(s.Import))
+	}
+	return doc
 }
 
 func kindWord(t cc.Type) string {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
@@ -127,6 +128,25 @@ func (g *gen) emitFuncs(f *jen.File) error {
 	if len(procs) != 0 {
 		f.Var().Defs(procs...)
 	}
+	if err := g.emitExportedProcs(f); err != nil {
+		return err
+	}
+	if l == g.m.libs["cuda"] {
+		for _, c := range []string{"cuCtxGetCurrent", "cuCtxSetCurrent"} {
+			if !slices.ContainsFunc(l.Funcs, func(fn *Func) bool { return fn.CName == c }) {
+				return fmt.Errorf("%s: %s is not bound, and the in-context functions of every raw package need it (%s)", s.Path, c, ctxSwitchProcs)
+			}
+		}
+		f.Add(docComment("CtxSwitchProcs returns the addresses of cuCtxGetCurrent and cuCtxSetCurrent, resolved\n" +
+			"at first use, which the in-context functions (XIn) of every raw package pass to C: the\n" +
+			"context is made current in the same cgo call as the function, so a goroutine that\n" +
+			"moves between threads never runs it in another context."))
+		f.Func().Id(ctxSwitchProcs).Params().Params(jen.Id("get"), jen.Id("set").Uintptr(), jen.Err().Error()).Block(
+			jen.If(jen.List(jen.Id("get"), jen.Err()).Op("=").Id(procVar("cuCtxGetCurrent")).Dot("Addr").Call(), jen.Err().Op("!=").Nil()).Block(jen.Return()),
+			jen.List(jen.Id("set"), jen.Err()).Op("=").Id(procVar("cuCtxSetCurrent")).Dot("Addr").Call(),
+			jen.Return(),
+		)
+	}
 	for _, c := range funcs {
 		f.Add(c)
 	}
@@ -246,7 +266,7 @@ func (g *gen) function(fn *Func, status *TypeDecl) (code jen.Code, trampoline st
 	}
 	switch {
 	case isStatus:
-		stmts = append(stmts, jen.Return(jen.Id(status.GoName).Call(ccall).Dot("err").Call()))
+		stmts = append(stmts, jen.Return(jen.Id(status.GoName).Call(ccall).Dot("Err").Call()))
 	case rv.pass == passVoid:
 		stmts = append(stmts, ccall, jen.Return(jen.Nil()))
 	case isCString(rt):
@@ -287,6 +307,33 @@ func (g *gen) function(fn *Func, status *TypeDecl) (code jen.Code, trampoline st
 	return code, trampoline, nil
 }
 
+// ctxSwitchProcs is the function of the cuda raw package that hands cuCtxGetCurrent and
+// cuCtxSetCurrent to the in-context functions.
+const ctxSwitchProcs = "CtxSwitchProcs"
+
+// emitExportedProcs exports the symbols the spec lists in procs as ProcX, for C code
+// of the idiomatic layer that calls the function itself.
+func (g *gen) emitExportedProcs(f *jen.File) error {
+	byC := map[string]*Func{}
+	for _, fn := range g.lib.Funcs {
+		byC[fn.CName] = fn
+	}
+	var defs []jen.Code
+	for _, c := range g.lib.Spec.Procs {
+		fn := byC[c]
+		if fn == nil {
+			return fmt.Errorf("%s: procs lists %s, which is not a bound function of %s", g.lib.Spec.Path, c, g.lib.Spec.Name)
+		}
+		defs = append(defs,
+			jen.Comment(fmt.Sprintf("Proc%s is the symbol %s, resolved at first use, for C code that calls it itself.", fn.GoName, c)),
+			jen.Id("Proc"+fn.GoName).Op("=").Id(procVar(c)))
+	}
+	if len(defs) != 0 {
+		f.Var().Defs(defs...)
+	}
+	return nil
+}
+
 // inContext reports whether the spec asks for a context-switching variant of c.
 func (g *gen) inContext(c string) bool {
 	for _, n := range g.lib.InContext {
@@ -298,8 +345,7 @@ func (g *gen) inContext(c string) bool {
 }
 
 // checkInContext checks what the in_context variants of the library's functions need:
-// package cuda's CUcontext and Result (and its registering the context switch procs
-// with internal/ctxswitch, which importing cuda does), so the cuda spec must be
+// the cuda raw package's CUcontext, Result and CtxSwitchProcs, so the cuda spec must be
 // among the libraries (with its headers), and every function listed must be bound.
 func (g *gen) checkInContext() error {
 	s := g.lib.Spec
@@ -322,7 +368,7 @@ func (g *gen) checkInContext() error {
 	return nil
 }
 
-// inContextVariant emits inX(ctx, ...): X called with the CUDA context ctx current on the
+// inContextVariant emits XIn(ctx, ...): X called with the CUDA context ctx current on the
 // calling thread. The C side makes ctx current only when cuCtxGetCurrent says it is not,
 // in the same cgo call as X, so a goroutine that moves between threads never runs X in
 // the wrong context. A failure to switch comes back as a cuda.Result (flagged in bit 32).
@@ -333,11 +379,9 @@ func (g *gen) inContextVariant(fn *Func, status *TypeDecl, params, args []jen.Co
 	}
 	ctxT := jen.Qual(cuda.Spec.Import, "CUcontext")
 	result := jen.Qual(cuda.Spec.Import, "Result")
-	// Not a function of package cuda: it would be public API, and every package that
-	// calls it imports cuda anyway, whose init registers the procs.
-	procs := jen.Qual(ctxswImport, "Procs")
+	procs := jen.Qual(cuda.Spec.Import, ctxSwitchProcs)
 	if g.lib == cuda {
-		ctxT, result = jen.Id("CUcontext"), jen.Id("Result")
+		ctxT, result, procs = jen.Id("CUcontext"), jen.Id("Result"), jen.Id(ctxSwitchProcs)
 	}
 	cp := "uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx"
 	if len(cparams) != 0 {
@@ -352,7 +396,7 @@ func (g *gen) inContextVariant(fn *Func, status *TypeDecl, params, args []jen.Co
 		"if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); "+
 		"if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; "+
 		"return (uint32_t)((%s (*)(%s))fn)(%s); }\n", fn.CName, cp, cret, ct, strings.Join(cargs, ", "))
-	name := "in" + fn.GoName
+	name := fn.GoName + "In"
 	cargsGo := append([]jen.Code{jen.Qual("C", "uintptr_t").Call(jen.Id("fn")), jen.Qual("C", "uintptr_t").Call(jen.Id("get")),
 		jen.Qual("C", "uintptr_t").Call(jen.Id("set")), jen.Qual("C", "uintptr_t").Call(jen.Id("ctx"))}, args...)
 	body := []jen.Code{
@@ -362,7 +406,7 @@ func (g *gen) inContextVariant(fn *Func, status *TypeDecl, params, args []jen.Co
 		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
 		jen.Id("r").Op(":=").Int64().Call(jen.Qual("C", "gocuda_in_"+fn.CName).Call(cargsGo...)),
 		jen.If(jen.Id("r").Op(">>").Lit(32).Op("!=").Lit(0)).Block(jen.Return(jen.Add(result).Call(jen.Int32().Call(jen.Id("r"))))),
-		jen.Return(jen.Id(status.GoName).Call(jen.Id("r")).Dot("err").Call()),
+		jen.Return(jen.Id(status.GoName).Call(jen.Id("r")).Dot("Err").Call()),
 	}
 	doc := fmt.Sprintf("%s calls %s with the CUDA context ctx current on the calling thread.", name, fn.CName)
 	code := docComment(doc).Line().Func().Id(name).Params(append([]jen.Code{jen.Id("ctx").Add(ctxT)}, params...)...).Error().Block(body...)

@@ -253,7 +253,8 @@ func TestBadSpec(t *testing.T) {
 		_, specs = badTree(t, okHeader, badSpec)
 		s, err = loadSpecs(specs, module)
 		require.NoError(t, err)
-		assert.Equal(t, module+"/bad", s[0].Import)
+		assert.Equal(t, module+"/bad/badraw", s[0].Import)
+		assert.Equal(t, "badraw", s[0].pkgName())
 	})
 }
 
@@ -293,12 +294,12 @@ func TestHandwrittenResource(t *testing.T) {
 	assert.Contains(t, err.Error(), "resource badH: destroy function badGone dropped: the headers do not declare it")
 }
 
-// The in-context variants of a library other than cuda take the context switch procs
-// from internal/ctxswitch (cuda registers them there), not from a function of cuda's
-// public API.
+// The in-context variants of a library other than cuda are exported as XIn and take
+// the context switch procs from the cuda raw package's CtxSwitchProcs.
 func TestInContextOfAnotherLibrary(t *testing.T) {
 	inc, specs := badTree(t, statusHeader, statusSpec+"in_context = [\"badOk\"]\n")
-	require.NoError(t, os.WriteFile(filepath.Join(inc, "cuda.h"), []byte("typedef struct CUctx_st *CUcontext;\nint cuInit(int f);\n"), 0o644))
+	cudaH := "typedef struct CUctx_st *CUcontext;\nint cuInit(int f);\nint cuCtxGetCurrent(CUcontext *c);\nint cuCtxSetCurrent(CUcontext c);\n"
+	require.NoError(t, os.WriteFile(filepath.Join(inc, "cuda.h"), []byte(cudaH), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(specs, "cuda.toml"), []byte(strings.NewReplacer(
 		`"bad"`, `"cuda"`, `"bad.h"`, `"cuda.h"`, `"Bad"`, `"CUDA"`, `prefix = "bad"`, `prefix = "cu"`, "GOCUDA_BAD_LIB", "GOCUDA_CUDA_LIB").Replace(badSpec)), 0o644))
 	out := t.TempDir()
@@ -306,10 +307,16 @@ func TestInContextOfAnotherLibrary(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(out, "zz_generated_funcs.go"))
 	require.NoError(t, err)
 	got := string(b)
-	assert.Contains(t, got, "func inOk(ctx cuda.CUcontext, x int32) error")
-	assert.Contains(t, got, "get, set, err := ctxswitch.Procs()")
-	assert.Contains(t, got, `"github.com/gocuda/gocuda/internal/ctxswitch"`)
-	assert.NotContains(t, got, "ContextSwitchProcs")
+	assert.Contains(t, got, "package badraw")
+	assert.Contains(t, got, "func OkIn(ctx cudaraw.CUcontext, x int32) error")
+	assert.Contains(t, got, "get, set, err := cudaraw.CtxSwitchProcs()")
+	assert.Contains(t, got, `"github.com/gocuda/gocuda/cuda/cudaraw"`)
+
+	// The cuda raw package must bind what CtxSwitchProcs hands out.
+	require.NoError(t, os.WriteFile(filepath.Join(inc, "cuda.h"), []byte("typedef struct CUctx_st *CUcontext;\nint cuInit(int f);\n"), 0o644))
+	err = run([]string{"-include", inc, "-specs", specs, "-lib", "bad", "-out", t.TempDir()}, io.Discard)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "cuCtxGetCurrent is not bound")
 }
 
 // TestBadHeader checks that failures on C input report the header position and that run

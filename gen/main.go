@@ -2,11 +2,12 @@
 //
 // It parses one translation unit that includes every library's entry headers with
 // modernc.org/cc/v4 (using the host C compiler's configuration), resolves it against
-// the specs in headers/, and writes the zz_generated_*.go files of one package:
+// the specs in headers/, and writes the zz_generated_*.go files of one library's raw
+// package (<lib>/<lib>raw, beside the library's idiomatic package <lib>):
 //
-//	go run ../gen -lib cublas          (from the cublas directory, via go:generate)
+//	go run ../gen -lib cublas          (from the cublas directory, via go:generate: writes cublasraw/)
 //	go run ./gen -stats [-v]           (print what is bound and excluded)
-//	go run ./gen -all [-out dir]       (every library, each into its directory)
+//	go run ./gen -all [-out dir]       (every library, each into <dir>/<lib>/<lib>raw)
 //
 // The CUDA headers are found through -cuda-path, $CUDA_PATH, $CUDA_HOME or
 // /usr/local/cuda, in that order.
@@ -87,7 +88,7 @@ func run(args []string, stdout io.Writer) error {
 	fs.StringVar(&o.specs, "specs", "", "directory of binding specs (default: headers/ of the module)")
 	fs.StringVar(&o.lib, "lib", "", "library to generate (default: the current directory's name)")
 	fs.BoolVar(&o.all, "all", false, "generate every library, each into <out>/<name> (default out: the module root)")
-	fs.StringVar(&o.out, "out", ".", "output directory (with -all, the directory holding the packages)")
+	fs.StringVar(&o.out, "out", "", "output directory (default: the raw package's directory under the library's, <lib>raw; with -all, the directory holding the libraries)")
 	fs.BoolVar(&o.stats, "stats", false, "print what each library binds and excludes, write nothing")
 	fs.BoolVar(&o.verbose, "v", false, "with -stats, list every function: its Go name, or why it is excluded")
 	fs.BoolVar(&o.check, "check", false, "compare the generated files with the ones on disk, write nothing")
@@ -121,6 +122,9 @@ func run(args []string, stdout io.Writer) error {
 			return err
 		}
 		o.lib = filepath.Base(wd)
+	}
+	if o.out == "" {
+		o.out = "."
 	}
 	inc := o.include
 	if inc == "" {
@@ -221,9 +225,11 @@ func generate(m *Model, o options, stdout io.Writer) error {
 			errs = append(errs, err.Error())
 			others = others || l.Spec.Name != o.lib
 		case o.all:
-			pkgs = append(pkgs, pkg{l, filepath.Join(o.out, l.Spec.Name), outs})
-		case l.Spec.Name == o.lib:
+			pkgs = append(pkgs, pkg{l, filepath.Join(o.out, l.Spec.Name, rawDir(l.Spec)), outs})
+		case l.Spec.Name == o.lib && o.outSet:
 			pkgs = append(pkgs, pkg{l, o.out, outs})
+		case l.Spec.Name == o.lib:
+			pkgs = append(pkgs, pkg{l, filepath.Join(o.out, rawDir(l.Spec)), outs})
 		}
 	}
 	if len(errs) != 0 {
@@ -256,6 +262,16 @@ func generate(m *Model, o options, stdout io.Writer) error {
 		return nil
 	}
 	return writeFiles(files)
+}
+
+// rawDir is the directory of a library's raw package, relative to the library's own:
+// its package name for the module's libraries, or the library's directory itself for
+// a spec that sets its import path (the golden packages).
+func rawDir(s *Spec) string {
+	if s.ImportPath != "" {
+		return "."
+	}
+	return s.pkgName()
 }
 
 // writeFiles writes every file that changed, as nearly all at once as a file system

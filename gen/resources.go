@@ -116,9 +116,6 @@ func (g *gen) emitOwner(f *jen.File, r Resource, d *TypeDecl, destroy, simple *F
 	)
 	// owner.Close returns errs.Closed: the error of every second Close in gocuda.
 	closed := "cuda.ErrClosed"
-	if l.Spec.Name == "cuda" {
-		closed = "ErrClosed"
-	}
 	f.Add(docComment(fmt.Sprintf("Close releases the %s with %s now and returns its error. Closing again, or\nclosing a nil %s, returns an error that matches %s and resource.ErrReleased.", r.Type, r.Destroy, outer, closed)))
 	f.Func().Params(recv).Id("Close").Params().Error().Block(
 		jen.Var().Id("owned").Qual(ownerImport, "Owned").Types(raw),

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"go/token"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -47,14 +48,17 @@ type Spec struct {
 	Rename map[string]string `toml:"rename"`
 	// Exclude lists functions that are not bound, each with its reason.
 	Exclude []Exclusion `toml:"exclude"`
-	// InContext lists functions (or "*" for all) that also get an unexported variant
-	// inX(ctx, ...) which runs X with a given CUDA context current on the calling thread.
+	// InContext lists functions (or "*" for all) that also get a variant
+	// XIn(ctx, ...) which runs X with a given CUDA context current on the calling thread.
 	InContext []string `toml:"in_context"`
+	// Procs lists functions whose lazily resolved symbol is exported as ProcX, for C
+	// code of the idiomatic layer that calls the function itself (a launch shim).
+	Procs []string `toml:"procs"`
 	// Resources is the resource table: handle types with create/destroy and their
 	// blocking class.
 	Resources []Resource `toml:"resource"`
-	// ImportPath overrides the Go import path derived from the module and Name
-	// (golden test packages live under gen/internal/golden).
+	// ImportPath overrides the Go import path derived from the module and Name,
+	// <module>/<name>/<name>raw (golden test packages live under gen/internal/golden).
 	ImportPath string `toml:"import"`
 
 	// Import is the Go import path of the generated package (set by the loader).
@@ -114,7 +118,7 @@ func loadSpecs(dir, module string) ([]*Spec, error) {
 		if err := s.check(); err != nil {
 			return nil, fmt.Errorf("%s: %v", f, err)
 		}
-		s.Import = module + "/" + s.Name
+		s.Import = rawImport(module, s.Name)
 		if s.ImportPath != "" {
 			s.Import = s.ImportPath
 		}
@@ -223,8 +227,14 @@ func (s *Spec) excluded(fn string) (string, bool) {
 	return "", false
 }
 
-// pkgName returns the Go package name of the spec.
-func (s *Spec) pkgName() string { return s.Name }
+// pkgName returns the Go package name of the spec: the last element of its import
+// path.
+func (s *Spec) pkgName() string { return path.Base(s.Import) }
+
+// rawImport is the import path of a library's raw package: <root>/<name>/<name>raw,
+// inside the directory of the library's idiomatic package, and named so that a file
+// can import both without an alias.
+func rawImport(root, name string) string { return root + "/" + name + "/" + name + "raw" }
 
 func readFileString(path string) (string, error) {
 	b, err := os.ReadFile(path)

@@ -107,8 +107,8 @@ func (g *gen) emitStatus(f *jen.File) error {
 		jen.If(jen.Id("r").Op("==").Id(exportName(s.Success))).Block(jen.Return(jen.Lit("success"))),
 		jen.Return(jen.Lit("unknown status")),
 	)
-	f.Comment(fmt.Sprintf("err returns nil for %s and the status itself otherwise.", s.Success))
-	f.Func().Params(recv).Id("err").Params().Error().Block(
+	f.Comment(fmt.Sprintf("Err returns nil for %s and the status itself otherwise.", s.Success))
+	f.Func().Params(recv).Id("Err").Params().Error().Block(
 		jen.If(jen.Id("r").Op("==").Id(exportName(s.Success))).Block(jen.Return(jen.Nil())),
 		jen.Return(jen.Id("r")),
 	)

@@ -9,6 +9,7 @@ import (
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/internal/gputest"
 	"github.com/gocuda/gocuda/nccl"
+	"github.com/gocuda/gocuda/nccl/ncclraw"
 )
 
 // BenchmarkAllReduce sums float32 buffers of each size over all the GPUs of the
@@ -18,7 +19,7 @@ import (
 // carries; 0 with one GPU). For tools/bench's comparison with the C loop.
 func BenchmarkAllReduce(b *testing.B) {
 	gputest.Require(b, gputest.Kernels)
-	gputest.RequireLibrary(b, nccl.Library())
+	gputest.RequireLibrary(b, ncclraw.Library())
 	n, err := cuda.DeviceCount()
 	if err != nil {
 		b.Fatal(err)

@@ -12,6 +12,8 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/nccl/ncclraw"
 )
 
 // Element is an element type of the collectives, with its NCCL data type: int8,
@@ -22,28 +24,28 @@ type Element interface {
 }
 
 // DataType returns the NCCL data type of T.
-func DataType[T Element]() NcclDataType {
+func DataType[T Element]() ncclraw.NcclDataType {
 	switch any(*new(T)).(type) {
 	case int8:
-		return NcclInt8
+		return ncclraw.NcclInt8
 	case uint8:
-		return NcclUint8
+		return ncclraw.NcclUint8
 	case int32:
-		return NcclInt32
+		return ncclraw.NcclInt32
 	case uint32:
-		return NcclUint32
+		return ncclraw.NcclUint32
 	case int64:
-		return NcclInt64
+		return ncclraw.NcclInt64
 	case uint64:
-		return NcclUint64
+		return ncclraw.NcclUint64
 	case cuda.Float16:
-		return NcclFloat16
+		return ncclraw.NcclFloat16
 	case cuda.BFloat16:
-		return NcclBfloat16
+		return ncclraw.NcclBfloat16
 	case float32:
-		return NcclFloat32
+		return ncclraw.NcclFloat32
 	default:
-		return NcclFloat64
+		return ncclraw.NcclFloat64
 	}
 }
 
@@ -62,11 +64,11 @@ func (o Collectives[T]) Comm() *Comm { return o.c }
 
 // Reduction operations.
 const (
-	Sum  = NcclSum
-	Prod = NcclProd
-	Max  = NcclMax
-	Min  = NcclMin
-	Avg  = NcclAvg // the sum divided by the number of ranks
+	Sum  = ncclraw.NcclSum
+	Prod = ncclraw.NcclProd
+	Max  = ncclraw.NcclMax
+	Min  = ncclraw.NcclMin
+	Avg  = ncclraw.NcclAvg // the sum divided by the number of ranks
 )
 
 // The collectives run on the caller's stream s, which must belong to the
@@ -93,7 +95,7 @@ const (
 
 // AllReduce reduces send over all ranks with op and writes the result to recv on
 // every rank: ncclAllReduce. send and recv hold the same number of elements.
-func (o Collectives[T]) AllReduce(s *cuda.Stream, send, recv cuda.Memory, op NcclRedOp) error {
+func (o Collectives[T]) AllReduce(s *cuda.Stream, send, recv cuda.Memory, op ncclraw.NcclRedOp) error {
 	c := o.c
 	const name = "all-reduce"
 	n, ps, err := elems[T](name, "send", send)
@@ -108,7 +110,7 @@ func (o Collectives[T]) AllReduce(s *cuda.Stream, send, recv cuda.Memory, op Ncc
 		return err
 	}
 	dt := DataType[T]()
-	return c.queue(name, s, func(h NcclComm, st cuda.CUstream) error {
+	return c.queue(name, s, func(h ncclraw.NcclComm, st cudaraw.CUstream) error {
 		return raw.allReduce(ps, pr, uint64(n), dt, op, h, st)
 	}, cuda.Reads(send), cuda.Writes(recv))
 }
@@ -135,7 +137,7 @@ func (o Collectives[T]) Broadcast(s *cuda.Stream, send, recv cuda.Memory, root i
 		uses = append(uses, cuda.Reads(send))
 	}
 	dt := DataType[T]()
-	return c.queue(name, s, func(h NcclComm, st cuda.CUstream) error {
+	return c.queue(name, s, func(h ncclraw.NcclComm, st cudaraw.CUstream) error {
 		return raw.broadcast(ps, pr, uint64(n), dt, int32(root), h, st)
 	}, uses...)
 }
@@ -143,7 +145,7 @@ func (o Collectives[T]) Broadcast(s *cuda.Stream, send, recv cuda.Memory, root i
 // Reduce reduces send over all ranks with op into root's recv: ncclReduce. recv is
 // written on root only and may be nil elsewhere; on root it holds as many elements
 // as send.
-func (o Collectives[T]) Reduce(s *cuda.Stream, send, recv cuda.Memory, op NcclRedOp, root int) error {
+func (o Collectives[T]) Reduce(s *cuda.Stream, send, recv cuda.Memory, op ncclraw.NcclRedOp, root int) error {
 	c := o.c
 	const name = "reduce"
 	n, ps, err := elems[T](name, "send", send)
@@ -165,7 +167,7 @@ func (o Collectives[T]) Reduce(s *cuda.Stream, send, recv cuda.Memory, op NcclRe
 		uses = append(uses, cuda.Writes(recv))
 	}
 	dt := DataType[T]()
-	return c.queue(name, s, func(h NcclComm, st cuda.CUstream) error {
+	return c.queue(name, s, func(h ncclraw.NcclComm, st cudaraw.CUstream) error {
 		return raw.reduce(ps, pr, uint64(n), dt, op, int32(root), h, st)
 	}, uses...)
 }
@@ -188,7 +190,7 @@ func (o Collectives[T]) AllGather(s *cuda.Stream, send, recv cuda.Memory) error 
 		return err
 	}
 	dt := DataType[T]()
-	return c.queue(name, s, func(h NcclComm, st cuda.CUstream) error {
+	return c.queue(name, s, func(h ncclraw.NcclComm, st cudaraw.CUstream) error {
 		return raw.allGather(ps, pr, uint64(n), dt, h, st)
 	}, cuda.Reads(send), cuda.Writes(recv))
 }
@@ -196,7 +198,7 @@ func (o Collectives[T]) AllGather(s *cuda.Stream, send, recv cuda.Memory) error 
 // ReduceScatter reduces send over all ranks with op and scatters the result: rank r
 // gets the block of elements r·len(recv) to (r+1)·len(recv) in recv:
 // ncclReduceScatter. send holds Size() times the elements of recv.
-func (o Collectives[T]) ReduceScatter(s *cuda.Stream, send, recv cuda.Memory, op NcclRedOp) error {
+func (o Collectives[T]) ReduceScatter(s *cuda.Stream, send, recv cuda.Memory, op ncclraw.NcclRedOp) error {
 	c := o.c
 	const name = "reduce-scatter"
 	n, pr, err := elems[T](name, "recv", recv)
@@ -214,7 +216,7 @@ func (o Collectives[T]) ReduceScatter(s *cuda.Stream, send, recv cuda.Memory, op
 		return err
 	}
 	dt := DataType[T]()
-	return c.queue(name, s, func(h NcclComm, st cuda.CUstream) error {
+	return c.queue(name, s, func(h ncclraw.NcclComm, st cudaraw.CUstream) error {
 		return raw.reduceScatter(ps, pr, uint64(n), dt, op, h, st)
 	}, cuda.Reads(send), cuda.Writes(recv))
 }
@@ -233,7 +235,7 @@ func (o Collectives[T]) Recv(s *cuda.Stream, recv cuda.Memory, peer int) error {
 
 // p2p queues call (ncclSend or ncclRecv) of all of m with rank peer.
 func (o Collectives[T]) p2p(name string, s *cuda.Stream, m cuda.Memory, peer int,
-	call func(unsafe.Pointer, uint64, NcclDataType, int32, NcclComm, cuda.CUstream) error, use cuda.Use) error {
+	call func(unsafe.Pointer, uint64, ncclraw.NcclDataType, int32, ncclraw.NcclComm, cudaraw.CUstream) error, use cuda.Use) error {
 	c := o.c
 	n, p, err := elems[T](name, name, m)
 	if err != nil {
@@ -243,7 +245,7 @@ func (o Collectives[T]) p2p(name string, s *cuda.Stream, m cuda.Memory, peer int
 		return err
 	}
 	dt := DataType[T]()
-	return c.queue(name, s, func(h NcclComm, st cuda.CUstream) error {
+	return c.queue(name, s, func(h ncclraw.NcclComm, st cudaraw.CUstream) error {
 		return call(p, uint64(n), dt, int32(peer), h, st)
 	}, use)
 }
@@ -278,8 +280,8 @@ func sized[T Element](op, name string, m cuda.Memory, n int) (unsafe.Pointer, er
 	return p, nil
 }
 
-func checkOp(op string, r NcclRedOp) error {
-	if r < 0 || r >= NcclNumOps {
+func checkOp(op string, r ncclraw.NcclRedOp) error {
+	if r < 0 || r >= ncclraw.NcclNumOps {
 		return fmt.Errorf("nccl: %s: %w: reduction %d", op, cuda.ErrInvalidArgument, int(r))
 	}
 	return nil
@@ -299,14 +301,14 @@ func checkPeer(c *Comm, op, what string, r int) error {
 type queued struct {
 	c    *Comm
 	s    *cuda.Stream
-	call func(NcclComm, cuda.CUstream) error
+	call func(ncclraw.NcclComm, cudaraw.CUstream) error
 	uses []cuda.Use
 	op   string
 }
 
 // queue checks the stream and memory, then queues the call with the hand-off (or,
 // inside Group, adds it to the group), polling while NCCL answers ncclInProgress.
-func (c *Comm) queue(op string, s *cuda.Stream, call func(NcclComm, cuda.CUstream) error, uses ...cuda.Use) error {
+func (c *Comm) queue(op string, s *cuda.Stream, call func(ncclraw.NcclComm, cudaraw.CUstream) error, uses ...cuda.Use) error {
 	fail := func(err error) error { return fmt.Errorf("nccl: %s: %w", op, err) }
 	if c == nil || c.comm == nil {
 		return fail(fmt.Errorf("%w: nil communicator", cuda.ErrInvalidArgument))
@@ -328,10 +330,10 @@ func (c *Comm) queue(op string, s *cuda.Stream, call func(NcclComm, cuda.CUstrea
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	err := c.withCall(func() error {
-		return cuda.Enqueue(s, func(_ cuda.CUcontext, h cuda.CUstream) error {
+		return cuda.Enqueue(s, func(_ cudaraw.CUcontext, h cudaraw.CUstream) error {
 			return c.ctx.Locked(func() error {
 				err := call(c.h, h)
-				if err == nil || errors.Is(err, ErrInProgress) {
+				if err == nil || errors.Is(err, ncclraw.ErrInProgress) {
 					// Not queued until the communicator is ready again.
 					err = c.poll(nil)
 				}
@@ -458,13 +460,13 @@ func (g *group) queue(comms []*Comm, streams []*cuda.Stream, uses [][]cuda.Use) 
 			return err
 		}
 	}
-	handles := make([]cuda.CUstream, len(streams))
+	handles := make([]cudaraw.CUstream, len(streams))
 	var enqueue func(i int) error
 	enqueue = func(i int) error {
 		if i == len(streams) {
 			return g.call(comms, streams, handles)
 		}
-		return cuda.Enqueue(streams[i], func(_ cuda.CUcontext, h cuda.CUstream) error {
+		return cuda.Enqueue(streams[i], func(_ cudaraw.CUcontext, h cudaraw.CUstream) error {
 			handles[i] = h
 			return enqueue(i + 1)
 		}, uses[i]...)
@@ -474,7 +476,7 @@ func (g *group) queue(comms []*Comm, streams []*cuda.Stream, uses [][]cuda.Use) 
 
 // call makes the group's NCCL calls, each in its communicator's context, and waits
 // for the communicators to be ready.
-func (g *group) call(comms []*Comm, streams []*cuda.Stream, handles []cuda.CUstream) error {
+func (g *group) call(comms []*Comm, streams []*cuda.Stream, handles []cudaraw.CUstream) error {
 	return comms[0].ctx.Locked(func() error {
 		if err := raw.groupStart(); err != nil {
 			return fmt.Errorf("ncclGroupStart: %w", err)
@@ -483,12 +485,12 @@ func (g *group) call(comms []*Comm, streams []*cuda.Stream, handles []cuda.CUstr
 		for _, q := range g.ops {
 			h := handles[slices.Index(streams, q.s)]
 			err := q.c.ctx.Locked(func() error { return q.call(q.c.h, h) })
-			if err != nil && !errors.Is(err, ErrInProgress) && first == nil {
+			if err != nil && !errors.Is(err, ncclraw.ErrInProgress) && first == nil {
 				first = fmt.Errorf("%s (rank %d): %w", q.op, q.c.rank, err)
 			}
 		}
 		// After a failed call too: the group must end, and NCCL then drops its calls.
-		if err := raw.groupEnd(); err != nil && !errors.Is(err, ErrInProgress) && first == nil {
+		if err := raw.groupEnd(); err != nil && !errors.Is(err, ncclraw.ErrInProgress) && first == nil {
 			first = fmt.Errorf("ncclGroupEnd: %w", err)
 		}
 		if first != nil {

@@ -12,7 +12,9 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/internal/errs"
+	"github.com/gocuda/gocuda/nccl/ncclraw"
 	"github.com/gocuda/gocuda/resource"
 )
 
@@ -49,7 +51,7 @@ type Comm struct {
 }
 
 type comm struct {
-	h          NcclComm
+	h          ncclraw.NcclComm
 	rank, size int
 	dev        cuda.Device
 	ctx        *cuda.Context
@@ -76,33 +78,33 @@ var commOrder atomic.Uint64
 // raw is the NCCL functions the idiomatic layer calls: the raw layer's, replaced by
 // tests that run without NCCL (export_test.go).
 var raw = struct {
-	getUniqueID   func(*NcclUniqueId) error
-	initRank      func(*NcclComm, int32, NcclUniqueId, int32, *NcclConfig) error
-	getAsyncError func(NcclComm, *Result) error
-	getLastError  func(NcclComm) (string, error)
-	abort         func(NcclComm) error
-	finalize      func(NcclComm) error
-	destroy       func(NcclComm) error
+	getUniqueID   func(*ncclraw.NcclUniqueId) error
+	initRank      func(*ncclraw.NcclComm, int32, ncclraw.NcclUniqueId, int32, *ncclraw.NcclConfig) error
+	getAsyncError func(ncclraw.NcclComm, *ncclraw.Result) error
+	getLastError  func(ncclraw.NcclComm) (string, error)
+	abort         func(ncclraw.NcclComm) error
+	finalize      func(ncclraw.NcclComm) error
+	destroy       func(ncclraw.NcclComm) error
 	groupStart    func() error
 	groupEnd      func() error
-	allReduce     func(unsafe.Pointer, unsafe.Pointer, uint64, NcclDataType, NcclRedOp, NcclComm, cuda.CUstream) error
-	broadcast     func(unsafe.Pointer, unsafe.Pointer, uint64, NcclDataType, int32, NcclComm, cuda.CUstream) error
-	reduce        func(unsafe.Pointer, unsafe.Pointer, uint64, NcclDataType, NcclRedOp, int32, NcclComm, cuda.CUstream) error
-	allGather     func(unsafe.Pointer, unsafe.Pointer, uint64, NcclDataType, NcclComm, cuda.CUstream) error
-	reduceScatter func(unsafe.Pointer, unsafe.Pointer, uint64, NcclDataType, NcclRedOp, NcclComm, cuda.CUstream) error
-	send          func(unsafe.Pointer, uint64, NcclDataType, int32, NcclComm, cuda.CUstream) error
-	recv          func(unsafe.Pointer, uint64, NcclDataType, int32, NcclComm, cuda.CUstream) error
+	allReduce     func(unsafe.Pointer, unsafe.Pointer, uint64, ncclraw.NcclDataType, ncclraw.NcclRedOp, ncclraw.NcclComm, cudaraw.CUstream) error
+	broadcast     func(unsafe.Pointer, unsafe.Pointer, uint64, ncclraw.NcclDataType, int32, ncclraw.NcclComm, cudaraw.CUstream) error
+	reduce        func(unsafe.Pointer, unsafe.Pointer, uint64, ncclraw.NcclDataType, ncclraw.NcclRedOp, int32, ncclraw.NcclComm, cudaraw.CUstream) error
+	allGather     func(unsafe.Pointer, unsafe.Pointer, uint64, ncclraw.NcclDataType, ncclraw.NcclComm, cudaraw.CUstream) error
+	reduceScatter func(unsafe.Pointer, unsafe.Pointer, uint64, ncclraw.NcclDataType, ncclraw.NcclRedOp, ncclraw.NcclComm, cudaraw.CUstream) error
+	send          func(unsafe.Pointer, uint64, ncclraw.NcclDataType, int32, ncclraw.NcclComm, cudaraw.CUstream) error
+	recv          func(unsafe.Pointer, uint64, ncclraw.NcclDataType, int32, ncclraw.NcclComm, cudaraw.CUstream) error
 }{
-	GetUniqueId, CommInitRankConfig, CommGetAsyncError, GetLastError, CommAbort, CommFinalize, CommDestroy, GroupStart, GroupEnd,
-	AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, Send, Recv,
+	ncclraw.GetUniqueId, ncclraw.CommInitRankConfig, ncclraw.CommGetAsyncError, ncclraw.GetLastError, ncclraw.CommAbort, ncclraw.CommFinalize, ncclraw.CommDestroy, ncclraw.GroupStart, ncclraw.GroupEnd,
+	ncclraw.AllReduce, ncclraw.Broadcast, ncclraw.Reduce, ncclraw.AllGather, ncclraw.ReduceScatter, ncclraw.Send, ncclraw.Recv,
 }
 
 // config is the configuration of every communicator: NCCL_CONFIG_INITIALIZER with
 // blocking = 0.
-func config() NcclConfig {
-	const undef = NCCL_CONFIG_UNDEF_INT
-	return NcclConfig{
-		Size: uint64(unsafe.Sizeof(NcclConfig{})), Magic: 0xcafebeef, Version: NCCL_VERSION_CODE,
+func config() ncclraw.NcclConfig {
+	const undef = ncclraw.NCCL_CONFIG_UNDEF_INT
+	return ncclraw.NcclConfig{
+		Size: uint64(unsafe.Sizeof(ncclraw.NcclConfig{})), Magic: 0xcafebeef, Version: ncclraw.NCCL_VERSION_CODE,
 		Blocking: 0, CgaClusterSize: undef, MinCTAs: undef, MaxCTAs: undef, SplitShare: undef,
 		TrafficClass: undef, CollnetEnable: undef, CTAPolicy: undef, ShrinkShare: undef, NvlsCTAs: undef,
 		NChannelsPerNetPeer: undef, NvlinkCentricSched: undef,
@@ -110,8 +112,8 @@ func config() NcclConfig {
 }
 
 // newUniqueID is the newID of a Rendezvous: ncclGetUniqueId.
-func newUniqueID() (NcclUniqueId, error) {
-	var id NcclUniqueId
+func newUniqueID() (ncclraw.NcclUniqueId, error) {
+	var id ncclraw.NcclUniqueId
 	if err := raw.getUniqueID(&id); err != nil {
 		return id, fmt.Errorf("nccl: ncclGetUniqueId: %w", err)
 	}
@@ -162,18 +164,18 @@ func NewComms(ctx context.Context, devices ...cuda.Device) ([]*Comm, error) {
 		for i := range devices {
 			// ncclCommInitRank takes the device of the current context.
 			err := ctxs[i].Locked(func() error {
-				var h NcclComm
+				var h ncclraw.NcclComm
 				err := raw.initRank(&h, int32(n), id, int32(i), &cfg)
 				if h != 0 {
 					comms[i] = newComm(h, i, n, devices[i], ctxs[i])
 				}
 				return err
 			})
-			if err != nil && !errors.Is(err, ErrInProgress) && first == nil {
+			if err != nil && !errors.Is(err, ncclraw.ErrInProgress) && first == nil {
 				first = fmt.Errorf("rank %d (device %d): %w", i, devices[i], err)
 			}
 		}
-		if err := raw.groupEnd(); err != nil && !errors.Is(err, ErrInProgress) && first == nil {
+		if err := raw.groupEnd(); err != nil && !errors.Is(err, ncclraw.ErrInProgress) && first == nil {
 			first = err
 		}
 		return first
@@ -181,7 +183,7 @@ func NewComms(ctx context.Context, devices ...cuda.Device) ([]*Comm, error) {
 	if err == nil {
 		for _, c := range comms {
 			if c == nil {
-				err = fmt.Errorf("%w: NCCL made no communicator", ErrInternalError)
+				err = fmt.Errorf("%w: NCCL made no communicator", ncclraw.ErrInternalError)
 				break
 			}
 			if err = c.ready(ctx, "init"); err != nil {
@@ -226,18 +228,18 @@ func Join(ctx context.Context, rv Rendezvous, rank, nranks int, dev cuda.Device)
 	var c *Comm
 	cfg := config()
 	err = cctx.Locked(func() error {
-		var h NcclComm
+		var h ncclraw.NcclComm
 		err := raw.initRank(&h, int32(nranks), id, int32(rank), &cfg)
 		if h != 0 {
 			c = newComm(h, rank, nranks, dev, cctx)
 		}
-		if errors.Is(err, ErrInProgress) {
+		if errors.Is(err, ncclraw.ErrInProgress) {
 			err = nil
 		}
 		return err
 	})
 	if err == nil && c == nil {
-		err = fmt.Errorf("%w: NCCL made no communicator", ErrInternalError)
+		err = fmt.Errorf("%w: NCCL made no communicator", ncclraw.ErrInternalError)
 	}
 	if err == nil {
 		err = c.ready(ctx, "init")
@@ -253,7 +255,7 @@ func Join(ctx context.Context, rv Rendezvous, rank, nranks int, dev cuda.Device)
 
 // newComm owns h, made on this thread with ctx current: its release (Close, or
 // resource.Reclaim) runs with ctx current.
-func newComm(h NcclComm, rank, size int, dev cuda.Device, ctx *cuda.Context) *Comm {
+func newComm(h ncclraw.NcclComm, rank, size int, dev cuda.Device, ctx *cuda.Context) *Comm {
 	in := &comm{h: h, rank: rank, size: size, dev: dev, ctx: ctx, order: commOrder.Add(1)}
 	in.reg = resource.ResourceFinalizerErr(func(c *comm) error { return c.destroy(finalizeLimit) }, in,
 		true, // ncclCommDestroy may wait for the GPU (headers/nccl.toml): held for Reclaim
@@ -273,18 +275,18 @@ const finalizeLimit = 30 * time.Second
 func (in *comm) destroy(limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	err := raw.finalize(in.h)
-	if errors.Is(err, ErrInProgress) {
+	if errors.Is(err, ncclraw.ErrInProgress) {
 		err = nil
 	}
 	for b := (backoff{max: pollMax}); err == nil; b.wait() {
-		var st Result
+		var st ncclraw.Result
 		if err = raw.getAsyncError(in.h, &st); err != nil {
 			break
 		}
-		if st == NcclSuccess {
+		if st == ncclraw.NcclSuccess {
 			return wrapRelease("ncclCommDestroy", raw.destroy(in.h))
 		}
-		if st != NcclInProgress {
+		if st != ncclraw.NcclInProgress {
 			err = st
 			break
 		}
@@ -341,7 +343,7 @@ func (c *Comm) abortOn(op string, err error) error {
 // ErrAborted.
 type AsyncError struct {
 	Rank, Size int
-	Result     Result
+	Result     ncclraw.Result
 	Detail     string // ncclGetLastError's text, if any
 }
 
@@ -396,7 +398,7 @@ func (in *comm) poll(ctx context.Context) error {
 	}
 	for b := (backoff{max: pollMax}); ; b.wait() {
 		st, err := in.asyncState()
-		if err != nil || st != NcclInProgress {
+		if err != nil || st != ncclraw.NcclInProgress {
 			return err
 		}
 		if in.state.Load() == stAborting {
@@ -412,12 +414,12 @@ func (in *comm) poll(ctx context.Context) error {
 
 // asyncState returns the communicator's state (ncclSuccess or ncclInProgress), or
 // its asynchronous error as an *AsyncError. The call must be held.
-func (in *comm) asyncState() (Result, error) {
-	var st Result
+func (in *comm) asyncState() (ncclraw.Result, error) {
+	var st ncclraw.Result
 	if err := raw.getAsyncError(in.h, &st); err != nil {
 		return 0, fmt.Errorf("ncclCommGetAsyncError: %w", err)
 	}
-	if st == NcclSuccess || st == NcclInProgress {
+	if st == ncclraw.NcclSuccess || st == ncclraw.NcclInProgress {
 		return st, nil
 	}
 	detail, _ := raw.getLastError(in.h)
@@ -488,7 +490,7 @@ func (c *Comm) Context() *cuda.Context {
 // still owns it: do not destroy it, keep the Comm reachable (runtime.KeepAlive) until
 // the last raw call has returned, as with os.File.Fd, and do not call NCCL on it
 // while a method runs on another goroutine (communicators are not thread-safe).
-func (c *Comm) Handle() NcclComm {
+func (c *Comm) Handle() ncclraw.NcclComm {
 	if c == nil || c.comm == nil {
 		return 0
 	}

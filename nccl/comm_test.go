@@ -18,6 +18,7 @@ import (
 	"github.com/gocuda/gocuda/internal/fakecuda"
 	"github.com/gocuda/gocuda/internal/gputest"
 	"github.com/gocuda/gocuda/nccl"
+	"github.com/gocuda/gocuda/nccl/ncclraw"
 	"github.com/gocuda/gocuda/resource"
 )
 
@@ -61,16 +62,16 @@ func TestNewCommsFake(t *testing.T) {
 	assert.Equal(t, c.Handle(), in.Comm)
 	assert.Equal(t, int32(0), in.Blocking, "non-blocking")
 	assert.Equal(t, uint32(0xcafebeef), in.Magic)
-	assert.Equal(t, uint32(nccl.NCCL_VERSION_CODE), in.Version)
-	assert.Equal(t, uint32(unsafe.Sizeof(nccl.NcclConfig{})), in.Size)
+	assert.Equal(t, uint32(ncclraw.NCCL_VERSION_CODE), in.Version)
+	assert.Equal(t, uint32(unsafe.Sizeof(ncclraw.NcclConfig{})), in.Size)
 	cfg := nccl.ConfigForTest()
-	assert.Equal(t, int32(nccl.NCCL_CONFIG_UNDEF_INT), cfg.CgaClusterSize, "fields left to NCCL are undefined, as NCCL_CONFIG_INITIALIZER has them")
+	assert.Equal(t, int32(ncclraw.NCCL_CONFIG_UNDEF_INT), cfg.CgaClusterSize, "fields left to NCCL are undefined, as NCCL_CONFIG_INITIALIZER has them")
 	assert.Nil(t, cfg.NetName)
 	assert.Equal(t, 1, f.GroupEnds, "made in a group")
 	assert.NoError(t, c.Err())
 	require.NoError(t, c.Close())
 	_, aborted, destroyed := f.Snapshot()
-	assert.Equal(t, []nccl.NcclComm{in.Comm}, destroyed)
+	assert.Equal(t, []ncclraw.NcclComm{in.Comm}, destroyed)
 	assert.Empty(t, aborted)
 }
 
@@ -98,10 +99,10 @@ func TestNewCommsFailure(t *testing.T) {
 	t.Run("async", func(t *testing.T) {
 		f := nccl.InstallFakeNCCL(t)
 		f.InitPolls = 3
-		f.State = nccl.NcclRemoteError
+		f.State = ncclraw.NcclRemoteError
 		_, err := nccl.NewComms(t.Context(), 0)
 		require.Error(t, err)
-		assert.ErrorIs(t, err, nccl.ErrRemoteError)
+		assert.ErrorIs(t, err, ncclraw.ErrRemoteError)
 		assert.ErrorIs(t, err, nccl.ErrAborted)
 		var ae *nccl.AsyncError
 		require.ErrorAs(t, err, &ae)
@@ -215,14 +216,14 @@ func TestCollectivesFake(t *testing.T) {
 	h := c.Handle()
 	pa, pb, ph, pi := uintptr(a.Ptr()), uintptr(b.Ptr()), uintptr(half.Ptr()), uintptr(i64.Ptr())
 	want := []nccl.FakeCall{
-		{Op: "allreduce", Send: pa, Recv: pb, Count: 6, Type: nccl.NcclFloat32, RedOp: nccl.Max},
-		{Op: "allreduce", Send: pb, Recv: pb, Count: 6, Type: nccl.NcclFloat32, RedOp: nccl.Sum},
-		{Op: "broadcast", Send: pa, Recv: pb, Count: 6, Type: nccl.NcclFloat32},
-		{Op: "reduce", Send: pa, Recv: pb, Count: 6, Type: nccl.NcclFloat32, RedOp: nccl.Prod},
-		{Op: "allgather", Send: ph, Recv: ph, Count: 3, Type: nccl.NcclFloat32},
-		{Op: "reducescatter", Send: pa, Recv: pb, Count: 6, Type: nccl.NcclFloat32, RedOp: nccl.Avg},
-		{Op: "send", Send: pi, Count: 4, Type: nccl.NcclInt64},
-		{Op: "recv", Recv: pi, Count: 4, Type: nccl.NcclInt64},
+		{Op: "allreduce", Send: pa, Recv: pb, Count: 6, Type: ncclraw.NcclFloat32, RedOp: nccl.Max},
+		{Op: "allreduce", Send: pb, Recv: pb, Count: 6, Type: ncclraw.NcclFloat32, RedOp: nccl.Sum},
+		{Op: "broadcast", Send: pa, Recv: pb, Count: 6, Type: ncclraw.NcclFloat32},
+		{Op: "reduce", Send: pa, Recv: pb, Count: 6, Type: ncclraw.NcclFloat32, RedOp: nccl.Prod},
+		{Op: "allgather", Send: ph, Recv: ph, Count: 3, Type: ncclraw.NcclFloat32},
+		{Op: "reducescatter", Send: pa, Recv: pb, Count: 6, Type: ncclraw.NcclFloat32, RedOp: nccl.Avg},
+		{Op: "send", Send: pi, Count: 4, Type: ncclraw.NcclInt64},
+		{Op: "recv", Recv: pi, Count: 4, Type: ncclraw.NcclInt64},
 	}
 	require.Len(t, calls, len(want))
 	for i := range want {
@@ -233,16 +234,16 @@ func TestCollectivesFake(t *testing.T) {
 
 // TestDataTypes: each element type maps to its NCCL data type.
 func TestDataTypes(t *testing.T) {
-	assert.Equal(t, nccl.NcclInt8, nccl.DataType[int8]())
-	assert.Equal(t, nccl.NcclUint8, nccl.DataType[uint8]())
-	assert.Equal(t, nccl.NcclInt32, nccl.DataType[int32]())
-	assert.Equal(t, nccl.NcclUint32, nccl.DataType[uint32]())
-	assert.Equal(t, nccl.NcclInt64, nccl.DataType[int64]())
-	assert.Equal(t, nccl.NcclUint64, nccl.DataType[uint64]())
-	assert.Equal(t, nccl.NcclFloat16, nccl.DataType[cuda.Float16]())
-	assert.Equal(t, nccl.NcclBfloat16, nccl.DataType[cuda.BFloat16]())
-	assert.Equal(t, nccl.NcclFloat32, nccl.DataType[float32]())
-	assert.Equal(t, nccl.NcclFloat64, nccl.DataType[float64]())
+	assert.Equal(t, ncclraw.NcclInt8, nccl.DataType[int8]())
+	assert.Equal(t, ncclraw.NcclUint8, nccl.DataType[uint8]())
+	assert.Equal(t, ncclraw.NcclInt32, nccl.DataType[int32]())
+	assert.Equal(t, ncclraw.NcclUint32, nccl.DataType[uint32]())
+	assert.Equal(t, ncclraw.NcclInt64, nccl.DataType[int64]())
+	assert.Equal(t, ncclraw.NcclUint64, nccl.DataType[uint64]())
+	assert.Equal(t, ncclraw.NcclFloat16, nccl.DataType[cuda.Float16]())
+	assert.Equal(t, ncclraw.NcclBfloat16, nccl.DataType[cuda.BFloat16]())
+	assert.Equal(t, ncclraw.NcclFloat32, nccl.DataType[float32]())
+	assert.Equal(t, ncclraw.NcclFloat64, nccl.DataType[float64]())
 }
 
 // TestCollectiveArguments: a wrong element type, sizes that do not match, a bad
@@ -282,8 +283,8 @@ func TestCollectiveArguments(t *testing.T) {
 		"size":           o.AllReduce(s, a, short, nccl.Sum),
 		"odd":            o.AllReduce(s, odd, odd, nccl.Sum),
 		"nil send":       o.AllReduce(s, nil, a, nccl.Sum),
-		"op":             o.AllReduce(s, a, a, nccl.NcclRedOp(99)),
-		"negative op":    o.AllReduce(s, a, a, nccl.NcclRedOp(-1)),
+		"op":             o.AllReduce(s, a, a, ncclraw.NcclRedOp(99)),
+		"negative op":    o.AllReduce(s, a, a, ncclraw.NcclRedOp(-1)),
 		"root":           o.Broadcast(s, a, a, 1),
 		"negative root":  o.Reduce(s, a, a, nccl.Sum, -1),
 		"root size":      o.Broadcast(s, short, a, 0),
@@ -325,26 +326,26 @@ func TestCollectiveFailure(t *testing.T) {
 	require.NoError(t, err)
 	defer a.Close()
 	f.Lock()
-	f.FailCall = nccl.ErrInvalidUsage
+	f.FailCall = ncclraw.ErrInvalidUsage
 	f.Unlock()
 	err = nccl.Of[int32](c).AllReduce(s, a, a, nccl.Sum)
-	assert.ErrorIs(t, err, nccl.ErrInvalidUsage)
+	assert.ErrorIs(t, err, ncclraw.ErrInvalidUsage)
 	assert.Contains(t, err.Error(), "all-reduce")
 	assert.NoError(t, c.Err(), "a failed call does not break the communicator")
 
 	f.Lock()
 	f.FailCall = nil
 	f.CallPolls = 2
-	f.State = nccl.NcclSystemError
+	f.State = ncclraw.NcclSystemError
 	f.Unlock()
 	err = nccl.Of[int32](c).AllReduce(s, a, a, nccl.Sum)
 	var ae *nccl.AsyncError
 	require.ErrorAs(t, err, &ae)
-	assert.ErrorIs(t, err, nccl.ErrSystemError)
+	assert.ErrorIs(t, err, ncclraw.ErrSystemError)
 	assert.ErrorIs(t, err, nccl.ErrAborted)
 	assert.Equal(t, 0, ae.Rank)
 	_, aborted, _ := f.Snapshot()
-	assert.Equal(t, []nccl.NcclComm{c.Handle()}, aborted)
+	assert.Equal(t, []ncclraw.NcclComm{c.Handle()}, aborted)
 	err = nccl.Of[int32](c).AllReduce(s, a, a, nccl.Sum)
 	assert.ErrorIs(t, err, nccl.ErrAborted)
 	assert.ErrorIs(t, err, cuda.ErrClosed)
@@ -363,7 +364,7 @@ func TestCloseAbort(t *testing.T) {
 	assert.ErrorIs(t, c.Err(), cuda.ErrClosed)
 	assert.NotErrorIs(t, c.Err(), nccl.ErrAborted)
 	_, aborted, destroyed := f.Snapshot()
-	assert.Equal(t, []nccl.NcclComm{h}, destroyed)
+	assert.Equal(t, []ncclraw.NcclComm{h}, destroyed)
 	assert.Empty(t, aborted)
 
 	comms, err := nccl.NewComms(t.Context(), 0)
@@ -375,7 +376,7 @@ func TestCloseAbort(t *testing.T) {
 	assert.ErrorIs(t, c.Close(), cuda.ErrClosed)
 	assert.ErrorIs(t, c.Err(), nccl.ErrAborted)
 	_, aborted, destroyed = f.Snapshot()
-	assert.Equal(t, []nccl.NcclComm{h}, aborted)
+	assert.Equal(t, []ncclraw.NcclComm{h}, aborted)
 	assert.Len(t, destroyed, 1, "not destroyed after the abort")
 	assert.Equal(t, -1, (*nccl.Comm)(nil).Rank())
 	assert.Zero(t, (*nccl.Comm)(nil).Handle())
@@ -391,7 +392,7 @@ func TestCloseFinalizes(t *testing.T) {
 	f.Unlock()
 	require.NoError(t, c.Close())
 	_, aborted, destroyed := f.Snapshot()
-	assert.Equal(t, []nccl.NcclComm{c.Handle()}, destroyed)
+	assert.Equal(t, []ncclraw.NcclComm{c.Handle()}, destroyed)
 	assert.Empty(t, aborted)
 	assert.Equal(t, 1, f.Finalized)
 
@@ -417,7 +418,7 @@ func TestCloseFinalizes(t *testing.T) {
 		t.Fatal("Close still waits after Abort")
 	}
 	_, aborted, destroyed = f.Snapshot()
-	assert.Equal(t, []nccl.NcclComm{c.Handle()}, aborted)
+	assert.Equal(t, []ncclraw.NcclComm{c.Handle()}, aborted)
 	assert.Len(t, destroyed, 1)
 	assert.ErrorIs(t, c.Close(), cuda.ErrClosed)
 }
@@ -464,12 +465,12 @@ func TestWaitFake(t *testing.T) {
 	assert.ErrorIs(t, c.Wait(t.Context(), nil), cuda.ErrInvalidArgument)
 
 	f.Lock()
-	f.State = nccl.NcclRemoteError
+	f.State = ncclraw.NcclRemoteError
 	f.Unlock()
 	err = c.Wait(t.Context(), s)
 	var ae *nccl.AsyncError
 	require.ErrorAs(t, err, &ae)
-	assert.ErrorIs(t, err, nccl.ErrRemoteError)
+	assert.ErrorIs(t, err, ncclraw.ErrRemoteError)
 	assert.ErrorIs(t, err, nccl.ErrAborted)
 	assert.False(t, f.Live(c.Handle()))
 	assert.ErrorIs(t, c.Wait(t.Context(), s), nccl.ErrAborted)
@@ -658,7 +659,7 @@ func TestDroppedCommReleasedByReclaim(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, f.Live(h))
 	_, aborted, destroyed := f.Snapshot()
-	assert.Equal(t, []nccl.NcclComm{h}, destroyed)
+	assert.Equal(t, []ncclraw.NcclComm{h}, destroyed)
 	assert.Empty(t, aborted)
 	_ = comms
 }

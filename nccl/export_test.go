@@ -6,7 +6,8 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/nccl/ncclraw"
 )
 
 // FakeNCCL stands in for libnccl in the tests that run without it (CI): the
@@ -19,24 +20,24 @@ type FakeNCCL struct {
 	t  testing.TB
 	mu sync.Mutex
 	// Set by the test (under Lock, or before the calls):
-	InitPolls     int    // ncclInProgress answers after an init
-	CallPolls     int    // after a collective or a group
-	FinalizePolls int    // after a finalize
-	Forever       bool   // ncclInProgress for ever (after inits and calls)
-	FailCall      error  // what collectives return
-	State         Result // the state once the polls are done (ncclSuccess by default)
+	InitPolls     int            // ncclInProgress answers after an init
+	CallPolls     int            // after a collective or a group
+	FinalizePolls int            // after a finalize
+	Forever       bool           // ncclInProgress for ever (after inits and calls)
+	FailCall      error          // what collectives return
+	State         ncclraw.Result // the state once the polls are done (ncclSuccess by default)
 	// Recorded:
 	Calls     []FakeCall
 	Inits     []FakeInit
-	Aborted   []NcclComm
-	Destroyed []NcclComm
+	Aborted   []ncclraw.NcclComm
+	Destroyed []ncclraw.NcclComm
 	GroupEnds int
 	Finalized int
 
-	next    NcclComm
-	polls   map[NcclComm]int
-	live    map[NcclComm]bool
-	busy    map[NcclComm]bool
+	next    ncclraw.NcclComm
+	polls   map[ncclraw.NcclComm]int
+	live    map[ncclraw.NcclComm]bool
+	busy    map[ncclraw.NcclComm]bool
 	inGroup int
 	pending []FakeCall // calls of the open group
 	ids     int
@@ -47,19 +48,19 @@ type FakeCall struct {
 	Op         string
 	Send, Recv uintptr
 	Count      uint64
-	Type       NcclDataType
-	RedOp      NcclRedOp
+	Type       ncclraw.NcclDataType
+	RedOp      ncclraw.NcclRedOp
 	Root       int // root or peer
-	Comm       NcclComm
-	Stream     cuda.CUstream
+	Comm       ncclraw.NcclComm
+	Stream     cudaraw.CUstream
 	InGroup    bool
 }
 
 // FakeInit is a communicator init the fake received.
 type FakeInit struct {
-	Comm          NcclComm
+	Comm          ncclraw.NcclComm
 	NRanks, Rank  int
-	ID            NcclUniqueId
+	ID            ncclraw.NcclUniqueId
 	Blocking      int32
 	Size, Version uint32
 	Magic         uint32
@@ -67,10 +68,10 @@ type FakeInit struct {
 
 // InstallFakeNCCL makes the idiomatic layer call a new FakeNCCL until the test ends.
 func InstallFakeNCCL(t testing.TB) *FakeNCCL {
-	f := &FakeNCCL{t: t, polls: map[NcclComm]int{}, live: map[NcclComm]bool{}, busy: map[NcclComm]bool{}, next: 0x1000}
+	f := &FakeNCCL{t: t, polls: map[ncclraw.NcclComm]int{}, live: map[ncclraw.NcclComm]bool{}, busy: map[ncclraw.NcclComm]bool{}, next: 0x1000}
 	saved := raw
 	t.Cleanup(func() { raw = saved })
-	raw.getUniqueID = func(id *NcclUniqueId) error {
+	raw.getUniqueID = func(id *ncclraw.NcclUniqueId) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.ids++
@@ -79,7 +80,7 @@ func InstallFakeNCCL(t testing.TB) *FakeNCCL {
 		}
 		return nil
 	}
-	raw.initRank = func(h *NcclComm, n int32, id NcclUniqueId, rank int32, cfg *NcclConfig) error {
+	raw.initRank = func(h *ncclraw.NcclComm, n int32, id ncclraw.NcclUniqueId, rank int32, cfg *ncclraw.NcclConfig) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.next += 0x10
@@ -87,26 +88,26 @@ func InstallFakeNCCL(t testing.TB) *FakeNCCL {
 		f.live[*h] = true
 		f.polls[*h] = f.InitPolls
 		f.Inits = append(f.Inits, FakeInit{*h, int(n), int(rank), id, cfg.Blocking, uint32(cfg.Size), cfg.Version, cfg.Magic})
-		return ErrInProgress // non-blocking: the init goes on
+		return ncclraw.ErrInProgress // non-blocking: the init goes on
 	}
-	raw.getAsyncError = func(h NcclComm, st *Result) error {
+	raw.getAsyncError = func(h ncclraw.NcclComm, st *ncclraw.Result) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.check("ncclCommGetAsyncError", h)
 		switch {
 		case f.Forever:
-			*st = NcclInProgress
+			*st = ncclraw.NcclInProgress
 		case f.polls[h] > 0:
 			f.polls[h]--
-			*st = NcclInProgress
+			*st = ncclraw.NcclInProgress
 		default:
 			*st = f.State
 		}
 		return nil
 	}
-	raw.getLastError = func(NcclComm) (string, error) { return "fake: the peer went away", nil }
-	release := func(name string, list *[]NcclComm) func(NcclComm) error {
-		return func(h NcclComm) error {
+	raw.getLastError = func(ncclraw.NcclComm) (string, error) { return "fake: the peer went away", nil }
+	release := func(name string, list *[]ncclraw.NcclComm) func(ncclraw.NcclComm) error {
+		return func(h ncclraw.NcclComm) error {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.check(name, h)
@@ -120,13 +121,13 @@ func InstallFakeNCCL(t testing.TB) *FakeNCCL {
 	}
 	raw.abort = release("ncclCommAbort", &f.Aborted)
 	raw.destroy = release("ncclCommDestroy", &f.Destroyed)
-	raw.finalize = func(h NcclComm) error {
+	raw.finalize = func(h ncclraw.NcclComm) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.check("ncclCommFinalize", h)
 		f.Finalized++
 		f.polls[h] = f.FinalizePolls
-		return ErrInProgress
+		return ncclraw.ErrInProgress
 	}
 	raw.groupStart = func() error {
 		f.mu.Lock()
@@ -139,7 +140,7 @@ func InstallFakeNCCL(t testing.TB) *FakeNCCL {
 		defer f.mu.Unlock()
 		if f.inGroup == 0 {
 			f.t.Errorf("fake nccl: ncclGroupEnd without ncclGroupStart")
-			return ErrInvalidUsage
+			return ncclraw.ErrInvalidUsage
 		}
 		f.inGroup--
 		f.GroupEnds++
@@ -152,7 +153,7 @@ func InstallFakeNCCL(t testing.TB) *FakeNCCL {
 		f.Calls = append(f.Calls, f.pending...)
 		f.pending = nil
 		if f.CallPolls > 0 || f.Forever {
-			return ErrInProgress
+			return ncclraw.ErrInProgress
 		}
 		return nil
 	}
@@ -179,37 +180,37 @@ func InstallFakeNCCL(t testing.TB) *FakeNCCL {
 		f.Calls = append(f.Calls, c)
 		f.polls[c.Comm] = f.CallPolls
 		if f.CallPolls > 0 || f.Forever {
-			return ErrInProgress
+			return ncclraw.ErrInProgress
 		}
 		return nil
 	}
 	u := func(p unsafe.Pointer) uintptr { return uintptr(p) }
-	raw.allReduce = func(s, r unsafe.Pointer, n uint64, dt NcclDataType, op NcclRedOp, h NcclComm, st cuda.CUstream) error {
+	raw.allReduce = func(s, r unsafe.Pointer, n uint64, dt ncclraw.NcclDataType, op ncclraw.NcclRedOp, h ncclraw.NcclComm, st cudaraw.CUstream) error {
 		return rec(FakeCall{Op: "allreduce", Send: u(s), Recv: u(r), Count: n, Type: dt, RedOp: op, Comm: h, Stream: st})
 	}
-	raw.broadcast = func(s, r unsafe.Pointer, n uint64, dt NcclDataType, root int32, h NcclComm, st cuda.CUstream) error {
+	raw.broadcast = func(s, r unsafe.Pointer, n uint64, dt ncclraw.NcclDataType, root int32, h ncclraw.NcclComm, st cudaraw.CUstream) error {
 		return rec(FakeCall{Op: "broadcast", Send: u(s), Recv: u(r), Count: n, Type: dt, Root: int(root), Comm: h, Stream: st})
 	}
-	raw.reduce = func(s, r unsafe.Pointer, n uint64, dt NcclDataType, op NcclRedOp, root int32, h NcclComm, st cuda.CUstream) error {
+	raw.reduce = func(s, r unsafe.Pointer, n uint64, dt ncclraw.NcclDataType, op ncclraw.NcclRedOp, root int32, h ncclraw.NcclComm, st cudaraw.CUstream) error {
 		return rec(FakeCall{Op: "reduce", Send: u(s), Recv: u(r), Count: n, Type: dt, RedOp: op, Root: int(root), Comm: h, Stream: st})
 	}
-	raw.allGather = func(s, r unsafe.Pointer, n uint64, dt NcclDataType, h NcclComm, st cuda.CUstream) error {
+	raw.allGather = func(s, r unsafe.Pointer, n uint64, dt ncclraw.NcclDataType, h ncclraw.NcclComm, st cudaraw.CUstream) error {
 		return rec(FakeCall{Op: "allgather", Send: u(s), Recv: u(r), Count: n, Type: dt, Comm: h, Stream: st})
 	}
-	raw.reduceScatter = func(s, r unsafe.Pointer, n uint64, dt NcclDataType, op NcclRedOp, h NcclComm, st cuda.CUstream) error {
+	raw.reduceScatter = func(s, r unsafe.Pointer, n uint64, dt ncclraw.NcclDataType, op ncclraw.NcclRedOp, h ncclraw.NcclComm, st cudaraw.CUstream) error {
 		return rec(FakeCall{Op: "reducescatter", Send: u(s), Recv: u(r), Count: n, Type: dt, RedOp: op, Comm: h, Stream: st})
 	}
-	raw.send = func(s unsafe.Pointer, n uint64, dt NcclDataType, peer int32, h NcclComm, st cuda.CUstream) error {
+	raw.send = func(s unsafe.Pointer, n uint64, dt ncclraw.NcclDataType, peer int32, h ncclraw.NcclComm, st cudaraw.CUstream) error {
 		return rec(FakeCall{Op: "send", Send: u(s), Count: n, Type: dt, Root: int(peer), Comm: h, Stream: st})
 	}
-	raw.recv = func(r unsafe.Pointer, n uint64, dt NcclDataType, peer int32, h NcclComm, st cuda.CUstream) error {
+	raw.recv = func(r unsafe.Pointer, n uint64, dt ncclraw.NcclDataType, peer int32, h ncclraw.NcclComm, st cudaraw.CUstream) error {
 		return rec(FakeCall{Op: "recv", Recv: u(r), Count: n, Type: dt, Root: int(peer), Comm: h, Stream: st})
 	}
 	return f
 }
 
 // check fails the test if h is not a live communicator (f.mu held).
-func (f *FakeNCCL) check(op string, h NcclComm) {
+func (f *FakeNCCL) check(op string, h ncclraw.NcclComm) {
 	if !f.live[h] {
 		f.t.Errorf("fake nccl: %s on communicator %#x, which is not live (released or never made)", op, h)
 	}
@@ -220,14 +221,14 @@ func (f *FakeNCCL) Lock()   { f.mu.Lock() }
 func (f *FakeNCCL) Unlock() { f.mu.Unlock() }
 
 // Snapshot returns copies of the recorded calls and releases.
-func (f *FakeNCCL) Snapshot() (calls []FakeCall, aborted, destroyed []NcclComm) {
+func (f *FakeNCCL) Snapshot() (calls []FakeCall, aborted, destroyed []ncclraw.NcclComm) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]FakeCall(nil), f.Calls...), append([]NcclComm(nil), f.Aborted...), append([]NcclComm(nil), f.Destroyed...)
+	return append([]FakeCall(nil), f.Calls...), append([]ncclraw.NcclComm(nil), f.Aborted...), append([]ncclraw.NcclComm(nil), f.Destroyed...)
 }
 
 // Live reports whether h is a live communicator of the fake.
-func (f *FakeNCCL) Live(h NcclComm) bool {
+func (f *FakeNCCL) Live(h ncclraw.NcclComm) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.live[h]
@@ -237,7 +238,7 @@ func (f *FakeNCCL) Live(h NcclComm) bool {
 func GroupsActive() int { return int(groupsActive.Load()) }
 
 // ConfigForTest returns the configuration communicators are made with.
-func ConfigForTest() NcclConfig { return config() }
+func ConfigForTest() ncclraw.NcclConfig { return config() }
 
 // RejectRoundTrip encodes err as rank 0's reject and decodes it as another rank does.
 func RejectRoundTrip(err error, nranks int) error { return readReject(rejectPayload(err), nranks) }

@@ -18,6 +18,7 @@ import (
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/internal/gputest"
 	"github.com/gocuda/gocuda/nccl"
+	"github.com/gocuda/gocuda/nccl/ncclraw"
 )
 
 // GPU tests: they need a GPU and libnccl.so.2 (they skip elsewhere, and fail with
@@ -29,7 +30,7 @@ import (
 func requireDevices(t *testing.T, n int) []cuda.Device {
 	t.Helper()
 	gputest.Require(t, gputest.Kernels)
-	gputest.RequireLibrary(t, nccl.Library())
+	gputest.RequireLibrary(t, ncclraw.Library())
 	count, err := cuda.DeviceCount()
 	require.NoError(t, err)
 	if count < n {

@@ -6,19 +6,20 @@ import (
 
 	"github.com/gocuda/gocuda/internal/libtest"
 	"github.com/gocuda/gocuda/nccl"
+	"github.com/gocuda/gocuda/nccl/ncclraw"
 )
 
 // These tests need no GPU and no NCCL library: they run in CI.
 
 // TestNoLibrary: where libnccl.so.2 cannot be loaded (CI), calls return its typed error.
 func TestNoLibrary(t *testing.T) {
-	libtest.NoLibrary(t, nccl.Library(), "nccl", nccl.Soname, nccl.SonameEnv,
-		func() error { var v int32; return nccl.GetVersion(&v) },
-		func() error { var c nccl.NcclComm; dev := int32(0); return nccl.CommInitAll(&c, 1, &dev) },
+	libtest.NoLibrary(t, ncclraw.Library(), "nccl", ncclraw.Soname, ncclraw.SonameEnv,
+		func() error { var v int32; return ncclraw.GetVersion(&v) },
+		func() error { var c ncclraw.NcclComm; dev := int32(0); return ncclraw.CommInitAll(&c, 1, &dev) },
 		func() error {
-			return nccl.AllReduce(nil, nil, 0, nccl.NcclFloat32, nccl.NcclSum, 0, 0)
+			return ncclraw.AllReduce(nil, nil, 0, ncclraw.NcclFloat32, ncclraw.NcclSum, 0, 0)
 		},
-		func() error { _, err := nccl.GetErrorString(nccl.NcclInvalidArgument); return err },
+		func() error { _, err := ncclraw.GetErrorString(ncclraw.NcclInvalidArgument); return err },
 		func() error { _, err := nccl.NewComms(context.Background(), 0); return err },
 		func() error {
 			_, err := nccl.Join(context.Background(), &nccl.ConnRendezvous{}, 0, 1, 0)
@@ -31,6 +32,6 @@ func TestNoLibrary(t *testing.T) {
 func TestStatusErrors(t *testing.T) {
 	// The sentinel names and descriptions are the generator's, from NCCL's camel-case
 	// enumerators (ncclInvalidArgument → ErrInvalidArgument, "invalid argument").
-	libtest.StatusErrors(t, nccl.NcclInvalidArgument, "ncclInvalidArgument", 4, "invalid argument",
-		nccl.ErrInvalidArgument, nccl.ErrSystemError, nccl.Result(123456), nccl.NcclSuccess, "Result")
+	libtest.StatusErrors(t, ncclraw.NcclInvalidArgument, "ncclInvalidArgument", 4, "invalid argument",
+		ncclraw.ErrInvalidArgument, ncclraw.ErrSystemError, ncclraw.Result(123456), ncclraw.NcclSuccess, "Result")
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/nccl/ncclraw"
 )
 
 // The rendezvous: before the ranks of a communicator can make it (ncclCommInitRank),
@@ -40,7 +41,7 @@ type Rendezvous interface {
 	// on rank 0 the one newID makes, which it hands to the other ranks; on the other
 	// ranks the one received from rank 0 (newID is not called there). It returns once
 	// every rank has joined, or with an error when ctx ends first.
-	ExchangeID(ctx context.Context, rank, nranks int, newID func() (NcclUniqueId, error)) (NcclUniqueId, error)
+	ExchangeID(ctx context.Context, rank, nranks int, newID func() (ncclraw.NcclUniqueId, error)) (ncclraw.NcclUniqueId, error)
 }
 
 // Errors of the rendezvous.
@@ -143,7 +144,7 @@ func helloPayload(rank, nranks int) []byte {
 	return b
 }
 
-func idPayload(nranks int, id NcclUniqueId) []byte {
+func idPayload(nranks int, id ncclraw.NcclUniqueId) []byte {
 	b := make([]byte, 4+len(id.Internal))
 	binary.BigEndian.PutUint32(b, uint32(nranks))
 	copy(b[4:], id.Internal[:])
@@ -163,8 +164,8 @@ func readHello(r io.Reader) (rank, nranks int, err error) {
 }
 
 // readID reads rank 0's answer: the id, or its reason for rejecting this rank.
-func readID(r io.Reader, nranks int) (NcclUniqueId, error) {
-	var id NcclUniqueId
+func readID(r io.Reader, nranks int) (ncclraw.NcclUniqueId, error) {
+	var id ncclraw.NcclUniqueId
 	kind, p, err := readFrame(r)
 	if err != nil {
 		return id, err
@@ -358,7 +359,7 @@ type rootState struct {
 
 // answer is what rank 0 tells the connected ranks: the id, or why it gave up.
 type answer struct {
-	id  NcclUniqueId
+	id  ncclraw.NcclUniqueId
 	err error
 }
 
@@ -428,7 +429,7 @@ func (st *rootState) serve(ctx context.Context, rw io.ReadWriter) (int, error) {
 // called): it serves each, and once every rank has joined sends each the id; if a
 // rank contradicts the others, or ctx ends first, it sends the ranks that joined the
 // reason instead. A connection that does not speak the protocol is dropped.
-func rootExchange(ctx context.Context, nranks int, id NcclUniqueId, conns func(func(io.ReadWriteCloser) bool), stop func() error) error {
+func rootExchange(ctx context.Context, nranks int, id ncclraw.NcclUniqueId, conns func(func(io.ReadWriteCloser) bool), stop func() error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	st := &rootState{j: newJoined(nranks), written: make(chan struct{}, nranks)}
@@ -485,8 +486,8 @@ func rootExchange(ctx context.Context, nranks int, id NcclUniqueId, conns func(f
 }
 
 // client is the side of a rank other than 0 on one connection: hello, then the id.
-func client(ctx context.Context, rw io.ReadWriter, rank, nranks int) (NcclUniqueId, error, bool) {
-	var id NcclUniqueId
+func client(ctx context.Context, rw io.ReadWriter, rank, nranks int) (ncclraw.NcclUniqueId, error, bool) {
+	var id ncclraw.NcclUniqueId
 	// Rank 0 tells the ranks that joined which ranks are missing when its deadline
 	// passes, likely ours too: wait answerGrace past ours for its word.
 	rctx, cancel := graceContext(ctx, answerGrace)
@@ -533,8 +534,8 @@ type TCPRendezvous struct {
 }
 
 // ExchangeID implements Rendezvous.
-func (t *TCPRendezvous) ExchangeID(ctx context.Context, rank, nranks int, newID func() (NcclUniqueId, error)) (NcclUniqueId, error) {
-	var id NcclUniqueId
+func (t *TCPRendezvous) ExchangeID(ctx context.Context, rank, nranks int, newID func() (ncclraw.NcclUniqueId, error)) (ncclraw.NcclUniqueId, error) {
+	var id ncclraw.NcclUniqueId
 	if err := checkRanks(rank, nranks); err != nil {
 		return id, err
 	}
@@ -546,8 +547,8 @@ func (t *TCPRendezvous) ExchangeID(ctx context.Context, rank, nranks int, newID 
 	return t.dial(ctx, rank, nranks)
 }
 
-func (t *TCPRendezvous) root(ctx context.Context, nranks int, newID func() (NcclUniqueId, error)) (NcclUniqueId, error) {
-	var zero NcclUniqueId
+func (t *TCPRendezvous) root(ctx context.Context, nranks int, newID func() (ncclraw.NcclUniqueId, error)) (ncclraw.NcclUniqueId, error) {
+	var zero ncclraw.NcclUniqueId
 	ln := t.Listener
 	if nranks == 1 {
 		if ln != nil {
@@ -595,8 +596,8 @@ func (t *TCPRendezvous) root(ctx context.Context, nranks int, newID func() (Nccl
 	return id, nil
 }
 
-func (t *TCPRendezvous) dial(ctx context.Context, rank, nranks int) (NcclUniqueId, error) {
-	var zero NcclUniqueId
+func (t *TCPRendezvous) dial(ctx context.Context, rank, nranks int) (ncclraw.NcclUniqueId, error) {
+	var zero ncclraw.NcclUniqueId
 	retry := t.RetryInterval
 	if retry <= 0 {
 		retry = 50 * time.Millisecond
@@ -661,8 +662,8 @@ type ConnRendezvous struct {
 }
 
 // ExchangeID implements Rendezvous.
-func (c *ConnRendezvous) ExchangeID(ctx context.Context, rank, nranks int, newID func() (NcclUniqueId, error)) (NcclUniqueId, error) {
-	var zero NcclUniqueId
+func (c *ConnRendezvous) ExchangeID(ctx context.Context, rank, nranks int, newID func() (ncclraw.NcclUniqueId, error)) (ncclraw.NcclUniqueId, error) {
+	var zero ncclraw.NcclUniqueId
 	if err := checkRanks(rank, nranks); err != nil {
 		return zero, err
 	}

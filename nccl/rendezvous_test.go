@@ -17,6 +17,7 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/nccl"
+	"github.com/gocuda/gocuda/nccl/ncclraw"
 )
 
 // The rendezvous needs no GPU and no NCCL: these tests run it for real, over TCP on
@@ -24,13 +25,13 @@ import (
 
 // fakeID returns an id whose bytes are all distinct from the zero id's, and a newID
 // that counts its calls.
-func fakeID(seed byte) (nccl.NcclUniqueId, func() (nccl.NcclUniqueId, error), *atomic.Int32) {
-	var id nccl.NcclUniqueId
+func fakeID(seed byte) (ncclraw.NcclUniqueId, func() (ncclraw.NcclUniqueId, error), *atomic.Int32) {
+	var id ncclraw.NcclUniqueId
 	for i := range id.Internal {
 		id.Internal[i] = seed + byte(i)*7 + 1
 	}
 	var calls atomic.Int32
-	return id, func() (nccl.NcclUniqueId, error) { calls.Add(1); return id, nil }, &calls
+	return id, func() (ncclraw.NcclUniqueId, error) { calls.Add(1); return id, nil }, &calls
 }
 
 func listen(t *testing.T) net.Listener {
@@ -41,14 +42,14 @@ func listen(t *testing.T) net.Listener {
 }
 
 type rankResult struct {
-	id  nccl.NcclUniqueId
+	id  ncclraw.NcclUniqueId
 	err error
 	dur time.Duration
 }
 
 // runRanks runs ExchangeID for the given ranks of nranks concurrently.
 func runRanks(ctx context.Context, nranks int, ranks []int, rv func(rank int) nccl.Rendezvous,
-	newID func() (nccl.NcclUniqueId, error)) map[int]rankResult {
+	newID func() (ncclraw.NcclUniqueId, error)) map[int]rankResult {
 	var mu sync.Mutex
 	out := map[int]rankResult{}
 	var wg sync.WaitGroup
@@ -360,7 +361,7 @@ func TestRendezvousArguments(t *testing.T) {
 
 	fail := errors.New("no id")
 	_, err = (&nccl.TCPRendezvous{Listener: listen(t)}).ExchangeID(t.Context(), 0, 2,
-		func() (nccl.NcclUniqueId, error) { return nccl.NcclUniqueId{}, fail })
+		func() (ncclraw.NcclUniqueId, error) { return ncclraw.NcclUniqueId{}, fail })
 	assert.ErrorIs(t, err, fail)
 }
 

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/nvrtc/nvrtcraw"
 )
 
 // supported caches SupportedArchs: the list is fixed for the library loaded.
@@ -22,12 +23,12 @@ func SupportedArchs() ([]int, error) {
 	defer supported.mu.Unlock()
 	if supported.archs == nil {
 		var n int32
-		if err := GetNumSupportedArchs(&n); err != nil {
+		if err := nvrtcraw.GetNumSupportedArchs(&n); err != nil {
 			return nil, fmt.Errorf("nvrtc: supported architectures: %w", err)
 		}
 		archs := make([]int32, max(n, 1))
 		if n > 0 {
-			if err := GetSupportedArchs(&archs[0]); err != nil {
+			if err := nvrtcraw.GetSupportedArchs(&archs[0]); err != nil {
 				return nil, fmt.Errorf("nvrtc: supported architectures: %w", err)
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/nvrtc/nvrtcraw"
 )
 
 // Options configure Compile. The zero value compiles to PTX for NVRTC's default
@@ -225,20 +226,20 @@ func compile(src, name, arch string, o Options) (out *Output, err error) {
 	for i, h := range o.Headers {
 		names[i], sources[i] = h.Name, h.Source
 	}
-	var prog NvrtcProgram
-	if err := CreateProgram(&prog, cs.str(src), cs.str(name), int32(len(o.Headers)), cs.array(sources), cs.array(names)); err != nil {
+	var prog nvrtcraw.NvrtcProgram
+	if err := nvrtcraw.CreateProgram(&prog, cs.str(src), cs.str(name), int32(len(o.Headers)), cs.array(sources), cs.array(names)); err != nil {
 		return nil, fmt.Errorf("creating the program: %w", err)
 	}
 	// Host memory only: NVRTC never touches the GPU, so the release cannot wait for it.
 	defer func() {
-		if derr := DestroyProgram(&prog); derr != nil && err == nil {
+		if derr := nvrtcraw.DestroyProgram(&prog); derr != nil && err == nil {
 			out, err = nil, fmt.Errorf("destroying the program: %w", derr)
 		}
 	}()
 	exprs := make([]*byte, len(o.NameExpressions))
 	for i, e := range o.NameExpressions {
 		exprs[i] = cs.str(e)
-		if err := AddNameExpression(prog, exprs[i]); err != nil {
+		if err := nvrtcraw.AddNameExpression(prog, exprs[i]); err != nil {
 			return nil, fmt.Errorf("name expression %q: %w", e, err)
 		}
 	}
@@ -246,7 +247,7 @@ func compile(src, name, arch string, o Options) (out *Output, err error) {
 	if arch != "" {
 		opts = append(opts, "-arch="+arch)
 	}
-	cerr := CompileProgram(prog, int32(len(opts)), cs.array(opts))
+	cerr := nvrtcraw.CompileProgram(prog, int32(len(opts)), cs.array(opts))
 	log, lerr := programLog(prog)
 	if cerr != nil {
 		// The log is what the caller needs; a failure to read it is secondary.
@@ -259,11 +260,11 @@ func compile(src, name, arch string, o Options) (out *Output, err error) {
 		return nil, fmt.Errorf("reading the log: %w", lerr)
 	}
 	out = &Output{Arch: arch, Log: log}
-	if out.PTX, err = read(prog, true, GetPTXSize, GetPTX); err != nil {
+	if out.PTX, err = read(prog, true, nvrtcraw.GetPTXSize, nvrtcraw.GetPTX); err != nil {
 		return nil, fmt.Errorf("reading the PTX: %w", err)
 	}
 	if strings.HasPrefix(arch, "sm_") {
-		if out.CUBIN, err = read(prog, false, GetCUBINSize, GetCUBIN); err != nil {
+		if out.CUBIN, err = read(prog, false, nvrtcraw.GetCUBINSize, nvrtcraw.GetCUBIN); err != nil {
 			return nil, fmt.Errorf("reading the cubin: %w", err)
 		}
 	}
@@ -272,7 +273,7 @@ func compile(src, name, arch string, o Options) (out *Output, err error) {
 	}
 	for i, e := range o.NameExpressions {
 		var lowered *byte // into the program's memory: copied before it is destroyed
-		if err := GetLoweredName(prog, exprs[i], &lowered); err != nil {
+		if err := nvrtcraw.GetLoweredName(prog, exprs[i], &lowered); err != nil {
 			return nil, fmt.Errorf("lowered name of %q: %w", e, err)
 		}
 		out.LoweredNames[e] = C.GoString((*C.char)(unsafe.Pointer(lowered)))
@@ -281,14 +282,14 @@ func compile(src, name, arch string, o Options) (out *Output, err error) {
 }
 
 // programLog returns the program's log without its trailing NUL and blank lines.
-func programLog(prog NvrtcProgram) (string, error) {
-	b, err := read(prog, true, GetProgramLogSize, GetProgramLog)
+func programLog(prog nvrtcraw.NvrtcProgram) (string, error) {
+	b, err := read(prog, true, nvrtcraw.GetProgramLogSize, nvrtcraw.GetProgramLog)
 	return strings.TrimSpace(string(b)), err
 }
 
 // read returns one of the program's outputs (PTX, cubin, log): its size, then its
 // bytes; text (PTX, log) without the NUL that ends it.
-func read(prog NvrtcProgram, text bool, size func(NvrtcProgram, *uint64) error, get func(NvrtcProgram, *byte) error) ([]byte, error) {
+func read(prog nvrtcraw.NvrtcProgram, text bool, size func(nvrtcraw.NvrtcProgram, *uint64) error, get func(nvrtcraw.NvrtcProgram, *byte) error) ([]byte, error) {
 	var n uint64
 	if err := size(prog, &n); err != nil {
 		return nil, err

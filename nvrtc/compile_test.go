@@ -12,6 +12,7 @@ import (
 	"github.com/gocuda/gocuda/dl"
 	"github.com/gocuda/gocuda/internal/gputest"
 	"github.com/gocuda/gocuda/nvrtc"
+	"github.com/gocuda/gocuda/nvrtc/nvrtcraw"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -76,9 +77,9 @@ func TestCompileArgumentChecks(t *testing.T) {
 // Compiling for NVRTC's default architecture, a virtual one and a real one: PTX
 // always, a cubin for the real one only.
 func TestCompile(t *testing.T) {
-	gputest.RequireLibrary(t, nvrtc.Library())
+	gputest.RequireLibrary(t, nvrtcraw.Library())
 	var major, minor int32
-	require.NoError(t, nvrtc.Version(&major, &minor))
+	require.NoError(t, nvrtcraw.Version(&major, &minor))
 	archs, err := nvrtc.SupportedArchs()
 	require.NoError(t, err)
 	t.Logf("NVRTC %d.%d, architectures %v", major, minor, archs)
@@ -113,7 +114,7 @@ func TestCompile(t *testing.T) {
 // Templated kernels are found through their name expressions: each has a distinct
 // lowered (mangled) name, which the PTX defines as an entry.
 func TestCompileNameExpressions(t *testing.T) {
-	gputest.RequireLibrary(t, nvrtc.Library())
+	gputest.RequireLibrary(t, nvrtcraw.Library())
 	o := scaleOptions()
 	out, err := nvrtc.Compile(scaleSrc, "scale.cu", o)
 	require.NoError(t, err)
@@ -137,14 +138,14 @@ func TestCompileNameExpressions(t *testing.T) {
 // A source that does not compile: a *CompileError with NVRTC's log, naming the
 // program, and matching ErrCompilation.
 func TestCompileError(t *testing.T) {
-	gputest.RequireLibrary(t, nvrtc.Library())
+	gputest.RequireLibrary(t, nvrtcraw.Library())
 	const bad = "extern \"C\" __global__ void k(float* x) {\n\tx[0] = undeclared_name;\n}\n"
 	out, err := nvrtc.Compile(bad, "bad.cu", nvrtc.Options{})
 	assert.Nil(t, out)
 	var ce *nvrtc.CompileError
 	require.True(t, errors.As(err, &ce), "got %T: %v", err, err)
 	assert.Equal(t, "bad.cu", ce.Name)
-	assert.ErrorIs(t, err, nvrtc.ErrCompilation)
+	assert.ErrorIs(t, err, nvrtcraw.ErrCompilation)
 	assert.Contains(t, ce.Log, "bad.cu")
 	assert.Contains(t, ce.Log, "undeclared_name")
 	assert.Contains(t, err.Error(), ce.Log, "the error shows the log")
@@ -161,7 +162,7 @@ func TestCompileError(t *testing.T) {
 	// An option NVRTC does not know: the typed error, with its status.
 	_, err = nvrtc.Compile(inc, "inc.cu", nvrtc.Options{Flags: []string{"--no-such-option"}})
 	require.True(t, errors.As(err, &ce), "got %T: %v", err, err)
-	assert.ErrorIs(t, err, nvrtc.ErrInvalidOption)
+	assert.ErrorIs(t, err, nvrtcraw.ErrInvalidOption)
 }
 
 // Compile for the device of a context, load the result with LoadModule and run its
@@ -169,7 +170,7 @@ func TestCompileError(t *testing.T) {
 // expressions, as a cubin (sm_XY) and as PTX (compute_XY, compiled by the driver).
 func TestCompileAndLaunch(t *testing.T) {
 	ctx, s := gputest.Stream(t, gputest.Kernels)
-	gputest.RequireLibrary(t, nvrtc.Library())
+	gputest.RequireLibrary(t, nvrtcraw.Library())
 	arch, err := nvrtc.DeviceArch(ctx.Device())
 	require.NoError(t, err)
 	major, minor, err := ctx.Device().ComputeCapability()

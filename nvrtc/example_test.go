@@ -6,6 +6,7 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/nvrtc"
+	"github.com/gocuda/gocuda/nvrtc/nvrtcraw"
 )
 
 // Compile a templated kernel for the GPU at hand, load it and run it. (It needs a
@@ -75,13 +76,13 @@ func Example_compileError() {
 	var err error = &nvrtc.CompileError{
 		Name: "k.cu",
 		Log:  `k.cu(2): error: identifier "y" is undefined`,
-		Err:  nvrtc.NVRTC_ERROR_COMPILATION,
+		Err:  nvrtcraw.NVRTC_ERROR_COMPILATION,
 	}
 	var ce *nvrtc.CompileError
 	if errors.As(err, &ce) {
 		fmt.Println(ce.Log)
 	}
-	fmt.Println(errors.Is(err, nvrtc.ErrCompilation))
+	fmt.Println(errors.Is(err, nvrtcraw.ErrCompilation))
 	// Output:
 	// k.cu(2): error: identifier "y" is undefined
 	// true

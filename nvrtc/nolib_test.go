@@ -5,6 +5,7 @@ import (
 
 	"github.com/gocuda/gocuda/internal/libtest"
 	"github.com/gocuda/gocuda/nvrtc"
+	"github.com/gocuda/gocuda/nvrtc/nvrtcraw"
 )
 
 // These tests need no GPU and no NVRTC library: they run in CI.
@@ -12,8 +13,8 @@ import (
 // TestNoLibrary: where the library (nvrtc.Soname) cannot be loaded (CI), calls return its typed
 // error, the idiomatic Compile's too.
 func TestNoLibrary(t *testing.T) {
-	libtest.NoLibrary(t, nvrtc.Library(), "nvrtc", nvrtc.Soname, nvrtc.SonameEnv,
-		func() error { var major, minor int32; return nvrtc.Version(&major, &minor) },
+	libtest.NoLibrary(t, nvrtcraw.Library(), "nvrtc", nvrtcraw.Soname, nvrtcraw.SonameEnv,
+		func() error { var major, minor int32; return nvrtcraw.Version(&major, &minor) },
 		func() error {
 			_, err := nvrtc.Compile(`extern "C" __global__ void k() {}`, "k.cu", nvrtc.Options{})
 			return err
@@ -24,6 +25,6 @@ func TestNoLibrary(t *testing.T) {
 
 // TestStatusErrors checks the Result error values, which need no library.
 func TestStatusErrors(t *testing.T) {
-	libtest.StatusErrors(t, nvrtc.NVRTC_ERROR_OUT_OF_MEMORY, "NVRTC_ERROR_OUT_OF_MEMORY", 1, "out of memory",
-		nvrtc.ErrOutOfMemory, nvrtc.ErrCompilation, nvrtc.Result(123456), nvrtc.NVRTC_SUCCESS, "Result")
+	libtest.StatusErrors(t, nvrtcraw.NVRTC_ERROR_OUT_OF_MEMORY, "NVRTC_ERROR_OUT_OF_MEMORY", 1, "out of memory",
+		nvrtcraw.ErrOutOfMemory, nvrtcraw.ErrCompilation, nvrtcraw.Result(123456), nvrtcraw.NVRTC_SUCCESS, "Result")
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/blas"
 
-	"github.com/gocuda/gocuda/cublas"
+	"github.com/gocuda/gocuda/cublas/cublasraw"
 	"github.com/gocuda/gocuda/cublas/gonumblas"
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/internal/gputest"
@@ -48,7 +48,7 @@ func BenchmarkDgemm4096(b *testing.B) {
 
 		b.Run(fmt.Sprintf("n=%d/gpu", n), func(b *testing.B) {
 			ctx, _ := gputest.Stream(b, gputest.Kernels)
-			gputest.RequireLibrary(b, cublas.Library())
+			gputest.RequireLibrary(b, cublasraw.Library())
 			always := gonumblas.Thresholds{}
 			impl, err := gonumblas.New(ctx, gonumblas.WithStaged(always), gonumblas.WithManaged(always))
 			require.NoError(b, err)

@@ -11,7 +11,7 @@ import (
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 
-	"github.com/gocuda/gocuda/cublas"
+	"github.com/gocuda/gocuda/cublas/cublasraw"
 	"github.com/gocuda/gocuda/cublas/gonumblas"
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/dl"
@@ -287,7 +287,7 @@ func TestThresholds(t *testing.T) {
 // Without cuBLAS (CI), calls above the threshold run natively and Err says why.
 func TestNoCuBLAS(t *testing.T) {
 	ctx, _ := gputest.Stream(t)
-	if cublas.Library().Open() == nil {
+	if cublasraw.Library().Open() == nil {
 		t.Skip("cuBLAS is present: the GPU tests cover this machine")
 	}
 	impl, err := gonumblas.New(ctx, gonumblas.WithStaged(gonumblas.Thresholds{}))
@@ -370,7 +370,7 @@ type failing struct{ hostKernels[float64] }
 
 var errInjected = errors.New("injected failure")
 
-func (failing) Gemm(*cuda.Stream, cublas.CublasOperation, cublas.CublasOperation, int, int, int, float64, cuda.Memory, int,
+func (failing) Gemm(*cuda.Stream, cublasraw.CublasOperation, cublasraw.CublasOperation, int, int, int, float64, cuda.Memory, int,
 	cuda.Memory, int, float64, cuda.Memory, int) error {
 	return errInjected
 }

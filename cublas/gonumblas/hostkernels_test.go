@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gocuda/gocuda/cublas"
+	"github.com/gocuda/gocuda/cublas/cublasraw"
 	"github.com/gocuda/gocuda/cuda"
 )
 
@@ -61,14 +62,14 @@ func (h hostKernels[T]) fail(format string, args ...any) error {
 }
 
 // at is element (i, j) of op(X), X column-major with leading dimension ld.
-func at[T cublas.Real](x []T, ld int, t cublas.CublasOperation, i, j int) float64 {
+func at[T cublas.Real](x []T, ld int, t cublasraw.CublasOperation, i, j int) float64 {
 	if t == cublas.NoTrans {
 		return float64(x[i+j*ld])
 	}
 	return float64(x[j+i*ld])
 }
 
-func (h hostKernels[T]) Gemm(s *cuda.Stream, tA, tB cublas.CublasOperation, m, n, k int, alpha T, a cuda.Memory, lda int,
+func (h hostKernels[T]) Gemm(s *cuda.Stream, tA, tB cublasraw.CublasOperation, m, n, k int, alpha T, a cuda.Memory, lda int,
 	b cuda.Memory, ldb int, beta T, c cuda.Memory, ldc int) error {
 	ar, ac, br, bc := m, k, k, n
 	if tA != cublas.NoTrans {
@@ -105,7 +106,7 @@ func (h hostKernels[T]) Gemm(s *cuda.Stream, tA, tB cublas.CublasOperation, m, n
 	return store()
 }
 
-func (h hostKernels[T]) Gemv(s *cuda.Stream, t cublas.CublasOperation, m, n int, alpha T, a cuda.Memory, lda int,
+func (h hostKernels[T]) Gemv(s *cuda.Stream, t cublasraw.CublasOperation, m, n int, alpha T, a cuda.Memory, lda int,
 	x cuda.Memory, beta T, y cuda.Memory) error {
 	lx, ly := n, m
 	if t != cublas.NoTrans {

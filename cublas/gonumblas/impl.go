@@ -14,6 +14,7 @@ import (
 	"gonum.org/v1/gonum/blas/gonum"
 
 	"github.com/gocuda/gocuda/cublas"
+	"github.com/gocuda/gocuda/cublas/cublasraw"
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/dl"
 )
@@ -118,7 +119,7 @@ func New(ctx *cuda.Context, opts ...Option) (*Implementation, error) {
 		managed: DefaultManaged,
 		k32:     cuBLAS[float32]{},
 		k64:     cuBLAS[float64]{},
-		ready:   func() error { return cublas.Library().Open() },
+		ready:   func() error { return cublasraw.Library().Open() },
 	}
 	for _, o := range opts {
 		o(impl)

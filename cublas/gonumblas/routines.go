@@ -4,6 +4,7 @@ import (
 	"gonum.org/v1/gonum/blas"
 
 	"github.com/gocuda/gocuda/cublas"
+	"github.com/gocuda/gocuda/cublas/cublasraw"
 )
 
 // Each accelerated method tries the GPU and, where the call does not go there,
@@ -121,7 +122,7 @@ func validTrans(t blas.Transpose) bool {
 }
 
 // op is cuBLAS's form of t; ConjTrans is Trans for real matrices.
-func op(t blas.Transpose) cublas.CublasOperation {
+func op(t blas.Transpose) cublasraw.CublasOperation {
 	if t == blas.NoTrans {
 		return cublas.NoTrans
 	}
@@ -129,7 +130,7 @@ func op(t blas.Transpose) cublas.CublasOperation {
 }
 
 // flip is the transposition of the column-major view of a row-major matrix.
-func flip(t blas.Transpose) cublas.CublasOperation {
+func flip(t blas.Transpose) cublasraw.CublasOperation {
 	if t == blas.NoTrans {
 		return cublas.Trans
 	}

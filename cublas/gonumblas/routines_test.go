@@ -11,7 +11,7 @@ import (
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/gonum"
 
-	"github.com/gocuda/gocuda/cublas"
+	"github.com/gocuda/gocuda/cublas/cublasraw"
 	"github.com/gocuda/gocuda/cublas/gonumblas"
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/internal/gputest"
@@ -339,7 +339,7 @@ func hostImpl(t *testing.T, opts ...gonumblas.Option) (*cuda.Context, *gonumblas
 // gpuImpl is an Implementation on cuBLAS with every call sent to the GPU.
 func gpuImpl(t *testing.T, opts ...gonumblas.Option) (*cuda.Context, *gonumblas.Implementation) {
 	ctx, _ := gputest.Stream(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cublas.Library())
+	gputest.RequireLibrary(t, cublasraw.Library())
 	opts = append([]gonumblas.Option{gonumblas.WithStaged(gonumblas.Thresholds{}), gonumblas.WithManaged(gonumblas.Thresholds{})}, opts...)
 	impl, err := gonumblas.New(ctx, opts...)
 	require.NoError(t, err)

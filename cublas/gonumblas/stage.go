@@ -2,15 +2,16 @@ package gonumblas
 
 import (
 	"github.com/gocuda/gocuda/cublas"
+	"github.com/gocuda/gocuda/cublas/cublasraw"
 	"github.com/gocuda/gocuda/cuda"
 )
 
 // kernels is what runs on the GPU: cuBLAS's typed operations (column-major
 // matrices, unit-stride vectors). Tests put a host stand-in in its place.
 type kernels[T cublas.Real] interface {
-	Gemm(s *cuda.Stream, tA, tB cublas.CublasOperation, m, n, k int, alpha T, a cuda.Memory, lda int,
+	Gemm(s *cuda.Stream, tA, tB cublasraw.CublasOperation, m, n, k int, alpha T, a cuda.Memory, lda int,
 		b cuda.Memory, ldb int, beta T, c cuda.Memory, ldc int) error
-	Gemv(s *cuda.Stream, t cublas.CublasOperation, m, n int, alpha T, a cuda.Memory, lda int, x cuda.Memory,
+	Gemv(s *cuda.Stream, t cublasraw.CublasOperation, m, n int, alpha T, a cuda.Memory, lda int, x cuda.Memory,
 		beta T, y cuda.Memory) error
 	Axpy(s *cuda.Stream, n int, alpha T, x, y cuda.Memory) error
 	Scal(s *cuda.Stream, n int, alpha T, x cuda.Memory) error
@@ -21,12 +22,12 @@ type kernels[T cublas.Real] interface {
 // cuBLAS is kernels through package cublas.
 type cuBLAS[T cublas.Real] struct{}
 
-func (cuBLAS[T]) Gemm(s *cuda.Stream, tA, tB cublas.CublasOperation, m, n, k int, alpha T, a cuda.Memory, lda int,
+func (cuBLAS[T]) Gemm(s *cuda.Stream, tA, tB cublasraw.CublasOperation, m, n, k int, alpha T, a cuda.Memory, lda int,
 	b cuda.Memory, ldb int, beta T, c cuda.Memory, ldc int) error {
 	return cublas.Gemm(s, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
-func (cuBLAS[T]) Gemv(s *cuda.Stream, t cublas.CublasOperation, m, n int, alpha T, a cuda.Memory, lda int,
+func (cuBLAS[T]) Gemv(s *cuda.Stream, t cublasraw.CublasOperation, m, n int, alpha T, a cuda.Memory, lda int,
 	x cuda.Memory, beta T, y cuda.Memory) error {
 	return cublas.Gemv(s, t, m, n, alpha, a, lda, x, beta, y)
 }

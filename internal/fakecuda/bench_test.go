@@ -6,81 +6,81 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/internal/fakecuda"
 )
 
 // benchEnv makes a context of its own current on the benchmark's locked thread,
 // with a non-blocking stream.
-func benchEnv(b *testing.B) cuda.CUstream {
+func benchEnv(b *testing.B) cudaraw.CUstream {
 	if !fakecuda.Active() {
 		b.Skip("needs the strict fake driver")
 	}
 	lockThread(b)
-	require.NoError(b, cuda.Init(0))
+	require.NoError(b, cudaraw.Init(0))
 	clearStack()
-	var ctx cuda.CUcontext
-	require.NoError(b, cuda.CtxCreate(&ctx, nil, 0, 0))
-	b.Cleanup(func() { require.NoError(b, cuda.CtxDestroy(ctx)) })
-	var s cuda.CUstream
-	require.NoError(b, cuda.StreamCreate(&s, uint32(cuda.CU_STREAM_NON_BLOCKING)))
+	var ctx cudaraw.CUcontext
+	require.NoError(b, cudaraw.CtxCreate(&ctx, nil, 0, 0))
+	b.Cleanup(func() { require.NoError(b, cudaraw.CtxDestroy(ctx)) })
+	var s cudaraw.CUstream
+	require.NoError(b, cudaraw.StreamCreate(&s, uint32(cudaraw.CU_STREAM_NON_BLOCKING)))
 	return s
 }
 
 // The per-call cost of the strict fake through the raw layer (cgo call included).
 func BenchmarkStrictMemsetQuery(b *testing.B) {
 	s := benchEnv(b)
-	var d cuda.CUdeviceptr
-	require.NoError(b, cuda.MemAlloc(&d, 4096))
+	var d cudaraw.CUdeviceptr
+	require.NoError(b, cudaraw.MemAlloc(&d, 4096))
 	for b.Loop() {
-		if err := cuda.MemsetD8Async(d, 1, 4096, s); err != nil {
+		if err := cudaraw.MemsetD8Async(d, 1, 4096, s); err != nil {
 			b.Fatal(err)
 		}
-		_ = cuda.StreamQuery(s)
+		_ = cudaraw.StreamQuery(s)
 	}
-	require.NoError(b, cuda.StreamSynchronize(s))
+	require.NoError(b, cudaraw.StreamSynchronize(s))
 }
 
 func BenchmarkStrictLaunch(b *testing.B) {
 	s := benchEnv(b)
 	var scratch unsafe.Pointer
-	require.NoError(b, cuda.MemAllocHost(&scratch, 4096))
+	require.NoError(b, cudaraw.MemAllocHost(&scratch, 4096))
 	img := append([]byte(testPTX), 0)
-	var m cuda.CUmodule
-	require.NoError(b, cuda.ModuleLoadData(&m, unsafe.Pointer(&img[0])))
-	var f cuda.CUfunction
-	require.NoError(b, cuda.ModuleGetFunction(&f, m, cstr("axpy")))
-	var d cuda.CUdeviceptr
-	require.NoError(b, cuda.MemAlloc(&d, 4096))
+	var m cudaraw.CUmodule
+	require.NoError(b, cudaraw.ModuleLoadData(&m, unsafe.Pointer(&img[0])))
+	var f cudaraw.CUfunction
+	require.NoError(b, cudaraw.ModuleGetFunction(&f, m, cstr("axpy")))
+	var d cudaraw.CUdeviceptr
+	require.NoError(b, cudaraw.MemAlloc(&d, 4096))
 	params := u64(uint64(d), 0, uint64(d), 0)[:28]
 	for b.Loop() {
 		if err := launchWith(scratch, f, [3]uint32{1, 1, 1}, [3]uint32{128, 1, 1}, 0, s, params); err != nil {
 			b.Fatal(err)
 		}
 	}
-	require.NoError(b, cuda.StreamSynchronize(s))
+	require.NoError(b, cudaraw.StreamSynchronize(s))
 }
 
 func BenchmarkStrictAllocFree(b *testing.B) {
 	s := benchEnv(b)
 	for b.Loop() {
-		var p cuda.CUdeviceptr
-		if err := cuda.MemAllocAsync(&p, 256, s); err != nil {
+		var p cudaraw.CUdeviceptr
+		if err := cudaraw.MemAllocAsync(&p, 256, s); err != nil {
 			b.Fatal(err)
 		}
-		if err := cuda.MemFreeAsync(p, s); err != nil {
+		if err := cudaraw.MemFreeAsync(p, s); err != nil {
 			b.Fatal(err)
 		}
 	}
-	require.NoError(b, cuda.StreamSynchronize(s))
+	require.NoError(b, cudaraw.StreamSynchronize(s))
 }
 
 // The floor: a cgo call the fake answers from thread-local state, without its lock.
 func BenchmarkStrictCtxGetCurrent(b *testing.B) {
 	benchEnv(b)
-	var c cuda.CUcontext
+	var c cudaraw.CUcontext
 	for b.Loop() {
-		if err := cuda.CtxGetCurrent(&c); err != nil {
+		if err := cudaraw.CtxGetCurrent(&c); err != nil {
 			b.Fatal(err)
 		}
 	}

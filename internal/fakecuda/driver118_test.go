@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/dl"
 	"github.com/gocuda/gocuda/internal/fakecuda"
 	"github.com/gocuda/gocuda/internal/fakecuda/headersyms"
@@ -92,7 +92,7 @@ func TestDriver118(t *testing.T) {
 	require.True(t, fakecuda.Strict())
 	fakecuda.Check(t)
 	var v int32
-	require.NoError(t, cuda.DriverGetVersion(&v))
+	require.NoError(t, cudaraw.DriverGetVersion(&v))
 	require.Equal(t, int32(11080), v)
 	// Main built the 11.8 pose (TestDriver118Build checks the build itself).
 	for _, s := range exported(t, os.Getenv("GOCUDA_CUDA_LIB")) {
@@ -100,30 +100,30 @@ func TestDriver118(t *testing.T) {
 	}
 
 	lockThread(t)
-	require.NoError(t, cuda.Init(0))
-	var c cuda.CUcontext
-	err := cuda.CtxCreate(&c, nil, 0, 0)
+	require.NoError(t, cudaraw.Init(0))
+	var c cudaraw.CUcontext
+	err := cudaraw.CtxCreate(&c, nil, 0, 0)
 	require.ErrorIs(t, err, dl.ErrSymbolNotFound)
 	var se *dl.SymbolError
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, "cuCtxCreate_v4", se.Symbol)
 	assert.Equal(t, "libcuda.so.1", se.Soname)
-	require.NoError(t, cuda.DevicePrimaryCtxRetain(&c, 0))
-	defer func() { require.NoError(t, cuda.DevicePrimaryCtxRelease(0)) }()
-	require.NoError(t, cuda.CtxSetCurrent(c))
-	defer func() { require.NoError(t, cuda.CtxSetCurrent(0)) }()
+	require.NoError(t, cudaraw.DevicePrimaryCtxRetain(&c, 0))
+	defer func() { require.NoError(t, cudaraw.DevicePrimaryCtxRelease(0)) }()
+	require.NoError(t, cudaraw.CtxSetCurrent(c))
+	defer func() { require.NoError(t, cudaraw.CtxSetCurrent(0)) }()
 
 	// Device pools are there; host and managed ones are not in 11.8's enums.
-	props := cuda.CUmemPoolProps{AllocType: cuda.CU_MEM_ALLOCATION_TYPE_PINNED,
-		Location: cuda.CUmemLocation{Type: cuda.CU_MEM_LOCATION_TYPE_DEVICE}}
-	var p cuda.CUmemoryPool
-	require.NoError(t, cuda.MemPoolCreate(&p, &props))
-	require.NoError(t, cuda.MemPoolDestroy(p))
-	props.Location.Type = cuda.CU_MEM_LOCATION_TYPE_HOST
-	require.ErrorIs(t, cuda.MemPoolCreate(&p, &props), cuda.CUDA_ERROR_INVALID_VALUE)
-	props = cuda.CUmemPoolProps{AllocType: cuda.CU_MEM_ALLOCATION_TYPE_MANAGED,
-		Location: cuda.CUmemLocation{Type: cuda.CU_MEM_LOCATION_TYPE_DEVICE}}
-	require.ErrorIs(t, cuda.MemPoolCreate(&p, &props), cuda.CUDA_ERROR_INVALID_VALUE)
+	props := cudaraw.CUmemPoolProps{AllocType: cudaraw.CU_MEM_ALLOCATION_TYPE_PINNED,
+		Location: cudaraw.CUmemLocation{Type: cudaraw.CU_MEM_LOCATION_TYPE_DEVICE}}
+	var p cudaraw.CUmemoryPool
+	require.NoError(t, cudaraw.MemPoolCreate(&p, &props))
+	require.NoError(t, cudaraw.MemPoolDestroy(p))
+	props.Location.Type = cudaraw.CU_MEM_LOCATION_TYPE_HOST
+	require.ErrorIs(t, cudaraw.MemPoolCreate(&p, &props), cudaraw.CUDA_ERROR_INVALID_VALUE)
+	props = cudaraw.CUmemPoolProps{AllocType: cudaraw.CU_MEM_ALLOCATION_TYPE_MANAGED,
+		Location: cudaraw.CUmemLocation{Type: cudaraw.CU_MEM_LOCATION_TYPE_DEVICE}}
+	require.ErrorIs(t, cudaraw.MemPoolCreate(&p, &props), cudaraw.CUDA_ERROR_INVALID_VALUE)
 	n, _ := fakecuda.Violations()
 	assert.Zero(t, n, "refusing an unknown pool is no violation")
 }

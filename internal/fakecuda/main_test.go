@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/internal/fakecuda"
 )
 
@@ -57,8 +57,8 @@ const testPTX = `.version 8.0
 // raw layer runs in the thread's current context.
 type env struct {
 	t       *testing.T
-	dev     cuda.CUdevice
-	ctx     cuda.CUcontext
+	dev     cudaraw.CUdevice
+	ctx     cudaraw.CUcontext
 	scratch unsafe.Pointer // 64 KiB of pinned host memory for C-side arrays
 	dead    bool           // the test destroyed ctx itself
 }
@@ -78,20 +78,20 @@ func newEnv(t *testing.T) *env {
 	fakecuda.Check(t)
 	runtime.LockOSThread()
 	t.Cleanup(runtime.UnlockOSThread)
-	require.NoError(t, cuda.Init(0))
+	require.NoError(t, cudaraw.Init(0))
 	clearStack()
 	e := &env{t: t}
-	require.NoError(t, cuda.DeviceGet(&e.dev, 0))
-	require.NoError(t, cuda.CtxCreate(&e.ctx, nil, 0, e.dev))
+	require.NoError(t, cudaraw.DeviceGet(&e.dev, 0))
+	require.NoError(t, cudaraw.CtxCreate(&e.ctx, nil, 0, e.dev))
 	t.Cleanup(func() {
 		_ = fakecuda.ResetInjections()
 		if !e.dead {
-			require.NoError(t, cuda.CtxSetCurrent(e.ctx))
-			require.NoError(t, cuda.CtxDestroy(e.ctx))
+			require.NoError(t, cudaraw.CtxSetCurrent(e.ctx))
+			require.NoError(t, cudaraw.CtxDestroy(e.ctx))
 		}
 	})
 	var scratch unsafe.Pointer // not &e.scratch: e holds Go pointers, which cgo refuses
-	require.NoError(t, cuda.MemAllocHost(&scratch, 64<<10))
+	require.NoError(t, cudaraw.MemAllocHost(&scratch, 64<<10))
 	e.scratch = scratch
 	return e
 }
@@ -99,8 +99,8 @@ func newEnv(t *testing.T) *env {
 // clearStack empties the calling thread's context stack: a thread the Go runtime
 // reuses keeps what earlier tests (or the cuda package) left current on it.
 func clearStack() {
-	var c cuda.CUcontext
-	for cuda.CtxPopCurrent(&c) == nil {
+	var c cudaraw.CUcontext
+	for cudaraw.CtxPopCurrent(&c) == nil {
 	}
 }
 
@@ -112,7 +112,7 @@ func (e *env) run(name string, f func(t *testing.T)) {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		clearStack()
-		require.NoError(t, cuda.CtxSetCurrent(e.ctx))
+		require.NoError(t, cudaraw.CtxSetCurrent(e.ctx))
 		defer clearStack()
 		// e's helpers report to the subtest meanwhile (subtests run one at a time).
 		parent := e.t
@@ -122,69 +122,69 @@ func (e *env) run(name string, f func(t *testing.T)) {
 	})
 }
 
-func (e *env) stream(nonBlocking bool) cuda.CUstream {
+func (e *env) stream(nonBlocking bool) cudaraw.CUstream {
 	var flags uint32
 	if nonBlocking {
-		flags = uint32(cuda.CU_STREAM_NON_BLOCKING)
+		flags = uint32(cudaraw.CU_STREAM_NON_BLOCKING)
 	}
-	var s cuda.CUstream
-	require.NoError(e.t, cuda.StreamCreate(&s, flags))
+	var s cudaraw.CUstream
+	require.NoError(e.t, cudaraw.StreamCreate(&s, flags))
 	return s
 }
 
-func (e *env) event(timing bool) cuda.CUevent {
+func (e *env) event(timing bool) cudaraw.CUevent {
 	var flags uint32
 	if !timing {
-		flags = uint32(cuda.CU_EVENT_DISABLE_TIMING)
+		flags = uint32(cudaraw.CU_EVENT_DISABLE_TIMING)
 	}
-	var ev cuda.CUevent
-	require.NoError(e.t, cuda.EventCreate(&ev, flags))
+	var ev cudaraw.CUevent
+	require.NoError(e.t, cudaraw.EventCreate(&ev, flags))
 	return ev
 }
 
-func (e *env) alloc(n int) cuda.CUdeviceptr {
-	var d cuda.CUdeviceptr
-	require.NoError(e.t, cuda.MemAlloc(&d, uint64(n)))
+func (e *env) alloc(n int) cudaraw.CUdeviceptr {
+	var d cudaraw.CUdeviceptr
+	require.NoError(e.t, cudaraw.MemAlloc(&d, uint64(n)))
 	return d
 }
 
 // host returns n bytes of pinned host memory.
 func (e *env) host(n int) []byte {
 	var p unsafe.Pointer
-	require.NoError(e.t, cuda.MemAllocHost(&p, uint64(n)))
+	require.NoError(e.t, cudaraw.MemAllocHost(&p, uint64(n)))
 	return unsafe.Slice((*byte)(p), n)
 }
 
-func (e *env) module(ptx string) cuda.CUmodule {
+func (e *env) module(ptx string) cudaraw.CUmodule {
 	img := append([]byte(ptx), 0)
-	var m cuda.CUmodule
-	require.NoError(e.t, cuda.ModuleLoadData(&m, unsafe.Pointer(&img[0])))
+	var m cudaraw.CUmodule
+	require.NoError(e.t, cudaraw.ModuleLoadData(&m, unsafe.Pointer(&img[0])))
 	return m
 }
 
-func (e *env) function(m cuda.CUmodule, name string) cuda.CUfunction {
-	var f cuda.CUfunction
-	require.NoError(e.t, cuda.ModuleGetFunction(&f, m, cstr(name)))
+func (e *env) function(m cudaraw.CUmodule, name string) cudaraw.CUfunction {
+	var f cudaraw.CUfunction
+	require.NoError(e.t, cudaraw.ModuleGetFunction(&f, m, cstr(name)))
 	return f
 }
 
 // download copies n bytes of device memory to the host, after the context's work.
-func (e *env) download(d cuda.CUdeviceptr, n int) []byte {
-	require.NoError(e.t, cuda.CtxSynchronize())
+func (e *env) download(d cudaraw.CUdeviceptr, n int) []byte {
+	require.NoError(e.t, cudaraw.CtxSynchronize())
 	out := make([]byte, n)
-	require.NoError(e.t, cuda.MemcpyDtoH(unsafe.Pointer(&out[0]), d, uint64(n)))
+	require.NoError(e.t, cudaraw.MemcpyDtoH(unsafe.Pointer(&out[0]), d, uint64(n)))
 	return out
 }
 
 // launch launches f with params through cuLaunchKernel's extra array, as the cuda
 // package passes them.
-func (e *env) launch(f cuda.CUfunction, grid, block [3]uint32, shm uint32, s cuda.CUstream, params []byte) error {
+func (e *env) launch(f cudaraw.CUfunction, grid, block [3]uint32, shm uint32, s cudaraw.CUstream, params []byte) error {
 	return launchWith(e.scratch, f, grid, block, shm, s, params)
 }
 
 // launchWith builds the extra array and the parameter buffer in scratch, C memory
 // (an array of pointers into Go memory may not be passed to C).
-func launchWith(scratch unsafe.Pointer, f cuda.CUfunction, grid, block [3]uint32, shm uint32, s cuda.CUstream, params []byte) error {
+func launchWith(scratch unsafe.Pointer, f cudaraw.CUfunction, grid, block [3]uint32, shm uint32, s cudaraw.CUstream, params []byte) error {
 	extra := unsafe.Slice((*uintptr)(scratch), 6)
 	size := (*uint64)(unsafe.Add(scratch, 48))
 	buf := unsafe.Slice((*byte)(unsafe.Add(scratch, 64)), len(params))
@@ -195,7 +195,7 @@ func launchWith(scratch unsafe.Pointer, f cuda.CUfunction, grid, block [3]uint32
 		extra[0], extra[1], extra[2], extra[3], extra[4] = 1, uintptr(unsafe.Pointer(&buf[0])), 2, uintptr(unsafe.Pointer(size)), 0
 		ex = (*unsafe.Pointer)(scratch)
 	}
-	return cuda.LaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], shm, s, nil, ex)
+	return cudaraw.LaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], shm, s, nil, ex)
 }
 
 func cstr(s string) *byte { return &append([]byte(s), 0)[0] }
@@ -214,7 +214,7 @@ func gostr(p *byte) string {
 
 // ptr converts device (or managed, or pinned) memory to a pointer: the fake's
 // memory is host memory.
-func ptr(d cuda.CUdeviceptr) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&d)) }
+func ptr(d cudaraw.CUdeviceptr) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&d)) }
 
 func u64(vs ...uint64) []byte {
 	b := make([]byte, 8*len(vs))
@@ -234,7 +234,7 @@ func fill(n int, v byte) []byte {
 
 // violation runs f, which must fail with code (or succeed, for code 0) and make
 // exactly one violation whose message contains want; then it resets the violations.
-func violation(t *testing.T, want string, code cuda.Result, f func() error) {
+func violation(t *testing.T, want string, code cudaraw.Result, f func() error) {
 	t.Helper()
 	before, _ := fakecuda.Violations()
 	err := f()

@@ -13,102 +13,102 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/internal/fakecuda"
 )
 
 func TestDevicesAndErrors(t *testing.T) {
 	e := setup(t)
 	var n int32
-	require.NoError(t, cuda.DeviceGetCount(&n))
+	require.NoError(t, cudaraw.DeviceGetCount(&n))
 	assert.Equal(t, int32(1), n)
-	var d cuda.CUdevice
-	require.ErrorIs(t, cuda.DeviceGet(&d, 1), cuda.CUDA_ERROR_INVALID_DEVICE)
-	attr := func(a cuda.CUdevice_attribute) int32 {
+	var d cudaraw.CUdevice
+	require.ErrorIs(t, cudaraw.DeviceGet(&d, 1), cudaraw.CUDA_ERROR_INVALID_DEVICE)
+	attr := func(a cudaraw.CUdevice_attribute) int32 {
 		var v int32
-		require.NoError(t, cuda.DeviceGetAttribute(&v, a, e.dev))
+		require.NoError(t, cudaraw.DeviceGetAttribute(&v, a, e.dev))
 		return v
 	}
-	assert.Equal(t, int32(9), attr(cuda.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR))
-	assert.Equal(t, int32(0), attr(cuda.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR))
-	assert.Equal(t, int32(132), attr(cuda.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT))
-	assert.Equal(t, int32(1024), attr(cuda.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK))
-	assert.Equal(t, int32(48<<10), attr(cuda.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK))
-	assert.Equal(t, int32(1), attr(cuda.CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING))
-	assert.Equal(t, int32(1), attr(cuda.CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED))
-	assert.Equal(t, int32(1), attr(cuda.CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS))
-	assert.Equal(t, int32(32), attr(cuda.CU_DEVICE_ATTRIBUTE_WARP_SIZE))
+	assert.Equal(t, int32(9), attr(cudaraw.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR))
+	assert.Equal(t, int32(0), attr(cudaraw.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR))
+	assert.Equal(t, int32(132), attr(cudaraw.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT))
+	assert.Equal(t, int32(1024), attr(cudaraw.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK))
+	assert.Equal(t, int32(48<<10), attr(cudaraw.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK))
+	assert.Equal(t, int32(1), attr(cudaraw.CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING))
+	assert.Equal(t, int32(1), attr(cudaraw.CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED))
+	assert.Equal(t, int32(1), attr(cudaraw.CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS))
+	assert.Equal(t, int32(32), attr(cudaraw.CU_DEVICE_ATTRIBUTE_WARP_SIZE))
 	name := make([]byte, 64)
-	require.NoError(t, cuda.DeviceGetName(&name[0], int32(len(name)), e.dev))
+	require.NoError(t, cudaraw.DeviceGetName(&name[0], int32(len(name)), e.dev))
 	assert.Equal(t, "Fake CUDA Device", gostr(&name[0]))
 	var total, free uint64
-	require.NoError(t, cuda.DeviceTotalMem(&total, e.dev))
+	require.NoError(t, cudaraw.DeviceTotalMem(&total, e.dev))
 	assert.Equal(t, uint64(8<<30), total)
-	require.NoError(t, cuda.MemGetInfo(&free, &total))
+	require.NoError(t, cudaraw.MemGetInfo(&free, &total))
 	assert.Equal(t, uint64(8<<30), total)
 
 	var v int32
-	require.NoError(t, cuda.DriverGetVersion(&v))
+	require.NoError(t, cudaraw.DriverGetVersion(&v))
 	assert.Equal(t, int32(13000), v)
 	var s *byte
-	require.NoError(t, cuda.GetErrorName(cuda.CUDA_ERROR_OUT_OF_MEMORY, &s))
+	require.NoError(t, cudaraw.GetErrorName(cudaraw.CUDA_ERROR_OUT_OF_MEMORY, &s))
 	assert.Equal(t, "CUDA_ERROR_OUT_OF_MEMORY", gostr(s))
-	require.NoError(t, cuda.GetErrorString(cuda.CUDA_ERROR_INVALID_VALUE, &s))
+	require.NoError(t, cudaraw.GetErrorString(cudaraw.CUDA_ERROR_INVALID_VALUE, &s))
 	assert.Equal(t, "invalid argument", gostr(s))
-	require.NoError(t, cuda.GetErrorString(cuda.CUDA_ERROR_CONTEXT_IS_DESTROYED, &s))
+	require.NoError(t, cudaraw.GetErrorString(cudaraw.CUDA_ERROR_CONTEXT_IS_DESTROYED, &s))
 	assert.Equal(t, "context is destroyed", gostr(s))
-	require.ErrorIs(t, cuda.GetErrorName(cuda.Result(12345), &s), cuda.CUDA_ERROR_INVALID_VALUE)
+	require.ErrorIs(t, cudaraw.GetErrorName(cudaraw.Result(12345), &s), cudaraw.CUDA_ERROR_INVALID_VALUE)
 }
 
 func TestContextStack(t *testing.T) {
 	e := setup(t)
-	var cur cuda.CUcontext
-	require.NoError(t, cuda.CtxGetCurrent(&cur))
+	var cur cudaraw.CUcontext
+	require.NoError(t, cudaraw.CtxGetCurrent(&cur))
 	require.Equal(t, e.ctx, cur)
-	var c2 cuda.CUcontext
-	require.NoError(t, cuda.CtxCreate(&c2, nil, 0, e.dev)) // pushed: current
-	require.NoError(t, cuda.CtxGetCurrent(&cur))
+	var c2 cudaraw.CUcontext
+	require.NoError(t, cudaraw.CtxCreate(&c2, nil, 0, e.dev)) // pushed: current
+	require.NoError(t, cudaraw.CtxGetCurrent(&cur))
 	require.Equal(t, c2, cur)
-	require.NoError(t, cuda.CtxPushCurrent(e.ctx))
-	var popped cuda.CUcontext
-	require.NoError(t, cuda.CtxPopCurrent(&popped))
+	require.NoError(t, cudaraw.CtxPushCurrent(e.ctx))
+	var popped cudaraw.CUcontext
+	require.NoError(t, cudaraw.CtxPopCurrent(&popped))
 	require.Equal(t, e.ctx, popped)
-	require.NoError(t, cuda.CtxDestroy(c2)) // current: popped
-	require.NoError(t, cuda.CtxGetCurrent(&cur))
+	require.NoError(t, cudaraw.CtxDestroy(c2)) // current: popped
+	require.NoError(t, cudaraw.CtxGetCurrent(&cur))
 	require.Equal(t, e.ctx, cur)
 
-	require.NoError(t, cuda.CtxSetCurrent(0)) // NULL pops
-	require.NoError(t, cuda.CtxGetCurrent(&cur))
+	require.NoError(t, cudaraw.CtxSetCurrent(0)) // NULL pops
+	require.NoError(t, cudaraw.CtxGetCurrent(&cur))
 	require.Zero(t, cur)
-	var d cuda.CUdeviceptr
-	require.ErrorIs(t, cuda.MemAlloc(&d, 16), cuda.CUDA_ERROR_INVALID_CONTEXT) // no context: no violation
-	require.NoError(t, cuda.CtxSetCurrent(e.ctx))
+	var d cudaraw.CUdeviceptr
+	require.ErrorIs(t, cudaraw.MemAlloc(&d, 16), cudaraw.CUDA_ERROR_INVALID_CONTEXT) // no context: no violation
+	require.NoError(t, cudaraw.CtxSetCurrent(e.ctx))
 
 	var least, greatest int32
-	require.NoError(t, cuda.CtxGetStreamPriorityRange(&least, &greatest))
+	require.NoError(t, cudaraw.CtxGetStreamPriorityRange(&least, &greatest))
 	assert.Equal(t, int32(0), least)
 	assert.Equal(t, int32(-5), greatest)
-	var s cuda.CUstream
+	var s cudaraw.CUstream
 	var prio int32
-	require.NoError(t, cuda.StreamCreateWithPriority(&s, 0, -9))
-	require.NoError(t, cuda.StreamGetPriority(s, &prio))
+	require.NoError(t, cudaraw.StreamCreateWithPriority(&s, 0, -9))
+	require.NoError(t, cudaraw.StreamGetPriority(s, &prio))
 	assert.Equal(t, int32(-5), prio) // clamped
 
 	// The primary context: retained, reset by its last release, the same handle
 	// again when retained anew.
-	var p1, p2 cuda.CUcontext
+	var p1, p2 cudaraw.CUcontext
 	var flags uint32
 	var active int32
-	require.NoError(t, cuda.DevicePrimaryCtxSetFlags(e.dev, 4))
-	require.NoError(t, cuda.DevicePrimaryCtxRetain(&p1, e.dev))
-	require.NoError(t, cuda.DevicePrimaryCtxGetState(e.dev, &flags, &active))
+	require.NoError(t, cudaraw.DevicePrimaryCtxSetFlags(e.dev, 4))
+	require.NoError(t, cudaraw.DevicePrimaryCtxRetain(&p1, e.dev))
+	require.NoError(t, cudaraw.DevicePrimaryCtxGetState(e.dev, &flags, &active))
 	assert.Equal(t, uint32(4), flags)
 	assert.Equal(t, int32(1), active)
-	require.NoError(t, cuda.DevicePrimaryCtxRetain(&p2, e.dev))
+	require.NoError(t, cudaraw.DevicePrimaryCtxRetain(&p2, e.dev))
 	require.Equal(t, p1, p2)
-	require.NoError(t, cuda.DevicePrimaryCtxRelease(e.dev))
-	require.NoError(t, cuda.DevicePrimaryCtxRelease(e.dev))
-	require.NoError(t, cuda.DevicePrimaryCtxSetFlags(e.dev, 0))
+	require.NoError(t, cudaraw.DevicePrimaryCtxRelease(e.dev))
+	require.NoError(t, cudaraw.DevicePrimaryCtxRelease(e.dev))
+	require.NoError(t, cudaraw.DevicePrimaryCtxSetFlags(e.dev, 0))
 }
 
 func TestCopies(t *testing.T) {
@@ -121,8 +121,8 @@ func TestCopies(t *testing.T) {
 	d1, d2 := e.alloc(n), e.alloc(n)
 
 	// Synchronous: host to device, device to device, device to host.
-	require.NoError(t, cuda.MemcpyHtoD(d1, unsafe.Pointer(&src[0]), n))
-	require.NoError(t, cuda.MemcpyDtoD(d2, d1, n))
+	require.NoError(t, cudaraw.MemcpyHtoD(d1, unsafe.Pointer(&src[0]), n))
+	require.NoError(t, cudaraw.MemcpyDtoD(d2, d1, n))
 	require.Equal(t, src, e.download(d2, n))
 
 	// Asynchronous, through pinned memory.
@@ -130,62 +130,62 @@ func TestCopies(t *testing.T) {
 	pin := e.host(n)
 	copy(pin, src)
 	back := e.host(n)
-	require.NoError(t, cuda.MemsetD8Async(d1, 0, n, s))
-	require.NoError(t, cuda.MemcpyHtoDAsync(d1, unsafe.Pointer(&pin[0]), n, s))
-	require.NoError(t, cuda.MemcpyDtoDAsync(d2, d1, n, s))
-	require.NoError(t, cuda.MemcpyDtoHAsync(unsafe.Pointer(&back[0]), d2, n, s))
-	require.NoError(t, cuda.StreamSynchronize(s))
+	require.NoError(t, cudaraw.MemsetD8Async(d1, 0, n, s))
+	require.NoError(t, cudaraw.MemcpyHtoDAsync(d1, unsafe.Pointer(&pin[0]), n, s))
+	require.NoError(t, cudaraw.MemcpyDtoDAsync(d2, d1, n, s))
+	require.NoError(t, cudaraw.MemcpyDtoHAsync(unsafe.Pointer(&back[0]), d2, n, s))
+	require.NoError(t, cudaraw.StreamSynchronize(s))
 	require.Equal(t, src, back)
 
 	// To pageable memory: done when the call returns.
 	out := make([]byte, n)
-	require.NoError(t, cuda.MemsetD8Async(d2, 9, n, s))
-	require.NoError(t, cuda.MemcpyDtoHAsync(unsafe.Pointer(&out[0]), d2, n, s))
+	require.NoError(t, cudaraw.MemsetD8Async(d2, 9, n, s))
+	require.NoError(t, cudaraw.MemcpyDtoHAsync(unsafe.Pointer(&out[0]), d2, n, s))
 	require.Equal(t, fill(n, 9), out)
 
 	// The unified cuMemcpy and cuMemcpyAsync, with host pointers as addresses.
-	require.NoError(t, cuda.Memcpy(d1, cuda.CUdeviceptr(uintptr(unsafe.Pointer(&src[0]))), n))
-	require.NoError(t, cuda.MemcpyAsync(cuda.CUdeviceptr(uintptr(unsafe.Pointer(&back[0]))), d1, n, s))
-	require.NoError(t, cuda.StreamSynchronize(s))
+	require.NoError(t, cudaraw.Memcpy(d1, cudaraw.CUdeviceptr(uintptr(unsafe.Pointer(&src[0]))), n))
+	require.NoError(t, cudaraw.MemcpyAsync(cudaraw.CUdeviceptr(uintptr(unsafe.Pointer(&back[0]))), d1, n, s))
+	require.NoError(t, cudaraw.StreamSynchronize(s))
 	require.Equal(t, src, back)
 
 	// Managed memory: the host reads and writes it directly.
-	var m cuda.CUdeviceptr
-	require.NoError(t, cuda.MemAllocManaged(&m, n, uint32(cuda.CU_MEM_ATTACH_GLOBAL)))
+	var m cudaraw.CUdeviceptr
+	require.NoError(t, cudaraw.MemAllocManaged(&m, n, uint32(cudaraw.CU_MEM_ATTACH_GLOBAL)))
 	mb := unsafe.Slice((*byte)(ptr(m)), n)
 	copy(mb, src)
-	require.NoError(t, cuda.MemcpyDtoD(d1, m, n))
+	require.NoError(t, cudaraw.MemcpyDtoD(d1, m, n))
 	require.Equal(t, src, e.download(d1, n))
-	require.NoError(t, cuda.MemsetD32Async(m, 0x01020304, n/4, s))
-	require.NoError(t, cuda.StreamSynchronize(s))
+	require.NoError(t, cudaraw.MemsetD32Async(m, 0x01020304, n/4, s))
+	require.NoError(t, cudaraw.StreamSynchronize(s))
 	assert.Equal(t, uint32(0x01020304), binary.NativeEndian.Uint32(mb[n-4:]))
-	require.NoError(t, cuda.MemFree(m))
+	require.NoError(t, cudaraw.MemFree(m))
 }
 
 func TestMemsets(t *testing.T) {
 	e := setup(t)
 	d := e.alloc(64)
 	s := e.stream(true)
-	require.NoError(t, cuda.MemsetD8(d, 0xab, 64))
+	require.NoError(t, cudaraw.MemsetD8(d, 0xab, 64))
 	require.Equal(t, fill(64, 0xab), e.download(d, 64))
-	require.NoError(t, cuda.MemsetD16(d, 0x1234, 32))
+	require.NoError(t, cudaraw.MemsetD16(d, 0x1234, 32))
 	got := e.download(d, 64)
 	assert.Equal(t, uint16(0x1234), binary.NativeEndian.Uint16(got[62:]))
-	require.NoError(t, cuda.MemsetD32(d+4, 0xdeadbeef, 15))
+	require.NoError(t, cudaraw.MemsetD32(d+4, 0xdeadbeef, 15))
 	got = e.download(d, 64)
 	assert.Equal(t, uint16(0x1234), binary.NativeEndian.Uint16(got[0:]))
 	assert.Equal(t, uint32(0xdeadbeef), binary.NativeEndian.Uint32(got[60:]))
-	require.NoError(t, cuda.MemsetD8Async(d, 1, 64, s))
-	require.NoError(t, cuda.MemsetD16Async(d, 0x0202, 16, s))
-	require.NoError(t, cuda.MemsetD32Async(d, 0x03030303, 4, s))
-	require.NoError(t, cuda.StreamSynchronize(s))
+	require.NoError(t, cudaraw.MemsetD8Async(d, 1, 64, s))
+	require.NoError(t, cudaraw.MemsetD16Async(d, 0x0202, 16, s))
+	require.NoError(t, cudaraw.MemsetD32Async(d, 0x03030303, 4, s))
+	require.NoError(t, cudaraw.StreamSynchronize(s))
 	got = e.download(d, 64)
 	assert.Equal(t, fill(16, 3), got[:16])
 	assert.Equal(t, fill(16, 2), got[16:32])
 	assert.Equal(t, fill(32, 1), got[32:])
 	// Misaligned 16- and 32-bit memsets are refused, as the driver refuses them.
-	require.ErrorIs(t, cuda.MemsetD16(d+1, 0, 2), cuda.CUDA_ERROR_INVALID_VALUE)
-	require.ErrorIs(t, cuda.MemsetD32Async(d+2, 0, 2, s), cuda.CUDA_ERROR_INVALID_VALUE)
+	require.ErrorIs(t, cudaraw.MemsetD16(d+1, 0, 2), cudaraw.CUDA_ERROR_INVALID_VALUE)
+	require.ErrorIs(t, cudaraw.MemsetD32Async(d+2, 0, 2, s), cudaraw.CUDA_ERROR_INVALID_VALUE)
 }
 
 // An asynchronous copy from pageable memory reads it when the call is made.
@@ -199,19 +199,19 @@ func TestPageableSnapshot(t *testing.T) {
 	require.NoError(t, e.launch(empty, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, s, nil))
 	require.NoError(t, fakecuda.SetKernelTime(0))
 	buf := fill(256, 1)
-	require.NoError(t, cuda.MemcpyHtoDAsync(d, unsafe.Pointer(&buf[0]), 256, s))
-	require.ErrorIs(t, cuda.StreamQuery(s), cuda.CUDA_ERROR_NOT_READY) // the kernel still runs
+	require.NoError(t, cudaraw.MemcpyHtoDAsync(d, unsafe.Pointer(&buf[0]), 256, s))
+	require.ErrorIs(t, cudaraw.StreamQuery(s), cudaraw.CUDA_ERROR_NOT_READY) // the kernel still runs
 	copy(buf, fill(256, 2))
-	require.NoError(t, cuda.StreamSynchronize(s))
+	require.NoError(t, cudaraw.StreamSynchronize(s))
 	require.Equal(t, fill(256, 1), e.download(d, 256))
 
 	// To pageable memory, the copy waits for the stream's earlier work.
 	require.NoError(t, fakecuda.SetKernelTime(30*time.Millisecond))
 	require.NoError(t, e.launch(empty, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, s, nil))
 	require.NoError(t, fakecuda.SetKernelTime(0))
-	require.NoError(t, cuda.MemsetD8Async(d, 5, 256, s))
-	require.NoError(t, cuda.MemcpyDtoHAsync(unsafe.Pointer(&buf[0]), d, 256, s))
-	require.NoError(t, cuda.StreamQuery(s))
+	require.NoError(t, cudaraw.MemsetD8Async(d, 5, 256, s))
+	require.NoError(t, cudaraw.MemcpyDtoHAsync(unsafe.Pointer(&buf[0]), d, 256, s))
+	require.NoError(t, cudaraw.StreamQuery(s))
 	require.Equal(t, fill(256, 5), buf)
 }
 
@@ -224,54 +224,54 @@ func TestStreamOrderAndEvents(t *testing.T) {
 	start, end, ev, plain := e.event(true), e.event(true), e.event(true), e.event(false)
 
 	var ms float32
-	require.ErrorIs(t, cuda.EventElapsedTime(&ms, start, end), cuda.CUDA_ERROR_INVALID_HANDLE) // never recorded
-	require.NoError(t, cuda.EventQuery(ev))                                                    // never recorded: complete
+	require.ErrorIs(t, cudaraw.EventElapsedTime(&ms, start, end), cudaraw.CUDA_ERROR_INVALID_HANDLE) // never recorded
+	require.NoError(t, cudaraw.EventQuery(ev))                                                       // never recorded: complete
 
-	require.NoError(t, cuda.EventRecord(start, s1))
+	require.NoError(t, cudaraw.EventRecord(start, s1))
 	require.NoError(t, fakecuda.SetKernelTime(40*time.Millisecond))
 	require.NoError(t, e.launch(empty, [3]uint32{1, 1, 1}, [3]uint32{32, 1, 1}, 0, s1, nil))
 	require.NoError(t, fakecuda.SetKernelTime(0))
-	require.NoError(t, cuda.EventRecord(end, s1))
-	require.NoError(t, cuda.EventRecord(ev, s1))
-	require.NoError(t, cuda.EventRecord(plain, s1))
-	require.ErrorIs(t, cuda.StreamQuery(s1), cuda.CUDA_ERROR_NOT_READY)
-	require.ErrorIs(t, cuda.EventQuery(ev), cuda.CUDA_ERROR_NOT_READY)
-	require.ErrorIs(t, cuda.EventElapsedTime(&ms, start, end), cuda.CUDA_ERROR_NOT_READY)
+	require.NoError(t, cudaraw.EventRecord(end, s1))
+	require.NoError(t, cudaraw.EventRecord(ev, s1))
+	require.NoError(t, cudaraw.EventRecord(plain, s1))
+	require.ErrorIs(t, cudaraw.StreamQuery(s1), cudaraw.CUDA_ERROR_NOT_READY)
+	require.ErrorIs(t, cudaraw.EventQuery(ev), cudaraw.CUDA_ERROR_NOT_READY)
+	require.ErrorIs(t, cudaraw.EventElapsedTime(&ms, start, end), cudaraw.CUDA_ERROR_NOT_READY)
 
 	// s2 waits for ev: its memset runs after the kernel.
-	require.NoError(t, cuda.StreamWaitEvent(s2, ev, 0))
-	require.NoError(t, cuda.MemsetD8Async(d, 7, 16, s2))
-	require.ErrorIs(t, cuda.StreamQuery(s2), cuda.CUDA_ERROR_NOT_READY)
-	require.NoError(t, cuda.StreamSynchronize(s2))
-	require.NoError(t, cuda.EventQuery(ev))
-	require.NoError(t, cuda.StreamQuery(s1))
+	require.NoError(t, cudaraw.StreamWaitEvent(s2, ev, 0))
+	require.NoError(t, cudaraw.MemsetD8Async(d, 7, 16, s2))
+	require.ErrorIs(t, cudaraw.StreamQuery(s2), cudaraw.CUDA_ERROR_NOT_READY)
+	require.NoError(t, cudaraw.StreamSynchronize(s2))
+	require.NoError(t, cudaraw.EventQuery(ev))
+	require.NoError(t, cudaraw.StreamQuery(s1))
 
-	require.NoError(t, cuda.EventSynchronize(end))
-	require.NoError(t, cuda.EventElapsedTime(&ms, start, end))
+	require.NoError(t, cudaraw.EventSynchronize(end))
+	require.NoError(t, cudaraw.EventElapsedTime(&ms, start, end))
 	assert.GreaterOrEqual(t, ms, float32(35))
 	assert.Less(t, ms, float32(5000))
-	require.ErrorIs(t, cuda.EventElapsedTime(&ms, start, plain), cuda.CUDA_ERROR_INVALID_HANDLE) // no timing
+	require.ErrorIs(t, cudaraw.EventElapsedTime(&ms, start, plain), cudaraw.CUDA_ERROR_INVALID_HANDLE) // no timing
 
 	// cuCtxSynchronize waits for every stream.
 	require.NoError(t, fakecuda.SetKernelTime(20*time.Millisecond))
 	require.NoError(t, e.launch(empty, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, s1, nil))
 	require.NoError(t, e.launch(empty, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, s2, nil))
 	require.NoError(t, fakecuda.SetKernelTime(0))
-	require.NoError(t, cuda.CtxSynchronize())
-	require.NoError(t, cuda.StreamQuery(s1))
-	require.NoError(t, cuda.StreamQuery(s2))
+	require.NoError(t, cudaraw.CtxSynchronize())
+	require.NoError(t, cudaraw.StreamQuery(s1))
+	require.NoError(t, cudaraw.StreamQuery(s2))
 	assert.Zero(t, fakecuda.Counters().OpsPending)
 
 	// A destroyed stream's queued work still runs; a destroyed event still completes.
 	require.NoError(t, fakecuda.SetKernelTime(20*time.Millisecond))
 	require.NoError(t, e.launch(empty, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, s1, nil))
 	require.NoError(t, fakecuda.SetKernelTime(0))
-	require.NoError(t, cuda.EventRecord(ev, s1))
-	require.NoError(t, cuda.StreamWaitEvent(s2, ev, 0))
-	require.NoError(t, cuda.MemsetD8Async(d, 8, 16, s1))
-	require.NoError(t, cuda.StreamDestroy(s1))
-	require.NoError(t, cuda.EventDestroy(ev))
-	require.NoError(t, cuda.StreamSynchronize(s2))
+	require.NoError(t, cudaraw.EventRecord(ev, s1))
+	require.NoError(t, cudaraw.StreamWaitEvent(s2, ev, 0))
+	require.NoError(t, cudaraw.MemsetD8Async(d, 8, 16, s1))
+	require.NoError(t, cudaraw.StreamDestroy(s1))
+	require.NoError(t, cudaraw.EventDestroy(ev))
+	require.NoError(t, cudaraw.StreamSynchronize(s2))
 	require.Equal(t, fill(16, 8), e.download(d, 16))
 }
 
@@ -286,13 +286,13 @@ func TestInterleaving(t *testing.T) {
 	run := func(seed int64, wait bool) byte {
 		require.NoError(t, fakecuda.SetSeed(seed))
 		require.NoError(t, fakecuda.Pause())
-		require.NoError(t, cuda.MemsetD8Async(d, 1, 1, a))
+		require.NoError(t, cudaraw.MemsetD8Async(d, 1, 1, a))
 		if wait {
-			require.NoError(t, cuda.EventRecord(ev, a))
-			require.NoError(t, cuda.StreamWaitEvent(b, ev, 0))
+			require.NoError(t, cudaraw.EventRecord(ev, a))
+			require.NoError(t, cudaraw.StreamWaitEvent(b, ev, 0))
 		}
-		require.NoError(t, cuda.MemsetD8Async(d, 2, 1, b))
-		require.ErrorIs(t, cuda.StreamQuery(a), cuda.CUDA_ERROR_NOT_READY)
+		require.NoError(t, cudaraw.MemsetD8Async(d, 2, 1, b))
+		require.ErrorIs(t, cudaraw.StreamQuery(a), cudaraw.CUDA_ERROR_NOT_READY)
 		require.NoError(t, fakecuda.Resume())
 		return e.download(d, 1)[0]
 	}
@@ -324,14 +324,14 @@ func TestLegacyStream(t *testing.T) {
 	require.NoError(t, e.launch(empty, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, blocking, nil))
 	require.NoError(t, e.launch(empty, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, nonBlocking, nil))
 	require.NoError(t, fakecuda.SetKernelTime(0))
-	require.NoError(t, cuda.MemsetD8Async(d, 1, 8, blocking))
-	require.NoError(t, cuda.MemsetD8Async(d, 2, 8, 0)) // after the blocking stream's memset
-	require.NoError(t, cuda.StreamQuery(blocking))
+	require.NoError(t, cudaraw.MemsetD8Async(d, 1, 8, blocking))
+	require.NoError(t, cudaraw.MemsetD8Async(d, 2, 8, 0)) // after the blocking stream's memset
+	require.NoError(t, cudaraw.StreamQuery(blocking))
 	out := make([]byte, 8)
-	require.NoError(t, cuda.MemcpyDtoH(unsafe.Pointer(&out[0]), d, 8))
+	require.NoError(t, cudaraw.MemcpyDtoH(unsafe.Pointer(&out[0]), d, 8))
 	require.Equal(t, fill(8, 2), out)
-	require.NoError(t, cuda.StreamSynchronize(cuda.CUstream(cuda.CU_STREAM_PER_THREAD)))
-	require.NoError(t, cuda.StreamSynchronize(nonBlocking))
+	require.NoError(t, cudaraw.StreamSynchronize(cudaraw.CUstream(cudaraw.CU_STREAM_PER_THREAD)))
+	require.NoError(t, cudaraw.StreamSynchronize(nonBlocking))
 }
 
 func TestDelay(t *testing.T) {
@@ -339,9 +339,9 @@ func TestDelay(t *testing.T) {
 	s := e.stream(true)
 	d := e.alloc(4)
 	require.NoError(t, fakecuda.Delay(uintptr(s), 30*time.Millisecond))
-	require.NoError(t, cuda.MemsetD8Async(d, 3, 4, s))
-	require.ErrorIs(t, cuda.StreamQuery(s), cuda.CUDA_ERROR_NOT_READY)
-	require.NoError(t, cuda.StreamSynchronize(s))
+	require.NoError(t, cudaraw.MemsetD8Async(d, 3, 4, s))
+	require.ErrorIs(t, cudaraw.StreamQuery(s), cudaraw.CUDA_ERROR_NOT_READY)
+	require.NoError(t, cudaraw.StreamSynchronize(s))
 	require.Equal(t, fill(4, 3), e.download(d, 4))
 	require.Error(t, fakecuda.Delay(0x1234, time.Millisecond))
 }
@@ -350,86 +350,86 @@ func TestHostFunc(t *testing.T) {
 	e := setup(t)
 	s := e.stream(true)
 	counter := e.host(8)
-	fn := cuda.CUhostFn(fakecuda.HostFuncAdd())
+	fn := cudaraw.CUhostFn(fakecuda.HostFuncAdd())
 	require.NotZero(t, fn)
 	for range 3 {
-		require.NoError(t, cuda.LaunchHostFunc(s, fn, unsafe.Pointer(&counter[0])))
+		require.NoError(t, cudaraw.LaunchHostFunc(s, fn, unsafe.Pointer(&counter[0])))
 	}
-	require.NoError(t, cuda.LaunchHostFunc(0, fn, unsafe.Pointer(&counter[0]))) // legacy: run now
-	require.NoError(t, cuda.StreamSynchronize(s))
+	require.NoError(t, cudaraw.LaunchHostFunc(0, fn, unsafe.Pointer(&counter[0]))) // legacy: run now
+	require.NoError(t, cudaraw.StreamSynchronize(s))
 	assert.Equal(t, uint64(4), binary.NativeEndian.Uint64(counter))
 }
 
 func TestPools(t *testing.T) {
 	e := setup(t)
 	s := e.stream(true)
-	var def, cur cuda.CUmemoryPool
-	require.NoError(t, cuda.DeviceGetDefaultMemPool(&def, e.dev))
-	require.NoError(t, cuda.DeviceGetMemPool(&cur, e.dev))
+	var def, cur cudaraw.CUmemoryPool
+	require.NoError(t, cudaraw.DeviceGetDefaultMemPool(&def, e.dev))
+	require.NoError(t, cudaraw.DeviceGetMemPool(&cur, e.dev))
 	require.Equal(t, def, cur)
-	attr := func(p cuda.CUmemoryPool, a cuda.CUmemPool_attribute) uint64 {
+	attr := func(p cudaraw.CUmemoryPool, a cudaraw.CUmemPool_attribute) uint64 {
 		var v uint64
-		require.NoError(t, cuda.MemPoolGetAttribute(p, a, unsafe.Pointer(&v)))
+		require.NoError(t, cudaraw.MemPoolGetAttribute(p, a, unsafe.Pointer(&v)))
 		return v
 	}
-	used0 := attr(def, cuda.CU_MEMPOOL_ATTR_USED_MEM_CURRENT)
-	var d cuda.CUdeviceptr
-	require.NoError(t, cuda.MemAllocAsync(&d, 1<<20, s))
-	require.NoError(t, cuda.MemsetD8Async(d, 3, 1<<20, s)) // usable at once
-	assert.Equal(t, used0+1<<20, attr(def, cuda.CU_MEMPOOL_ATTR_USED_MEM_CURRENT))
-	assert.Equal(t, used0+1<<20, attr(def, cuda.CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT))
-	require.NoError(t, cuda.MemFreeAsync(d, s))
-	require.NoError(t, cuda.StreamSynchronize(s))
+	used0 := attr(def, cudaraw.CU_MEMPOOL_ATTR_USED_MEM_CURRENT)
+	var d cudaraw.CUdeviceptr
+	require.NoError(t, cudaraw.MemAllocAsync(&d, 1<<20, s))
+	require.NoError(t, cudaraw.MemsetD8Async(d, 3, 1<<20, s)) // usable at once
+	assert.Equal(t, used0+1<<20, attr(def, cudaraw.CU_MEMPOOL_ATTR_USED_MEM_CURRENT))
+	assert.Equal(t, used0+1<<20, attr(def, cudaraw.CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT))
+	require.NoError(t, cudaraw.MemFreeAsync(d, s))
+	require.NoError(t, cudaraw.StreamSynchronize(s))
 	assert.Zero(t, fakecuda.Counters().FreePending)
-	assert.Equal(t, used0, attr(def, cuda.CU_MEMPOOL_ATTR_USED_MEM_CURRENT))
-	assert.GreaterOrEqual(t, attr(def, cuda.CU_MEMPOOL_ATTR_USED_MEM_HIGH), used0+1<<20)
+	assert.Equal(t, used0, attr(def, cudaraw.CU_MEMPOOL_ATTR_USED_MEM_CURRENT))
+	assert.GreaterOrEqual(t, attr(def, cudaraw.CU_MEMPOOL_ATTR_USED_MEM_HIGH), used0+1<<20)
 	zero := uint64(0)
-	require.NoError(t, cuda.MemPoolSetAttribute(def, cuda.CU_MEMPOOL_ATTR_USED_MEM_HIGH, unsafe.Pointer(&zero)))
-	assert.Equal(t, used0, attr(def, cuda.CU_MEMPOOL_ATTR_USED_MEM_HIGH))
+	require.NoError(t, cudaraw.MemPoolSetAttribute(def, cudaraw.CU_MEMPOOL_ATTR_USED_MEM_HIGH, unsafe.Pointer(&zero)))
+	assert.Equal(t, used0, attr(def, cudaraw.CU_MEMPOOL_ATTR_USED_MEM_HIGH))
 	thr := uint64(math.MaxUint64)
-	require.NoError(t, cuda.MemPoolSetAttribute(def, cuda.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, unsafe.Pointer(&thr)))
-	assert.Equal(t, thr, attr(def, cuda.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD))
-	require.NoError(t, cuda.MemPoolTrimTo(def, 0))
+	require.NoError(t, cudaraw.MemPoolSetAttribute(def, cudaraw.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, unsafe.Pointer(&thr)))
+	assert.Equal(t, thr, attr(def, cudaraw.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD))
+	require.NoError(t, cudaraw.MemPoolTrimTo(def, 0))
 
 	// A device pool of its own, with access for the device.
-	props := cuda.CUmemPoolProps{AllocType: cuda.CU_MEM_ALLOCATION_TYPE_PINNED,
-		Location: cuda.CUmemLocation{Type: cuda.CU_MEM_LOCATION_TYPE_DEVICE, Id: int32(e.dev)}}
-	var p cuda.CUmemoryPool
-	require.NoError(t, cuda.MemPoolCreate(&p, &props))
-	desc := cuda.CUmemAccessDesc{Location: props.Location, Flags: cuda.CU_MEM_ACCESS_FLAGS_PROT_READWRITE}
-	require.NoError(t, cuda.MemPoolSetAccess(p, &desc, 1))
-	var flags cuda.CUmemAccess_flags
-	require.NoError(t, cuda.MemPoolGetAccess(&flags, p, &props.Location))
-	assert.Equal(t, cuda.CU_MEM_ACCESS_FLAGS_PROT_READWRITE, flags)
-	require.NoError(t, cuda.MemAllocFromPoolAsync(&d, 4096, p, s))
-	assert.Equal(t, uint64(4096), attr(p, cuda.CU_MEMPOOL_ATTR_USED_MEM_CURRENT))
-	require.NoError(t, cuda.MemFreeAsync(d, s))
+	props := cudaraw.CUmemPoolProps{AllocType: cudaraw.CU_MEM_ALLOCATION_TYPE_PINNED,
+		Location: cudaraw.CUmemLocation{Type: cudaraw.CU_MEM_LOCATION_TYPE_DEVICE, Id: int32(e.dev)}}
+	var p cudaraw.CUmemoryPool
+	require.NoError(t, cudaraw.MemPoolCreate(&p, &props))
+	desc := cudaraw.CUmemAccessDesc{Location: props.Location, Flags: cudaraw.CU_MEM_ACCESS_FLAGS_PROT_READWRITE}
+	require.NoError(t, cudaraw.MemPoolSetAccess(p, &desc, 1))
+	var flags cudaraw.CUmemAccess_flags
+	require.NoError(t, cudaraw.MemPoolGetAccess(&flags, p, &props.Location))
+	assert.Equal(t, cudaraw.CU_MEM_ACCESS_FLAGS_PROT_READWRITE, flags)
+	require.NoError(t, cudaraw.MemAllocFromPoolAsync(&d, 4096, p, s))
+	assert.Equal(t, uint64(4096), attr(p, cudaraw.CU_MEMPOOL_ATTR_USED_MEM_CURRENT))
+	require.NoError(t, cudaraw.MemFreeAsync(d, s))
 
 	// A pinned host pool: its memory is host memory the Go side can touch.
-	props.Location = cuda.CUmemLocation{Type: cuda.CU_MEM_LOCATION_TYPE_HOST}
-	var hp cuda.CUmemoryPool
-	require.NoError(t, cuda.MemPoolCreate(&hp, &props))
-	require.NoError(t, cuda.MemAllocFromPoolAsync(&d, 64, hp, s))
-	require.NoError(t, cuda.MemsetD8Async(d, 6, 64, s))
-	require.NoError(t, cuda.StreamSynchronize(s))
+	props.Location = cudaraw.CUmemLocation{Type: cudaraw.CU_MEM_LOCATION_TYPE_HOST}
+	var hp cudaraw.CUmemoryPool
+	require.NoError(t, cudaraw.MemPoolCreate(&hp, &props))
+	require.NoError(t, cudaraw.MemAllocFromPoolAsync(&d, 64, hp, s))
+	require.NoError(t, cudaraw.MemsetD8Async(d, 6, 64, s))
+	require.NoError(t, cudaraw.StreamSynchronize(s))
 	assert.Equal(t, fill(64, 6), unsafe.Slice((*byte)(ptr(d)), 64))
 	before := fakecuda.Counters()
-	require.NoError(t, cuda.MemFreeAsync(d, s))
+	require.NoError(t, cudaraw.MemFreeAsync(d, s))
 
 	// A managed pool.
-	props = cuda.CUmemPoolProps{AllocType: cuda.CU_MEM_ALLOCATION_TYPE_MANAGED}
-	var mp cuda.CUmemoryPool
-	require.NoError(t, cuda.MemPoolCreate(&mp, &props))
-	require.NoError(t, cuda.MemAllocFromPoolAsync(&d, 64, mp, s))
+	props = cudaraw.CUmemPoolProps{AllocType: cudaraw.CU_MEM_ALLOCATION_TYPE_MANAGED}
+	var mp cudaraw.CUmemoryPool
+	require.NoError(t, cudaraw.MemPoolCreate(&mp, &props))
+	require.NoError(t, cudaraw.MemAllocFromPoolAsync(&d, 64, mp, s))
 	assert.Equal(t, before.ManagedAllocs+1, fakecuda.Counters().ManagedAllocs)
-	require.NoError(t, cuda.MemFreeAsync(d, s))
-	require.NoError(t, cuda.StreamSynchronize(s))
-	require.NoError(t, cuda.MemPoolDestroy(p))
-	require.NoError(t, cuda.MemPoolDestroy(hp))
-	require.NoError(t, cuda.MemPoolDestroy(mp))
+	require.NoError(t, cudaraw.MemFreeAsync(d, s))
+	require.NoError(t, cudaraw.StreamSynchronize(s))
+	require.NoError(t, cudaraw.MemPoolDestroy(p))
+	require.NoError(t, cudaraw.MemPoolDestroy(hp))
+	require.NoError(t, cudaraw.MemPoolDestroy(mp))
 
 	props.AllocType = 7
-	require.ErrorIs(t, cuda.MemPoolCreate(&p, &props), cuda.CUDA_ERROR_INVALID_VALUE)
+	require.ErrorIs(t, cudaraw.MemPoolCreate(&p, &props), cudaraw.CUDA_ERROR_INVALID_VALUE)
 }
 
 func TestRegisteredMemory(t *testing.T) {
@@ -439,46 +439,46 @@ func TestRegisteredMemory(t *testing.T) {
 	s := e.stream(true)
 	buf := make([]byte, 8192)
 	p := unsafe.Pointer(&buf[0])
-	require.NoError(t, cuda.MemHostRegister(p, 8192, uint32(cuda.CU_MEMHOSTREGISTER_DEVICEMAP)))
-	require.ErrorIs(t, cuda.MemHostRegister(unsafe.Add(p, 4096), 16, 0), cuda.CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED)
-	var dp cuda.CUdeviceptr
-	require.NoError(t, cuda.MemHostGetDevicePointer(&dp, p, 0))
+	require.NoError(t, cudaraw.MemHostRegister(p, 8192, uint32(cudaraw.CU_MEMHOSTREGISTER_DEVICEMAP)))
+	require.ErrorIs(t, cudaraw.MemHostRegister(unsafe.Add(p, 4096), 16, 0), cudaraw.CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED)
+	var dp cudaraw.CUdeviceptr
+	require.NoError(t, cudaraw.MemHostGetDevicePointer(&dp, p, 0))
 	require.Equal(t, uintptr(p), uintptr(dp))
 	d := e.alloc(8192)
-	require.NoError(t, cuda.MemsetD8(d, 4, 8192))
+	require.NoError(t, cudaraw.MemsetD8(d, 4, 8192))
 
 	// Copies to registered memory are asynchronous: they run in stream order.
 	require.NoError(t, fakecuda.SetKernelTime(30*time.Millisecond))
 	require.NoError(t, e.launch(empty, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, s, nil))
 	require.NoError(t, fakecuda.SetKernelTime(0))
-	require.NoError(t, cuda.MemcpyDtoHAsync(p, d, 8192, s))
-	require.ErrorIs(t, cuda.StreamQuery(s), cuda.CUDA_ERROR_NOT_READY)
-	require.NoError(t, cuda.StreamSynchronize(s))
+	require.NoError(t, cudaraw.MemcpyDtoHAsync(p, d, 8192, s))
+	require.ErrorIs(t, cudaraw.StreamQuery(s), cudaraw.CUDA_ERROR_NOT_READY)
+	require.NoError(t, cudaraw.StreamSynchronize(s))
 	require.Equal(t, fill(8192, 4), buf)
 	// A registered range used as device memory.
-	require.NoError(t, cuda.MemsetD8Async(dp+100, 9, 10, s))
-	require.NoError(t, cuda.StreamSynchronize(s))
+	require.NoError(t, cudaraw.MemsetD8Async(dp+100, 9, 10, s))
+	require.NoError(t, cudaraw.StreamSynchronize(s))
 	require.Equal(t, fill(10, 9), buf[100:110])
 
-	require.NoError(t, cuda.MemHostUnregister(p))
-	require.ErrorIs(t, cuda.MemHostUnregister(unsafe.Add(p, 8)), cuda.CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED)
+	require.NoError(t, cudaraw.MemHostUnregister(p))
+	require.ErrorIs(t, cudaraw.MemHostUnregister(unsafe.Add(p, 8)), cudaraw.CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED)
 	// Registered again (Go reuses memory): usable again.
-	require.NoError(t, cuda.MemHostRegister(p, 4096, 0))
-	require.NoError(t, cuda.MemsetD8Async(dp, 1, 4096, s))
-	require.NoError(t, cuda.StreamSynchronize(s))
-	require.NoError(t, cuda.MemHostUnregister(p))
+	require.NoError(t, cudaraw.MemHostRegister(p, 4096, 0))
+	require.NoError(t, cudaraw.MemsetD8Async(dp, 1, 4096, s))
+	require.NoError(t, cudaraw.StreamSynchronize(s))
+	require.NoError(t, cudaraw.MemHostUnregister(p))
 	assert.Equal(t, byte(1), buf[0])
 }
 
 func TestModules(t *testing.T) {
 	e := setup(t)
 	m := e.module(testPTX)
-	params := func(f cuda.CUfunction) [][2]uint64 {
+	params := func(f cudaraw.CUfunction) [][2]uint64 {
 		var out [][2]uint64
 		for i := uint64(0); ; i++ {
 			var off, size uint64
-			if err := cuda.FuncGetParamInfo(f, i, &off, &size); err != nil {
-				require.ErrorIs(t, err, cuda.CUDA_ERROR_INVALID_VALUE)
+			if err := cudaraw.FuncGetParamInfo(f, i, &off, &size); err != nil {
+				require.ErrorIs(t, err, cudaraw.CUDA_ERROR_INVALID_VALUE)
 				return out
 			}
 			out = append(out, [2]uint64{off, size})
@@ -488,29 +488,29 @@ func TestModules(t *testing.T) {
 	assert.Equal(t, [][2]uint64{{0, 8}, {8, 4}, {16, 8}, {24, 4}}, params(e.function(m, "axpy")))
 	assert.Equal(t, [][2]uint64{{0, 1}, {8, 24}, {32, 2}}, params(e.function(m, "mixed")))
 	require.Equal(t, e.function(m, "axpy"), e.function(m, "axpy")) // the same handle
-	var f cuda.CUfunction
-	require.ErrorIs(t, cuda.ModuleGetFunction(&f, m, cstr("nope")), cuda.CUDA_ERROR_NOT_FOUND)
-	require.ErrorIs(t, cuda.ModuleGetFunction(&f, m, cstr("axp")), cuda.CUDA_ERROR_NOT_FOUND)
+	var f cudaraw.CUfunction
+	require.ErrorIs(t, cudaraw.ModuleGetFunction(&f, m, cstr("nope")), cudaraw.CUDA_ERROR_NOT_FOUND)
+	require.ErrorIs(t, cudaraw.ModuleGetFunction(&f, m, cstr("axp")), cudaraw.CUDA_ERROR_NOT_FOUND)
 
 	f = e.function(m, "axpy")
 	var v int32
-	require.NoError(t, cuda.FuncGetAttribute(&v, cuda.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f))
+	require.NoError(t, cudaraw.FuncGetAttribute(&v, cudaraw.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f))
 	assert.Equal(t, int32(1024), v)
-	require.NoError(t, cuda.FuncGetAttribute(&v, cuda.CU_FUNC_ATTRIBUTE_NUM_REGS, f))
+	require.NoError(t, cudaraw.FuncGetAttribute(&v, cudaraw.CU_FUNC_ATTRIBUTE_NUM_REGS, f))
 	assert.Equal(t, int32(32), v)
-	require.NoError(t, cuda.FuncGetAttribute(&v, cuda.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, f))
+	require.NoError(t, cudaraw.FuncGetAttribute(&v, cudaraw.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, f))
 	assert.Zero(t, v)
 
-	global := func(name string) (cuda.CUdeviceptr, uint64, error) {
-		var d cuda.CUdeviceptr
+	global := func(name string) (cudaraw.CUdeviceptr, uint64, error) {
+		var d cudaraw.CUdeviceptr
 		var n uint64
-		err := cuda.ModuleGetGlobal(&d, &n, m, cstr(name))
+		err := cudaraw.ModuleGetGlobal(&d, &n, m, cstr(name))
 		return d, n, err
 	}
 	d, n, err := global("table")
 	require.NoError(t, err)
 	assert.Equal(t, uint64(40), n)
-	require.NoError(t, cuda.MemsetD8(d, 1, 40))
+	require.NoError(t, cudaraw.MemsetD8(d, 1, 40))
 	d2, _, _ := global("table")
 	assert.Equal(t, d, d2)
 	_, n, err = global("scale")
@@ -520,7 +520,7 @@ func TestModules(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, uint64(8), n)
 	_, _, err = global("axpy_param_0")
-	require.ErrorIs(t, err, cuda.CUDA_ERROR_NOT_FOUND)
+	require.ErrorIs(t, err, cudaraw.CUDA_ERROR_NOT_FOUND)
 	// Initial values, as the JIT compiler sets them.
 	d, _, err = global("magic")
 	require.NoError(t, err)
@@ -539,23 +539,23 @@ func TestModules(t *testing.T) {
 	// A failing image: CUDA_ERROR_INVALID_PTX, with the JIT error log written.
 	jit := unsafe.Slice((*uintptr)(e.scratch), 8)
 	logBuf := unsafe.Slice((*byte)(unsafe.Add(e.scratch, 64)), 1024)
-	opts := (*[2]cuda.CUjit_option)(unsafe.Pointer(&jit[0]))
-	opts[0], opts[1] = cuda.CU_JIT_ERROR_LOG_BUFFER, cuda.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES
+	opts := (*[2]cudaraw.CUjit_option)(unsafe.Pointer(&jit[0]))
+	opts[0], opts[1] = cudaraw.CU_JIT_ERROR_LOG_BUFFER, cudaraw.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES
 	jit[2], jit[3] = uintptr(unsafe.Pointer(&logBuf[0])), 1024
 	bad := []byte("this is not a kernel\x00")
-	var bm cuda.CUmodule
-	err = cuda.ModuleLoadDataEx(&bm, unsafe.Pointer(&bad[0]), 2, &opts[0], (*unsafe.Pointer)(unsafe.Pointer(&jit[2])))
-	require.ErrorIs(t, err, cuda.CUDA_ERROR_INVALID_PTX)
+	var bm cudaraw.CUmodule
+	err = cudaraw.ModuleLoadDataEx(&bm, unsafe.Pointer(&bad[0]), 2, &opts[0], (*unsafe.Pointer)(unsafe.Pointer(&jit[2])))
+	require.ErrorIs(t, err, cudaraw.CUDA_ERROR_INVALID_PTX)
 	assert.Contains(t, gostr(&logBuf[0]), "ptxas fatal")
 	assert.Equal(t, uintptr(len(gostr(&logBuf[0]))), jit[3]) // the log's length, written back
 
 	// A cubin: its functions take no parameters.
 	elf := make([]byte, 64)
 	copy(elf, "\x7fELF\x02\x01\x01")
-	require.NoError(t, cuda.ModuleLoadData(&bm, unsafe.Pointer(&elf[0])))
+	require.NoError(t, cudaraw.ModuleLoadData(&bm, unsafe.Pointer(&elf[0])))
 	assert.Empty(t, params(e.function(bm, "anything")))
-	require.NoError(t, cuda.ModuleUnload(bm))
-	require.NoError(t, cuda.ModuleUnload(m))
+	require.NoError(t, cudaraw.ModuleUnload(bm))
+	require.NoError(t, cudaraw.ModuleUnload(m))
 }
 
 func TestLaunchRecords(t *testing.T) {
@@ -581,17 +581,17 @@ func TestLaunchRecords(t *testing.T) {
 	for i, off := range []int{0, 8, 16, 24} {
 		arr[i] = unsafe.Pointer(&vals[off])
 	}
-	require.NoError(t, cuda.LaunchKernel(axpy, 1, 1, 1, 32, 2, 2, 0, s, (*unsafe.Pointer)(e.scratch), nil))
+	require.NoError(t, cudaraw.LaunchKernel(axpy, 1, 1, 1, 32, 2, 2, 0, s, (*unsafe.Pointer)(e.scratch), nil))
 	require.NoError(t, e.launch(empty, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, 0, nil))
 
 	// Shapes the driver refuses: no violation, CUDA_ERROR_INVALID_VALUE.
-	require.ErrorIs(t, e.launch(empty, [3]uint32{1, 1, 1}, [3]uint32{1025, 1, 1}, 0, s, nil), cuda.CUDA_ERROR_INVALID_VALUE)
-	require.ErrorIs(t, e.launch(empty, [3]uint32{1, 65536, 1}, [3]uint32{1, 1, 1}, 0, s, nil), cuda.CUDA_ERROR_INVALID_VALUE)
-	require.ErrorIs(t, e.launch(empty, [3]uint32{0, 1, 1}, [3]uint32{1, 1, 1}, 0, s, nil), cuda.CUDA_ERROR_INVALID_VALUE)
-	require.ErrorIs(t, e.launch(empty, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 48<<10+1, s, nil), cuda.CUDA_ERROR_INVALID_VALUE)
-	require.NoError(t, cuda.FuncSetAttribute(empty, cuda.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 100<<10))
+	require.ErrorIs(t, e.launch(empty, [3]uint32{1, 1, 1}, [3]uint32{1025, 1, 1}, 0, s, nil), cudaraw.CUDA_ERROR_INVALID_VALUE)
+	require.ErrorIs(t, e.launch(empty, [3]uint32{1, 65536, 1}, [3]uint32{1, 1, 1}, 0, s, nil), cudaraw.CUDA_ERROR_INVALID_VALUE)
+	require.ErrorIs(t, e.launch(empty, [3]uint32{0, 1, 1}, [3]uint32{1, 1, 1}, 0, s, nil), cudaraw.CUDA_ERROR_INVALID_VALUE)
+	require.ErrorIs(t, e.launch(empty, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 48<<10+1, s, nil), cudaraw.CUDA_ERROR_INVALID_VALUE)
+	require.NoError(t, cudaraw.FuncSetAttribute(empty, cudaraw.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 100<<10))
 	require.NoError(t, e.launch(empty, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 100<<10, s, nil))
-	require.NoError(t, cuda.StreamSynchronize(s))
+	require.NoError(t, cudaraw.StreamSynchronize(s))
 
 	ls := fakecuda.Launches(since)
 	require.Len(t, ls, 4)
@@ -621,62 +621,62 @@ func TestGraphCapture(t *testing.T) {
 	empty := e.function(m, "empty")
 	s := e.stream(true)
 	d := e.alloc(64)
-	require.NoError(t, cuda.MemsetD8(d, 0, 64))
+	require.NoError(t, cudaraw.MemsetD8(d, 0, 64))
 	since := fakecuda.LaunchCount()
 
-	require.NoError(t, cuda.StreamBeginCapture(s, cuda.CU_STREAM_CAPTURE_MODE_GLOBAL))
-	var st cuda.CUstreamCaptureStatus
-	require.NoError(t, cuda.StreamIsCapturing(s, &st))
-	assert.Equal(t, cuda.CU_STREAM_CAPTURE_STATUS_ACTIVE, st)
-	require.NoError(t, cuda.MemsetD8Async(d, 7, 32, s))
+	require.NoError(t, cudaraw.StreamBeginCapture(s, cudaraw.CU_STREAM_CAPTURE_MODE_GLOBAL))
+	var st cudaraw.CUstreamCaptureStatus
+	require.NoError(t, cudaraw.StreamIsCapturing(s, &st))
+	assert.Equal(t, cudaraw.CU_STREAM_CAPTURE_STATUS_ACTIVE, st)
+	require.NoError(t, cudaraw.MemsetD8Async(d, 7, 32, s))
 	require.NoError(t, e.launch(empty, [3]uint32{2, 1, 1}, [3]uint32{64, 1, 1}, 0, s, nil))
-	require.NoError(t, cuda.MemsetD8Async(d+32, 8, 32, s))
-	var g cuda.CUgraph
-	require.NoError(t, cuda.StreamEndCapture(s, &g))
-	require.NoError(t, cuda.StreamIsCapturing(s, &st))
-	assert.Equal(t, cuda.CU_STREAM_CAPTURE_STATUS_NONE, st)
+	require.NoError(t, cudaraw.MemsetD8Async(d+32, 8, 32, s))
+	var g cudaraw.CUgraph
+	require.NoError(t, cudaraw.StreamEndCapture(s, &g))
+	require.NoError(t, cudaraw.StreamIsCapturing(s, &st))
+	assert.Equal(t, cudaraw.CU_STREAM_CAPTURE_STATUS_NONE, st)
 	require.Equal(t, fill(64, 0), e.download(d, 64)) // captured, not run
 	assert.Equal(t, since, fakecuda.LaunchCount())
 
-	var x cuda.CUgraphExec
-	require.NoError(t, cuda.GraphInstantiateWithFlags(&x, g, 0))
-	require.NoError(t, cuda.GraphDestroy(g))
-	require.NoError(t, cuda.GraphLaunch(x, s))
-	require.NoError(t, cuda.GraphLaunch(x, s))
-	require.NoError(t, cuda.StreamSynchronize(s))
+	var x cudaraw.CUgraphExec
+	require.NoError(t, cudaraw.GraphInstantiateWithFlags(&x, g, 0))
+	require.NoError(t, cudaraw.GraphDestroy(g))
+	require.NoError(t, cudaraw.GraphLaunch(x, s))
+	require.NoError(t, cudaraw.GraphLaunch(x, s))
+	require.NoError(t, cudaraw.StreamSynchronize(s))
 	require.Equal(t, append(fill(32, 7), fill(32, 8)...), e.download(d, 64))
 	assert.Equal(t, since+2, fakecuda.LaunchCount())
-	require.NoError(t, cuda.GraphExecDestroy(x))
+	require.NoError(t, cudaraw.GraphExecDestroy(x))
 
 	// Synchronizing a capturing stream is refused, and invalidates the capture.
-	require.NoError(t, cuda.StreamBeginCapture(s, cuda.CU_STREAM_CAPTURE_MODE_GLOBAL))
-	require.ErrorIs(t, cuda.StreamSynchronize(s), cuda.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
-	require.ErrorIs(t, cuda.StreamEndCapture(s, &g), cuda.CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)
+	require.NoError(t, cudaraw.StreamBeginCapture(s, cudaraw.CU_STREAM_CAPTURE_MODE_GLOBAL))
+	require.ErrorIs(t, cudaraw.StreamSynchronize(s), cudaraw.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
+	require.ErrorIs(t, cudaraw.StreamEndCapture(s, &g), cudaraw.CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)
 }
 
 // Destroying a context waits for its work and destroys everything in it.
 func TestContextDestroy(t *testing.T) {
 	e := setup(t)
-	var c2 cuda.CUcontext
-	require.NoError(t, cuda.CtxCreate(&c2, nil, 0, e.dev))
+	var c2 cudaraw.CUcontext
+	require.NoError(t, cudaraw.CtxCreate(&c2, nil, 0, e.dev))
 	before := fakecuda.Counters()
 	s := e.stream(true)
 	_ = e.event(true)
 	m := e.module(testPTX)
 	empty := e.function(m, "empty")
 	_ = e.function(m, "axpy")
-	var p cuda.CUmemoryPool
-	props := cuda.CUmemPoolProps{AllocType: cuda.CU_MEM_ALLOCATION_TYPE_PINNED,
-		Location: cuda.CUmemLocation{Type: cuda.CU_MEM_LOCATION_TYPE_DEVICE}}
-	require.NoError(t, cuda.MemPoolCreate(&p, &props))
+	var p cudaraw.CUmemoryPool
+	props := cudaraw.CUmemPoolProps{AllocType: cudaraw.CU_MEM_ALLOCATION_TYPE_PINNED,
+		Location: cudaraw.CUmemLocation{Type: cudaraw.CU_MEM_LOCATION_TYPE_DEVICE}}
+	require.NoError(t, cudaraw.MemPoolCreate(&p, &props))
 	_ = e.alloc(1 << 20)
-	var pd cuda.CUdeviceptr
-	require.NoError(t, cuda.MemAllocFromPoolAsync(&pd, 4096, p, s))
+	var pd cudaraw.CUdeviceptr
+	require.NoError(t, cudaraw.MemAllocFromPoolAsync(&pd, 4096, p, s))
 	_ = e.host(4096)
-	var md cuda.CUdeviceptr
-	require.NoError(t, cuda.MemAllocManaged(&md, 4096, uint32(cuda.CU_MEM_ATTACH_GLOBAL)))
+	var md cudaraw.CUdeviceptr
+	require.NoError(t, cudaraw.MemAllocManaged(&md, 4096, uint32(cudaraw.CU_MEM_ATTACH_GLOBAL)))
 	buf := make([]byte, 4096)
-	require.NoError(t, cuda.MemHostRegister(unsafe.Pointer(&buf[0]), 4096, 0))
+	require.NoError(t, cudaraw.MemHostRegister(unsafe.Pointer(&buf[0]), 4096, 0))
 	require.NoError(t, fakecuda.SetKernelTime(30*time.Millisecond))
 	require.NoError(t, e.launch(empty, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, s, nil))
 	require.NoError(t, fakecuda.SetKernelTime(0))
@@ -688,7 +688,7 @@ func TestContextDestroy(t *testing.T) {
 	assert.Equal(t, before.DeviceAllocs+2, mid.DeviceAllocs)
 
 	start := time.Now()
-	require.NoError(t, cuda.CtxDestroy(c2))
+	require.NoError(t, cudaraw.CtxDestroy(c2))
 	assert.GreaterOrEqual(t, time.Since(start), 20*time.Millisecond) // waited for the kernel
 	after := fakecuda.Counters()
 	assert.Equal(t, before.Streams, after.Streams)
@@ -708,15 +708,15 @@ func TestContextDestroy(t *testing.T) {
 	assert.Zero(t, after.OpsPending)
 
 	// Its objects are destroyed handles now, and its memory freed.
-	var cur cuda.CUcontext
-	require.NoError(t, cuda.CtxGetCurrent(&cur))
+	var cur cudaraw.CUcontext
+	require.NoError(t, cudaraw.CtxGetCurrent(&cur))
 	require.Equal(t, e.ctx, cur) // popped
-	violation(t, "use of destroyed stream", cuda.CUDA_ERROR_INVALID_HANDLE, func() error { return cuda.StreamQuery(s) })
-	violation(t, "destroyed context", cuda.CUDA_ERROR_CONTEXT_IS_DESTROYED, func() error { return cuda.CtxSetCurrent(c2) })
+	violation(t, "use of destroyed stream", cudaraw.CUDA_ERROR_INVALID_HANDLE, func() error { return cudaraw.StreamQuery(s) })
+	violation(t, "destroyed context", cudaraw.CUDA_ERROR_CONTEXT_IS_DESTROYED, func() error { return cudaraw.CtxSetCurrent(c2) })
 	// The pool's memory is still there, to be freed in another context.
-	require.NoError(t, cuda.MemsetD8(pd, 0, 1))
-	require.NoError(t, cuda.MemFree(pd))
-	require.NoError(t, cuda.MemPoolDestroy(p))
+	require.NoError(t, cudaraw.MemsetD8(pd, 0, 1))
+	require.NoError(t, cudaraw.MemFree(pd))
+	require.NoError(t, cudaraw.MemPoolDestroy(p))
 	end := fakecuda.Counters()
 	assert.Equal(t, before.Pools, end.Pools)
 	assert.Equal(t, before.DeviceAllocs, end.DeviceAllocs)
@@ -737,63 +737,63 @@ func TestConcurrentUse(t *testing.T) {
 			errs <- func() error {
 				runtime.LockOSThread()
 				defer runtime.UnlockOSThread()
-				if err := cuda.CtxSetCurrent(e.ctx); err != nil {
+				if err := cudaraw.CtxSetCurrent(e.ctx); err != nil {
 					return err
 				}
-				var s cuda.CUstream
-				if err := cuda.StreamCreate(&s, uint32(cuda.CU_STREAM_NON_BLOCKING)); err != nil {
+				var s cudaraw.CUstream
+				if err := cudaraw.StreamCreate(&s, uint32(cudaraw.CU_STREAM_NON_BLOCKING)); err != nil {
 					return err
 				}
-				var ev cuda.CUevent
-				if err := cuda.EventCreate(&ev, uint32(cuda.CU_EVENT_DISABLE_TIMING)); err != nil {
+				var ev cudaraw.CUevent
+				if err := cudaraw.EventCreate(&ev, uint32(cudaraw.CU_EVENT_DISABLE_TIMING)); err != nil {
 					return err
 				}
 				var scratch unsafe.Pointer // this goroutine's C-side launch arrays
-				if err := cuda.MemAllocHost(&scratch, 4096); err != nil {
+				if err := cudaraw.MemAllocHost(&scratch, 4096); err != nil {
 					return err
 				}
 				out := make([]byte, 256)
 				params := make([]byte, 28)
 				for i := range rounds {
-					var d cuda.CUdeviceptr
-					if err := cuda.MemAllocAsync(&d, 256, s); err != nil {
+					var d cudaraw.CUdeviceptr
+					if err := cudaraw.MemAllocAsync(&d, 256, s); err != nil {
 						return err
 					}
 					v := byte(w*rounds + i)
-					if err := cuda.MemsetD8Async(d, v, 256, s); err != nil {
+					if err := cudaraw.MemsetD8Async(d, v, 256, s); err != nil {
 						return err
 					}
 					binary.NativeEndian.PutUint64(params, uint64(d))
 					if err := launchWith(scratch, axpy, [3]uint32{1, 1, 1}, [3]uint32{32, 1, 1}, 0, s, params); err != nil {
 						return err
 					}
-					if err := cuda.EventRecord(ev, s); err != nil {
+					if err := cudaraw.EventRecord(ev, s); err != nil {
 						return err
 					}
-					if err := cuda.StreamWaitEvent(s, ev, 0); err != nil {
+					if err := cudaraw.StreamWaitEvent(s, ev, 0); err != nil {
 						return err
 					}
-					if err := cuda.MemcpyDtoHAsync(unsafe.Pointer(&out[0]), d, 256, s); err != nil {
+					if err := cudaraw.MemcpyDtoHAsync(unsafe.Pointer(&out[0]), d, 256, s); err != nil {
 						return err
 					}
 					if !bytes.Equal(out, fill(256, v)) {
 						return assert.AnError
 					}
-					if err := cuda.MemFreeAsync(d, s); err != nil {
+					if err := cudaraw.MemFreeAsync(d, s); err != nil {
 						return err
 					}
-					_ = cuda.StreamQuery(s)
+					_ = cudaraw.StreamQuery(s)
 				}
-				if err := cuda.StreamSynchronize(s); err != nil {
+				if err := cudaraw.StreamSynchronize(s); err != nil {
 					return err
 				}
-				if err := cuda.EventDestroy(ev); err != nil {
+				if err := cudaraw.EventDestroy(ev); err != nil {
 					return err
 				}
-				if err := cuda.MemFreeHost(scratch); err != nil {
+				if err := cudaraw.MemFreeHost(scratch); err != nil {
 					return err
 				}
-				return cuda.StreamDestroy(s)
+				return cudaraw.StreamDestroy(s)
 			}()
 		}()
 	}

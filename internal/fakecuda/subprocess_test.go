@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/dl"
 	"github.com/gocuda/gocuda/internal/fakecuda"
 )
@@ -23,12 +23,12 @@ func TestMissingSymbol(t *testing.T) {
 	e := newEnv(t)
 	d := e.alloc(16)
 	s := e.stream(true)
-	err := cuda.MemsetD8Async(d, 1, 16, s)
+	err := cudaraw.MemsetD8Async(d, 1, 16, s)
 	require.ErrorIs(t, err, dl.ErrSymbolNotFound)
 	assert.Contains(t, err.Error(), "cuMemsetD8Async")
-	require.ErrorIs(t, cuda.StreamQuery(s), dl.ErrSymbolNotFound)
-	require.NoError(t, cuda.MemsetD8(d, 1, 16)) // the others are there
-	require.NoError(t, cuda.StreamSynchronize(s))
+	require.ErrorIs(t, cudaraw.StreamQuery(s), dl.ErrSymbolNotFound)
+	require.NoError(t, cudaraw.MemsetD8(d, 1, 16)) // the others are there
+	require.NoError(t, cudaraw.StreamSynchronize(s))
 }
 
 // Without a driver the library is not found: the no-driver paths run for real.
@@ -41,7 +41,7 @@ func TestNoDriver(t *testing.T) {
 		return
 	}
 	require.False(t, fakecuda.Loaded())
-	require.ErrorIs(t, cuda.Init(0), dl.ErrLibraryNotFound)
+	require.ErrorIs(t, cudaraw.Init(0), dl.ErrLibraryNotFound)
 	n, _ := fakecuda.Violations()
 	require.Zero(t, n)
 	require.ErrorIs(t, fakecuda.SetSeed(1), fakecuda.ErrNotLoaded)
@@ -54,32 +54,32 @@ func TestFastMode(t *testing.T) {
 	}
 	require.True(t, fakecuda.Loaded())
 	require.False(t, fakecuda.Strict())
-	require.NoError(t, cuda.Init(0))
-	var dev cuda.CUdevice
-	require.NoError(t, cuda.DeviceGet(&dev, 0))
-	var ctx cuda.CUcontext
-	require.NoError(t, cuda.DevicePrimaryCtxRetain(&ctx, dev))
-	require.NoError(t, cuda.CtxSetCurrent(ctx))
-	var s cuda.CUstream
-	require.NoError(t, cuda.StreamCreate(&s, 0))
-	var d cuda.CUdeviceptr
-	require.NoError(t, cuda.MemAllocAsync(&d, 1<<40, s)) // nothing is allocated
+	require.NoError(t, cudaraw.Init(0))
+	var dev cudaraw.CUdevice
+	require.NoError(t, cudaraw.DeviceGet(&dev, 0))
+	var ctx cudaraw.CUcontext
+	require.NoError(t, cudaraw.DevicePrimaryCtxRetain(&ctx, dev))
+	require.NoError(t, cudaraw.CtxSetCurrent(ctx))
+	var s cudaraw.CUstream
+	require.NoError(t, cudaraw.StreamCreate(&s, 0))
+	var d cudaraw.CUdeviceptr
+	require.NoError(t, cudaraw.MemAllocAsync(&d, 1<<40, s)) // nothing is allocated
 	require.NotZero(t, d)
-	require.NoError(t, cuda.MemsetD8Async(d, 1, 1<<40, s))
-	require.NoError(t, cuda.MemFreeAsync(d, s))
-	require.NoError(t, cuda.MemFreeAsync(d, s)) // nothing is checked
+	require.NoError(t, cudaraw.MemsetD8Async(d, 1, 1<<40, s))
+	require.NoError(t, cudaraw.MemFreeAsync(d, s))
+	require.NoError(t, cudaraw.MemFreeAsync(d, s)) // nothing is checked
 	img := append([]byte(testPTX), 0)
-	var m cuda.CUmodule
-	require.NoError(t, cuda.ModuleLoadData(&m, unsafe.Pointer(&img[0])))
-	var f cuda.CUfunction
-	require.NoError(t, cuda.ModuleGetFunction(&f, m, cstr("axpy")))
+	var m cudaraw.CUmodule
+	require.NoError(t, cudaraw.ModuleLoadData(&m, unsafe.Pointer(&img[0])))
+	var f cudaraw.CUfunction
+	require.NoError(t, cudaraw.ModuleGetFunction(&f, m, cstr("axpy")))
 	var off, size uint64
-	require.NoError(t, cuda.FuncGetParamInfo(f, 2, &off, &size))
+	require.NoError(t, cudaraw.FuncGetParamInfo(f, 2, &off, &size))
 	assert.Equal(t, [2]uint64{16, 8}, [2]uint64{off, size})
-	require.NoError(t, cuda.LaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, nil, nil))
-	require.NoError(t, cuda.StreamSynchronize(s))
-	require.NoError(t, cuda.StreamDestroy(s))
-	require.NoError(t, cuda.StreamDestroy(s))
+	require.NoError(t, cudaraw.LaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, nil, nil))
+	require.NoError(t, cudaraw.StreamSynchronize(s))
+	require.NoError(t, cudaraw.StreamDestroy(s))
+	require.NoError(t, cudaraw.StreamDestroy(s))
 	assert.Zero(t, fakecuda.LaunchCount())
 	n, _ := fakecuda.Violations()
 	assert.Zero(t, n)
@@ -92,43 +92,43 @@ func TestDevices(t *testing.T) {
 		return
 	}
 	require.True(t, fakecuda.Strict())
-	var d cuda.CUdevice
-	require.ErrorIs(t, cuda.DeviceGet(&d, 0), cuda.CUDA_ERROR_NOT_INITIALIZED)
-	require.NoError(t, cuda.Init(0))
+	var d cudaraw.CUdevice
+	require.ErrorIs(t, cudaraw.DeviceGet(&d, 0), cudaraw.CUDA_ERROR_NOT_INITIALIZED)
+	require.NoError(t, cudaraw.Init(0))
 	var n int32
-	require.NoError(t, cuda.DeviceGetCount(&n))
+	require.NoError(t, cudaraw.DeviceGetCount(&n))
 	require.Equal(t, int32(8), n)
-	require.NoError(t, cuda.DeviceGet(&d, 7))
-	require.ErrorIs(t, cuda.DeviceGet(&d, 8), cuda.CUDA_ERROR_INVALID_DEVICE)
+	require.NoError(t, cudaraw.DeviceGet(&d, 7))
+	require.ErrorIs(t, cudaraw.DeviceGet(&d, 8), cudaraw.CUDA_ERROR_INVALID_DEVICE)
 	var total uint64
-	require.NoError(t, cuda.DeviceTotalMem(&total, 7))
+	require.NoError(t, cudaraw.DeviceTotalMem(&total, 7))
 	require.Equal(t, uint64(1<<30), total)
 
 	lockThread(t)
-	var ctx cuda.CUcontext
-	require.NoError(t, cuda.DevicePrimaryCtxRetain(&ctx, 5))
-	require.NoError(t, cuda.CtxSetCurrent(ctx))
-	var cd cuda.CUdevice
-	require.NoError(t, cuda.CtxGetDevice(&cd))
-	require.Equal(t, cuda.CUdevice(5), cd)
-	var p cuda.CUdeviceptr
-	require.NoError(t, cuda.MemAlloc(&p, 1<<29))
-	require.ErrorIs(t, cuda.MemAlloc(&p, 1<<30), cuda.CUDA_ERROR_OUT_OF_MEMORY)
+	var ctx cudaraw.CUcontext
+	require.NoError(t, cudaraw.DevicePrimaryCtxRetain(&ctx, 5))
+	require.NoError(t, cudaraw.CtxSetCurrent(ctx))
+	var cd cudaraw.CUdevice
+	require.NoError(t, cudaraw.CtxGetDevice(&cd))
+	require.Equal(t, cudaraw.CUdevice(5), cd)
+	var p cudaraw.CUdeviceptr
+	require.NoError(t, cudaraw.MemAlloc(&p, 1<<29))
+	require.ErrorIs(t, cudaraw.MemAlloc(&p, 1<<30), cudaraw.CUDA_ERROR_OUT_OF_MEMORY)
 	// The last release resets the primary context: its memory is freed, and the
 	// handle is a destroyed context until retained again.
-	require.NoError(t, cuda.DevicePrimaryCtxRelease(5))
+	require.NoError(t, cudaraw.DevicePrimaryCtxRelease(5))
 	assert.Zero(t, fakecuda.Counters().DeviceAllocs)
 	before, _ := fakecuda.Violations()
-	require.ErrorIs(t, cuda.MemAlloc(&p, 8), cuda.CUDA_ERROR_CONTEXT_IS_DESTROYED)
-	require.ErrorIs(t, cuda.DevicePrimaryCtxRelease(5), cuda.CUDA_ERROR_INVALID_CONTEXT)
+	require.ErrorIs(t, cudaraw.MemAlloc(&p, 8), cudaraw.CUDA_ERROR_CONTEXT_IS_DESTROYED)
+	require.ErrorIs(t, cudaraw.DevicePrimaryCtxRelease(5), cudaraw.CUDA_ERROR_INVALID_CONTEXT)
 	after, text := fakecuda.Violations()
 	require.Equal(t, before+2, after, text)
 	assert.Contains(t, text, "which is not retained")
 	fakecuda.ResetViolations()
-	var again cuda.CUcontext
-	require.NoError(t, cuda.DevicePrimaryCtxRetain(&again, 5))
+	var again cudaraw.CUcontext
+	require.NoError(t, cudaraw.DevicePrimaryCtxRetain(&again, 5))
 	require.Equal(t, ctx, again)
-	require.NoError(t, cuda.MemAlloc(&p, 8))
-	require.NoError(t, cuda.DevicePrimaryCtxReset(5))
-	require.NoError(t, cuda.CtxSetCurrent(0))
+	require.NoError(t, cudaraw.MemAlloc(&p, 8))
+	require.NoError(t, cudaraw.DevicePrimaryCtxReset(5))
+	require.NoError(t, cudaraw.CtxSetCurrent(0))
 }

@@ -18,6 +18,7 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/dl"
 	"github.com/gocuda/gocuda/internal/fakecuda"
 )
@@ -29,8 +30,8 @@ const RequireEnv = "GOCUDA_GPU_TESTS"
 
 // GPU is the device and context that [Require] made current.
 type GPU struct {
-	Device  cuda.CUdevice
-	Context cuda.CUcontext // the device's primary context, current on the test's thread
+	Device  cudaraw.CUdevice
+	Context cudaraw.CUcontext // the device's primary context, current on the test's thread
 }
 
 // Need is what a test needs beyond a driver with a device.
@@ -66,18 +67,18 @@ func Require(t testing.TB, needs ...Need) *GPU {
 		}
 		t.Skip(msg)
 	}
-	if err := cuda.Init(0); err != nil {
+	if err := cudaraw.Init(0); err != nil {
 		switch {
 		case errors.Is(err, dl.ErrLibraryNotFound):
 			skip("no CUDA driver: %v; GPU tests run on the GPU machine", err)
-		case errors.Is(err, cuda.ErrNoDevice):
+		case errors.Is(err, cudaraw.ErrNoDevice):
 			skip("no CUDA device: %v; GPU tests run on the GPU machine", err)
 		default:
 			skip("no CUDA driver: cuInit failed: %v; GPU tests run on the GPU machine", err)
 		}
 	}
 	var n int32
-	if err := cuda.DeviceGetCount(&n); err != nil {
+	if err := cudaraw.DeviceGetCount(&n); err != nil {
 		skip("no CUDA device: cuDeviceGetCount: %v; GPU tests run on the GPU machine", err)
 	}
 	if n == 0 {
@@ -88,18 +89,18 @@ func Require(t testing.TB, needs ...Need) *GPU {
 	t.Cleanup(runtime.UnlockOSThread)
 
 	g := &GPU{}
-	if err := cuda.DeviceGet(&g.Device, 0); err != nil {
+	if err := cudaraw.DeviceGet(&g.Device, 0); err != nil {
 		t.Fatalf("cuDeviceGet(0): %v", err)
 	}
-	if err := cuda.DevicePrimaryCtxRetain(&g.Context, g.Device); err != nil {
+	if err := cudaraw.DevicePrimaryCtxRetain(&g.Context, g.Device); err != nil {
 		t.Fatalf("cuDevicePrimaryCtxRetain: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := cuda.DevicePrimaryCtxRelease(g.Device); err != nil {
+		if err := cudaraw.DevicePrimaryCtxRelease(g.Device); err != nil {
 			t.Errorf("cuDevicePrimaryCtxRelease: %v", err)
 		}
 	})
-	if err := cuda.CtxSetCurrent(g.Context); err != nil {
+	if err := cudaraw.CtxSetCurrent(g.Context); err != nil {
 		t.Fatalf("cuCtxSetCurrent: %v", err)
 	}
 	return g
@@ -108,7 +109,7 @@ func Require(t testing.TB, needs ...Need) *GPU {
 // Sync waits for all work in the current context (cuCtxSynchronize).
 func (g *GPU) Sync(t testing.TB) {
 	t.Helper()
-	if err := cuda.CtxSynchronize(); err != nil {
+	if err := cudaraw.CtxSynchronize(); err != nil {
 		t.Fatalf("cuCtxSynchronize: %v", err)
 	}
 }
@@ -117,36 +118,36 @@ func (g *GPU) Sync(t testing.TB) {
 // functions take for device data, such as *float32. The result points into
 // device memory: it must never be dereferenced on the host. It is the
 // vet-clean form of (*T)(unsafe.Pointer(uintptr(p))).
-func DevPtr[T any](p cuda.CUdeviceptr) *T {
+func DevPtr[T any](p cudaraw.CUdeviceptr) *T {
 	return *(**T)(unsafe.Pointer(&p))
 }
 
 // DevUnsafe converts a device pointer to the unsafe.Pointer that the
 // functions taking untyped device data (void *) expect.
-func DevUnsafe(p cuda.CUdeviceptr) unsafe.Pointer {
+func DevUnsafe(p cudaraw.CUdeviceptr) unsafe.Pointer {
 	return *(*unsafe.Pointer)(unsafe.Pointer(&p))
 }
 
 // Alloc allocates n elements of T in device memory with cuMemAlloc and frees
 // it with cuMemFree in t.Cleanup.
-func Alloc[T any](t testing.TB, g *GPU, n int) cuda.CUdeviceptr {
+func Alloc[T any](t testing.TB, g *GPU, n int) cudaraw.CUdeviceptr {
 	t.Helper()
 	var zero T
 	bytes := uint64(n) * uint64(unsafe.Sizeof(zero))
 	if bytes == 0 {
 		bytes = 1
 	}
-	var d cuda.CUdeviceptr
-	if err := cuda.MemAlloc(&d, bytes); err != nil {
+	var d cudaraw.CUdeviceptr
+	if err := cudaraw.MemAlloc(&d, bytes); err != nil {
 		t.Fatalf("cuMemAlloc(%d bytes): %v", bytes, err)
 	}
 	t.Cleanup(func() {
 		// Cleanups run on the test's goroutine, still locked to its thread;
 		// setting the context again keeps Free correct if that ever changes.
-		if err := cuda.CtxSetCurrent(g.Context); err != nil {
+		if err := cudaraw.CtxSetCurrent(g.Context); err != nil {
 			t.Errorf("cuCtxSetCurrent: %v", err)
 		}
-		if err := cuda.MemFree(d); err != nil {
+		if err := cudaraw.MemFree(d); err != nil {
 			t.Errorf("cuMemFree: %v", err)
 		}
 	})
@@ -154,33 +155,33 @@ func Alloc[T any](t testing.TB, g *GPU, n int) cuda.CUdeviceptr {
 }
 
 // Upload copies host to d with cuMemcpyHtoD. d must hold len(host) elements.
-func Upload[T any](t testing.TB, d cuda.CUdeviceptr, host []T) {
+func Upload[T any](t testing.TB, d cudaraw.CUdeviceptr, host []T) {
 	t.Helper()
 	if len(host) == 0 {
 		return
 	}
 	bytes := uint64(len(host)) * uint64(unsafe.Sizeof(host[0]))
-	if err := cuda.MemcpyHtoD(d, unsafe.Pointer(&host[0]), bytes); err != nil {
+	if err := cudaraw.MemcpyHtoD(d, unsafe.Pointer(&host[0]), bytes); err != nil {
 		t.Fatalf("cuMemcpyHtoD(%d bytes): %v", bytes, err)
 	}
 }
 
 // Download copies len(host) elements from d into host with cuMemcpyDtoH,
 // which waits for earlier work on the legacy default stream.
-func Download[T any](t testing.TB, host []T, d cuda.CUdeviceptr) {
+func Download[T any](t testing.TB, host []T, d cudaraw.CUdeviceptr) {
 	t.Helper()
 	if len(host) == 0 {
 		return
 	}
 	bytes := uint64(len(host)) * uint64(unsafe.Sizeof(host[0]))
-	if err := cuda.MemcpyDtoH(unsafe.Pointer(&host[0]), d, bytes); err != nil {
+	if err := cudaraw.MemcpyDtoH(unsafe.Pointer(&host[0]), d, bytes); err != nil {
 		t.Fatalf("cuMemcpyDtoH(%d bytes): %v", bytes, err)
 	}
 }
 
 // ToDevice allocates device memory for host (freed in t.Cleanup) and copies
 // host into it.
-func ToDevice[T any](t testing.TB, g *GPU, host []T) cuda.CUdeviceptr {
+func ToDevice[T any](t testing.TB, g *GPU, host []T) cudaraw.CUdeviceptr {
 	t.Helper()
 	d := Alloc[T](t, g, len(host))
 	Upload(t, d, host)
@@ -188,7 +189,7 @@ func ToDevice[T any](t testing.TB, g *GPU, host []T) cuda.CUdeviceptr {
 }
 
 // FromDevice returns n elements of T copied from d.
-func FromDevice[T any](t testing.TB, d cuda.CUdeviceptr, n int) []T {
+func FromDevice[T any](t testing.TB, d cudaraw.CUdeviceptr, n int) []T {
 	t.Helper()
 	host := make([]T, n)
 	Download(t, host, d)
@@ -197,13 +198,13 @@ func FromDevice[T any](t testing.TB, d cuda.CUdeviceptr, n int) []T {
 
 // Float32sToDevice and Float32sFromDevice are [ToDevice] and [FromDevice]
 // for the common float32 case.
-func Float32sToDevice(t testing.TB, g *GPU, host []float32) cuda.CUdeviceptr {
+func Float32sToDevice(t testing.TB, g *GPU, host []float32) cudaraw.CUdeviceptr {
 	t.Helper()
 	return ToDevice(t, g, host)
 }
 
 // Float32sFromDevice returns n float32 values copied from d.
-func Float32sFromDevice(t testing.TB, d cuda.CUdeviceptr, n int) []float32 {
+func Float32sFromDevice(t testing.TB, d cudaraw.CUdeviceptr, n int) []float32 {
 	t.Helper()
 	return FromDevice[float32](t, d, n)
 }

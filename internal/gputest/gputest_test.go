@@ -4,11 +4,11 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 )
 
 func TestDevPtr(t *testing.T) {
-	const addr = cuda.CUdeviceptr(0x7f00_1234_5000)
+	const addr = cudaraw.CUdeviceptr(0x7f00_1234_5000)
 	if got := uintptr(unsafe.Pointer(DevPtr[float32](addr))); got != uintptr(addr) {
 		t.Fatalf("DevPtr = %#x, want %#x", got, addr)
 	}
@@ -24,8 +24,8 @@ func TestDevPtr(t *testing.T) {
 // that the primary context is current.
 func TestRequire(t *testing.T) {
 	g := Require(t)
-	var cur cuda.CUcontext
-	if err := cuda.CtxGetCurrent(&cur); err != nil {
+	var cur cudaraw.CUcontext
+	if err := cudaraw.CtxGetCurrent(&cur); err != nil {
 		t.Fatal(err)
 	}
 	if cur != g.Context {

@@ -28,6 +28,7 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/internal/idlecache"
 	"github.com/gocuda/gocuda/internal/streamslot"
 )
@@ -39,8 +40,8 @@ type Handle[R comparable, O any, X any] struct {
 	Own   O
 	State X
 
-	ctx    cuda.CUcontext // the context it was made in: its cache's key
-	stream cuda.CUstream
+	ctx    cudaraw.CUcontext // the context it was made in: its cache's key
+	stream cudaraw.CUstream
 	bound  bool // stream is the handle's stream (SetStream was called)
 
 	// busy is set while a call that claimed the handle in its stream's slot uses
@@ -52,7 +53,7 @@ type Handle[R comparable, O any, X any] struct {
 
 // Bind binds h to stream st (with the context c) unless it is bound to it already,
 // and reports whether it called setStream.
-func (h *Handle[R, O, X]) Bind(c cuda.CUcontext, st cuda.CUstream, setStream func(cuda.CUcontext, R, cuda.CUstream) error) (bool, error) {
+func (h *Handle[R, O, X]) Bind(c cudaraw.CUcontext, st cudaraw.CUstream, setStream func(cudaraw.CUcontext, R, cudaraw.CUstream) error) (bool, error) {
 	if h.bound && h.stream == st {
 		return false, nil
 	}
@@ -68,7 +69,7 @@ func (h *Handle[R, O, X]) Unbind() { h.bound = false }
 
 // Pool is a library's cache of handles, at most Max idle per context.
 type Pool[R comparable, O any, X any] struct {
-	cache  *idlecache.Cache[cuda.CUcontext, cuda.CUcontext, *Handle[R, O, X]]
+	cache  *idlecache.Cache[cudaraw.CUcontext, cudaraw.CUcontext, *Handle[R, O, X]]
 	create func(*R) error // in the calling thread's current context
 	own    func(R) O
 	serial *sync.Mutex // nil, or held around create (cuDNN asks for it)
@@ -81,7 +82,7 @@ type Pool[R comparable, O any, X any] struct {
 // handles are made one at a time.
 func New[R comparable, O any, X any](max int, create func(*R) error, own func(R) O, serial bool) *Pool[R, O, X] {
 	p := &Pool[R, O, X]{
-		cache:  idlecache.New[cuda.CUcontext, cuda.CUcontext, *Handle[R, O, X]](max, func(c cuda.CUcontext) cuda.CUcontext { return c }),
+		cache:  idlecache.New[cudaraw.CUcontext, cudaraw.CUcontext, *Handle[R, O, X]](max, func(c cudaraw.CUcontext) cudaraw.CUcontext { return c }),
 		create: create,
 		own:    own,
 	}
@@ -192,8 +193,8 @@ func (p *Pool[R, O, X]) Kept(ctx *cuda.Context) int {
 // Run takes a handle of s's context (Take: the arguments are checked before one is
 // made) and queues f through cuda.Enqueue with the handle bound to s (setStream)
 // and the uses held and ordered; the handle goes back afterwards (Put).
-func (p *Pool[R, O, X]) Run(s *cuda.Stream, setStream func(cuda.CUcontext, R, cuda.CUstream) error,
-	f func(c cuda.CUcontext, h R) error, uses ...cuda.Use) error {
+func (p *Pool[R, O, X]) Run(s *cuda.Stream, setStream func(cudaraw.CUcontext, R, cudaraw.CUstream) error,
+	f func(c cudaraw.CUcontext, h R) error, uses ...cuda.Use) error {
 	ctx := s.Context()
 	if ctx == nil {
 		return cuda.CheckEnqueue(s, uses...) // the nil stream's error
@@ -203,7 +204,7 @@ func (p *Pool[R, O, X]) Run(s *cuda.Stream, setStream func(cuda.CUcontext, R, cu
 		return err
 	}
 	defer p.Put(s, h)
-	return cuda.Enqueue(s, func(c cuda.CUcontext, st cuda.CUstream) error {
+	return cuda.Enqueue(s, func(c cudaraw.CUcontext, st cudaraw.CUstream) error {
 		if _, err := h.Bind(c, st, setStream); err != nil {
 			return err
 		}

@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/internal/fakecuda"
 	"github.com/gocuda/gocuda/internal/gputest"
 	"github.com/gocuda/gocuda/internal/libhandle"
@@ -26,8 +27,8 @@ func TestMain(m *testing.M) { os.Exit(fakecuda.Main(m)) }
 // and the stream it was last set to.
 type raw struct {
 	id     int
-	ctx    cuda.CUcontext
-	stream cuda.CUstream
+	ctx    cudaraw.CUcontext
+	stream cudaraw.CUstream
 }
 
 type lib struct {
@@ -37,8 +38,8 @@ type lib struct {
 }
 
 func (l *lib) create(r *int) error {
-	var c cuda.CUcontext
-	if err := cuda.CtxGetCurrent(&c); err != nil {
+	var c cudaraw.CUcontext
+	if err := cudaraw.CtxGetCurrent(&c); err != nil {
 		return err
 	}
 	l.mu.Lock()
@@ -48,7 +49,7 @@ func (l *lib) create(r *int) error {
 	return nil
 }
 
-func (l *lib) setStream(_ cuda.CUcontext, r int, st cuda.CUstream) error {
+func (l *lib) setStream(_ cudaraw.CUcontext, r int, st cudaraw.CUstream) error {
 	l.sets.Add(1)
 	l.mu.Lock()
 	l.handles[r].stream = st
@@ -90,7 +91,7 @@ func TestPool(t *testing.T) {
 	// A new handle is made in the stream's context and owned; the stream keeps it.
 	first, second, set1 := id(1), id(2), sets(1)
 	var got []int
-	f := func(_ cuda.CUcontext, r int) error { got = append(got, r); return nil }
+	f := func(_ cudaraw.CUcontext, r int) error { got = append(got, r); return nil }
 	require.NoError(t, p.Run(s1, l.setStream, f))
 	assert.Equal(t, []int{first}, got)
 	assert.Equal(t, ctx.Handle(), l.handles[first].ctx, "made with the context current")
@@ -234,7 +235,7 @@ func BenchmarkRun(b *testing.B) {
 		require.NoError(b, err)
 		defer bufs[i].Close()
 	}
-	f := func(cuda.CUcontext, int) error { return nil }
+	f := func(cudaraw.CUcontext, int) error { return nil }
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := p.Run(s, l.setStream, f, cuda.Reads(bufs[0]), cuda.Reads(bufs[1]), cuda.Writes(bufs[2])); err != nil {
@@ -249,7 +250,7 @@ func BenchmarkRun(b *testing.B) {
 func BenchmarkRunParallel(b *testing.B) {
 	ctx, _ := gputest.Stream(b)
 	l, p := testLib, testPool
-	f := func(cuda.CUcontext, int) error { return nil }
+	f := func(cudaraw.CUcontext, int) error { return nil }
 	gputest.RunParallel(b, ctx, func(s *cuda.Stream, pb *testing.PB) error {
 		var bufs [3]*cuda.DeviceBuffer
 		for i := range bufs {
@@ -281,13 +282,13 @@ func TestRunCloseRace(t *testing.T) {
 		require.NoError(t, err)
 		ptr, err := cuda.DevicePtr[byte](buf)
 		require.NoError(t, err)
-		dev := cuda.CUdeviceptr(uintptr(unsafe.Pointer(ptr)))
+		dev := cudaraw.CUdeviceptr(uintptr(unsafe.Pointer(ptr)))
 		var wg sync.WaitGroup
 		var ran, closed atomic.Int32
 		for range 4 {
 			wg.Go(func() {
-				err := p.Run(s, l.setStream, func(_ cuda.CUcontext, _ int) error {
-					return ctx.Locked(func() error { return cuda.MemsetD8Async(dev, 1, 2<<20, s.Handle()) })
+				err := p.Run(s, l.setStream, func(_ cudaraw.CUcontext, _ int) error {
+					return ctx.Locked(func() error { return cudaraw.MemsetD8Async(dev, 1, 2<<20, s.Handle()) })
 				}, cuda.Writes(buf))
 				switch {
 				case err == nil:
@@ -313,7 +314,7 @@ func TestRunExclusive(t *testing.T) {
 	ctx, s := gputest.Stream(t)
 	l, p := testLib, testPool
 	var inUse sync.Map // handle id → struct{} while a call runs on it
-	f := func(_ cuda.CUcontext, r int) error {
+	f := func(_ cudaraw.CUcontext, r int) error {
 		if _, busy := inUse.LoadOrStore(r, struct{}{}); busy {
 			return fmt.Errorf("handle %d used by two calls at once", r)
 		}

@@ -6,14 +6,14 @@ import (
 	"fmt"
 	"unsafe"
 
-	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 )
 
 // Device is device 0 with its primary context and a loaded module.
 type Device struct {
-	Dev cuda.CUdevice
-	Ctx cuda.CUcontext
-	Mod cuda.CUmodule
+	Dev cudaraw.CUdevice
+	Ctx cudaraw.CUcontext
+	Mod cudaraw.CUmodule
 }
 
 // CString returns s as a NUL-terminated byte slice.
@@ -27,25 +27,25 @@ func CString(s string) []byte { return append([]byte(s), 0) }
 // points into.
 func Open(ptx string) (Device, error) {
 	var (
-		dev cuda.CUdevice
-		ctx cuda.CUcontext
-		mod cuda.CUmodule
+		dev cudaraw.CUdevice
+		ctx cudaraw.CUcontext
+		mod cudaraw.CUmodule
 	)
 	img := CString(ptx)
 	err := Run(
-		Step{"cuInit", func() error { return cuda.Init(0) }},
-		Step{"cuDeviceGet", func() error { return cuda.DeviceGet(&dev, 0) }},
-		Step{"cuDevicePrimaryCtxRetain", func() error { return cuda.DevicePrimaryCtxRetain(&ctx, dev) }},
-		Step{"cuCtxSetCurrent", func() error { return cuda.CtxSetCurrent(ctx) }},
-		Step{"cuModuleLoadData", func() error { return cuda.ModuleLoadData(&mod, unsafe.Pointer(&img[0])) }},
+		Step{"cuInit", func() error { return cudaraw.Init(0) }},
+		Step{"cuDeviceGet", func() error { return cudaraw.DeviceGet(&dev, 0) }},
+		Step{"cuDevicePrimaryCtxRetain", func() error { return cudaraw.DevicePrimaryCtxRetain(&ctx, dev) }},
+		Step{"cuCtxSetCurrent", func() error { return cudaraw.CtxSetCurrent(ctx) }},
+		Step{"cuModuleLoadData", func() error { return cudaraw.ModuleLoadData(&mod, unsafe.Pointer(&img[0])) }},
 	)
 	return Device{Dev: dev, Ctx: ctx, Mod: mod}, err
 }
 
 // Function looks up the kernel name in the module.
-func (d Device) Function(name string) (cuda.CUfunction, error) {
-	var f cuda.CUfunction
-	if err := cuda.ModuleGetFunction(&f, d.Mod, &CString(name)[0]); err != nil {
+func (d Device) Function(name string) (cudaraw.CUfunction, error) {
+	var f cudaraw.CUfunction
+	if err := cudaraw.ModuleGetFunction(&f, d.Mod, &CString(name)[0]); err != nil {
 		return 0, fmt.Errorf("cuModuleGetFunction(%s): %w", name, err)
 	}
 	return f, nil

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 )
 
 // The copy/<dir>/<kind>/<size> rows: synchronous host ↔ device copies, shown in GB/s.
@@ -67,19 +67,19 @@ func copyWorkloads() []Workload {
 func rawCopy(toDevice bool, kind string, n int64) func(*testing.B, *Env) error {
 	return func(b *testing.B, e *Env) (err error) {
 		b.StopTimer()
-		var d cuda.CUdeviceptr
-		if err := cuda.MemAlloc(&d, uint64(n)); err != nil {
+		var d cudaraw.CUdeviceptr
+		if err := cudaraw.MemAlloc(&d, uint64(n)); err != nil {
 			return err
 		}
-		defer func() { err = errors.Join(err, cuda.MemFree(d)) }()
-		if err := cuda.MemsetD8(d, 1, uint64(n)); err != nil {
+		defer func() { err = errors.Join(err, cudaraw.MemFree(d)) }()
+		if err := cudaraw.MemsetD8(d, 1, uint64(n)); err != nil {
 			return err
 		}
 		one := func(p unsafe.Pointer) error {
 			if toDevice {
-				return cuda.MemcpyHtoD(d, p, uint64(n))
+				return cudaraw.MemcpyHtoD(d, p, uint64(n))
 			}
-			return cuda.MemcpyDtoH(p, d, uint64(n))
+			return cudaraw.MemcpyDtoH(p, d, uint64(n))
 		}
 		switch kind {
 		case "pageable-warm":
@@ -109,10 +109,10 @@ func rawCopy(toDevice bool, kind string, n int64) func(*testing.B, *Env) error {
 			}
 		case "pinned":
 			var p unsafe.Pointer
-			if err := cuda.MemHostAlloc(&p, uint64(n), 0); err != nil {
+			if err := cudaraw.MemHostAlloc(&p, uint64(n), 0); err != nil {
 				return err
 			}
-			defer func() { err = errors.Join(err, cuda.MemFreeHost(p)) }()
+			defer func() { err = errors.Join(err, cudaraw.MemFreeHost(p)) }()
 			clear(unsafe.Slice((*byte)(p), n))
 			b.StartTimer()
 			for range b.N {
@@ -219,15 +219,15 @@ func (l PCIeLink) String() string {
 // devicePCIeLink returns device 0's link, through the raw layer (cuInit, cuDeviceGet,
 // cuDeviceGetPCIBusId) and /sys.
 func devicePCIeLink() (PCIeLink, error) {
-	if err := cuda.Init(0); err != nil {
+	if err := cudaraw.Init(0); err != nil {
 		return PCIeLink{}, err
 	}
-	var dev cuda.CUdevice
-	if err := cuda.DeviceGet(&dev, 0); err != nil {
+	var dev cudaraw.CUdevice
+	if err := cudaraw.DeviceGet(&dev, 0); err != nil {
 		return PCIeLink{}, err
 	}
 	buf := make([]byte, 64)
-	if err := cuda.DeviceGetPCIBusId(&buf[0], int32(len(buf)), dev); err != nil {
+	if err := cudaraw.DeviceGetPCIBusId(&buf[0], int32(len(buf)), dev); err != nil {
 		return PCIeLink{}, err
 	}
 	id, _, _ := strings.Cut(string(buf), "\x00")

@@ -7,7 +7,8 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/gocuda/cublas"
-	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cublas/cublasraw"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/internal/rawctx"
 )
 
@@ -42,10 +43,10 @@ const mlpGraphDesc = "one forward pass of the same MLP captured once into a grap
 // rawNet is the MLP workloads' state on the raw layer, as floor.cu's: a cuBLAS handle bound
 // to Env.S1 with its workspace, and the network's memory.
 type rawNet struct {
-	blas cublas.CublasHandle
-	w, b [mlpLayers]cuda.CUdeviceptr
-	h    [mlpLayers + 1]cuda.CUdeviceptr
-	ws   cuda.CUdeviceptr
+	blas cublasraw.CublasHandle
+	w, b [mlpLayers]cudaraw.CUdeviceptr
+	h    [mlpLayers + 1]cudaraw.CUdeviceptr
+	ws   cudaraw.CUdeviceptr
 	args [mlpLayers]*[4]unsafe.Pointer // bias_relu's kernelParams, into pinned biasArgs
 	// scal holds SGEMM's alpha = 1 and beta = 0: an object of its own, free of Go
 	// pointers, so that cgo may be handed pointers into it.
@@ -54,12 +55,12 @@ type rawNet struct {
 
 // biasArgs holds bias_relu's arguments; it is pinned, so kernelParams may point into it.
 type biasArgs struct {
-	h, b       cuda.CUdeviceptr
+	h, b       cudaraw.CUdeviceptr
 	rows, cols int32
 }
 
 // devF32 converts a device address to the *float32 that the cuBLAS bindings take for it (vet-clean).
-func devF32(d cuda.CUdeviceptr) *float32 { return *(**float32)(unsafe.Pointer(&d)) }
+func devF32(d cudaraw.CUdeviceptr) *float32 { return *(**float32)(unsafe.Pointer(&d)) }
 
 // mlpNet returns the MLP workloads' raw state, made at the first call, on the calling
 // workload's thread with the context current. Made here rather than in NewEnv so that
@@ -73,14 +74,14 @@ func (e *Env) mlpNet() (*rawNet, error) {
 
 func newRawNet(e *Env) (*rawNet, error) {
 	n := &rawNet{scal: &[2]float32{1, 0}}
-	alloc := func(p *cuda.CUdeviceptr, elems uint64) rawctx.Step {
+	alloc := func(p *cudaraw.CUdeviceptr, elems uint64) rawctx.Step {
 		return rawctx.Step{What: "cuMemAlloc + cuMemsetD8", Do: func() error {
-			var d cuda.CUdeviceptr // a local: cgo checks the whole object an out-parameter points into
-			if err := cuda.MemAlloc(&d, elems*4); err != nil {
+			var d cudaraw.CUdeviceptr // a local: cgo checks the whole object an out-parameter points into
+			if err := cudaraw.MemAlloc(&d, elems*4); err != nil {
 				return err
 			}
 			*p = d
-			return cuda.MemsetD8(d, 0, elems*4)
+			return cudaraw.MemsetD8(d, 0, elems*4)
 		}}
 	}
 	var steps []rawctx.Step
@@ -90,18 +91,18 @@ func newRawNet(e *Env) (*rawNet, error) {
 	for i := range n.h {
 		steps = append(steps, alloc(&n.h[i], mlpWidth*mlpBatch))
 	}
-	var h cublas.CublasHandle
+	var h cublasraw.CublasHandle
 	steps = append(steps,
-		rawctx.Step{What: "cublasCreate", Do: func() error { return cublas.Create(&h) }},
+		rawctx.Step{What: "cublasCreate", Do: func() error { return cublasraw.Create(&h) }},
 		rawctx.Step{What: "cuMemAlloc", Do: func() error {
-			var d cuda.CUdeviceptr
-			err := cuda.MemAlloc(&d, blasWorkspace)
+			var d cudaraw.CUdeviceptr
+			err := cudaraw.MemAlloc(&d, blasWorkspace)
 			n.ws = d
 			return err
 		}},
-		rawctx.Step{What: "cublasSetStream", Do: func() error { return cublas.SetStream(h, e.S1) }},
+		rawctx.Step{What: "cublasSetStream", Do: func() error { return cublasraw.SetStream(h, e.S1) }},
 		rawctx.Step{What: "cublasSetWorkspace", Do: func() error {
-			return cublas.SetWorkspace(h, *(*unsafe.Pointer)(unsafe.Pointer(&n.ws)), blasWorkspace)
+			return cublasraw.SetWorkspace(h, *(*unsafe.Pointer)(unsafe.Pointer(&n.ws)), blasWorkspace)
 		}},
 	)
 	if err := rawctx.Run(steps...); err != nil {
@@ -118,7 +119,7 @@ func newRawNet(e *Env) (*rawNet, error) {
 			return nil, fmt.Errorf("warm-up: %w", err)
 		}
 	}
-	if err := cuda.StreamSynchronize(e.S1); err != nil {
+	if err := cudaraw.StreamSynchronize(e.S1); err != nil {
 		return nil, fmt.Errorf("warm-up: %w", err)
 	}
 	return n, nil
@@ -126,7 +127,7 @@ func newRawNet(e *Env) (*rawNet, error) {
 
 // gemm queues layer i's SGEMM on the handle's stream (Env.S1): h[i+1] = W[i]·h[i].
 func (n *rawNet) gemm(i int) error {
-	return cublas.Sgemm(n.blas, cublas.NoTrans, cublas.NoTrans, mlpWidth, mlpBatch, mlpWidth, &n.scal[0],
+	return cublasraw.Sgemm(n.blas, cublas.NoTrans, cublas.NoTrans, mlpWidth, mlpBatch, mlpWidth, &n.scal[0],
 		devF32(n.w[i]), mlpWidth, devF32(n.h[i]), mlpWidth, &n.scal[1], devF32(n.h[i+1]), mlpWidth)
 }
 
@@ -136,7 +137,7 @@ func (n *rawNet) forward(e *Env) error {
 		if err := n.gemm(i); err != nil {
 			return fmt.Errorf("cublasSgemm: %w", err)
 		}
-		if err := cuda.LaunchKernel(e.Bias, biasBlocks, 1, 1, biasThreads, 1, 1, 0, e.S1, &n.args[i][0], nil); err != nil {
+		if err := cudaraw.LaunchKernel(e.Bias, biasBlocks, 1, 1, biasThreads, 1, 1, 0, e.S1, &n.args[i][0], nil); err != nil {
 			return fmt.Errorf("cuLaunchKernel(bias_relu): %w", err)
 		}
 	}
@@ -156,7 +157,7 @@ func rawSgemmSmall(b *testing.B, e *Env) error {
 			return err
 		}
 	}
-	return cuda.StreamSynchronize(e.S1)
+	return cudaraw.StreamSynchronize(e.S1)
 }
 
 // rawMLPEager is floor.cu's w_mlp_eager: b.N forward passes in chunks of mlpChunk, each chunk
@@ -174,7 +175,7 @@ func rawMLPEager(b *testing.B, e *Env) error {
 				return err
 			}
 		}
-		if err := cuda.StreamSynchronize(e.S1); err != nil {
+		if err := cudaraw.StreamSynchronize(e.S1); err != nil {
 			return err
 		}
 	}
@@ -192,11 +193,11 @@ func rawMLPGraph(b *testing.B, e *Env) error {
 	b.StartTimer()
 	for done := 0; done < b.N; done += mlpChunk {
 		for range min(mlpChunk, b.N-done) {
-			if err := cuda.GraphLaunch(e.mlpExec, e.S1); err != nil {
+			if err := cudaraw.GraphLaunch(e.mlpExec, e.S1); err != nil {
 				return err
 			}
 		}
-		if err := cuda.StreamSynchronize(e.S1); err != nil {
+		if err := cudaraw.StreamSynchronize(e.S1); err != nil {
 			return err
 		}
 	}
@@ -210,27 +211,27 @@ func (e *Env) mlpGraph() error {
 	if err != nil || e.mlpExec != 0 {
 		return err
 	}
-	var g cuda.CUgraph
-	if err := cuda.StreamBeginCapture(e.S1, cuda.CU_STREAM_CAPTURE_MODE_RELAXED); err != nil {
+	var g cudaraw.CUgraph
+	if err := cudaraw.StreamBeginCapture(e.S1, cudaraw.CU_STREAM_CAPTURE_MODE_RELAXED); err != nil {
 		return fmt.Errorf("cuStreamBeginCapture: %w", err)
 	}
 	ferr := n.forward(e)
-	if err := cuda.StreamEndCapture(e.S1, &g); err != nil || ferr != nil {
+	if err := cudaraw.StreamEndCapture(e.S1, &g); err != nil || ferr != nil {
 		return fmt.Errorf("capturing the forward pass: %w", errors.Join(ferr, err))
 	}
-	err = cuda.GraphInstantiateWithFlags(&e.mlpExec, g, 0)
-	if derr := cuda.GraphDestroy(g); err == nil {
+	err = cudaraw.GraphInstantiateWithFlags(&e.mlpExec, g, 0)
+	if derr := cudaraw.GraphDestroy(g); err == nil {
 		err = derr
 	}
 	if err != nil {
 		return fmt.Errorf("cuGraphInstantiateWithFlags: %w", err)
 	}
 	for range mlpWarmup {
-		if err := cuda.GraphLaunch(e.mlpExec, e.S1); err != nil {
+		if err := cudaraw.GraphLaunch(e.mlpExec, e.S1); err != nil {
 			return fmt.Errorf("cuGraphLaunch: %w", err)
 		}
 	}
-	return cuda.StreamSynchronize(e.S1)
+	return cudaraw.StreamSynchronize(e.S1)
 }
 
 // rawMLPGraphIter is one replay of the captured forward pass (mlp/graph-submit, -latency).
@@ -238,5 +239,5 @@ func rawMLPGraphIter(e *Env) error {
 	if err := e.mlpGraph(); err != nil {
 		return err
 	}
-	return cuda.GraphLaunch(e.mlpExec, e.S1)
+	return cudaraw.GraphLaunch(e.mlpExec, e.S1)
 }

@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/gocuda/gocuda/cublas"
+	"github.com/gocuda/gocuda/cublas/cublasraw"
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/internal/callbench"
 	"github.com/gocuda/gocuda/internal/gputest"
 	"github.com/stretchr/testify/require"
@@ -34,7 +36,7 @@ func newGoNet(b *testing.B) *goNet {
 		gputest.Require(b)
 		b.Fatalf("device 0's primary context: %v", err)
 	}
-	gputest.RequireLibrary(b, cublas.Library())
+	gputest.RequireLibrary(b, cublasraw.Library())
 	// The C floor gives its handle a 4 MiB workspace (as mlp.cu does): the same here.
 	require.NoError(b, cublas.SetWorkspaceSize(ctx, blasWorkspace))
 	s, err := ctx.NewStream()
@@ -231,14 +233,14 @@ func graphSubmitPair(b *testing.B, s *cuda.Stream, e *cuda.Exec) {
 	env, err := NewEnv()
 	require.NoError(b, err)
 	defer env.pinner.Unpin()
-	require.NoError(b, cuda.CtxSetCurrent(s.Context().Handle()))
-	fn, err := cuda.Library().NewProc("cuGraphLaunch").Addr()
+	require.NoError(b, cudaraw.CtxSetCurrent(s.Context().Handle()))
+	fn, err := cudaraw.Library().NewProc("cuGraphLaunch").Addr()
 	require.NoError(b, err)
 	callbench.Alternate(b, submitChunk, s.Synchronize,
 		callbench.Side{Name: "c", Run: func(k int) (time.Duration, error) {
 			return callbench.LoopGraphLaunch(fn, uintptr(env.Graph10), uintptr(s.Handle()), k)
 		}},
-		callbench.Loop("go-raw", func() error { return cuda.GraphLaunch(env.Graph10, s.Handle()) }),
+		callbench.Loop("go-raw", func() error { return cudaraw.GraphLaunch(env.Graph10, s.Handle()) }),
 		callbench.Loop("gocuda", func() error { return e.Launch(s) }))
 }
 

@@ -8,7 +8,9 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/gocuda/cublas"
+	"github.com/gocuda/gocuda/cublas/cublasraw"
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/dl"
 	"github.com/gocuda/gocuda/internal/callbench"
 	"github.com/stretchr/testify/require"
@@ -25,35 +27,35 @@ func BenchmarkMLPProbe(b *testing.B) {
 	n := newGoNet(b)
 	ctx := n.s.Context()
 	// A raw handle bound to the network's stream, with a workspace of the same size.
-	var h cublas.CublasHandle
-	var ws cuda.CUdeviceptr
+	var h cublasraw.CublasHandle
+	var ws cudaraw.CUdeviceptr
 	require.NoError(b, ctx.Locked(func() error {
-		if err := cublas.Create(&h); err != nil {
+		if err := cublasraw.Create(&h); err != nil {
 			return err
 		}
-		var d cuda.CUdeviceptr
-		if err := cuda.MemAlloc(&d, blasWorkspace); err != nil {
+		var d cudaraw.CUdeviceptr
+		if err := cudaraw.MemAlloc(&d, blasWorkspace); err != nil {
 			return err
 		}
 		ws = d
-		if err := cublas.SetStream(h, n.s.Handle()); err != nil {
+		if err := cublasraw.SetStream(h, n.s.Handle()); err != nil {
 			return err
 		}
-		return cublas.SetWorkspace(h, *(*unsafe.Pointer)(unsafe.Pointer(&ws)), blasWorkspace)
+		return cublasraw.SetWorkspace(h, *(*unsafe.Pointer)(unsafe.Pointer(&ws)), blasWorkspace)
 	}))
 	b.Cleanup(func() {
 		_ = ctx.Locked(func() error {
 			_ = n.s.Synchronize()
-			return errors.Join(cublas.Destroy(h), cuda.MemFree(ws))
+			return errors.Join(cublasraw.Destroy(h), cudaraw.MemFree(ws))
 		})
 	})
 	scal := &[2]float32{1, 0}
-	var w, bb [mlpLayers]cuda.CUdeviceptr
-	var hh [mlpLayers + 1]cuda.CUdeviceptr
-	ptr := func(m cuda.Memory) cuda.CUdeviceptr {
+	var w, bb [mlpLayers]cudaraw.CUdeviceptr
+	var hh [mlpLayers + 1]cudaraw.CUdeviceptr
+	ptr := func(m cuda.Memory) cudaraw.CUdeviceptr {
 		p, err := cuda.DevicePtr[float32](m)
 		require.NoError(b, err)
-		return cuda.CUdeviceptr(uintptr(unsafe.Pointer(p)))
+		return cudaraw.CUdeviceptr(uintptr(unsafe.Pointer(p)))
 	}
 	for i := range mlpLayers {
 		w[i], bb[i] = ptr(n.w[i]), ptr(n.b[i])
@@ -70,11 +72,11 @@ func BenchmarkMLPProbe(b *testing.B) {
 		args[i] = &[4]unsafe.Pointer{unsafe.Pointer(&a.h), unsafe.Pointer(&a.b), unsafe.Pointer(&a.rows), unsafe.Pointer(&a.cols)}
 	}
 	rawGemm := func(i int) error {
-		return cublas.Sgemm(h, cublas.NoTrans, cublas.NoTrans, mlpWidth, mlpBatch, mlpWidth, &scal[0],
+		return cublasraw.Sgemm(h, cublas.NoTrans, cublas.NoTrans, mlpWidth, mlpBatch, mlpWidth, &scal[0],
 			devF32(w[i]), mlpWidth, devF32(hh[i]), mlpWidth, &scal[1], devF32(hh[i+1]), mlpWidth)
 	}
 	rawBias := func(i int) error {
-		return cuda.LaunchKernel(n.bias.Handle(), biasBlocks, 1, 1, biasThreads, 1, 1, 0, n.s.Handle(), &args[i][0], nil)
+		return cudaraw.LaunchKernel(n.bias.Handle(), biasBlocks, 1, 1, biasThreads, 1, 1, 0, n.s.Handle(), &args[i][0], nil)
 	}
 	goBias := func(i int) error {
 		return n.bias.Launch(n.s, cuda.D1(biasBlocks), cuda.D1(biasThreads), 0,
@@ -86,7 +88,7 @@ func BenchmarkMLPProbe(b *testing.B) {
 		require.NoError(b, err)
 		return a
 	}
-	cm := &callbench.MLP{Sgemm: proc(cublas.Library(), "cublasSgemm_v2"), Launch: proc(cuda.Library(), "cuLaunchKernel"),
+	cm := &callbench.MLP{Sgemm: proc(cublasraw.Library(), "cublasSgemm_v2"), Launch: proc(cudaraw.Library(), "cuLaunchKernel"),
 		Handle: uintptr(h), Stream: uintptr(n.s.Handle()), Bias: uintptr(n.bias.Handle()), Args: args[:],
 		Width: mlpWidth, Batch: mlpBatch, Blocks: biasBlocks, Threads: biasThreads}
 	for i := range mlpLayers {
@@ -106,7 +108,7 @@ func BenchmarkMLPProbe(b *testing.B) {
 			if locked {
 				runtime.LockOSThread()
 				defer runtime.UnlockOSThread()
-				require.NoError(b, cuda.CtxSetCurrent(ctx.Handle()))
+				require.NoError(b, cudaraw.CtxSetCurrent(ctx.Handle()))
 			}
 			b.ResetTimer()
 			for done := 0; done < b.N; done += mlpChunk {
@@ -131,38 +133,38 @@ func BenchmarkMLPProbe(b *testing.B) {
 	b.Run("pair", func(b *testing.B) {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		require.NoError(b, cuda.CtxSetCurrent(ctx.Handle()))
+		require.NoError(b, cudaraw.CtxSetCurrent(ctx.Handle()))
 		callbench.Alternate(b, 200, n.s.Synchronize, callbench.Side{Name: "c", Run: cm.Loop},
 			callbench.Loop("raw", passOf(rawGemm, rawBias)), callbench.Loop("go", passOf(n.gemm, goBias)))
 	})
 	// sgemm-pair's raw-poolws: a second raw handle whose workspace is pool memory, as
 	// the idiomatic handles' is (the raw one's is cuMemAlloc memory).
-	var h2 cublas.CublasHandle
+	var h2 cublasraw.CublasHandle
 	wsPool, err := cuda.AllocFor[byte](n.s, blasWorkspace)
 	require.NoError(b, err)
 	b.Cleanup(func() { wsPool.Close() })
 	require.NoError(b, ctx.Locked(func() error {
-		if err := cublas.Create(&h2); err != nil {
+		if err := cublasraw.Create(&h2); err != nil {
 			return err
 		}
-		if err := cublas.SetStream(h2, n.s.Handle()); err != nil {
+		if err := cublasraw.SetStream(h2, n.s.Handle()); err != nil {
 			return err
 		}
 		p, err := cuda.DevicePtr[byte](wsPool)
 		if err != nil {
 			return err
 		}
-		return cublas.SetWorkspace(h2, unsafe.Pointer(p), blasWorkspace)
+		return cublasraw.SetWorkspace(h2, unsafe.Pointer(p), blasWorkspace)
 	}))
 	b.Cleanup(func() {
-		_ = ctx.Locked(func() error { _ = n.s.Synchronize(); return cublas.Destroy(h2) })
+		_ = ctx.Locked(func() error { _ = n.s.Synchronize(); return cublasraw.Destroy(h2) })
 	})
 	b.Run("sgemm-pair", func(b *testing.B) {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		require.NoError(b, cuda.CtxSetCurrent(ctx.Handle()))
+		require.NoError(b, cudaraw.CtxSetCurrent(ctx.Handle()))
 		poolGemm := func() error {
-			return cublas.Sgemm(h2, cublas.NoTrans, cublas.NoTrans, mlpWidth, mlpBatch, mlpWidth, &scal[0],
+			return cublasraw.Sgemm(h2, cublas.NoTrans, cublas.NoTrans, mlpWidth, mlpBatch, mlpWidth, &scal[0],
 				devF32(w[0]), mlpWidth, devF32(hh[0]), mlpWidth, &scal[1], devF32(hh[1]), mlpWidth)
 		}
 		// enqueue and enqueue-ws: the raw calls inside cuda.Enqueue with the uses
@@ -174,10 +176,10 @@ func BenchmarkMLPProbe(b *testing.B) {
 			callbench.Loop("raw", func() error { return rawGemm(0) }),
 			callbench.Loop("raw-poolws", poolGemm),
 			callbench.Loop("enqueue", func() error {
-				return cuda.Enqueue(n.s, func(cuda.CUcontext, cuda.CUstream) error { return rawGemm(0) }, uses...)
+				return cuda.Enqueue(n.s, func(cudaraw.CUcontext, cudaraw.CUstream) error { return rawGemm(0) }, uses...)
 			}),
 			callbench.Loop("enqueue-ws", func() error {
-				return cuda.Enqueue(n.s, func(cuda.CUcontext, cuda.CUstream) error { return poolGemm() }, usesWS...)
+				return cuda.Enqueue(n.s, func(cudaraw.CUcontext, cudaraw.CUstream) error { return poolGemm() }, usesWS...)
 			}),
 			callbench.Loop("go", func() error { return n.gemm(0) }))
 	})
@@ -188,21 +190,21 @@ func BenchmarkMLPProbe(b *testing.B) {
 	b.Run("factors", func(b *testing.B) {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		require.NoError(b, cuda.CtxSetCurrent(ctx.Handle()))
+		require.NoError(b, cudaraw.CtxSetCurrent(ctx.Handle()))
 		e, err := NewEnv()
 		require.NoError(b, err)
 		defer e.pinner.Unpin()
 		rn, err := e.mlpNet()
 		require.NoError(b, err)
 		plainGemm := func(i int) error { // the raw layer's memory, on the network's stream and handle
-			return cublas.Sgemm(h, cublas.NoTrans, cublas.NoTrans, mlpWidth, mlpBatch, mlpWidth, &scal[0],
+			return cublasraw.Sgemm(h, cublas.NoTrans, cublas.NoTrans, mlpWidth, mlpBatch, mlpWidth, &scal[0],
 				devF32(rn.w[i]), mlpWidth, devF32(rn.h[i]), mlpWidth, &scal[1], devF32(rn.h[i+1]), mlpWidth)
 		}
 		plainBias := func(i int) error {
-			return cuda.LaunchKernel(e.Bias, biasBlocks, 1, 1, biasThreads, 1, 1, 0, n.s.Handle(), &rn.args[i][0], nil)
+			return cudaraw.LaunchKernel(e.Bias, biasBlocks, 1, 1, biasThreads, 1, 1, 0, n.s.Handle(), &rn.args[i][0], nil)
 		}
 		sync := func() error {
-			return errors.Join(n.s.Synchronize(), cuda.StreamSynchronize(e.S1))
+			return errors.Join(n.s.Synchronize(), cudaraw.StreamSynchronize(e.S1))
 		}
 		callbench.Alternate(b, 200, sync,
 			callbench.Loop("plain-raw", func() error { return rn.forward(e) }),

@@ -11,7 +11,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/internal/rawctx"
 )
 
@@ -28,33 +28,33 @@ var kernelsPTX string
 // small-buffer workloads' memory; the MLP workloads' cuBLAS handle and memory come at their
 // first run (mlp.go).
 type Env struct {
-	Dev   cuda.CUdevice
-	Ctx   cuda.CUcontext
-	Mod   cuda.CUmodule
-	Empty cuda.CUfunction // empty()
-	Axpb  cuda.CUfunction // axpb(float* x, int n)
-	Fill  cuda.CUfunction // fill_u32(uint32_t* p, uint32_t v, uint64_t n)
-	Add   cuda.CUfunction // add_u32(uint32_t* p, uint32_t v, uint64_t n)
-	Sum   cuda.CUfunction // read_sum(const uint32_t* p, uint64_t n, uint64_t spin_ns, unsigned long long* out)
-	Bias  cuda.CUfunction // bias_relu(float* h, const float* b, int rows, int cols)
-	S1    cuda.CUstream   // the stream most workloads use
-	S2    cuda.CUstream   // the hand-off partner
-	Ev    cuda.CUevent    // timing disabled
+	Dev   cudaraw.CUdevice
+	Ctx   cudaraw.CUcontext
+	Mod   cudaraw.CUmodule
+	Empty cudaraw.CUfunction // empty()
+	Axpb  cudaraw.CUfunction // axpb(float* x, int n)
+	Fill  cudaraw.CUfunction // fill_u32(uint32_t* p, uint32_t v, uint64_t n)
+	Add   cudaraw.CUfunction // add_u32(uint32_t* p, uint32_t v, uint64_t n)
+	Sum   cudaraw.CUfunction // read_sum(const uint32_t* p, uint64_t n, uint64_t spin_ns, unsigned long long* out)
+	Bias  cudaraw.CUfunction // bias_relu(float* h, const float* b, int rows, int cols)
+	S1    cudaraw.CUstream   // the stream most workloads use
+	S2    cudaraw.CUstream   // the hand-off partner
+	Ev    cudaraw.CUevent    // timing disabled
 
-	Pool    *StreamPool      // stream/pool's pool, stocked with poolStreams streams
-	HBuf    cuda.CUdeviceptr // handoff/buffer's buffer: bufLen uint32
-	DSum    cuda.CUdeviceptr // pipeline's device sum: one uint64, the consumer's, reused
-	HostX   unsafe.Pointer   // pinned host memory: x[i] = i for i < bufLen (tasks/sum's input)
-	HostRes unsafe.Pointer   // pinned host memory: one uint64, the sum copied back
+	Pool    *StreamPool         // stream/pool's pool, stocked with poolStreams streams
+	HBuf    cudaraw.CUdeviceptr // handoff/buffer's buffer: bufLen uint32
+	DSum    cudaraw.CUdeviceptr // pipeline's device sum: one uint64, the consumer's, reused
+	HostX   unsafe.Pointer      // pinned host memory: x[i] = i for i < bufLen (tasks/sum's input)
+	HostRes unsafe.Pointer      // pinned host memory: one uint64, the sum copied back
 
-	HostPool, ManagedPool       cuda.CUmemoryPool
+	HostPool, ManagedPool       cudaraw.CUmemoryPool
 	HostPoolErr, ManagedPoolErr error // why a pool could not be made (its workloads then fail)
 
-	Graph10 cuda.CUgraphExec // 10 axpb kernels captured on S1
+	Graph10 cudaraw.CUgraphExec // 10 axpb kernels captured on S1
 
 	mlp     *rawNet // the MLP workloads' state, made at their first run (see Env.mlpNet)
 	mlpErr  error
-	mlpExec cuda.CUgraphExec // mlp/graph's forward pass, captured at its first run
+	mlpExec cudaraw.CUgraphExec // mlp/graph's forward pass, captured at its first run
 
 	params *axpbParams
 	args   *[2]unsafe.Pointer // kernelParams for axpb: &params.x, &params.n
@@ -64,7 +64,7 @@ type Env struct {
 // axpbParams holds axpb's arguments; it is pinned, so pointers to it may sit in the
 // kernelParams array handed to cuLaunchKernel.
 type axpbParams struct {
-	x cuda.CUdeviceptr
+	x cudaraw.CUdeviceptr
 	n int32
 }
 
@@ -72,7 +72,7 @@ type axpbParams struct {
 func (e *Env) AxpbArgs() *unsafe.Pointer { return &e.args[0] }
 
 // hostPtr reinterprets a CUDA address (host-accessible memory: pinned or managed) as a pointer.
-func hostPtr(d cuda.CUdeviceptr) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&d)) }
+func hostPtr(d cudaraw.CUdeviceptr) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&d)) }
 
 // NewEnv sets up the shared state on the calling goroutine's OS thread, which it locks for good
 // (call it from a goroutine that stays locked, or from main).
@@ -86,20 +86,20 @@ func NewEnv() (*Env, error) {
 		return nil, err
 	}
 	var (
-		empty, axpb, fill, add, sum cuda.CUfunction
-		bias                        cuda.CUfunction
-		s1, s2                      cuda.CUstream
-		ev                          cuda.CUevent
-		def                         cuda.CUmemoryPool
-		graph, graph10              = cuda.CUgraph(0), cuda.CUgraphExec(0)
-		hbuf, dsum                  cuda.CUdeviceptr
+		empty, axpb, fill, add, sum cudaraw.CUfunction
+		bias                        cudaraw.CUfunction
+		s1, s2                      cudaraw.CUstream
+		ev                          cudaraw.CUevent
+		def                         cudaraw.CUmemoryPool
+		graph, graph10              = cudaraw.CUgraph(0), cudaraw.CUgraphExec(0)
+		hbuf, dsum                  cudaraw.CUdeviceptr
 		hostX, hostRes              unsafe.Pointer
 	)
-	nb := uint32(cuda.CU_STREAM_NON_BLOCKING)
+	nb := uint32(cudaraw.CU_STREAM_NON_BLOCKING)
 	err = rawctx.Run(
 		rawctx.Step{What: "kernels", Do: func() (err error) {
 			for _, k := range []struct {
-				f    *cuda.CUfunction
+				f    *cudaraw.CUfunction
 				name string
 			}{{&empty, "empty"}, {&axpb, "axpb"}, {&fill, "fill_u32"}, {&add, "add_u32"}, {&sum, "read_sum"}, {&bias, "bias_relu"}} {
 				if *k.f, err = d.Function(k.name); err != nil {
@@ -108,17 +108,17 @@ func NewEnv() (*Env, error) {
 			}
 			return nil
 		}},
-		rawctx.Step{What: "cuStreamCreate", Do: func() error { return cuda.StreamCreate(&s1, nb) }},
-		rawctx.Step{What: "cuStreamCreate", Do: func() error { return cuda.StreamCreate(&s2, nb) }},
-		rawctx.Step{What: "cuEventCreate", Do: func() error { return cuda.EventCreate(&ev, uint32(cuda.CU_EVENT_DISABLE_TIMING)) }},
+		rawctx.Step{What: "cuStreamCreate", Do: func() error { return cudaraw.StreamCreate(&s1, nb) }},
+		rawctx.Step{What: "cuStreamCreate", Do: func() error { return cudaraw.StreamCreate(&s2, nb) }},
+		rawctx.Step{What: "cuEventCreate", Do: func() error { return cudaraw.EventCreate(&ev, uint32(cudaraw.CU_EVENT_DISABLE_TIMING)) }},
 		// The default pool keeps what it frees, as in floor.cu.
-		rawctx.Step{What: "cuDeviceGetDefaultMemPool", Do: func() error { return cuda.DeviceGetDefaultMemPool(&def, d.Dev) }},
+		rawctx.Step{What: "cuDeviceGetDefaultMemPool", Do: func() error { return cudaraw.DeviceGetDefaultMemPool(&def, d.Dev) }},
 		rawctx.Step{What: "cuMemPoolSetAttribute", Do: func() error { return keepAll(def) }},
 		// The small-buffer workloads' memory, as in floor.cu.
-		rawctx.Step{What: "cuMemAlloc", Do: func() error { return cuda.MemAlloc(&hbuf, bufLen*4) }},
-		rawctx.Step{What: "cuMemAlloc", Do: func() error { return cuda.MemAlloc(&dsum, 8) }},
-		rawctx.Step{What: "cuMemHostAlloc", Do: func() error { return cuda.MemHostAlloc(&hostX, bufLen*4, 0) }},
-		rawctx.Step{What: "cuMemHostAlloc", Do: func() error { return cuda.MemHostAlloc(&hostRes, 8, 0) }},
+		rawctx.Step{What: "cuMemAlloc", Do: func() error { return cudaraw.MemAlloc(&hbuf, bufLen*4) }},
+		rawctx.Step{What: "cuMemAlloc", Do: func() error { return cudaraw.MemAlloc(&dsum, 8) }},
+		rawctx.Step{What: "cuMemHostAlloc", Do: func() error { return cudaraw.MemHostAlloc(&hostX, bufLen*4, 0) }},
+		rawctx.Step{What: "cuMemHostAlloc", Do: func() error { return cudaraw.MemHostAlloc(&hostRes, 8, 0) }},
 	)
 	if err != nil {
 		return nil, err
@@ -133,18 +133,18 @@ func NewEnv() (*Env, error) {
 	}
 	e := &Env{Dev: d.Dev, Ctx: d.Ctx, Mod: d.Mod, Empty: empty, Axpb: axpb, Fill: fill, Add: add, Sum: sum, Bias: bias,
 		S1: s1, S2: s2, Ev: ev, Pool: pool, HBuf: hbuf, DSum: dsum, HostX: hostX, HostRes: hostRes}
-	e.HostPool, e.HostPoolErr = makePool(cuda.CU_MEM_ALLOCATION_TYPE_PINNED, cuda.CU_MEM_LOCATION_TYPE_HOST)
-	e.ManagedPool, e.ManagedPoolErr = makePool(cuda.CU_MEM_ALLOCATION_TYPE_MANAGED, cuda.CU_MEM_LOCATION_TYPE_DEVICE)
+	e.HostPool, e.HostPoolErr = makePool(cudaraw.CU_MEM_ALLOCATION_TYPE_PINNED, cudaraw.CU_MEM_LOCATION_TYPE_HOST)
+	e.ManagedPool, e.ManagedPoolErr = makePool(cudaraw.CU_MEM_ALLOCATION_TYPE_MANAGED, cudaraw.CU_MEM_LOCATION_TYPE_DEVICE)
 
 	// axpb's arguments live in their own pinned object (no Go pointers in it).
 	e.params = &axpbParams{n: 4096}
 	e.pinner.Pin(e.params)
 	e.args = &[2]unsafe.Pointer{unsafe.Pointer(&e.params.x), unsafe.Pointer(&e.params.n)}
 	err = rawctx.Run(
-		rawctx.Step{What: "cuMemAlloc", Do: func() error { return cuda.MemAlloc(&e.params.x, uint64(e.params.n)*4) }},
-		rawctx.Step{What: "cuMemsetD8", Do: func() error { return cuda.MemsetD8(e.params.x, 0, uint64(e.params.n)*4) }},
+		rawctx.Step{What: "cuMemAlloc", Do: func() error { return cudaraw.MemAlloc(&e.params.x, uint64(e.params.n)*4) }},
+		rawctx.Step{What: "cuMemsetD8", Do: func() error { return cudaraw.MemsetD8(e.params.x, 0, uint64(e.params.n)*4) }},
 		// The graph: 10 axpb launches captured on S1 (the same as floor.cu).
-		rawctx.Step{What: "cuStreamBeginCapture", Do: func() error { return cuda.StreamBeginCapture(s1, cuda.CU_STREAM_CAPTURE_MODE_RELAXED) }},
+		rawctx.Step{What: "cuStreamBeginCapture", Do: func() error { return cudaraw.StreamBeginCapture(s1, cudaraw.CU_STREAM_CAPTURE_MODE_RELAXED) }},
 		rawctx.Step{What: "cuLaunchKernel (capture)", Do: func() error {
 			for range graphKernels {
 				if err := e.launchAxpb(s1); err != nil {
@@ -153,12 +153,12 @@ func NewEnv() (*Env, error) {
 			}
 			return nil
 		}},
-		rawctx.Step{What: "cuStreamEndCapture", Do: func() error { return cuda.StreamEndCapture(s1, &graph) }},
-		rawctx.Step{What: "cuGraphInstantiateWithFlags", Do: func() error { return cuda.GraphInstantiateWithFlags(&graph10, graph, 0) }},
-		rawctx.Step{What: "cuGraphDestroy", Do: func() error { return cuda.GraphDestroy(graph) }},
-		rawctx.Step{What: "cuGraphLaunch", Do: func() error { return cuda.GraphLaunch(graph10, s1) }},
+		rawctx.Step{What: "cuStreamEndCapture", Do: func() error { return cudaraw.StreamEndCapture(s1, &graph) }},
+		rawctx.Step{What: "cuGraphInstantiateWithFlags", Do: func() error { return cudaraw.GraphInstantiateWithFlags(&graph10, graph, 0) }},
+		rawctx.Step{What: "cuGraphDestroy", Do: func() error { return cudaraw.GraphDestroy(graph) }},
+		rawctx.Step{What: "cuGraphLaunch", Do: func() error { return cudaraw.GraphLaunch(graph10, s1) }},
 		rawctx.Step{What: "cuLaunchKernel(empty)", Do: func() error { return e.launchEmpty(s1) }},
-		rawctx.Step{What: "cuCtxSynchronize", Do: cuda.CtxSynchronize},
+		rawctx.Step{What: "cuCtxSynchronize", Do: cudaraw.CtxSynchronize},
 	)
 	if err != nil {
 		return nil, err
@@ -170,26 +170,26 @@ func NewEnv() (*Env, error) {
 // graphKernels is the number of kernels in the graph workloads.
 const graphKernels = 10
 
-func keepAll(pool cuda.CUmemoryPool) error {
+func keepAll(pool cudaraw.CUmemoryPool) error {
 	thr := ^uint64(0)
-	return cuda.MemPoolSetAttribute(pool, cuda.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, unsafe.Pointer(&thr))
+	return cudaraw.MemPoolSetAttribute(pool, cudaraw.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, unsafe.Pointer(&thr))
 }
 
-func makePool(t cuda.CUmemAllocationType, loc cuda.CUmemLocationType) (cuda.CUmemoryPool, error) {
-	props := cuda.CUmemPoolProps{AllocType: t, Location: cuda.CUmemLocation{Type: loc, Id: 0}}
-	var p cuda.CUmemoryPool
-	if err := cuda.MemPoolCreate(&p, &props); err != nil {
+func makePool(t cudaraw.CUmemAllocationType, loc cudaraw.CUmemLocationType) (cudaraw.CUmemoryPool, error) {
+	props := cudaraw.CUmemPoolProps{AllocType: t, Location: cudaraw.CUmemLocation{Type: loc, Id: 0}}
+	var p cudaraw.CUmemoryPool
+	if err := cudaraw.MemPoolCreate(&p, &props); err != nil {
 		return 0, fmt.Errorf("cuMemPoolCreate(%v, %v): %w", t, loc, err)
 	}
 	return p, keepAll(p)
 }
 
-func (e *Env) launchAxpb(s cuda.CUstream) error {
-	return cuda.LaunchKernel(e.Axpb, 16, 1, 1, 256, 1, 1, 0, s, e.AxpbArgs(), nil)
+func (e *Env) launchAxpb(s cudaraw.CUstream) error {
+	return cudaraw.LaunchKernel(e.Axpb, 16, 1, 1, 256, 1, 1, 0, s, e.AxpbArgs(), nil)
 }
 
-func (e *Env) launchEmpty(s cuda.CUstream) error {
-	return cuda.LaunchKernel(e.Empty, 1, 1, 1, 1, 1, 1, 0, s, nil, nil)
+func (e *Env) launchEmpty(s cudaraw.CUstream) error {
+	return cudaraw.LaunchKernel(e.Empty, 1, 1, 1, 1, 1, 1, 0, s, nil, nil)
 }
 
 // RunRaw runs one in-process workload under testing.Benchmark. Each run happens on a fresh
@@ -202,7 +202,7 @@ func RunRaw(e *Env, f func(b *testing.B, e *Env) error) (testing.BenchmarkResult
 		}
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		if err := cuda.CtxSetCurrent(e.Ctx); err != nil {
+		if err := cudaraw.CtxSetCurrent(e.Ctx); err != nil {
 			ferr = err
 			b.SkipNow()
 		}
@@ -222,37 +222,37 @@ func RunRaw(e *Env, f func(b *testing.B, e *Env) error) (testing.BenchmarkResult
 
 func rawAllocDevice(size uint64) func(*testing.B, *Env) error {
 	return func(b *testing.B, e *Env) error {
-		var d cuda.CUdeviceptr
+		var d cudaraw.CUdeviceptr
 		for range b.N {
-			if err := cuda.MemAlloc(&d, size); err != nil {
+			if err := cudaraw.MemAlloc(&d, size); err != nil {
 				return err
 			}
-			if err := cuda.MemsetD8Async(d, 1, size, e.S1); err != nil {
+			if err := cudaraw.MemsetD8Async(d, 1, size, e.S1); err != nil {
 				return err
 			}
-			if err := cuda.MemFree(d); err != nil {
+			if err := cudaraw.MemFree(d); err != nil {
 				return err
 			}
 		}
-		return cuda.StreamSynchronize(e.S1)
+		return cudaraw.StreamSynchronize(e.S1)
 	}
 }
 
 func rawAllocDevicePool(size uint64) func(*testing.B, *Env) error {
 	return func(b *testing.B, e *Env) error {
-		var d cuda.CUdeviceptr
+		var d cudaraw.CUdeviceptr
 		for range b.N {
-			if err := cuda.MemAllocAsync(&d, size, e.S1); err != nil {
+			if err := cudaraw.MemAllocAsync(&d, size, e.S1); err != nil {
 				return err
 			}
-			if err := cuda.MemsetD8Async(d, 1, size, e.S1); err != nil {
+			if err := cudaraw.MemsetD8Async(d, 1, size, e.S1); err != nil {
 				return err
 			}
-			if err := cuda.MemFreeAsync(d, e.S1); err != nil {
+			if err := cudaraw.MemFreeAsync(d, e.S1); err != nil {
 				return err
 			}
 		}
-		return cuda.StreamSynchronize(e.S1)
+		return cudaraw.StreamSynchronize(e.S1)
 	}
 }
 
@@ -260,11 +260,11 @@ func rawAllocPinned(size uint64) func(*testing.B, *Env) error {
 	return func(b *testing.B, e *Env) error {
 		var h unsafe.Pointer
 		for range b.N {
-			if err := cuda.MemHostAlloc(&h, size, 0); err != nil {
+			if err := cudaraw.MemHostAlloc(&h, size, 0); err != nil {
 				return err
 			}
 			clear(unsafe.Slice((*byte)(h), size))
-			if err := cuda.MemFreeHost(h); err != nil {
+			if err := cudaraw.MemFreeHost(h); err != nil {
 				return err
 			}
 		}
@@ -273,10 +273,10 @@ func rawAllocPinned(size uint64) func(*testing.B, *Env) error {
 }
 
 // poolOf picks one of Env's host-accessible pools.
-type poolOf func(e *Env) (cuda.CUmemoryPool, error)
+type poolOf func(e *Env) (cudaraw.CUmemoryPool, error)
 
-func hostPool(e *Env) (cuda.CUmemoryPool, error)    { return e.HostPool, e.HostPoolErr }
-func managedPool(e *Env) (cuda.CUmemoryPool, error) { return e.ManagedPool, e.ManagedPoolErr }
+func hostPool(e *Env) (cudaraw.CUmemoryPool, error)    { return e.HostPool, e.HostPoolErr }
+func managedPool(e *Env) (cudaraw.CUmemoryPool, error) { return e.ManagedPool, e.ManagedPoolErr }
 
 func rawAllocFromPool(size uint64, which poolOf) func(*testing.B, *Env) error {
 	return func(b *testing.B, e *Env) error {
@@ -284,32 +284,32 @@ func rawAllocFromPool(size uint64, which poolOf) func(*testing.B, *Env) error {
 		if err != nil {
 			return err
 		}
-		var d cuda.CUdeviceptr
+		var d cudaraw.CUdeviceptr
 		for range b.N {
-			if err := cuda.MemAllocFromPoolAsync(&d, size, pool, e.S1); err != nil {
+			if err := cudaraw.MemAllocFromPoolAsync(&d, size, pool, e.S1); err != nil {
 				return err
 			}
-			if err := cuda.StreamSynchronize(e.S1); err != nil {
+			if err := cudaraw.StreamSynchronize(e.S1); err != nil {
 				return err
 			}
 			clear(unsafe.Slice((*byte)(hostPtr(d)), size))
-			if err := cuda.MemFreeAsync(d, e.S1); err != nil {
+			if err := cudaraw.MemFreeAsync(d, e.S1); err != nil {
 				return err
 			}
 		}
-		return cuda.StreamSynchronize(e.S1)
+		return cudaraw.StreamSynchronize(e.S1)
 	}
 }
 
 func rawAllocUnified(size uint64) func(*testing.B, *Env) error {
 	return func(b *testing.B, e *Env) error {
-		var d cuda.CUdeviceptr
+		var d cudaraw.CUdeviceptr
 		for range b.N {
-			if err := cuda.MemAllocManaged(&d, size, uint32(cuda.CU_MEM_ATTACH_GLOBAL)); err != nil {
+			if err := cudaraw.MemAllocManaged(&d, size, uint32(cudaraw.CU_MEM_ATTACH_GLOBAL)); err != nil {
 				return err
 			}
 			clear(unsafe.Slice((*byte)(hostPtr(d)), size))
-			if err := cuda.MemFree(d); err != nil {
+			if err := cudaraw.MemFree(d); err != nil {
 				return err
 			}
 		}
@@ -321,11 +321,11 @@ func rawAllocUnified(size uint64) func(*testing.B, *Env) error {
 // which happen off the clock (as in floor.cu and the package benchmark), so the queue never fills.
 const launchChunk = 20_000
 
-func launchChunked(b *testing.B, s cuda.CUstream, launch func() error) error {
+func launchChunked(b *testing.B, s cudaraw.CUstream, launch func() error) error {
 	for i := range b.N {
 		if i > 0 && i%launchChunk == 0 {
 			b.StopTimer()
-			if err := cuda.StreamSynchronize(s); err != nil {
+			if err := cudaraw.StreamSynchronize(s); err != nil {
 				return err
 			}
 			b.StartTimer()
@@ -335,7 +335,7 @@ func launchChunked(b *testing.B, s cuda.CUstream, launch func() error) error {
 		}
 	}
 	b.StopTimer()
-	return cuda.StreamSynchronize(s)
+	return cudaraw.StreamSynchronize(s)
 }
 
 func rawLaunchEmpty(b *testing.B, e *Env) error {
@@ -347,9 +347,9 @@ func rawLaunchArgs(b *testing.B, e *Env) error {
 }
 
 func rawCtxGetCurrent(b *testing.B, _ *Env) error {
-	var c cuda.CUcontext
+	var c cudaraw.CUcontext
 	for range b.N {
-		if err := cuda.CtxGetCurrent(&c); err != nil {
+		if err := cudaraw.CtxGetCurrent(&c); err != nil {
 			return err
 		}
 	}
@@ -359,7 +359,7 @@ func rawCtxGetCurrent(b *testing.B, _ *Env) error {
 func rawDeviceGetAttribute(b *testing.B, e *Env) error {
 	var v int32
 	for range b.N {
-		if err := cuda.DeviceGetAttribute(&v, cuda.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, e.Dev); err != nil {
+		if err := cudaraw.DeviceGetAttribute(&v, cudaraw.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, e.Dev); err != nil {
 			return err
 		}
 	}
@@ -371,26 +371,26 @@ func rawHandoffEvent(b *testing.B, e *Env) error { return rawHandoffs(b, e, e.la
 // rawHandoffs hands work between e.S1 and e.S2 b.N times, as floor.cu's hand-off
 // workloads do: cuEventRecord on one stream, cuStreamWaitEvent on the other, then
 // launch there; it ends with both streams synchronized.
-func rawHandoffs(b *testing.B, e *Env, launch func(to cuda.CUstream) error) error {
+func rawHandoffs(b *testing.B, e *Env, launch func(to cudaraw.CUstream) error) error {
 	for i := range b.N {
 		a, to := e.S1, e.S2
 		if i&1 == 1 {
 			a, to = e.S2, e.S1
 		}
-		if err := cuda.EventRecord(e.Ev, a); err != nil {
+		if err := cudaraw.EventRecord(e.Ev, a); err != nil {
 			return err
 		}
-		if err := cuda.StreamWaitEvent(to, e.Ev, 0); err != nil {
+		if err := cudaraw.StreamWaitEvent(to, e.Ev, 0); err != nil {
 			return err
 		}
 		if err := launch(to); err != nil {
 			return err
 		}
 	}
-	if err := cuda.StreamSynchronize(e.S1); err != nil {
+	if err := cudaraw.StreamSynchronize(e.S1); err != nil {
 		return err
 	}
-	return cuda.StreamSynchronize(e.S2)
+	return cudaraw.StreamSynchronize(e.S2)
 }
 
 func rawHandoffHostSync(b *testing.B, e *Env) error {
@@ -402,7 +402,7 @@ func rawHandoffHostSync(b *testing.B, e *Env) error {
 		if err := e.launchEmpty(to); err != nil {
 			return err
 		}
-		if err := cuda.StreamSynchronize(to); err != nil {
+		if err := cudaraw.StreamSynchronize(to); err != nil {
 			return err
 		}
 	}
@@ -410,12 +410,12 @@ func rawHandoffHostSync(b *testing.B, e *Env) error {
 }
 
 func rawStreamCreateDestroy(b *testing.B, _ *Env) error {
-	var s cuda.CUstream
+	var s cudaraw.CUstream
 	for range b.N {
-		if err := cuda.StreamCreate(&s, uint32(cuda.CU_STREAM_NON_BLOCKING)); err != nil {
+		if err := cudaraw.StreamCreate(&s, uint32(cudaraw.CU_STREAM_NON_BLOCKING)); err != nil {
 			return err
 		}
-		if err := cuda.StreamDestroy(s); err != nil {
+		if err := cudaraw.StreamDestroy(s); err != nil {
 			return err
 		}
 	}
@@ -430,16 +430,16 @@ func rawGraphEager10(b *testing.B, e *Env) error {
 			}
 		}
 	}
-	return cuda.StreamSynchronize(e.S1)
+	return cudaraw.StreamSynchronize(e.S1)
 }
 
 func rawGraphGraph10(b *testing.B, e *Env) error {
 	for range b.N {
-		if err := cuda.GraphLaunch(e.Graph10, e.S1); err != nil {
+		if err := cudaraw.GraphLaunch(e.Graph10, e.S1); err != nil {
 			return err
 		}
 	}
-	return cuda.StreamSynchronize(e.S1)
+	return cudaraw.StreamSynchronize(e.S1)
 }
 
 // submitChunk is how many iterations a submit row enqueues between syncs: few enough
@@ -459,7 +459,7 @@ func rawSubmit(iter func(e *Env) error) func(*testing.B, *Env) error {
 				}
 			}
 			total += time.Since(t0)
-			if err := cuda.StreamSynchronize(e.S1); err != nil {
+			if err := cudaraw.StreamSynchronize(e.S1); err != nil {
 				return err
 			}
 		}
@@ -475,7 +475,7 @@ func rawLatency(iter func(e *Env) error) func(*testing.B, *Env) error {
 			if err := iter(e); err != nil {
 				return err
 			}
-			if err := cuda.StreamSynchronize(e.S1); err != nil {
+			if err := cudaraw.StreamSynchronize(e.S1); err != nil {
 				return err
 			}
 		}
@@ -492,7 +492,7 @@ func rawEager10Iter(e *Env) error {
 	return nil
 }
 
-func rawGraph10Iter(e *Env) error { return cuda.GraphLaunch(e.Graph10, e.S1) }
+func rawGraph10Iter(e *Env) error { return cudaraw.GraphLaunch(e.Graph10, e.S1) }
 
 // ---- the small-buffer workloads: handoff/buffer, stream/pool, tasks/sum, pipeline/* ----
 
@@ -506,7 +506,7 @@ const (
 // bufArgs holds the arguments of fill_u32/add_u32(p, v, n) and read_sum(p, n, spin_ns, out)
 // on one buffer. It is pinned, so the kernelParams arrays may point into it.
 type bufArgs struct {
-	p, out  cuda.CUdeviceptr
+	p, out  cudaraw.CUdeviceptr
 	v       uint32
 	n, spin uint64
 }
@@ -520,7 +520,7 @@ type bufKernels struct {
 
 // newBufKernels returns the arguments p, v = 1, n = bufLen (and spin_ns = 0, out for
 // read_sum), pinned with pin.
-func newBufKernels(pin *runtime.Pinner, p, out cuda.CUdeviceptr) bufKernels {
+func newBufKernels(pin *runtime.Pinner, p, out cudaraw.CUdeviceptr) bufKernels {
 	a := &bufArgs{p: p, out: out, v: 1, n: bufLen}
 	pin.Pin(a)
 	return bufKernels{
@@ -531,8 +531,8 @@ func newBufKernels(pin *runtime.Pinner, p, out cuda.CUdeviceptr) bufKernels {
 }
 
 // launch runs f<<<1, bufThreads>>> on s with args (k.elem[:] or k.sum[:]).
-func (k bufKernels) launch(f cuda.CUfunction, s cuda.CUstream, args []unsafe.Pointer) error {
-	return cuda.LaunchKernel(f, 1, 1, 1, bufThreads, 1, 1, 0, s, &args[0], nil)
+func (k bufKernels) launch(f cudaraw.CUfunction, s cudaraw.CUstream, args []unsafe.Pointer) error {
+	return cudaraw.LaunchKernel(f, 1, 1, 1, bufThreads, 1, 1, 0, s, &args[0], nil)
 }
 
 func rawHandoffBuffer(b *testing.B, e *Env) error {
@@ -540,19 +540,19 @@ func rawHandoffBuffer(b *testing.B, e *Env) error {
 	var pin runtime.Pinner
 	defer pin.Unpin()
 	k := newBufKernels(&pin, e.HBuf, 0)
-	if err := cuda.MemsetD32Async(e.HBuf, 0, bufLen, e.S1); err != nil {
+	if err := cudaraw.MemsetD32Async(e.HBuf, 0, bufLen, e.S1); err != nil {
 		return err
 	}
-	if err := cuda.StreamSynchronize(e.S1); err != nil {
+	if err := cudaraw.StreamSynchronize(e.S1); err != nil {
 		return err
 	}
 	b.StartTimer()
-	if err := rawHandoffs(b, e, func(to cuda.CUstream) error { return k.launch(e.Add, to, k.elem[:]) }); err != nil {
+	if err := rawHandoffs(b, e, func(to cudaraw.CUstream) error { return k.launch(e.Add, to, k.elem[:]) }); err != nil {
 		return err
 	}
 	b.StopTimer()
 	got := make([]uint32, bufLen)
-	if err := cuda.MemcpyDtoH(unsafe.Pointer(&got[0]), e.HBuf, bufLen*4); err != nil {
+	if err := cudaraw.MemcpyDtoH(unsafe.Pointer(&got[0]), e.HBuf, bufLen*4); err != nil {
 		return err
 	}
 	for i, v := range got {
@@ -567,15 +567,15 @@ func rawHandoffBuffer(b *testing.B, e *Env) error {
 // of non-blocking streams that hands out only streams whose work is complete.
 type StreamPool struct {
 	mu   sync.Mutex
-	free []cuda.CUstream // free[len-1] is the most recently released
+	free []cudaraw.CUstream // free[len-1] is the most recently released
 }
 
 // NewStreamPool returns a pool stocked with n new streams.
 func NewStreamPool(n int) (*StreamPool, error) {
-	p := &StreamPool{free: make([]cuda.CUstream, 0, poolMax)}
+	p := &StreamPool{free: make([]cudaraw.CUstream, 0, poolMax)}
 	for range n {
-		var s cuda.CUstream
-		if err := cuda.StreamCreate(&s, uint32(cuda.CU_STREAM_NON_BLOCKING)); err != nil {
+		var s cudaraw.CUstream
+		if err := cudaraw.StreamCreate(&s, uint32(cudaraw.CU_STREAM_NON_BLOCKING)); err != nil {
 			return nil, fmt.Errorf("cuStreamCreate: %w", err)
 		}
 		p.free = append(p.free, s)
@@ -585,12 +585,12 @@ func NewStreamPool(n int) (*StreamPool, error) {
 
 // Acquire takes the most recently released stream whose work is done (cuStreamQuery under
 // the lock), or creates a stream when none is.
-func (p *StreamPool) Acquire() (cuda.CUstream, error) {
+func (p *StreamPool) Acquire() (cudaraw.CUstream, error) {
 	p.mu.Lock()
 	for i := len(p.free) - 1; i >= 0; i-- {
 		s := p.free[i]
-		err := cuda.StreamQuery(s)
-		if errors.Is(err, cuda.ErrNotReady) {
+		err := cudaraw.StreamQuery(s)
+		if errors.Is(err, cudaraw.ErrNotReady) {
 			continue // still busy: stays in the list
 		}
 		if err != nil {
@@ -602,12 +602,12 @@ func (p *StreamPool) Acquire() (cuda.CUstream, error) {
 		return s, nil
 	}
 	p.mu.Unlock()
-	var s cuda.CUstream
-	return s, cuda.StreamCreate(&s, uint32(cuda.CU_STREAM_NON_BLOCKING))
+	var s cudaraw.CUstream
+	return s, cudaraw.StreamCreate(&s, uint32(cudaraw.CU_STREAM_NON_BLOCKING))
 }
 
 // Release puts s back on top of the list; a full pool destroys it.
-func (p *StreamPool) Release(s cuda.CUstream) error {
+func (p *StreamPool) Release(s cudaraw.CUstream) error {
 	p.mu.Lock()
 	if len(p.free) < poolMax {
 		p.free = append(p.free, s)
@@ -615,7 +615,7 @@ func (p *StreamPool) Release(s cuda.CUstream) error {
 		return nil
 	}
 	p.mu.Unlock()
-	return cuda.StreamDestroy(s)
+	return cudaraw.StreamDestroy(s)
 }
 
 func rawStreamPool(b *testing.B, e *Env) error {
@@ -641,14 +641,14 @@ func rawTasksSum(b *testing.B, e *Env) error {
 	b.StartTimer()
 	for range b.N {
 		// x: bufLen uint32, then the uint64 sum at byte bufLen*4.
-		if err := cuda.MemAllocAsync(&k.a.p, bufLen*4+8, e.S1); err != nil {
+		if err := cudaraw.MemAllocAsync(&k.a.p, bufLen*4+8, e.S1); err != nil {
 			return err
 		}
 		k.a.out = k.a.p + bufLen*4
-		if err := cuda.MemcpyHtoDAsync(k.a.p, e.HostX, bufLen*4, e.S1); err != nil {
+		if err := cudaraw.MemcpyHtoDAsync(k.a.p, e.HostX, bufLen*4, e.S1); err != nil {
 			return err
 		}
-		if err := cuda.MemsetD32Async(k.a.out, 0, 2, e.S1); err != nil {
+		if err := cudaraw.MemsetD32Async(k.a.out, 0, 2, e.S1); err != nil {
 			return err
 		}
 		if err := k.launch(e.Add, e.S1, k.elem[:]); err != nil {
@@ -657,13 +657,13 @@ func rawTasksSum(b *testing.B, e *Env) error {
 		if err := k.launch(e.Sum, e.S1, k.sum[:]); err != nil {
 			return err
 		}
-		if err := cuda.MemcpyDtoHAsync(e.HostRes, k.a.out, 8, e.S1); err != nil {
+		if err := cudaraw.MemcpyDtoHAsync(e.HostRes, k.a.out, 8, e.S1); err != nil {
 			return err
 		}
-		if err := cuda.StreamSynchronize(e.S1); err != nil {
+		if err := cudaraw.StreamSynchronize(e.S1); err != nil {
 			return err
 		}
-		if err := cuda.MemFreeAsync(k.a.p, e.S1); err != nil {
+		if err := cudaraw.MemFreeAsync(k.a.p, e.S1); err != nil {
 			return err
 		}
 	}
@@ -684,32 +684,32 @@ func rawPipeline(b *testing.B, e *Env) error {
 	b.StartTimer()
 	for range b.N {
 		// Produce on S1.
-		if err := cuda.MemAllocAsync(&k.a.p, bufLen*4, e.S1); err != nil {
+		if err := cudaraw.MemAllocAsync(&k.a.p, bufLen*4, e.S1); err != nil {
 			return err
 		}
 		if err := k.launch(e.Fill, e.S1, k.elem[:]); err != nil {
 			return err
 		}
-		if err := cuda.EventRecord(e.Ev, e.S1); err != nil {
+		if err := cudaraw.EventRecord(e.Ev, e.S1); err != nil {
 			return err
 		}
 		// Consume on S2.
-		if err := cuda.StreamWaitEvent(e.S2, e.Ev, 0); err != nil {
+		if err := cudaraw.StreamWaitEvent(e.S2, e.Ev, 0); err != nil {
 			return err
 		}
-		if err := cuda.MemsetD32Async(e.DSum, 0, 2, e.S2); err != nil {
+		if err := cudaraw.MemsetD32Async(e.DSum, 0, 2, e.S2); err != nil {
 			return err
 		}
 		if err := k.launch(e.Sum, e.S2, k.sum[:]); err != nil {
 			return err
 		}
-		if err := cuda.MemcpyDtoHAsync(e.HostRes, e.DSum, 8, e.S2); err != nil {
+		if err := cudaraw.MemcpyDtoHAsync(e.HostRes, e.DSum, 8, e.S2); err != nil {
 			return err
 		}
-		if err := cuda.StreamSynchronize(e.S2); err != nil {
+		if err := cudaraw.StreamSynchronize(e.S2); err != nil {
 			return err
 		}
-		if err := cuda.MemFreeAsync(k.a.p, e.S2); err != nil {
+		if err := cudaraw.MemFreeAsync(k.a.p, e.S2); err != nil {
 			return err
 		}
 	}

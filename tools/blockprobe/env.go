@@ -8,7 +8,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/internal/rawctx"
 )
 
@@ -24,12 +24,12 @@ const otherDelay = 20 * time.Millisecond
 // context (current on the main thread, which main locks), the spin module, the busy stream
 // that runs the spin kernel, and the other thread that launches meanwhile.
 type Env struct {
-	Dev   cuda.CUdevice
-	Ctx   cuda.CUcontext
-	Mod   cuda.CUmodule
-	Spin  cuda.CUfunction
-	Empty cuda.CUfunction
-	Busy  cuda.CUstream
+	Dev   cudaraw.CUdevice
+	Ctx   cudaraw.CUcontext
+	Mod   cudaraw.CUmodule
+	Spin  cudaraw.CUfunction
+	Empty cudaraw.CUfunction
+	Busy  cudaraw.CUstream
 
 	spinNs *uint64            // spin's argument (pinned)
 	args   *[1]unsafe.Pointer // spin's kernelParams
@@ -54,8 +54,8 @@ func NewEnv(spin time.Duration) (*Env, error) {
 		return nil, err
 	}
 	var (
-		fspin, fempty cuda.CUfunction
-		busy          cuda.CUstream
+		fspin, fempty cudaraw.CUfunction
+		busy          cudaraw.CUstream
 	)
 	err = rawctx.Run(
 		rawctx.Step{What: "kernels", Do: func() (err error) {
@@ -64,7 +64,7 @@ func NewEnv(spin time.Duration) (*Env, error) {
 			}
 			return err
 		}},
-		rawctx.Step{What: "cuStreamCreate", Do: func() error { return cuda.StreamCreate(&busy, uint32(cuda.CU_STREAM_NON_BLOCKING)) }},
+		rawctx.Step{What: "cuStreamCreate", Do: func() error { return cudaraw.StreamCreate(&busy, uint32(cudaraw.CU_STREAM_NON_BLOCKING)) }},
 	)
 	if err != nil {
 		return nil, err
@@ -88,12 +88,12 @@ func NewEnv(spin time.Duration) (*Env, error) {
 // launches an empty kernel on its own stream when asked and reports how long the launch took.
 func (e *Env) otherThread(ready chan<- error) {
 	runtime.LockOSThread()
-	var s cuda.CUstream
-	if err := cuda.CtxSetCurrent(e.Ctx); err != nil {
+	var s cudaraw.CUstream
+	if err := cudaraw.CtxSetCurrent(e.Ctx); err != nil {
 		ready <- err
 		return
 	}
-	if err := cuda.StreamCreate(&s, uint32(cuda.CU_STREAM_NON_BLOCKING)); err != nil {
+	if err := cudaraw.StreamCreate(&s, uint32(cudaraw.CU_STREAM_NON_BLOCKING)); err != nil {
 		ready <- err
 		return
 	}
@@ -101,26 +101,26 @@ func (e *Env) otherThread(ready chan<- error) {
 	for d := range e.req {
 		time.Sleep(d)
 		t := time.Now()
-		err := cuda.LaunchKernel(e.Empty, 1, 1, 1, 1, 1, 1, 0, s, nil, nil)
+		err := cudaraw.LaunchKernel(e.Empty, 1, 1, 1, 1, 1, 1, 0, s, nil, nil)
 		e.res <- launchResult{time.Since(t), err}
 	}
 }
 
 // LaunchSpin starts the spin kernel on the busy stream.
 func (e *Env) LaunchSpin() error {
-	return cuda.LaunchKernel(e.Spin, 1, 1, 1, 1, 1, 1, 0, e.Busy, &e.args[0], nil)
+	return cudaraw.LaunchKernel(e.Spin, 1, 1, 1, 1, 1, 1, 0, e.Busy, &e.args[0], nil)
 }
 
 // SpinOnce runs the spin kernel alone and returns how long it lasted.
 func (e *Env) SpinOnce() (time.Duration, error) {
-	if err := cuda.StreamSynchronize(e.Busy); err != nil {
+	if err := cudaraw.StreamSynchronize(e.Busy); err != nil {
 		return 0, err
 	}
 	t := time.Now()
 	if err := e.LaunchSpin(); err != nil {
 		return 0, err
 	}
-	err := cuda.StreamSynchronize(e.Busy)
+	err := cudaraw.StreamSynchronize(e.Busy)
 	return time.Since(t), err
 }
 
@@ -128,7 +128,7 @@ func (e *Env) SpinOnce() (time.Duration, error) {
 // and returns how long the caller and the other thread's launch were held. It waits for all
 // the GPU's work before it returns.
 func (e *Env) Measure(release func() error) (caller, other time.Duration, err error) {
-	if err := cuda.CtxSynchronize(); err != nil {
+	if err := cudaraw.CtxSynchronize(); err != nil {
 		return 0, 0, fmt.Errorf("cuCtxSynchronize before: %w", err)
 	}
 	if err := e.LaunchSpin(); err != nil {
@@ -140,7 +140,7 @@ func (e *Env) Measure(release func() error) (caller, other time.Duration, err er
 	rerr := release()
 	caller = time.Since(t)
 	o := <-e.res
-	serr := cuda.CtxSynchronize()
+	serr := cudaraw.CtxSynchronize()
 	return caller, o.d, errors.Join(wrap("release", rerr), wrap("other-thread launch", o.err), wrap("cuCtxSynchronize after", serr))
 }
 

@@ -3,12 +3,12 @@ package main
 import (
 	"unsafe"
 
-	"github.com/gocuda/gocuda/cublas"
-	"github.com/gocuda/gocuda/cuda"
-	"github.com/gocuda/gocuda/cudnn"
-	"github.com/gocuda/gocuda/cufft"
-	"github.com/gocuda/gocuda/curand"
-	"github.com/gocuda/gocuda/cusparse"
+	"github.com/gocuda/gocuda/cublas/cublasraw"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/cudnn/cudnnraw"
+	"github.com/gocuda/gocuda/cufft/cufftraw"
+	"github.com/gocuda/gocuda/curand/curandraw"
+	"github.com/gocuda/gocuda/cusparse/cusparseraw"
 	"github.com/gocuda/gocuda/internal/rawctx"
 )
 
@@ -34,138 +34,138 @@ func noCleanup() {}
 var probes = map[string][]Probe{
 	// ---- cuda ----
 	"cuStreamDestroy_v2": {{Make: func(e *Env) (func() error, func(), error) {
-		var s cuda.CUstream
-		if err := cuda.StreamCreate(&s, uint32(cuda.CU_STREAM_NON_BLOCKING)); err != nil {
+		var s cudaraw.CUstream
+		if err := cudaraw.StreamCreate(&s, uint32(cudaraw.CU_STREAM_NON_BLOCKING)); err != nil {
 			return nil, nil, err
 		}
-		return func() error { return cuda.StreamDestroy(s) }, noCleanup, nil
+		return func() error { return cudaraw.StreamDestroy(s) }, noCleanup, nil
 	}}},
 	"cuEventDestroy_v2": {{Make: func(e *Env) (func() error, func(), error) {
-		var ev cuda.CUevent
-		if err := cuda.EventCreate(&ev, uint32(cuda.CU_EVENT_DISABLE_TIMING)); err != nil {
+		var ev cudaraw.CUevent
+		if err := cudaraw.EventCreate(&ev, uint32(cudaraw.CU_EVENT_DISABLE_TIMING)); err != nil {
 			return nil, nil, err
 		}
-		return func() error { return cuda.EventDestroy(ev) }, noCleanup, nil
+		return func() error { return cudaraw.EventDestroy(ev) }, noCleanup, nil
 	}}},
 	"cuModuleUnload": {{Make: func(e *Env) (func() error, func(), error) {
-		var m cuda.CUmodule
+		var m cudaraw.CUmodule
 		img := rawctx.CString(kernelsPTX)
-		if err := cuda.ModuleLoadData(&m, unsafe.Pointer(&img[0])); err != nil {
+		if err := cudaraw.ModuleLoadData(&m, unsafe.Pointer(&img[0])); err != nil {
 			return nil, nil, err
 		}
-		return func() error { return cuda.ModuleUnload(m) }, noCleanup, nil
+		return func() error { return cudaraw.ModuleUnload(m) }, noCleanup, nil
 	}}},
 	"cuLibraryUnload": {{Make: func(e *Env) (func() error, func(), error) {
-		var l cuda.CUlibrary
+		var l cudaraw.CUlibrary
 		img := rawctx.CString(kernelsPTX)
-		if err := cuda.LibraryLoadData(&l, unsafe.Pointer(&img[0]), nil, nil, 0, nil, nil, 0); err != nil {
+		if err := cudaraw.LibraryLoadData(&l, unsafe.Pointer(&img[0]), nil, nil, 0, nil, nil, 0); err != nil {
 			return nil, nil, err
 		}
-		return func() error { return cuda.LibraryUnload(l) }, noCleanup, nil
+		return func() error { return cudaraw.LibraryUnload(l) }, noCleanup, nil
 	}}},
 	"cuLinkDestroy": {{Make: func(e *Env) (func() error, func(), error) {
-		var st cuda.CUlinkState
-		if err := cuda.LinkCreate(0, nil, nil, &st); err != nil {
+		var st cudaraw.CUlinkState
+		if err := cudaraw.LinkCreate(0, nil, nil, &st); err != nil {
 			return nil, nil, err
 		}
-		return func() error { return cuda.LinkDestroy(st) }, noCleanup, nil
+		return func() error { return cudaraw.LinkDestroy(st) }, noCleanup, nil
 	}}},
 	"cuGraphDestroy": {{Make: func(e *Env) (func() error, func(), error) {
 		g, s, err := captureEmpty(e)
 		if err != nil {
 			return nil, nil, err
 		}
-		return func() error { return cuda.GraphDestroy(g) }, func() { _ = cuda.StreamDestroy(s) }, nil
+		return func() error { return cudaraw.GraphDestroy(g) }, func() { _ = cudaraw.StreamDestroy(s) }, nil
 	}}},
 	"cuGraphExecDestroy": {{Make: func(e *Env) (func() error, func(), error) {
 		g, s, err := captureEmpty(e)
 		if err != nil {
 			return nil, nil, err
 		}
-		var ge cuda.CUgraphExec
-		if err := cuda.GraphInstantiateWithFlags(&ge, g, 0); err != nil {
+		var ge cudaraw.CUgraphExec
+		if err := cudaraw.GraphInstantiateWithFlags(&ge, g, 0); err != nil {
 			return nil, nil, err
 		}
-		if err := cuda.GraphDestroy(g); err != nil {
+		if err := cudaraw.GraphDestroy(g); err != nil {
 			return nil, nil, err
 		}
-		if err := cuda.GraphLaunch(ge, s); err != nil { // used once
+		if err := cudaraw.GraphLaunch(ge, s); err != nil { // used once
 			return nil, nil, err
 		}
-		if err := cuda.StreamSynchronize(s); err != nil {
+		if err := cudaraw.StreamSynchronize(s); err != nil {
 			return nil, nil, err
 		}
-		return func() error { return cuda.GraphExecDestroy(ge) }, func() { _ = cuda.StreamDestroy(s) }, nil
+		return func() error { return cudaraw.GraphExecDestroy(ge) }, func() { _ = cudaraw.StreamDestroy(s) }, nil
 	}}},
 	"cuMemFree_v2": {
 		{Make: func(e *Env) (func() error, func(), error) {
-			var d cuda.CUdeviceptr
-			if err := cuda.MemAlloc(&d, 1<<20); err != nil {
+			var d cudaraw.CUdeviceptr
+			if err := cudaraw.MemAlloc(&d, 1<<20); err != nil {
 				return nil, nil, err
 			}
-			return func() error { return cuda.MemFree(d) }, noCleanup, nil
+			return func() error { return cudaraw.MemFree(d) }, noCleanup, nil
 		}},
 		{Variant: "managed", Make: func(e *Env) (func() error, func(), error) {
-			var d cuda.CUdeviceptr
-			if err := cuda.MemAllocManaged(&d, 1<<20, uint32(cuda.CU_MEM_ATTACH_GLOBAL)); err != nil {
+			var d cudaraw.CUdeviceptr
+			if err := cudaraw.MemAllocManaged(&d, 1<<20, uint32(cudaraw.CU_MEM_ATTACH_GLOBAL)); err != nil {
 				return nil, nil, err
 			}
-			return func() error { return cuda.MemFree(d) }, noCleanup, nil
+			return func() error { return cudaraw.MemFree(d) }, noCleanup, nil
 		}},
 	},
 	"cuMemPoolDestroy": {{Make: func(e *Env) (func() error, func(), error) {
-		props := cuda.CUmemPoolProps{
-			AllocType: cuda.CU_MEM_ALLOCATION_TYPE_PINNED,
-			Location:  cuda.CUmemLocation{Type: cuda.CU_MEM_LOCATION_TYPE_DEVICE, Id: int32(e.Dev)},
+		props := cudaraw.CUmemPoolProps{
+			AllocType: cudaraw.CU_MEM_ALLOCATION_TYPE_PINNED,
+			Location:  cudaraw.CUmemLocation{Type: cudaraw.CU_MEM_LOCATION_TYPE_DEVICE, Id: int32(e.Dev)},
 		}
-		var p cuda.CUmemoryPool
-		if err := cuda.MemPoolCreate(&p, &props); err != nil {
+		var p cudaraw.CUmemoryPool
+		if err := cudaraw.MemPoolCreate(&p, &props); err != nil {
 			return nil, nil, err
 		}
 		thr := ^uint64(0)
-		if err := cuda.MemPoolSetAttribute(p, cuda.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, unsafe.Pointer(&thr)); err != nil {
+		if err := cudaraw.MemPoolSetAttribute(p, cudaraw.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, unsafe.Pointer(&thr)); err != nil {
 			return nil, nil, err
 		}
-		var d cuda.CUdeviceptr // the pool keeps 1 MiB reserved
-		if err := cuda.MemAllocFromPoolAsync(&d, 1<<20, p, e.Busy); err != nil {
+		var d cudaraw.CUdeviceptr // the pool keeps 1 MiB reserved
+		if err := cudaraw.MemAllocFromPoolAsync(&d, 1<<20, p, e.Busy); err != nil {
 			return nil, nil, err
 		}
-		if err := cuda.MemFreeAsync(d, e.Busy); err != nil {
+		if err := cudaraw.MemFreeAsync(d, e.Busy); err != nil {
 			return nil, nil, err
 		}
-		if err := cuda.StreamSynchronize(e.Busy); err != nil {
+		if err := cudaraw.StreamSynchronize(e.Busy); err != nil {
 			return nil, nil, err
 		}
-		return func() error { return cuda.MemPoolDestroy(p) }, noCleanup, nil
+		return func() error { return cudaraw.MemPoolDestroy(p) }, noCleanup, nil
 	}}},
 	"cuCtxDestroy_v2": {{Make: func(e *Env) (func() error, func(), error) {
-		var c cuda.CUcontext
-		if err := cuda.CtxCreate(&c, nil, 0, e.Dev); err != nil {
+		var c cudaraw.CUcontext
+		if err := cudaraw.CtxCreate(&c, nil, 0, e.Dev); err != nil {
 			return nil, nil, err
 		}
 		// cuCtxCreate made c current; the primary context goes back on this thread.
-		if err := cuda.CtxSetCurrent(e.Ctx); err != nil {
+		if err := cudaraw.CtxSetCurrent(e.Ctx); err != nil {
 			return nil, nil, err
 		}
-		return func() error { return cuda.CtxDestroy(c) }, noCleanup, nil
+		return func() error { return cudaraw.CtxDestroy(c) }, noCleanup, nil
 	}}},
 
 	// ---- cublas ----
 	"cublasDestroy_v2": {{Make: func(e *Env) (func() error, func(), error) {
-		var h cublas.CublasHandle
-		if err := cublas.Create(&h); err != nil {
+		var h cublasraw.CublasHandle
+		if err := cublasraw.Create(&h); err != nil {
 			return nil, nil, err
 		}
-		return func() error { return cublas.Destroy(h) }, noCleanup, nil
+		return func() error { return cublasraw.Destroy(h) }, noCleanup, nil
 	}}},
 
 	// ---- cufft ----
 	"cufftDestroy": {{Make: func(e *Env) (func() error, func(), error) {
-		var p cufft.CufftHandle
-		if err := cufft.Plan1d(&p, 1024, cufft.CUFFT_C2C, 1); err != nil {
+		var p cufftraw.CufftHandle
+		if err := cufftraw.Plan1d(&p, 1024, cufftraw.CUFFT_C2C, 1); err != nil {
 			return nil, nil, err
 		}
-		return func() error { return cufft.Destroy(p) }, noCleanup, nil
+		return func() error { return cufftraw.Destroy(p) }, noCleanup, nil
 	}}},
 
 	// ---- curand ----
@@ -174,115 +174,115 @@ var probes = map[string][]Probe{
 		if err != nil {
 			return nil, nil, err
 		}
-		var g curand.CurandGenerator
-		if err := curand.CreateGenerator(&g, curand.CURAND_RNG_PSEUDO_DEFAULT); err != nil {
+		var g curandraw.CurandGenerator
+		if err := curandraw.CreateGenerator(&g, curandraw.CURAND_RNG_PSEUDO_DEFAULT); err != nil {
 			free()
 			return nil, nil, err
 		}
-		if err := curand.GenerateUniform(g, (*float32)(buf), 1024); err != nil { // used once
+		if err := curandraw.GenerateUniform(g, (*float32)(buf), 1024); err != nil { // used once
 			free()
 			return nil, nil, err
 		}
-		if err := cuda.CtxSynchronize(); err != nil {
+		if err := cudaraw.CtxSynchronize(); err != nil {
 			free()
 			return nil, nil, err
 		}
-		return func() error { return curand.DestroyGenerator(g) }, free, nil
+		return func() error { return curandraw.DestroyGenerator(g) }, free, nil
 	}}},
 
 	// ---- cusparse ----
 	"cusparseDestroy": {{Make: func(e *Env) (func() error, func(), error) {
-		var h cusparse.CusparseHandle
-		if err := cusparse.Create(&h); err != nil {
+		var h cusparseraw.CusparseHandle
+		if err := cusparseraw.Create(&h); err != nil {
 			return nil, nil, err
 		}
-		return func() error { return cusparse.Destroy(h) }, noCleanup, nil
+		return func() error { return cusparseraw.Destroy(h) }, noCleanup, nil
 	}}},
 	"cusparseDestroySpMat": {{Make: func(e *Env) (func() error, func(), error) {
 		buf, free, err := deviceBuffer(256)
 		if err != nil {
 			return nil, nil, err
 		}
-		var m cusparse.CusparseSpMatDescr
-		if err := cusparse.CreateCsr(&m, 4, 4, 0, buf, buf, buf, cusparse.CUSPARSE_INDEX_32I, cusparse.CUSPARSE_INDEX_32I,
-			cusparse.CUSPARSE_INDEX_BASE_ZERO, cuda.CUDA_R_32F); err != nil {
+		var m cusparseraw.CusparseSpMatDescr
+		if err := cusparseraw.CreateCsr(&m, 4, 4, 0, buf, buf, buf, cusparseraw.CUSPARSE_INDEX_32I, cusparseraw.CUSPARSE_INDEX_32I,
+			cusparseraw.CUSPARSE_INDEX_BASE_ZERO, cudaraw.CUDA_R_32F); err != nil {
 			free()
 			return nil, nil, err
 		}
-		return func() error { return cusparse.DestroySpMat(m) }, free, nil
+		return func() error { return cusparseraw.DestroySpMat(m) }, free, nil
 	}}},
 	"cusparseDestroyDnVec": {{Make: func(e *Env) (func() error, func(), error) {
 		buf, free, err := deviceBuffer(256)
 		if err != nil {
 			return nil, nil, err
 		}
-		var v cusparse.CusparseDnVecDescr
-		if err := cusparse.CreateDnVec(&v, 4, buf, cuda.CUDA_R_32F); err != nil {
+		var v cusparseraw.CusparseDnVecDescr
+		if err := cusparseraw.CreateDnVec(&v, 4, buf, cudaraw.CUDA_R_32F); err != nil {
 			free()
 			return nil, nil, err
 		}
-		return func() error { return cusparse.DestroyDnVec(v) }, free, nil
+		return func() error { return cusparseraw.DestroyDnVec(v) }, free, nil
 	}}},
 	"cusparseDestroyDnMat": {{Make: func(e *Env) (func() error, func(), error) {
 		buf, free, err := deviceBuffer(256)
 		if err != nil {
 			return nil, nil, err
 		}
-		var m cusparse.CusparseDnMatDescr
-		if err := cusparse.CreateDnMat(&m, 4, 4, 4, buf, cuda.CUDA_R_32F, cusparse.CUSPARSE_ORDER_COL); err != nil {
+		var m cusparseraw.CusparseDnMatDescr
+		if err := cusparseraw.CreateDnMat(&m, 4, 4, 4, buf, cudaraw.CUDA_R_32F, cusparseraw.CUSPARSE_ORDER_COL); err != nil {
 			free()
 			return nil, nil, err
 		}
-		return func() error { return cusparse.DestroyDnMat(m) }, free, nil
+		return func() error { return cusparseraw.DestroyDnMat(m) }, free, nil
 	}}},
 	"cusparseDestroySpVec": {{Make: func(e *Env) (func() error, func(), error) {
 		buf, free, err := deviceBuffer(256)
 		if err != nil {
 			return nil, nil, err
 		}
-		var v cusparse.CusparseSpVecDescr
-		if err := cusparse.CreateSpVec(&v, 4, 0, buf, buf, cusparse.CUSPARSE_INDEX_32I, cusparse.CUSPARSE_INDEX_BASE_ZERO, cuda.CUDA_R_32F); err != nil {
+		var v cusparseraw.CusparseSpVecDescr
+		if err := cusparseraw.CreateSpVec(&v, 4, 0, buf, buf, cusparseraw.CUSPARSE_INDEX_32I, cusparseraw.CUSPARSE_INDEX_BASE_ZERO, cudaraw.CUDA_R_32F); err != nil {
 			free()
 			return nil, nil, err
 		}
-		return func() error { return cusparse.DestroySpVec(v) }, free, nil
+		return func() error { return cusparseraw.DestroySpVec(v) }, free, nil
 	}}},
 
 	// ---- cudnn ----
 	"cudnnDestroy": {{Make: func(e *Env) (func() error, func(), error) {
-		var h cudnn.CudnnHandle
-		if err := cudnn.Create(&h); err != nil {
+		var h cudnnraw.CudnnHandle
+		if err := cudnnraw.Create(&h); err != nil {
 			return nil, nil, err
 		}
-		return func() error { return cudnn.Destroy(h) }, noCleanup, nil
+		return func() error { return cudnnraw.Destroy(h) }, noCleanup, nil
 	}}},
 	"cudnnDestroyTensorDescriptor": {{Make: func(e *Env) (func() error, func(), error) {
-		var t cudnn.CudnnTensorDescriptor
-		if err := cudnn.CreateTensorDescriptor(&t); err != nil {
+		var t cudnnraw.CudnnTensorDescriptor
+		if err := cudnnraw.CreateTensorDescriptor(&t); err != nil {
 			return nil, nil, err
 		}
-		return func() error { return cudnn.DestroyTensorDescriptor(t) }, noCleanup, nil
+		return func() error { return cudnnraw.DestroyTensorDescriptor(t) }, noCleanup, nil
 	}}},
 	"cudnnDestroyActivationDescriptor": {{Make: func(e *Env) (func() error, func(), error) {
-		var a cudnn.CudnnActivationDescriptor
-		if err := cudnn.CreateActivationDescriptor(&a); err != nil {
+		var a cudnnraw.CudnnActivationDescriptor
+		if err := cudnnraw.CreateActivationDescriptor(&a); err != nil {
 			return nil, nil, err
 		}
-		return func() error { return cudnn.DestroyActivationDescriptor(a) }, noCleanup, nil
+		return func() error { return cudnnraw.DestroyActivationDescriptor(a) }, noCleanup, nil
 	}}},
 	"cudnnDestroyFilterDescriptor": {{Make: func(e *Env) (func() error, func(), error) {
-		var f cudnn.CudnnFilterDescriptor
-		if err := cudnn.CreateFilterDescriptor(&f); err != nil {
+		var f cudnnraw.CudnnFilterDescriptor
+		if err := cudnnraw.CreateFilterDescriptor(&f); err != nil {
 			return nil, nil, err
 		}
-		return func() error { return cudnn.DestroyFilterDescriptor(f) }, noCleanup, nil
+		return func() error { return cudnnraw.DestroyFilterDescriptor(f) }, noCleanup, nil
 	}}},
 	"cudnnDestroyConvolutionDescriptor": {{Make: func(e *Env) (func() error, func(), error) {
-		var c cudnn.CudnnConvolutionDescriptor
-		if err := cudnn.CreateConvolutionDescriptor(&c); err != nil {
+		var c cudnnraw.CudnnConvolutionDescriptor
+		if err := cudnnraw.CreateConvolutionDescriptor(&c); err != nil {
 			return nil, nil, err
 		}
-		return func() error { return cudnn.DestroyConvolutionDescriptor(c) }, noCleanup, nil
+		return func() error { return cudnnraw.DestroyConvolutionDescriptor(c) }, noCleanup, nil
 	}}},
 }
 
@@ -294,24 +294,24 @@ var references = []struct {
 	Probe    Probe
 }{
 	{"cuCtxSynchronize (reference)", true, Probe{Make: func(e *Env) (func() error, func(), error) {
-		return cuda.CtxSynchronize, noCleanup, nil
+		return cudaraw.CtxSynchronize, noCleanup, nil
 	}}},
 }
 
 // captureEmpty captures one empty-kernel launch into a graph on a new stream.
-func captureEmpty(e *Env) (cuda.CUgraph, cuda.CUstream, error) {
-	var s cuda.CUstream
-	if err := cuda.StreamCreate(&s, uint32(cuda.CU_STREAM_NON_BLOCKING)); err != nil {
+func captureEmpty(e *Env) (cudaraw.CUgraph, cudaraw.CUstream, error) {
+	var s cudaraw.CUstream
+	if err := cudaraw.StreamCreate(&s, uint32(cudaraw.CU_STREAM_NON_BLOCKING)); err != nil {
 		return 0, 0, err
 	}
-	if err := cuda.StreamBeginCapture(s, cuda.CU_STREAM_CAPTURE_MODE_RELAXED); err != nil {
+	if err := cudaraw.StreamBeginCapture(s, cudaraw.CU_STREAM_CAPTURE_MODE_RELAXED); err != nil {
 		return 0, 0, err
 	}
-	if err := cuda.LaunchKernel(e.Empty, 1, 1, 1, 1, 1, 1, 0, s, nil, nil); err != nil {
+	if err := cudaraw.LaunchKernel(e.Empty, 1, 1, 1, 1, 1, 1, 0, s, nil, nil); err != nil {
 		return 0, 0, err
 	}
-	var g cuda.CUgraph
-	if err := cuda.StreamEndCapture(s, &g); err != nil {
+	var g cudaraw.CUgraph
+	if err := cudaraw.StreamEndCapture(s, &g); err != nil {
 		return 0, 0, err
 	}
 	return g, s, nil
@@ -321,13 +321,13 @@ func captureEmpty(e *Env) (cuda.CUgraph, cuda.CUstream, error) {
 // pointer (device memory is never Go memory) and a function that frees it (cuMemFree waits for
 // the GPU, so it runs in a probe's cleanup, once the spin kernel is over).
 func deviceBuffer(size uint64) (unsafe.Pointer, func(), error) {
-	var d cuda.CUdeviceptr
-	if err := cuda.MemAlloc(&d, size); err != nil {
+	var d cudaraw.CUdeviceptr
+	if err := cudaraw.MemAlloc(&d, size); err != nil {
 		return nil, nil, err
 	}
-	if err := cuda.MemsetD8(d, 0, size); err != nil {
-		_ = cuda.MemFree(d)
+	if err := cudaraw.MemsetD8(d, 0, size); err != nil {
+		_ = cudaraw.MemFree(d)
 		return nil, nil, err
 	}
-	return *(*unsafe.Pointer)(unsafe.Pointer(&d)), func() { _ = cuda.MemFree(d) }, nil
+	return *(*unsafe.Pointer)(unsafe.Pointer(&d)), func() { _ = cudaraw.MemFree(d) }, nil
 }

@@ -3,7 +3,8 @@ package main
 import (
 	"unsafe"
 
-	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/cusolver/cusolverraw"
 
 	"github.com/gocuda/gocuda/cusolver"
 )
@@ -13,11 +14,11 @@ import (
 func init() {
 	probes["cusolverDnDestroy"] = []Probe{
 		{Variant: "fresh", Make: func(e *Env) (func() error, func(), error) {
-			var h cusolver.CusolverDnHandle
-			if err := cusolver.DnCreate(&h); err != nil {
+			var h cusolverraw.CusolverDnHandle
+			if err := cusolverraw.DnCreate(&h); err != nil {
 				return nil, nil, err
 			}
-			return func() error { return cusolver.DnDestroy(h) }, noCleanup, nil
+			return func() error { return cusolverraw.DnDestroy(h) }, noCleanup, nil
 		}},
 		{Variant: "used", Make: func(e *Env) (func() error, func(), error) {
 			const n = 32
@@ -29,21 +30,21 @@ func init() {
 			if err != nil {
 				return nil, nil, err
 			}
-			var h cusolver.CusolverDnHandle
-			if err := cusolver.DnCreate(&h); err != nil {
+			var h cusolverraw.CusolverDnHandle
+			if err := cusolverraw.DnCreate(&h); err != nil {
 				freeA()
 				return nil, nil, err
 			}
 			fail := func(err error) (func() error, func(), error) {
-				_ = cusolver.DnDestroy(h)
+				_ = cusolverraw.DnDestroy(h)
 				freeA()
 				return nil, nil, err
 			}
-			if err := cuda.MemcpyHtoD(*(*cuda.CUdeviceptr)(unsafe.Pointer(&a)), unsafe.Pointer(&eye[0]), n*n*4); err != nil {
+			if err := cudaraw.MemcpyHtoD(*(*cudaraw.CUdeviceptr)(unsafe.Pointer(&a)), unsafe.Pointer(&eye[0]), n*n*4); err != nil {
 				return fail(err)
 			}
 			var lwork int32
-			if err := cusolver.DnSpotrfBufferSize(h, cusolver.Lower, n, (*float32)(a), n, &lwork); err != nil {
+			if err := cusolverraw.DnSpotrfBufferSize(h, cusolver.Lower, n, (*float32)(a), n, &lwork); err != nil {
 				return fail(err)
 			}
 			w, freeW, err := deviceBuffer(uint64(max(lwork, 1))*4 + 4) // the workspace, then the info
@@ -51,15 +52,15 @@ func init() {
 				return fail(err)
 			}
 			info := unsafe.Add(w, uintptr(max(lwork, 1))*4)
-			if err := cusolver.DnSpotrf(h, cusolver.Lower, n, (*float32)(a), n, (*float32)(w), lwork, (*int32)(info)); err != nil {
+			if err := cusolverraw.DnSpotrf(h, cusolver.Lower, n, (*float32)(a), n, (*float32)(w), lwork, (*int32)(info)); err != nil {
 				freeW()
 				return fail(err)
 			}
-			if err := cuda.CtxSynchronize(); err != nil {
+			if err := cudaraw.CtxSynchronize(); err != nil {
 				freeW()
 				return fail(err)
 			}
-			return func() error { return cusolver.DnDestroy(h) }, func() { freeW(); freeA() }, nil
+			return func() error { return cusolverraw.DnDestroy(h) }, func() { freeW(); freeA() }, nil
 		}},
 	}
 }

@@ -3,8 +3,8 @@ package main
 import (
 	"unsafe"
 
-	"github.com/gocuda/gocuda/cuda"
-	"github.com/gocuda/gocuda/cusparse"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/cusparse/cusparseraw"
 )
 
 // Probes of cuSPARSE's analysis objects (headers/cusparse.toml): the SpSV, SpSM and
@@ -41,44 +41,44 @@ func init() {
 	// program that fails between the two would), which is not the same work.
 	for name, mk := range map[string]func(e *Env) (func() error, func(), error){
 		"cusparseSpSV_destroyDescr": fresh(func() (func() error, error) {
-			var d cusparse.CusparseSpSVDescr
-			err := cusparse.SpSVCreateDescr(&d)
-			return func() error { return cusparse.SpSVDestroyDescr(d) }, err
+			var d cusparseraw.CusparseSpSVDescr
+			err := cusparseraw.SpSVCreateDescr(&d)
+			return func() error { return cusparseraw.SpSVDestroyDescr(d) }, err
 		}),
 		"cusparseSpSM_destroyDescr": fresh(func() (func() error, error) {
-			var d cusparse.CusparseSpSMDescr
-			err := cusparse.SpSMCreateDescr(&d)
-			return func() error { return cusparse.SpSMDestroyDescr(d) }, err
+			var d cusparseraw.CusparseSpSMDescr
+			err := cusparseraw.SpSMCreateDescr(&d)
+			return func() error { return cusparseraw.SpSMDestroyDescr(d) }, err
 		}),
 		"cusparseSpGEMM_destroyDescr": fresh(func() (func() error, error) {
-			var d cusparse.CusparseSpGEMMDescr
-			err := cusparse.SpGEMMCreateDescr(&d)
-			return func() error { return cusparse.SpGEMMDestroyDescr(d) }, err
+			var d cusparseraw.CusparseSpGEMMDescr
+			err := cusparseraw.SpGEMMCreateDescr(&d)
+			return func() error { return cusparseraw.SpGEMMDestroyDescr(d) }, err
 		}),
 		"cusparseDestroyCsrilu02Info": fresh(func() (func() error, error) {
-			var d cusparse.Csrilu02Info
-			err := cusparse.CreateCsrilu02Info(&d)
-			return func() error { return cusparse.DestroyCsrilu02Info(d) }, err
+			var d cusparseraw.Csrilu02Info
+			err := cusparseraw.CreateCsrilu02Info(&d)
+			return func() error { return cusparseraw.DestroyCsrilu02Info(d) }, err
 		}),
 		"cusparseDestroyBsrilu02Info": fresh(func() (func() error, error) {
-			var d cusparse.Bsrilu02Info
-			err := cusparse.CreateBsrilu02Info(&d)
-			return func() error { return cusparse.DestroyBsrilu02Info(d) }, err
+			var d cusparseraw.Bsrilu02Info
+			err := cusparseraw.CreateBsrilu02Info(&d)
+			return func() error { return cusparseraw.DestroyBsrilu02Info(d) }, err
 		}),
 		"cusparseDestroyBsric02Info": fresh(func() (func() error, error) {
-			var d cusparse.Bsric02Info
-			err := cusparse.CreateBsric02Info(&d)
-			return func() error { return cusparse.DestroyBsric02Info(d) }, err
+			var d cusparseraw.Bsric02Info
+			err := cusparseraw.CreateBsric02Info(&d)
+			return func() error { return cusparseraw.DestroyBsric02Info(d) }, err
 		}),
 		"cusparseDestroyBsrsv2Info": fresh(func() (func() error, error) {
-			var d cusparse.Bsrsv2Info
-			err := cusparse.CreateBsrsv2Info(&d)
-			return func() error { return cusparse.DestroyBsrsv2Info(d) }, err
+			var d cusparseraw.Bsrsv2Info
+			err := cusparseraw.CreateBsrsv2Info(&d)
+			return func() error { return cusparseraw.DestroyBsrsv2Info(d) }, err
 		}),
 		"cusparseDestroyBsrsm2Info": fresh(func() (func() error, error) {
-			var d cusparse.Bsrsm2Info
-			err := cusparse.CreateBsrsm2Info(&d)
-			return func() error { return cusparse.DestroyBsrsm2Info(d) }, err
+			var d cusparseraw.Bsrsm2Info
+			err := cusparseraw.CreateBsrsm2Info(&d)
+			return func() error { return cusparseraw.DestroyBsrsm2Info(d) }, err
 		}),
 	} {
 		probes[name] = append(probes[name], Probe{Variant: "fresh", Make: mk})
@@ -96,17 +96,17 @@ const (
 // spFix is a probe's cuSPARSE state: a handle and a legacy matrix descriptor (general,
 // zero-based: the defaults), and what close releases, last made first released.
 type spFix struct {
-	h     cusparse.CusparseHandle
-	descr cusparse.CusparseMatDescr
+	h     cusparseraw.CusparseHandle
+	descr cusparseraw.CusparseMatDescr
 	frees []func()
 }
 
 func spNew() (*spFix, error) {
 	f := &spFix{}
-	if err := cusparse.Create(&f.h); err != nil {
+	if err := cusparseraw.Create(&f.h); err != nil {
 		return nil, err
 	}
-	f.frees = append(f.frees, func() { _ = cusparse.Destroy(f.h) })
+	f.frees = append(f.frees, func() { _ = cusparseraw.Destroy(f.h) })
 	var err error
 	if f.descr, err = f.matDescr(); err != nil {
 		f.close()
@@ -128,7 +128,7 @@ func (f *spFix) close() {
 // it releases the object and cleans up itself.
 func (f *spFix) finish(release func() error, err error) (func() error, func(), error) {
 	if err == nil {
-		err = cuda.CtxSynchronize()
+		err = cudaraw.CtxSynchronize()
 	}
 	if err != nil {
 		_ = release()
@@ -139,12 +139,12 @@ func (f *spFix) finish(release func() error, err error) (func() error, func(), e
 }
 
 // matDescr makes a legacy matrix descriptor (general, zero-based), released by close.
-func (f *spFix) matDescr() (cusparse.CusparseMatDescr, error) {
-	var d cusparse.CusparseMatDescr
-	if err := cusparse.CreateMatDescr(&d); err != nil {
+func (f *spFix) matDescr() (cusparseraw.CusparseMatDescr, error) {
+	var d cusparseraw.CusparseMatDescr
+	if err := cusparseraw.CreateMatDescr(&d); err != nil {
 		return 0, err
 	}
-	f.frees = append(f.frees, func() { _ = cusparse.DestroyMatDescr(d) })
+	f.frees = append(f.frees, func() { _ = cusparseraw.DestroyMatDescr(d) })
 	return d, nil
 }
 
@@ -152,12 +152,12 @@ func (f *spFix) matDescr() (cusparse.CusparseMatDescr, error) {
 // waits for the GPU: it runs in the cleanup, after the spin).
 func (f *spFix) alloc(size uint64) (unsafe.Pointer, error) {
 	size = max(size, 1)
-	var d cuda.CUdeviceptr
-	if err := cuda.MemAlloc(&d, size); err != nil {
+	var d cudaraw.CUdeviceptr
+	if err := cudaraw.MemAlloc(&d, size); err != nil {
 		return nil, err
 	}
-	f.frees = append(f.frees, func() { _ = cuda.MemFree(d) })
-	if err := cuda.MemsetD8(d, 0, size); err != nil {
+	f.frees = append(f.frees, func() { _ = cudaraw.MemFree(d) })
+	if err := cudaraw.MemsetD8(d, 0, size); err != nil {
 		return nil, err
 	}
 	// Device memory is never Go memory: the address as a pointer, vet-clean.
@@ -171,7 +171,7 @@ func spUpload[T int32 | float32](f *spFix, host []T) (unsafe.Pointer, error) {
 	if err != nil || len(host) == 0 {
 		return p, err
 	}
-	return p, cuda.MemcpyHtoD(*(*cuda.CUdeviceptr)(unsafe.Pointer(&p)), unsafe.Pointer(&host[0]), size)
+	return p, cudaraw.MemcpyHtoD(*(*cudaraw.CUdeviceptr)(unsafe.Pointer(&p)), unsafe.Pointer(&host[0]), size)
 }
 
 // spMat is a CSR (or BSR) matrix in device memory: rows (block rows) and nnz (blocks).
@@ -200,53 +200,53 @@ func (f *spFix) upload(rowPtr, colInd []int32, val []float32) (spMat, error) {
 
 // generic makes the generic API's descriptor of a CSR matrix with cols columns
 // (released by close).
-func (f *spFix) generic(m spMat, cols int) (cusparse.CusparseSpMatDescr, error) {
-	var d cusparse.CusparseSpMatDescr
-	if err := cusparse.CreateCsr(&d, int64(m.rows), int64(cols), int64(m.nnz), m.rowPtr, m.colInd, m.val,
-		cusparse.CUSPARSE_INDEX_32I, cusparse.CUSPARSE_INDEX_32I, cusparse.CUSPARSE_INDEX_BASE_ZERO, cuda.CUDA_R_32F); err != nil {
+func (f *spFix) generic(m spMat, cols int) (cusparseraw.CusparseSpMatDescr, error) {
+	var d cusparseraw.CusparseSpMatDescr
+	if err := cusparseraw.CreateCsr(&d, int64(m.rows), int64(cols), int64(m.nnz), m.rowPtr, m.colInd, m.val,
+		cusparseraw.CUSPARSE_INDEX_32I, cusparseraw.CUSPARSE_INDEX_32I, cusparseraw.CUSPARSE_INDEX_BASE_ZERO, cudaraw.CUDA_R_32F); err != nil {
 		return 0, err
 	}
-	f.frees = append(f.frees, func() { _ = cusparse.DestroySpMat(d) })
+	f.frees = append(f.frees, func() { _ = cusparseraw.DestroySpMat(d) })
 	return d, nil
 }
 
 // lowerTriangular marks a generic matrix descriptor lower triangular with a non-unit
 // diagonal (the defaults, set all the same), for the triangular solves.
-func lowerTriangular(m cusparse.CusparseSpMatDescr) error {
-	fill, diag := cusparse.CUSPARSE_FILL_MODE_LOWER, cusparse.CUSPARSE_DIAG_TYPE_NON_UNIT
-	if err := cusparse.SpMatSetAttribute(m, cusparse.CUSPARSE_SPMAT_FILL_MODE, unsafe.Pointer(&fill), uint64(unsafe.Sizeof(fill))); err != nil {
+func lowerTriangular(m cusparseraw.CusparseSpMatDescr) error {
+	fill, diag := cusparseraw.CUSPARSE_FILL_MODE_LOWER, cusparseraw.CUSPARSE_DIAG_TYPE_NON_UNIT
+	if err := cusparseraw.SpMatSetAttribute(m, cusparseraw.CUSPARSE_SPMAT_FILL_MODE, unsafe.Pointer(&fill), uint64(unsafe.Sizeof(fill))); err != nil {
 		return err
 	}
-	return cusparse.SpMatSetAttribute(m, cusparse.CUSPARSE_SPMAT_DIAG_TYPE, unsafe.Pointer(&diag), uint64(unsafe.Sizeof(diag)))
+	return cusparseraw.SpMatSetAttribute(m, cusparseraw.CUSPARSE_SPMAT_DIAG_TYPE, unsafe.Pointer(&diag), uint64(unsafe.Sizeof(diag)))
 }
 
 // dense makes the generic API's descriptor of a dense rows×cols column-major matrix
 // of zeros (released by close).
-func (f *spFix) dense(rows, cols int) (cusparse.CusparseDnMatDescr, error) {
+func (f *spFix) dense(rows, cols int) (cusparseraw.CusparseDnMatDescr, error) {
 	p, err := f.alloc(uint64(rows * cols * 4))
 	if err != nil {
 		return 0, err
 	}
-	var d cusparse.CusparseDnMatDescr
-	if err := cusparse.CreateDnMat(&d, int64(rows), int64(cols), int64(rows), p, cuda.CUDA_R_32F, cusparse.CUSPARSE_ORDER_COL); err != nil {
+	var d cusparseraw.CusparseDnMatDescr
+	if err := cusparseraw.CreateDnMat(&d, int64(rows), int64(cols), int64(rows), p, cudaraw.CUDA_R_32F, cusparseraw.CUSPARSE_ORDER_COL); err != nil {
 		return 0, err
 	}
-	f.frees = append(f.frees, func() { _ = cusparse.DestroyDnMat(d) })
+	f.frees = append(f.frees, func() { _ = cusparseraw.DestroyDnMat(d) })
 	return d, nil
 }
 
 // vector makes the generic API's descriptor of a dense vector of n zeros (released by
 // close).
-func (f *spFix) vector(n int) (cusparse.CusparseDnVecDescr, error) {
+func (f *spFix) vector(n int) (cusparseraw.CusparseDnVecDescr, error) {
 	p, err := f.alloc(uint64(n * 4))
 	if err != nil {
 		return 0, err
 	}
-	var d cusparse.CusparseDnVecDescr
-	if err := cusparse.CreateDnVec(&d, int64(n), p, cuda.CUDA_R_32F); err != nil {
+	var d cusparseraw.CusparseDnVecDescr
+	if err := cusparseraw.CreateDnVec(&d, int64(n), p, cudaraw.CUDA_R_32F); err != nil {
 		return 0, err
 	}
-	f.frees = append(f.frees, func() { _ = cusparse.DestroyDnVec(d) })
+	f.frees = append(f.frees, func() { _ = cusparseraw.DestroyDnVec(d) })
 	return d, nil
 }
 
@@ -333,17 +333,17 @@ func probeSpSV(e *Env) (func() error, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	var d cusparse.CusparseSpSVDescr
-	if err := cusparse.SpSVCreateDescr(&d); err != nil {
+	var d cusparseraw.CusparseSpSVDescr
+	if err := cusparseraw.SpSVCreateDescr(&d); err != nil {
 		f.close()
 		return nil, nil, err
 	}
-	return f.finish(func() error { return cusparse.SpSVDestroyDescr(d) }, f.spsv(d))
+	return f.finish(func() error { return cusparseraw.SpSVDestroyDescr(d) }, f.spsv(d))
 }
 
 // spsv runs cusparseSpSV_analysis and cusparseSpSV_solve with d on a lower bidiagonal
 // CSR matrix, with the analysis buffer.
-func (f *spFix) spsv(d cusparse.CusparseSpSVDescr) error {
+func (f *spFix) spsv(d cusparseraw.CusparseSpSVDescr) error {
 	a, err := f.csr(false, false)
 	if err != nil {
 		return err
@@ -364,19 +364,19 @@ func (f *spFix) spsv(d cusparse.CusparseSpSVDescr) error {
 		return err
 	}
 	alpha := float32(1)
-	op, alg := cusparse.CUSPARSE_OPERATION_NON_TRANSPOSE, cusparse.CUSPARSE_SPSV_ALG_DEFAULT
+	op, alg := cusparseraw.CUSPARSE_OPERATION_NON_TRANSPOSE, cusparseraw.CUSPARSE_SPSV_ALG_DEFAULT
 	var size uint64
-	if err := cusparse.SpSVBufferSize(f.h, op, unsafe.Pointer(&alpha), m, x, y, cuda.CUDA_R_32F, alg, d, &size); err != nil {
+	if err := cusparseraw.SpSVBufferSize(f.h, op, unsafe.Pointer(&alpha), m, x, y, cudaraw.CUDA_R_32F, alg, d, &size); err != nil {
 		return err
 	}
 	buf, err := f.alloc(size)
 	if err != nil {
 		return err
 	}
-	if err := cusparse.SpSVAnalysis(f.h, op, unsafe.Pointer(&alpha), m, x, y, cuda.CUDA_R_32F, alg, d, buf); err != nil {
+	if err := cusparseraw.SpSVAnalysis(f.h, op, unsafe.Pointer(&alpha), m, x, y, cudaraw.CUDA_R_32F, alg, d, buf); err != nil {
 		return err
 	}
-	if err := cusparse.SpSVSolve(f.h, op, unsafe.Pointer(&alpha), m, x, y, cuda.CUDA_R_32F, alg, d); err != nil {
+	if err := cusparseraw.SpSVSolve(f.h, op, unsafe.Pointer(&alpha), m, x, y, cudaraw.CUDA_R_32F, alg, d); err != nil {
 		return err
 	}
 	return nil
@@ -402,18 +402,18 @@ func (f *spFix) spmv() error {
 		return err
 	}
 	alpha, beta := float32(1), float32(0)
-	op := cusparse.CUSPARSE_OPERATION_NON_TRANSPOSE
+	op := cusparseraw.CUSPARSE_OPERATION_NON_TRANSPOSE
 	var size uint64
-	if err := cusparse.SpMVBufferSize(f.h, op, unsafe.Pointer(&alpha), m, x, unsafe.Pointer(&beta), y, cuda.CUDA_R_32F,
-		cusparse.CUSPARSE_SPMV_ALG_DEFAULT, &size); err != nil {
+	if err := cusparseraw.SpMVBufferSize(f.h, op, unsafe.Pointer(&alpha), m, x, unsafe.Pointer(&beta), y, cudaraw.CUDA_R_32F,
+		cusparseraw.CUSPARSE_SPMV_ALG_DEFAULT, &size); err != nil {
 		return err
 	}
 	buf, err := f.alloc(size)
 	if err != nil {
 		return err
 	}
-	return cusparse.SpMV(f.h, op, unsafe.Pointer(&alpha), m, x, unsafe.Pointer(&beta), y, cuda.CUDA_R_32F,
-		cusparse.CUSPARSE_SPMV_ALG_DEFAULT, buf)
+	return cusparseraw.SpMV(f.h, op, unsafe.Pointer(&alpha), m, x, unsafe.Pointer(&beta), y, cudaraw.CUDA_R_32F,
+		cusparseraw.CUSPARSE_SPMV_ALG_DEFAULT, buf)
 }
 
 // probeUsedHandle: a cuSPARSE handle after it ran an SpSV analysis and solve and an
@@ -425,18 +425,18 @@ func probeUsedHandle(e *Env) (func() error, func(), error) {
 	}
 	h := f.h
 	f.frees[0] = func() {} // the handle is the object under test
-	var d cusparse.CusparseSpSVDescr
-	if err := cusparse.SpSVCreateDescr(&d); err != nil {
-		_ = cusparse.Destroy(h)
+	var d cusparseraw.CusparseSpSVDescr
+	if err := cusparseraw.SpSVCreateDescr(&d); err != nil {
+		_ = cusparseraw.Destroy(h)
 		f.close()
 		return nil, nil, err
 	}
-	f.frees = append(f.frees, func() { _ = cusparse.SpSVDestroyDescr(d) })
+	f.frees = append(f.frees, func() { _ = cusparseraw.SpSVDestroyDescr(d) })
 	err = f.spsv(d)
 	if err == nil {
 		err = f.spmv()
 	}
-	return f.finish(func() error { return cusparse.Destroy(h) }, err)
+	return f.finish(func() error { return cusparseraw.Destroy(h) }, err)
 }
 
 // probeSpSM: an SpSM descriptor after cusparseSpSM_analysis of a lower bidiagonal CSR
@@ -446,12 +446,12 @@ func probeSpSM(e *Env) (func() error, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	var d cusparse.CusparseSpSMDescr
-	if err := cusparse.SpSMCreateDescr(&d); err != nil {
+	var d cusparseraw.CusparseSpSMDescr
+	if err := cusparseraw.SpSMCreateDescr(&d); err != nil {
 		f.close()
 		return nil, nil, err
 	}
-	return f.finish(func() error { return cusparse.SpSMDestroyDescr(d) }, func() error {
+	return f.finish(func() error { return cusparseraw.SpSMDestroyDescr(d) }, func() error {
 		a, err := f.csr(false, false)
 		if err != nil {
 			return err
@@ -472,16 +472,16 @@ func probeSpSM(e *Env) (func() error, func(), error) {
 			return err
 		}
 		alpha := float32(1)
-		op, alg := cusparse.CUSPARSE_OPERATION_NON_TRANSPOSE, cusparse.CUSPARSE_SPSM_ALG_DEFAULT
+		op, alg := cusparseraw.CUSPARSE_OPERATION_NON_TRANSPOSE, cusparseraw.CUSPARSE_SPSM_ALG_DEFAULT
 		var size uint64
-		if err := cusparse.SpSMBufferSize(f.h, op, op, unsafe.Pointer(&alpha), m, b, c, cuda.CUDA_R_32F, alg, d, &size); err != nil {
+		if err := cusparseraw.SpSMBufferSize(f.h, op, op, unsafe.Pointer(&alpha), m, b, c, cudaraw.CUDA_R_32F, alg, d, &size); err != nil {
 			return err
 		}
 		buf, err := f.alloc(size)
 		if err != nil {
 			return err
 		}
-		return cusparse.SpSMAnalysis(f.h, op, op, unsafe.Pointer(&alpha), m, b, c, cuda.CUDA_R_32F, alg, d, buf)
+		return cusparseraw.SpSMAnalysis(f.h, op, op, unsafe.Pointer(&alpha), m, b, c, cudaraw.CUDA_R_32F, alg, d, buf)
 	}())
 }
 
@@ -493,12 +493,12 @@ func probeSpGEMM(e *Env) (func() error, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	var d cusparse.CusparseSpGEMMDescr
-	if err := cusparse.SpGEMMCreateDescr(&d); err != nil {
+	var d cusparseraw.CusparseSpGEMMDescr
+	if err := cusparseraw.SpGEMMCreateDescr(&d); err != nil {
 		f.close()
 		return nil, nil, err
 	}
-	return f.finish(func() error { return cusparse.SpGEMMDestroyDescr(d) }, func() error {
+	return f.finish(func() error { return cusparseraw.SpGEMMDestroyDescr(d) }, func() error {
 		a, err := f.csr(true, false)
 		if err != nil {
 			return err
@@ -512,32 +512,32 @@ func probeSpGEMM(e *Env) (func() error, func(), error) {
 			return err
 		}
 		alpha, beta := float32(1), float32(0)
-		op, alg := cusparse.CUSPARSE_OPERATION_NON_TRANSPOSE, cusparse.CUSPARSE_SPGEMM_DEFAULT
+		op, alg := cusparseraw.CUSPARSE_OPERATION_NON_TRANSPOSE, cusparseraw.CUSPARSE_SPGEMM_DEFAULT
 		ap, bp := unsafe.Pointer(&alpha), unsafe.Pointer(&beta)
 		var size1, size2 uint64
-		if err := cusparse.SpGEMMWorkEstimation(f.h, op, op, ap, ma, ma, bp, mc, cuda.CUDA_R_32F, alg, d, &size1, nil); err != nil {
+		if err := cusparseraw.SpGEMMWorkEstimation(f.h, op, op, ap, ma, ma, bp, mc, cudaraw.CUDA_R_32F, alg, d, &size1, nil); err != nil {
 			return err
 		}
 		buf1, err := f.alloc(size1)
 		if err != nil {
 			return err
 		}
-		if err := cusparse.SpGEMMWorkEstimation(f.h, op, op, ap, ma, ma, bp, mc, cuda.CUDA_R_32F, alg, d, &size1, buf1); err != nil {
+		if err := cusparseraw.SpGEMMWorkEstimation(f.h, op, op, ap, ma, ma, bp, mc, cudaraw.CUDA_R_32F, alg, d, &size1, buf1); err != nil {
 			return err
 		}
-		if err := cusparse.SpGEMMCompute(f.h, op, op, ap, ma, ma, bp, mc, cuda.CUDA_R_32F, alg, d, &size2, nil); err != nil {
+		if err := cusparseraw.SpGEMMCompute(f.h, op, op, ap, ma, ma, bp, mc, cudaraw.CUDA_R_32F, alg, d, &size2, nil); err != nil {
 			return err
 		}
 		buf2, err := f.alloc(size2)
 		if err != nil {
 			return err
 		}
-		return cusparse.SpGEMMCompute(f.h, op, op, ap, ma, ma, bp, mc, cuda.CUDA_R_32F, alg, d, &size2, buf2)
+		return cusparseraw.SpGEMMCompute(f.h, op, op, ap, ma, ma, bp, mc, cudaraw.CUDA_R_32F, alg, d, &size2, buf2)
 	}())
 }
 
 // The legacy solve policy: keep the level information (the analysis's work product).
-const spPolicy = cusparse.CUSPARSE_SOLVE_POLICY_USE_LEVEL
+const spPolicy = cusparseraw.CUSPARSE_SOLVE_POLICY_USE_LEVEL
 
 // probeCsric02: a csric02 info after cusparseScsric02_analysis and the incomplete
 // Cholesky factorization of a tridiagonal CSR matrix.
@@ -546,28 +546,28 @@ func probeCsric02(e *Env) (func() error, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	var info cusparse.Csric02Info
-	if err := cusparse.CreateCsric02Info(&info); err != nil {
+	var info cusparseraw.Csric02Info
+	if err := cusparseraw.CreateCsric02Info(&info); err != nil {
 		f.close()
 		return nil, nil, err
 	}
-	return f.finish(func() error { return cusparse.DestroyCsric02Info(info) }, func() error {
+	return f.finish(func() error { return cusparseraw.DestroyCsric02Info(info) }, func() error {
 		a, err := f.csr(true, false)
 		if err != nil {
 			return err
 		}
 		var size int32
-		if err := cusparse.Scsric02BufferSize(f.h, a.rows, a.nnz, f.descr, a.v(), a.rp(), a.ci(), info, &size); err != nil {
+		if err := cusparseraw.Scsric02BufferSize(f.h, a.rows, a.nnz, f.descr, a.v(), a.rp(), a.ci(), info, &size); err != nil {
 			return err
 		}
 		buf, err := f.alloc(uint64(size))
 		if err != nil {
 			return err
 		}
-		if err := cusparse.Scsric02Analysis(f.h, a.rows, a.nnz, f.descr, a.v(), a.rp(), a.ci(), info, spPolicy, buf); err != nil {
+		if err := cusparseraw.Scsric02Analysis(f.h, a.rows, a.nnz, f.descr, a.v(), a.rp(), a.ci(), info, spPolicy, buf); err != nil {
 			return err
 		}
-		return cusparse.Scsric02(f.h, a.rows, a.nnz, f.descr, a.v(), a.rp(), a.ci(), info, spPolicy, buf)
+		return cusparseraw.Scsric02(f.h, a.rows, a.nnz, f.descr, a.v(), a.rp(), a.ci(), info, spPolicy, buf)
 	}())
 }
 
@@ -578,28 +578,28 @@ func probeCsrilu02(e *Env) (func() error, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	var info cusparse.Csrilu02Info
-	if err := cusparse.CreateCsrilu02Info(&info); err != nil {
+	var info cusparseraw.Csrilu02Info
+	if err := cusparseraw.CreateCsrilu02Info(&info); err != nil {
 		f.close()
 		return nil, nil, err
 	}
-	return f.finish(func() error { return cusparse.DestroyCsrilu02Info(info) }, func() error {
+	return f.finish(func() error { return cusparseraw.DestroyCsrilu02Info(info) }, func() error {
 		a, err := f.csr(true, false)
 		if err != nil {
 			return err
 		}
 		var size int32
-		if err := cusparse.Scsrilu02BufferSize(f.h, a.rows, a.nnz, f.descr, a.v(), a.rp(), a.ci(), info, &size); err != nil {
+		if err := cusparseraw.Scsrilu02BufferSize(f.h, a.rows, a.nnz, f.descr, a.v(), a.rp(), a.ci(), info, &size); err != nil {
 			return err
 		}
 		buf, err := f.alloc(uint64(size))
 		if err != nil {
 			return err
 		}
-		if err := cusparse.Scsrilu02Analysis(f.h, a.rows, a.nnz, f.descr, a.v(), a.rp(), a.ci(), info, spPolicy, buf); err != nil {
+		if err := cusparseraw.Scsrilu02Analysis(f.h, a.rows, a.nnz, f.descr, a.v(), a.rp(), a.ci(), info, spPolicy, buf); err != nil {
 			return err
 		}
-		return cusparse.Scsrilu02(f.h, a.rows, a.nnz, f.descr, a.v(), a.rp(), a.ci(), info, spPolicy, buf)
+		return cusparseraw.Scsrilu02(f.h, a.rows, a.nnz, f.descr, a.v(), a.rp(), a.ci(), info, spPolicy, buf)
 	}())
 }
 
@@ -610,29 +610,29 @@ func probeBsric02(e *Env) (func() error, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	var info cusparse.Bsric02Info
-	if err := cusparse.CreateBsric02Info(&info); err != nil {
+	var info cusparseraw.Bsric02Info
+	if err := cusparseraw.CreateBsric02Info(&info); err != nil {
 		f.close()
 		return nil, nil, err
 	}
-	return f.finish(func() error { return cusparse.DestroyBsric02Info(info) }, func() error {
+	return f.finish(func() error { return cusparseraw.DestroyBsric02Info(info) }, func() error {
 		a, err := f.bsr(true)
 		if err != nil {
 			return err
 		}
-		dir := cusparse.CUSPARSE_DIRECTION_ROW
+		dir := cusparseraw.CUSPARSE_DIRECTION_ROW
 		var size int32
-		if err := cusparse.Sbsric02BufferSize(f.h, dir, a.rows, a.nnz, f.descr, a.v(), a.rp(), a.ci(), spBlock, info, &size); err != nil {
+		if err := cusparseraw.Sbsric02BufferSize(f.h, dir, a.rows, a.nnz, f.descr, a.v(), a.rp(), a.ci(), spBlock, info, &size); err != nil {
 			return err
 		}
 		buf, err := f.alloc(uint64(size))
 		if err != nil {
 			return err
 		}
-		if err := cusparse.Sbsric02Analysis(f.h, dir, a.rows, a.nnz, f.descr, a.v(), a.rp(), a.ci(), spBlock, info, spPolicy, buf); err != nil {
+		if err := cusparseraw.Sbsric02Analysis(f.h, dir, a.rows, a.nnz, f.descr, a.v(), a.rp(), a.ci(), spBlock, info, spPolicy, buf); err != nil {
 			return err
 		}
-		return cusparse.Sbsric02(f.h, dir, a.rows, a.nnz, f.descr, a.v(), a.rp(), a.ci(), spBlock, info, spPolicy, buf)
+		return cusparseraw.Sbsric02(f.h, dir, a.rows, a.nnz, f.descr, a.v(), a.rp(), a.ci(), spBlock, info, spPolicy, buf)
 	}())
 }
 
@@ -643,39 +643,39 @@ func probeBsrilu02(e *Env) (func() error, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	var info cusparse.Bsrilu02Info
-	if err := cusparse.CreateBsrilu02Info(&info); err != nil {
+	var info cusparseraw.Bsrilu02Info
+	if err := cusparseraw.CreateBsrilu02Info(&info); err != nil {
 		f.close()
 		return nil, nil, err
 	}
-	return f.finish(func() error { return cusparse.DestroyBsrilu02Info(info) }, func() error {
+	return f.finish(func() error { return cusparseraw.DestroyBsrilu02Info(info) }, func() error {
 		a, err := f.bsr(true)
 		if err != nil {
 			return err
 		}
-		dir := cusparse.CUSPARSE_DIRECTION_ROW
+		dir := cusparseraw.CUSPARSE_DIRECTION_ROW
 		var size int32
-		if err := cusparse.Sbsrilu02BufferSize(f.h, dir, a.rows, a.nnz, f.descr, a.v(), a.rp(), a.ci(), spBlock, info, &size); err != nil {
+		if err := cusparseraw.Sbsrilu02BufferSize(f.h, dir, a.rows, a.nnz, f.descr, a.v(), a.rp(), a.ci(), spBlock, info, &size); err != nil {
 			return err
 		}
 		buf, err := f.alloc(uint64(size))
 		if err != nil {
 			return err
 		}
-		if err := cusparse.Sbsrilu02Analysis(f.h, dir, a.rows, a.nnz, f.descr, a.v(), a.rp(), a.ci(), spBlock, info, spPolicy, buf); err != nil {
+		if err := cusparseraw.Sbsrilu02Analysis(f.h, dir, a.rows, a.nnz, f.descr, a.v(), a.rp(), a.ci(), spBlock, info, spPolicy, buf); err != nil {
 			return err
 		}
-		return cusparse.Sbsrilu02(f.h, dir, a.rows, a.nnz, f.descr, a.v(), a.rp(), a.ci(), spBlock, info, spPolicy, buf)
+		return cusparseraw.Sbsrilu02(f.h, dir, a.rows, a.nnz, f.descr, a.v(), a.rp(), a.ci(), spBlock, info, spPolicy, buf)
 	}())
 }
 
 // triangularDescr sets the legacy descriptor to a lower triangle with a non-unit
 // diagonal (the defaults, set all the same), for the legacy triangular solves.
 func (f *spFix) triangularDescr() error {
-	if err := cusparse.SetMatFillMode(f.descr, cusparse.CUSPARSE_FILL_MODE_LOWER); err != nil {
+	if err := cusparseraw.SetMatFillMode(f.descr, cusparseraw.CUSPARSE_FILL_MODE_LOWER); err != nil {
 		return err
 	}
-	return cusparse.SetMatDiagType(f.descr, cusparse.CUSPARSE_DIAG_TYPE_NON_UNIT)
+	return cusparseraw.SetMatDiagType(f.descr, cusparseraw.CUSPARSE_DIAG_TYPE_NON_UNIT)
 }
 
 // probeBsrsv2: a bsrsv2 info after cusparseSbsrsv2_analysis of a block lower
@@ -685,12 +685,12 @@ func probeBsrsv2(e *Env) (func() error, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	var info cusparse.Bsrsv2Info
-	if err := cusparse.CreateBsrsv2Info(&info); err != nil {
+	var info cusparseraw.Bsrsv2Info
+	if err := cusparseraw.CreateBsrsv2Info(&info); err != nil {
 		f.close()
 		return nil, nil, err
 	}
-	return f.finish(func() error { return cusparse.DestroyBsrsv2Info(info) }, func() error {
+	return f.finish(func() error { return cusparseraw.DestroyBsrsv2Info(info) }, func() error {
 		if err := f.triangularDescr(); err != nil {
 			return err
 		}
@@ -698,16 +698,16 @@ func probeBsrsv2(e *Env) (func() error, func(), error) {
 		if err != nil {
 			return err
 		}
-		dir, op := cusparse.CUSPARSE_DIRECTION_ROW, cusparse.CUSPARSE_OPERATION_NON_TRANSPOSE
+		dir, op := cusparseraw.CUSPARSE_DIRECTION_ROW, cusparseraw.CUSPARSE_OPERATION_NON_TRANSPOSE
 		var size int32
-		if err := cusparse.Sbsrsv2BufferSize(f.h, dir, op, a.rows, a.nnz, f.descr, a.v(), a.rp(), a.ci(), spBlock, info, &size); err != nil {
+		if err := cusparseraw.Sbsrsv2BufferSize(f.h, dir, op, a.rows, a.nnz, f.descr, a.v(), a.rp(), a.ci(), spBlock, info, &size); err != nil {
 			return err
 		}
 		buf, err := f.alloc(uint64(size))
 		if err != nil {
 			return err
 		}
-		return cusparse.Sbsrsv2Analysis(f.h, dir, op, a.rows, a.nnz, f.descr, a.v(), a.rp(), a.ci(), spBlock, info, spPolicy, buf)
+		return cusparseraw.Sbsrsv2Analysis(f.h, dir, op, a.rows, a.nnz, f.descr, a.v(), a.rp(), a.ci(), spBlock, info, spPolicy, buf)
 	}())
 }
 
@@ -718,12 +718,12 @@ func probeBsrsm2(e *Env) (func() error, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	var info cusparse.Bsrsm2Info
-	if err := cusparse.CreateBsrsm2Info(&info); err != nil {
+	var info cusparseraw.Bsrsm2Info
+	if err := cusparseraw.CreateBsrsm2Info(&info); err != nil {
 		f.close()
 		return nil, nil, err
 	}
-	return f.finish(func() error { return cusparse.DestroyBsrsm2Info(info) }, func() error {
+	return f.finish(func() error { return cusparseraw.DestroyBsrsm2Info(info) }, func() error {
 		if err := f.triangularDescr(); err != nil {
 			return err
 		}
@@ -731,16 +731,16 @@ func probeBsrsm2(e *Env) (func() error, func(), error) {
 		if err != nil {
 			return err
 		}
-		dir, op := cusparse.CUSPARSE_DIRECTION_ROW, cusparse.CUSPARSE_OPERATION_NON_TRANSPOSE
+		dir, op := cusparseraw.CUSPARSE_DIRECTION_ROW, cusparseraw.CUSPARSE_OPERATION_NON_TRANSPOSE
 		var size int32
-		if err := cusparse.Sbsrsm2BufferSize(f.h, dir, op, op, a.rows, 2, a.nnz, f.descr, a.v(), a.rp(), a.ci(), spBlock, info, &size); err != nil {
+		if err := cusparseraw.Sbsrsm2BufferSize(f.h, dir, op, op, a.rows, 2, a.nnz, f.descr, a.v(), a.rp(), a.ci(), spBlock, info, &size); err != nil {
 			return err
 		}
 		buf, err := f.alloc(uint64(size))
 		if err != nil {
 			return err
 		}
-		return cusparse.Sbsrsm2Analysis(f.h, dir, op, op, a.rows, 2, a.nnz, f.descr, a.v(), a.rp(), a.ci(), spBlock, info, spPolicy, buf)
+		return cusparseraw.Sbsrsm2Analysis(f.h, dir, op, op, a.rows, 2, a.nnz, f.descr, a.v(), a.rp(), a.ci(), spBlock, info, spPolicy, buf)
 	}())
 }
 
@@ -751,25 +751,25 @@ func probeCsru2csr(e *Env) (func() error, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	var info cusparse.Csru2csrInfo
-	if err := cusparse.CreateCsru2csrInfo(&info); err != nil {
+	var info cusparseraw.Csru2csrInfo
+	if err := cusparseraw.CreateCsru2csrInfo(&info); err != nil {
 		f.close()
 		return nil, nil, err
 	}
-	return f.finish(func() error { return cusparse.DestroyCsru2csrInfo(info) }, func() error {
+	return f.finish(func() error { return cusparseraw.DestroyCsru2csrInfo(info) }, func() error {
 		a, err := f.csr(true, true)
 		if err != nil {
 			return err
 		}
 		var size uint64
-		if err := cusparse.Scsru2csrBufferSizeExt(f.h, a.rows, spN, a.nnz, a.v(), a.rp(), a.ci(), info, &size); err != nil {
+		if err := cusparseraw.Scsru2csrBufferSizeExt(f.h, a.rows, spN, a.nnz, a.v(), a.rp(), a.ci(), info, &size); err != nil {
 			return err
 		}
 		buf, err := f.alloc(size)
 		if err != nil {
 			return err
 		}
-		return cusparse.Scsru2csr(f.h, a.rows, spN, a.nnz, f.descr, a.v(), a.rp(), a.ci(), info, buf)
+		return cusparseraw.Scsru2csr(f.h, a.rows, spN, a.nnz, f.descr, a.v(), a.rp(), a.ci(), info, buf)
 	}())
 }
 
@@ -780,12 +780,12 @@ func probeColorInfo(e *Env) (func() error, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	var info cusparse.CusparseColorInfo
-	if err := cusparse.CreateColorInfo(&info); err != nil {
+	var info cusparseraw.CusparseColorInfo
+	if err := cusparseraw.CreateColorInfo(&info); err != nil {
 		f.close()
 		return nil, nil, err
 	}
-	return f.finish(func() error { return cusparse.DestroyColorInfo(info) }, func() error {
+	return f.finish(func() error { return cusparseraw.DestroyColorInfo(info) }, func() error {
 		a, err := f.csr(true, false)
 		if err != nil {
 			return err
@@ -799,7 +799,7 @@ func probeColorInfo(e *Env) (func() error, func(), error) {
 			return err
 		}
 		fraction, ncolors := float32(1), int32(0) // host pointers (the default pointer mode)
-		return cusparse.Scsrcolor(f.h, a.rows, a.nnz, f.descr, a.v(), a.rp(), a.ci(), &fraction, &ncolors,
+		return cusparseraw.Scsrcolor(f.h, a.rows, a.nnz, f.descr, a.v(), a.rp(), a.ci(), &fraction, &ncolors,
 			(*int32)(coloring), (*int32)(reordering), info)
 	}())
 }
@@ -811,12 +811,12 @@ func probePruneInfo(e *Env) (func() error, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	var info cusparse.PruneInfo
-	if err := cusparse.CreatePruneInfo(&info); err != nil {
+	var info cusparseraw.PruneInfo
+	if err := cusparseraw.CreatePruneInfo(&info); err != nil {
 		f.close()
 		return nil, nil, err
 	}
-	return f.finish(func() error { return cusparse.DestroyPruneInfo(info) }, func() error {
+	return f.finish(func() error { return cusparseraw.DestroyPruneInfo(info) }, func() error {
 		a, err := f.csr(true, false)
 		if err != nil {
 			return err
@@ -831,7 +831,7 @@ func probePruneInfo(e *Env) (func() error, func(), error) {
 		}
 		const percentage = 50
 		var size uint64
-		if err := cusparse.SpruneCsr2csrByPercentageBufferSizeExt(f.h, a.rows, spN, a.nnz, f.descr, a.v(), a.rp(), a.ci(),
+		if err := cusparseraw.SpruneCsr2csrByPercentageBufferSizeExt(f.h, a.rows, spN, a.nnz, f.descr, a.v(), a.rp(), a.ci(),
 			percentage, descrC, nil, (*int32)(rowPtrC), nil, info, &size); err != nil {
 			return err
 		}
@@ -840,7 +840,7 @@ func probePruneInfo(e *Env) (func() error, func(), error) {
 			return err
 		}
 		nnzC := int32(0) // a host pointer (the default pointer mode)
-		return cusparse.SpruneCsr2csrNnzByPercentage(f.h, a.rows, spN, a.nnz, f.descr, a.v(), a.rp(), a.ci(),
+		return cusparseraw.SpruneCsr2csrNnzByPercentage(f.h, a.rows, spN, a.nnz, f.descr, a.v(), a.rp(), a.ci(),
 			percentage, descrC, (*int32)(rowPtrC), &nnzC, info, buf)
 	}())
 }

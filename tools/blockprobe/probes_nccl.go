@@ -1,8 +1,8 @@
 package main
 
 import (
-	"github.com/gocuda/gocuda/cuda"
-	"github.com/gocuda/gocuda/nccl"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/nccl/ncclraw"
 )
 
 // Probes of NCCL's communicator (headers/nccl.toml, ncclComm_t): a one-rank communicator
@@ -21,8 +21,8 @@ func init() {
 	}
 	for _, release := range []struct {
 		name string // "" for the row's destroy
-		fn   func(nccl.NcclComm) error
-	}{{"", nccl.CommDestroy}, {"ncclCommAbort", nccl.CommAbort}} {
+		fn   func(ncclraw.NcclComm) error
+	}{{"", ncclraw.CommDestroy}, {"ncclCommAbort", ncclraw.CommAbort}} {
 		probes[destroy] = append(probes[destroy],
 			Probe{Variant: "fresh", Release: release.name, Make: ncclProbe(release.fn, false)},
 			Probe{Variant: "used", Release: release.name, Make: ncclProbe(release.fn, true)},
@@ -36,7 +36,7 @@ const ncclAllReduceCount = 1 << 10
 // ncclProbe makes a one-rank communicator on e.Dev and returns release applied to it;
 // with used, it first all-reduces (sum) a device buffer into another on a new stream
 // and waits for it. The buffers and the stream are the cleanup's.
-func ncclProbe(release func(nccl.NcclComm) error, used bool) func(e *Env) (func() error, func(), error) {
+func ncclProbe(release func(ncclraw.NcclComm) error, used bool) func(e *Env) (func() error, func(), error) {
 	return func(e *Env) (func() error, func(), error) {
 		var frees []func()
 		cleanup := func() {
@@ -49,19 +49,19 @@ func ncclProbe(release func(nccl.NcclComm) error, used bool) func(e *Env) (func(
 			return nil, nil, err
 		}
 		dev := int32(e.Dev)
-		var comm nccl.NcclComm
-		if err := nccl.CommInitAll(&comm, 1, &dev); err != nil {
+		var comm ncclraw.NcclComm
+		if err := ncclraw.CommInitAll(&comm, 1, &dev); err != nil {
 			return fail(err)
 		}
 		// ncclCommInitAll selects the device through the CUDA runtime, which makes the
 		// device's primary context current: the probe's context (e.Ctx) already.
-		if err := cuda.CtxSetCurrent(e.Ctx); err != nil {
-			_ = nccl.CommDestroy(comm)
+		if err := cudaraw.CtxSetCurrent(e.Ctx); err != nil {
+			_ = ncclraw.CommDestroy(comm)
 			return fail(err)
 		}
 		if used {
 			if err := ncclAllReduceOnce(comm, &frees); err != nil {
-				_ = nccl.CommDestroy(comm)
+				_ = ncclraw.CommDestroy(comm)
 				return fail(err)
 			}
 		}
@@ -72,7 +72,7 @@ func ncclProbe(release func(nccl.NcclComm) error, used bool) func(e *Env) (func(
 // ncclAllReduceOnce sums ncclAllReduceCount float32 values of one device buffer into
 // another over comm on a new stream and waits for it; what it allocates is freed by
 // the functions it appends to frees.
-func ncclAllReduceOnce(comm nccl.NcclComm, frees *[]func()) error {
+func ncclAllReduceOnce(comm ncclraw.NcclComm, frees *[]func()) error {
 	const bytes = ncclAllReduceCount * 4
 	send, freeSend, err := deviceBuffer(bytes)
 	if err != nil {
@@ -84,13 +84,13 @@ func ncclAllReduceOnce(comm nccl.NcclComm, frees *[]func()) error {
 		return err
 	}
 	*frees = append(*frees, freeRecv)
-	var s cuda.CUstream
-	if err := cuda.StreamCreate(&s, uint32(cuda.CU_STREAM_NON_BLOCKING)); err != nil {
+	var s cudaraw.CUstream
+	if err := cudaraw.StreamCreate(&s, uint32(cudaraw.CU_STREAM_NON_BLOCKING)); err != nil {
 		return err
 	}
-	*frees = append(*frees, func() { _ = cuda.StreamDestroy(s) })
-	if err := nccl.AllReduce(send, recv, ncclAllReduceCount, nccl.NcclFloat32, nccl.NcclSum, comm, s); err != nil {
+	*frees = append(*frees, func() { _ = cudaraw.StreamDestroy(s) })
+	if err := ncclraw.AllReduce(send, recv, ncclAllReduceCount, ncclraw.NcclFloat32, ncclraw.NcclSum, comm, s); err != nil {
 		return err
 	}
-	return cuda.StreamSynchronize(s)
+	return cudaraw.StreamSynchronize(s)
 }

@@ -19,16 +19,17 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gocuda/gocuda/cublas"
+	"github.com/gocuda/gocuda/cublas/cublasraw"
 	"github.com/gocuda/gocuda/cuda"
-	"github.com/gocuda/gocuda/cudnn"
-	"github.com/gocuda/gocuda/cufft"
-	"github.com/gocuda/gocuda/curand"
-	"github.com/gocuda/gocuda/cusolver"
-	"github.com/gocuda/gocuda/cusparse"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/cudnn/cudnnraw"
+	"github.com/gocuda/gocuda/cufft/cufftraw"
+	"github.com/gocuda/gocuda/curand/curandraw"
+	"github.com/gocuda/gocuda/cusolver/cusolverraw"
+	"github.com/gocuda/gocuda/cusparse/cusparseraw"
 	"github.com/gocuda/gocuda/dl"
-	"github.com/gocuda/gocuda/nccl"
-	"github.com/gocuda/gocuda/nvrtc"
+	"github.com/gocuda/gocuda/nccl/ncclraw"
+	"github.com/gocuda/gocuda/nvrtc/nvrtcraw"
 )
 
 // selfcheckPTX is cuda/testdata/kernels.ptx (nvcc 13.0, sm_90, from kernels.cu): the
@@ -50,10 +51,10 @@ type library struct {
 	version func() (string, error)
 }
 
-func property(get func(cuda.LibraryPropertyType, *int32) error) func() (string, error) {
+func property(get func(cudaraw.LibraryPropertyType, *int32) error) func() (string, error) {
 	return func() (string, error) {
 		var v [3]int32
-		for i, p := range []cuda.LibraryPropertyType{cuda.MAJOR_VERSION, cuda.MINOR_VERSION, cuda.PATCH_LEVEL} {
+		for i, p := range []cudaraw.LibraryPropertyType{cudaraw.MAJOR_VERSION, cudaraw.MINOR_VERSION, cudaraw.PATCH_LEVEL} {
 			if err := get(p, &v[i]); err != nil {
 				return "", err
 			}
@@ -70,31 +71,31 @@ type options struct {
 
 func report(w io.Writer, opts options) error {
 	libs := []library{
-		{cuda.Library(), func() (string, error) {
+		{cudaraw.Library(), func() (string, error) {
 			var v int32
-			if err := cuda.DriverGetVersion(&v); err != nil {
+			if err := cudaraw.DriverGetVersion(&v); err != nil {
 				return "", err
 			}
 			return fmt.Sprintf("%d.%d (driver API; bindings generated from CUDA %d.%d headers)", v/1000, v%1000/10,
-				cuda.CUDA_VERSION/1000, cuda.CUDA_VERSION%1000/10), nil
+				cudaraw.CUDA_VERSION/1000, cudaraw.CUDA_VERSION%1000/10), nil
 		}},
-		{cublas.Library(), property(cublas.GetProperty)},
-		{cufft.Library(), property(cufft.GetProperty)},
-		{curand.Library(), property(curand.GetProperty)},
-		{cusparse.Library(), property(cusparse.GetProperty)},
-		{cudnn.Library(), func() (string, error) {
-			v, err := cudnn.GetVersion()
+		{cublasraw.Library(), property(cublasraw.GetProperty)},
+		{cufftraw.Library(), property(cufftraw.GetProperty)},
+		{curandraw.Library(), property(curandraw.GetProperty)},
+		{cusparseraw.Library(), property(cusparseraw.GetProperty)},
+		{cudnnraw.Library(), func() (string, error) {
+			v, err := cudnnraw.GetVersion()
 			return fmt.Sprintf("%d.%d.%d", v/10000, v%10000/100, v%100), err
 		}},
-		{cusolver.Library(), property(cusolver.GetProperty)},
-		{nvrtc.Library(), func() (string, error) {
+		{cusolverraw.Library(), property(cusolverraw.GetProperty)},
+		{nvrtcraw.Library(), func() (string, error) {
 			var major, minor int32
-			err := nvrtc.Version(&major, &minor)
+			err := nvrtcraw.Version(&major, &minor)
 			return fmt.Sprintf("%d.%d", major, minor), err
 		}},
-		{nccl.Library(), func() (string, error) {
+		{ncclraw.Library(), func() (string, error) {
 			var v int32
-			err := nccl.GetVersion(&v)
+			err := ncclraw.GetVersion(&v)
 			return fmt.Sprintf("%d.%d.%d", v/10000, v%10000/100, v%100), err
 		}},
 	}
@@ -111,41 +112,41 @@ func report(w io.Writer, opts options) error {
 		}
 		fmt.Fprintf(w, "  %-9s %-18s %s  %s\n", l.lib.Name(), l.lib.Soname(), v, path)
 	}
-	if err := cuda.Init(0); err != nil {
+	if err := cudaraw.Init(0); err != nil {
 		if errors.Is(err, dl.ErrLibraryNotFound) {
 			return fmt.Errorf("no CUDA driver: %s could not be loaded (looked for %s; set %s to its path): %w",
-				cuda.Library().Name(), cuda.Library().Soname(), cuda.Library().EnvVar(), err)
+				cudaraw.Library().Name(), cudaraw.Library().Soname(), cudaraw.Library().EnvVar(), err)
 		}
 		return fmt.Errorf("the CUDA driver did not initialize: %w", err)
 	}
 	var n int32
-	if err := cuda.DeviceGetCount(&n); err != nil {
+	if err := cudaraw.DeviceGetCount(&n); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "devices: %d\n", n)
 	for i := int32(0); i < n; i++ {
-		var dev cuda.CUdevice
-		if err := cuda.DeviceGet(&dev, i); err != nil {
+		var dev cudaraw.CUdevice
+		if err := cudaraw.DeviceGet(&dev, i); err != nil {
 			return err
 		}
 		name := make([]byte, 256)
-		if err := cuda.DeviceGetName(&name[0], int32(len(name)), dev); err != nil {
+		if err := cudaraw.DeviceGetName(&name[0], int32(len(name)), dev); err != nil {
 			return err
 		}
 		var mem uint64
-		if err := cuda.DeviceTotalMem(&mem, dev); err != nil {
+		if err := cudaraw.DeviceTotalMem(&mem, dev); err != nil {
 			return err
 		}
 		var major, minor, sms int32
 		for _, a := range []struct {
 			v    *int32
-			attr cuda.CUdevice_attribute
+			attr cudaraw.CUdevice_attribute
 		}{
-			{&major, cuda.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR},
-			{&minor, cuda.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR},
-			{&sms, cuda.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT},
+			{&major, cudaraw.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR},
+			{&minor, cudaraw.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR},
+			{&sms, cudaraw.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT},
 		} {
-			if err := cuda.DeviceGetAttribute(a.v, a.attr, dev); err != nil {
+			if err := cudaraw.DeviceGetAttribute(a.v, a.attr, dev); err != nil {
 				return err
 			}
 		}
@@ -219,15 +220,15 @@ func peerCell(i, j int) (string, error) {
 	if i == j {
 		return "-", nil
 	}
-	var di, dj cuda.CUdevice
-	if err := cuda.DeviceGet(&di, int32(i)); err != nil {
+	var di, dj cudaraw.CUdevice
+	if err := cudaraw.DeviceGet(&di, int32(i)); err != nil {
 		return "", err
 	}
-	if err := cuda.DeviceGet(&dj, int32(j)); err != nil {
+	if err := cudaraw.DeviceGet(&dj, int32(j)); err != nil {
 		return "", err
 	}
 	var can int32
-	if err := cuda.DeviceCanAccessPeer(&can, di, dj); err != nil {
+	if err := cudaraw.DeviceCanAccessPeer(&can, di, dj); err != nil {
 		return "", err
 	}
 	if can == 0 {
@@ -235,10 +236,10 @@ func peerCell(i, j int) (string, error) {
 	}
 	cell := "yes"
 	var rank, atomics int32
-	if err := cuda.DeviceGetP2PAttribute(&rank, cuda.CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK, di, dj); err == nil {
+	if err := cudaraw.DeviceGetP2PAttribute(&rank, cudaraw.CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK, di, dj); err == nil {
 		cell += fmt.Sprintf(" r%d", rank)
 	}
-	if err := cuda.DeviceGetP2PAttribute(&atomics, cuda.CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED, di, dj); err == nil && atomics != 0 {
+	if err := cudaraw.DeviceGetP2PAttribute(&atomics, cudaraw.CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED, di, dj); err == nil && atomics != 0 {
 		cell += " atomics"
 	}
 	return cell, nil

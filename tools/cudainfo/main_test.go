@@ -6,17 +6,18 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/gocuda/gocuda/cublas"
+	"github.com/gocuda/gocuda/cublas/cublasraw"
 	"github.com/gocuda/gocuda/cuda"
-	"github.com/gocuda/gocuda/cudnn"
-	"github.com/gocuda/gocuda/cufft"
-	"github.com/gocuda/gocuda/curand"
-	"github.com/gocuda/gocuda/cusolver"
-	"github.com/gocuda/gocuda/cusparse"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/cudnn/cudnnraw"
+	"github.com/gocuda/gocuda/cufft/cufftraw"
+	"github.com/gocuda/gocuda/curand/curandraw"
+	"github.com/gocuda/gocuda/cusolver/cusolverraw"
+	"github.com/gocuda/gocuda/cusparse/cusparseraw"
 	"github.com/gocuda/gocuda/dl"
 	"github.com/gocuda/gocuda/internal/fakecuda"
-	"github.com/gocuda/gocuda/nccl"
-	"github.com/gocuda/gocuda/nvrtc"
+	"github.com/gocuda/gocuda/nccl/ncclraw"
+	"github.com/gocuda/gocuda/nvrtc/nvrtcraw"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -30,8 +31,8 @@ func runReport(t *testing.T) (string, error) {
 	t.Helper()
 	var out bytes.Buffer
 	err := report(&out, options{kernels: !fakecuda.Loaded()})
-	for _, l := range []*dl.Library{cuda.Library(), cublas.Library(), cufft.Library(), curand.Library(), cusparse.Library(),
-		cudnn.Library(), cusolver.Library(), nvrtc.Library(), nccl.Library()} {
+	for _, l := range []*dl.Library{cudaraw.Library(), cublasraw.Library(), cufftraw.Library(), curandraw.Library(), cusparseraw.Library(),
+		cudnnraw.Library(), cusolverraw.Library(), nvrtcraw.Library(), ncclraw.Library()} {
 		assert.Contains(t, out.String(), l.Soname())
 	}
 	t.Log("\n" + out.String())
@@ -41,7 +42,7 @@ func runReport(t *testing.T) (string, error) {
 // With a driver (the fake in CI, the GPU machine) every device passes the
 // self-check and its memory pools are reported.
 func TestReport(t *testing.T) {
-	if cuda.Library().Open() != nil {
+	if cudaraw.Library().Open() != nil {
 		t.Skip("no CUDA driver (TestReportNoDriver covers it)")
 	}
 	out, err := runReport(t)
@@ -64,7 +65,7 @@ func TestReportTwoDevices(t *testing.T) {
 		fakecuda.Subprocess(t, map[string]string{"FAKECUDA_DEVICES": "2"})
 		return
 	}
-	if cuda.Library().Open() != nil {
+	if cudaraw.Library().Open() != nil {
 		t.Skip("no CUDA driver")
 	}
 	n, err := cuda.DeviceCount()
@@ -94,7 +95,7 @@ func TestReportNoDriver(t *testing.T) {
 		fakecuda.RunWithoutDriver(t)
 		return
 	}
-	if cuda.Library().Open() == nil {
+	if cudaraw.Library().Open() == nil {
 		t.Skip("a CUDA driver is installed")
 	}
 	_, err := runReport(t)

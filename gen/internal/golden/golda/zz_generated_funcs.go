@@ -85,7 +85,7 @@ func Bar(ctx GoldCtx, n int32) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_goldBar(C.uintptr_t(fn), C.uintptr_t(ctx), C.int32_t(n))).err()
+	return Status(C.gocuda_goldBar(C.uintptr_t(fn), C.uintptr_t(ctx), C.int32_t(n))).Err()
 }
 
 // BarV2 calls goldBar_v2:
@@ -98,7 +98,7 @@ func BarV2(ctx GoldCtx, n int64, flags GoldFlags) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_goldBar_v2(C.uintptr_t(fn), C.uintptr_t(ctx), C.int64_t(n), C.uint32_t(flags))).err()
+	return Status(C.gocuda_goldBar_v2(C.uintptr_t(fn), C.uintptr_t(ctx), C.int64_t(n), C.uint32_t(flags))).Err()
 }
 
 // Checksum calls goldChecksum:
@@ -125,7 +125,7 @@ func Create(ctx *GoldCtx) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_goldCreate(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(ctx)))).err()
+	return Status(C.gocuda_goldCreate(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(ctx)))).Err()
 }
 
 // Describe calls goldDescribe:
@@ -138,7 +138,7 @@ func Describe(ctx GoldCtx, desc *GoldDesc, out *GoldDesc) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_goldDescribe(C.uintptr_t(fn), C.uintptr_t(ctx), unsafe.Pointer(desc), unsafe.Pointer(out))).err()
+	return Status(C.gocuda_goldDescribe(C.uintptr_t(fn), C.uintptr_t(ctx), unsafe.Pointer(desc), unsafe.Pointer(out))).Err()
 }
 
 // Destroy calls goldDestroy:
@@ -151,7 +151,7 @@ func Destroy(ctx GoldCtx) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_goldDestroy(C.uintptr_t(fn), C.uintptr_t(ctx))).err()
+	return Status(C.gocuda_goldDestroy(C.uintptr_t(fn), C.uintptr_t(ctx))).Err()
 }
 
 // Dot calls goldDot:
@@ -178,7 +178,7 @@ func Foo(ctx GoldCtx, name *byte, x *float32, out *unsafe.Pointer) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_goldFoo_v2(C.uintptr_t(fn), C.uintptr_t(ctx), (*C.uint8_t)(unsafe.Pointer(name)), (*C.uint8_t)(unsafe.Pointer(x)), unsafe.Pointer(out))).err()
+	return Status(C.gocuda_goldFoo_v2(C.uintptr_t(fn), C.uintptr_t(ctx), (*C.uint8_t)(unsafe.Pointer(name)), (*C.uint8_t)(unsafe.Pointer(x)), unsafe.Pointer(out))).Err()
 }
 
 // ForEach calls goldForEach:
@@ -191,7 +191,7 @@ func ForEach(ctx GoldCtx, fn_ uintptr, arg unsafe.Pointer, type_ int32, len_ int
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_goldForEach(C.uintptr_t(fn), C.uintptr_t(ctx), C.uintptr_t(fn_), unsafe.Pointer(arg), C.int32_t(type_), C.int32_t(len_))).err()
+	return Status(C.gocuda_goldForEach(C.uintptr_t(fn), C.uintptr_t(ctx), C.uintptr_t(fn_), unsafe.Pointer(arg), C.int32_t(type_), C.int32_t(len_))).Err()
 }
 
 // GetAddr calls goldGetAddr:
@@ -204,7 +204,7 @@ func GetAddr(ctx GoldCtx, addr *Goldptr, base Goldptr) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_goldGetAddr(C.uintptr_t(fn), C.uintptr_t(ctx), (*C.uint8_t)(unsafe.Pointer(addr)), C.uint64_t(base))).err()
+	return Status(C.gocuda_goldGetAddr(C.uintptr_t(fn), C.uintptr_t(ctx), (*C.uint8_t)(unsafe.Pointer(addr)), C.uint64_t(base))).Err()
 }
 
 // GetErrorString calls goldGetErrorString:
@@ -260,7 +260,7 @@ func Names(ctx GoldCtx, names **byte, n int32, rows **float32) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_goldNames(C.uintptr_t(fn), C.uintptr_t(ctx), unsafe.Pointer(names), C.int32_t(n), unsafe.Pointer(rows))).err()
+	return Status(C.gocuda_goldNames(C.uintptr_t(fn), C.uintptr_t(ctx), unsafe.Pointer(names), C.int32_t(n), unsafe.Pointer(rows))).Err()
 }
 
 // QueueCreate calls goldQueueCreate:
@@ -273,7 +273,7 @@ func QueueCreate(queue *GoldQueue) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_goldQueueCreate(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(queue)))).err()
+	return Status(C.gocuda_goldQueueCreate(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(queue)))).Err()
 }
 
 // QueueDestroy calls goldQueueDestroy:
@@ -286,7 +286,7 @@ func QueueDestroy(queue GoldQueue) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_goldQueueDestroy(C.uintptr_t(fn), C.uintptr_t(queue))).err()
+	return Status(C.gocuda_goldQueueDestroy(C.uintptr_t(fn), C.uintptr_t(queue))).Err()
 }
 
 // Reset calls goldReset:
@@ -311,7 +311,7 @@ func Scale(ctx GoldCtx, n int32, alpha float32, x *float32) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_goldScale(C.uintptr_t(fn), C.uintptr_t(ctx), C.int32_t(n), C.float(alpha), (*C.uint8_t)(unsafe.Pointer(x)))).err()
+	return Status(C.gocuda_goldScale(C.uintptr_t(fn), C.uintptr_t(ctx), C.int32_t(n), C.float(alpha), (*C.uint8_t)(unsafe.Pointer(x)))).Err()
 }
 
 // Scale64 calls goldScale_64:
@@ -324,7 +324,7 @@ func Scale64(ctx GoldCtx, n int64, alpha float32, x *float32) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_goldScale_64(C.uintptr_t(fn), C.uintptr_t(ctx), C.int64_t(n), C.float(alpha), (*C.uint8_t)(unsafe.Pointer(x)))).err()
+	return Status(C.gocuda_goldScale_64(C.uintptr_t(fn), C.uintptr_t(ctx), C.int64_t(n), C.float(alpha), (*C.uint8_t)(unsafe.Pointer(x)))).Err()
 }
 
 // SetCallback calls goldSetCallback:
@@ -337,7 +337,7 @@ func SetCallback(ctx GoldCtx, cb GoldCallback, userData unsafe.Pointer) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_goldSetCallback(C.uintptr_t(fn), C.uintptr_t(ctx), C.uintptr_t(cb), unsafe.Pointer(userData))).err()
+	return Status(C.gocuda_goldSetCallback(C.uintptr_t(fn), C.uintptr_t(ctx), C.uintptr_t(cb), unsafe.Pointer(userData))).Err()
 }
 
 // SetMode calls goldSetMode:
@@ -350,7 +350,7 @@ func SetMode(ctx GoldCtx, mode GoldMode, previous *GoldMode) error {
 	if err != nil {
 		return err
 	}
-	return Status(C.gocuda_goldSetMode(C.uintptr_t(fn), C.uintptr_t(ctx), C.int32_t(mode), (*C.uint8_t)(unsafe.Pointer(previous)))).err()
+	return Status(C.gocuda_goldSetMode(C.uintptr_t(fn), C.uintptr_t(ctx), C.int32_t(mode), (*C.uint8_t)(unsafe.Pointer(previous)))).Err()
 }
 
 // Fast is Scale64 under the name C code calls it by:

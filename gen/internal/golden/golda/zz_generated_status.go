@@ -21,8 +21,8 @@ func (r Status) Description() string {
 	return "unknown status"
 }
 
-// err returns nil for GOLD_STATUS_SUCCESS and the status itself otherwise.
-func (r Status) err() error {
+// Err returns nil for GOLD_STATUS_SUCCESS and the status itself otherwise.
+func (r Status) Err() error {
 	if r == GOLD_STATUS_SUCCESS {
 		return nil
 	}

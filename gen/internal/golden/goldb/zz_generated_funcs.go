@@ -54,7 +54,7 @@ func Attach(ctx golda.GoldCtx, mode golda.GoldMode) error {
 	if err != nil {
 		return err
 	}
-	return GoldbStatus(C.gocuda_goldbAttach(C.uintptr_t(fn), C.uintptr_t(ctx), C.int32_t(mode))).err()
+	return GoldbStatus(C.gocuda_goldbAttach(C.uintptr_t(fn), C.uintptr_t(ctx), C.int32_t(mode))).Err()
 }
 
 // LastError calls goldbLastError:
@@ -96,5 +96,5 @@ func Use(ctx golda.GoldCtx, desc *golda.GoldDesc, pair GoldbPair) error {
 	if err != nil {
 		return err
 	}
-	return GoldbStatus(C.gocuda_goldbUse(C.uintptr_t(fn), C.uintptr_t(ctx), unsafe.Pointer(desc), *(*C.gocuda_GoldbPair)(unsafe.Pointer(&pair)))).err()
+	return GoldbStatus(C.gocuda_goldbUse(C.uintptr_t(fn), C.uintptr_t(ctx), unsafe.Pointer(desc), *(*C.gocuda_GoldbPair)(unsafe.Pointer(&pair)))).Err()
 }

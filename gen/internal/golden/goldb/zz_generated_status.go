@@ -21,8 +21,8 @@ func (r GoldbStatus) Description() string {
 	return "unknown status"
 }
 
-// err returns nil for GOLDB_OK and the status itself otherwise.
-func (r GoldbStatus) err() error {
+// Err returns nil for GOLDB_OK and the status itself otherwise.
+func (r GoldbStatus) Err() error {
 	if r == GOLDB_OK {
 		return nil
 	}
