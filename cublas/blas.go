@@ -31,11 +31,14 @@ type Real interface {
 	float32 | float64
 }
 
+// Op is the transposition of a matrix operand: NoTrans, Trans or ConjTrans.
+type Op = cublasraw.CublasOperation
+
 // Transposition of a matrix operand.
 const (
-	NoTrans   = cublasraw.CUBLAS_OP_N // op(A) = A
-	Trans     = cublasraw.CUBLAS_OP_T // op(A) = Aᵀ
-	ConjTrans = cublasraw.CUBLAS_OP_C // op(A) = Aᴴ
+	NoTrans   Op = cublasraw.CUBLAS_OP_N // op(A) = A
+	Trans        = cublasraw.CUBLAS_OP_T // op(A) = Aᵀ
+	ConjTrans    = cublasraw.CUBLAS_OP_C // op(A) = Aᴴ
 )
 
 // Matrices are column-major, as in BLAS: element (i, j) of a matrix with leading
@@ -54,7 +57,7 @@ const (
 
 // Gemm computes C = alpha·op(A)·op(B) + beta·C on s, where op(A) is m×k, op(B) is k×n
 // and C is m×n: cublas{S,D,C,Z}gemm.
-func Gemm[T GemmScalar](s *cuda.Stream, transA, transB cublasraw.CublasOperation, m, n, k int, alpha T, a cuda.Memory, lda int,
+func Gemm[T GemmScalar](s *cuda.Stream, transA, transB Op, m, n, k int, alpha T, a cuda.Memory, lda int,
 	b cuda.Memory, ldb int, beta T, c cuda.Memory, ldc int) error {
 	const op = "gemm"
 	ar, ac := dims(transA, m, k)
@@ -89,7 +92,7 @@ func Gemm[T GemmScalar](s *cuda.Stream, transA, transB cublasraw.CublasOperation
 // op(A) m×k, op(B) k×n and C m×n stored by rows, lda, ldb and ldc their row
 // lengths in memory. It computes the column-major product Cᵀ = op(B)ᵀ·op(A)ᵀ, which
 // is C in row-major order: no data moves.
-func GemmRowMajor[T GemmScalar](s *cuda.Stream, transA, transB cublasraw.CublasOperation, m, n, k int, alpha T, a cuda.Memory, lda int,
+func GemmRowMajor[T GemmScalar](s *cuda.Stream, transA, transB Op, m, n, k int, alpha T, a cuda.Memory, lda int,
 	b cuda.Memory, ldb int, beta T, c cuda.Memory, ldc int) error {
 	return Gemm(s, transB, transA, n, m, k, alpha, b, ldb, a, lda, beta, c, ldc)
 }
@@ -97,7 +100,7 @@ func GemmRowMajor[T GemmScalar](s *cuda.Stream, transA, transB cublasraw.CublasO
 // GemmStridedBatched computes batch products C[i] = alpha·op(A[i])·op(B[i]) +
 // beta·C[i] on s, where A[i] starts strideA elements after A[i-1] (likewise B and C):
 // cublas{S,D,C,Z}gemmStridedBatched.
-func GemmStridedBatched[T GemmScalar](s *cuda.Stream, transA, transB cublasraw.CublasOperation, m, n, k int, alpha T,
+func GemmStridedBatched[T GemmScalar](s *cuda.Stream, transA, transB Op, m, n, k int, alpha T,
 	a cuda.Memory, lda, strideA int, b cuda.Memory, ldb, strideB int, beta T, c cuda.Memory, ldc, strideC int, batch int) error {
 	const op = "gemm strided batched"
 	if batch < 0 || batch > maxInt32 || strideA < 0 || strideB < 0 || strideC < 0 {
@@ -135,7 +138,7 @@ func GemmStridedBatched[T GemmScalar](s *cuda.Stream, transA, transB cublasraw.C
 // Gemv computes y = alpha·op(A)·x + beta·y on s, where A is m×n (op(A) is n×m when
 // transposed), x and y vectors of the lengths op(A) takes and gives, with unit
 // stride: cublas{S,D,C,Z}gemv.
-func Gemv[T Scalar](s *cuda.Stream, trans cublasraw.CublasOperation, m, n int, alpha T, a cuda.Memory, lda int, x cuda.Memory,
+func Gemv[T Scalar](s *cuda.Stream, trans Op, m, n int, alpha T, a cuda.Memory, lda int, x cuda.Memory,
 	beta T, y cuda.Memory) error {
 	const op = "gemv"
 	xl, yl := n, m
@@ -309,14 +312,14 @@ func devicePointers(ctx cudaraw.CUcontext, h cublasraw.CublasHandle, f func() er
 }
 
 // dims returns the rows and columns a matrix operand holds when op(X) is r×c.
-func dims(t cublasraw.CublasOperation, r, c int) (int, int) {
+func dims(t Op, r, c int) (int, int) {
 	if t == NoTrans {
 		return r, c
 	}
 	return c, r
 }
 
-func checkTrans(op string, a, b cublasraw.CublasOperation) error {
+func checkTrans(op string, a, b Op) error {
 	if !validTrans(a, b) {
 		return transError(op, a, b)
 	}
@@ -324,12 +327,12 @@ func checkTrans(op string, a, b cublasraw.CublasOperation) error {
 }
 
 // validTrans reports whether a and b are transpositions: NoTrans, Trans or ConjTrans.
-func validTrans(a, b cublasraw.CublasOperation) bool {
+func validTrans(a, b Op) bool {
 	return uint32(a) <= uint32(ConjTrans) && uint32(b) <= uint32(ConjTrans) // the three are 0, 1 and 2
 }
 
 //go:noinline
-func transError(op string, a, b cublasraw.CublasOperation) error {
+func transError(op string, a, b Op) error {
 	t := a
 	if uint32(a) <= uint32(ConjTrans) {
 		t = b
@@ -369,7 +372,7 @@ func matrix[T any](m cuda.Memory, r, c, ld, stride, batch int) (*T, bool) {
 // matrix or validTrans turned down: the first in the order A, B, C, transpositions.
 //
 //go:noinline
-func gemmError[In, Out any](op string, transA, transB cublasraw.CublasOperation, m, n, k int, a cuda.Memory, lda, strideA int,
+func gemmError[In, Out any](op string, transA, transB Op, m, n, k int, a cuda.Memory, lda, strideA int,
 	b cuda.Memory, ldb, strideB int, c cuda.Memory, ldc, strideC, batch int) error {
 	ar, ac := dims(transA, m, k)
 	br, bc := dims(transB, k, n)

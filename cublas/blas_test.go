@@ -11,32 +11,15 @@ import (
 	"github.com/gocuda/gocuda/cublas"
 	"github.com/gocuda/gocuda/cublas/cublasraw"
 	"github.com/gocuda/gocuda/cuda"
-	"github.com/gocuda/gocuda/internal/gputest"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 // setup returns the primary context and a stream of it.
-func setup(t *testing.T, needs ...gputest.Need) (*cuda.Context, *cuda.Stream) {
+func setup(t *testing.T, needs ...cudatest.Need) (*cuda.Context, *cuda.Stream) {
 	t.Helper()
-	return gputest.Stream(t, needs...)
-}
-
-// onDevice copies host to a new device buffer of T on s.
-func onDevice[T any](t *testing.T, s *cuda.Stream, host []T) *cuda.DeviceBuffer {
-	t.Helper()
-	b, err := cuda.AllocFor[T](s, len(host))
-	require.NoError(t, err)
-	t.Cleanup(func() { b.Close() })
-	require.NoError(t, cuda.CopyToDeviceAsync(s, b, host))
-	return b
-}
-
-func fromDevice[T any](t *testing.T, b *cuda.DeviceBuffer, n int) []T {
-	t.Helper()
-	out := make([]T, n)
-	require.NoError(t, cuda.CopyFromDevice(out, b))
-	return out
+	return cudatest.Stream(t, needs...)
 }
 
 // Every bad argument is an error before any CUDA call: these run on the fake driver
@@ -201,9 +184,9 @@ func checkGemm[T cublas.Scalar](t *testing.T, s *cuda.Stream, seed uint64) {
 			b, bRef := randOf[T](r, ldb*bc)
 			c, cRef := randOf[T](r, ldc*n)
 			alpha, beta := scalarOf[T](1.25, 0.5), scalarOf[T](-0.5, 0.25)
-			dA, dB, dC := onDevice(t, s, a), onDevice(t, s, b), onDevice(t, s, c)
+			dA, dB, dC := cudatest.AllocFrom(t, s, a), cudatest.AllocFrom(t, s, b), cudatest.AllocFrom(t, s, c)
 			require.NoError(t, cublas.Gemm(s, ta, tb, m, n, k, alpha, dA, lda, dB, ldb, beta, dC, ldc))
-			got := toC128(fromDevice[T](t, dC, len(c)))
+			got := toC128(cudatest.Read[T](t, dC, len(c)))
 			want := gemmRef(ta, tb, m, n, k, toC128([]T{alpha})[0], aRef, lda, bRef, ldb, toC128([]T{beta})[0], cRef, ldc)
 			for i := range want {
 				if cmplx.Abs(got[i]-want[i]) > tol[T](k) {
@@ -216,8 +199,8 @@ func checkGemm[T cublas.Scalar](t *testing.T, s *cuda.Stream, seed uint64) {
 
 // GEMM of every element type and transposition against a complex128 CPU product.
 func TestGemm(t *testing.T) {
-	_, s := setup(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cublasraw.Library())
+	_, s := setup(t, cudatest.Kernels)
+	cudatest.RequireLibrary(t, cublasraw.Library())
 	checkGemm[float32](t, s, 1)
 	checkGemm[float64](t, s, 2)
 	checkGemm[complex64](t, s, 3)
@@ -227,8 +210,8 @@ func TestGemm(t *testing.T) {
 // Row-major GEMM, strided-batched GEMM, GEMV, AXPY, SCAL, DOT and NRM2 against the
 // CPU.
 func TestLevel1And2AndBatched(t *testing.T) {
-	_, s := setup(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cublasraw.Library())
+	_, s := setup(t, cudatest.Kernels)
+	cudatest.RequireLibrary(t, cublasraw.Library())
 	r := rand.New(rand.NewPCG(9, 9))
 
 	// Row-major: C (m×n) = A (m×k) · B (k×n), rows stored contiguously.
@@ -236,9 +219,9 @@ func TestLevel1And2AndBatched(t *testing.T) {
 	a, _ := randOf[float64](r, m*k)
 	b, _ := randOf[float64](r, k*n)
 	c := make([]float64, m*n)
-	dA, dB, dC := onDevice(t, s, a), onDevice(t, s, b), onDevice(t, s, c)
+	dA, dB, dC := cudatest.AllocFrom(t, s, a), cudatest.AllocFrom(t, s, b), cudatest.AllocFrom(t, s, c)
 	require.NoError(t, cublas.GemmRowMajor(s, cublas.NoTrans, cublas.NoTrans, m, n, k, 1.0, dA, k, dB, n, 0.0, dC, n))
-	got := fromDevice[float64](t, dC, m*n)
+	got := cudatest.Read[float64](t, dC, m*n)
 	for i := range m {
 		for j := range n {
 			var want float64
@@ -255,9 +238,9 @@ func TestLevel1And2AndBatched(t *testing.T) {
 	ba, baRef := randOf[float32](r, sa*batch)
 	bb, bbRef := randOf[float32](r, sb*batch)
 	bc := make([]float32, sc*batch)
-	dBA, dBB, dBC := onDevice(t, s, ba), onDevice(t, s, bb), onDevice(t, s, bc)
+	dBA, dBB, dBC := cudatest.AllocFrom(t, s, ba), cudatest.AllocFrom(t, s, bb), cudatest.AllocFrom(t, s, bc)
 	require.NoError(t, cublas.GemmStridedBatched[float32](s, cublas.NoTrans, cublas.NoTrans, bm, bn, bk, 1, dBA, bm, sa, dBB, bk, sb, 0, dBC, bm, sc, batch))
-	gotB := toC128(fromDevice[float32](t, dBC, len(bc)))
+	gotB := toC128(cudatest.Read[float32](t, dBC, len(bc)))
 	for i := range batch {
 		want := gemmRef(cublas.NoTrans, cublas.NoTrans, bm, bn, bk, 1, baRef[i*sa:], bm, bbRef[i*sb:], bk, 0, make([]complex128, sc), bm)
 		for j := range want {
@@ -269,9 +252,9 @@ func TestLevel1And2AndBatched(t *testing.T) {
 	ga, _ := randOf[float64](r, 24)
 	gx, _ := randOf[float64](r, 6)
 	gy, _ := randOf[float64](r, 4)
-	dGA, dGX, dGY := onDevice(t, s, ga), onDevice(t, s, gx), onDevice(t, s, gy)
+	dGA, dGX, dGY := cudatest.AllocFrom(t, s, ga), cudatest.AllocFrom(t, s, gx), cudatest.AllocFrom(t, s, gy)
 	require.NoError(t, cublas.Gemv(s, cublas.Trans, 6, 4, 2.0, dGA, 6, dGX, 0.5, dGY))
-	gotY := fromDevice[float64](t, dGY, 4)
+	gotY := cudatest.Read[float64](t, dGY, 4)
 	for j := range 4 {
 		want := 0.5 * gy[j]
 		for i := range 6 {
@@ -283,10 +266,10 @@ func TestLevel1And2AndBatched(t *testing.T) {
 	// AXPY, SCAL, DOT, NRM2 on float32 and complex.
 	x, _ := randOf[float32](r, 1000)
 	y, _ := randOf[float32](r, 1000)
-	dX, dY := onDevice(t, s, x), onDevice(t, s, y)
+	dX, dY := cudatest.AllocFrom(t, s, x), cudatest.AllocFrom(t, s, y)
 	require.NoError(t, cublas.Axpy[float32](s, 1000, 3, dX, dY))
 	require.NoError(t, cublas.Scal[float32](s, 1000, 0.5, dY))
-	gotAxpy := fromDevice[float32](t, dY, 1000)
+	gotAxpy := cudatest.Read[float32](t, dY, 1000)
 	var dot, nrm float64
 	for i := range x {
 		want := 0.5 * (3*float64(x[i]) + float64(y[i]))
@@ -303,10 +286,10 @@ func TestLevel1And2AndBatched(t *testing.T) {
 
 	zx, _ := randOf[complex128](r, 10)
 	zy, _ := randOf[complex128](r, 10)
-	dZX, dZY := onDevice(t, s, zx), onDevice(t, s, zy)
+	dZX, dZY := cudatest.AllocFrom(t, s, zx), cudatest.AllocFrom(t, s, zy)
 	alpha := complex(0.5, -2)
 	require.NoError(t, cublas.Axpy(s, 10, alpha, dZX, dZY))
-	gotZ := fromDevice[complex128](t, dZY, 10)
+	gotZ := cudatest.Read[complex128](t, dZY, 10)
 	for i := range zx {
 		assert.InDelta(t, 0.0, cmplx.Abs(alpha*zx[i]+zy[i]-gotZ[i]), 1e-12)
 	}
@@ -315,8 +298,8 @@ func TestLevel1And2AndBatched(t *testing.T) {
 // 64 goroutines run GEMMs at once on pooled streams, each checking its result; the
 // handle cache keeps at most MaxIdleHandles afterwards, and each stream one.
 func TestConcurrentGemm(t *testing.T) {
-	ctx, _ := setup(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cublasraw.Library())
+	ctx, _ := setup(t, cudatest.Kernels)
+	cudatest.RequireLibrary(t, cublasraw.Library())
 	var wg sync.WaitGroup
 	for g := range 64 {
 		wg.Go(func() {
@@ -326,7 +309,7 @@ func TestConcurrentGemm(t *testing.T) {
 				a, aRef := randOf[float32](r, m*k)
 				b, bRef := randOf[float32](r, k*n)
 				for range 4 {
-					dA, dB := onDevice(t, s, a), onDevice(t, s, b)
+					dA, dB := cudatest.AllocFrom(t, s, a), cudatest.AllocFrom(t, s, b)
 					dC, err := cuda.AllocFor[float32](s, m*n)
 					if err != nil {
 						return err
@@ -335,7 +318,7 @@ func TestConcurrentGemm(t *testing.T) {
 					if err := cublas.Gemm[float32](s, cublas.NoTrans, cublas.NoTrans, m, n, k, 1, dA, m, dB, k, 0, dC, m); err != nil {
 						return err
 					}
-					got := toC128(fromDevice[float32](t, dC, m*n))
+					got := toC128(cudatest.Read[float32](t, dC, m*n))
 					want := gemmRef(cublas.NoTrans, cublas.NoTrans, m, n, k, 1, aRef, m, bRef, k, 0, make([]complex128, m*n), m)
 					for i := range want {
 						if cmplx.Abs(got[i]-want[i]) > 1e-4 {
@@ -360,13 +343,13 @@ func TestConcurrentGemm(t *testing.T) {
 // capture and the matrices as they are at each replay; the handle's workspace is
 // leased by the graph.
 func TestGemmInCapture(t *testing.T) {
-	_, s := setup(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cublasraw.Library())
+	_, s := setup(t, cudatest.Kernels)
+	cudatest.RequireLibrary(t, cublasraw.Library())
 	r := rand.New(rand.NewPCG(13, 13))
 	const m, n, k = 64, 16, 32
 	a, _ := randOf[float64](r, m*k)
 	b, _ := randOf[float64](r, k*n)
-	dA, dB, dC := onDevice(t, s, a), onDevice(t, s, b), onDevice(t, s, make([]float64, m*n))
+	dA, dB, dC := cudatest.AllocFrom(t, s, a), cudatest.AllocFrom(t, s, b), cudatest.AllocFrom(t, s, make([]float64, m*n))
 	g, err := s.Context().Capture(func(cs *cuda.Stream) error {
 		return cublas.Gemm(cs, cublas.NoTrans, cublas.NoTrans, m, n, k, 2.0, dA, m, dB, k, 0.0, dC, m)
 	})
@@ -378,7 +361,7 @@ func TestGemmInCapture(t *testing.T) {
 	defer e.Close()
 	for round := range 2 {
 		require.NoError(t, e.Launch(s))
-		got := fromDevice[float64](t, dC, m*n)
+		got := cudatest.Read[float64](t, dC, m*n)
 		for i := range m {
 			for j := range n {
 				var want float64
@@ -399,15 +382,15 @@ func TestGemmInCapture(t *testing.T) {
 // TestCallsDoNotAllocate: once a handle is cached, Gemm, Gemv, Axpy, Scal and
 // GemmMixed allocate nothing per call: their host scalars live in the handle.
 func TestCallsDoNotAllocate(t *testing.T) {
-	_, s := setup(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cublasraw.Library())
+	_, s := setup(t, cudatest.Kernels)
+	cudatest.RequireLibrary(t, cublasraw.Library())
 	const n = 16
-	a := onDevice(t, s, make([]float32, n*n))
-	c := onDevice(t, s, make([]float32, n*n))
-	x := onDevice(t, s, make([]float32, n))
-	y := onDevice(t, s, make([]float32, n))
-	h := onDevice(t, s, make([]cuda.Float16, n*n))
-	hc := onDevice(t, s, make([]cuda.Float16, n*n))
+	a := cudatest.AllocFrom(t, s, make([]float32, n*n))
+	c := cudatest.AllocFrom(t, s, make([]float32, n*n))
+	x := cudatest.AllocFrom(t, s, make([]float32, n))
+	y := cudatest.AllocFrom(t, s, make([]float32, n))
+	h := cudatest.AllocFrom(t, s, make([]cuda.Float16, n*n))
+	hc := cudatest.AllocFrom(t, s, make([]cuda.Float16, n*n))
 	calls := map[string]func() error{
 		"gemm": func() error {
 			return cublas.Gemm(s, cublas.NoTrans, cublas.NoTrans, n, n, n, float32(1), a, n, a, n, float32(0), c, n)

@@ -8,8 +8,8 @@ import (
 	"github.com/gocuda/gocuda/cublas/cublasraw"
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cuda/cudaraw"
-	"github.com/gocuda/gocuda/internal/callbench"
-	"github.com/gocuda/gocuda/internal/gputest"
+	"github.com/gocuda/gocuda/cuda/cudatest"
+	"github.com/gocuda/gocuda/tools/bench/callbench"
 	"github.com/stretchr/testify/require"
 )
 
@@ -95,8 +95,8 @@ func BenchmarkCallPath(b *testing.B) {
 // primary context with zeroed float32 buffers of the given lengths, closed when b
 // ends (BenchmarkCallPath, BenchmarkGemmSmall).
 func gemmSetup(b *testing.B, lens ...int) (*cuda.Stream, []*cuda.DeviceBuffer) {
-	gputest.Require(b)
-	gputest.RequireLibrary(b, cublasraw.Library())
+	cudatest.Require(b)
+	cudatest.RequireLibrary(b, cublasraw.Library())
 	ctx, err := cuda.Device(0).Context()
 	require.NoError(b, err)
 	s, err := ctx.NewStream()

@@ -9,7 +9,7 @@ import (
 	"github.com/gocuda/gocuda/cublas/cublasraw"
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cuda/cudaraw"
-	"github.com/gocuda/gocuda/internal/gputest"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -28,9 +28,9 @@ const collectRawHandles = 2
 // collecting all that while the GPU is busy must not wait for it (cublasDestroy does:
 // headers/cublas.toml), and Reclaim then destroys every handle, the idle ones too.
 func TestCollectWhileGPUBusy(t *testing.T) {
-	ctx, s := gputest.Stream(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cublasraw.Library())
-	st := gputest.CollectWhileBusy(t, ctx, collectRawHandles, func(n int) {
+	ctx, s := cudatest.Stream(t, cudatest.Kernels)
+	cudatest.RequireLibrary(t, cublasraw.Library())
+	st := cudatest.CollectWhileBusy(t, ctx, collectRawHandles, func(n int) {
 		for range n {
 			collectRound(t, ctx, s)
 		}

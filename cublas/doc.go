@@ -30,20 +30,9 @@
 //
 // # The raw layer
 //
-// The raw layer (zz_generated_*.go) has every function of cublas_api.h as a Go
-// function named after it without the cublas prefix and _v2 suffix: cublasSgemm_v2 is
-// Sgemm, cublasSgemm_v2_64 is Sgemm64. C types keep their spelling (CublasHandle,
-// CublasOperation), constants their C names (CUBLAS_OP_N). Functions return nil on
-// success or a Status, which matches the Err* sentinels with errors.Is. Streams are
-// the driver's: a cuda.CUstream passes to SetStream as is. Raw calls run in the
-// thread's current context: wrap them in cuda.Context.Locked, take typed pointers
-// with cuda.DevicePtr, and queue them with cuda.Enqueue to order them with the
-// memory's other uses.
-//
-// libcublas.so.13 is opened at first use ($GOCUDA_CUBLAS_LIB overrides it); without
-// it, calls return a *dl.LibraryError. OwnedHandle owns a raw handle: Close destroys
-// it, and one dropped without Close is destroyed by resource.Reclaim (cublasDestroy
-// waits for the GPU, so never on the finalizer path). The idiomatic layer's cached
-// handles are OwnedHandles too: a handle the cache drops (it keeps MaxIdleHandles per
-// context, and drops them all at every Reclaim) is destroyed in Reclaim.
+// Package cublasraw binds every function of cuBLAS's headers, with C names, for what this
+// package does not cover; queue its calls with cuda.Enqueue, which orders them with
+// the memory's other uses. libcublas.so.13 is opened at first use ($GOCUDA_CUBLAS_LIB overrides it);
+// without it, calls return a *dl.LibraryError, and a function the installed library
+// lacks returns a *dl.SymbolError.
 package cublas

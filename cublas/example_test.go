@@ -24,21 +24,23 @@ func Example() {
 		return
 	}
 	defer s.Close()
-	upload := func(v []float32) *cuda.DeviceBuffer {
-		b, err := cuda.AllocFor[float32](s, len(v))
-		if err == nil {
-			err = cuda.CopyToDeviceAsync(s, b, v)
-		}
-		if err != nil {
-			panic(err)
-		}
-		return b
+	a, err := cuda.AllocFrom(s, []float32{1, 2, 3, 4})
+	if err != nil {
+		fmt.Println(err)
+		return
 	}
-	a := upload([]float32{1, 2, 3, 4})
-	b := upload([]float32{1, 0, 1, 0, 1, 1})
-	c := upload(make([]float32, 6))
 	defer a.Close()
+	b, err := cuda.AllocFrom(s, []float32{1, 0, 1, 0, 1, 1})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer b.Close()
+	c, err := cuda.AllocFrom(s, make([]float32, 6))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer c.Close()
 
 	// Rows of A are 2 long, rows of B and C 3 long.

@@ -16,23 +16,26 @@ type ExType interface {
 	cuda.Float16 | cuda.BFloat16 | float32 | float64 | int8 | int32
 }
 
+// Compute is a compute type of GemmMixed.
+type Compute = cublasraw.CublasComputeType
+
 // Compute types of GemmMixed: the precision products are accumulated in, and for the
 // FAST kinds the precision float32 inputs are rounded to for the tensor cores. The
 // _PEDANTIC and emulated kinds of cublas_api.h (CUBLAS_COMPUTE_*) are accepted too.
 const (
-	Compute16F         = cublasraw.CUBLAS_COMPUTE_16F           // half inputs and result, half accumulation
-	Compute32F         = cublasraw.CUBLAS_COMPUTE_32F           // float32 accumulation
-	Compute32FFast16F  = cublasraw.CUBLAS_COMPUTE_32F_FAST_16F  // float32 data, half tensor-core inputs
-	Compute32FFast16BF = cublasraw.CUBLAS_COMPUTE_32F_FAST_16BF // float32 data, bfloat16 tensor-core inputs
-	Compute32FFastTF32 = cublasraw.CUBLAS_COMPUTE_32F_FAST_TF32 // float32 data, TF32 tensor-core inputs
-	Compute64F         = cublasraw.CUBLAS_COMPUTE_64F           // float64
-	Compute32I         = cublasraw.CUBLAS_COMPUTE_32I           // int8 inputs, int32 accumulation and result
+	Compute16F         Compute = cublasraw.CUBLAS_COMPUTE_16F           // half inputs and result, half accumulation
+	Compute32F                 = cublasraw.CUBLAS_COMPUTE_32F           // float32 accumulation
+	Compute32FFast16F          = cublasraw.CUBLAS_COMPUTE_32F_FAST_16F  // float32 data, half tensor-core inputs
+	Compute32FFast16BF         = cublasraw.CUBLAS_COMPUTE_32F_FAST_16BF // float32 data, bfloat16 tensor-core inputs
+	Compute32FFastTF32         = cublasraw.CUBLAS_COMPUTE_32F_FAST_TF32 // float32 data, TF32 tensor-core inputs
+	Compute64F                 = cublasraw.CUBLAS_COMPUTE_64F           // float64
+	Compute32I                 = cublasraw.CUBLAS_COMPUTE_32I           // int8 inputs, int32 accumulation and result
 )
 
 // exCombo is one row of cublasGemmEx's table of supported types: a compute type's
 // base kind, the inputs' and the result's types.
 type exCombo struct {
-	compute cublasraw.CublasComputeType
+	compute Compute
 	in, out reflect.Type
 }
 
@@ -65,7 +68,7 @@ var exCombos = map[exCombo]bool{
 }
 
 // baseCompute maps a _PEDANTIC compute type to the kind it computes like.
-func baseCompute(c cublasraw.CublasComputeType) cublasraw.CublasComputeType {
+func baseCompute(c Compute) Compute {
 	switch c {
 	case cublasraw.CUBLAS_COMPUTE_16F_PEDANTIC:
 		return cublasraw.CUBLAS_COMPUTE_16F
@@ -98,7 +101,7 @@ func dataType(t reflect.Type) cudaraw.CudaDataType {
 
 // checkExScalars reports alpha and beta that compute's scale type cannot hold:
 // Compute32I scales by int32 values.
-func checkExScalars(compute cublasraw.CublasComputeType, alpha, beta float64) error {
+func checkExScalars(compute Compute, alpha, beta float64) error {
 	if compute == cublasraw.CUBLAS_COMPUTE_32I && (alpha != float64(int32(alpha)) || beta != float64(int32(beta))) {
 		return fmt.Errorf("%w: alpha %v and beta %v must be int32 values for Compute32I", cuda.ErrInvalidArgument, alpha, beta)
 	}
@@ -108,7 +111,7 @@ func checkExScalars(compute cublasraw.CublasComputeType, alpha, beta float64) er
 // exScalars stores alpha and beta in sc in the scale type of a compute kind (half
 // for Compute16F, int32 for Compute32I, float64 for Compute64F, float32 otherwise)
 // and returns their addresses there.
-func exScalars(sc *scalars, compute cublasraw.CublasComputeType, alpha, beta float64) (unsafe.Pointer, unsafe.Pointer) {
+func exScalars(sc *scalars, compute Compute, alpha, beta float64) (unsafe.Pointer, unsafe.Pointer) {
 	switch compute {
 	case cublasraw.CUBLAS_COMPUTE_16F:
 		a, b := setScalars(sc, cuda.NewFloat16(float32(alpha)), cuda.NewFloat16(float32(beta)))
@@ -134,8 +137,8 @@ func exScalars(sc *scalars, compute cublasraw.CublasComputeType, alpha, beta flo
 // FAST kind, int8 into int32 with Compute32I (cuBLAS's integer kernels need m, k and
 // the leading dimensions multiples of 4); any other is an error matching
 // cuda.ErrInvalidArgument before any CUDA call. Complex GEMMs are Gemm's.
-func GemmMixed[In, Out ExType](s *cuda.Stream, transA, transB cublasraw.CublasOperation, m, n, k int, alpha float64, a cuda.Memory, lda int,
-	b cuda.Memory, ldb int, beta float64, c cuda.Memory, ldc int, compute cublasraw.CublasComputeType) error {
+func GemmMixed[In, Out ExType](s *cuda.Stream, transA, transB Op, m, n, k int, alpha float64, a cuda.Memory, lda int,
+	b cuda.Memory, ldb int, beta float64, c cuda.Memory, ldc int, compute Compute) error {
 	const op = "gemm mixed"
 	base := baseCompute(compute)
 	in, out := reflect.TypeFor[In](), reflect.TypeFor[Out]()

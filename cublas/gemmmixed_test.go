@@ -8,7 +8,7 @@ import (
 	"github.com/gocuda/gocuda/cublas"
 	"github.com/gocuda/gocuda/cublas/cublasraw"
 	"github.com/gocuda/gocuda/cuda"
-	"github.com/gocuda/gocuda/internal/gputest"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/gocuda/gocuda/resource"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -88,9 +88,9 @@ func checkMixed[In, Out cublas.ExType](t *testing.T, s *cuda.Stream, compute cub
 		cRef[i] = fromOut(c[i])
 	}
 	alpha, beta := 2.0, 1.0
-	dA, dB, dC := onDevice(t, s, a), onDevice(t, s, b), onDevice(t, s, c)
+	dA, dB, dC := cudatest.AllocFrom(t, s, a), cudatest.AllocFrom(t, s, b), cudatest.AllocFrom(t, s, c)
 	require.NoError(t, cublas.GemmMixed[In, Out](s, cublas.NoTrans, cublas.NoTrans, m, n, k, alpha, dA, m, dB, k, beta, dC, m, compute))
-	got := fromDevice[Out](t, dC, m*n)
+	got := cudatest.Read[Out](t, dC, m*n)
 	want := mixedRef(m, n, k, alpha, aRef, bRef, beta, cRef)
 	for i := range want {
 		if d := math.Abs(fromOut(got[i]) - want[i]); d > tol*float64(k) {
@@ -102,8 +102,8 @@ func checkMixed[In, Out cublas.ExType](t *testing.T, s *cuda.Stream, compute cub
 // Every kind of mixed-precision GEMM against a float64 CPU product, and the half
 // GEMM of Gemm[cuda.Float16].
 func TestGemmMixed(t *testing.T) {
-	_, s := setup(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cublasraw.Library())
+	_, s := setup(t, cudatest.Kernels)
+	cudatest.RequireLibrary(t, cublasraw.Library())
 	f16 := func(x float64) cuda.Float16 { return cuda.NewFloat16(float32(x)) }
 	unf16 := func(h cuda.Float16) float64 { return float64(h.Float32()) }
 	bf16 := func(x float64) cuda.BFloat16 { return cuda.NewBFloat16(float32(x)) }
@@ -140,12 +140,12 @@ func TestGemmMixed(t *testing.T) {
 		b[i] = f16(r.Float64()*2 - 1)
 		bRef[i] = unf16(b[i])
 	}
-	dA, dB := onDevice(t, s, a), onDevice(t, s, b)
+	dA, dB := cudatest.AllocFrom(t, s, a), cudatest.AllocFrom(t, s, b)
 	dC, err := cuda.AllocFor[cuda.Float16](s, m*n)
 	require.NoError(t, err)
 	defer dC.Close()
 	require.NoError(t, cublas.Gemm(s, cublas.NoTrans, cublas.NoTrans, m, n, k, f16(1), dA, m, dB, k, f16(0), dC, m))
-	got := fromDevice[cuda.Float16](t, dC, m*n)
+	got := cudatest.Read[cuda.Float16](t, dC, m*n)
 	want := mixedRef(m, n, k, 1, aRef, bRef, 0, make([]float64, m*n))
 	for i := range want {
 		assert.InDelta(t, want[i], unf16(got[i]), 2e-2*k, "element %d", i)
@@ -156,14 +156,14 @@ func TestGemmMixed(t *testing.T) {
 // memory status), and a handle that moves between streams gives correct results:
 // the hand-off orders the workspace's uses.
 func TestWorkspace(t *testing.T) {
-	ctx, s := setup(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cublasraw.Library())
+	ctx, s := setup(t, cudatest.Kernels)
+	cudatest.RequireLibrary(t, cublasraw.Library())
 	_, err := resource.Reclaim() // no idle handles: the first call makes one
 	require.NoError(t, err)
 	require.NoError(t, cublas.SetWorkspaceSize(ctx, 8<<20))
 	defer cublas.SetWorkspaceSize(ctx, cublas.DefaultWorkspaceSize)
 	assert.Equal(t, 8<<20, cublas.WorkspaceSize(ctx))
-	before := gputest.DeviceBytes(t)
+	before := cudatest.DeviceBytes(t)
 
 	s2, err := ctx.NewStream()
 	require.NoError(t, err)
@@ -172,7 +172,7 @@ func TestWorkspace(t *testing.T) {
 	const m, n, k = 512, 512, 2048 // large k: split-K kernels that use the workspace
 	a, aRef := randOf[float32](r, m*k)
 	b, bRef := randOf[float32](r, k*n)
-	dA, dB := onDevice(t, s, a), onDevice(t, s, b)
+	dA, dB := cudatest.AllocFrom(t, s, a), cudatest.AllocFrom(t, s, b)
 	want := gemmRef(cublas.NoTrans, cublas.NoTrans, m, n, k, 1, aRef, m, bRef, k, 0, make([]complex128, m*n), m)
 	for i := range 6 {
 		st := []*cuda.Stream{s, s2}[i%2] // one cached handle, alternating streams
@@ -180,9 +180,9 @@ func TestWorkspace(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, cublas.Gemm[float32](st, cublas.NoTrans, cublas.NoTrans, m, n, k, 1, dA, m, dB, k, 0, dC, m))
 		if i == 0 {
-			assert.GreaterOrEqual(t, gputest.DeviceBytes(t)-before, int64(8<<20), "the workspace is the package's device memory")
+			assert.GreaterOrEqual(t, cudatest.DeviceBytes(t)-before, int64(8<<20), "the workspace is the package's device memory")
 		}
-		got := toC128(fromDevice[float32](t, dC, m*n))
+		got := toC128(cudatest.Read[float32](t, dC, m*n))
 		for j := range want {
 			if d := got[j] - want[j]; math.Abs(real(d)) > 1e-3 {
 				t.Fatalf("round %d: element %d = %v, want %v", i, j, got[j], want[j])

@@ -9,7 +9,7 @@ import (
 	"github.com/gocuda/gocuda/cublas/cublasraw"
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cuda/cudaraw"
-	"github.com/gocuda/gocuda/internal/libhandle"
+	"github.com/gocuda/gocuda/cudalib"
 )
 
 // Handles: the operations of blas.go take a handle of their stream's context from a
@@ -19,7 +19,7 @@ import (
 // (taken and given back without a lock shared with other streams), and each
 // context's cache at most MaxIdleHandles more, of which a call takes the one last
 // bound to its own stream when there is one; a destroyed stream gives its handle to
-// the cache (internal/libhandle). A handle the cache has no room for, or that
+// the cache (cudalib). A handle the cache has no room for, or that
 // resource.Reclaim drops, is left to its OwnedHandle, whose release runs in
 // resource.Reclaim (blocking class, in headers/cublas.toml): never on a goroutine
 // that would wait for the GPU.
@@ -77,10 +77,10 @@ func setScalar[T any](sc *scalars, alpha T) *T {
 	return a
 }
 
-type handle = libhandle.Handle[cublasraw.CublasHandle, *cublasraw.OwnedHandle, workspace]
+type handle = cudalib.Handle[cublasraw.CublasHandle, *cublasraw.OwnedHandle, workspace]
 
 // handles are the idle handles, per context.
-var handles = libhandle.New[cublasraw.CublasHandle, *cublasraw.OwnedHandle, workspace](MaxIdleHandles, cublasraw.Create, cublasraw.OwnHandle, false)
+var handles = cudalib.NewPool[cublasraw.CublasHandle, *cublasraw.OwnedHandle, workspace](MaxIdleHandles, cublasraw.Create, cublasraw.OwnHandle, false)
 
 // wsSizes maps a context's handle to its workspace size (an int) once set, read
 // without a lock; wsVersion counts the SetWorkspaceSize calls, so that a handle
@@ -184,7 +184,7 @@ func idleHandles(ctx *cuda.Context) int { return handles.Idle(ctx) }
 // call runs f with a handle of s's context bound to s, queued through cuda.Enqueue
 // with the memory f uses and the handle's workspace (holds, hand-off), and names the
 // operation in errors. The stream and memory are checked before a handle is made
-// (libhandle.Pool.Take), so that a bad argument is reported before cuBLAS is loaded.
+// (cudalib.Pool.Take), so that a bad argument is reported before cuBLAS is loaded.
 func call(op string, s *cuda.Stream, f func(ctx cudaraw.CUcontext, h cublasraw.CublasHandle, sc *scalars) error, uses ...cuda.Use) error {
 	ctx := s.Context()
 	if ctx == nil {

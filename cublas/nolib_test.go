@@ -4,14 +4,14 @@ import (
 	"testing"
 
 	"github.com/gocuda/gocuda/cublas/cublasraw"
-	"github.com/gocuda/gocuda/internal/libtest"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 )
 
 // These tests need no GPU and no cuBLAS library: they run in CI.
 
 // TestNoLibrary: where the library (cublas.Soname) cannot be loaded (CI), calls return its typed error.
 func TestNoLibrary(t *testing.T) {
-	libtest.NoLibrary(t, cublasraw.Library(), "cublas", cublasraw.Soname, cublasraw.SonameEnv,
+	cudatest.NoLibrary(t, cublasraw.Library(), "cublas", cublasraw.Soname, cublasraw.SonameEnv,
 		func() error { var h cublasraw.CublasHandle; return cublasraw.Create(&h) },
 		func() error { _, err := cublasraw.NewOwnedHandle(); return err },
 	)
@@ -19,5 +19,5 @@ func TestNoLibrary(t *testing.T) {
 
 // TestStatusErrors checks the Status error values, which need no library.
 func TestStatusErrors(t *testing.T) {
-	libtest.StatusErrors(t, cublasraw.CUBLAS_STATUS_NOT_INITIALIZED, "CUBLAS_STATUS_NOT_INITIALIZED", 1, "not initialized", cublasraw.ErrNotInitialized, cublasraw.ErrAllocFailed, cublasraw.Status(123456), cublasraw.CUBLAS_STATUS_SUCCESS, "Status")
+	cudatest.StatusErrors(t, cublasraw.CUBLAS_STATUS_NOT_INITIALIZED, "CUBLAS_STATUS_NOT_INITIALIZED", 1, "not initialized", cublasraw.ErrNotInitialized, cublasraw.ErrAllocFailed, cublasraw.Status(123456), cublasraw.CUBLAS_STATUS_SUCCESS, "Status")
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/gocuda/gocuda/cuda"
-	"github.com/gocuda/gocuda/internal/gputest"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -17,7 +17,7 @@ import (
 // (negative, zero, past int32, strides that wrap around) and memory of two element
 // types and several sizes, nil and closed.
 func TestMatrixAgreesWithExtent(t *testing.T) {
-	_, s := gputest.Stream(t)
+	_, s := cudatest.Stream(t)
 	var mems []cuda.Memory
 	for _, n := range []int{0, 1, 12, 100} {
 		f, err := cuda.AllocFor[float32](s, max(n, 1))
@@ -73,7 +73,7 @@ func TestMatrixAgreesWithExtent(t *testing.T) {
 // TestGemmErrorOrder: with several bad arguments, a GEMM reports the first in the
 // order A, B, C, transpositions, as one check after another would.
 func TestGemmErrorOrder(t *testing.T) {
-	_, s := gputest.Stream(t)
+	_, s := cudatest.Stream(t)
 	a, err := cuda.AllocFor[float32](s, 12)
 	require.NoError(t, err)
 	defer a.Close()

@@ -8,14 +8,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocuda/gocuda/cublas/cublasraw"
-	"github.com/gocuda/gocuda/internal/gputest"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 )
 
 // TestSmokeSgemm runs a 64x48x32 SGEMM (column-major, C = alpha*A*B + beta*C)
 // on random data and compares it with a float64 CPU product.
 func TestSmokeSgemm(t *testing.T) {
-	g := gputest.Require(t)
-	gputest.RequireLibrary(t, cublasraw.Library())
+	g := cudatest.Require(t)
+	cudatest.RequireLibrary(t, cublasraw.Library())
 	h, err := cublasraw.NewOwnedHandle()
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, h.Close()) }()
@@ -25,20 +25,20 @@ func TestSmokeSgemm(t *testing.T) {
 	t.Logf("cuBLAS version %d (headers %d)", ver, cublasraw.CUBLAS_VERSION)
 
 	const m, n, k = 64, 48, 32
-	r := gputest.Rand(2)
-	a := gputest.RandFloat32s(r, m*k) // m x k, lda = m
-	b := gputest.RandFloat32s(r, k*n) // k x n, ldb = k
-	c := gputest.RandFloat32s(r, m*n) // m x n, ldc = m
+	r := cudatest.Rand(2)
+	a := cudatest.RandFloat32s(r, m*k) // m x k, lda = m
+	b := cudatest.RandFloat32s(r, k*n) // k x n, ldb = k
+	c := cudatest.RandFloat32s(r, m*n) // m x n, ldc = m
 	alpha, beta := float32(1.25), float32(-0.5)
 
-	dA := gputest.Float32sToDevice(t, g, a)
-	dB := gputest.Float32sToDevice(t, g, b)
-	dC := gputest.Float32sToDevice(t, g, c)
+	dA := cudatest.Float32sToDevice(t, g, a)
+	dB := cudatest.Float32sToDevice(t, g, b)
+	dC := cudatest.Float32sToDevice(t, g, c)
 	require.NoError(t, cublasraw.Sgemm(h.Handle(), cublasraw.CUBLAS_OP_N, cublasraw.CUBLAS_OP_N, m, n, k,
-		&alpha, gputest.DevPtr[float32](dA), m,
-		gputest.DevPtr[float32](dB), k,
-		&beta, gputest.DevPtr[float32](dC), m))
-	got := gputest.Float32sFromDevice(t, dC, m*n)
+		&alpha, cudatest.DevPtr[float32](dA), m,
+		cudatest.DevPtr[float32](dB), k,
+		&beta, cudatest.DevPtr[float32](dC), m))
+	got := cudatest.Float32sFromDevice(t, dC, m*n)
 
 	var num, den float64
 	for j := 0; j < n; j++ {

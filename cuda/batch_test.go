@@ -8,13 +8,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocuda/gocuda/cuda"
-	"github.com/gocuda/gocuda/internal/gputest"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 )
 
 // A batch runs its launches in order, can be submitted again, and refuses memory
 // closed since Add.
 func TestLaunchBatch(t *testing.T) {
-	g, m, s := loadKernels(t, gputest.Kernels)
+	g, m, s := loadKernels(t, cudatest.Kernels)
 	ctx := m.Context()
 	const n = 1000
 	x, err := cuda.AllocFor[float32](s, n)
@@ -35,7 +35,7 @@ func TestLaunchBatch(t *testing.T) {
 	require.Equal(t, 7, b.Len())
 	check := func() {
 		t.Helper()
-		for i, v := range gputest.FromDevice[float32](t, y.Ptr(), n) {
+		for i, v := range cudatest.FromDevice[float32](t, y.Ptr(), n) {
 			require.Equal(t, float32(11), v, "y[%d]", i)
 		}
 	}

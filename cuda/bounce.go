@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/gocuda/gocuda/internal/reclaimhook"
+	"github.com/gocuda/gocuda/internal/rescore"
 )
 
 // Device-to-host copies of up to bounceMax bytes into pageable memory (an ordinary Go
@@ -72,7 +72,7 @@ func (ms *memState) putBounce(b *bounceBuf) {
 }
 
 // The kept bounce buffers go back in resource.Reclaim, as the staging rings do.
-func init() { reclaimhook.Register(dropBounces) }
+func init() { rescore.OnReclaim(dropBounces) }
 
 // dropBounces frees each context's idle bounce buffer (to the pinned pool's cache),
 // so that page-locked memory a program no longer copies through is not kept for

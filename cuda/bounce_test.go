@@ -14,8 +14,8 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cuda/cudaraw"
-	"github.com/gocuda/gocuda/internal/callbench"
 	"github.com/gocuda/gocuda/resource"
+	"github.com/gocuda/gocuda/tools/bench/callbench"
 )
 
 // Copies into Go slices bounce through page-locked memory, byte for byte right, at

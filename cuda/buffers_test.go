@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/gocuda/gocuda/cuda"
-	"github.com/gocuda/gocuda/internal/fakecuda"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/gocuda/gocuda/resource"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -61,8 +61,8 @@ func TestTypedCopies(t *testing.T) {
 // elements, and its life is the buffer's.
 func TestSlice(t *testing.T) {
 	ctx, s := memSetup(t)
-	if fakecuda.Strict() {
-		fakecuda.Check(t)
+	if cudatest.Strict() {
+		cudatest.Check(t)
 	}
 	b, err := cuda.AllocFor[uint32](s, 100)
 	require.NoError(t, err)
@@ -125,7 +125,7 @@ func TestSlice(t *testing.T) {
 // A launch with a view passes the view's address and holds the buffer.
 func TestSliceLaunch(t *testing.T) {
 	_, m, s := loadKernels(t)
-	if !fakecuda.Loaded() {
+	if !cudatest.FakeLoaded() {
 		t.Skip("reads the launch records of the fake driver (CI)")
 	}
 	fill := function(t, m, "fill_u32")
@@ -135,7 +135,7 @@ func TestSliceLaunch(t *testing.T) {
 	v, err := b.Slice(256, 512)
 	require.NoError(t, err)
 	require.NoError(t, fill.Launch(s, cuda.D1(2), cuda.D1(256), 0, v, uint32(3), uint64(v.Len())))
-	last := fakecuda.Launches(fakecuda.LaunchCount() - 1)
+	last := cudatest.Launches(cudatest.LaunchCount() - 1)
 	require.Len(t, last, 1)
 	assert.Equal(t, uint64(b.Ptr())+1024, binary.NativeEndian.Uint64(last[0].Params))
 	require.NoError(t, s.Synchronize())
@@ -148,10 +148,10 @@ func TestSliceLaunch(t *testing.T) {
 // random, so without the wait the use would come first about half the time.
 func TestFirstUseAfterAllocation(t *testing.T) {
 	ctx, s1 := memSetup(t)
-	if !fakecuda.Strict() {
+	if !cudatest.Strict() {
 		t.Skip("orders work through the fake driver's pause and delay controls (CI)")
 	}
-	fakecuda.Check(t)
+	cudatest.Check(t)
 	s2, err := ctx.NewStream()
 	require.NoError(t, err)
 	defer s2.Close()
@@ -176,13 +176,13 @@ func TestFirstUseAfterAllocation(t *testing.T) {
 		}},
 	} {
 		for i := range 8 {
-			require.NoError(t, fakecuda.Pause())
-			require.NoError(t, fakecuda.Delay(uintptr(s1.Handle()), 100*time.Millisecond))
+			require.NoError(t, cudatest.Pause())
+			require.NoError(t, cudatest.Delay(uintptr(s1.Handle()), 100*time.Millisecond))
 			b, err := cuda.AllocFor[uint32](s1, 1)
 			require.NoError(t, err)
 			err = use.op(b)
 			start := time.Now()
-			require.NoError(t, fakecuda.Resume())
+			require.NoError(t, cudatest.Resume())
 			require.NoError(t, err, use.name)
 			require.NoError(t, s2.Synchronize())
 			require.GreaterOrEqual(t, time.Since(start), 80*time.Millisecond, "%s %d on s2 waited for the allocation on s1", use.name, i)
@@ -197,7 +197,7 @@ func TestFirstUseAfterAllocation(t *testing.T) {
 // buffer's last use is on another stream).
 func TestLaunchShape(t *testing.T) {
 	_, m, s := loadKernels(t)
-	if !fakecuda.Loaded() {
+	if !cudatest.FakeLoaded() {
 		t.Skip("reads the launch records of the fake driver (CI)")
 	}
 	fill := function(t, m, "fill_u32")
@@ -216,7 +216,7 @@ func TestLaunchShape(t *testing.T) {
 		{"usual", cuda.D3(7, 1, 9), cuda.D2(8, 2), 1024},
 	} {
 		require.NoError(t, fill.Launch(s, c.grid, c.block, c.shared, b, uint32(1), uint64(0)), c.name)
-		last := fakecuda.Launches(fakecuda.LaunchCount() - 1)
+		last := cudatest.Launches(cudatest.LaunchCount() - 1)
 		require.Len(t, last, 1, c.name)
 		g, k := c.grid, c.block
 		assert.Equal(t, [3]uint32{uint32(g.X), uint32(g.Y), uint32(g.Z)}, last[0].Grid, c.name)

@@ -120,11 +120,26 @@ func (d Device) Context() (*Context, error) {
 	return e.ctx, e.err
 }
 
-// NewContext creates a context of its own on the device (cuCtxCreate). Close
+// ContextFlags are a new context's flags: a scheduling policy and options, ORed.
+type ContextFlags = cudaraw.CUctx_flags
+
+// Context flags, for NewContext.
+const (
+	SchedAuto         ContextFlags = cudaraw.CU_CTX_SCHED_AUTO          // the driver's choice (the default, 0)
+	SchedSpin         ContextFlags = cudaraw.CU_CTX_SCHED_SPIN          // waits spin on the CPU
+	SchedYield        ContextFlags = cudaraw.CU_CTX_SCHED_YIELD         // waits yield the CPU
+	SchedBlockingSync ContextFlags = cudaraw.CU_CTX_SCHED_BLOCKING_SYNC // waits block on a primitive
+	MapHost           ContextFlags = cudaraw.CU_CTX_MAP_HOST            // pinned host memory mappable by the device
+	LmemResizeToMax   ContextFlags = cudaraw.CU_CTX_LMEM_RESIZE_TO_MAX  // keep local memory grown for a kernel
+	SyncMemops        ContextFlags = cudaraw.CU_CTX_SYNC_MEMOPS         // synchronous memory operations stay so
+)
+
+// NewContext creates a context of its own on the device (cuCtxCreate) with flags (0,
+// or ContextFlags ORed). Close
 // destroys it; one dropped without Close is destroyed in resource.Reclaim
 // (cuCtxDestroy waits for the context's work, so never on the way of the program).
 // Most programs want the device's primary context instead.
-func NewContext(d Device, flags cudaraw.CUctx_flags) (*Context, error) {
+func NewContext(d Device, flags ContextFlags) (*Context, error) {
 	h, err := d.handle()
 	if err != nil {
 		return nil, err

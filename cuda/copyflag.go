@@ -12,12 +12,12 @@ import (
 // Synchronous copies end with a flag, not an event. After the copy, the stream
 // writes a new value into a word of page-locked host memory (cuStreamWriteValue32,
 // whose default form fences the copy's writes before it), and the wait reads that
-// word until it changes: no driver call while it waits. Recording an event and
-// querying it in a loop instead cost 0.4–0.7 µs more per 4 KiB copy on an H200
-// (callbench's c-event and c-flag loops, BenchmarkCopySmall). A wait that outlasts
-// the copy's expected time records an event then and blocks on it (see waitFlag).
-// Where the driver has no cuStreamWriteValue32_v2 (or the page cannot be made),
-// copies record events as before.
+// word until it changes: no driver call while it waits, which makes a small copy's
+// wait cheaper than recording an event and querying it in a loop (callbench's
+// c-event and c-flag loops, BenchmarkCopySmall). A wait that outlasts the copy's
+// expected time records an event then and blocks on it (see waitFlag). Where the
+// driver has no cuStreamWriteValue32_v2 (or the page cannot be made), copies record
+// events instead.
 
 // flagSlots is the number of words of a context's flag page: the synchronous copies
 // that can wait on flags at once (more wait on events).

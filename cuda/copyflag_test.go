@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocuda/gocuda/cuda"
-	"github.com/gocuda/gocuda/internal/fakecuda"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 )
 
 // behind queues unfinished work on s: the fake's executor paused, or on a GPU a
@@ -18,14 +18,14 @@ import (
 // (a no-op on a GPU).
 func behind(t *testing.T, m *cuda.Module, s *cuda.Stream, d time.Duration) func() {
 	t.Helper()
-	if !fakecuda.Loaded() {
+	if !cudatest.FakeLoaded() {
 		spin := function(t, m, "spin")
 		require.NoError(t, spin.Launch(s, cuda.D1(1), cuda.D1(1), 0, uint64(d)))
 		return func() {}
 	}
-	require.NoError(t, fakecuda.Pause())
+	require.NoError(t, cudatest.Pause())
 	var once sync.Once
-	resume := func() { once.Do(func() { require.NoError(t, fakecuda.Resume()) }) }
+	resume := func() { once.Do(func() { require.NoError(t, cudatest.Resume()) }) }
 	t.Cleanup(resume)
 	return resume
 }
@@ -187,17 +187,17 @@ func TestCopyFlagsRunOut(t *testing.T) {
 // Without cuStreamWriteValue32_v2 in the driver, copies wait on events.
 func TestCopyWithoutWriteValue(t *testing.T) {
 	const omit = "cuStreamWriteValue32_v2"
-	if fakecuda.Active() {
-		fakecuda.Subprocess(t, map[string]string{"FAKECUDA_OMIT": omit})
+	if cudatest.Active() {
+		cudatest.Subprocess(t, map[string]string{"FAKECUDA_OMIT": omit})
 		return
 	}
-	if os.Getenv(fakecuda.EnvChild) == "" || os.Getenv("FAKECUDA_OMIT") != omit {
-		t.Skip("runs on the strict fake driver without " + omit + " (CI, where fakecuda.Main installs the fake)")
+	if os.Getenv(cudatest.EnvChild) == "" || os.Getenv("FAKECUDA_OMIT") != omit {
+		t.Skip("runs on the strict fake driver without " + omit + " (CI, where cudatest.Main installs the fake)")
 	}
 	ctx, s := memSetup(t)
 	before := cuda.FlagWaitsForTest()
 	pinnedRoundTrip(t, ctx, s, 4<<10+1, 5)
 	assert.Zero(t, cuda.FlagWaitsForTest().Waited-before.Waited)
 	assert.Equal(t, -1, cuda.FlagSlotsForTest(ctx), "no flag page")
-	fakecuda.Check(t)
+	cudatest.Check(t)
 }

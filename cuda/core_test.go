@@ -8,9 +8,8 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/gocuda/gocuda/dl"
-	"github.com/gocuda/gocuda/internal/fakecuda"
-	"github.com/gocuda/gocuda/internal/gputest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -19,8 +18,8 @@ import (
 // error, and nothing panics. On the fake driver (CI) the test runs again in a process
 // without any driver.
 func TestNoDriver(t *testing.T) {
-	if fakecuda.Active() {
-		fakecuda.RunWithoutDriver(t)
+	if cudatest.Active() {
+		cudatest.RunWithoutDriver(t)
 		return
 	}
 	if err := cudaraw.Library().Open(); err == nil {
@@ -66,7 +65,7 @@ func TestNilObjects(t *testing.T) {
 }
 
 func TestDeviceAndStreams(t *testing.T) {
-	gputest.Require(t)
+	cudatest.Require(t)
 	n, err := cuda.DeviceCount()
 	require.NoError(t, err)
 	require.Positive(t, n)
@@ -131,7 +130,7 @@ func TestDeviceAndStreams(t *testing.T) {
 // objects of two contexts, from many goroutines that never lock their thread, must
 // each run in their object's context.
 func TestContextsAcrossGoroutines(t *testing.T) {
-	gputest.Require(t)
+	cudatest.Require(t)
 	primary, err := cuda.Device(0).Context()
 	require.NoError(t, err)
 	other, err := cuda.NewContext(0, 0)

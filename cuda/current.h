@@ -1,4 +1,4 @@
-// Shared by the cgo preambles of package cuda (launch.go, copysync.go, olddriver.go).
+// Shared by the cgo preambles of package cuda (launch_c.go, copy_c.go, olddriver.go).
 #include <stdint.h>
 
 // gocuda_make_current makes ctx current if it is not, as the generated in-context

@@ -25,6 +25,10 @@ var (
 	// ErrNoDriver is returned by every call when the CUDA driver cannot be loaded or
 	// initialized; it wraps the loader's or the driver's error.
 	ErrNoDriver = errors.New("cuda: no usable CUDA driver")
+	// ErrOutOfMemory is the driver's CUDA_ERROR_OUT_OF_MEMORY (cudaraw.ErrOutOfMemory):
+	// an allocation that failed after giving back what the package caches and what
+	// resource.Reclaim could release.
+	ErrOutOfMemory = cudaraw.ErrOutOfMemory
 )
 
 var driver struct {

@@ -3,8 +3,7 @@
 //
 // # The idiomatic API
 //
-// Most programs need only these; everything else in the package is the raw layer
-// (below). Each task has one way:
+// Each task has one way:
 //
 //	Devices     Device(n), DeviceCount, Device.Name, Device.Attribute, Device.ComputeCapability
 //	Contexts    Device.Context (the primary context), NewContext, Context.Synchronize, Context.Close
@@ -25,8 +24,9 @@
 //	            ForeignPtr on each buffer; EnableStreamCheck (GOCUDA_STREAMCHECK=1)
 //	Libraries   Enqueue (Reads, Writes) for calls into other libraries and the raw layer;
 //	            Context.Locked (a context current on a locked thread), DevicePtr[T]
-//	Errors      ErrClosed, ErrInvalidArgument, ErrWrongContext, ErrNoDriver, and the Result
-//	            sentinels (ErrOutOfMemory, ...), all matched with errors.Is
+//	Errors      ErrClosed, ErrInvalidArgument, ErrWrongContext, ErrNoDriver, ErrOutOfMemory,
+//	            and the driver's Result sentinels (cudaraw.ErrIllegalAddress, ...), all
+//	            matched with errors.Is
 //
 // Everything starts from a context: ctx, err := cuda.Device(0).Context(). Calls make
 // their object's context current themselves, inside the same cgo call, so goroutines
@@ -131,24 +131,16 @@
 //
 // # The raw layer
 //
-// The raw layer (zz_generated_*.go) has every function of cuda.h as a Go function
-// named after it without the cu prefix and ABI suffix (cuMemAlloc_v2 is MemAlloc,
-// cuCtxCreate_v4 is CtxCreate), binding exactly the symbol a C program compiled against
-// the same headers calls. C types keep their spelling (CUstream, CUdeviceptr), constants
-// their C names. Calls return nil or a Result, an error matching sentinels such as
-// ErrOutOfMemory. Raw calls run in whatever context is current on the calling thread,
-// as in C: Context.Locked runs a function with a context current on a locked thread,
-// DevicePtr gives a buffer's address as the typed pointer a raw function takes, and
-// Enqueue holds and orders the memory a raw call uses. Owner types (OwnedGraph, OwnedMemPool, ...) release raw handles of the
-// resources that have no idiomatic type; a resource with one (a stream is a Stream)
-// has no owner type.
+// Package cudaraw binds every function of cuda.h with its C name (cuMemAlloc_v2 is
+// cudaraw.MemAlloc), for what this package does not cover, and defines the types the
+// libraries share (cudaraw.CUstream, cudaraw.CUdeviceptr). Raw calls run in whatever
+// context is current on the calling thread, as in C: Context.Locked runs a function
+// with a context current on a locked thread, DevicePtr gives a buffer's address as the
+// typed pointer a raw function takes, and Enqueue holds and orders the memory a raw
+// call uses. Stream.Handle, Context.Handle and the like give the raw handles.
 //
 // # Loading
 //
 // libcuda.so.1 is opened at first use ($GOCUDA_CUDA_LIB overrides it). Without it,
 // idiomatic calls return ErrNoDriver wrapping a *dl.LibraryError, and nothing panics.
-//
-// Shared types: cudaDataType, libraryPropertyType, cuComplex and cuDoubleComplex are
-// defined here once (CudaDataType, LibraryPropertyType, CuComplex, CuDoubleComplex) and
-// used by the other libraries' packages; cudaStream_t is CUstream.
 package cuda

@@ -350,9 +350,9 @@ func restoreCurrent(prev cudaraw.CUcontext) {
 }
 
 // DevicePtr returns m's address as the *T that raw library functions take for GPU
-// memory (cublas.Sgemm's *float32, cublas.Cgemm's *cuda.CuComplex), with no unsafe in
+// memory (cublasraw.Sgemm's *float32, cublasraw.Cgemm's *cudaraw.CuComplex), with no unsafe in
 // the caller. Memory with an element type (AllocFor, Wrap) must hold T, or a type
-// with T's layout: complex64 and CuComplex, complex128 and CuDoubleComplex are the
+// with T's layout: complex64 and cudaraw.CuComplex, complex128 and CuDoubleComplex are the
 // same two floats (CuComplex is 8-byte aligned, complex64 4-byte: memory from this
 // package is aligned for both). The pointer is a device address: never dereference
 // it in Go. It orders nothing: queue the work with Enqueue.

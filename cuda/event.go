@@ -29,8 +29,8 @@ type event struct {
 	timing bool
 	hold   hold
 	reg    *resource.Registration
-	// lease counts the graphs that record or wait for the event (graph.go): its
-	// destroy waits for the last.
+	// lease counts the graphs that record or wait for the event (graph_lease.go):
+	// its destroy waits for the last.
 	lease leaseState
 }
 

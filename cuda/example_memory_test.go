@@ -71,3 +71,28 @@ func Example_memory() {
 		fmt.Print(st)
 	}
 }
+
+// A Go slice to device memory and back: AllocFrom and ToSlice. (It runs on the
+// strict fake driver without a GPU, which keeps real memory behind allocations.)
+func ExampleAllocFrom() {
+	ctx, err := cuda.Device(0).Context()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	s, err := ctx.NewStream()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer s.Close()
+	d, err := cuda.AllocFrom(s, []int32{1, 2, 3})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer d.Close()
+	back, err := cuda.ToSlice[int32](s, d)
+	fmt.Println(back, err)
+	// Output: [1 2 3] <nil>
+}

@@ -9,9 +9,8 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cuda/cudaraw"
-	"github.com/gocuda/gocuda/internal/callbench"
-	"github.com/gocuda/gocuda/internal/fakecuda"
-	"github.com/gocuda/gocuda/internal/gputest"
+	"github.com/gocuda/gocuda/cuda/cudatest"
+	"github.com/gocuda/gocuda/tools/bench/callbench"
 	"github.com/stretchr/testify/require"
 )
 
@@ -82,7 +81,7 @@ func (r rk4) step(s *cuda.Stream, y *cuda.DeviceBuffer, h float32) error {
 // (Context.Capture; the temporaries come from the pool outside the graph and live as
 // long as it). Both end with the same y, which it checks against exp(-t).
 func BenchmarkRK4(b *testing.B) {
-	if fakecuda.Loaded() {
+	if cudatest.FakeLoaded() {
 		b.Skip("runs kernels: needs a GPU")
 	}
 	_, m, s := loadKernels(b)
@@ -148,8 +147,8 @@ func BenchmarkRK4(b *testing.B) {
 // per buffer, by the number of buffers it leases (each planned and recorded for the
 // hand-off at every launch), synchronizing every 32 launches off the clock.
 func BenchmarkExecLaunch(b *testing.B) {
-	fakecuda.Check(b)
-	ctx, s := gputest.Stream(b)
+	cudatest.Check(b)
+	ctx, s := cudatest.Stream(b)
 	for _, n := range []int{1, 16} {
 		b.Run(fmt.Sprintf("leases-%d", n), func(b *testing.B) {
 			g, err := ctx.NewGraph()

@@ -6,7 +6,7 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cuda/cudaraw"
-	"github.com/gocuda/gocuda/internal/gputest"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -16,7 +16,7 @@ import (
 // the capture, or left for the next replay to free (Instantiate's auto-free-on-launch),
 // so that the executable replays any number of times.
 func TestCaptureLibraryAllocations(t *testing.T) {
-	_, _, s := loadKernels(t, gputest.Kernels)
+	_, _, s := loadKernels(t, cudatest.Kernels)
 	ctx := s.Context()
 	const n = 1 << 16
 	out, err := cuda.AllocFor[uint32](s, n)
@@ -68,7 +68,7 @@ func TestCaptureLibraryAllocations(t *testing.T) {
 // Loading a module while another goroutine captures neither invalidates the capture
 // nor waits for it; the new module's kernels run at once.
 func TestCaptureWhileLoadingModule(t *testing.T) {
-	_, m, s := loadKernels(t, gputest.Kernels)
+	_, m, s := loadKernels(t, cudatest.Kernels)
 	ctx := s.Context()
 	fill := function(t, m, "fill_u32")
 	const n = 1 << 16

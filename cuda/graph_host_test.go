@@ -6,8 +6,7 @@ import (
 	"time"
 
 	"github.com/gocuda/gocuda/cuda"
-	"github.com/gocuda/gocuda/internal/fakecuda"
-	"github.com/gocuda/gocuda/internal/gputest"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -17,8 +16,8 @@ import (
 // what the next copy node takes to the device. Its function stays registered for
 // the replays queued before the graph and executable are closed, and no longer.
 func TestGraphHostNode(t *testing.T) {
-	fakecuda.Check(t)
-	ctx, s := gputest.Stream(t)
+	cudatest.Check(t)
+	ctx, s := cudatest.Stream(t)
 	const n = 1 << 16
 	a, err := cuda.AllocFor[uint32](s, n)
 	require.NoError(t, err)

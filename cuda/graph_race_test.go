@@ -9,8 +9,7 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cuda/cudaraw"
-	"github.com/gocuda/gocuda/internal/fakecuda"
-	"github.com/gocuda/gocuda/internal/gputest"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -174,8 +173,8 @@ func TestRaceCloseGraph(t *testing.T) {
 // destroyed it meanwhile: then it leaves no context current rather than a destroyed
 // one (which the strict fake driver reports).
 func TestLockedAfterPreviousContextDestroyed(t *testing.T) {
-	fakecuda.Check(t)
-	gputest.Require(t)
+	cudatest.Check(t)
+	cudatest.Require(t)
 	ctx, err := cuda.Device(0).Context()
 	require.NoError(t, err)
 	other, err := cuda.NewContext(0, 0)
@@ -204,10 +203,10 @@ func TestLockedAfterPreviousContextDestroyed(t *testing.T) {
 // against the uses the write was replacing: the strict fake driver saw the replay's
 // memset run on freed memory about once in 400 races.)
 func TestReplayRacingWriteKeepsUse(t *testing.T) {
-	if fakecuda.Strict() {
-		fakecuda.Check(t)
+	if cudatest.Strict() {
+		cudatest.Check(t)
 	}
-	ctx, s1 := gputest.Stream(t)
+	ctx, s1 := cudatest.Stream(t)
 	s2, err := ctx.NewStream()
 	require.NoError(t, err)
 	defer s2.Close()
@@ -225,8 +224,8 @@ func TestReplayRacingWriteKeepsUse(t *testing.T) {
 		require.NoError(t, g.Close())
 		require.NoError(t, x.Launch(s1))
 		require.NoError(t, s1.Synchronize())
-		if fakecuda.Loaded() { // s1's work runs late: after the free, if its use was lost
-			require.NoError(t, fakecuda.Delay(uintptr(s1.Handle()), 3*time.Millisecond))
+		if cudatest.FakeLoaded() { // s1's work runs late: after the free, if its use was lost
+			require.NoError(t, cudatest.Delay(uintptr(s1.Handle()), 3*time.Millisecond))
 		}
 		var wg sync.WaitGroup
 		a, c := rng.IntN(2048), rng.IntN(2048)
@@ -243,7 +242,7 @@ func TestReplayRacingWriteKeepsUse(t *testing.T) {
 // launch, alone with the memory, records its own use in place of the other stream's,
 // so that later launches on its stream wait for nothing.
 func TestReplayHandsOffOnce(t *testing.T) {
-	ctx, s1 := gputest.Stream(t)
+	ctx, s1 := cudatest.Stream(t)
 	s2, err := ctx.NewStream()
 	require.NoError(t, err)
 	defer s2.Close()

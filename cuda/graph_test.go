@@ -8,8 +8,7 @@ import (
 	"testing"
 
 	"github.com/gocuda/gocuda/cuda"
-	"github.com/gocuda/gocuda/internal/fakecuda"
-	"github.com/gocuda/gocuda/internal/gputest"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/gocuda/gocuda/resource"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -18,8 +17,8 @@ import (
 // A capture that allocates, stages host data and closes its temporaries replays
 // twice, after garbage collection, with the data as it was at the capture.
 func TestCaptureReplay(t *testing.T) {
-	fakecuda.Check(t)
-	ctx, s := gputest.Stream(t)
+	cudatest.Check(t)
+	ctx, s := cudatest.Stream(t)
 	const n = 1 << 19 // 2 MiB of uint32: larger than the blocks the stream caches
 	x, err := cuda.AllocFor[uint32](s, n)
 	require.NoError(t, err)
@@ -85,8 +84,8 @@ func TestCaptureReplay(t *testing.T) {
 // Memory closed while a graph holds it stays usable by the graph's replays and is
 // freed after the last one, once the graph and its executable are closed.
 func TestCaptureKeepsClosedMemory(t *testing.T) {
-	fakecuda.Check(t)
-	ctx, s := gputest.Stream(t)
+	cudatest.Check(t)
+	ctx, s := cudatest.Stream(t)
 	const size = 4 << 20
 	a, err := ctx.Alloc(s, size)
 	require.NoError(t, err)
@@ -123,7 +122,7 @@ func TestCaptureKeepsClosedMemory(t *testing.T) {
 // Operations that would invalidate a capture, or make replays read Go memory, fail
 // with CaptureError, and so does the capture even when the function ignores them.
 func TestCaptureRefuses(t *testing.T) {
-	ctx, s := gputest.Stream(t)
+	ctx, s := cudatest.Stream(t)
 	b, err := cuda.AllocFor[uint32](s, 64)
 	require.NoError(t, err)
 	defer b.Close()
@@ -172,8 +171,8 @@ func TestCaptureRefuses(t *testing.T) {
 // A Close on another goroutine during a capture waits for its end instead of
 // invalidating it; other goroutines keep using the GPU meanwhile.
 func TestCaptureConcurrentClose(t *testing.T) {
-	fakecuda.Check(t)
-	ctx, s := gputest.Stream(t)
+	cudatest.Check(t)
+	ctx, s := cudatest.Stream(t)
 	other, err := ctx.Alloc(s, 4<<20)
 	require.NoError(t, err)
 	work, err := ctx.NewStream()
@@ -213,8 +212,8 @@ func TestCaptureConcurrentClose(t *testing.T) {
 // One executable launched from many goroutines on their own streams: every replay
 // is ordered with the others by the hand-off (each writes the same buffer).
 func TestExecConcurrentLaunch(t *testing.T) {
-	fakecuda.Check(t)
-	ctx, s := gputest.Stream(t)
+	cudatest.Check(t)
+	ctx, s := cudatest.Stream(t)
 	const n = 1 << 18
 	src, err := cuda.AllocFor[uint32](s, n)
 	require.NoError(t, err)
@@ -258,7 +257,7 @@ func TestExecConcurrentLaunch(t *testing.T) {
 // and a memset retargeted to other buffers, without instantiating again. A capture
 // of other operations is refused with GraphUpdateError and changes nothing.
 func TestExecUpdate(t *testing.T) {
-	fakecuda.Check(t)
+	cudatest.Check(t)
 	_, m, s := loadKernels(t)
 	ctx := s.Context()
 	fill := function(t, m, "fill_u32")
@@ -294,7 +293,7 @@ func TestExecUpdate(t *testing.T) {
 	got := make([]uint32, n)
 	check := func(b *cuda.DeviceBuffer, want uint32, kernel bool) {
 		t.Helper()
-		if kernel && fakecuda.Loaded() {
+		if kernel && cudatest.FakeLoaded() {
 			return // the fake driver runs no kernel code: only memory checks
 		}
 		require.NoError(t, cuda.CopyFromDevice(got, b))
@@ -321,8 +320,8 @@ func TestExecUpdate(t *testing.T) {
 // An ExecCache captures every call and updates its executable instead of
 // instantiating while the operations stay the same.
 func TestExecCache(t *testing.T) {
-	fakecuda.Check(t)
-	ctx, s := gputest.Stream(t)
+	cudatest.Check(t)
+	ctx, s := cudatest.Stream(t)
 	cache := cuda.NewExecCache[string](ctx)
 	const n = 1 << 18
 	got := make([]uint32, n)
@@ -375,8 +374,8 @@ func TestExecCache(t *testing.T) {
 // executables let go of it: Close shuts it for launches at once and the unload (a
 // blocking release) runs at the next Reclaim after that.
 func TestCaptureKeepsModule(t *testing.T) {
-	fakecuda.Check(t)
-	gputest.Require(t)
+	cudatest.Check(t)
+	cudatest.Require(t)
 	ctx, err := cuda.Device(0).Context()
 	require.NoError(t, err)
 	s, err := ctx.NewStream()
@@ -401,7 +400,7 @@ func TestCaptureKeepsModule(t *testing.T) {
 	require.ErrorIs(t, fill.Launch(s, cuda.D1(16), cuda.D1(256), 0, b, uint32(1), uint64(n)), cuda.ErrClosed)
 	require.NoError(t, e.Launch(s), "the executable still replays the kernel")
 	require.NoError(t, s.Synchronize())
-	if !fakecuda.Loaded() {
+	if !cudatest.FakeLoaded() {
 		got := make([]uint32, n)
 		require.NoError(t, cuda.CopyFromDevice(got, b))
 		assert.Equal(t, uint32(6), got[n-1])
@@ -423,7 +422,7 @@ func TestCaptureKeepsModule(t *testing.T) {
 // join — replays in dependency order; the memory its nodes use is leased; a kernel
 // node's arguments are set anew in the executable.
 func TestGraphByHand(t *testing.T) {
-	fakecuda.Check(t)
+	cudatest.Check(t)
 	_, m, s := loadKernels(t)
 	ctx := s.Context()
 	fill := function(t, m, "fill_u32")
@@ -481,7 +480,7 @@ func TestGraphByHand(t *testing.T) {
 	got := make([]uint32, n)
 	check := func(m *cuda.DeviceBuffer, want uint32, kernel bool) {
 		t.Helper()
-		if kernel && fakecuda.Loaded() {
+		if kernel && cudatest.FakeLoaded() {
 			return // the fake driver runs no kernel code
 		}
 		require.NoError(t, cuda.CopyFromDevice(got, m))
@@ -498,8 +497,8 @@ func TestGraphByHand(t *testing.T) {
 	require.ErrorIs(t, x.SetKernelArgs(n1, c2), cuda.ErrInvalidArgument, "not a kernel node")
 	require.NoError(t, x.Launch(s))
 	check(c2, 8, true)
-	if fakecuda.Loaded() {
-		l := fakecuda.Launches(0)
+	if cudatest.FakeLoaded() {
+		l := cudatest.Launches(0)
 		require.NotEmpty(t, l)
 		last := l[len(l)-1]
 		assert.Equal(t, "fill_u32", last.Func)
@@ -511,8 +510,8 @@ func TestGraphByHand(t *testing.T) {
 // graph waits for; the graphs lease the event, whose Close (destroy) is postponed
 // until they let go of it.
 func TestGraphEvents(t *testing.T) {
-	fakecuda.Check(t)
-	ctx, s := gputest.Stream(t)
+	cudatest.Check(t)
+	ctx, s := cudatest.Stream(t)
 	s2, err := ctx.NewStream()
 	require.NoError(t, err)
 	defer s2.Close()

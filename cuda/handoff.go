@@ -2,11 +2,28 @@ package cuda
 
 import (
 	"context"
+	"fmt"
+
 	"github.com/gocuda/gocuda/cuda/cudaraw"
 )
 
-// The hand-off methods of every kind of memory (access.go has the machinery). Each
-// type has its own, so that they work on a nil buffer.
+// The hand-off's API: the methods that order work this package does not see with a
+// buffer's other uses (UseOn), wait for them (Synchronize) or hand the memory to
+// foreign code (ForeignPtr), on every kind of memory. Each type has its own, so that
+// they work on a nil buffer. The machinery, and how it orders uses across streams,
+// is in handoff_state.go.
+
+// Access says how work that this package does not see uses memory (UseOn).
+type Access int
+
+const (
+	// Write is work that may write the memory: it waits for every earlier use on
+	// other streams, and later uses wait for it.
+	Write Access = iota
+	// Read is work that only reads the memory: it waits for the last write on
+	// other streams only, and later reads on other streams do not wait for it.
+	Read
+)
 
 // UseOn orders work that this package does not see — queued on s through the raw
 // layer, another library or cgo — with the buffer's other uses: s waits on the device
@@ -70,3 +87,98 @@ func (b *ManagedBuffer) ForeignPtr() (cudaraw.CUdeviceptr, error) { return forei
 
 // ForeignPtr is DeviceBuffer.ForeignPtr.
 func (b *WrappedBuffer) ForeignPtr() (cudaraw.CUdeviceptr, error) { return foreignPtr(b.base()) }
+
+// useOn is UseOn for every kind of memory.
+func useOn(m *memBase, s *Stream, a Access) error {
+	if err := m.check(); err != nil {
+		return err
+	}
+	if err := checkStream(s); err != nil {
+		return err
+	}
+	if a != Read && a != Write {
+		return fmt.Errorf("%w: access %d", ErrInvalidArgument, int(a))
+	}
+	if s.cs != m.ctx.ctxState {
+		return fmt.Errorf("cuda: using memory on a stream of another context: %w", ErrWrongContext)
+	}
+	if err := m.begin(); err != nil {
+		return err
+	}
+	defer m.end()
+	write := a == Write
+	var d deps
+	p := m.plan(s.stream, write, &d)
+	if d.n > 0 {
+		if err := m.ms.handOff(&d, s.stream); err != nil {
+			return errHandOff(err)
+		}
+	}
+	if err := lockOpen(s, s.stream); err != nil {
+		return err
+	}
+	m.record(s.stream, write, p)
+	checkUsed(m, s.stream)
+	s.mu.RUnlock()
+	return nil
+}
+
+// begin checks m, enters its context and holds m, until end.
+func (m *memBase) begin() error {
+	if err := m.check(); err != nil {
+		return err
+	}
+	c := m.ctx.ctxState
+	if err := c.enter(); err != nil {
+		return err
+	}
+	if err := m.acquire(); err != nil {
+		c.exit()
+		return err
+	}
+	return nil
+}
+
+// end ends begin.
+func (m *memBase) end() {
+	m.leave()
+	m.ctx.ctxState.exit()
+}
+
+// syncMem waits on the host, honouring ctx, for every use of m recorded so far.
+func syncMem(ctx context.Context, m *memBase) error {
+	if err := m.begin(); err != nil {
+		return err
+	}
+	c := m.ctx.ctxState
+	defer c.exit()
+	var d deps
+	m.snapshotUses(&d)
+	ms := m.ms
+	fences := make([]fence, 0, d.n)
+	var err error
+	for i := range d.n {
+		var f fence
+		if f, err = ms.fenceAfter(*d.at(i)); err != nil {
+			break
+		}
+		fences = append(fences, f)
+	}
+	m.leave()
+	for i := range fences {
+		if err == nil {
+			err = fences[i].waitContext(ctx, ms)
+		}
+		fences[i].clear(ms)
+	}
+	return err
+}
+
+// foreignPtr waits for every use of m and returns its address.
+func foreignPtr(m *memBase) (cudaraw.CUdeviceptr, error) {
+	if err := syncMem(context.Background(), m); err != nil {
+		return 0, err
+	}
+	checkForget(m.owner()) // nothing outstanding: no address of Ptr to watch
+	return m.ptr, nil
+}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cuda/cudaraw"
-	"github.com/gocuda/gocuda/internal/gputest"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -23,7 +23,7 @@ const gateNs = 100_000_000 // a gate kernel's 100 ms
 // over: the take-over returns at once (the ordering is on the device), and the
 // work runs in order.
 func TestGPUHandOffTakeOver(t *testing.T) {
-	_, m, s1 := loadKernels(t, gputest.Kernels)
+	_, m, s1 := loadKernels(t, cudatest.Kernels)
 	ctx := m.Context()
 	spin, fill, add := function(t, m, "spin"), function(t, m, "fill_u32"), function(t, m, "add_u32")
 	s2, err := ctx.NewStream()
@@ -60,7 +60,7 @@ func TestGPUHandOffTakeOver(t *testing.T) {
 // Two streams that only read one buffer run at the same time; a write after them
 // waits for both.
 func TestGPUReadersOverlap(t *testing.T) {
-	_, m, s0 := loadKernels(t, gputest.Kernels)
+	_, m, s0 := loadKernels(t, cudatest.Kernels)
 	ctx := m.Context()
 	readSum, fill := function(t, m, "read_sum"), function(t, m, "fill_u32")
 	ss := []*cuda.Stream{}
@@ -125,7 +125,7 @@ func TestGPUReadersOverlap(t *testing.T) {
 // memory freed is reallocated and overwritten at once, and the readers still sum
 // what they were given (compute-sanitizer memcheck runs this too).
 func TestGPUFreeAfterReaders(t *testing.T) {
-	_, m, s0 := loadKernels(t, gputest.Kernels)
+	_, m, s0 := loadKernels(t, cudatest.Kernels)
 	ctx := m.Context()
 	readSum, fill := function(t, m, "read_sum"), function(t, m, "fill_u32")
 	ss := streams(t, ctx, 3)
@@ -161,7 +161,7 @@ func TestGPUFreeAfterReaders(t *testing.T) {
 // ForeignPtr after a hand-off still waits for the original stream; unified memory
 // written by a kernel is synchronized before the host reads it.
 func TestGPUForeignPtrAndManaged(t *testing.T) {
-	_, m, s1 := loadKernels(t, gputest.Kernels)
+	_, m, s1 := loadKernels(t, cudatest.Kernels)
 	ctx := m.Context()
 	spin, fill, add := function(t, m, "spin"), function(t, m, "fill_u32"), function(t, m, "add_u32")
 	s2, err := ctx.NewStream()
@@ -198,7 +198,7 @@ func TestGPUForeignPtrAndManaged(t *testing.T) {
 // A priority switch inside WithStream runs on a stream of that priority, ordered
 // after the caller's work and before the caller's next work.
 func TestGPUPrioritySwitch(t *testing.T) {
-	_, m, _ := loadKernels(t, gputest.Kernels)
+	_, m, _ := loadKernels(t, cudatest.Kernels)
 	ctx := m.Context()
 	spin, fill, add := function(t, m, "spin"), function(t, m, "fill_u32"), function(t, m, "add_u32")
 	_, greatest, err := ctx.StreamPriorityRange()

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/gocuda/gocuda/cuda"
-	"github.com/gocuda/gocuda/internal/fakecuda"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -15,10 +15,10 @@ import (
 // controls (CI); on a GPU the kernel tests of handoff_gpu_test.go cover the same.
 func requireFake(t *testing.T) {
 	t.Helper()
-	if !fakecuda.Strict() {
+	if !cudatest.Strict() {
 		t.Skip("orders work through the fake driver's pause and delay controls (CI)")
 	}
-	fakecuda.Check(t)
+	cudatest.Check(t)
 }
 
 // streams returns n new streams of ctx, closed when the test ends.
@@ -50,13 +50,13 @@ func TestHandOffOrdersUses(t *testing.T) {
 	for i := range 100 {
 		b, err := cuda.AllocFor[uint32](s1, 1024)
 		require.NoError(t, err)
-		require.NoError(t, fakecuda.Pause())
+		require.NoError(t, cudatest.Pause())
 		v := uint32(i + 1)
 		require.NoError(t, b.Memset32Async(s1, v))    // write on s1
 		require.NoError(t, cuda.CopyAsync(s2, h2, b)) // read on s2: after the write
 		require.NoError(t, b.Memset32Async(s3, v+1))  // write on s3: after the read
 		require.NoError(t, cuda.CopyAsync(s1, h3, b)) // read on s1: after the second write
-		require.NoError(t, fakecuda.Resume())
+		require.NoError(t, cudatest.Resume())
 		for _, s := range ss {
 			require.NoError(t, s.Synchronize())
 		}
@@ -120,13 +120,13 @@ func TestHandOffFreeJoinsReaders(t *testing.T) {
 	for i := range 50 {
 		b, err := cuda.AllocFor[uint32](ss[0], 1<<14)
 		require.NoError(t, err)
-		require.NoError(t, fakecuda.Pause())
+		require.NoError(t, cudatest.Pause())
 		require.NoError(t, b.Memset32Async(ss[0], uint32(i)))
 		for j := range 3 {
 			require.NoError(t, cuda.CopyAsync(ss[j], hs[j], b))
 		}
 		require.NoError(t, b.Close())
-		require.NoError(t, fakecuda.Resume())
+		require.NoError(t, cudatest.Resume())
 		for j, s := range ss {
 			require.NoError(t, s.Synchronize())
 			require.Equal(t, uint32(i), cuda.HostSlice[uint32](hs[j])[100], "round %d, reader %d", i, j)
@@ -145,12 +145,12 @@ func TestForeignPtrWaitsAfterHandOff(t *testing.T) {
 		require.NoError(t, err)
 		mb, err := ctx.AllocManaged(1024)
 		require.NoError(t, err)
-		require.NoError(t, fakecuda.Pause())
-		require.NoError(t, fakecuda.Delay(uintptr(ss[0].Handle()), 100*time.Millisecond))
+		require.NoError(t, cudatest.Pause())
+		require.NoError(t, cudatest.Delay(uintptr(ss[0].Handle()), 100*time.Millisecond))
 		require.NoError(t, b.Memset32Async(ss[0], 7))
 		require.NoError(t, cuda.CopyAsync(ss[1], mb, b)) // waits for ss[0] on the device
 		start := time.Now()
-		require.NoError(t, fakecuda.Resume())
+		require.NoError(t, cudatest.Resume())
 		switch how {
 		case "ForeignPtr":
 			p, err := b.ForeignPtr()
@@ -211,14 +211,14 @@ func TestHandOffFreeAfterConsumer(t *testing.T) {
 	for i := range 50 {
 		b, err := cuda.AllocFor[uint32](ss[0], 1024)
 		require.NoError(t, err)
-		require.NoError(t, fakecuda.Pause())
-		require.NoError(t, fakecuda.Delay(uintptr(ss[0].Handle()), time.Millisecond))
+		require.NoError(t, cudatest.Pause())
+		require.NoError(t, cudatest.Delay(uintptr(ss[0].Handle()), time.Millisecond))
 		require.NoError(t, b.Memset32Async(ss[0], uint32(i)))
 		require.NoError(t, cuda.CopyAsync(ss[1], h, b))
 		before := cuda.DisposalWaitsForTest(ctx)
 		require.NoError(t, b.Close())
 		assert.Zero(t, cuda.DisposalWaitsForTest(ctx)-before, "no join: freed on the consumer's stream")
-		require.NoError(t, fakecuda.Resume())
+		require.NoError(t, cudatest.Resume())
 		require.NoError(t, ss[1].Synchronize())
 		require.Equal(t, uint32(i), cuda.HostSlice[uint32](h)[1023])
 	}
@@ -229,8 +229,8 @@ func TestHandOffFreeAfterConsumer(t *testing.T) {
 // sites — and nothing once UseOn announced the stream, or for ForeignPtr.
 func TestStreamCheck(t *testing.T) {
 	ctx, _ := memSetup(t)
-	if fakecuda.Strict() {
-		fakecuda.Check(t)
+	if cudatest.Strict() {
+		cudatest.Check(t)
 	}
 	_, m, _ := loadKernels(t)
 	fill, spin := function(t, m, "fill_u32"), function(t, m, "spin")
@@ -245,8 +245,8 @@ func TestStreamCheck(t *testing.T) {
 	require.NoError(t, err)
 	defer b.Close()
 	// Outstanding work: the fake's executor is paused, or a kernel spins on a GPU.
-	if fakecuda.Loaded() {
-		require.NoError(t, fakecuda.Pause())
+	if cudatest.FakeLoaded() {
+		require.NoError(t, cudatest.Pause())
 	} else {
 		require.NoError(t, spin.Launch(ss[0], cuda.D1(1), cuda.D1(1), 0, uint64(200_000_000)))
 	}
@@ -266,8 +266,8 @@ func TestStreamCheck(t *testing.T) {
 	require.NoError(t, b.UseOn(ss[1], cuda.Write))
 	require.NoError(t, fill.Launch(ss[1], cuda.D1(1), cuda.D1(32), 0, p, uint32(2), uint64(1024)))
 	assert.Len(t, reports, 1, "announced with UseOn")
-	if fakecuda.Loaded() {
-		require.NoError(t, fakecuda.Resume())
+	if cudatest.FakeLoaded() {
+		require.NoError(t, cudatest.Resume())
 	}
 
 	// ForeignPtr waits: nothing is outstanding, nothing to report.
@@ -347,10 +347,10 @@ func TestFastUseRacesHandOffAndClose(t *testing.T) {
 		rounds = 50
 	}
 	for i := range rounds {
-		require.NoError(t, fakecuda.SetSeed(int64(i)))
+		require.NoError(t, cudatest.SetSeed(int64(i)))
 		b, err := cuda.AllocFor[uint32](s1, 64)
 		require.NoError(t, err)
-		require.NoError(t, fakecuda.Pause())
+		require.NoError(t, cudatest.Pause())
 		started := make(chan struct{})
 		var wg sync.WaitGroup
 		wg.Go(func() { // on s1, b's one use: the launches hold nothing
@@ -368,7 +368,7 @@ func TestFastUseRacesHandOffAndClose(t *testing.T) {
 			assert.NoError(t, b.Close())
 		})
 		wg.Wait()
-		require.NoError(t, fakecuda.Resume())
+		require.NoError(t, cudatest.Resume())
 		for _, s := range ss {
 			require.NoError(t, s.Synchronize())
 		}

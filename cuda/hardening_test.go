@@ -10,8 +10,7 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cuda/cudaraw"
-	"github.com/gocuda/gocuda/internal/fakecuda"
-	"github.com/gocuda/gocuda/internal/gputest"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/gocuda/gocuda/resource"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -54,8 +53,8 @@ func TestNilAndZeroReceivers(t *testing.T) {
 // The zero Context is not a context: every method refuses it, and Close destroys
 // nothing (it called cuCtxDestroy(0)).
 func TestZeroContext(t *testing.T) {
-	if fakecuda.Strict() {
-		fakecuda.Check(t)
+	if cudatest.Strict() {
+		cudatest.Check(t)
 	}
 	z := &cuda.Context{}
 	_, err := z.NewStream()
@@ -116,7 +115,7 @@ func TestHugeElementType(t *testing.T) {
 // A bad device ordinal keeps nothing: asking again and again for its context does
 // not grow the package's tables.
 func TestBadOrdinalKeepsNothing(t *testing.T) {
-	gputest.Require(t)
+	cudatest.Require(t)
 	n, err := cuda.DeviceCount()
 	require.NoError(t, err)
 	before := cuda.PrimariesForTest()
@@ -142,18 +141,18 @@ func ownContext(t *testing.T) (*cuda.Context, *cuda.Stream, *cuda.DeviceBuffer) 
 // Contexts of NewContext dropped without Close are destroyed by resource.Reclaim
 // (cuCtxDestroy waits for the GPU: blocking class), with their objects.
 func TestDroppedContextsDestroyed(t *testing.T) {
-	gputest.Require(t)
+	cudatest.Require(t)
 	n := 50
-	if !fakecuda.Strict() {
+	if !cudatest.Strict() {
 		n = 10 // creating and destroying a context takes ~0.3 s on an H200
 	}
 	_, err := resource.Reclaim()
 	require.NoError(t, err)
 	before := cuda.ContextsForTest()
-	var fakeBefore fakecuda.Counts
-	if fakecuda.Strict() {
-		fakecuda.Check(t)
-		fakeBefore = fakecuda.Counters()
+	var fakeBefore cudatest.Counts
+	if cudatest.Strict() {
+		cudatest.Check(t)
+		fakeBefore = cudatest.Counters()
 	}
 	func() {
 		for range n {
@@ -171,8 +170,8 @@ func TestDroppedContextsDestroyed(t *testing.T) {
 		require.NoError(t, err)
 	}
 	assert.Equal(t, before, cuda.ContextsForTest(), "every dropped context destroyed")
-	if fakecuda.Strict() {
-		after := fakecuda.Counters()
+	if cudatest.Strict() {
+		after := cudatest.Counters()
 		assert.Equal(t, fakeBefore.Contexts, after.Contexts)
 		assert.Equal(t, fakeBefore.Modules, after.Modules)
 		assert.Equal(t, fakeBefore.Streams, after.Streams)
@@ -183,16 +182,16 @@ func TestDroppedContextsDestroyed(t *testing.T) {
 // A Module whose Function was asked for, then dropped, is unloaded by Reclaim: the
 // Function cache does not keep the Module reachable from itself.
 func TestDroppedModuleUnloaded(t *testing.T) {
-	gputest.Require(t)
-	if !fakecuda.Strict() {
+	cudatest.Require(t)
+	if !cudatest.Strict() {
 		t.Skip("counts the driver's modules: the fake driver's counters (CI)")
 	}
-	fakecuda.Check(t)
+	cudatest.Check(t)
 	ctx, err := cuda.Device(0).Context()
 	require.NoError(t, err)
 	_, err = resource.Reclaim()
 	require.NoError(t, err)
-	before := fakecuda.Counters().Modules
+	before := cudatest.Counters().Modules
 	func() {
 		for range 10 {
 			m, err := ctx.LoadModule(kernelsPTX)
@@ -204,18 +203,18 @@ func TestDroppedModuleUnloaded(t *testing.T) {
 			require.Same(t, f, again)
 		}
 	}()
-	require.Equal(t, before+10, fakecuda.Counters().Modules)
+	require.Equal(t, before+10, cudatest.Counters().Modules)
 	_, err = resource.Reclaim()
 	require.NoError(t, err)
-	assert.Equal(t, before, fakecuda.Counters().Modules)
+	assert.Equal(t, before, cudatest.Counters().Modules)
 }
 
 // After a context's Close, closing its objects succeeds once (they went with the
 // context) and then says ErrClosed, as for any object; using them says ErrClosed.
 func TestObjectsOfClosedContext(t *testing.T) {
-	gputest.Require(t)
-	if fakecuda.Strict() {
-		fakecuda.Check(t)
+	cudatest.Require(t)
+	if cudatest.Strict() {
+		cudatest.Check(t)
 	}
 	ctx, s, b := ownContext(t)
 	h, err := ctx.AllocHost(4096)
@@ -254,7 +253,7 @@ func TestObjectsOfClosedContext(t *testing.T) {
 
 // Elapsed between events of two contexts is an error, not a number.
 func TestElapsedAcrossContexts(t *testing.T) {
-	gputest.Require(t)
+	cudatest.Require(t)
 	prim, err := cuda.Device(0).Context()
 	require.NoError(t, err)
 	own, err := cuda.NewContext(0, 0)
@@ -273,9 +272,9 @@ func TestElapsedAcrossContexts(t *testing.T) {
 // Closing a context gives its memory back, buffers still open included: the device's
 // free memory returns to where it was.
 func TestContextCloseReturnsMemory(t *testing.T) {
-	gputest.Require(t)
-	if fakecuda.Strict() {
-		fakecuda.Check(t)
+	cudatest.Require(t)
+	if cudatest.Strict() {
+		cudatest.Check(t)
 	}
 	prim, err := cuda.Device(0).Context()
 	require.NoError(t, err)

@@ -17,9 +17,8 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cuda/cudaraw"
-	"github.com/gocuda/gocuda/internal/callbench"
-	"github.com/gocuda/gocuda/internal/fakecuda"
-	"github.com/gocuda/gocuda/internal/gputest"
+	"github.com/gocuda/gocuda/cuda/cudatest"
+	"github.com/gocuda/gocuda/tools/bench/callbench"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -28,10 +27,10 @@ import (
 var kernelsPTX []byte
 
 // loadKernels loads testdata/kernels.ptx into device 0's primary context and makes a
-// stream; both are closed when the test ends. needs go to gputest.Require.
-func loadKernels(t testing.TB, needs ...gputest.Need) (*gputest.GPU, *cuda.Module, *cuda.Stream) {
+// stream; both are closed when the test ends. needs go to cudatest.Require.
+func loadKernels(t testing.TB, needs ...cudatest.Need) (*cudatest.GPU, *cuda.Module, *cuda.Stream) {
 	t.Helper()
-	g := gputest.Require(t, needs...)
+	g := cudatest.Require(t, needs...)
 	ctx, err := cuda.Device(0).Context()
 	require.NoError(t, err)
 	m, err := ctx.LoadModule(kernelsPTX)
@@ -92,14 +91,14 @@ func TestModuleLoad(t *testing.T) {
 
 // A global's initial value is the module's (set by the JIT compiler).
 func TestModuleGlobalValue(t *testing.T) {
-	_, m, _ := loadKernels(t, gputest.Kernels)
+	_, m, _ := loadKernels(t, cudatest.Kernels)
 	p, _, err := m.Global("magic")
 	require.NoError(t, err)
-	assert.Equal(t, []uint32{0xC0FFEE}, gputest.FromDevice[uint32](t, p, 1))
+	assert.Equal(t, []uint32{0xC0FFEE}, cudatest.FromDevice[uint32](t, p, 1))
 }
 
 func TestModuleBadPTX(t *testing.T) {
-	gputest.Require(t, gputest.Kernels) // the JIT compiler's log
+	cudatest.Require(t, cudatest.Kernels) // the JIT compiler's log
 	ctx, err := cuda.Device(0).Context()
 	require.NoError(t, err)
 	bad := []byte(".version 8.0\n.target sm_80\n.address_size 64\n\n.visible .entry broken()\n{\n\tbogus.instruction %r1;\n\tret;\n}\n")
@@ -128,15 +127,15 @@ func TestModuleClose(t *testing.T) {
 }
 
 func TestLaunchFill(t *testing.T) {
-	g, m, s := loadKernels(t, gputest.Kernels)
+	g, m, s := loadKernels(t, cudatest.Kernels)
 	const n = 100_000
-	p := gputest.Alloc[uint32](t, g, n)
+	p := cudatest.Alloc[uint32](t, g, n)
 	f := function(t, m, "fill_u32")
 	require.NoError(t, f.Launch(s, cuda.D1(cuda.Blocks(n, 256)), cuda.D1(256), 0, p, uint32(0xA5A5A5A5), uint64(n)))
 	// A small grid covers the rest with its grid-stride loop.
 	require.NoError(t, f.Launch(s, cuda.D1(3), cuda.Dim3{X: 64}, 0, p, uint32(7), uint64(n/2)))
 	require.NoError(t, s.Synchronize())
-	got := gputest.FromDevice[uint32](t, p, n)
+	got := cudatest.FromDevice[uint32](t, p, n)
 	for i, v := range got {
 		want := uint32(0xA5A5A5A5)
 		if i < n/2 {
@@ -149,16 +148,16 @@ func TestLaunchFill(t *testing.T) {
 }
 
 func TestLaunchAxpy(t *testing.T) {
-	g, m, s := loadKernels(t, gputest.Kernels)
+	g, m, s := loadKernels(t, cudatest.Kernels)
 	const n = 1000
-	r := gputest.Rand(1)
-	x, y := gputest.RandFloat32s(r, n), gputest.RandFloat32s(r, n)
-	dx, dy := gputest.ToDevice(t, g, x), gputest.ToDevice(t, g, y)
+	r := cudatest.Rand(1)
+	x, y := cudatest.RandFloat32s(r, n), cudatest.RandFloat32s(r, n)
+	dx, dy := cudatest.ToDevice(t, g, x), cudatest.ToDevice(t, g, y)
 	f := function(t, m, "axpy_f32")
 	a := float32(2.5)
 	require.NoError(t, f.Launch(s, cuda.D1(cuda.Blocks(n, 128)), cuda.D1(128), 0, a, dx, dy, int32(n)))
 	require.NoError(t, s.Synchronize())
-	got := gputest.Float32sFromDevice(t, dy, n)
+	got := cudatest.Float32sFromDevice(t, dy, n)
 	for i := range got {
 		require.InDelta(t, a*x[i]+y[i], got[i], 1e-5, "y[%d]", i)
 	}
@@ -167,25 +166,25 @@ func TestLaunchAxpy(t *testing.T) {
 // Every kind of argument arrives intact: sign-extended small integers, both float
 // widths and a struct with inner padding, at the offsets the driver reports.
 func TestLaunchMixed(t *testing.T) {
-	g, m, s := loadKernels(t, gputest.Kernels)
+	g, m, s := loadKernels(t, cudatest.Kernels)
 	type gArg struct {
 		X int32
 		Y float32
 		Z float64
 	}
-	out := gputest.Alloc[uint64](t, g, 9)
+	out := cudatest.Alloc[uint64](t, g, 9)
 	f := function(t, m, "mixed")
 	require.NoError(t, f.Launch(s, cuda.D1(1), cuda.D1(32), 0,
 		int8(-3), int16(-300), int32(-70000), int64(-1<<40), float32(1.5), -2.25, gArg{7, 0.5, 3.125}, out))
 	require.NoError(t, s.Synchronize())
-	got := gputest.FromDevice[uint64](t, out, 9)
+	got := cudatest.FromDevice[uint64](t, out, 9)
 	neg := func(v int64) uint64 { return uint64(v) }
 	assert.Equal(t, []uint64{neg(-3), neg(-300), neg(-70000), neg(-1 << 40),
 		uint64(math.Float32bits(1.5)), math.Float64bits(-2.25), 7, uint64(math.Float32bits(0.5)), math.Float64bits(3.125)}, got)
 }
 
 func TestLaunchReadSum(t *testing.T) {
-	g, m, s := loadKernels(t, gputest.Kernels)
+	g, m, s := loadKernels(t, cudatest.Kernels)
 	const n = 4096
 	vals := make([]uint32, n)
 	var want uint64
@@ -193,17 +192,17 @@ func TestLaunchReadSum(t *testing.T) {
 		vals[i] = uint32(i * 7)
 		want += uint64(vals[i])
 	}
-	p := gputest.ToDevice(t, g, vals)
-	out := gputest.ToDevice(t, g, []uint64{0})
+	p := cudatest.ToDevice(t, g, vals)
+	out := cudatest.ToDevice(t, g, []uint64{0})
 	f := function(t, m, "read_sum")
 	require.NoError(t, f.Launch(s, cuda.D1(4), cuda.D1(256), 0, p, uint64(n), uint64(time.Millisecond), out))
 	require.NoError(t, s.Synchronize())
-	assert.Equal(t, []uint64{want}, gputest.FromDevice[uint64](t, out, 1))
+	assert.Equal(t, []uint64{want}, cudatest.FromDevice[uint64](t, out, 1))
 }
 
 // spin holds the GPU for the time asked, measured on the GPU's clock.
 func TestLaunchSpin(t *testing.T) {
-	_, m, s := loadKernels(t, gputest.Kernels)
+	_, m, s := loadKernels(t, cudatest.Kernels)
 	ctx := m.Context()
 	start, err := ctx.NewEvent(true)
 	require.NoError(t, err)
@@ -230,7 +229,7 @@ func TestLaunchSpin(t *testing.T) {
 func TestLaunchArgumentErrors(t *testing.T) {
 	g, m, s := loadKernels(t)
 	f := function(t, m, "axpy_f32")
-	p := gputest.Alloc[float32](t, g, 1)
+	p := cudatest.Alloc[float32](t, g, 1)
 
 	err := f.Launch(s, cuda.D1(1), cuda.D1(1), 0, float32(1), p, p)
 	require.ErrorIs(t, err, cuda.ErrInvalidArgument)
@@ -276,15 +275,15 @@ func TestLaunchDeviceBuffer(t *testing.T) {
 	})
 	assert.Zero(t, allocs)
 	require.NoError(t, s.Synchronize())
-	if fakecuda.Loaded() {
+	if cudatest.FakeLoaded() {
 		// No kernel runs: the launch recorded the buffer's address as argument 0.
-		last := fakecuda.Launches(fakecuda.LaunchCount() - 1)
+		last := cudatest.Launches(cudatest.LaunchCount() - 1)
 		require.Len(t, last, 1)
 		assert.Equal(t, "fill_u32", last[0].Func)
 		assert.Equal(t, uint64(buf.Ptr()), binary.NativeEndian.Uint64(last[0].Params))
 		assert.Equal(t, uint32(9), binary.NativeEndian.Uint32(last[0].Params[8:]))
 	} else {
-		for i, v := range gputest.FromDevice[uint32](t, buf.Ptr(), n) {
+		for i, v := range cudatest.FromDevice[uint32](t, buf.Ptr(), n) {
 			require.Equal(t, uint32(9), v, "p[%d]", i)
 		}
 	}
@@ -327,7 +326,7 @@ func TestLaunchWrongContext(t *testing.T) {
 func TestLaunchAllocations(t *testing.T) {
 	g, m, s := loadKernels(t)
 	f := function(t, m, "axpy_f32")
-	p := gputest.Alloc[float32](t, g, 1)
+	p := cudatest.Alloc[float32](t, g, 1)
 	a, n := float32(1), int32(0)
 	empty := function(t, m, "empty")
 	allocs := testing.AllocsPerRun(200, func() {
@@ -346,9 +345,9 @@ func TestLaunchAllocations(t *testing.T) {
 // Launches from many goroutines onto one stream and onto their own streams, with no
 // thread locked and no context made current by the caller.
 func TestLaunchConcurrent(t *testing.T) {
-	g, m, s := loadKernels(t, gputest.Kernels)
+	g, m, s := loadKernels(t, cudatest.Kernels)
 	const workers, each = 8, 200
-	counts := gputest.Alloc[uint32](t, g, workers)
+	counts := cudatest.Alloc[uint32](t, g, workers)
 	fill := function(t, m, "fill_u32")
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
@@ -382,7 +381,7 @@ func TestLaunchConcurrent(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.NoError(t, s.Synchronize())
-	got := gputest.FromDevice[uint32](t, counts, workers)
+	got := cudatest.FromDevice[uint32](t, counts, workers)
 	for w, v := range got {
 		assert.Equal(t, uint32(w+1), v)
 	}
@@ -441,7 +440,7 @@ func BenchmarkLaunch(b *testing.B) {
 	g, m, s := loadKernels(b)
 	empty := function(b, m, "empty")
 	axpy := function(b, m, "axpy_f32")
-	p := gputest.Alloc[float32](b, g, 1)
+	p := cudatest.Alloc[float32](b, g, 1)
 	fn, err := cudaraw.Library().NewProc("cuLaunchKernel").Addr()
 	require.NoError(b, err)
 	get, set, err := cudaraw.CtxSwitchProcs()
@@ -587,7 +586,7 @@ func cpuTime(t *testing.T) time.Duration {
 // Long waits sleep instead of burning a core, for streams and events alike, even in a
 // context whose scheduling flag says spin.
 func TestSynchronizeSleeps(t *testing.T) {
-	gputest.Require(t, gputest.Kernels)
+	cudatest.Require(t, cudatest.Kernels)
 	spinCtx, err := cuda.NewContext(cuda.Device(0), cudaraw.CU_CTX_SCHED_SPIN)
 	require.NoError(t, err)
 	defer spinCtx.Close()

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/gocuda/gocuda/internal/fakecuda"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 )
 
 // TestMain runs the tests on the strict fake driver where there is no GPU (CI): every
@@ -16,5 +16,5 @@ func TestMain(m *testing.M) {
 	if os.Getenv("FAKECUDA_MEMORY_BYTES") == "" {
 		os.Setenv("FAKECUDA_MEMORY_BYTES", "4294967296")
 	}
-	os.Exit(fakecuda.Main(m))
+	os.Exit(cudatest.Main(m))
 }

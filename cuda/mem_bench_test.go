@@ -8,7 +8,7 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cuda/cudaraw"
-	"github.com/gocuda/gocuda/internal/callbench"
+	"github.com/gocuda/gocuda/tools/bench/callbench"
 )
 
 // BenchmarkAlloc mirrors the alloc/touch/free loops of ../shared/anchors/floors.cu:

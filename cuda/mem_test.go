@@ -18,15 +18,14 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cuda/cudaraw"
-	"github.com/gocuda/gocuda/internal/fakecuda"
-	"github.com/gocuda/gocuda/internal/gputest"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/gocuda/gocuda/resource"
 )
 
 // memSetup returns device 0's primary context and a stream closed at the end.
-func memSetup(t testing.TB, needs ...gputest.Need) (*cuda.Context, *cuda.Stream) {
+func memSetup(t testing.TB, needs ...cudatest.Need) (*cuda.Context, *cuda.Stream) {
 	t.Helper()
-	return gputest.Stream(t, needs...)
+	return cudatest.Stream(t, needs...)
 }
 
 func randFloat32s(r *rand.Rand, n int) []float32 {
@@ -177,9 +176,9 @@ func TestHostBuffer(t *testing.T) {
 
 	// A block a pending copy uses is not handed out until the copy is done. The
 	// GPU is kept busy with large memsets; the fake driver is paused.
-	if fakecuda.Loaded() {
-		require.NoError(t, fakecuda.Pause())
-		defer fakecuda.Resume()
+	if cudatest.FakeLoaded() {
+		require.NoError(t, cudatest.Pause())
+		defer cudatest.Resume()
 	} else {
 		busy, err := ctx.Alloc(s, 1<<30)
 		require.NoError(t, err)
@@ -200,9 +199,9 @@ func TestHostBuffer(t *testing.T) {
 	require.NoError(t, err)
 	done, err := s.Query()
 	require.NoError(t, err)
-	if fakecuda.Loaded() {
+	if cudatest.FakeLoaded() {
 		require.False(t, done, "paused")
-		require.NoError(t, fakecuda.Resume())
+		require.NoError(t, cudatest.Resume())
 	}
 	require.NoError(t, s.Synchronize())
 	if done {
@@ -568,7 +567,7 @@ var memKernels []byte
 // Kernels write unified and pinned memory through their device addresses; the host
 // reads the result through the slices.
 func TestMemKernelArgs(t *testing.T) {
-	ctx, s := memSetup(t, gputest.Kernels)
+	ctx, s := memSetup(t, cudatest.Kernels)
 	mod, err := ctx.LoadModule(memKernels)
 	require.NoError(t, err)
 	defer mod.Close()

@@ -1,9 +1,7 @@
 package cuda
 
 import (
-	"errors"
 	"fmt"
-	"math"
 	"reflect"
 	"runtime"
 	"sync/atomic"
@@ -13,6 +11,11 @@ import (
 	"github.com/gocuda/gocuda/internal/errs"
 	"github.com/gocuda/gocuda/resource"
 )
+
+// Memory this package owns: the Memory interface, the kinds of memory, and memBase,
+// what every buffer type is made of (its hold, its hand-off state, its release).
+// The kinds are in memory_device.go, memory_host.go (pinned and unified) and
+// memory_wrapped.go; a context's memory machinery is in memory_state.go.
 
 // Memory is memory that the GPU can use and that this package owns: a *DeviceBuffer,
 // *HostBuffer, *ManagedBuffer or *WrappedBuffer. Copy and CopyAsync take any two.
@@ -86,7 +89,7 @@ type memBase struct {
 	// stream's mu, then acc.mu.
 	hold hold
 
-	// acc is the allocation's uses on streams since its last write (access.go).
+	// acc is the allocation's uses on streams since its last write (handoff_state.go).
 	acc access
 
 	ms    *memState
@@ -101,8 +104,8 @@ type memBase struct {
 	reg  *resource.Registration
 	regv resource.Registration
 
-	// lease counts the graphs that keep the allocation (graph.go); nil until the
-	// first.
+	// lease counts the graphs that keep the allocation (graph_lease.go); nil
+	// until the first.
 	lease atomic.Pointer[leaseState]
 }
 
@@ -240,195 +243,6 @@ func (m *memBase) context() *Context {
 	return m.ctx
 }
 
-// DeviceBuffer is device memory allocated from the device's stream-ordered pool
-// (cuMemAllocAsync). It records its uses on streams since its last write (see the
-// package documentation's hand-off): work on another stream waits on the GPU for
-// the conflicting ones. Close, or, if the buffer is dropped without Close, a release
-// soon after it becomes unreachable, frees it (cuMemFreeAsync) after every use: on
-// the stream of its only use (or of a reader that waited for the others), else on
-// the context's disposal stream once that has waited for all of them.
-//
-// A DeviceBuffer is safe for concurrent use. Operations (copies, memsets, launches)
-// hold it until their work is queued: Close waits for them, never for the GPU, and
-// operations after Close fail with ErrClosed. The buffer keeps its Context alive.
-type DeviceBuffer struct {
-	m memBase
-	_ [deviceBufferPad]byte // to a multiple of 64 bytes (see memBase)
-}
-
-// deviceBufferPad pads a DeviceBuffer to 384 bytes, a size class of Go's allocator
-// whose objects start on 64-byte boundaries.
-const deviceBufferPad = 384 - unsafe.Sizeof(memBase{})
-
-func (b *DeviceBuffer) base() *memBase {
-	if b == nil {
-		return nil
-	}
-	return &b.m
-}
-
-// Alloc allocates bytes of device memory on s: the memory may be used by work queued
-// on s after this call (as with cuMemAllocAsync, other streams must wait for s).
-// On CUDA_ERROR_OUT_OF_MEMORY it runs resource.Reclaim, waits for the context's work
-// and retries once; the error then wraps ErrOutOfMemory and names the size.
-func (c *Context) Alloc(s *Stream, bytes int) (*DeviceBuffer, error) {
-	return c.alloc(s, bytes, 1, nil, 2)
-}
-
-// AllocFor allocates device memory for n elements of T on s (in s's context); the
-// buffer's Len is n, and typed copies to and from it must use T. T must be free of
-// Go pointers.
-func AllocFor[T any](s *Stream, n int) (*DeviceBuffer, error) {
-	elem, err := elemSize[T]()
-	if err != nil {
-		return nil, err
-	}
-	if n <= 0 || n > math.MaxInt/elem {
-		return nil, fmt.Errorf("%w: allocating %d elements of %d bytes", ErrInvalidArgument, n, elem)
-	}
-	if err := checkStream(s); err != nil {
-		return nil, err
-	}
-	return s.ctx.alloc(s, n*elem, elem, reflect.TypeFor[T](), 2)
-}
-
-func (c *Context) alloc(s *Stream, bytes, elem int, etype reflect.Type, skip int) (*DeviceBuffer, error) {
-	if err := checkSize(bytes); err != nil {
-		return nil, err
-	}
-	if err := c.check(); err != nil {
-		return nil, err
-	}
-	if err := checkStream(s); err != nil {
-		return nil, err
-	}
-	if s.cs != c.ctxState {
-		return nil, fmt.Errorf("cuda: allocating on a stream of another context: %w", ErrWrongContext)
-	}
-	ms := c.mem.Load()
-	if ms == nil || !ms.devReady.Load() {
-		// First device allocation in the context: a closed stream fails before
-		// anything is set up. Later ones find it closed under the stream's lock,
-		// in allocOn, before any driver call.
-		if streamClosed(s.stream) {
-			return nil, errAllocClosed()
-		}
-		var err error
-		if ms, err = c.memory(); err != nil {
-			return nil, err
-		}
-	}
-	return allocDevice(c, ms, s, bytes, elem, etype, skip+1)
-}
-
-func errAllocClosed() error { return fmt.Errorf("cuda: allocating on a stream: %w", ErrClosed) }
-
-func allocDevice(c *Context, ms *memState, s *Stream, bytes, elem int, etype reflect.Type, skip int) (*DeviceBuffer, error) {
-	resource.Drain()
-	if err := c.enter(); err != nil {
-		return nil, err
-	}
-	defer c.exit()
-	if err := ms.initDevice(); err != nil {
-		return nil, err
-	}
-	// The driver writes the address straight into the buffer (a field free of Go
-	// pointers, which cgo allows), so that it needs no allocation of its own.
-	b := &DeviceBuffer{m: memBase{ctx: c, ms: ms, size: bytes, elem: elem, etype: etype, etypeID: typeWord(etype), kind: KindDevice}}
-	captured := s.capture.Load() != nil
-	if captured {
-		// On a capturing stream the allocation would become the graph's own: take
-		// it from the pool on the context's default stream instead, which the
-		// graph's replays wait for (hand-off), and never reclaim in a capture.
-		s = &Stream{stream: ms.defStream, ctx: c}
-	}
-	gen, err := allocOn(c, ms, s, &b.m.ptr, bytes)
-	if errors.Is(err, cudaraw.ErrOutOfMemory) && !captured {
-		ms.reclaimForOOM()
-		gen, err = allocOn(c, ms, s, &b.m.ptr, bytes)
-	}
-	if err != nil {
-		if errors.Is(err, errStreamClosed) {
-			return nil, errAllocClosed()
-		}
-		return nil, allocError(bytes, err)
-	}
-	b.m.allocated(s.stream, gen)
-	resource.ResourceFinalizerAt(&b.m.regv, (*DeviceBuffer).free, b, finalizeDevice, false, ms.regOpts(KindDevice, skip)...)
-	ms.track(&b.m, nil, skip)
-	return b, nil
-}
-
-// finalizeDevice is a DeviceBuffer's finalizer: it queues the release.
-func finalizeDevice(b *DeviceBuffer) { resource.Finalized(&b.m.regv, b) }
-
-// errStreamClosed is allocOn's error for a closed stream (internal: allocDevice
-// replaces it).
-var errStreamClosed = fmt.Errorf("cuda: stream: %w", ErrClosed)
-
-// allocOn allocates bytes on pub into *p, from its stream's cache of freed blocks or
-// from the pool, and returns the stream's generation.
-func allocOn(c *Context, ms *memState, pub *Stream, p *cudaraw.CUdeviceptr, bytes int) (uint64, error) {
-	size, class := devClass(bytes)
-	s := pub.stream
-	if lockOpen(pub, s) != nil {
-		return 0, errStreamClosed
-	}
-	gen := s.gen.Load()
-	if class >= 0 {
-		if *p = s.takeBlock(ms, class); *p != 0 {
-			s.mu.RUnlock()
-			return gen, nil
-		}
-	}
-	err := cudaraw.MemAllocAsyncIn(c.h, p, uint64(size), s.h)
-	s.mu.RUnlock()
-	return gen, err
-}
-
-// free frees the memory after the work that used it: with one use, on its stream if
-// the stream is still in the generation of that use (into the stream's cache if it
-// has room); otherwise on the disposal stream, after every use (freeAsync).
-func (b *DeviceBuffer) free() error {
-	if b.m.postpone(b.free, false) {
-		return nil
-	}
-	uses := b.m.retire()
-	c := b.m.ctx
-	if c.enter() != nil {
-		return resource.ErrContextDestroyed // freed with its context
-	}
-	defer c.exit()
-	if size, class := devClass(b.m.size); class >= 0 {
-		u, ok := freeStream(uses)
-		if !ok {
-			return b.m.ms.freeAsync(b.m.ptr, uses, nil)
-		}
-		u.s.mu.RLock()
-		if u.current() && u.s.putBlock(b.m.ms, b.m.ptr, class, size) {
-			u.s.mu.RUnlock()
-			return nil
-		}
-		u.s.mu.RUnlock()
-	}
-	return b.m.ms.freeAsync(b.m.ptr, uses, nil)
-}
-
-// Ptr returns the device address of the memory, for the raw layer and other
-// libraries. It stays valid until Close; keep the buffer reachable while it is used.
-// Ptr waits for nothing and orders nothing: work queued with the address on a stream
-// is ordered with the buffer's other uses only if UseOn announces it; ForeignPtr
-// waits for them instead. The stream checker (EnableStreamCheck) reports addresses
-// from Ptr launched on another stream without UseOn.
-func (b *DeviceBuffer) Ptr() cudaraw.CUdeviceptr { return b.base().ptrChecked() }
-
-// Size returns the buffer's size in bytes.
-func (b *DeviceBuffer) Size() int { return b.base().sizeOrZero() }
-
-// Len returns the number of elements: Size divided by the element size given to
-// AllocFor (1 for Alloc).
-func (b *DeviceBuffer) Len() int { return b.base().length() }
-
 // length returns the number of elements (0 for nil).
 func (m *memBase) length() int {
 	if m == nil || m.elem == 0 {
@@ -448,44 +262,6 @@ func checkElem[T any](m *memBase) error {
 	return nil
 }
 
-// Context returns the buffer's context.
-func (b *DeviceBuffer) Context() *Context { return b.base().context() }
-
-// Close frees the memory, ordered after the work queued on the stream that last used
-// it; it does not wait. Closing a view (Slice) frees nothing: the view is closed,
-// the memory stays with its allocation. Closing again, or closing a nil buffer,
-// returns an error matching ErrClosed and resource.ErrReleased.
-func (b *DeviceBuffer) Close() error {
-	if b != nil && b.m.root != nil {
-		if !b.m.hold.close() {
-			return errs.Closed("cuda: device buffer view")
-		}
-		return nil
-	}
-	return b.base().close("cuda: device buffer")
-}
-
-// Slice returns a view of n elements of b from element off (elements of b's Len;
-// bytes for a buffer from Context.Alloc), as b[off:off+n] would be. The view shares
-// b's memory and lifetime: it keeps b reachable, operations on it hold b (so that
-// b's Close waits for them, or they fail with ErrClosed after it), and its work is
-// ordered on b's streams as b's own. Views of views are views of b.
-func (b *DeviceBuffer) Slice(off, n int) (*DeviceBuffer, error) {
-	m := b.base()
-	if m == nil || m.ctx == nil {
-		return nil, errNilMemory
-	}
-	if length := m.size / m.elem; off < 0 || n < 0 || off > length || n > length-off {
-		return nil, fmt.Errorf("%w: slice [%d:%d] of a buffer of %d elements", ErrInvalidArgument, off, off+n, length)
-	}
-	if m.hold.closed() || m.owner().hold.closed() {
-		return nil, errMemClosed[KindDevice]
-	}
-	v := &DeviceBuffer{m: memBase{ctx: m.ctx, ms: m.ms, ptr: m.ptr + cudaraw.CUdeviceptr(off*m.elem), size: n * m.elem,
-		elem: m.elem, etype: m.etype, etypeID: m.etypeID, kind: KindDevice, root: m.owner()}}
-	return v, nil
-}
-
 // checkSize rejects zero and negative sizes.
 func checkSize(bytes int) error {
 	if bytes <= 0 {
@@ -497,65 +273,6 @@ func checkSize(bytes int) error {
 // allocError wraps an allocation failure with the size asked for.
 func allocError(bytes int, err error) error {
 	return fmt.Errorf("cuda: allocating %d bytes: %w", bytes, err)
-}
-
-func streamClosed(s *stream) bool {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.closed.Load()
-}
-
-// finalOf returns the event marking the end of s's work before its generation moved
-// on (nil if the stream could not record one).
-func finalOf(s *stream) *event {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.final
-}
-
-// freeAsync frees stream-ordered memory after its uses: on the stream of the only
-// use if that stream is still in the generation of the use, else on the disposal
-// stream after every use not known to be complete (a multi-stream free joins there);
-// memory that no stream used is freed on idle.
-func (ms *memState) freeAsync(ptr cudaraw.CUdeviceptr, uses []use, idle *stream) error {
-	c := ms.cs
-	free := func(h cudaraw.CUstream) error { return cudaraw.MemFreeAsyncIn(c.h, ptr, h) }
-	if len(uses) == 0 {
-		if idle == nil {
-			idle = ms.defStream
-		}
-		return idle.use(free)
-	}
-	if u, ok := freeStream(uses); ok {
-		s := u.s
-		s.mu.RLock()
-		if u.current() {
-			err := cudaraw.MemFreeAsyncIn(c.h, ptr, s.h)
-			s.mu.RUnlock()
-			return err
-		}
-		s.mu.RUnlock()
-	}
-	d, err := c.disposalStream()
-	if err != nil {
-		return err
-	}
-	var wait deps
-	usesOf(uses, &wait)
-	if err := ms.handOff(&wait, d); err != nil {
-		return err
-	}
-	return d.use(free)
-}
-
-// waitableFinal returns s's final event; where s could not record one (event
-// creation failed when it was destroyed), it waits for the whole context instead,
-// which is rare and the only way left to order after s's work.
-func waitableFinal(c *ctxState, s *stream) (*event, error) {
-	if final := finalOf(s); final != nil {
-		return final, nil
-	}
-	return nil, cudaraw.CtxSynchronizeIn(c.h)
 }
 
 // elemSize returns T's size, rejecting zero-size types and types holding Go

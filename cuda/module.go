@@ -72,8 +72,8 @@ type Module struct {
 	funcs map[string]weak.Pointer[Function]
 
 	reg *resource.Registration
-	// lease counts the graphs whose kernels are the module's (graph.go): the
-	// unload waits for the last.
+	// lease counts the graphs whose kernels are the module's (graph_lease.go):
+	// the unload waits for the last.
 	lease leaseState
 }
 

@@ -63,7 +63,7 @@ func ctxCreate(pctx *cudaraw.CUcontext, flags uint32, dev cudaraw.CUdevice) erro
 	return cudaraw.Result(C.gocuda_ctx_create_v2(C.uintptr_t(fn), (*C.uintptr_t)(unsafe.Pointer(pctx)), C.uint32_t(flags), C.int32_t(dev))).Err()
 }
 
-// inEventElapsed is inEventElapsedTime (cuEventElapsedTime_v2), or cuEventElapsedTime
+// inEventElapsed is cudaraw.EventElapsedTimeIn (cuEventElapsedTime_v2), or cuEventElapsedTime
 // where the driver lacks the former, with ctx current.
 func inEventElapsed(ctx cudaraw.CUcontext, ms *float32, start, end cudaraw.CUevent) error {
 	err := cudaraw.EventElapsedTimeIn(ctx, ms, start, end)

@@ -1,6 +1,6 @@
 package cuda_test
 
-// The core on an older driver: the fake posing as CUDA 11.8 (fakecuda.Driver118)
+// The core on an older driver: the fake posing as CUDA 11.8 (cudatest.Driver118)
 // exports only the symbols of the 11.8 headers and reports version 11080.
 
 import (
@@ -18,25 +18,25 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/gocuda/gocuda/dl"
-	"github.com/gocuda/gocuda/internal/fakecuda"
 )
 
 // driver118 runs the test in a child process on the strict fake posing as the CUDA
 // 11.8 driver; it reports whether the caller is that child.
 func driver118(t *testing.T) bool {
 	t.Helper()
-	if fakecuda.Active() {
-		fakecuda.Subprocess(t, map[string]string{fakecuda.EnvDriver: "11.8"})
+	if cudatest.Active() {
+		cudatest.Subprocess(t, map[string]string{cudatest.EnvDriver: "11.8"})
 		return false
 	}
-	if os.Getenv(fakecuda.EnvChild) == "" || !fakecuda.Strict() {
-		t.Skip("runs on the strict fake driver posing as CUDA 11.8 (CI, where fakecuda.Main installs the fake)")
+	if os.Getenv(cudatest.EnvChild) == "" || !cudatest.Strict() {
+		t.Skip("runs on the strict fake driver posing as CUDA 11.8 (CI, where cudatest.Main installs the fake)")
 	}
 	var v int32
 	require.NoError(t, cudaraw.DriverGetVersion(&v))
 	require.Equal(t, int32(11080), v, "the child runs on the CUDA 11.8 pose")
-	fakecuda.Check(t)
+	cudatest.Check(t)
 	return true
 }
 
@@ -72,10 +72,10 @@ func TestDriver118(t *testing.T) {
 		// cuCtxCreate_v4 is missing: NewContext creates it with cuCtxCreate_v2.
 		var c cudaraw.CUcontext
 		requireSymbolError(t, cudaraw.CtxCreate(&c, nil, 0, 0), "cuCtxCreate_v4")
-		before := fakecuda.Counters().Contexts
+		before := cudatest.Counters().Contexts
 		own, err := cuda.NewContext(cuda.Device(0), 0)
 		require.NoError(t, err)
-		assert.Equal(t, before+1, fakecuda.Counters().Contexts)
+		assert.Equal(t, before+1, cudatest.Counters().Contexts)
 		ost, err := own.NewStream()
 		require.NoError(t, err)
 		b, err := cuda.AllocFor[uint32](ost, 64)
@@ -89,7 +89,7 @@ func TestDriver118(t *testing.T) {
 		}
 		require.NoError(t, b.Close())
 		require.NoError(t, own.Close())
-		assert.Equal(t, before, fakecuda.Counters().Contexts)
+		assert.Equal(t, before, cudatest.Counters().Contexts)
 	})
 
 	t.Run("StreamsAndEvents", func(t *testing.T) {
@@ -107,7 +107,7 @@ func TestDriver118(t *testing.T) {
 		require.NoError(t, err)
 		defer end.Close()
 		require.NoError(t, start.Record(s))
-		require.NoError(t, fakecuda.Delay(uintptr(s.Handle()), 2*time.Millisecond))
+		require.NoError(t, cudatest.Delay(uintptr(s.Handle()), 2*time.Millisecond))
 		require.NoError(t, end.Record(s))
 		require.NoError(t, hi.WaitEvent(end))
 		require.NoError(t, hi.Synchronize())
@@ -215,10 +215,10 @@ func TestDriver118(t *testing.T) {
 			Y float32
 			Z float64
 		}
-		seq := fakecuda.LaunchCount()
+		seq := cudatest.LaunchCount()
 		require.NoError(t, mixed.Launch(s, cuda.D1(1), cuda.D1(32), 0,
 			int8(-3), int16(-300), int32(-70000), int64(-1<<40), float32(1.5), float64(-2.25), g{7, 0.5, 3.125}, out))
-		launches := fakecuda.Launches(seq)
+		launches := cudatest.Launches(seq)
 		require.Len(t, launches, 1)
 		l := launches[0]
 		assert.Equal(t, "mixed", l.Func)
@@ -252,7 +252,7 @@ func TestDriver118(t *testing.T) {
 			int8(0), int16(0), int32(0), int64(0), float32(0), float64(0), g{}, out))
 		require.NoError(t, batch.Submit(s))
 		require.NoError(t, ctx.Synchronize())
-		assert.Equal(t, seq+4, fakecuda.LaunchCount())
+		assert.Equal(t, seq+4, cudatest.LaunchCount())
 	})
 
 	// What the core does not use and CUDA 11.8 lacks returns the typed symbol error

@@ -5,8 +5,8 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/gocuda/cuda/cudaraw"
-	"github.com/gocuda/gocuda/internal/callbench"
-	"github.com/gocuda/gocuda/internal/gputest"
+	"github.com/gocuda/gocuda/cuda/cudatest"
+	"github.com/gocuda/gocuda/tools/bench/callbench"
 	"github.com/stretchr/testify/require"
 )
 
@@ -14,7 +14,7 @@ import (
 // call made from C in the same process: the difference is the binding's cost (cgo's
 // own floor is about 50 ns; the goal is at most 60 ns over C).
 func BenchmarkCallOverhead(b *testing.B) {
-	gputest.Require(b)
+	cudatest.Require(b)
 	var dev cudaraw.CUdevice
 	require.NoError(b, cudaraw.DeviceGet(&dev, 0))
 

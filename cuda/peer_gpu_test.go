@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/gocuda/gocuda/cuda"
-	"github.com/gocuda/gocuda/internal/gputest"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -16,7 +16,7 @@ import (
 // b's stream, and checks the data; then the same after a kernel add on b's side, the
 // copy back queued on a's stream.
 func gpuPeerHandOff(t *testing.T, a, b *cuda.Context) {
-	gputest.Require(t, gputest.Kernels)
+	cudatest.Require(t, cudatest.Kernels)
 	mod, err := a.LoadModule(kernelsPTX)
 	require.NoError(t, err)
 	defer mod.Close()
@@ -74,7 +74,7 @@ func TestGPUPeerHandOff(t *testing.T) {
 
 // TestGPUPeerOneDevice is TestGPUPeerHandOff between two contexts of device 0.
 func TestGPUPeerOneDevice(t *testing.T) {
-	gputest.Require(t, gputest.Kernels)
+	cudatest.Require(t, cudatest.Kernels)
 	c0, err := cuda.Device(0).Context()
 	require.NoError(t, err)
 	own := peerContext(t)
@@ -87,7 +87,7 @@ func TestGPUPeerOneDevice(t *testing.T) {
 // the C floor's cuMemcpyPeerAsync; one-device copies the same between two contexts
 // of device 0 (skipped where there are two devices).
 func BenchmarkCopyPeer(b *testing.B) {
-	gputest.Require(b)
+	cudatest.Require(b)
 	n, err := cuda.DeviceCount()
 	require.NoError(b, err)
 	c0, err := cuda.Device(0).Context()

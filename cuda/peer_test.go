@@ -5,8 +5,7 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cuda/cudaraw"
-	"github.com/gocuda/gocuda/internal/fakecuda"
-	"github.com/gocuda/gocuda/internal/gputest"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -19,7 +18,7 @@ import (
 // are fewer than two devices.
 func twoDevices(t *testing.T) (*cuda.Context, *cuda.Context) {
 	t.Helper()
-	gputest.Require(t)
+	cudatest.Require(t)
 	n, err := cuda.DeviceCount()
 	require.NoError(t, err)
 	if n < 2 {
@@ -42,19 +41,19 @@ func peerContext(t *testing.T) *cuda.Context {
 }
 
 func TestPeer(t *testing.T) {
-	if fakecuda.Active() {
-		fakecuda.Subprocess(t, map[string]string{"FAKECUDA_DEVICES": "2"})
+	if cudatest.Active() {
+		cudatest.Subprocess(t, map[string]string{"FAKECUDA_DEVICES": "2"})
 		return
 	}
 	c0, c1 := twoDevices(t)
-	if fakecuda.Strict() {
-		fakecuda.Check(t)
+	if cudatest.Strict() {
+		cudatest.Check(t)
 	}
 	t.Run("CanAccessPeer", func(t *testing.T) {
 		ok, err := c0.CanAccessPeer(c1)
 		require.NoError(t, err)
 		t.Logf("device 0 can access device 1: %v", ok)
-		if fakecuda.Strict() {
+		if cudatest.Strict() {
 			assert.True(t, ok)
 		}
 		ok, err = c0.CanAccessPeer(c0)
@@ -103,11 +102,11 @@ func TestPeer(t *testing.T) {
 		assert.ErrorIs(t, c0.EnablePeerAccess(own1), cuda.ErrClosed)
 	})
 	t.Run("Unsupported", func(t *testing.T) {
-		if !fakecuda.Strict() {
+		if !cudatest.Strict() {
 			t.Skip("cuts device 1 off its peers with the fake's peer control")
 		}
-		require.NoError(t, fakecuda.Control("peer", 1, 0))
-		defer func() { require.NoError(t, fakecuda.Control("peer", 1, 1)) }()
+		require.NoError(t, cudatest.Control("peer", 1, 0))
+		defer func() { require.NoError(t, cudatest.Control("peer", 1, 1)) }()
 		ok, err := c1.CanAccessPeer(c0)
 		require.NoError(t, err)
 		assert.False(t, ok)
@@ -150,12 +149,12 @@ func TestPeer(t *testing.T) {
 // TestPeerOneDevice copies between two contexts of device 0: cuMemcpyPeerAsync is
 // legal there too, and the hand-off is the same.
 func TestPeerOneDevice(t *testing.T) {
-	gputest.Require(t)
+	cudatest.Require(t)
 	c0, err := cuda.Device(0).Context()
 	require.NoError(t, err)
 	own := peerContext(t)
-	if fakecuda.Strict() {
-		fakecuda.Check(t)
+	if cudatest.Strict() {
+		cudatest.Check(t)
 	}
 	err = c0.EnablePeerAccess(own)
 	require.ErrorIs(t, err, cudaraw.ErrPeerAccessUnsupported)
@@ -260,7 +259,7 @@ func testHandOffBetween(t *testing.T, a, b *cuda.Context) {
 		require.NoError(t, sa.Synchronize())
 		require.NoError(t, sb[0].Synchronize())
 
-		require.NoError(t, fakecuda.Pause())
+		require.NoError(t, cudatest.Pause())
 		require.NoError(t, src.Memset32Async(sa, v)) // a write on a
 		before, proxy := cuda.HandOffsForTest(sb[0]), cuda.DefaultStreamWaitsForTest(a)
 		require.NoError(t, cuda.CopyAsync(sb[0], dst, src)) // read on b's stream
@@ -280,7 +279,7 @@ func testHandOffBetween(t *testing.T, a, b *cuda.Context) {
 		before = cuda.HandOffsForTest(sb[1])
 		require.NoError(t, cuda.CopyAsync(sb[1], hb, dst2))
 		assert.EqualValues(t, 1, cuda.HandOffsForTest(sb[1])-before, "the read waits for the copy into dst2")
-		require.NoError(t, fakecuda.Resume())
+		require.NoError(t, cudatest.Resume())
 
 		require.NoError(t, sb[1].Synchronize())
 		assert.Equal(t, v+2000, cuda.HostSlice[uint32](hb)[n-1], "round %d: read after the copy", i)

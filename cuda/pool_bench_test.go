@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/gocuda/gocuda/cuda"
-	"github.com/gocuda/gocuda/internal/fakecuda"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -100,7 +100,7 @@ func (k *taskKernels) task(s *cuda.Stream) error {
 
 // checkSum checks the sum in res, where kernels run (the fake driver's do not).
 func checkSum(res *cuda.HostBuffer, want uint64) error {
-	if got := cuda.HostSlice[uint64](res)[0]; got != want && !fakecuda.Loaded() {
+	if got := cuda.HostSlice[uint64](res)[0]; got != want && !cudatest.FakeLoaded() {
 		return fmt.Errorf("sum %d, want %d", got, want)
 	}
 	return nil

@@ -10,7 +10,7 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cuda/cudaraw"
-	"github.com/gocuda/gocuda/internal/gputest"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/gocuda/gocuda/resource"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -19,7 +19,7 @@ import (
 // poolContext returns a context of its own, so that pool counts are the test's.
 func poolContext(t *testing.T) *cuda.Context {
 	t.Helper()
-	gputest.Require(t)
+	cudatest.Require(t)
 	ctx, err := cuda.NewContext(0, 0)
 	require.NoError(t, err)
 	t.Cleanup(func() { ctx.Close() })

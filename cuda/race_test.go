@@ -20,8 +20,7 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cuda/cudaraw"
-	"github.com/gocuda/gocuda/internal/fakecuda"
-	"github.com/gocuda/gocuda/internal/gputest"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -37,7 +36,7 @@ func races(t *testing.T) int {
 	switch {
 	case testing.Short():
 		return 200
-	case fakecuda.Strict():
+	case cudatest.Strict():
 		return 10_000
 	}
 	return 500
@@ -60,8 +59,8 @@ func runRaces[T any](t *testing.T, n int, k raceKind[T]) {
 		// The races of a kind wait mostly for goroutines to wake: kinds run side by
 		// side.
 		t.Parallel()
-		if fakecuda.Strict() {
-			fakecuda.Check(t)
+		if cudatest.Strict() {
+			cudatest.Check(t)
 		}
 		var ran, refused int
 		rng := rand.New(rand.NewPCG(uint64(n), 7))
@@ -136,7 +135,7 @@ type raceEnv struct {
 }
 
 func newRaceEnv(t *testing.T) *raceEnv {
-	gputest.Require(t)
+	cudatest.Require(t)
 	// The kinds of a test run side by side; once they are all done, count the
 	// Closes that found an operation holding their object and waited for it: the
 	// races overlapped, not merely ran one after the other.
@@ -146,7 +145,7 @@ func newRaceEnv(t *testing.T) *raceEnv {
 	t.Cleanup(func() {
 		w := cuda.HoldWaitsForTest() - waits
 		t.Logf("a Close waited for an operation holding its object in %d races", w)
-		if fakecuda.Strict() && n >= 10_000 {
+		if cudatest.Strict() && n >= 10_000 {
 			assert.Positive(t, w, "no race overlapped")
 		}
 	})
@@ -290,7 +289,7 @@ func TestRaceCloseBuffer(t *testing.T) {
 // wrapRaces bounds the WrappedBuffer races on a GPU, where registering costs about
 // 100 µs.
 func wrapRaces() int {
-	if fakecuda.Strict() {
+	if cudatest.Strict() {
 		return 10_000
 	}
 	return 200
@@ -466,7 +465,7 @@ func TestRaceCloseModule(t *testing.T) {
 // moduleRaces bounds the module races on a GPU, where loading PTX takes the JIT
 // compiler milliseconds.
 func moduleRaces(n int) int {
-	if fakecuda.Strict() {
+	if cudatest.Strict() {
 		return n
 	}
 	return min(n, 100)
@@ -477,7 +476,7 @@ func moduleRaces(n int) int {
 func TestRaceCloseContext(t *testing.T) {
 	e := newRaceEnv(t)
 	n := races(t)
-	if !fakecuda.Strict() {
+	if !cudatest.Strict() {
 		n = min(n, 10) // creating and destroying a context takes ~0.3 s on an H200
 	}
 	type cx struct {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/gocuda/gocuda/cuda"
-	"github.com/gocuda/gocuda/internal/gputest"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/gocuda/gocuda/resource"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -67,7 +67,7 @@ func liveMemory(t *testing.T, ctx *cuda.Context) (live [4]int64, used [4]int64, 
 // launch from another goroutine (releases that may wait for the GPU are held for
 // Reclaim), and afterwards the memory must really come back.
 func TestSeedCollectWhileGPUBusy(t *testing.T) {
-	_, m, other := loadKernels(t, gputest.Kernels)
+	_, m, other := loadKernels(t, cudatest.Kernels)
 	ctx := m.Context()
 	spin := function(t, m, "spin")
 	empty := function(t, m, "empty")

@@ -10,13 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocuda/gocuda/cuda/cudaraw"
-	"github.com/gocuda/gocuda/internal/gputest"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 )
 
 // TestSmokeDevice reads the driver version and the device's name, memory and
 // compute capability through the generated bindings.
 func TestSmokeDevice(t *testing.T) {
-	g := gputest.Require(t)
+	g := cudatest.Require(t)
 
 	var ver int32
 	require.NoError(t, cudaraw.DriverGetVersion(&ver))
@@ -66,21 +66,21 @@ func TestSmokeDevice(t *testing.T) {
 // TestSmokeMemory copies random data to the device and back, device to
 // device, and fills memory with cuMemsetD32.
 func TestSmokeMemory(t *testing.T) {
-	g := gputest.Require(t)
+	g := cudatest.Require(t)
 	const n = 1 << 20
-	src := gputest.RandFloat32s(gputest.Rand(1), n)
+	src := cudatest.RandFloat32s(cudatest.Rand(1), n)
 
-	d := gputest.Float32sToDevice(t, g, src)
-	got := gputest.Float32sFromDevice(t, d, n)
+	d := cudatest.Float32sToDevice(t, g, src)
+	got := cudatest.Float32sFromDevice(t, d, n)
 	require.Equal(t, src, got, "host → device → host round trip")
 
-	d2 := gputest.Alloc[float32](t, g, n)
+	d2 := cudatest.Alloc[float32](t, g, n)
 	require.NoError(t, cudaraw.MemcpyDtoD(d2, d, n*4))
-	require.Equal(t, src, gputest.Float32sFromDevice(t, d2, n), "device → device copy")
+	require.Equal(t, src, cudatest.Float32sFromDevice(t, d2, n), "device → device copy")
 
 	const pattern = 0xdeadbeef
 	require.NoError(t, cudaraw.MemsetD32(d2, pattern, n))
-	words := gputest.FromDevice[uint32](t, d2, n)
+	words := cudatest.FromDevice[uint32](t, d2, n)
 	for i, w := range words {
 		if w != pattern {
 			t.Fatalf("word %d after cuMemsetD32 = %#x, want %#x", i, w, pattern)
@@ -89,7 +89,7 @@ func TestSmokeMemory(t *testing.T) {
 	// cuMemsetD32 with a float's bits: the float view reads it back.
 	one := float32(1.5)
 	require.NoError(t, cudaraw.MemsetD32(d2, math.Float32bits(one), n))
-	for i, v := range gputest.Float32sFromDevice(t, d2, n) {
+	for i, v := range cudatest.Float32sFromDevice(t, d2, n) {
 		if v != one {
 			t.Fatalf("element %d = %v, want %v", i, v, one)
 		}
@@ -99,7 +99,7 @@ func TestSmokeMemory(t *testing.T) {
 // TestSmokeStatusError checks that a failing driver call returns the Result
 // as an error that matches its sentinel.
 func TestSmokeStatusError(t *testing.T) {
-	gputest.Require(t)
+	cudatest.Require(t)
 	var d cudaraw.CUdeviceptr
 	err := cudaraw.MemAlloc(&d, 0) // zero bytes is CUDA_ERROR_INVALID_VALUE
 	require.Error(t, err)

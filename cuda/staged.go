@@ -10,7 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/gocuda/cuda/cudaraw"
-	"github.com/gocuda/gocuda/internal/reclaimhook"
+	"github.com/gocuda/gocuda/internal/rescore"
 )
 
 // Staged copies. The driver copies pageable memory (an ordinary Go slice) through
@@ -150,7 +150,7 @@ type stageCache struct {
 // stageCaches maps each *ctxState that staged a copy to its *stageCache.
 var stageCaches sync.Map
 
-func init() { reclaimhook.Register(dropStages) }
+func init() { rescore.OnReclaim(dropStages) }
 
 // takeStage returns k staging buffers of at least size bytes for c: idle ones, or
 // new ones from AllocHost. Each is held (acquired) until giveStage.

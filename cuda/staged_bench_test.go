@@ -12,7 +12,7 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cuda/cudaraw"
-	"github.com/gocuda/gocuda/internal/callbench"
+	"github.com/gocuda/gocuda/tools/bench/callbench"
 )
 
 // BenchmarkStaged sweeps the staged copies' tuning on the GPU, to pick the defaults

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocuda/gocuda/cuda"
-	"github.com/gocuda/gocuda/internal/fakecuda"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/gocuda/gocuda/resource"
 )
 
@@ -198,8 +198,8 @@ func TestStagedHandOff(t *testing.T) {
 	defer d.Close()
 	for round := range 3 {
 		v := byte(round + 1)
-		if fakecuda.Loaded() {
-			require.NoError(t, fakecuda.Delay(uintptr(other.Handle()), 2*time.Millisecond))
+		if cudatest.FakeLoaded() {
+			require.NoError(t, cudatest.Delay(uintptr(other.Handle()), 2*time.Millisecond))
 		}
 		require.NoError(t, d.Memset8Async(other, v))
 		got := make([]byte, n)
@@ -464,8 +464,8 @@ func TestCopyPageLockedSlice(t *testing.T) {
 	plain := make([]byte, n)
 	require.False(t, cuda.PageLockedForTest(unsafe.Pointer(&plain[0]), n), "a Go slice is pageable")
 	delay := func(t *testing.T) {
-		if fakecuda.Strict() {
-			require.NoError(t, fakecuda.Delay(uintptr(s.Handle()), 5*time.Millisecond))
+		if cudatest.Strict() {
+			require.NoError(t, cudatest.Delay(uintptr(s.Handle()), 5*time.Millisecond))
 		}
 	}
 	for _, k := range kinds {
@@ -541,16 +541,16 @@ func TestSmallCopyLetsGoWhileWaiting(t *testing.T) {
 		h.Bytes()[i] = byte(i * 7)
 	}
 	// Unfinished work on s, where d was last used: the synchronous copy goes there.
-	paused := fakecuda.Loaded()
+	paused := cudatest.FakeLoaded()
 	if paused {
-		require.NoError(t, fakecuda.Pause())
+		require.NoError(t, cudatest.Pause())
 	} else {
 		spin := function(t, m, "spin")
 		require.NoError(t, spin.Launch(s, cuda.D1(1), cuda.D1(1), 0, uint64(300*time.Millisecond)))
 	}
 	resume := func() {
 		if paused {
-			require.NoError(t, fakecuda.Resume())
+			require.NoError(t, cudatest.Resume())
 			paused = false
 		}
 	}

@@ -74,12 +74,13 @@ type stream struct {
 
 	reg *resource.Registration // nil for the context's own streams
 
-	// capture is set while Context.Capture records the stream's work (graph.go).
+	// capture is set while Context.Capture records the stream's work (graph_capture.go).
 	capture atomic.Pointer[captureSet]
 
-	// slots are the library handles the stream keeps for its next library call
-	// (internal/streamslot); destroy gives them back to their caches.
-	slots streamslot.Slots
+	// Home holds the library handles the stream keeps for its next library call
+	// (internal/streamslot, whose Of finds them from a *Stream through it);
+	// destroy gives them back to their caches.
+	streamslot.Home
 }
 
 // StreamOption configures NewStream.
@@ -347,7 +348,7 @@ func (s *stream) destroy() error {
 	lockCounting(&s.mu)
 	defer s.mu.Unlock()
 	s.closed.Store(true)
-	s.slots.Close()
+	streamslot.Of(s).Close()
 	if err := s.cs.enter(); err != nil {
 		return resource.ErrContextDestroyed // destroyed with its context
 	}

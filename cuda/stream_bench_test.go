@@ -8,8 +8,8 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cuda/cudaraw"
-	"github.com/gocuda/gocuda/internal/callbench"
-	"github.com/gocuda/gocuda/internal/fakecuda"
+	"github.com/gocuda/gocuda/cuda/cudatest"
+	"github.com/gocuda/gocuda/tools/bench/callbench"
 	"github.com/stretchr/testify/require"
 )
 
@@ -109,7 +109,7 @@ func BenchmarkHandoff(b *testing.B) {
 	check := func(b *testing.B) {
 		got := make([]uint32, 256)
 		require.NoError(b, cuda.CopyFromDevice(got, buf))
-		if !fakecuda.Loaded() {
+		if !cudatest.FakeLoaded() {
 			require.Equal(b, uint32(n), got[255], "every launch ran, in order")
 		}
 	}

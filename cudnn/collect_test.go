@@ -12,9 +12,9 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/gocuda/gocuda/cudnn"
 	"github.com/gocuda/gocuda/cudnn/cudnnraw"
-	"github.com/gocuda/gocuda/internal/gputest"
 )
 
 // collectStreams is how many goroutines, each on a stream of the context's pool, run
@@ -34,9 +34,9 @@ const collectRawHandles = 2
 // without Close; collecting all that while the GPU is busy must not wait for it
 // (cudnnDestroy does), and Reclaim then destroys every handle, the idle ones too.
 func TestCollectWhileGPUBusy(t *testing.T) {
-	ctx, s := gputest.Stream(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cudnnraw.Library())
-	st := gputest.CollectWhileBusy(t, ctx, collectRawHandles, func(n int) {
+	ctx, s := cudatest.Stream(t, cudatest.Kernels)
+	cudatest.RequireLibrary(t, cudnnraw.Library())
+	st := cudatest.CollectWhileBusy(t, ctx, collectRawHandles, func(n int) {
 		for range n {
 			collectRound(t, ctx, s)
 		}

@@ -145,10 +145,25 @@ func WorkspaceLimit(bytes int) ConvOption { return func(c *convConfig) { c.limit
 // ones are not affected.
 func TensorCores() ConvOption { return func(c *convConfig) { c.tensorCores = true } }
 
-// Algorithm uses algorithm a (CUDNN_CONVOLUTION_FWD_ALGO_*) without choosing; the
-// workspace limit does not apply. cuDNN's error (such as ErrNotSupported) is returned
-// if a cannot compute the convolution.
-func Algorithm(a cudnnraw.CudnnConvolutionFwdAlgo) ConvOption {
+// ConvAlgorithm is a forward convolution algorithm of cuDNN.
+type ConvAlgorithm = cudnnraw.CudnnConvolutionFwdAlgo
+
+// Forward convolution algorithms, for Algorithm.
+const (
+	ImplicitGEMM        ConvAlgorithm = cudnnraw.CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM
+	ImplicitPrecompGEMM ConvAlgorithm = cudnnraw.CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM
+	GEMM                ConvAlgorithm = cudnnraw.CUDNN_CONVOLUTION_FWD_ALGO_GEMM
+	Direct              ConvAlgorithm = cudnnraw.CUDNN_CONVOLUTION_FWD_ALGO_DIRECT
+	FFT                 ConvAlgorithm = cudnnraw.CUDNN_CONVOLUTION_FWD_ALGO_FFT
+	FFTTiling           ConvAlgorithm = cudnnraw.CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING
+	Winograd            ConvAlgorithm = cudnnraw.CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD
+	WinogradNonfused    ConvAlgorithm = cudnnraw.CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED
+)
+
+// Algorithm uses algorithm a without choosing; the workspace limit does not apply.
+// cuDNN's error (such as cudnnraw.ErrNotSupported) is returned if a cannot compute
+// the convolution.
+func Algorithm(a ConvAlgorithm) ConvOption {
 	return func(c *convConfig) { c.fixed, c.algo = true, a }
 }
 

@@ -10,33 +10,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/gocuda/gocuda/cudnn"
 	"github.com/gocuda/gocuda/cudnn/cudnnraw"
 	"github.com/gocuda/gocuda/dl"
-	"github.com/gocuda/gocuda/internal/gputest"
 )
 
 // setup returns the primary context and a stream of it.
-func setup(t *testing.T, needs ...gputest.Need) (*cuda.Context, *cuda.Stream) {
+func setup(t *testing.T, needs ...cudatest.Need) (*cuda.Context, *cuda.Stream) {
 	t.Helper()
-	return gputest.Stream(t, needs...)
-}
-
-// onDevice copies host to a new device buffer of T on s, closed when the test ends.
-func onDevice[T any](t *testing.T, s *cuda.Stream, host []T) *cuda.DeviceBuffer {
-	t.Helper()
-	b, err := cuda.AllocFor[T](s, len(host))
-	require.NoError(t, err)
-	t.Cleanup(func() { b.Close() })
-	require.NoError(t, cuda.CopyToDeviceAsync(s, b, host))
-	return b
-}
-
-func fromDevice[T any](t *testing.T, b *cuda.DeviceBuffer, n int) []T {
-	t.Helper()
-	out := make([]T, n)
-	require.NoError(t, cuda.CopyFromDevice(out, b))
-	return out
+	return cudatest.Stream(t, needs...)
 }
 
 // Every bad argument is an error before any CUDA call: these run on the fake driver
@@ -98,7 +81,7 @@ func TestArgumentChecks(t *testing.T) {
 		{"y is x", "convolution forward", cudnn.Convolve[float32](s, conv, 1, x, xs, w, ws, 0, x)},
 		{"y overlaps w", "convolution forward", cudnn.Convolve[float32](s, conv, 1, x, xs, slice(big, 0, 54), ws, 0, slice(big, 50, 27))},
 		{"workspace limit", "convolution forward", cudnn.Convolve[float32](s, conv, 1, x, xs, w, ws, 0, y, cudnn.WorkspaceLimit(-1))},
-		{"algorithm", "convolution forward", cudnn.Convolve[float32](s, conv, 1, x, xs, w, ws, 0, y, cudnn.Algorithm(cudnnraw.CUDNN_CONVOLUTION_FWD_ALGO_COUNT))},
+		{"algorithm", "convolution forward", cudnn.Convolve[float32](s, conv, 1, x, xs, w, ws, 0, y, cudnn.Algorithm(cudnn.WinogradNonfused+1))},
 		{"negative algorithm", "convolution forward", cudnn.Convolve[float32](s, conv, 1, x, xs, w, ws, 0, y, cudnn.Algorithm(-1))},
 
 		{"activation mode", "activation forward", cudnn.Activate[float32](s, cudnn.Activation{Mode: cudnnraw.CUDNN_ACTIVATION_IDENTITY}, shape, 1, x, 0, big)},
@@ -154,9 +137,9 @@ func TestOperationsWithoutLibrary(t *testing.T) {
 		t.Skip("cuDNN is installed: this checks the error where it is not")
 	}
 	xs, ws := cudnn.Tensor4D{N: 1, C: 2, H: 5, W: 5}, cudnn.Filter{K: 3, C: 2, R: 3, S: 3}
-	x := onDevice(t, s, make([]float32, xs.Len()))
-	w := onDevice(t, s, make([]float32, ws.Len()))
-	y := onDevice(t, s, make([]float32, 27))
+	x := cudatest.AllocFrom(t, s, make([]float32, xs.Len()))
+	w := cudatest.AllocFrom(t, s, make([]float32, ws.Len()))
+	y := cudatest.AllocFrom(t, s, make([]float32, 27))
 	shape := cudnn.Tensor4D{N: 1, C: 3, H: 3, W: 3}
 	for op, err := range map[string]error{
 		"convolution forward": cudnn.Convolve[float32](s, cudnn.Conv{}, 1, x, xs, w, ws, 0, y),
@@ -196,7 +179,7 @@ func TestConvolutionOutputShape(t *testing.T) {
 // ConvolutionOutputShape agrees with cudnnGetConvolution2dForwardOutputDim, through
 // the raw layer and its owned descriptors. It needs cuDNN, not a GPU.
 func TestConvolutionOutputShapeMatchesCuDNN(t *testing.T) {
-	gputest.RequireLibrary(t, cudnnraw.Library())
+	cudatest.RequireLibrary(t, cudnnraw.Library())
 	r := rand.New(rand.NewPCG(3, 3))
 	for range 200 {
 		x := cudnn.Tensor4D{N: 1 + r.IntN(3), C: 1 + r.IntN(4), H: 1 + r.IntN(20), W: 1 + r.IntN(20)}
@@ -351,15 +334,15 @@ func checkConvTol[T cudnn.Float](t *testing.T, s *cuda.Stream, c convCase, seed 
 	require.NoError(t, err)
 	x, xRef := randoms[T](r, c.x.Len())
 	w, wRef := randoms[T](r, c.w.Len())
-	dX, dW := onDevice(t, s, x), onDevice(t, s, w)
+	dX, dW := cudatest.AllocFrom(t, s, x), cudatest.AllocFrom(t, s, w)
 	for _, beta := range []float64{-0.5, 0} { // beta first: a Find must leave y alone
 		y0, y0Ref := randoms[T](r, ys.Len())
 		if beta == 0 {
 			y0 = nans[T](ys.Len())
 		}
-		dY := onDevice(t, s, y0)
+		dY := cudatest.AllocFrom(t, s, y0)
 		require.NoError(t, cudnn.Convolve(s, c.conv, T(1.5), dX, c.x, dW, c.w, T(beta), dY, opts...), "%s", c.name)
-		got := toF64(fromDevice[T](t, dY, ys.Len()))
+		got := toF64(cudatest.Read[T](t, dY, ys.Len()))
 		want, scale := convRef(c, xRef, wRef, 1.5, beta, y0Ref)
 		bad := 0
 		for i := range want {
@@ -379,8 +362,8 @@ func checkConvTol[T cudnn.Float](t *testing.T, s *cuda.Stream, c convCase, seed 
 // Convolutions of both types, by heuristics and by Find, against a direct CPU
 // convolution; the choices are cached (once per key).
 func TestConvolve(t *testing.T) {
-	ctx, s := setup(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cudnnraw.Library())
+	ctx, s := setup(t, cudatest.Kernels)
+	cudatest.RequireLibrary(t, cudnnraw.Library())
 	for i, c := range convCases {
 		t.Run(c.name, func(t *testing.T) {
 			checkConv[float32](t, s, c, uint64(i))
@@ -402,15 +385,15 @@ func TestConvolve(t *testing.T) {
 // workspace path is taken (some algorithm needs one). TensorCores runs, with a TF32
 // tolerance.
 func TestConvolveAlgorithms(t *testing.T) {
-	ctx, s := setup(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cudnnraw.Library())
+	ctx, s := setup(t, cudatest.Kernels)
+	cudatest.RequireLibrary(t, cudnnraw.Library())
 	for _, c := range []convCase{convCases[0], convCases[4]} {
 		ran := 0
 		for a := cudnnraw.CudnnConvolutionFwdAlgo(0); a < cudnnraw.CUDNN_CONVOLUTION_FWD_ALGO_COUNT; a++ {
 			ys, _ := cudnn.ConvolutionOutputShape(c.x, c.w, c.conv)
-			x := onDevice(t, s, make([]float32, c.x.Len()))
-			w := onDevice(t, s, make([]float32, c.w.Len()))
-			y := onDevice(t, s, make([]float32, ys.Len()))
+			x := cudatest.AllocFrom(t, s, make([]float32, c.x.Len()))
+			w := cudatest.AllocFrom(t, s, make([]float32, c.w.Len()))
+			y := cudatest.AllocFrom(t, s, make([]float32, ys.Len()))
 			err := cudnn.Convolve[float32](s, c.conv, 1, x, c.x, w, c.w, 0, y, cudnn.Algorithm(a))
 			var st cudnnraw.Status
 			if err != nil && errors.As(err, &st) && st >= 2000 && st < 4000 { // bad param or not supported
@@ -439,9 +422,9 @@ func TestConvolveAlgorithms(t *testing.T) {
 	ys, _ := cudnn.ConvolutionOutputShape(c.x, c.w, c.conv)
 	x, xRef := randoms[float32](r, c.x.Len())
 	w, wRef := randoms[float32](r, c.w.Len())
-	dY := onDevice(t, s, make([]float32, ys.Len()))
-	require.NoError(t, cudnn.Convolve[float32](s, c.conv, 1, onDevice(t, s, x), c.x, onDevice(t, s, w), c.w, 0, dY, cudnn.TensorCores()))
-	got := toF64(fromDevice[float32](t, dY, ys.Len()))
+	dY := cudatest.AllocFrom(t, s, make([]float32, ys.Len()))
+	require.NoError(t, cudnn.Convolve[float32](s, c.conv, 1, cudatest.AllocFrom(t, s, x), c.x, cudatest.AllocFrom(t, s, w), c.w, 0, dY, cudnn.TensorCores()))
+	got := toF64(cudatest.Read[float32](t, dY, ys.Len()))
 	want, scale := convRef(c, xRef, wRef, 1, 0, nil)
 	for i := range want {
 		require.InDelta(t, want[i], got[i], 4e-3*scale[i]+1e-5, "TF32 y[%d]", i)
@@ -450,8 +433,8 @@ func TestConvolveAlgorithms(t *testing.T) {
 
 // A workspace limit of 0 still finds an algorithm (implicit GEMM needs none).
 func TestConvolveWithoutWorkspace(t *testing.T) {
-	_, s := setup(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cudnnraw.Library())
+	_, s := setup(t, cudatest.Kernels)
+	cudatest.RequireLibrary(t, cudnnraw.Library())
 	checkConv[float32](t, s, convCases[2], 21, cudnn.WorkspaceLimit(0))
 	checkConv[float64](t, s, convCases[4], 22, cudnn.WorkspaceLimit(0), cudnn.FindAlgorithm())
 }

@@ -50,23 +50,9 @@
 //
 // # The raw layer
 //
-// The raw layer (zz_generated_*.go) has every function of cudnn.h and the cudnn_*.h
-// set as a Go function named after it without the cudnn prefix and version suffix
-// (cudnnConvolutionForward is ConvolutionForward, cudnnGetConvolutionForwardAlgorithm_v7
-// GetConvolutionForwardAlgorithm). C types keep their spelling, constants their C
-// names. Functions return nil on success or a Status, which matches the Err*
-// sentinels with errors.Is. Types shared with other libraries (streams, data types,
-// complex numbers) are package cuda's. Raw calls that take a handle run in the
-// thread's current context: wrap them in cuda.Context.Locked, take device pointers
-// with cuda.DevicePtr, and queue them with cuda.Enqueue to order them with the
-// memory's other uses.
-//
-// libcudnn.so.9 is opened at first use ($GOCUDA_CUDNN_LIB overrides it); without it,
-// calls return a *dl.LibraryError, and a function the installed library lacks returns
-// a *dl.SymbolError. OwnedHandle owns a handle (cudnnDestroy waits for the GPU:
-// dropped ones go to resource.Reclaim); OwnedTensorDescriptor, OwnedFilterDescriptor,
-// OwnedConvolutionDescriptor and OwnedActivationDescriptor are released promptly. The
-// idiomatic layer's cached handles are OwnedHandles too: a handle the cache drops (it
-// keeps MaxIdleHandles per context, and empties at every resource.Reclaim) is
-// destroyed in Reclaim.
+// Package cudnnraw binds every function of cuDNN's headers, with C names, for what this
+// package does not cover; queue its calls with cuda.Enqueue, which orders them with
+// the memory's other uses. libcudnn.so.9 is opened at first use ($GOCUDA_CUDNN_LIB overrides it);
+// without it, calls return a *dl.LibraryError, and a function the installed library
+// lacks returns a *dl.SymbolError.
 package cudnn

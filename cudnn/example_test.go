@@ -23,16 +23,6 @@ func Example() {
 		return
 	}
 	defer s.Close()
-	upload := func(v []float32) *cuda.DeviceBuffer {
-		b, err := cuda.AllocFor[float32](s, len(v))
-		if err == nil {
-			err = cuda.CopyToDeviceAsync(s, b, v)
-		}
-		if err != nil {
-			panic(err)
-		}
-		return b
-	}
 
 	xs := cudnn.Tensor4D{N: 1, C: 1, H: 4, W: 4}
 	ws := cudnn.Filter{K: 1, C: 1, R: 3, S: 3}
@@ -42,17 +32,29 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	x := upload([]float32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16})
-	w := upload([]float32{1, 1, 1, 1, 1, 1, 1, 1, 1})
-	b := upload([]float32{-60})
-	y, err := cuda.AllocFor[float32](s, ys.Len())
+	x, err := cuda.AllocFrom(s, []float32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer x.Close()
+	w, err := cuda.AllocFrom(s, []float32{1, 1, 1, 1, 1, 1, 1, 1, 1})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer w.Close()
+	b, err := cuda.AllocFrom(s, []float32{-60})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer b.Close()
+	y, err := cuda.AllocFor[float32](s, ys.Len())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer y.Close()
 
 	// y = conv(x, w); y += b; y = ReLU(y), in place. Each call is queued on s.

@@ -5,8 +5,8 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/cudalib"
 	"github.com/gocuda/gocuda/cudnn/cudnnraw"
-	"github.com/gocuda/gocuda/internal/libhandle"
 )
 
 // Handles: the operations take a cuDNN handle of their stream's context from a cache
@@ -14,7 +14,7 @@ import (
 // loads kernels and allocates on the device) and cudnnDestroy waits for the GPU, so
 // handles are kept: each stream keeps the handle of its last call for its next one,
 // and each context's cache at most MaxIdleHandles more, of which a call takes the one
-// last bound to its own stream when there is one (internal/libhandle). A handle the
+// last bound to its own stream when there is one (cudalib). A handle the
 // cache has no room for, or drops at resource.Reclaim, is left to its OwnedHandle, whose
 // release runs in resource.Reclaim (blocking class, in headers/cudnn.toml): never on
 // a goroutine that would wait for the GPU.
@@ -26,7 +26,7 @@ const MaxIdleHandles = 4
 // handles are the idle handles, per context. cudnnCreate runs one at a time: cuDNN
 // asks for the first one to be made alone before threads make theirs ("Thread
 // Safety" in its developer guide), and handles are made rarely (they are cached).
-var handles = libhandle.New[cudnnraw.CudnnHandle, *cudnnraw.OwnedHandle, struct{}](MaxIdleHandles, cudnnraw.Create, cudnnraw.OwnHandle, true)
+var handles = cudalib.NewPool[cudnnraw.CudnnHandle, *cudnnraw.OwnedHandle, struct{}](MaxIdleHandles, cudnnraw.Create, cudnnraw.OwnHandle, true)
 
 // idleHandles returns the number of idle handles of ctx (tests).
 func idleHandles(ctx *cuda.Context) int { return handles.Idle(ctx) }

@@ -11,17 +11,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/gocuda/gocuda/cudnn"
 	"github.com/gocuda/gocuda/cudnn/cudnnraw"
 	"github.com/gocuda/gocuda/dl"
-	"github.com/gocuda/gocuda/internal/libtest"
 )
 
 // These tests need no GPU and no cuDNN library: they run in CI.
 
 // TestNoLibrary: where the library (cudnn.Soname) cannot be loaded (CI), calls return its typed error.
 func TestNoLibrary(t *testing.T) {
-	libtest.NoLibrary(t, cudnnraw.Library(), "cudnn", cudnnraw.Soname, cudnnraw.SonameEnv,
+	cudatest.NoLibrary(t, cudnnraw.Library(), "cudnn", cudnnraw.Soname, cudnnraw.SonameEnv,
 		func() error { _, err := cudnnraw.GetVersion(); return err },
 		func() error { _, err := cudnnraw.NewOwnedHandle(); return err },
 	)
@@ -29,7 +29,7 @@ func TestNoLibrary(t *testing.T) {
 
 // TestStatusErrors checks the Status error values, which need no library.
 func TestStatusErrors(t *testing.T) {
-	libtest.StatusErrors(t, cudnnraw.CUDNN_STATUS_BAD_PARAM, "CUDNN_STATUS_BAD_PARAM", 2000, "bad param", cudnnraw.ErrBadParam, cudnnraw.ErrNotInitialized, cudnnraw.Status(123456), cudnnraw.CUDNN_STATUS_SUCCESS, "Status")
+	cudatest.StatusErrors(t, cudnnraw.CUDNN_STATUS_BAD_PARAM, "CUDNN_STATUS_BAD_PARAM", 2000, "bad param", cudnnraw.ErrBadParam, cudnnraw.ErrNotInitialized, cudnnraw.Status(123456), cudnnraw.CUDNN_STATUS_SUCCESS, "Status")
 }
 
 // symbolChildEnv marks the child process of TestSymbolErrorFromGeneratedCall.

@@ -10,13 +10,16 @@ import (
 	"github.com/gocuda/gocuda/cudnn/cudnnraw"
 )
 
+// ActivationMode is an activation function.
+type ActivationMode = cudnnraw.CudnnActivationMode
+
 // Activation functions (the modes of Activation).
 const (
-	Sigmoid     = cudnnraw.CUDNN_ACTIVATION_SIGMOID      // 1 / (1 + e⁻ˣ)
-	ReLU        = cudnnraw.CUDNN_ACTIVATION_RELU         // max(x, 0)
-	Tanh        = cudnnraw.CUDNN_ACTIVATION_TANH         // tanh(x)
-	ClippedReLU = cudnnraw.CUDNN_ACTIVATION_CLIPPED_RELU // min(max(x, 0), Coef)
-	ELU         = cudnnraw.CUDNN_ACTIVATION_ELU          // x if x > 0, else Coef·(eˣ − 1)
+	Sigmoid     ActivationMode = cudnnraw.CUDNN_ACTIVATION_SIGMOID      // 1 / (1 + e⁻ˣ)
+	ReLU                       = cudnnraw.CUDNN_ACTIVATION_RELU         // max(x, 0)
+	Tanh                       = cudnnraw.CUDNN_ACTIVATION_TANH         // tanh(x)
+	ClippedReLU                = cudnnraw.CUDNN_ACTIVATION_CLIPPED_RELU // min(max(x, 0), Coef)
+	ELU                        = cudnnraw.CUDNN_ACTIVATION_ELU          // x if x > 0, else Coef·(eˣ − 1)
 )
 
 // Activation is an activation function: Mode (Sigmoid, ReLU, Tanh, ClippedReLU or
@@ -24,7 +27,7 @@ const (
 // NaN inputs give NaN outputs if PropagateNaN, else what the function computes for
 // them (CUDNN_NOT_PROPAGATE_NAN).
 type Activation struct {
-	Mode         cudnnraw.CudnnActivationMode
+	Mode         ActivationMode
 	Coef         float64
 	PropagateNaN bool
 }
@@ -47,13 +50,19 @@ func (a Activation) check() error {
 	return fmt.Errorf("%w: activation mode %v (Sigmoid, ReLU, Tanh, ClippedReLU or ELU)", cuda.ErrInvalidArgument, a.Mode)
 }
 
+// SoftmaxAlgorithm is how Softmax computes: SoftmaxFast, SoftmaxAccurate or SoftmaxLog.
+type SoftmaxAlgorithm = cudnnraw.CudnnSoftmaxAlgorithm
+
+// SoftmaxMode is what Softmax normalizes over: SoftmaxInstance or SoftmaxChannel.
+type SoftmaxMode = cudnnraw.CudnnSoftmaxMode
+
 // Softmax algorithms and modes.
 const (
-	SoftmaxFast     = cudnnraw.CUDNN_SOFTMAX_FAST          // e^x / Σ e^x, without subtracting the maximum
-	SoftmaxAccurate = cudnnraw.CUDNN_SOFTMAX_ACCURATE      // e^(x−max) / Σ e^(x−max)
-	SoftmaxLog      = cudnnraw.CUDNN_SOFTMAX_LOG           // log softmax: x − max − log Σ e^(x−max)
-	SoftmaxInstance = cudnnraw.CUDNN_SOFTMAX_MODE_INSTANCE // over C·H·W, for each image
-	SoftmaxChannel  = cudnnraw.CUDNN_SOFTMAX_MODE_CHANNEL  // over C, for each image, row and column
+	SoftmaxFast     SoftmaxAlgorithm = cudnnraw.CUDNN_SOFTMAX_FAST          // e^x / Σ e^x, without subtracting the maximum
+	SoftmaxAccurate                  = cudnnraw.CUDNN_SOFTMAX_ACCURATE      // e^(x−max) / Σ e^(x−max)
+	SoftmaxLog                       = cudnnraw.CUDNN_SOFTMAX_LOG           // log softmax: x − max − log Σ e^(x−max)
+	SoftmaxInstance SoftmaxMode      = cudnnraw.CUDNN_SOFTMAX_MODE_INSTANCE // over C·H·W, for each image
+	SoftmaxChannel                   = cudnnraw.CUDNN_SOFTMAX_MODE_CHANNEL  // over C, for each image, row and column
 )
 
 // Activate computes y = alpha·f(x) + beta·y on s for the activation f, where x and y
@@ -89,7 +98,7 @@ func Activate[T Float](s *cuda.Stream, f Activation, shape Tensor4D, alpha T, x 
 // over each image (mode SoftmaxInstance) or over the channels of each pixel
 // (SoftmaxChannel): cudnnSoftmaxForward. y must not overlap x; with beta 0, y is not
 // read. Errors are as Convolve's, named "cudnn: softmax forward: ...".
-func Softmax[T Float](s *cuda.Stream, algo cudnnraw.CudnnSoftmaxAlgorithm, mode cudnnraw.CudnnSoftmaxMode, shape Tensor4D, alpha T, x cuda.Memory,
+func Softmax[T Float](s *cuda.Stream, algo SoftmaxAlgorithm, mode SoftmaxMode, shape Tensor4D, alpha T, x cuda.Memory,
 	beta T, y cuda.Memory) error {
 	const op = "softmax forward"
 	if algo != SoftmaxFast && algo != SoftmaxAccurate && algo != SoftmaxLog {

@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/gocuda/gocuda/cudnn"
 	"github.com/gocuda/gocuda/cudnn/cudnnraw"
-	"github.com/gocuda/gocuda/internal/gputest"
 )
 
 // elemTolerance is the error allowed for an elementwise result want: float32 with
@@ -79,14 +79,14 @@ func checkActivations[T cudnn.Float](t *testing.T, s *cuda.Stream) {
 			x[i] *= 3
 			xRef[i] = float64(x[i])
 		}
-		dX := onDevice(t, s, x)
+		dX := cudatest.AllocFrom(t, s, x)
 		for _, ab := range [][2]float64{{1, 0}, {2, 0.5}} {
 			alpha, beta := ab[0], ab[1]
 			y0, y0Ref := randoms[T](r, shape.Len())
 			if beta == 0 {
 				y0 = nans[T](shape.Len())
 			}
-			dY := onDevice(t, s, y0)
+			dY := cudatest.AllocFrom(t, s, y0)
 			require.NoError(t, cudnn.Activate(s, f, shape, T(alpha), dX, T(beta), dY))
 			want := make([]float64, len(x))
 			for i, v := range xRef {
@@ -95,7 +95,7 @@ func checkActivations[T cudnn.Float](t *testing.T, s *cuda.Stream) {
 					want[i] += beta * y0Ref[i]
 				}
 			}
-			checkClose(t, fmt.Sprintf("%v(coef %v) alpha %v beta %v", f.Mode, f.Coef, alpha, beta), fromDevice[T](t, dY, len(x)), want)
+			checkClose(t, fmt.Sprintf("%v(coef %v) alpha %v beta %v", f.Mode, f.Coef, alpha, beta), cudatest.Read[T](t, dY, len(x)), want)
 		}
 		// In place.
 		require.NoError(t, cudnn.Activate(s, f, shape, T(1), dX, T(0), dX))
@@ -103,14 +103,14 @@ func checkActivations[T cudnn.Float](t *testing.T, s *cuda.Stream) {
 		for i, v := range xRef {
 			want[i] = activationRef(f, v)
 		}
-		checkClose(t, fmt.Sprintf("%v in place", f.Mode), fromDevice[T](t, dX, len(x)), want)
+		checkClose(t, fmt.Sprintf("%v in place", f.Mode), cudatest.Read[T](t, dX, len(x)), want)
 	}
 }
 
 // Every activation function, with and without beta and in place, against the CPU.
 func TestActivate(t *testing.T) {
-	_, s := setup(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cudnnraw.Library())
+	_, s := setup(t, cudatest.Kernels)
+	cudatest.RequireLibrary(t, cudnnraw.Library())
 	checkActivations[float32](t, s)
 	checkActivations[float64](t, s)
 }
@@ -169,7 +169,7 @@ func checkSoftmax[T cudnn.Float](t *testing.T, s *cuda.Stream) {
 				x[i] *= 3
 				xRef[i] = float64(x[i])
 			}
-			dX := onDevice(t, s, x)
+			dX := cudatest.AllocFrom(t, s, x)
 			ref := softmaxRef(shape, algo, mode, xRef)
 			for _, ab := range [][2]float64{{1, 0}, {0.5, 2}} {
 				alpha, beta := ab[0], ab[1]
@@ -177,7 +177,7 @@ func checkSoftmax[T cudnn.Float](t *testing.T, s *cuda.Stream) {
 				if beta == 0 {
 					y0 = nans[T](shape.Len())
 				}
-				dY := onDevice(t, s, y0)
+				dY := cudatest.AllocFrom(t, s, y0)
 				require.NoError(t, cudnn.Softmax(s, algo, mode, shape, T(alpha), dX, T(beta), dY))
 				want := make([]float64, len(ref))
 				for i := range ref {
@@ -186,7 +186,7 @@ func checkSoftmax[T cudnn.Float](t *testing.T, s *cuda.Stream) {
 						want[i] += beta * y0Ref[i]
 					}
 				}
-				checkClose(t, fmt.Sprintf("%v %v alpha %v beta %v", algo, mode, alpha, beta), fromDevice[T](t, dY, len(want)), want)
+				checkClose(t, fmt.Sprintf("%v %v alpha %v beta %v", algo, mode, alpha, beta), cudatest.Read[T](t, dY, len(want)), want)
 			}
 		}
 	}
@@ -194,8 +194,8 @@ func checkSoftmax[T cudnn.Float](t *testing.T, s *cuda.Stream) {
 
 // Softmax and log softmax, per image and per pixel, against the CPU.
 func TestSoftmax(t *testing.T) {
-	_, s := setup(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cudnnraw.Library())
+	_, s := setup(t, cudatest.Kernels)
+	cudatest.RequireLibrary(t, cudnnraw.Library())
 	checkSoftmax[float32](t, s)
 	checkSoftmax[float64](t, s)
 }
@@ -204,14 +204,14 @@ func checkAddBias[T cudnn.Float](t *testing.T, s *cuda.Stream) {
 	shape := cudnn.Tensor4D{N: 2, C: 4, H: 3, W: 5}
 	r := rand.New(rand.NewPCG(6, 6))
 	b, bRef := randoms[T](r, shape.C)
-	dB := onDevice(t, s, b)
+	dB := cudatest.AllocFrom(t, s, b)
 	for _, ab := range [][2]float64{{1, 1}, {2, 0}, {-1, 0.25}} {
 		alpha, beta := ab[0], ab[1]
 		y0, y0Ref := randoms[T](r, shape.Len())
 		if beta == 0 {
 			y0 = nans[T](shape.Len())
 		}
-		dY := onDevice(t, s, y0)
+		dY := cudatest.AllocFrom(t, s, y0)
 		require.NoError(t, cudnn.AddBias(s, shape, T(alpha), dB, T(beta), dY))
 		want := make([]float64, shape.Len())
 		for i := range want {
@@ -221,14 +221,14 @@ func checkAddBias[T cudnn.Float](t *testing.T, s *cuda.Stream) {
 				want[i] += beta * y0Ref[i]
 			}
 		}
-		checkClose(t, fmt.Sprintf("add bias alpha %v beta %v", alpha, beta), fromDevice[T](t, dY, len(want)), want)
+		checkClose(t, fmt.Sprintf("add bias alpha %v beta %v", alpha, beta), cudatest.Read[T](t, dY, len(want)), want)
 	}
 }
 
 // A bias per channel, broadcast, against the CPU.
 func TestAddBias(t *testing.T) {
-	_, s := setup(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cudnnraw.Library())
+	_, s := setup(t, cudatest.Kernels)
+	cudatest.RequireLibrary(t, cudnnraw.Library())
 	checkAddBias[float32](t, s)
 	checkAddBias[float64](t, s)
 }
@@ -237,8 +237,8 @@ func TestAddBias(t *testing.T) {
 // choosing by Find (the goroutines that need a key being chosen wait for it), each
 // checking its results; the handle cache keeps at most MaxIdleHandles afterwards.
 func TestConcurrentConvolve(t *testing.T) {
-	ctx, _ := setup(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cudnnraw.Library())
+	ctx, _ := setup(t, cudatest.Kernels)
+	cudatest.RequireLibrary(t, cudnnraw.Library())
 	cases := []convCase{convCases[0], convCases[2], convCases[6]}
 	var wg sync.WaitGroup
 	for g := range 32 {

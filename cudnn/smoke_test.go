@@ -13,17 +13,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/gocuda/gocuda/cudnn/cudnnraw"
 	"github.com/gocuda/gocuda/dl"
-	"github.com/gocuda/gocuda/internal/gputest"
 )
 
 // TestSmokeActivation runs a ReLU activation forward on a 2x3x4x5 NCHW float
 // tensor and compares it with the CPU; it also reads the version and an error
 // string from the library.
 func TestSmokeActivation(t *testing.T) {
-	g := gputest.Require(t)
-	gputest.RequireLibrary(t, cudnnraw.Library())
+	g := cudatest.Require(t)
+	cudatest.RequireLibrary(t, cudnnraw.Library())
 
 	ver, err := cudnnraw.GetVersion()
 	require.NoError(t, err)
@@ -48,13 +48,13 @@ func TestSmokeActivation(t *testing.T) {
 	defer func() { assert.NoError(t, ad.Close()) }()
 	require.NoError(t, cudnnraw.SetActivationDescriptor(ad.Handle(), cudnnraw.CUDNN_ACTIVATION_RELU, cudnnraw.CUDNN_NOT_PROPAGATE_NAN, 0))
 
-	x := gputest.RandFloat32s(gputest.Rand(5), n*c*hh*w)
-	dX := gputest.Float32sToDevice(t, g, x)
-	dY := gputest.Alloc[float32](t, g, len(x))
+	x := cudatest.RandFloat32s(cudatest.Rand(5), n*c*hh*w)
+	dX := cudatest.Float32sToDevice(t, g, x)
+	dY := cudatest.Alloc[float32](t, g, len(x))
 	alpha, beta := float32(1), float32(0)
-	require.NoError(t, cudnnraw.ActivationForward(h.Handle(), ad.Handle(), unsafe.Pointer(&alpha), td.Handle(), gputest.DevUnsafe(dX),
-		unsafe.Pointer(&beta), td.Handle(), gputest.DevUnsafe(dY)))
-	y := gputest.Float32sFromDevice(t, dY, len(x))
+	require.NoError(t, cudnnraw.ActivationForward(h.Handle(), ad.Handle(), unsafe.Pointer(&alpha), td.Handle(), cudatest.DevUnsafe(dX),
+		unsafe.Pointer(&beta), td.Handle(), cudatest.DevUnsafe(dY)))
+	y := cudatest.Float32sFromDevice(t, dY, len(x))
 
 	var zeros, mismatches int
 	for i, v := range x {
@@ -120,7 +120,7 @@ func boundSymbols(t *testing.T) []string {
 // Seen on the GPU machine: cuDNN 9.14.0 exports all 220 functions bound from
 // the 9.19 headers, so there a lookup of a name it lacks stands in for them.
 func TestSmokeSymbolNewerThanLibrary(t *testing.T) {
-	gputest.RequireLibrary(t, cudnnraw.Library())
+	cudatest.RequireLibrary(t, cudnnraw.Library())
 	ver, err := cudnnraw.GetVersion()
 	require.NoError(t, err)
 	path, err := cudnnraw.Library().Path()

@@ -8,9 +8,9 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/gocuda/gocuda/cufft"
 	"github.com/gocuda/gocuda/cufft/cufftraw"
-	"github.com/gocuda/gocuda/internal/gputest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -44,11 +44,11 @@ const collectRawPlans = 2
 // all that while the GPU is busy must not wait for it (cufftDestroy does:
 // headers/cufft.toml), and Reclaim then destroys every plan, the idle ones too.
 func TestCollectWhileGPUBusy(t *testing.T) {
-	ctx, s := gputest.Stream(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cufftraw.Library())
+	ctx, s := cudatest.Stream(t, cudatest.Kernels)
+	cudatest.RequireLibrary(t, cufftraw.Library())
 	perRound := collectSizes - cufft.MaxIdlePlans + collectRawPlans
 	sizes := workSizes(t)
-	st := gputest.CollectWhileBusy(t, ctx, perRound, func(n int) {
+	st := cudatest.CollectWhileBusy(t, ctx, perRound, func(n int) {
 		for range n {
 			collectRound(t, ctx, s, sizes)
 		}

@@ -8,7 +8,6 @@ import (
 	"github.com/gocuda/gocuda/cufft"
 	"github.com/gocuda/gocuda/cufft/cufftraw"
 	"github.com/gocuda/gocuda/curand"
-	"github.com/gocuda/gocuda/curand/curandraw"
 )
 
 // Noise from cuRAND into a cuFFT on one stream, no host round trip in between: the
@@ -40,7 +39,7 @@ func Example_noise() {
 	}
 	defer spectrum.Close()
 
-	g, err := curand.NewGenerator(ctx, curandraw.CURAND_RNG_PSEUDO_PHILOX4_32_10, 1)
+	g, err := curand.NewGenerator(ctx, curand.Philox, 1)
 	if err != nil {
 		fmt.Println(err)
 		return

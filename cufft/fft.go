@@ -258,7 +258,8 @@ var plans = idlecache.New[planKey, cudaraw.CUcontext, *plan](MaxIdlePlans, func(
 // takePlan returns the plan of k that s keeps, an idle plan of k (preferably the one
 // last bound to s), or a new one with its work area from the pool, allocated on s.
 func takePlan(ctx *cuda.Context, s *cuda.Stream, k planKey, uses []cuda.Use) (*plan, error) {
-	if sl := streamslot.Of(s); sl != nil && keepPlans {
+	if keepPlans { // s has a context: the caller checked
+		sl := streamslot.Of(s)
 		if h := sl.Peek(keptPlans); h != nil && (*plan)(h).key == k && sl.TakeIf(keptPlans, h) {
 			return (*plan)(h), nil
 		}
@@ -310,7 +311,7 @@ func takePlan(ctx *cuda.Context, s *cuda.Stream, k planKey, uses []cuda.Use) (*p
 // context's cache is full.
 func putPlan(s *cuda.Stream, p *plan) {
 	if keepPlans && p.stream == s.Handle() && p.work == nil {
-		if sl := streamslot.Of(s); sl != nil && sl.Keep(keptPlans, unsafe.Pointer(p)) {
+		if streamslot.Of(s).Keep(keptPlans, unsafe.Pointer(p)) {
 			return
 		}
 	}

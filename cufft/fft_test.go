@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/gocuda/gocuda/cufft"
 	"github.com/gocuda/gocuda/cufft/cufftraw"
-	"github.com/gocuda/gocuda/internal/gputest"
 	"github.com/gocuda/gocuda/resource"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -18,7 +18,7 @@ import (
 // Bad sizes, batches, element types and short memory fail before any CUDA call (on
 // the fake driver, in CI).
 func TestArgumentChecks(t *testing.T) {
-	_, s := gputest.Stream(t)
+	_, s := cudatest.Stream(t)
 	c, err := cuda.AllocFor[complex64](s, 16)
 	require.NoError(t, err)
 	defer c.Close()
@@ -77,8 +77,8 @@ func dft(in []complex128, sizes []int, sign float64) []complex128 {
 // Complex and real transforms of several shapes and batches against the direct DFT,
 // and a round trip; plans are cached.
 func TestTransforms(t *testing.T) {
-	ctx, s := gputest.Stream(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cufftraw.Library())
+	ctx, s := cudatest.Stream(t, cudatest.Kernels)
+	cudatest.RequireLibrary(t, cufftraw.Library())
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, shape := range [][]int{{16}, {12}, {8, 6}, {4, 3, 5}} {
 		n := 1
@@ -161,8 +161,8 @@ func TestTransforms(t *testing.T) {
 // (exactly the size cuFFT asks for), and one plan alternating between two streams
 // gives the direct DFT every time: the hand-off orders the work area's uses.
 func TestWorkArea(t *testing.T) {
-	ctx, s := gputest.Stream(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cufftraw.Library())
+	ctx, s := cudatest.Stream(t, cudatest.Kernels)
+	cudatest.RequireLibrary(t, cufftraw.Library())
 	_, err := resource.Reclaim() // no idle plans: the first call makes one
 	require.NoError(t, err)
 	s2, err := ctx.NewStream()
@@ -195,14 +195,14 @@ func TestWorkArea(t *testing.T) {
 	if n <= 4099 {
 		want = dft(in[:n], []int{n}, -1)
 	}
-	before := gputest.DeviceBytes(t)
+	before := cudatest.DeviceBytes(t)
 	for i := range 6 {
 		st := []*cuda.Stream{s, s2}[i%2]
 		out, err := cuda.AllocFor[complex128](st, len(in))
 		require.NoError(t, err)
 		require.NoError(t, cufft.FFT[complex128](st, []int{n}, batch, dIn, out, false))
 		if i == 0 {
-			assert.Equal(t, int64(out.Size())+int64(work), gputest.DeviceBytes(t)-before, "the output and the work area")
+			assert.Equal(t, int64(out.Size())+int64(work), cudatest.DeviceBytes(t)-before, "the output and the work area")
 		}
 		got := make([]complex128, n)
 		require.NoError(t, cuda.CopyFromDevice(got, out))
@@ -250,8 +250,8 @@ func noWorkSize(t testing.TB) int {
 // call, outside the context's cache; the plan of another transform on it goes to the
 // cache (the stream keeps one), and closing the stream gives its plan to the cache.
 func TestStreamKeepsPlan(t *testing.T) {
-	ctx, _ := gputest.Stream(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cufftraw.Library())
+	ctx, _ := cudatest.Stream(t, cudatest.Kernels)
+	cudatest.RequireLibrary(t, cufftraw.Library())
 	n := noWorkSize(t)
 	_, err := resource.Reclaim()
 	require.NoError(t, err)
@@ -282,10 +282,10 @@ func TestStreamKeepsPlan(t *testing.T) {
 // once, each on a stream of the context's pool, synchronizing every 64: what the
 // plans cost when every goroutine calls cuFFT.
 func BenchmarkFFTParallel(b *testing.B) {
-	ctx, _ := gputest.Stream(b, gputest.Kernels)
-	gputest.RequireLibrary(b, cufftraw.Library())
+	ctx, _ := cudatest.Stream(b, cudatest.Kernels)
+	cudatest.RequireLibrary(b, cufftraw.Library())
 	const n = 256
-	gputest.RunParallel(b, ctx, func(s *cuda.Stream, pb *testing.PB) error {
+	cudatest.RunParallel(b, ctx, func(s *cuda.Stream, pb *testing.PB) error {
 		buf, err := cuda.AllocFor[complex64](s, n)
 		if err != nil {
 			return err

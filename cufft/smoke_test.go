@@ -9,15 +9,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/gocuda/gocuda/cufft/cufftraw"
-	"github.com/gocuda/gocuda/internal/gputest"
 )
 
 // TestSmokeFFT1d runs a forward 1-D complex-to-complex FFT of size 256 and
 // compares it with a float64 DFT computed on the CPU.
 func TestSmokeFFT1d(t *testing.T) {
-	g := gputest.Require(t)
-	gputest.RequireLibrary(t, cufftraw.Library())
+	g := cudatest.Require(t)
+	cudatest.RequireLibrary(t, cufftraw.Library())
 
 	var ver int32
 	require.NoError(t, cufftraw.GetVersion(&ver))
@@ -31,19 +31,19 @@ func TestSmokeFFT1d(t *testing.T) {
 	require.NoError(t, cufftraw.MakePlan1d(plan.Handle(), n, cufftraw.CUFFT_C2C, 1, &work))
 	t.Logf("plan work area %d bytes", work)
 
-	r := gputest.Rand(3)
+	r := cudatest.Rand(3)
 	in := make([]cudaraw.CuComplex, n)
 	for i := range in {
 		in[i] = cudaraw.CuComplex{X: 2*r.Float32() - 1, Y: 2*r.Float32() - 1}
 	}
-	dIn := gputest.ToDevice(t, g, in)
-	dOut := gputest.Alloc[cudaraw.CuComplex](t, g, n)
-	require.NoError(t, cufftraw.ExecC2C(plan.Handle(), gputest.DevPtr[cudaraw.CuComplex](dIn),
-		gputest.DevPtr[cudaraw.CuComplex](dOut), cufftraw.CUFFT_FORWARD))
-	got := gputest.FromDevice[cudaraw.CuComplex](t, dOut, n)
+	dIn := cudatest.ToDevice(t, g, in)
+	dOut := cudatest.Alloc[cudaraw.CuComplex](t, g, n)
+	require.NoError(t, cufftraw.ExecC2C(plan.Handle(), cudatest.DevPtr[cudaraw.CuComplex](dIn),
+		cudatest.DevPtr[cudaraw.CuComplex](dOut), cufftraw.CUFFT_FORWARD))
+	got := cudatest.FromDevice[cudaraw.CuComplex](t, dOut, n)
 
 	// Input is left alone by an out-of-place transform.
-	assert.Equal(t, in, gputest.FromDevice[cudaraw.CuComplex](t, dIn, n))
+	assert.Equal(t, in, cudatest.FromDevice[cudaraw.CuComplex](t, dIn, n))
 
 	var maxErr, maxAbs float64
 	for k := 0; k < n; k++ {

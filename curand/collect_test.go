@@ -7,9 +7,9 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/gocuda/gocuda/curand"
 	"github.com/gocuda/gocuda/curand/curandraw"
-	"github.com/gocuda/gocuda/internal/gputest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -35,10 +35,10 @@ const collectRawGenerators = 2
 // headers/curand.toml), and Reclaim then destroys every raw generator, the idle ones
 // too.
 func TestCollectWhileGPUBusy(t *testing.T) {
-	ctx, s := gputest.Stream(t, gputest.Kernels)
-	gputest.RequireLibrary(t, curandraw.Library())
+	ctx, s := cudatest.Stream(t, cudatest.Kernels)
+	cudatest.RequireLibrary(t, curandraw.Library())
 	perRound := collectGenerators - collectUnclosed - curand.MaxIdleGenerators + collectRawGenerators
-	st := gputest.CollectWhileBusy(t, ctx, perRound, func(n int) {
+	st := cudatest.CollectWhileBusy(t, ctx, perRound, func(n int) {
 		for range n {
 			collectRound(t, ctx, s)
 		}
@@ -56,7 +56,7 @@ func collectRound(t *testing.T, ctx *cuda.Context, s *cuda.Stream) {
 	gens := make([]*curand.Generator, collectGenerators)
 	for i := range gens {
 		var err error
-		gens[i], err = curand.NewGenerator(ctx, curandraw.CURAND_RNG_PSEUDO_DEFAULT, uint64(i))
+		gens[i], err = curand.NewGenerator(ctx, curand.PseudoDefault, uint64(i))
 		require.NoError(t, err)
 	}
 	var wg sync.WaitGroup

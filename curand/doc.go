@@ -2,7 +2,7 @@
 //
 // # The idiomatic API
 //
-//	g, err := curand.NewGenerator(ctx, curand.CURAND_RNG_PSEUDO_PHILOX4_32_10, seed)
+//	g, err := curand.NewGenerator(ctx, curand.Philox, seed)
 //	defer g.Close()
 //	err = curand.Normal[float32](g, s, buf, n, 0, 1) // on stream s, into a cuda buffer
 //
@@ -20,16 +20,9 @@
 //
 // # The raw layer
 //
-// The raw layer (zz_generated_*.go) has every function of curand.h as a Go function named
-// after it without the curand prefix and version suffix. C types keep their spelling,
-// constants their C names. Functions return nil on success or a Status, which matches the
-// Err* sentinels with errors.Is. Types shared with other libraries (streams, data types,
-// complex numbers) are package cuda's.
-//
-// libcurand.so.10 is opened at first use ($GOCUDA_CURAND_LIB overrides it); without it, calls return a
-// *dl.LibraryError, and a function the installed library lacks returns a *dl.SymbolError.
-// OwnedGenerator owns a generator: Close destroys it; one dropped without Close is
-// destroyed by resource.Reclaim (curandDestroyGenerator waits for the GPU and stalls other
-// threads' launches, so never on the finalizer path). The idiomatic Generator's raw
-// generators are OwnedGenerators: one its cache drops is destroyed in Reclaim.
+// Package curandraw binds every function of cuRAND's headers, with C names, for what this
+// package does not cover; queue its calls with cuda.Enqueue, which orders them with
+// the memory's other uses. libcurand.so.10 is opened at first use ($GOCUDA_CURAND_LIB overrides it);
+// without it, calls return a *dl.LibraryError, and a function the installed library
+// lacks returns a *dl.SymbolError.
 package curand

@@ -23,7 +23,7 @@ func Example() {
 		return
 	}
 	defer s.Close()
-	g, err := curand.NewGenerator(ctx, curandraw.CURAND_RNG_PSEUDO_PHILOX4_32_10, 1234)
+	g, err := curand.NewGenerator(ctx, curand.Philox, 1234)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -57,11 +57,30 @@ type genKey struct {
 // cache is the idle raw generators, per context and kind.
 var cache = idlecache.New[genKey, cudaraw.CUcontext, *rawGen](MaxIdleGenerators, func(k genKey) cudaraw.CUcontext { return k.ctx })
 
-// NewGenerator returns a generator of the given kind (CURAND_RNG_PSEUDO_* or
-// CURAND_RNG_QUASI_*) in ctx, seeded with seed: a pseudo-random generator's seed, or
+// Kind is the algorithm of a generator: one of the pseudo-random kinds (PseudoDefault,
+// XORWOW, MRG32k3a, MTGP32, MT19937, Philox) or quasi-random kinds (QuasiDefault,
+// Sobol32, ScrambledSobol32, Sobol64, ScrambledSobol64).
+type Kind = curandraw.CurandRngType
+
+// Generator kinds.
+const (
+	PseudoDefault    Kind = curandraw.CURAND_RNG_PSEUDO_DEFAULT // XORWOW
+	XORWOW           Kind = curandraw.CURAND_RNG_PSEUDO_XORWOW
+	MRG32k3a         Kind = curandraw.CURAND_RNG_PSEUDO_MRG32K3A
+	MTGP32           Kind = curandraw.CURAND_RNG_PSEUDO_MTGP32
+	MT19937          Kind = curandraw.CURAND_RNG_PSEUDO_MT19937
+	Philox           Kind = curandraw.CURAND_RNG_PSEUDO_PHILOX4_32_10 // Philox4x32-10
+	QuasiDefault     Kind = curandraw.CURAND_RNG_QUASI_DEFAULT        // Sobol32
+	Sobol32          Kind = curandraw.CURAND_RNG_QUASI_SOBOL32
+	ScrambledSobol32 Kind = curandraw.CURAND_RNG_QUASI_SCRAMBLED_SOBOL32
+	Sobol64          Kind = curandraw.CURAND_RNG_QUASI_SOBOL64
+	ScrambledSobol64 Kind = curandraw.CURAND_RNG_QUASI_SCRAMBLED_SOBOL64
+)
+
+// NewGenerator returns a generator of the given kind in ctx, seeded with seed: a pseudo-random generator's seed, or
 // a quasi-random generator's offset in its sequence (of one dimension). The same kind
 // and seed give the same numbers.
-func NewGenerator(ctx *cuda.Context, kind curandraw.CurandRngType, seed uint64) (*Generator, error) {
+func NewGenerator(ctx *cuda.Context, kind Kind, seed uint64) (*Generator, error) {
 	if ctx == nil || ctx.Handle() == 0 {
 		return nil, fmt.Errorf("curand: %w: nil or zero context", cuda.ErrInvalidArgument)
 	}

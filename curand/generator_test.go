@@ -5,22 +5,22 @@ import (
 	"testing"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/gocuda/gocuda/curand"
 	"github.com/gocuda/gocuda/curand/curandraw"
-	"github.com/gocuda/gocuda/internal/gputest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-func setup(t *testing.T, needs ...gputest.Need) (*cuda.Context, *cuda.Stream) {
+func setup(t *testing.T, needs ...cudatest.Need) (*cuda.Context, *cuda.Stream) {
 	t.Helper()
-	return gputest.Stream(t, needs...)
+	return cudatest.Stream(t, needs...)
 }
 
 // Bad arguments fail before any cuRAND call (these run on the fake driver, in CI).
 func TestGeneratorArgumentChecks(t *testing.T) {
 	ctx, s := setup(t)
-	_, err := curand.NewGenerator(nil, curandraw.CURAND_RNG_PSEUDO_DEFAULT, 1)
+	_, err := curand.NewGenerator(nil, curand.PseudoDefault, 1)
 	require.ErrorIs(t, err, cuda.ErrInvalidArgument)
 	_, err = curand.NewGenerator(ctx, 7, 1)
 	require.ErrorIs(t, err, cuda.ErrInvalidArgument)
@@ -62,16 +62,16 @@ func moments[T float32 | float64 | uint32](v []T) (mean, variance float64) {
 // the same seed gives the same numbers, draws on two streams continue one sequence,
 // and a closed generator's raw generator is cached.
 func TestGeneratorDistributions(t *testing.T) {
-	ctx, s := setup(t, gputest.Kernels)
-	gputest.RequireLibrary(t, curandraw.Library())
+	ctx, s := setup(t, cudatest.Kernels)
+	cudatest.RequireLibrary(t, curandraw.Library())
 	const n = 1 << 20
 	within := func(name string, got, want, sd float64) {
 		t.Helper()
 		se := sd / math.Sqrt(n)
 		assert.InDelta(t, want, got, 6*se+1e-12, "%s: %v, want %v ± %v", name, got, want, 6*se)
 	}
-	for _, kind := range []curandraw.CurandRngType{curandraw.CURAND_RNG_PSEUDO_PHILOX4_32_10, curandraw.CURAND_RNG_PSEUDO_XORWOW,
-		curandraw.CURAND_RNG_PSEUDO_MTGP32, curandraw.CURAND_RNG_QUASI_SOBOL32} {
+	for _, kind := range []curand.Kind{curand.Philox, curand.XORWOW,
+		curand.MTGP32, curand.Sobol32} {
 		g, err := curand.NewGenerator(ctx, kind, 42)
 		require.NoError(t, err)
 		f, err := cuda.AllocFor[float64](s, n)
@@ -112,7 +112,7 @@ func TestGeneratorDistributions(t *testing.T) {
 
 	// Reproducible, and one sequence across streams.
 	draw := func(split bool) []float32 {
-		g, err := curand.NewGenerator(ctx, curandraw.CURAND_RNG_PSEUDO_PHILOX4_32_10, 7)
+		g, err := curand.NewGenerator(ctx, curand.Philox, 7)
 		require.NoError(t, err)
 		defer g.Close()
 		s2, err := ctx.NewStream()

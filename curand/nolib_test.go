@@ -3,15 +3,15 @@ package curand_test
 import (
 	"testing"
 
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/gocuda/gocuda/curand/curandraw"
-	"github.com/gocuda/gocuda/internal/libtest"
 )
 
 // These tests need no GPU and no cuRAND library: they run in CI.
 
 // TestNoLibrary: where the library (curand.Soname) cannot be loaded (CI), calls return its typed error.
 func TestNoLibrary(t *testing.T) {
-	libtest.NoLibrary(t, curandraw.Library(), "curand", curandraw.Soname, curandraw.SonameEnv,
+	cudatest.NoLibrary(t, curandraw.Library(), "curand", curandraw.Soname, curandraw.SonameEnv,
 		func() error { var v int32; return curandraw.GetVersion(&v) },
 		func() error {
 			var g curandraw.CurandGenerator
@@ -22,5 +22,5 @@ func TestNoLibrary(t *testing.T) {
 
 // TestStatusErrors checks the Status error values, which need no library.
 func TestStatusErrors(t *testing.T) {
-	libtest.StatusErrors(t, curandraw.CURAND_STATUS_NOT_INITIALIZED, "CURAND_STATUS_NOT_INITIALIZED", 101, "not initialized", curandraw.ErrNotInitialized, curandraw.ErrAllocationFailed, curandraw.Status(123456), curandraw.CURAND_STATUS_SUCCESS, "Status")
+	cudatest.StatusErrors(t, curandraw.CURAND_STATUS_NOT_INITIALIZED, "CURAND_STATUS_NOT_INITIALIZED", 101, "not initialized", curandraw.ErrNotInitialized, curandraw.ErrAllocationFailed, curandraw.Status(123456), curandraw.CURAND_STATUS_SUCCESS, "Status")
 }

@@ -6,30 +6,30 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/gocuda/gocuda/curand/curandraw"
-	"github.com/gocuda/gocuda/internal/gputest"
 )
 
 // TestSmokeUniform draws 1<<16 uniform floats on the device: all in (0, 1],
 // mean 0.5 ± 0.01, and the same seed gives the same numbers.
 func TestSmokeUniform(t *testing.T) {
-	g := gputest.Require(t)
-	gputest.RequireLibrary(t, curandraw.Library())
+	g := cudatest.Require(t)
+	cudatest.RequireLibrary(t, curandraw.Library())
 
 	var ver int32
 	require.NoError(t, curandraw.GetVersion(&ver))
 	t.Logf("cuRAND version %d", ver)
 
 	const n = 1 << 16
-	d := gputest.Alloc[float32](t, g, n)
+	d := cudatest.Alloc[float32](t, g, n)
 	draw := func(seed uint64) []float32 {
 		var h curandraw.CurandGenerator
 		require.NoError(t, curandraw.CreateGenerator(&h, curandraw.CURAND_RNG_PSEUDO_DEFAULT))
 		gen := curandraw.OwnGenerator(h)
 		defer func() { assert.NoError(t, gen.Close()) }()
 		require.NoError(t, curandraw.SetPseudoRandomGeneratorSeed(gen.Handle(), seed))
-		require.NoError(t, curandraw.GenerateUniform(gen.Handle(), gputest.DevPtr[float32](d), n))
-		return gputest.Float32sFromDevice(t, d, n)
+		require.NoError(t, curandraw.GenerateUniform(gen.Handle(), cudatest.DevPtr[float32](d), n))
+		return cudatest.Float32sFromDevice(t, d, n)
 	}
 	u := draw(1234)
 

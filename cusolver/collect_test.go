@@ -7,9 +7,9 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/gocuda/gocuda/cusolver"
 	"github.com/gocuda/gocuda/cusolver/cusolverraw"
-	"github.com/gocuda/gocuda/internal/gputest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -30,9 +30,9 @@ const collectRawHandles = 2
 // is classed blocking: headers/cusolver.toml), and Reclaim then destroys every
 // handle, the idle ones too.
 func TestCollectWhileGPUBusy(t *testing.T) {
-	ctx, s := gputest.Stream(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cusolverraw.Library())
-	st := gputest.CollectWhileBusy(t, ctx, collectRawHandles, func(n int) {
+	ctx, s := cudatest.Stream(t, cudatest.Kernels)
+	cudatest.RequireLibrary(t, cusolverraw.Library())
+	st := cudatest.CollectWhileBusy(t, ctx, collectRawHandles, func(n int) {
 		for range n {
 			collectRound(t, ctx, s)
 		}

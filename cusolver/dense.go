@@ -21,17 +21,25 @@ type Scalar interface {
 	float32 | float64 | complex64 | complex128
 }
 
-// The triangle of a symmetric (Hermitian) matrix that Potrf reads and overwrites.
+// Fill is the triangle of a symmetric (Hermitian) matrix that Potrf reads and
+// overwrites: Lower or Upper.
+type Fill = cublasraw.CublasFillMode
+
+// The triangles of Fill.
 const (
-	Lower = cublasraw.CUBLAS_FILL_MODE_LOWER // A = L·Lᴴ, L in the lower triangle
-	Upper = cublasraw.CUBLAS_FILL_MODE_UPPER // A = Uᴴ·U, U in the upper triangle
+	Lower Fill = cublasraw.CUBLAS_FILL_MODE_LOWER // A = L·Lᴴ, L in the lower triangle
+	Upper      = cublasraw.CUBLAS_FILL_MODE_UPPER // A = Uᴴ·U, U in the upper triangle
 )
 
-// Transposition of the matrix Getrs solves with.
+// Op is the transposition of the matrix Getrs solves with: NoTrans, Trans or
+// ConjTrans.
+type Op = cublasraw.CublasOperation
+
+// The transpositions of Op.
 const (
-	NoTrans   = cublasraw.CUBLAS_OP_N // A·X = B
-	Trans     = cublasraw.CUBLAS_OP_T // Aᵀ·X = B
-	ConjTrans = cublasraw.CUBLAS_OP_C // Aᴴ·X = B
+	NoTrans   Op = cublasraw.CUBLAS_OP_N // A·X = B
+	Trans        = cublasraw.CUBLAS_OP_T // Aᵀ·X = B
+	ConjTrans    = cublasraw.CUBLAS_OP_C // Aᴴ·X = B
 )
 
 // Errors that an *InfoError matches, by the operation's info.
@@ -144,12 +152,12 @@ func wait(i *Info, err error) error {
 // other triangle is not referenced): cusolverDn{S,D,C,Z}potrf. It waits for the
 // factorization, and returns an *InfoError matching ErrNotPositiveDefinite when A is
 // not positive definite.
-func Potrf[T Scalar](s *cuda.Stream, uplo cublasraw.CublasFillMode, n int, a cuda.Memory, lda int) error {
+func Potrf[T Scalar](s *cuda.Stream, uplo Fill, n int, a cuda.Memory, lda int) error {
 	return wait(PotrfAsync[T](s, uplo, n, a, lda))
 }
 
 // PotrfAsync queues Potrf on s and returns its Info without waiting.
-func PotrfAsync[T Scalar](s *cuda.Stream, uplo cublasraw.CublasFillMode, n int, a cuda.Memory, lda int) (*Info, error) {
+func PotrfAsync[T Scalar](s *cuda.Stream, uplo Fill, n int, a cuda.Memory, lda int) (*Info, error) {
 	const op = "potrf"
 	if err := checkFill(op, uplo); err != nil {
 		return nil, err
@@ -190,12 +198,12 @@ func PotrfAsync[T Scalar](s *cuda.Stream, uplo cublasraw.CublasFillMode, n int, 
 // Potrs solves A·X = B for the n×nrhs matrix B in place (X overwrites B), with A's
 // Cholesky factor from Potrf (the same uplo): cusolverDn{S,D,C,Z}potrs. It waits for
 // the solve.
-func Potrs[T Scalar](s *cuda.Stream, uplo cublasraw.CublasFillMode, n, nrhs int, a cuda.Memory, lda int, b cuda.Memory, ldb int) error {
+func Potrs[T Scalar](s *cuda.Stream, uplo Fill, n, nrhs int, a cuda.Memory, lda int, b cuda.Memory, ldb int) error {
 	return wait(PotrsAsync[T](s, uplo, n, nrhs, a, lda, b, ldb))
 }
 
 // PotrsAsync queues Potrs on s and returns its Info without waiting.
-func PotrsAsync[T Scalar](s *cuda.Stream, uplo cublasraw.CublasFillMode, n, nrhs int, a cuda.Memory, lda int, b cuda.Memory, ldb int) (*Info, error) {
+func PotrsAsync[T Scalar](s *cuda.Stream, uplo Fill, n, nrhs int, a cuda.Memory, lda int, b cuda.Memory, ldb int) (*Info, error) {
 	const op = "potrs"
 	if err := checkFill(op, uplo); err != nil {
 		return nil, err
@@ -275,13 +283,13 @@ func GetrfAsync[T Scalar](s *cuda.Stream, m, n int, a cuda.Memory, lda int, ipiv
 // Getrs solves op(A)·X = B for the n×nrhs matrix B in place (X overwrites B), with
 // the n×n A's LU factorization and pivots from Getrf: cusolverDn{S,D,C,Z}getrs. It
 // waits for the solve.
-func Getrs[T Scalar](s *cuda.Stream, trans cublasraw.CublasOperation, n, nrhs int, a cuda.Memory, lda int, ipiv cuda.Memory,
+func Getrs[T Scalar](s *cuda.Stream, trans Op, n, nrhs int, a cuda.Memory, lda int, ipiv cuda.Memory,
 	b cuda.Memory, ldb int) error {
 	return wait(GetrsAsync[T](s, trans, n, nrhs, a, lda, ipiv, b, ldb))
 }
 
 // GetrsAsync queues Getrs on s and returns its Info without waiting.
-func GetrsAsync[T Scalar](s *cuda.Stream, trans cublasraw.CublasOperation, n, nrhs int, a cuda.Memory, lda int, ipiv cuda.Memory,
+func GetrsAsync[T Scalar](s *cuda.Stream, trans Op, n, nrhs int, a cuda.Memory, lda int, ipiv cuda.Memory,
 	b cuda.Memory, ldb int) (*Info, error) {
 	const op = "getrs"
 	if trans != NoTrans && trans != Trans && trans != ConjTrans {
@@ -379,7 +387,7 @@ func queue(op string, s *cuda.Stream, ctx *cuda.Context, h *handle, uses []cuda.
 	return info, nil
 }
 
-func checkFill(op string, uplo cublasraw.CublasFillMode) error {
+func checkFill(op string, uplo Fill) error {
 	if uplo != Lower && uplo != Upper {
 		return fmt.Errorf("cusolver: %s: %w: fill mode %d", op, cuda.ErrInvalidArgument, int(uplo))
 	}

@@ -12,35 +12,24 @@ import (
 
 	"github.com/gocuda/gocuda/cublas/cublasraw"
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/gocuda/gocuda/cusolver"
 	"github.com/gocuda/gocuda/cusolver/cusolverraw"
 	"github.com/gocuda/gocuda/dl"
-	"github.com/gocuda/gocuda/internal/gputest"
 	"github.com/gocuda/gocuda/resource"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-func onDevice[T any](t testing.TB, s *cuda.Stream, host []T) *cuda.DeviceBuffer {
-	t.Helper()
-	b, err := cuda.AllocFor[T](s, max(len(host), 1))
-	require.NoError(t, err)
-	t.Cleanup(func() { b.Close() })
-	if len(host) > 0 {
-		require.NoError(t, cuda.CopyToDeviceAsync(s, b, host))
-	}
-	return b
-}
-
 // Bad arguments fail before any CUDA call (on the fake driver, in CI, where a call
 // into cuSOLVER would fail with its *dl.LibraryError instead).
 func TestArgumentChecks(t *testing.T) {
-	_, s := gputest.Stream(t)
-	a := onDevice(t, s, make([]float64, 16))  // 4×4
-	f := onDevice(t, s, make([]float32, 16))  // another element type
-	ip := onDevice(t, s, make([]int32, 4))    // pivots
-	ipf := onDevice(t, s, make([]float32, 4)) // pivots of the wrong type
-	short := onDevice(t, s, make([]int32, 3))
+	_, s := cudatest.Stream(t)
+	a := cudatest.AllocFrom(t, s, make([]float64, 16))  // 4×4
+	f := cudatest.AllocFrom(t, s, make([]float32, 16))  // another element type
+	ip := cudatest.AllocFrom(t, s, make([]int32, 4))    // pivots
+	ipf := cudatest.AllocFrom(t, s, make([]float32, 4)) // pivots of the wrong type
+	short := cudatest.AllocFrom(t, s, make([]int32, 3))
 	untyped, err := s.Context().Alloc(s, 16*8)
 	require.NoError(t, err)
 	defer untyped.Close()
@@ -86,10 +75,10 @@ func TestArgumentChecks(t *testing.T) {
 // the GPU. (cuda.CheckEnqueue does not see closed streams and memory, which Enqueue
 // then reports: without cuSOLVER, the handle's creation fails first.)
 func TestClosedOperands(t *testing.T) {
-	ctx, s := gputest.Stream(t)
-	gputest.RequireLibrary(t, cusolverraw.Library())
-	a := onDevice(t, s, make([]float64, 4))
-	ip := onDevice(t, s, make([]int32, 2))
+	ctx, s := cudatest.Stream(t)
+	cudatest.RequireLibrary(t, cusolverraw.Library())
+	a := cudatest.AllocFrom(t, s, make([]float64, 4))
+	ip := cudatest.AllocFrom(t, s, make([]int32, 2))
 	closed, err := cuda.AllocFor[float64](s, 4)
 	require.NoError(t, err)
 	require.NoError(t, closed.Close())
@@ -286,9 +275,9 @@ func download[T cusolver.Scalar](t *testing.T, b *cuda.DeviceBuffer, n int) []co
 // Potrs, in both triangles, with padded leading dimensions, and checks the residual
 // against the matrix in float64. The triangle Potrf does not read holds garbage.
 func testCholesky[T cusolver.Scalar](t *testing.T) {
-	_, s := gputest.Stream(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cusolverraw.Library())
-	r := gputest.Rand(21)
+	_, s := cudatest.Stream(t, cudatest.Kernels)
+	cudatest.RequireLibrary(t, cusolverraw.Library())
+	r := cudatest.Rand(21)
 	const n, nrhs, lda, ldb = 67, 5, 70, 69
 	for _, uplo := range []cublasraw.CublasFillMode{cusolver.Lower, cusolver.Upper} {
 		a := randomSPD[T](r, n, lda)
@@ -301,7 +290,7 @@ func testCholesky[T cusolver.Scalar](t *testing.T) {
 			}
 		}
 		b := randomMatrix[T](r, n, nrhs, ldb)
-		da, db := onDevice(t, s, toT[T](host)), onDevice(t, s, toT[T](b))
+		da, db := cudatest.AllocFrom(t, s, toT[T](host)), cudatest.AllocFrom(t, s, toT[T](b))
 		require.NoError(t, cusolver.Potrf[T](s, uplo, n, da, lda), "uplo %v", uplo)
 		require.NoError(t, cusolver.Potrs[T](s, uplo, n, nrhs, da, lda, db, ldb), "uplo %v", uplo)
 		x := download[T](t, db, ldb*nrhs)
@@ -321,12 +310,12 @@ func TestCholesky(t *testing.T) {
 // testLU solves a random general system with Getrf and Getrs, plain, transposed and
 // conjugate-transposed, and checks the residual in float64 and the pivots' range.
 func testLU[T cusolver.Scalar](t *testing.T) {
-	_, s := gputest.Stream(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cusolverraw.Library())
-	r := gputest.Rand(22)
+	_, s := cudatest.Stream(t, cudatest.Kernels)
+	cudatest.RequireLibrary(t, cusolverraw.Library())
+	r := cudatest.Rand(22)
 	const n, nrhs, lda, ldb = 61, 3, 64, 61
 	a := randomMatrix[T](r, n, n, lda)
-	da := onDevice(t, s, toT[T](a))
+	da := cudatest.AllocFrom(t, s, toT[T](a))
 	ip, err := cuda.AllocFor[int32](s, n)
 	require.NoError(t, err)
 	defer ip.Close()
@@ -342,7 +331,7 @@ func testLU[T cusolver.Scalar](t *testing.T) {
 	}
 	for _, tr := range trans {
 		b := randomMatrix[T](r, n, nrhs, ldb)
-		db := onDevice(t, s, toT[T](b))
+		db := cudatest.AllocFrom(t, s, toT[T](b))
 		require.NoError(t, cusolver.Getrs[T](s, tr, n, nrhs, da, lda, ip, db, ldb), "trans %v", tr)
 		x := download[T](t, db, ldb*nrhs)
 		res := residual(tr, n, nrhs, a, lda, x, ldb, b, ldb)
@@ -361,10 +350,10 @@ func TestLU(t *testing.T) {
 // A symmetric matrix that is not positive definite: the leading minor of order 2 of
 // diag(4, -1, 9) is negative, so Potrf's info is 2, as an *InfoError.
 func TestNotPositiveDefinite(t *testing.T) {
-	_, s := gputest.Stream(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cusolverraw.Library())
+	_, s := cudatest.Stream(t, cudatest.Kernels)
+	cudatest.RequireLibrary(t, cusolverraw.Library())
 	const n = 3
-	a := onDevice(t, s, []float64{4, 0, 0, 0, -1, 0, 0, 0, 9})
+	a := cudatest.AllocFrom(t, s, []float64{4, 0, 0, 0, -1, 0, 0, 0, 9})
 	err := cusolver.Potrf[float64](s, cusolver.Lower, n, a, n)
 	require.ErrorIs(t, err, cusolver.ErrNotPositiveDefinite)
 	var ie *cusolver.InfoError
@@ -377,11 +366,11 @@ func TestNotPositiveDefinite(t *testing.T) {
 // A singular matrix: its second column is twice its first, so elimination leaves
 // U(2,2) exactly zero (the values are exact in binary), and Getrf's info is 2.
 func TestSingular(t *testing.T) {
-	_, s := gputest.Stream(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cusolverraw.Library())
+	_, s := cudatest.Stream(t, cudatest.Kernels)
+	cudatest.RequireLibrary(t, cusolverraw.Library())
 	const n = 3
-	a := onDevice(t, s, []float32{1, 2, 4, 2, 4, 8, 1, 0, 3})
-	ip := onDevice(t, s, make([]int32, n))
+	a := cudatest.AllocFrom(t, s, []float32{1, 2, 4, 2, 4, 8, 1, 0, 3})
+	ip := cudatest.AllocFrom(t, s, make([]int32, n))
 	err := cusolver.Getrf[float32](s, n, n, a, n, ip)
 	require.ErrorIs(t, err, cusolver.ErrSingular)
 	var ie *cusolver.InfoError
@@ -394,13 +383,13 @@ func TestSingular(t *testing.T) {
 // The Async forms queue a factorization and its solve, checked afterwards; an Info
 // closes once, and is unusable after.
 func TestAsync(t *testing.T) {
-	_, s := gputest.Stream(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cusolverraw.Library())
-	r := gputest.Rand(23)
+	_, s := cudatest.Stream(t, cudatest.Kernels)
+	cudatest.RequireLibrary(t, cusolverraw.Library())
+	r := cudatest.Rand(23)
 	const n = 40
 	a := randomSPD[float64](r, n, n)
 	b := randomMatrix[float64](r, n, 1, n)
-	da, db := onDevice(t, s, toT[float64](a)), onDevice(t, s, toT[float64](b))
+	da, db := cudatest.AllocFrom(t, s, toT[float64](a)), cudatest.AllocFrom(t, s, toT[float64](b))
 	f, err := cusolver.PotrfAsync[float64](s, cusolver.Upper, n, da, n)
 	require.NoError(t, err)
 	x, err := cusolver.PotrsAsync[float64](s, cusolver.Upper, n, 1, da, n, db, n)
@@ -418,7 +407,7 @@ func TestAsync(t *testing.T) {
 	require.NoError(t, x.Close())
 
 	// An Info dropped before its Check still reports its operation's info.
-	bad := onDevice(t, s, []float64{-1})
+	bad := cudatest.AllocFrom(t, s, []float64{-1})
 	info, err := cusolver.PotrfAsync[float64](s, cusolver.Lower, 1, bad, 1)
 	require.NoError(t, err)
 	defer info.Close()
@@ -428,13 +417,13 @@ func TestAsync(t *testing.T) {
 // Goroutines on pooled streams factor and solve at once: each gets a handle (more
 // goroutines than the cache keeps), and every result is right.
 func TestConcurrent(t *testing.T) {
-	ctx, _ := gputest.Stream(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cusolverraw.Library())
+	ctx, _ := cudatest.Stream(t, cudatest.Kernels)
+	cudatest.RequireLibrary(t, cusolverraw.Library())
 	const goroutines, n = 16, 48
 	var wg sync.WaitGroup
 	for g := range goroutines {
 		wg.Go(func() {
-			r := gputest.Rand(uint64(100 + g))
+			r := cudatest.Rand(uint64(100 + g))
 			a := randomMatrix[float64](r, n, n, n)
 			b := randomMatrix[float64](r, n, 2, n)
 			err := ctx.WithStream(context.Background(), func(_ context.Context, s *cuda.Stream) error {

@@ -33,23 +33,9 @@
 //
 // # The raw layer
 //
-// The raw layer (zz_generated_*.go) has every function of cusolverDn.h and
-// cusolver_common.h as a Go function named after it without the cusolver prefix:
-// cusolverDnDpotrf is DnDpotrf, cusolverDnDpotrf_bufferSize DnDpotrfBufferSize. C
-// types keep their spelling (CusolverDnHandle), constants their C names
-// (CUSOLVER_EIG_MODE_VECTOR). Functions return nil on success or a Status, which
-// matches the Err* sentinels with errors.Is. Types shared with other libraries are
-// package cuda's (streams, data types, complex numbers) and package cublas's (fill
-// modes, operations). Raw calls run in the thread's current context: wrap them in
-// cuda.Context.Locked, take typed pointers with cuda.DevicePtr, and queue them with
-// cuda.Enqueue to order them with the memory's other uses.
-//
-// libcusolver.so.12 is opened at first use ($GOCUDA_CUSOLVER_LIB overrides it);
+// Package cusolverraw binds every function of cuSOLVER's headers, with C names, for what this
+// package does not cover; queue its calls with cuda.Enqueue, which orders them with
+// the memory's other uses. libcusolver.so.12 is opened at first use ($GOCUDA_CUSOLVER_LIB overrides it);
 // without it, calls return a *dl.LibraryError, and a function the installed library
-// lacks returns a *dl.SymbolError. OwnedDnHandle owns a raw handle: Close destroys
-// it, and one dropped without Close is destroyed by resource.Reclaim (cusolverDnDestroy
-// is classed as waiting for the GPU until tools/blockprobe measures it, so never on
-// the finalizer path). The cache's handles are OwnedDnHandles: one it drops (it keeps
-// MaxIdleHandles per context, and drops them all at every Reclaim) is destroyed in
-// Reclaim.
+// lacks returns a *dl.SymbolError.
 package cusolver

@@ -22,20 +22,18 @@ func Example() {
 		return
 	}
 	defer s.Close()
-	upload := func(v []float64) *cuda.DeviceBuffer {
-		b, err := cuda.AllocFor[float64](s, len(v))
-		if err == nil {
-			err = cuda.CopyToDeviceAsync(s, b, v)
-		}
-		if err != nil {
-			panic(err)
-		}
-		return b
-	}
 	// Column-major 2×2 matrices.
-	spd := upload([]float64{4, 2, 2, 3})
-	b := upload([]float64{2, 1})
+	spd, err := cuda.AllocFrom(s, []float64{4, 2, 2, 3})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer spd.Close()
+	b, err := cuda.AllocFrom(s, []float64{2, 1})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer b.Close()
 	if err := cusolver.Potrf[float64](s, cusolver.Lower, 2, spd, 2); err != nil {
 		fmt.Println(err) // an *InfoError matching ErrNotPositiveDefinite, for one
@@ -52,10 +50,18 @@ func Example() {
 	}
 	fmt.Println(x) // [0.5 0]
 
-	gen := upload([]float64{0, 1, 2, 0}) // needs a row swap
-	c := upload([]float64{4, 3})
-	defer gen.Close()
+	gen, err := cuda.AllocFrom(s, []float64{0, 1, 2, 0}) // needs a row swap
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	c, err := cuda.AllocFrom(s, []float64{4, 3})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer c.Close()
+	defer gen.Close()
 	ipiv, err := cuda.AllocFor[int32](s, 2)
 	if err != nil {
 		fmt.Println(err)
@@ -87,12 +93,10 @@ func Example_async() {
 	}
 	s, _ := ctx.NewStream()
 	defer s.Close()
-	a, _ := cuda.AllocFor[float32](s, 1)
-	b, _ := cuda.AllocFor[float32](s, 1)
+	a, _ := cuda.AllocFrom(s, []float32{4})
+	b, _ := cuda.AllocFrom(s, []float32{8})
 	defer a.Close()
 	defer b.Close()
-	_ = cuda.CopyToDeviceAsync(s, a, []float32{4})
-	_ = cuda.CopyToDeviceAsync(s, b, []float32{8})
 	f, err := cusolver.PotrfAsync[float32](s, cusolver.Upper, 1, a, 1)
 	if err != nil {
 		fmt.Println(err)

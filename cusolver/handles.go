@@ -5,8 +5,8 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/cudalib"
 	"github.com/gocuda/gocuda/cusolver/cusolverraw"
-	"github.com/gocuda/gocuda/internal/libhandle"
 )
 
 // Handles: the operations of dense.go take a cuSOLVER handle of their stream's
@@ -14,7 +14,7 @@ import (
 // costly to make (cusolverDnCreate allocates the GPU resources the library needs),
 // so handles are kept: each stream keeps the handle of its last call for its next
 // one, and each context's cache at most MaxIdleHandles more, of which a call takes
-// the one last bound to its own stream when there is one (internal/libhandle).
+// the one last bound to its own stream when there is one (cudalib).
 // A handle the cache has no room for, or drops at resource.Reclaim, is left to its
 // OwnedDnHandle, whose release runs in resource.Reclaim (blocking class, in
 // headers/cusolver.toml): never on a goroutine that would wait for the GPU.
@@ -40,10 +40,10 @@ type state struct {
 	fence *cuda.DeviceBuffer
 }
 
-type handle = libhandle.Handle[cusolverraw.CusolverDnHandle, *cusolverraw.OwnedDnHandle, state]
+type handle = cudalib.Handle[cusolverraw.CusolverDnHandle, *cusolverraw.OwnedDnHandle, state]
 
 // handles are the idle handles, per context.
-var handles = libhandle.New[cusolverraw.CusolverDnHandle, *cusolverraw.OwnedDnHandle, state](MaxIdleHandles, cusolverraw.DnCreate, cusolverraw.OwnDnHandle, false)
+var handles = cudalib.NewPool[cusolverraw.CusolverDnHandle, *cusolverraw.OwnedDnHandle, state](MaxIdleHandles, cusolverraw.DnCreate, cusolverraw.OwnDnHandle, false)
 
 // idleHandles returns the number of idle handles of ctx (tests).
 func idleHandles(ctx *cuda.Context) int { return handles.Idle(ctx) }

@@ -5,11 +5,10 @@ import (
 	"testing"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/gocuda/gocuda/cusolver"
 	"github.com/gocuda/gocuda/cusolver/cusolverraw"
 	"github.com/gocuda/gocuda/dl"
-	"github.com/gocuda/gocuda/internal/gputest"
-	"github.com/gocuda/gocuda/internal/libtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -18,7 +17,7 @@ import (
 
 // TestNoLibrary: where the library (cusolver.Soname) cannot be loaded (CI), calls return its typed error.
 func TestNoLibrary(t *testing.T) {
-	libtest.NoLibrary(t, cusolverraw.Library(), "cusolver", cusolverraw.Soname, cusolverraw.SonameEnv,
+	cudatest.NoLibrary(t, cusolverraw.Library(), "cusolver", cusolverraw.Soname, cusolverraw.SonameEnv,
 		func() error { var v int32; return cusolverraw.GetVersion(&v) },
 		func() error { var h cusolverraw.CusolverDnHandle; return cusolverraw.DnCreate(&h) },
 		func() error { _, err := cusolverraw.NewOwnedDnHandle(); return err },
@@ -31,14 +30,14 @@ func TestNoLibraryDense(t *testing.T) {
 	if cusolverraw.Library().Open() == nil {
 		t.Skip("library present: the not-found path is tested where it is absent (CI)")
 	}
-	_, s := gputest.Stream(t)
+	_, s := cudatest.Stream(t)
 	a, err := cuda.AllocFor[float64](s, 4)
 	require.NoError(t, err)
 	defer a.Close()
 	ipiv, err := cuda.AllocFor[int32](s, 2)
 	require.NoError(t, err)
 	defer ipiv.Close()
-	before := gputest.DeviceBytes(t)
+	before := cudatest.DeviceBytes(t)
 	for name, err := range map[string]error{
 		"potrf": cusolver.Potrf[float64](s, cusolver.Lower, 2, a, 2),
 		"potrs": cusolver.Potrs[float64](s, cusolver.Lower, 2, 1, a, 2, a, 2),
@@ -51,11 +50,11 @@ func TestNoLibraryDense(t *testing.T) {
 		assert.Contains(t, err.Error(), "cusolver: "+name, name)
 	}
 	require.NoError(t, s.Synchronize())
-	assert.Equal(t, before, gputest.DeviceBytes(t), "no workspace or info left allocated")
+	assert.Equal(t, before, cudatest.DeviceBytes(t), "no workspace or info left allocated")
 }
 
 // TestStatusErrors checks the Status error values, which need no library.
 func TestStatusErrors(t *testing.T) {
-	libtest.StatusErrors(t, cusolverraw.CUSOLVER_STATUS_NOT_INITIALIZED, "CUSOLVER_STATUS_NOT_INITIALIZED", 1, "not initialized",
+	cudatest.StatusErrors(t, cusolverraw.CUSOLVER_STATUS_NOT_INITIALIZED, "CUSOLVER_STATUS_NOT_INITIALIZED", 1, "not initialized",
 		cusolverraw.ErrNotInitialized, cusolverraw.ErrAllocFailed, cusolverraw.Status(123456), cusolverraw.CUSOLVER_STATUS_SUCCESS, "Status")
 }

@@ -7,17 +7,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/gocuda/gocuda/cusolver"
 	"github.com/gocuda/gocuda/cusolver/cusolverraw"
-	"github.com/gocuda/gocuda/internal/gputest"
 )
 
 // TestSmokeDpotrf factors a random 32×32 symmetric positive definite matrix with the
 // raw layer alone (cusolverDnDpotrf on the legacy default stream) and checks L·Lᵀ
 // against the matrix in float64.
 func TestSmokeDpotrf(t *testing.T) {
-	g := gputest.Require(t)
-	gputest.RequireLibrary(t, cusolverraw.Library())
+	g := cudatest.Require(t)
+	cudatest.RequireLibrary(t, cusolverraw.Library())
 	var ver int32
 	require.NoError(t, cusolverraw.GetVersion(&ver))
 	t.Logf("cuSOLVER version %d (headers %d)", ver, cusolverraw.CUSOLVER_VERSION)
@@ -27,7 +27,7 @@ func TestSmokeDpotrf(t *testing.T) {
 	defer func() { assert.NoError(t, h.Close()) }()
 
 	const n = 32
-	r := gputest.Rand(5)
+	r := cudatest.Rand(5)
 	m := make([]float64, n*n)
 	for i := range m {
 		m[i] = 2*r.Float64() - 1
@@ -41,16 +41,16 @@ func TestSmokeDpotrf(t *testing.T) {
 		}
 		a[j+j*n] += n
 	}
-	dA := gputest.ToDevice(t, g, a)
+	dA := cudatest.ToDevice(t, g, a)
 	var lwork int32
-	require.NoError(t, cusolverraw.DnDpotrfBufferSize(h.Handle(), cusolver.Lower, n, gputest.DevPtr[float64](dA), n, &lwork))
-	dW := gputest.Alloc[float64](t, g, max(int(lwork), 1))
-	dInfo := gputest.Alloc[int32](t, g, 1)
-	require.NoError(t, cusolverraw.DnDpotrf(h.Handle(), cusolver.Lower, n, gputest.DevPtr[float64](dA), n,
-		gputest.DevPtr[float64](dW), lwork, gputest.DevPtr[int32](dInfo)))
-	info := gputest.FromDevice[int32](t, dInfo, 1)
+	require.NoError(t, cusolverraw.DnDpotrfBufferSize(h.Handle(), cusolver.Lower, n, cudatest.DevPtr[float64](dA), n, &lwork))
+	dW := cudatest.Alloc[float64](t, g, max(int(lwork), 1))
+	dInfo := cudatest.Alloc[int32](t, g, 1)
+	require.NoError(t, cusolverraw.DnDpotrf(h.Handle(), cusolver.Lower, n, cudatest.DevPtr[float64](dA), n,
+		cudatest.DevPtr[float64](dW), lwork, cudatest.DevPtr[int32](dInfo)))
+	info := cudatest.FromDevice[int32](t, dInfo, 1)
 	require.Zero(t, info[0], "devInfo")
-	l := gputest.FromDevice[float64](t, dA, n*n)
+	l := cudatest.FromDevice[float64](t, dA, n*n)
 
 	var num, den float64
 	for j := range n {

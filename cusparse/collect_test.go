@@ -11,8 +11,8 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/gocuda/gocuda/cusparse/cusparseraw"
-	"github.com/gocuda/gocuda/internal/gputest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -41,9 +41,9 @@ const collectBlockingPerRound = 2
 // not wait for it (the analysis objects are classed blocking until measured), and
 // Reclaim then destroys everything, the idle handles too.
 func TestCollectWhileGPUBusy(t *testing.T) {
-	ctx, s := gputest.Stream(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cusparseraw.Library())
-	st := gputest.CollectWhileBusy(t, ctx, collectBlockingPerRound, func(n int) {
+	ctx, s := cudatest.Stream(t, cudatest.Kernels)
+	cudatest.RequireLibrary(t, cusparseraw.Library())
+	st := cudatest.CollectWhileBusy(t, ctx, collectBlockingPerRound, func(n int) {
 		for range n {
 			collectRound(t, ctx, s)
 		}
@@ -103,7 +103,7 @@ func collectRound(t *testing.T, ctx *cuda.Context, s *cuda.Stream) {
 				}
 				defer y.Close()
 				for range 8 {
-					if err := MulVec[float32](ps, cusparseraw.CUSPARSE_OPERATION_NON_TRANSPOSE, 1, a, x, 0, y); err != nil {
+					if err := MulVec[float32](ps, NoTrans, 1, a, x, 0, y); err != nil {
 						return err
 					}
 				}

@@ -43,7 +43,7 @@ func Example() {
 	_ = cuda.CopyToDeviceAsync(s, v, []float64{1, 2, 3, 4, 5})
 	_ = cuda.CopyToDeviceAsync(s, x, []float64{1, 1, 1})
 	a := &cusparse.CSR{Rows: 3, Cols: 3, NNZ: 5, RowOffsets: ro, ColIndices: ci, Values: v}
-	if err := cusparse.MulVec[float64](s, cusparseraw.CUSPARSE_OPERATION_NON_TRANSPOSE, 1, a, x, 0, y); err != nil {
+	if err := cusparse.MulVec[float64](s, cusparse.NoTrans, 1, a, x, 0, y); err != nil {
 		fmt.Println(err)
 		return
 	}

@@ -9,16 +9,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/gocuda/gocuda/cusparse/cusparseraw"
-	"github.com/gocuda/gocuda/internal/gputest"
 )
 
 // TestSmokeSpMV multiplies a random 100x80 CSR matrix (about 10% full) by a
 // random vector with cusparseSpMV, y = alpha*A*x + beta*y, and compares with
 // the CPU.
 func TestSmokeSpMV(t *testing.T) {
-	g := gputest.Require(t)
-	gputest.RequireLibrary(t, cusparseraw.Library())
+	g := cudatest.Require(t)
+	cudatest.RequireLibrary(t, cusparseraw.Library())
 	h, err := cusparseraw.NewOwnedHandle()
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, h.Close()) }()
@@ -28,7 +28,7 @@ func TestSmokeSpMV(t *testing.T) {
 	t.Logf("cuSPARSE version %d", ver)
 
 	const rows, cols = 100, 80
-	r := gputest.Rand(4)
+	r := cudatest.Rand(4)
 	rowPtr := make([]int32, 0, rows+1)
 	var colInd []int32
 	var vals []float32
@@ -44,27 +44,27 @@ func TestSmokeSpMV(t *testing.T) {
 	}
 	nnz := len(vals)
 	require.Positive(t, nnz)
-	x := gputest.RandFloat32s(r, cols)
-	y := gputest.RandFloat32s(r, rows)
+	x := cudatest.RandFloat32s(r, cols)
+	y := cudatest.RandFloat32s(r, rows)
 	alpha, beta := float32(0.75), float32(2)
 
-	dRow := gputest.ToDevice(t, g, rowPtr)
-	dCol := gputest.ToDevice(t, g, colInd)
-	dVal := gputest.ToDevice(t, g, vals)
-	dX := gputest.ToDevice(t, g, x)
-	dY := gputest.ToDevice(t, g, y)
+	dRow := cudatest.ToDevice(t, g, rowPtr)
+	dCol := cudatest.ToDevice(t, g, colInd)
+	dVal := cudatest.ToDevice(t, g, vals)
+	dX := cudatest.ToDevice(t, g, x)
+	dY := cudatest.ToDevice(t, g, y)
 
 	var a cusparseraw.CusparseSpMatDescr
 	require.NoError(t, cusparseraw.CreateCsr(&a, rows, cols, int64(nnz),
-		gputest.DevUnsafe(dRow), gputest.DevUnsafe(dCol), gputest.DevUnsafe(dVal),
+		cudatest.DevUnsafe(dRow), cudatest.DevUnsafe(dCol), cudatest.DevUnsafe(dVal),
 		cusparseraw.CUSPARSE_INDEX_32I, cusparseraw.CUSPARSE_INDEX_32I, cusparseraw.CUSPARSE_INDEX_BASE_ZERO, cudaraw.CUDA_R_32F))
 	mat := cusparseraw.OwnSpMat(a)
 	defer func() { assert.NoError(t, mat.Close()) }()
 	var vx, vy cusparseraw.CusparseDnVecDescr
-	require.NoError(t, cusparseraw.CreateDnVec(&vx, cols, gputest.DevUnsafe(dX), cudaraw.CUDA_R_32F))
+	require.NoError(t, cusparseraw.CreateDnVec(&vx, cols, cudatest.DevUnsafe(dX), cudaraw.CUDA_R_32F))
 	vecX := cusparseraw.OwnDnVec(vx)
 	defer func() { assert.NoError(t, vecX.Close()) }()
-	require.NoError(t, cusparseraw.CreateDnVec(&vy, rows, gputest.DevUnsafe(dY), cudaraw.CUDA_R_32F))
+	require.NoError(t, cusparseraw.CreateDnVec(&vy, rows, cudatest.DevUnsafe(dY), cudaraw.CUDA_R_32F))
 	vecY := cusparseraw.OwnDnVec(vy)
 	defer func() { assert.NoError(t, vecY.Close()) }()
 
@@ -72,11 +72,11 @@ func TestSmokeSpMV(t *testing.T) {
 	require.NoError(t, cusparseraw.SpMVBufferSize(h.Handle(), cusparseraw.CUSPARSE_OPERATION_NON_TRANSPOSE,
 		unsafe.Pointer(&alpha), mat.Handle(), vecX.Handle(), unsafe.Pointer(&beta), vecY.Handle(),
 		cudaraw.CUDA_R_32F, cusparseraw.CUSPARSE_SPMV_ALG_DEFAULT, &bufSize))
-	buf := gputest.Alloc[byte](t, g, int(bufSize))
+	buf := cudatest.Alloc[byte](t, g, int(bufSize))
 	require.NoError(t, cusparseraw.SpMV(h.Handle(), cusparseraw.CUSPARSE_OPERATION_NON_TRANSPOSE,
 		unsafe.Pointer(&alpha), mat.Handle(), vecX.Handle(), unsafe.Pointer(&beta), vecY.Handle(),
-		cudaraw.CUDA_R_32F, cusparseraw.CUSPARSE_SPMV_ALG_DEFAULT, gputest.DevUnsafe(buf)))
-	got := gputest.Float32sFromDevice(t, dY, rows)
+		cudaraw.CUDA_R_32F, cusparseraw.CUSPARSE_SPMV_ALG_DEFAULT, cudatest.DevUnsafe(buf)))
+	got := cudatest.Float32sFromDevice(t, dY, rows)
 
 	var maxErr, maxAbs float64
 	for i := 0; i < rows; i++ {

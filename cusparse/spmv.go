@@ -7,8 +7,8 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/cudalib"
 	"github.com/gocuda/gocuda/cusparse/cusparseraw"
-	"github.com/gocuda/gocuda/internal/libhandle"
 )
 
 // The idiomatic API: sparse matrix products on the cuda package's memory, queued on
@@ -115,9 +115,19 @@ func ptrOf[T any](m cuda.Memory) (unsafe.Pointer, error) {
 	return unsafe.Pointer(p), err
 }
 
+// Op is the transposition of a sparse matrix operand: NoTrans, Trans or ConjTrans.
+type Op = cusparseraw.CusparseOperation
+
+// Transpositions of a sparse matrix operand.
+const (
+	NoTrans   Op = cusparseraw.CUSPARSE_OPERATION_NON_TRANSPOSE       // op(A) = A
+	Trans     Op = cusparseraw.CUSPARSE_OPERATION_TRANSPOSE           // op(A) = Aᵀ
+	ConjTrans Op = cusparseraw.CUSPARSE_OPERATION_CONJUGATE_TRANSPOSE // op(A) = Aᴴ
+)
+
 // MulVec computes y = alpha·op(A)·x + beta·y on s (trans: CUSPARSE_OPERATION_NON_TRANSPOSE
 // or CUSPARSE_OPERATION_TRANSPOSE): cusparseSpMV. A's values, x and y hold T.
-func MulVec[T Float](s *cuda.Stream, trans cusparseraw.CusparseOperation, alpha T, a Matrix, x cuda.Memory, beta T, y cuda.Memory) error {
+func MulVec[T Float](s *cuda.Stream, trans Op, alpha T, a Matrix, x cuda.Memory, beta T, y cuda.Memory) error {
 	const op = "spmv"
 	if a == nil {
 		return fmt.Errorf("cusparse: %s: %w: nil matrix", op, cuda.ErrInvalidArgument)
@@ -337,4 +347,4 @@ func valueType[T Float]() cudaraw.CudaDataType {
 const MaxIdleHandles = 4
 
 // handles are the idle handles, per context.
-var handles = libhandle.New[cusparseraw.CusparseHandle, *cusparseraw.OwnedHandle, struct{}](MaxIdleHandles, cusparseraw.Create, cusparseraw.OwnHandle, false)
+var handles = cudalib.NewPool[cusparseraw.CusparseHandle, *cusparseraw.OwnedHandle, struct{}](MaxIdleHandles, cusparseraw.Create, cusparseraw.OwnHandle, false)

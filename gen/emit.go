@@ -129,6 +129,9 @@ func (g *gen) packageDoc() string {
 		doc += fmt.Sprintf("\n\nThe idiomatic package %s is built on it; use this one for what that one\n"+
 			"does not cover.", path.Dir(s.Import))
 	}
+	if d := strings.TrimSpace(s.Doc); d != "" {
+		doc += "\n\n" + d
+	}
 	return doc
 }
 

@@ -371,7 +371,7 @@ func (g *gen) checkInContext() error {
 // inContextVariant emits XIn(ctx, ...): X called with the CUDA context ctx current on the
 // calling thread. The C side makes ctx current only when cuCtxGetCurrent says it is not,
 // in the same cgo call as X, so a goroutine that moves between threads never runs X in
-// the wrong context. A failure to switch comes back as a cuda.Result (flagged in bit 32).
+// the wrong context. A failure to switch comes back as a cudaraw.Result (flagged in bit 32).
 func (g *gen) inContextVariant(fn *Func, status *TypeDecl, params, args []jen.Code, cparams, cargs, ctypes []string, cret string) (jen.Code, string, error) {
 	cuda := g.m.libs["cuda"]
 	if cuda == nil {

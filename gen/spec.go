@@ -57,6 +57,9 @@ type Spec struct {
 	// Resources is the resource table: handle types with create/destroy and their
 	// blocking class.
 	Resources []Resource `toml:"resource"`
+	// Doc is the raw package's documentation after the generated first paragraph: how
+	// the library's names map to C, its owner types and their release classes.
+	Doc string `toml:"doc"`
 	// ImportPath overrides the Go import path derived from the module and Name,
 	// <module>/<name>/<name>raw (golden test packages live under gen/internal/golden).
 	ImportPath string `toml:"import"`

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/gocuda/gocuda/cuda"
-	"github.com/gocuda/gocuda/internal/gputest"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/gocuda/gocuda/nccl"
 	"github.com/gocuda/gocuda/nccl/ncclraw"
 )
@@ -18,8 +18,8 @@ import (
 // bandwidths: algbw = bytes / time, busbw = algbw · 2(n-1)/n (what each link
 // carries; 0 with one GPU). For tools/bench's comparison with the C loop.
 func BenchmarkAllReduce(b *testing.B) {
-	gputest.Require(b, gputest.Kernels)
-	gputest.RequireLibrary(b, ncclraw.Library())
+	cudatest.Require(b, cudatest.Kernels)
+	cudatest.RequireLibrary(b, ncclraw.Library())
 	n, err := cuda.DeviceCount()
 	if err != nil {
 		b.Fatal(err)
@@ -61,7 +61,7 @@ func BenchmarkAllReduce(b *testing.B) {
 			step := func() {
 				err := nccl.Group(func() error {
 					for i, c := range comms {
-						if err := nccl.Of[float32](c).AllReduce(streams[i], bufs[i], bufs[i], nccl.Sum); err != nil {
+						if err := nccl.AllReduce[float32](c, streams[i], bufs[i], bufs[i], nccl.Sum); err != nil {
 							return err
 						}
 					}

@@ -49,18 +49,8 @@ func DataType[T Element]() ncclraw.NcclDataType {
 	}
 }
 
-// Collectives are the collectives of a communicator on elements of type T: Of[T](c).
-type Collectives[T Element] struct {
-	c *Comm
-}
-
-// Of returns c's collectives on elements of type T:
-//
-//	err := nccl.Of[float32](c).AllReduce(s, grad, grad, nccl.Sum)
-func Of[T Element](c *Comm) Collectives[T] { return Collectives[T]{c} }
-
-// Comm returns the communicator.
-func (o Collectives[T]) Comm() *Comm { return o.c }
+// Op is a reduction operation of AllReduce, Reduce and ReduceScatter.
+type Op = ncclraw.NcclRedOp
 
 // Reduction operations.
 const (
@@ -95,8 +85,7 @@ const (
 
 // AllReduce reduces send over all ranks with op and writes the result to recv on
 // every rank: ncclAllReduce. send and recv hold the same number of elements.
-func (o Collectives[T]) AllReduce(s *cuda.Stream, send, recv cuda.Memory, op ncclraw.NcclRedOp) error {
-	c := o.c
+func AllReduce[T Element](c *Comm, s *cuda.Stream, send, recv cuda.Memory, op Op) error {
 	const name = "all-reduce"
 	n, ps, err := elems[T](name, "send", send)
 	if err != nil {
@@ -118,8 +107,7 @@ func (o Collectives[T]) AllReduce(s *cuda.Stream, send, recv cuda.Memory, op ncc
 // Broadcast copies root's send to recv on every rank: ncclBroadcast. send is read
 // on root only and may be nil elsewhere; on root it holds as many elements as recv
 // (or is recv: in place).
-func (o Collectives[T]) Broadcast(s *cuda.Stream, send, recv cuda.Memory, root int) error {
-	c := o.c
+func Broadcast[T Element](c *Comm, s *cuda.Stream, send, recv cuda.Memory, root int) error {
 	const name = "broadcast"
 	n, pr, err := elems[T](name, "recv", recv)
 	if err != nil {
@@ -145,8 +133,7 @@ func (o Collectives[T]) Broadcast(s *cuda.Stream, send, recv cuda.Memory, root i
 // Reduce reduces send over all ranks with op into root's recv: ncclReduce. recv is
 // written on root only and may be nil elsewhere; on root it holds as many elements
 // as send.
-func (o Collectives[T]) Reduce(s *cuda.Stream, send, recv cuda.Memory, op ncclraw.NcclRedOp, root int) error {
-	c := o.c
+func Reduce[T Element](c *Comm, s *cuda.Stream, send, recv cuda.Memory, op Op, root int) error {
 	const name = "reduce"
 	n, ps, err := elems[T](name, "send", send)
 	if err != nil {
@@ -175,8 +162,7 @@ func (o Collectives[T]) Reduce(s *cuda.Stream, send, recv cuda.Memory, op ncclra
 // AllGather gathers every rank's send into recv on every rank, rank r's at element
 // r·len(send): ncclAllGather. recv holds Size() times the elements of send. In place,
 // send is the view of recv at rank r's place (recv.Slice).
-func (o Collectives[T]) AllGather(s *cuda.Stream, send, recv cuda.Memory) error {
-	c := o.c
+func AllGather[T Element](c *Comm, s *cuda.Stream, send, recv cuda.Memory) error {
 	const name = "all-gather"
 	n, ps, err := elems[T](name, "send", send)
 	if err != nil {
@@ -198,8 +184,7 @@ func (o Collectives[T]) AllGather(s *cuda.Stream, send, recv cuda.Memory) error 
 // ReduceScatter reduces send over all ranks with op and scatters the result: rank r
 // gets the block of elements r·len(recv) to (r+1)·len(recv) in recv:
 // ncclReduceScatter. send holds Size() times the elements of recv.
-func (o Collectives[T]) ReduceScatter(s *cuda.Stream, send, recv cuda.Memory, op ncclraw.NcclRedOp) error {
-	c := o.c
+func ReduceScatter[T Element](c *Comm, s *cuda.Stream, send, recv cuda.Memory, op Op) error {
 	const name = "reduce-scatter"
 	n, pr, err := elems[T](name, "recv", recv)
 	if err != nil {
@@ -224,19 +209,18 @@ func (o Collectives[T]) ReduceScatter(s *cuda.Stream, send, recv cuda.Memory, op
 // Send sends send to rank peer, which receives it with a Recv of as many elements of
 // T: ncclSend. A rank's sends and receives that must progress together (an exchange
 // between two ranks, a ring) go in one Group.
-func (o Collectives[T]) Send(s *cuda.Stream, send cuda.Memory, peer int) error {
-	return o.p2p("send", s, send, peer, raw.send, cuda.Reads(send))
+func Send[T Element](c *Comm, s *cuda.Stream, send cuda.Memory, peer int) error {
+	return p2p[T](c, "send", s, send, peer, raw.send, cuda.Reads(send))
 }
 
 // Recv receives into recv what rank peer sends with Send: ncclRecv.
-func (o Collectives[T]) Recv(s *cuda.Stream, recv cuda.Memory, peer int) error {
-	return o.p2p("recv", s, recv, peer, raw.recv, cuda.Writes(recv))
+func Recv[T Element](c *Comm, s *cuda.Stream, recv cuda.Memory, peer int) error {
+	return p2p[T](c, "recv", s, recv, peer, raw.recv, cuda.Writes(recv))
 }
 
 // p2p queues call (ncclSend or ncclRecv) of all of m with rank peer.
-func (o Collectives[T]) p2p(name string, s *cuda.Stream, m cuda.Memory, peer int,
+func p2p[T Element](c *Comm, name string, s *cuda.Stream, m cuda.Memory, peer int,
 	call func(unsafe.Pointer, uint64, ncclraw.NcclDataType, int32, ncclraw.NcclComm, cudaraw.CUstream) error, use cuda.Use) error {
-	c := o.c
 	n, p, err := elems[T](name, name, m)
 	if err != nil {
 		return err

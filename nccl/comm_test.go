@@ -15,8 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocuda/gocuda/cuda"
-	"github.com/gocuda/gocuda/internal/fakecuda"
-	"github.com/gocuda/gocuda/internal/gputest"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/gocuda/gocuda/nccl"
 	"github.com/gocuda/gocuda/nccl/ncclraw"
 	"github.com/gocuda/gocuda/resource"
@@ -32,7 +31,7 @@ import (
 // fake NCCL, with a stream of device 0's primary context.
 func fakeComm(t *testing.T) (*nccl.FakeNCCL, *nccl.Comm, *cuda.Stream) {
 	t.Helper()
-	_, s := gputest.Stream(t)
+	_, s := cudatest.Stream(t)
 	f := nccl.InstallFakeNCCL(t)
 	comms, err := nccl.NewComms(t.Context(), 0)
 	require.NoError(t, err)
@@ -45,7 +44,7 @@ func fakeComm(t *testing.T) (*nccl.FakeNCCL, *nccl.Comm, *cuda.Stream) {
 // initializer, in one group, with one id, rank i on devices[i]; NewComms polls until
 // they are ready.
 func TestNewCommsFake(t *testing.T) {
-	gputest.Require(t)
+	cudatest.Require(t)
 	f := nccl.InstallFakeNCCL(t)
 	f.InitPolls = 5
 	comms, err := nccl.NewComms(t.Context(), 0)
@@ -78,7 +77,7 @@ func TestNewCommsFake(t *testing.T) {
 // TestNewCommsArguments: no devices, a device twice or a negative one are invalid
 // arguments, before NCCL is called.
 func TestNewCommsArguments(t *testing.T) {
-	gputest.Require(t)
+	cudatest.Require(t)
 	f := nccl.InstallFakeNCCL(t)
 	for _, devs := range [][]cuda.Device{nil, {0, 0}, {-1}} {
 		_, err := nccl.NewComms(t.Context(), devs...)
@@ -95,7 +94,7 @@ func TestNewCommsArguments(t *testing.T) {
 // the context's deadline, is aborted; the error says why (the context's error, and
 // ErrAborted).
 func TestNewCommsFailure(t *testing.T) {
-	gputest.Require(t)
+	cudatest.Require(t)
 	t.Run("async", func(t *testing.T) {
 		f := nccl.InstallFakeNCCL(t)
 		f.InitPolls = 3
@@ -130,7 +129,7 @@ func TestNewCommsFailure(t *testing.T) {
 // every init has rank 0's id, its own rank and the number of ranks; ncclGetUniqueId
 // runs once.
 func TestJoinFake(t *testing.T) {
-	gputest.Require(t)
+	cudatest.Require(t)
 	f := nccl.InstallFakeNCCL(t)
 	f.InitPolls = 2
 	ln := listen(t)
@@ -201,15 +200,14 @@ func TestCollectivesFake(t *testing.T) {
 	require.NoError(t, err)
 	defer i64.Close()
 
-	f32 := nccl.Of[float32](c)
-	require.NoError(t, f32.AllReduce(s, a, b, nccl.Max))
-	require.NoError(t, f32.AllReduce(s, b, b, nccl.Sum)) // in place
-	require.NoError(t, f32.Broadcast(s, a, b, 0))
-	require.NoError(t, f32.Reduce(s, a, b, nccl.Prod, 0))
-	require.NoError(t, f32.AllGather(s, half, half)) // one rank: recv is 1 × send
-	require.NoError(t, f32.ReduceScatter(s, a, b, nccl.Avg))
-	require.NoError(t, nccl.Of[int64](c).Send(s, i64, 0))
-	require.NoError(t, nccl.Of[int64](c).Recv(s, i64, 0))
+	require.NoError(t, nccl.AllReduce[float32](c, s, a, b, nccl.Max))
+	require.NoError(t, nccl.AllReduce[float32](c, s, b, b, nccl.Sum)) // in place
+	require.NoError(t, nccl.Broadcast[float32](c, s, a, b, 0))
+	require.NoError(t, nccl.Reduce[float32](c, s, a, b, nccl.Prod, 0))
+	require.NoError(t, nccl.AllGather[float32](c, s, half, half)) // one rank: recv is 1 × send
+	require.NoError(t, nccl.ReduceScatter[float32](c, s, a, b, nccl.Avg))
+	require.NoError(t, nccl.Send[int64](c, s, i64, 0))
+	require.NoError(t, nccl.Recv[int64](c, s, i64, 0))
 	require.NoError(t, s.Synchronize())
 
 	calls, _, _ := f.Snapshot()
@@ -276,46 +274,45 @@ func TestCollectiveArguments(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, closedStream.Close())
 
-	o := nccl.Of[float32](c)
 	invalid := map[string]error{
-		"type":           o.AllReduce(s, f64, a, nccl.Sum),
-		"recv type":      o.AllReduce(s, a, f64, nccl.Sum),
-		"size":           o.AllReduce(s, a, short, nccl.Sum),
-		"odd":            o.AllReduce(s, odd, odd, nccl.Sum),
-		"nil send":       o.AllReduce(s, nil, a, nccl.Sum),
-		"op":             o.AllReduce(s, a, a, ncclraw.NcclRedOp(99)),
-		"negative op":    o.AllReduce(s, a, a, ncclraw.NcclRedOp(-1)),
-		"root":           o.Broadcast(s, a, a, 1),
-		"negative root":  o.Reduce(s, a, a, nccl.Sum, -1),
-		"root size":      o.Broadcast(s, short, a, 0),
-		"reduce size":    o.Reduce(s, a, short, nccl.Sum, 0),
-		"gather size":    o.AllGather(s, a, short),
-		"scatter size":   o.ReduceScatter(s, short, a, nccl.Sum),
-		"peer":           o.Send(s, a, 1),
-		"recv peer":      o.Recv(s, a, -1),
-		"nil stream":     o.AllReduce(nil, a, a, nccl.Sum),
-		"nil comm":       nccl.Of[float32](nil).AllReduce(s, a, a, nccl.Sum),
-		"nil comm scatt": nccl.Of[float32](nil).ReduceScatter(s, a, a, nccl.Sum),
-		"nil comm send":  nccl.Of[float32](nil).Send(s, a, 0),
+		"type":           nccl.AllReduce[float32](c, s, f64, a, nccl.Sum),
+		"recv type":      nccl.AllReduce[float32](c, s, a, f64, nccl.Sum),
+		"size":           nccl.AllReduce[float32](c, s, a, short, nccl.Sum),
+		"odd":            nccl.AllReduce[float32](c, s, odd, odd, nccl.Sum),
+		"nil send":       nccl.AllReduce[float32](c, s, nil, a, nccl.Sum),
+		"op":             nccl.AllReduce[float32](c, s, a, a, ncclraw.NcclRedOp(99)),
+		"negative op":    nccl.AllReduce[float32](c, s, a, a, ncclraw.NcclRedOp(-1)),
+		"root":           nccl.Broadcast[float32](c, s, a, a, 1),
+		"negative root":  nccl.Reduce[float32](c, s, a, a, nccl.Sum, -1),
+		"root size":      nccl.Broadcast[float32](c, s, short, a, 0),
+		"reduce size":    nccl.Reduce[float32](c, s, a, short, nccl.Sum, 0),
+		"gather size":    nccl.AllGather[float32](c, s, a, short),
+		"scatter size":   nccl.ReduceScatter[float32](c, s, short, a, nccl.Sum),
+		"peer":           nccl.Send[float32](c, s, a, 1),
+		"recv peer":      nccl.Recv[float32](c, s, a, -1),
+		"nil stream":     nccl.AllReduce[float32](c, nil, a, a, nccl.Sum),
+		"nil comm":       nccl.AllReduce[float32](nil, s, a, a, nccl.Sum),
+		"nil comm scatt": nccl.ReduceScatter[float32](nil, s, a, a, nccl.Sum),
+		"nil comm send":  nccl.Send[float32](nil, s, a, 0),
 	}
 	for name, err := range invalid {
 		assert.ErrorIs(t, err, cuda.ErrInvalidArgument, "%s: %v", name, err)
 	}
-	assert.ErrorIs(t, o.AllReduce(s, closed, a, nccl.Sum), cuda.ErrClosed)
-	assert.ErrorIs(t, o.AllReduce(closedStream, a, a, nccl.Sum), cuda.ErrClosed)
-	assert.ErrorIs(t, o.AllReduce(os, a, a, nccl.Sum), cuda.ErrWrongContext, "a stream of another context than the communicator's")
-	assert.Contains(t, o.AllReduce(s, f64, a, nccl.Sum).Error(), "all-reduce", "the error names the operation")
+	assert.ErrorIs(t, nccl.AllReduce[float32](c, s, closed, a, nccl.Sum), cuda.ErrClosed)
+	assert.ErrorIs(t, nccl.AllReduce[float32](c, closedStream, a, a, nccl.Sum), cuda.ErrClosed)
+	assert.ErrorIs(t, nccl.AllReduce[float32](c, os, a, a, nccl.Sum), cuda.ErrWrongContext, "a stream of another context than the communicator's")
+	assert.Contains(t, nccl.AllReduce[float32](c, s, f64, a, nccl.Sum).Error(), "all-reduce", "the error names the operation")
 
 	calls, _, _ := f.Snapshot()
 	assert.Empty(t, calls, "no NCCL call")
 
 	// Broadcast's send and Reduce's recv are only needed on the root: with one rank,
 	// rank 0 is the root, so a nil one is an error.
-	assert.ErrorIs(t, o.Broadcast(s, nil, a, 0), cuda.ErrInvalidArgument)
-	assert.ErrorIs(t, o.Reduce(s, a, nil, nccl.Sum, 0), cuda.ErrInvalidArgument)
+	assert.ErrorIs(t, nccl.Broadcast[float32](c, s, nil, a, 0), cuda.ErrInvalidArgument)
+	assert.ErrorIs(t, nccl.Reduce[float32](c, s, a, nil, nccl.Sum, 0), cuda.ErrInvalidArgument)
 
 	require.NoError(t, c.Close())
-	assert.ErrorIs(t, o.AllReduce(s, a, a, nccl.Sum), cuda.ErrClosed)
+	assert.ErrorIs(t, nccl.AllReduce[float32](c, s, a, a, nccl.Sum), cuda.ErrClosed)
 }
 
 // TestCollectiveFailure: NCCL's error is returned, wrapped with the operation; an
@@ -328,7 +325,7 @@ func TestCollectiveFailure(t *testing.T) {
 	f.Lock()
 	f.FailCall = ncclraw.ErrInvalidUsage
 	f.Unlock()
-	err = nccl.Of[int32](c).AllReduce(s, a, a, nccl.Sum)
+	err = nccl.AllReduce[int32](c, s, a, a, nccl.Sum)
 	assert.ErrorIs(t, err, ncclraw.ErrInvalidUsage)
 	assert.Contains(t, err.Error(), "all-reduce")
 	assert.NoError(t, c.Err(), "a failed call does not break the communicator")
@@ -338,7 +335,7 @@ func TestCollectiveFailure(t *testing.T) {
 	f.CallPolls = 2
 	f.State = ncclraw.NcclSystemError
 	f.Unlock()
-	err = nccl.Of[int32](c).AllReduce(s, a, a, nccl.Sum)
+	err = nccl.AllReduce[int32](c, s, a, a, nccl.Sum)
 	var ae *nccl.AsyncError
 	require.ErrorAs(t, err, &ae)
 	assert.ErrorIs(t, err, ncclraw.ErrSystemError)
@@ -346,7 +343,7 @@ func TestCollectiveFailure(t *testing.T) {
 	assert.Equal(t, 0, ae.Rank)
 	_, aborted, _ := f.Snapshot()
 	assert.Equal(t, []ncclraw.NcclComm{c.Handle()}, aborted)
-	err = nccl.Of[int32](c).AllReduce(s, a, a, nccl.Sum)
+	err = nccl.AllReduce[int32](c, s, a, a, nccl.Sum)
 	assert.ErrorIs(t, err, nccl.ErrAborted)
 	assert.ErrorIs(t, err, cuda.ErrClosed)
 }
@@ -436,7 +433,7 @@ func TestAbortEndsPolls(t *testing.T) {
 	f.Forever = true
 	f.Unlock()
 	done := make(chan error, 1)
-	go func() { done <- nccl.Of[float32](c).AllReduce(s, a, a, nccl.Sum) }()
+	go func() { done <- nccl.AllReduce[float32](c, s, a, a, nccl.Sum) }()
 	select {
 	case err := <-done:
 		t.Fatalf("the collective returned while NCCL was in progress: %v", err)
@@ -460,7 +457,7 @@ func TestWaitFake(t *testing.T) {
 	a, err := cuda.AllocFor[float32](s, 4)
 	require.NoError(t, err)
 	defer a.Close()
-	require.NoError(t, nccl.Of[float32](c).AllReduce(s, a, a, nccl.Sum))
+	require.NoError(t, nccl.AllReduce[float32](c, s, a, a, nccl.Sum))
 	require.NoError(t, c.Wait(t.Context(), s))
 	assert.ErrorIs(t, c.Wait(t.Context(), nil), cuda.ErrInvalidArgument)
 
@@ -491,16 +488,15 @@ func TestGroupFake(t *testing.T) {
 	s2, err := c.Context().NewStream()
 	require.NoError(t, err)
 	defer s2.Close()
-	o := nccl.Of[float32](c)
 	ends := f.GroupEnds // NewComms's
 
 	err = nccl.Group(func() error {
-		require.NoError(t, o.Send(s, a, 0))
-		require.NoError(t, o.Recv(s2, b, 0))
+		require.NoError(t, nccl.Send[float32](c, s, a, 0))
+		require.NoError(t, nccl.Recv[float32](c, s2, b, 0))
 		calls, _, _ := f.Snapshot()
 		assert.Empty(t, calls, "queued when the group ends")
 		assert.Equal(t, 1, nccl.GroupsActive())
-		return nccl.Group(func() error { return o.AllReduce(s, b, b, nccl.Sum) }) // nested
+		return nccl.Group(func() error { return nccl.AllReduce[float32](c, s, b, b, nccl.Sum) }) // nested
 	})
 	require.NoError(t, err)
 	assert.Zero(t, nccl.GroupsActive())
@@ -516,13 +512,13 @@ func TestGroupFake(t *testing.T) {
 
 	fail := errors.New("no")
 	err = nccl.Group(func() error {
-		require.NoError(t, o.AllReduce(s, a, a, nccl.Sum))
+		require.NoError(t, nccl.AllReduce[float32](c, s, a, a, nccl.Sum))
 		return fail
 	})
 	assert.ErrorIs(t, err, fail)
 	assert.Panics(t, func() {
 		_ = nccl.Group(func() error {
-			_ = o.AllReduce(s, a, a, nccl.Sum)
+			_ = nccl.AllReduce[float32](c, s, a, a, nccl.Sum)
 			panic("boom")
 		})
 	})
@@ -531,7 +527,7 @@ func TestGroupFake(t *testing.T) {
 	tmp, err := cuda.AllocFor[float32](s, 8)
 	require.NoError(t, err)
 	err = nccl.Group(func() error {
-		require.NoError(t, o.AllReduce(s, tmp, tmp, nccl.Sum))
+		require.NoError(t, nccl.AllReduce[float32](c, s, tmp, tmp, nccl.Sum))
 		return tmp.Close() // closed before the group is queued
 	})
 	assert.ErrorIs(t, err, cuda.ErrClosed)
@@ -542,7 +538,7 @@ func TestGroupFake(t *testing.T) {
 	// Outside the group, on another goroutine, while a group is open here: not grouped.
 	err = nccl.Group(func() error {
 		var wg sync.WaitGroup
-		wg.Go(func() { assert.NoError(t, o.AllReduce(s2, b, b, nccl.Sum)) })
+		wg.Go(func() { assert.NoError(t, nccl.AllReduce[float32](c, s2, b, b, nccl.Sum)) })
 		wg.Wait()
 		calls, _, _ := f.Snapshot()
 		assert.Len(t, calls, 4, "another goroutine's collective is queued at once")
@@ -554,12 +550,12 @@ func TestGroupFake(t *testing.T) {
 // TestGroupTwoDevices: the collectives of the communicators of two devices (a fake
 // with two devices, in a subprocess) issued from one goroutine in one group.
 func TestGroupTwoDevices(t *testing.T) {
-	if fakecuda.Active() {
-		fakecuda.Subprocess(t, map[string]string{"FAKECUDA_DEVICES": "2"})
+	if cudatest.Active() {
+		cudatest.Subprocess(t, map[string]string{"FAKECUDA_DEVICES": "2"})
 		return
 	}
-	gputest.Require(t)
-	if n, err := cuda.DeviceCount(); err != nil || n < 2 || !fakecuda.Loaded() {
+	cudatest.Require(t)
+	if n, err := cuda.DeviceCount(); err != nil || n < 2 || !cudatest.FakeLoaded() {
 		t.Skip("the fake with two devices (the GPU version is TestGPUTwoDevices)")
 	}
 	f := nccl.InstallFakeNCCL(t)
@@ -580,10 +576,10 @@ func TestGroupTwoDevices(t *testing.T) {
 		defer bufs[i].Close()
 	}
 	// Memory of device 0 with rank 0's stream (device 1): wrong context.
-	assert.ErrorIs(t, nccl.Of[float64](comms[0]).AllReduce(streams[0], bufs[1], bufs[1], nccl.Sum), cuda.ErrWrongContext)
+	assert.ErrorIs(t, nccl.AllReduce[float64](comms[0], streams[0], bufs[1], bufs[1], nccl.Sum), cuda.ErrWrongContext)
 	err = nccl.Group(func() error {
 		for i, c := range comms {
-			if err := nccl.Of[float64](c).AllReduce(streams[i], bufs[i], bufs[i], nccl.Sum); err != nil {
+			if err := nccl.AllReduce[float64](c, streams[i], bufs[i], bufs[i], nccl.Sum); err != nil {
 				return err
 			}
 		}
@@ -622,7 +618,7 @@ func TestConcurrentUseAndClose(t *testing.T) {
 			}
 			defer b.Close()
 			for range 50 {
-				err := nccl.Of[uint8](c).AllReduce(st, b, b, nccl.Max)
+				err := nccl.AllReduce[uint8](c, st, b, b, nccl.Max)
 				if err != nil {
 					assert.ErrorIs(t, err, cuda.ErrClosed)
 					return
@@ -643,7 +639,7 @@ func TestConcurrentUseAndClose(t *testing.T) {
 // destroyed by resource.Reclaim (its release may wait for the GPU: the blocking
 // lane), not by the collector alone.
 func TestDroppedCommReleasedByReclaim(t *testing.T) {
-	gputest.Require(t)
+	cudatest.Require(t)
 	f := nccl.InstallFakeNCCL(t)
 	comms, err := nccl.NewComms(t.Context(), 0)
 	require.NoError(t, err)

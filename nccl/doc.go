@@ -12,15 +12,15 @@
 // Rendezvous of the program's own (MPI, a key-value store). A rank that never comes
 // makes the others fail with a *TimeoutError naming it, not hang.
 //
-// The collectives are methods of Of[T](c), typed by the element type T (Element):
-// AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, Send and Recv, on the cuda
-// package's memory (buffers, views) and the caller's stream:
+// The collectives are functions typed by the element type T (Element) and taking the
+// communicator first: AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, Send and
+// Recv, on the cuda package's memory (buffers, views) and the caller's stream:
 //
 //	comms, err := nccl.NewComms(ctx, cuda.Device(0), cuda.Device(1))
 //	…
 //	err = nccl.Group(func() error { // one goroutine, both GPUs: one group
 //		for i, c := range comms {
-//			if err := nccl.Of[float32](c).AllReduce(streams[i], grads[i], grads[i], nccl.Sum); err != nil {
+//			if err := nccl.AllReduce[float32](c, streams[i], grads[i], grads[i], nccl.Sum); err != nil {
 //				return err
 //			}
 //		}
@@ -51,49 +51,18 @@
 //
 // Close destroys a communicator (ncclCommDestroy); one dropped without Close or Abort
 // is destroyed by resource.Reclaim, never on the finalizer goroutine, since
-// ncclCommDestroy may wait for the GPU (tools/blockprobe measured it).
+// ncclCommDestroy may wait for the GPU (tools/block// # The raw layer
 //
-// # The raw layer
-//
-// The raw layer (zz_generated_*.go) has every function of nccl.h as a Go function named
-// after it without the nccl prefix: ncclAllReduce is AllReduce, ncclCommInitAll is
-// CommInitAll, ncclGetVersion is GetVersion. The pncclX profiling aliases that nccl.h
-// declares beside each ncclX are the same functions under other names, and are not bound
-// (nor the deprecated ncclResetDebugInit). C types keep their spelling with the first
-// letter exported and _t dropped (NcclComm, NcclUniqueId, NcclConfig, NcclDataType,
-// NcclRedOp), enumeration values their C names with the first letter exported (NcclSum,
-// NcclFloat32) and #define constants their C names (NCCL_SPLIT_NOCOLOR,
-// NCCL_VERSION_CODE). Functions return nil on ncclSuccess or a Result, which matches the
-// Err* sentinels with errors.Is. A communicator made non-blocking (NcclConfig.Blocking =
-// 0) answers ncclInProgress while it works, which is a Result error (ErrInProgress) here
-// like any other status: poll CommGetAsyncError until it reports NcclSuccess. Streams
-// are the driver's: a cuda.CUstream passes to AllReduce as is.
-//
-// NCCL selects each communicator's device itself, through the CUDA runtime, which works
-// in the device's primary context: use the communicator with streams and memory of that
-// context (cuda.Device(n).Context()). Raw calls run on the calling thread: wrap them in
-// cuda.Context.Locked, take device pointers with cuda.DevicePtr, and queue collectives
-// with cuda.Enqueue to order them with the memory's other uses:
-//
-//	ctx, _ := cuda.Device(0).Context()
-//	dev := int32(0)
-//	var comm nccl.NcclComm
-//	err := ctx.Locked(func() error { return nccl.CommInitAll(&comm, 1, &dev) })
-//	defer ctx.Locked(func() error { return nccl.CommDestroy(comm) })
-//	send, _ := cuda.DevicePtr[float32](sendBuf)
-//	recv, _ := cuda.DevicePtr[float32](recvBuf)
-//	err = cuda.Enqueue(s, func(_ cuda.CUcontext, h cuda.CUstream) error {
-//		return ctx.Locked(func() error {
-//			return nccl.AllReduce(unsafe.Pointer(send), unsafe.Pointer(recv), n,
-//				nccl.NcclFloat32, nccl.NcclSum, comm, h)
-//		})
-//	}, cuda.Reads(sendBuf), cuda.Writes(recvBuf))
+// Package ncclraw binds every function of nccl.h (ncclAllReduce is
+// ncclraw.AllReduce, ncclCommInitAll ncclraw.CommInitAll), for what this package does
+// not cover. Comm.Handle gives a communicator's raw handle to those functions
+// (ncclCommSplit, ncclCommRegister, …); queue them with cuda.Enqueue, which orders them
+// with the memory's other uses. NCCL works in the device's primary context
+// (cuda.Device(n).Context()). A communicator made with the raw functions is released
+// with ncclraw.CommDestroy or ncclraw.CommAbort, outside cuda.Enqueue: both may wait
+// for the GPU.
 //
 // libnccl.so.2 is opened at first use ($GOCUDA_NCCL_LIB overrides it); without it, calls
 // return a *dl.LibraryError, and a function the installed library lacks returns a
-// *dl.SymbolError. The raw layer has no owner type for ncclComm_t: Comm is the type that
-// owns a communicator (headers/nccl.toml names it), and Comm.Handle gives its raw
-// communicator to the functions that have no method (ncclCommSplit, ncclCommRegister,
-// …). A communicator made with the raw functions is released with CommDestroy or
-// CommAbort, outside cuda.Enqueue: both may wait for the GPU.
+// *dl.SymbolError.
 package nccl

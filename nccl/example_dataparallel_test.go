@@ -115,10 +115,7 @@ func trainRank(ctx context.Context, c *nccl.Comm, X, y []float64) ([]float64, er
 	m := samples / c.Size()
 	lo := c.Rank() * m
 	upload := func(v []float64) *cuda.DeviceBuffer {
-		b, e := cuda.AllocFor[float64](s, len(v))
-		if e == nil {
-			e = cuda.CopyToDeviceAsync(s, b, v)
-		}
+		b, e := cuda.AllocFrom(s, v)
 		if e != nil && err == nil {
 			err = e
 		}
@@ -148,7 +145,7 @@ func trainRank(ctx context.Context, c *nccl.Comm, X, y []float64) ([]float64, er
 		if err := cublas.Gemv(s, cublas.NoTrans, features, m, 1.0/samples, x, features, r, 0.0, g); err != nil {
 			return nil, err
 		}
-		if err := nccl.Of[float64](c).AllReduce(s, g, g, nccl.Sum); err != nil {
+		if err := nccl.AllReduce[float64](c, s, g, g, nccl.Sum); err != nil {
 			return nil, err
 		}
 		if err := cublas.Axpy(s, features, -rate, g, w); err != nil {

@@ -37,14 +37,13 @@ func Example() {
 		defer c.Close()
 		streams[i], _ = c.Context().NewStream()
 		defer streams[i].Close()
-		bufs[i], _ = cuda.AllocFor[float32](streams[i], 4)
-		defer bufs[i].Close()
 		v := float32(i + 1)
-		_ = cuda.CopyToDeviceAsync(streams[i], bufs[i], []float32{v, v, v, v})
+		bufs[i], _ = cuda.AllocFrom(streams[i], []float32{v, v, v, v})
+		defer bufs[i].Close()
 	}
 	err = nccl.Group(func() error {
 		for i, c := range comms {
-			if err := nccl.Of[float32](c).AllReduce(streams[i], bufs[i], bufs[i], nccl.Sum); err != nil {
+			if err := nccl.AllReduce[float32](c, streams[i], bufs[i], bufs[i], nccl.Sum); err != nil {
 				return err
 			}
 		}
@@ -87,7 +86,7 @@ func ExampleJoin() {
 	grad, _ := cuda.AllocFor[float32](s, 1024)
 	defer grad.Close()
 	// … compute this rank's gradient into grad …
-	if err := nccl.Of[float32](c).AllReduce(s, grad, grad, nccl.Avg); err != nil {
+	if err := nccl.AllReduce[float32](c, s, grad, grad, nccl.Avg); err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -119,10 +118,10 @@ func ExampleGroup() {
 	defer recv.Close()
 	next, prev := (c.Rank()+1)%c.Size(), (c.Rank()+c.Size()-1)%c.Size()
 	err = nccl.Group(func() error {
-		if err := nccl.Of[float32](c).Send(s, send, next); err != nil {
+		if err := nccl.Send[float32](c, s, send, next); err != nil {
 			return err
 		}
-		return nccl.Of[float32](c).Recv(s, recv, prev)
+		return nccl.Recv[float32](c, s, recv, prev)
 	})
 	if err == nil {
 		err = c.Wait(context.Background(), s)

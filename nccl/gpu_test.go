@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocuda/gocuda/cuda"
-	"github.com/gocuda/gocuda/internal/gputest"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/gocuda/gocuda/nccl"
 	"github.com/gocuda/gocuda/nccl/ncclraw"
 )
@@ -29,8 +29,8 @@ import (
 // requireDevices skips unless there is a GPU with NCCL, and n devices.
 func requireDevices(t *testing.T, n int) []cuda.Device {
 	t.Helper()
-	gputest.Require(t, gputest.Kernels)
-	gputest.RequireLibrary(t, ncclraw.Library())
+	cudatest.Require(t, cudatest.Kernels)
+	cudatest.RequireLibrary(t, ncclraw.Library())
 	count, err := cuda.DeviceCount()
 	require.NoError(t, err)
 	if count < n {
@@ -55,14 +55,6 @@ func newRank(t *testing.T, c *nccl.Comm) *rank {
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
 	return &rank{t, c, s}
-}
-
-func upload[T any](r *rank, v []T) *cuda.DeviceBuffer {
-	b, err := cuda.AllocFor[T](r.s, len(v))
-	require.NoError(r.t, err)
-	r.t.Cleanup(func() { b.Close() })
-	require.NoError(r.t, cuda.CopyToDeviceAsync(r.s, b, v))
-	return b
 }
 
 func download[T any](r *rank, b *cuda.DeviceBuffer) []T {
@@ -93,46 +85,45 @@ func TestGPUOneRank(t *testing.T) {
 	defer c.Close()
 	r := newRank(t, c)
 	in := rankData(0, 1000)
-	o := nccl.Of[float32](c)
 
-	send := upload(r, in)
-	recv := upload(r, make([]float32, len(in)))
-	require.NoError(t, o.AllReduce(r.s, send, recv, nccl.Sum))
+	send := cudatest.AllocFrom(r.t, r.s, in)
+	recv := cudatest.AllocFrom(r.t, r.s, make([]float32, len(in)))
+	require.NoError(t, nccl.AllReduce[float32](c, r.s, send, recv, nccl.Sum))
 	assert.Equal(t, in, download[float32](r, recv), "all-reduce")
-	require.NoError(t, o.Broadcast(r.s, send, recv, 0))
+	require.NoError(t, nccl.Broadcast[float32](c, r.s, send, recv, 0))
 	assert.Equal(t, in, download[float32](r, recv), "broadcast")
-	require.NoError(t, o.Reduce(r.s, send, recv, nccl.Max, 0))
+	require.NoError(t, nccl.Reduce[float32](c, r.s, send, recv, nccl.Max, 0))
 	assert.Equal(t, in, download[float32](r, recv), "reduce")
-	require.NoError(t, o.AllGather(r.s, send, recv))
+	require.NoError(t, nccl.AllGather[float32](c, r.s, send, recv))
 	assert.Equal(t, in, download[float32](r, recv), "all-gather")
-	require.NoError(t, o.ReduceScatter(r.s, send, recv, nccl.Sum))
+	require.NoError(t, nccl.ReduceScatter[float32](c, r.s, send, recv, nccl.Sum))
 	assert.Equal(t, in, download[float32](r, recv), "reduce-scatter")
-	require.NoError(t, o.AllReduce(r.s, recv, recv, nccl.Avg))
+	require.NoError(t, nccl.AllReduce[float32](c, r.s, recv, recv, nccl.Avg))
 	assert.Equal(t, in, download[float32](r, recv), "average in place")
 
-	other := upload(r, make([]float32, len(in)))
+	other := cudatest.AllocFrom(r.t, r.s, make([]float32, len(in)))
 	require.NoError(t, nccl.Group(func() error {
-		if err := o.Send(r.s, send, 0); err != nil {
+		if err := nccl.Send[float32](c, r.s, send, 0); err != nil {
 			return err
 		}
-		return o.Recv(r.s, other, 0)
+		return nccl.Recv[float32](c, r.s, other, 0)
 	}))
 	assert.Equal(t, in, download[float32](r, other), "send to itself")
 
 	ints := []int64{1, -2, 1 << 40, 7}
-	ib := upload(r, ints)
-	require.NoError(t, nccl.Of[int64](c).AllReduce(r.s, ib, ib, nccl.Sum))
+	ib := cudatest.AllocFrom(r.t, r.s, ints)
+	require.NoError(t, nccl.AllReduce[int64](c, r.s, ib, ib, nccl.Sum))
 	assert.Equal(t, ints, download[int64](r, ib))
 	halves := []cuda.Float16{cuda.NewFloat16(1.5), cuda.NewFloat16(-2)}
-	hb := upload(r, halves)
-	require.NoError(t, nccl.Of[cuda.Float16](c).AllReduce(r.s, hb, hb, nccl.Sum))
+	hb := cudatest.AllocFrom(r.t, r.s, halves)
+	require.NoError(t, nccl.AllReduce[cuda.Float16](c, r.s, hb, hb, nccl.Sum))
 	assert.Equal(t, halves, download[cuda.Float16](r, hb))
 
 	// A view: the second half of a buffer.
 	view, err := recv.Slice(500, 500)
 	require.NoError(t, err)
 	defer view.Close()
-	require.NoError(t, o.Broadcast(r.s, view, view, 0))
+	require.NoError(t, nccl.Broadcast[float32](c, r.s, view, view, 0))
 	assert.Equal(t, in[500:], download[float32](r, view))
 
 	assert.NoError(t, c.Err())
@@ -148,8 +139,8 @@ func TestGPUJoinTCP(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close()
 	r := newRank(t, c)
-	b := upload(r, []float64{1, 2, 3})
-	require.NoError(t, nccl.Of[float64](c).AllReduce(r.s, b, b, nccl.Sum))
+	b := cudatest.AllocFrom(r.t, r.s, []float64{1, 2, 3})
+	require.NoError(t, nccl.AllReduce[float64](c, r.s, b, b, nccl.Sum))
 	assert.Equal(t, []float64{1, 2, 3}, download[float64](r, b))
 }
 
@@ -173,15 +164,15 @@ func TestGPUTwoDevices(t *testing.T) {
 	for i, c := range comms {
 		ranks[i] = newRank(t, c)
 		in[i] = rankData(i, n)
-		send[i] = upload(ranks[i], in[i])
-		recv[i] = upload(ranks[i], make([]float32, n))
-		big[i] = upload(ranks[i], make([]float32, 2*n))
+		send[i] = cudatest.AllocFrom(ranks[i].t, ranks[i].s, in[i])
+		recv[i] = cudatest.AllocFrom(ranks[i].t, ranks[i].s, make([]float32, n))
+		big[i] = cudatest.AllocFrom(ranks[i].t, ranks[i].s, make([]float32, 2*n))
 	}
-	each := func(f func(i int, o nccl.Collectives[float32], r *rank) error) {
+	each := func(f func(i int, c *nccl.Comm, r *rank) error) {
 		t.Helper()
 		require.NoError(t, nccl.Group(func() error {
 			for i, c := range comms {
-				if err := f(i, nccl.Of[float32](c), ranks[i]); err != nil {
+				if err := f(i, c, ranks[i]); err != nil {
 					return err
 				}
 			}
@@ -195,50 +186,50 @@ func TestGPUTwoDevices(t *testing.T) {
 		maxv[j] = max(in[0][j], in[1][j])
 	}
 
-	each(func(i int, o nccl.Collectives[float32], r *rank) error {
-		return o.AllReduce(r.s, send[i], recv[i], nccl.Sum)
+	each(func(i int, c *nccl.Comm, r *rank) error {
+		return nccl.AllReduce[float32](c, r.s, send[i], recv[i], nccl.Sum)
 	})
 	for i := range 2 {
 		assert.Equal(t, sum, download[float32](ranks[i], recv[i]), "all-reduce sum, rank %d", i)
 	}
-	each(func(i int, o nccl.Collectives[float32], r *rank) error {
-		return o.AllReduce(r.s, send[i], recv[i], nccl.Max)
+	each(func(i int, c *nccl.Comm, r *rank) error {
+		return nccl.AllReduce[float32](c, r.s, send[i], recv[i], nccl.Max)
 	})
 	for i := range 2 {
 		assert.Equal(t, maxv, download[float32](ranks[i], recv[i]), "all-reduce max, rank %d", i)
 	}
-	each(func(i int, o nccl.Collectives[float32], r *rank) error { return o.Broadcast(r.s, send[i], recv[i], 1) })
+	each(func(i int, c *nccl.Comm, r *rank) error { return nccl.Broadcast[float32](c, r.s, send[i], recv[i], 1) })
 	for i := range 2 {
 		assert.Equal(t, in[1], download[float32](ranks[i], recv[i]), "broadcast from 1, rank %d", i)
 	}
-	each(func(i int, o nccl.Collectives[float32], r *rank) error {
+	each(func(i int, c *nccl.Comm, r *rank) error {
 		if i == 0 {
-			return o.Reduce(r.s, send[i], recv[i], nccl.Sum, 0)
+			return nccl.Reduce[float32](c, r.s, send[i], recv[i], nccl.Sum, 0)
 		}
-		return o.Reduce(r.s, send[i], nil, nccl.Sum, 0) // recv only on the root
+		return nccl.Reduce[float32](c, r.s, send[i], nil, nccl.Sum, 0) // recv only on the root
 	})
 	assert.Equal(t, sum, download[float32](ranks[0], recv[0]), "reduce to 0")
-	each(func(i int, o nccl.Collectives[float32], r *rank) error { return o.AllGather(r.s, send[i], big[i]) })
+	each(func(i int, c *nccl.Comm, r *rank) error { return nccl.AllGather[float32](c, r.s, send[i], big[i]) })
 	for i := range 2 {
 		assert.Equal(t, append(append([]float32{}, in[0]...), in[1]...), download[float32](ranks[i], big[i]), "all-gather, rank %d", i)
 	}
-	each(func(i int, o nccl.Collectives[float32], r *rank) error {
+	each(func(i int, c *nccl.Comm, r *rank) error {
 		half, err := recv[i].Slice(0, n/2)
 		if err != nil {
 			return err
 		}
 		defer half.Close()
-		return o.ReduceScatter(r.s, send[i], half, nccl.Sum)
+		return nccl.ReduceScatter[float32](c, r.s, send[i], half, nccl.Sum)
 	})
 	for i := range 2 {
 		got := download[float32](ranks[i], recv[i])[:n/2]
 		assert.Equal(t, sum[i*n/2:(i+1)*n/2], got, "reduce-scatter, rank %d", i)
 	}
-	each(func(i int, o nccl.Collectives[float32], r *rank) error { // exchange
-		if err := o.Send(r.s, send[i], 1-i); err != nil {
+	each(func(i int, c *nccl.Comm, r *rank) error { // exchange
+		if err := nccl.Send[float32](c, r.s, send[i], 1-i); err != nil {
 			return err
 		}
-		return o.Recv(r.s, recv[i], 1-i)
+		return nccl.Recv[float32](c, r.s, recv[i], 1-i)
 	})
 	for i := range 2 {
 		assert.Equal(t, in[1-i], download[float32](ranks[i], recv[i]), "exchange, rank %d", i)
@@ -272,7 +263,7 @@ func TestGPUAllReduceSizes(t *testing.T) {
 			}
 			require.NoError(t, nccl.Group(func() error {
 				for i, r := range ranks {
-					if err := nccl.Of[float32](r.c).AllReduce(r.s, bufs[i], bufs[i], nccl.Sum); err != nil {
+					if err := nccl.AllReduce[float32](r.c, r.s, bufs[i], bufs[i], nccl.Sum); err != nil {
 						return err
 					}
 				}
@@ -345,7 +336,7 @@ func allReduceOnce(ctx context.Context, c *nccl.Comm, v []float32) ([]float32, e
 	if err := cuda.CopyToDeviceAsync(s, b, v); err != nil {
 		return nil, err
 	}
-	if err := nccl.Of[float32](c).AllReduce(s, b, b, nccl.Sum); err != nil {
+	if err := nccl.AllReduce[float32](c, s, b, b, nccl.Sum); err != nil {
 		return nil, err
 	}
 	if err := c.Wait(ctx, s); err != nil {

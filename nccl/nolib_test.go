@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/gocuda/gocuda/internal/libtest"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/gocuda/gocuda/nccl"
 	"github.com/gocuda/gocuda/nccl/ncclraw"
 )
@@ -13,7 +13,7 @@ import (
 
 // TestNoLibrary: where libnccl.so.2 cannot be loaded (CI), calls return its typed error.
 func TestNoLibrary(t *testing.T) {
-	libtest.NoLibrary(t, ncclraw.Library(), "nccl", ncclraw.Soname, ncclraw.SonameEnv,
+	cudatest.NoLibrary(t, ncclraw.Library(), "nccl", ncclraw.Soname, ncclraw.SonameEnv,
 		func() error { var v int32; return ncclraw.GetVersion(&v) },
 		func() error { var c ncclraw.NcclComm; dev := int32(0); return ncclraw.CommInitAll(&c, 1, &dev) },
 		func() error {
@@ -32,6 +32,6 @@ func TestNoLibrary(t *testing.T) {
 func TestStatusErrors(t *testing.T) {
 	// The sentinel names and descriptions are the generator's, from NCCL's camel-case
 	// enumerators (ncclInvalidArgument → ErrInvalidArgument, "invalid argument").
-	libtest.StatusErrors(t, ncclraw.NcclInvalidArgument, "ncclInvalidArgument", 4, "invalid argument",
+	cudatest.StatusErrors(t, ncclraw.NcclInvalidArgument, "ncclInvalidArgument", 4, "invalid argument",
 		ncclraw.ErrInvalidArgument, ncclraw.ErrSystemError, ncclraw.Result(123456), ncclraw.NcclSuccess, "Result")
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cuda/cudaraw"
-	"github.com/gocuda/gocuda/internal/gputest"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/gocuda/gocuda/nccl/ncclraw"
 )
 
@@ -20,7 +20,7 @@ import (
 // TestVersion checks that the library is at least the version of the headers the
 // bindings were generated from (NCCL 2.28.3), of the same major version as the soname.
 func TestVersion(t *testing.T) {
-	gputest.RequireLibrary(t, ncclraw.Library())
+	cudatest.RequireLibrary(t, ncclraw.Library())
 	var v int32
 	require.NoError(t, ncclraw.GetVersion(&v))
 	t.Logf("NCCL version %d (headers %d)", v, ncclraw.NCCL_VERSION_CODE)
@@ -33,7 +33,7 @@ func TestVersion(t *testing.T) {
 // and that NCCL's own text for it is reachable: NCCL checks a communicator argument
 // before it uses it, so a NULL one is ncclInvalidArgument.
 func TestStatusFromLibrary(t *testing.T) {
-	gputest.RequireLibrary(t, ncclraw.Library())
+	cudatest.RequireLibrary(t, ncclraw.Library())
 	var n int32
 	err := ncclraw.CommCount(0, &n)
 	require.Error(t, err)
@@ -54,8 +54,8 @@ func TestStatusFromLibrary(t *testing.T) {
 // through the raw layer, checks what it reports, sums a float32 buffer over its one
 // rank (the result is the input) on a stream of the cuda package, and destroys it.
 func TestSmokeAllReduce(t *testing.T) {
-	ctx, s := gputest.Stream(t, gputest.Kernels)
-	gputest.RequireLibrary(t, ncclraw.Library())
+	ctx, s := cudatest.Stream(t, cudatest.Kernels)
+	cudatest.RequireLibrary(t, ncclraw.Library())
 
 	dev := int32(ctx.Device())
 	var comm ncclraw.NcclComm

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/gocuda/gocuda/dl"
-	"github.com/gocuda/gocuda/internal/gputest"
 	"github.com/gocuda/gocuda/nvrtc"
 	"github.com/gocuda/gocuda/nvrtc/nvrtcraw"
 	"github.com/stretchr/testify/assert"
@@ -77,7 +77,7 @@ func TestCompileArgumentChecks(t *testing.T) {
 // Compiling for NVRTC's default architecture, a virtual one and a real one: PTX
 // always, a cubin for the real one only.
 func TestCompile(t *testing.T) {
-	gputest.RequireLibrary(t, nvrtcraw.Library())
+	cudatest.RequireLibrary(t, nvrtcraw.Library())
 	var major, minor int32
 	require.NoError(t, nvrtcraw.Version(&major, &minor))
 	archs, err := nvrtc.SupportedArchs()
@@ -114,7 +114,7 @@ func TestCompile(t *testing.T) {
 // Templated kernels are found through their name expressions: each has a distinct
 // lowered (mangled) name, which the PTX defines as an entry.
 func TestCompileNameExpressions(t *testing.T) {
-	gputest.RequireLibrary(t, nvrtcraw.Library())
+	cudatest.RequireLibrary(t, nvrtcraw.Library())
 	o := scaleOptions()
 	out, err := nvrtc.Compile(scaleSrc, "scale.cu", o)
 	require.NoError(t, err)
@@ -138,7 +138,7 @@ func TestCompileNameExpressions(t *testing.T) {
 // A source that does not compile: a *CompileError with NVRTC's log, naming the
 // program, and matching ErrCompilation.
 func TestCompileError(t *testing.T) {
-	gputest.RequireLibrary(t, nvrtcraw.Library())
+	cudatest.RequireLibrary(t, nvrtcraw.Library())
 	const bad = "extern \"C\" __global__ void k(float* x) {\n\tx[0] = undeclared_name;\n}\n"
 	out, err := nvrtc.Compile(bad, "bad.cu", nvrtc.Options{})
 	assert.Nil(t, out)
@@ -169,8 +169,8 @@ func TestCompileError(t *testing.T) {
 // kernels: the extern "C" one by name, the templated ones through their name
 // expressions, as a cubin (sm_XY) and as PTX (compute_XY, compiled by the driver).
 func TestCompileAndLaunch(t *testing.T) {
-	ctx, s := gputest.Stream(t, gputest.Kernels)
-	gputest.RequireLibrary(t, nvrtcraw.Library())
+	ctx, s := cudatest.Stream(t, cudatest.Kernels)
+	cudatest.RequireLibrary(t, nvrtcraw.Library())
 	arch, err := nvrtc.DeviceArch(ctx.Device())
 	require.NoError(t, err)
 	major, minor, err := ctx.Device().ComputeCapability()
@@ -192,8 +192,8 @@ func TestCompileAndLaunch(t *testing.T) {
 	require.Nil(t, ptx.CUBIN)
 
 	const n = 1000
-	r := gputest.Rand(7)
-	host := gputest.RandFloat32s(r, n)
+	r := cudatest.Rand(7)
+	host := cudatest.RandFloat32s(r, n)
 	for name, o := range map[string]*nvrtc.Output{"cubin": out, "ptx": ptx} {
 		mod, err := o.Load(ctx)
 		require.NoError(t, err, name)

@@ -22,14 +22,9 @@
 //
 // # The raw layer
 //
-// The raw layer (zz_generated_*.go) has every function of nvrtc.h as a Go function
-// named after it without the nvrtc prefix. C types keep their spelling
-// (NvrtcProgram), constants their C names. Functions return nil on success or a
-// Result, which matches the Err* sentinels with errors.Is. There is no owner type for
-// a raw NvrtcProgram: nvrtcDestroyProgram takes the handle's address, and programs
-// live in host memory only; destroy raw programs with DestroyProgram.
-//
-// libnvrtc.so.13 is opened at first use ($GOCUDA_NVRTC_LIB overrides it); without it,
-// calls return a *dl.LibraryError, and a function the installed library lacks returns
-// a *dl.SymbolError.
+// Package nvrtcraw binds every function of NVRTC's headers, with C names, for what this
+// package does not cover; queue its calls with cuda.Enqueue, which orders them with
+// the memory's other uses. libnvrtc.so.13 is opened at first use ($GOCUDA_NVRTC_LIB overrides it);
+// without it, calls return a *dl.LibraryError, and a function the installed library
+// lacks returns a *dl.SymbolError.
 package nvrtc

@@ -48,16 +48,12 @@ __global__ void scale(T* x, T a, int n) {
 		return
 	}
 	defer s.Close()
-	x, err := cuda.AllocFor[float32](s, 4)
+	x, err := cuda.AllocFrom(s, []float32{1, 2, 3, 4})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer x.Close()
-	if err := cuda.CopyToDeviceAsync(s, x, []float32{1, 2, 3, 4}); err != nil {
-		fmt.Println(err)
-		return
-	}
 	if err := k.Launch(s, cuda.D1(1), cuda.D1(4), 0, x, float32(10), int32(4)); err != nil {
 		fmt.Println(err)
 		return

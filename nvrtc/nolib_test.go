@@ -3,7 +3,7 @@ package nvrtc_test
 import (
 	"testing"
 
-	"github.com/gocuda/gocuda/internal/libtest"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/gocuda/gocuda/nvrtc"
 	"github.com/gocuda/gocuda/nvrtc/nvrtcraw"
 )
@@ -13,7 +13,7 @@ import (
 // TestNoLibrary: where the library (nvrtc.Soname) cannot be loaded (CI), calls return its typed
 // error, the idiomatic Compile's too.
 func TestNoLibrary(t *testing.T) {
-	libtest.NoLibrary(t, nvrtcraw.Library(), "nvrtc", nvrtcraw.Soname, nvrtcraw.SonameEnv,
+	cudatest.NoLibrary(t, nvrtcraw.Library(), "nvrtc", nvrtcraw.Soname, nvrtcraw.SonameEnv,
 		func() error { var major, minor int32; return nvrtcraw.Version(&major, &minor) },
 		func() error {
 			_, err := nvrtc.Compile(`extern "C" __global__ void k() {}`, "k.cu", nvrtc.Options{})
@@ -25,6 +25,6 @@ func TestNoLibrary(t *testing.T) {
 
 // TestStatusErrors checks the Result error values, which need no library.
 func TestStatusErrors(t *testing.T) {
-	libtest.StatusErrors(t, nvrtcraw.NVRTC_ERROR_OUT_OF_MEMORY, "NVRTC_ERROR_OUT_OF_MEMORY", 1, "out of memory",
+	cudatest.StatusErrors(t, nvrtcraw.NVRTC_ERROR_OUT_OF_MEMORY, "NVRTC_ERROR_OUT_OF_MEMORY", 1, "out of memory",
 		nvrtcraw.ErrOutOfMemory, nvrtcraw.ErrCompilation, nvrtcraw.Result(123456), nvrtcraw.NVRTC_SUCCESS, "Result")
 }

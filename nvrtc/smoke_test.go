@@ -7,14 +7,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gocuda/gocuda/internal/gputest"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/gocuda/gocuda/nvrtc/nvrtcraw"
 )
 
 // TestSmokeRaw compiles a kernel through the raw layer alone: create, compile, read
 // the PTX, destroy.
 func TestSmokeRaw(t *testing.T) {
-	gputest.RequireLibrary(t, nvrtcraw.Library())
+	cudatest.RequireLibrary(t, nvrtcraw.Library())
 	var major, minor int32
 	require.NoError(t, nvrtcraw.Version(&major, &minor))
 	t.Logf("NVRTC %d.%d", major, minor)

@@ -9,7 +9,6 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/gocuda/gocuda/internal/reclaimhook"
 	"github.com/gocuda/gocuda/internal/rescore"
 )
 
@@ -548,9 +547,9 @@ const maxReclaimRounds = 4
 // reclaim is Reclaim for q.
 func (q *queue) reclaim() (int, error) {
 	total := 0
-	// The libraries' idle caches let go of their handles first, so that this
-	// collection finds them and this Reclaim destroys them.
-	reclaimhook.Run()
+	// The caches above this package (rescore.OnReclaim) let go of what they hold
+	// first, so that this collection finds it and this Reclaim destroys it.
+	rescore.RunReclaim()
 	for round := 0; round < maxReclaimRounds; round++ {
 		before := q.fired.Load()
 		collectGarbage()

@@ -7,6 +7,19 @@ version suffix, and the library is opened with dlopen at first use (libcublas.so
 
 The idiomatic package github.com/gocuda/gocuda/cublas is built on it; use this one for what that one
 does not cover.
+
+Every function of cublas_api.h is a Go function named after it without the cublas
+prefix and _v2 suffix: cublasSgemm_v2 is Sgemm, cublasSgemm_v2_64 is Sgemm64. C types
+keep their spelling (CublasHandle, CublasOperation), constants their C names
+(CUBLAS_OP_N). Functions return nil on success or a Status, which matches the Err*
+sentinels with errors.Is. Streams are the driver's: a cudaraw.CUstream passes to
+SetStream as is. Raw calls run in the thread's current context: wrap them in
+cuda.Context.Locked, take typed pointers with cuda.DevicePtr, and queue them with
+cuda.Enqueue to order them with the memory's other uses.
+
+OwnedHandle owns a raw handle: Close destroys it, and one dropped without Close is
+destroyed by resource.Reclaim (cublasDestroy waits for the GPU, so never on the
+finalizer path). Package cublas's cached handles are OwnedHandles too.
 */
 package cublasraw
 

@@ -10,7 +10,7 @@ import (
 	"github.com/gocuda/gocuda/cublas/cublasraw"
 	"github.com/gocuda/gocuda/cublas/gonumblas"
 	"github.com/gocuda/gocuda/cuda"
-	"github.com/gocuda/gocuda/internal/gputest"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 )
 
 // BenchmarkDgemm4096 times C = A·B for n×n float64 matrices, n = 4096, 1024, 256,
@@ -24,7 +24,7 @@ import (
 //	go test ./cublas/gonumblas -run '^$' -bench Dgemm4096
 func BenchmarkDgemm4096(b *testing.B) {
 	for _, n := range []int{4096, 1024, 256, 128, 64} {
-		r := gputest.Rand(uint64(n))
+		r := cudatest.Rand(uint64(n))
 		fill := func(s []float64) []float64 {
 			for i := range s {
 				s[i] = 2*r.Float64() - 1
@@ -47,8 +47,8 @@ func BenchmarkDgemm4096(b *testing.B) {
 		run("native", dgemm(native), a, bb, c)
 
 		b.Run(fmt.Sprintf("n=%d/gpu", n), func(b *testing.B) {
-			ctx, _ := gputest.Stream(b, gputest.Kernels)
-			gputest.RequireLibrary(b, cublasraw.Library())
+			ctx, _ := cudatest.Stream(b, cudatest.Kernels)
+			cudatest.RequireLibrary(b, cublasraw.Library())
 			always := gonumblas.Thresholds{}
 			impl, err := gonumblas.New(ctx, gonumblas.WithStaged(always), gonumblas.WithManaged(always))
 			require.NoError(b, err)

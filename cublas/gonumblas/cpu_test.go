@@ -14,8 +14,8 @@ import (
 	"github.com/gocuda/gocuda/cublas/cublasraw"
 	"github.com/gocuda/gocuda/cublas/gonumblas"
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/gocuda/gocuda/dl"
-	"github.com/gocuda/gocuda/internal/gputest"
 )
 
 // These tests need no GPU and no cuBLAS: they run on the fake driver (CI), the GPU
@@ -144,7 +144,7 @@ func nans(n int) []float64 {
 // NaNs included, and stay on the CPU.
 func TestNativeCases(t *testing.T) {
 	_, impl := hostImpl(t)
-	r := gputest.Rand(1)
+	r := cudatest.Rand(1)
 	rnd := func(n int) []float64 {
 		s := make([]float64, n)
 		for i := range s {
@@ -225,7 +225,7 @@ func TestNativeCases(t *testing.T) {
 // reports whether it went to the GPU; the result must be gonum's.
 func gemmOnce(t *testing.T, impl *gonumblas.Implementation, m, n, k int, ops ...[]float64) bool {
 	t.Helper()
-	r := gputest.Rand(uint64(m*n + k))
+	r := cudatest.Rand(uint64(m*n + k))
 	a, b, c := make([]float64, m*k), make([]float64, k*n), make([]float64, m*n)
 	if len(ops) == 3 {
 		a, b, c = ops[0], ops[1], ops[2]
@@ -286,7 +286,7 @@ func TestThresholds(t *testing.T) {
 
 // Without cuBLAS (CI), calls above the threshold run natively and Err says why.
 func TestNoCuBLAS(t *testing.T) {
-	ctx, _ := gputest.Stream(t)
+	ctx, _ := cudatest.Stream(t)
 	if cublasraw.Library().Open() == nil {
 		t.Skip("cuBLAS is present: the GPU tests cover this machine")
 	}
@@ -312,7 +312,7 @@ func TestNewAndRegisterErrors(t *testing.T) {
 	_, err := gonumblas.New(nil)
 	require.ErrorIs(t, err, cuda.ErrInvalidArgument)
 
-	ctx, s := gputest.Stream(t)
+	ctx, s := cudatest.Stream(t)
 	other, err := cuda.NewContext(0, 0)
 	require.NoError(t, err)
 	defer other.Close()
@@ -377,7 +377,7 @@ func (failing) Gemm(*cuda.Stream, cublasraw.CublasOperation, cublasraw.CublasOpe
 
 // A GPU call that fails before writing its output runs natively; Err reports it.
 func TestFailureFallsBack(t *testing.T) {
-	ctx, _ := gputest.Stream(t)
+	ctx, _ := cudatest.Stream(t)
 	impl, err := gonumblas.New(ctx, gonumblas.WithStaged(gonumblas.Thresholds{}),
 		gonumblas.WithKernels(hostKernels[float32]{t}, failing{hostKernels[float64]{t}}))
 	require.NoError(t, err)

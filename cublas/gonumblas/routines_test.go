@@ -14,7 +14,7 @@ import (
 	"github.com/gocuda/gocuda/cublas/cublasraw"
 	"github.com/gocuda/gocuda/cublas/gonumblas"
 	"github.com/gocuda/gocuda/cuda"
-	"github.com/gocuda/gocuda/internal/gputest"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 )
 
 type float interface{ float32 | float64 }
@@ -53,7 +53,7 @@ type suite[T float] struct {
 }
 
 func newSuite[T float](t *testing.T, impl *gonumblas.Implementation, seed uint64) *suite[T] {
-	s := &suite[T]{t: t, r: gputest.Rand(seed), impl: impl, alloc: func(n int) []T { return make([]T, n) }}
+	s := &suite[T]{t: t, r: cudatest.Rand(seed), impl: impl, alloc: func(n int) []T { return make([]T, n) }}
 	var z T
 	switch any(z).(type) {
 	case float32:
@@ -328,7 +328,7 @@ func managedAlloc(ctx *cuda.Context, impl *gonumblas.Implementation) func(t *tes
 // hostImpl is an Implementation on the host stand-in for cuBLAS, with every call
 // sent to the "GPU".
 func hostImpl(t *testing.T, opts ...gonumblas.Option) (*cuda.Context, *gonumblas.Implementation) {
-	ctx, _ := gputest.Stream(t)
+	ctx, _ := cudatest.Stream(t)
 	opts = append([]gonumblas.Option{gonumblas.WithStaged(gonumblas.Thresholds{}), gonumblas.WithManaged(gonumblas.Thresholds{}),
 		gonumblas.WithKernels(hostKernels[float32]{t}, hostKernels[float64]{t})}, opts...)
 	impl, err := gonumblas.New(ctx, opts...)
@@ -338,8 +338,8 @@ func hostImpl(t *testing.T, opts ...gonumblas.Option) (*cuda.Context, *gonumblas
 
 // gpuImpl is an Implementation on cuBLAS with every call sent to the GPU.
 func gpuImpl(t *testing.T, opts ...gonumblas.Option) (*cuda.Context, *gonumblas.Implementation) {
-	ctx, _ := gputest.Stream(t, gputest.Kernels)
-	gputest.RequireLibrary(t, cublasraw.Library())
+	ctx, _ := cudatest.Stream(t, cudatest.Kernels)
+	cudatest.RequireLibrary(t, cublasraw.Library())
 	opts = append([]gonumblas.Option{gonumblas.WithStaged(gonumblas.Thresholds{}), gonumblas.WithManaged(gonumblas.Thresholds{})}, opts...)
 	impl, err := gonumblas.New(ctx, opts...)
 	require.NoError(t, err)
@@ -376,7 +376,7 @@ func TestManagedGPU(t *testing.T) {
 
 // TestFixedStreamGPU runs the checks on one stream given to New.
 func TestFixedStreamGPU(t *testing.T) {
-	ctx, _ := gputest.Stream(t, gputest.Kernels)
+	ctx, _ := cudatest.Stream(t, cudatest.Kernels)
 	s, err := ctx.NewStream()
 	require.NoError(t, err)
 	defer s.Close()

@@ -7,6 +7,26 @@ version suffix, and the library is opened with dlopen at first use (libcuda.so.1
 
 The idiomatic package github.com/gocuda/gocuda/cuda is built on it; use this one for what that one
 does not cover.
+
+Every function of cuda.h is a Go function named after it without the cu prefix and
+ABI suffix (cuMemAlloc_v2 is MemAlloc, cuCtxCreate_v4 is CtxCreate), binding exactly
+the symbol a C program compiled against the same headers calls. C types keep their
+spelling (CUstream, CUdeviceptr), constants their C names. Calls return nil or a
+Result, an error matching sentinels such as ErrOutOfMemory with errors.Is.
+
+Raw calls run in whatever context is current on the calling thread, as in C; XIn(ctx,
+...) variants make ctx current in the same cgo call. In package cuda,
+Context.Locked runs a function with a context current on a locked thread, DevicePtr
+gives a buffer's address as the typed pointer a raw function takes, and Enqueue holds
+and orders the memory a raw call uses.
+
+Owner types (OwnedGraph, OwnedMemPool, ...) release raw handles of the resources that
+have no type in package cuda; a resource with one (a stream is a cuda.Stream) has
+none here.
+
+Types shared by the libraries are defined here once and used by their raw packages:
+cudaStream_t is CUstream, and cudaDataType, libraryPropertyType, cuComplex and
+cuDoubleComplex are CudaDataType, LibraryPropertyType, CuComplex and CuDoubleComplex.
 */
 package cudaraw
 

@@ -7,6 +7,21 @@ version suffix, and the library is opened with dlopen at first use (libcudnn.so.
 
 The idiomatic package github.com/gocuda/gocuda/cudnn is built on it; use this one for what that one
 does not cover.
+
+Every function of cudnn.h and the cudnn_*.h set is a Go function named after it
+without the cudnn prefix and version suffix (cudnnConvolutionForward is
+ConvolutionForward, cudnnGetConvolutionForwardAlgorithm_v7
+GetConvolutionForwardAlgorithm). C types keep their spelling, constants their C
+names. Functions return nil on success or a Status, which matches the Err* sentinels
+with errors.Is. Types shared with other libraries are cudaraw's. Raw calls that take
+a handle run in the thread's current context: wrap them in cuda.Context.Locked, take
+device pointers with cuda.DevicePtr, and queue them with cuda.Enqueue to order them
+with the memory's other uses.
+
+OwnedHandle owns a handle (cudnnDestroy waits for the GPU: dropped ones go to
+resource.Reclaim); OwnedTensorDescriptor, OwnedFilterDescriptor,
+OwnedConvolutionDescriptor and OwnedActivationDescriptor are released promptly.
+Package cudnn's cached handles are OwnedHandles too.
 */
 package cudnnraw
 

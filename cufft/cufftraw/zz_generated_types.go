@@ -7,6 +7,16 @@ version suffix, and the library is opened with dlopen at first use (libcufft.so.
 
 The idiomatic package github.com/gocuda/gocuda/cufft is built on it; use this one for what that one
 does not cover.
+
+Every function of cufft.h is a Go function named after it without the cufft prefix
+and version suffix. C types keep their spelling, constants their C names. Functions
+return nil on success or a Result, which matches the Err* sentinels with errors.Is.
+Types shared with other libraries (streams, data types, complex numbers) are
+cudaraw's.
+
+OwnedPlan owns a plan: Close destroys it; one dropped without Close is destroyed by
+resource.Reclaim (cufftDestroy waits for the GPU, so never on the finalizer path).
+Package cufft's cached plans are OwnedPlans too.
 */
 package cufftraw
 

@@ -7,6 +7,16 @@ version suffix, and the library is opened with dlopen at first use (libcurand.so
 
 The idiomatic package github.com/gocuda/gocuda/curand is built on it; use this one for what that one
 does not cover.
+
+Every function of curand.h is a Go function named after it without the curand
+prefix and version suffix. C types keep their spelling, constants their C names.
+Functions return nil on success or a Status, which matches the Err* sentinels with
+errors.Is. Types shared with other libraries are cudaraw's.
+
+OwnedGenerator owns a generator: Close destroys it; one dropped without Close is
+destroyed by resource.Reclaim (curandDestroyGenerator waits for the GPU and stalls
+other threads' launches, so never on the finalizer path). The raw generators of
+package curand's Generator are OwnedGenerators too.
 */
 package curandraw
 

@@ -7,6 +7,22 @@ version suffix, and the library is opened with dlopen at first use (libcusolver.
 
 The idiomatic package github.com/gocuda/gocuda/cusolver is built on it; use this one for what that one
 does not cover.
+
+Every function of cusolverDn.h and cusolver_common.h is a Go function named after
+it without the cusolver prefix: cusolverDnDpotrf is DnDpotrf,
+cusolverDnDpotrf_bufferSize DnDpotrfBufferSize. C types keep their spelling
+(CusolverDnHandle), constants their C names (CUSOLVER_EIG_MODE_VECTOR). Functions
+return nil on success or a Status, which matches the Err* sentinels with errors.Is.
+Types shared with other libraries are cudaraw's (streams, data types, complex
+numbers) and cublasraw's (fill modes, operations). Raw calls run in the thread's
+current context: wrap them in cuda.Context.Locked, take typed pointers with
+cuda.DevicePtr, and queue them with cuda.Enqueue to order them with the memory's
+other uses.
+
+OwnedDnHandle owns a raw handle: Close destroys it, and one dropped without Close is
+destroyed by resource.Reclaim (cusolverDnDestroy is classed as waiting for the GPU,
+so never on the finalizer path). Package cusolver's cached handles are
+OwnedDnHandles too.
 */
 package cusolverraw
 

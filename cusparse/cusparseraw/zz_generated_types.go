@@ -7,6 +7,16 @@ version suffix, and the library is opened with dlopen at first use (libcusparse.
 
 The idiomatic package github.com/gocuda/gocuda/cusparse is built on it; use this one for what that one
 does not cover.
+
+Every function of cusparse.h is a Go function named after it without the cusparse
+prefix and version suffix. C types keep their spelling, constants their C names.
+Functions return nil on success or a Status, which matches the Err* sentinels with
+errors.Is. Types shared with other libraries (streams, data types, complex numbers)
+are cudaraw's.
+
+OwnedHandle, OwnedSpMat, OwnedDnVec and the other owners release their handle on
+Close; one dropped without Close is released promptly on an ordinary goroutine
+(cusparseDestroy returns in microseconds).
 */
 package cusparseraw
 

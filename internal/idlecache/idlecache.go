@@ -8,7 +8,7 @@ package idlecache
 import (
 	"sync"
 
-	"github.com/gocuda/gocuda/internal/reclaimhook"
+	"github.com/gocuda/gocuda/internal/rescore"
 )
 
 // Cache is the idle handles H by key K, at most max per group (group(k) names a
@@ -39,7 +39,7 @@ type groupCount struct {
 // every resource.Reclaim.
 func New[K comparable, G comparable, H any](max int, group func(K) G) *Cache[K, G, H] {
 	c := &Cache[K, G, H]{max: max, group: group}
-	reclaimhook.Register(c.Drop)
+	rescore.OnReclaim(c.Drop)
 	return c
 }
 

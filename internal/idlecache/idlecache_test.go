@@ -3,7 +3,7 @@ package idlecache
 import (
 	"testing"
 
-	"github.com/gocuda/gocuda/internal/reclaimhook"
+	"github.com/gocuda/gocuda/internal/rescore"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -24,7 +24,7 @@ func TestCache(t *testing.T) {
 	_, ok = c.Take(key{1, 2})
 	assert.False(t, ok)
 	assert.Equal(t, 1, c.Idle(1))
-	reclaimhook.Run()
+	rescore.RunReclaim()
 	assert.Zero(t, c.Idle(1))
 	assert.Zero(t, c.Idle(2))
 	_, ok = c.Take(key{2, 1})

@@ -1,13 +1,26 @@
-// Package rescore is the part of package resource that only the cuda package uses:
-// the context hooks and the graph-capture gate. It is plumbing between two packages
-// of this module, so it lives here rather than in resource's public API, where a
-// wrapper library could install hooks of its own and break the cuda package's.
+// Package rescore is the one hook package of the module: where package resource,
+// which imports nothing of CUDA, meets the packages above it. Everything here is
+// a call that runs upward, from resource into packages it cannot import, so it
+// cannot be an import:
 //
-// Package resource imports this package (not the reverse, or resource could not be
-// imported by it) and hands over its implementation at initialization with Install.
-// Every importer of this package that calls it links resource too (the cuda package
-// imports both), so by the time anything here is called, resource's init has run.
+//   - resource's implementation of the context hooks and the capture gate, which
+//     resource hands over at initialization (Install) and the cuda package calls
+//     (SetContextHooks once it has initialized the driver; BeginCapture and
+//     EndCapture around a stream capture);
+//   - the drops that run at the start of every resource.Reclaim (OnReclaim): the
+//     caches above resource (the cuda package's staging and bounce buffers, the
+//     handles that streams keep, the library packages' idle handles) let go of
+//     what they hold, so that the Reclaim that runs them destroys it.
+//
+// It is plumbing between the packages of this module, not API: in resource's
+// public API a wrapper library could install hooks of its own and break the cuda
+// package's. Package resource imports this package (not the reverse, or resource
+// could not be imported by it). Every importer of this package that calls
+// SetContextHooks or the capture gate links resource too (the cuda package imports
+// both), so by the time they are called, resource's init has run.
 package rescore
+
+import "sync"
 
 // ContextHooks connect package resource to a context-aware layer (the cuda package)
 // without importing it. Any field may be nil. A context is a resource.Context: an
@@ -97,8 +110,7 @@ func SetContextHooks(h ContextHooks) { installed().SetContextHooks(h) }
 // Reclaim returning resource.ErrCaptureInProgress, and Registration.Release
 // defers), because releasing during a stream capture (cuMemFree and friends) would
 // invalidate the capture. Captures nest; the gate reopens when the last one ends.
-// The gate exists for the graph work to come: the cuda package is to call it
-// before starting a stream capture (nothing calls it yet).
+// The cuda package calls it before it starts a stream capture.
 //
 // It first waits for releases already running on other goroutines (a routine
 // drain, an explicit Release), which are short, but it does not wait for Reclaim:
@@ -111,3 +123,31 @@ func BeginCapture() error { return installed().BeginCapture() }
 // explicit releases) run on the calling goroutine before it returns; blocking ones
 // stay queued for Reclaim. It panics without a matching BeginCapture.
 func EndCapture() { installed().EndCapture() }
+
+// The drops that run at every resource.Reclaim (OnReclaim), in the order they were
+// added.
+var (
+	reclaimMu sync.Mutex
+	reclaims  []func()
+)
+
+// OnReclaim adds drop, to run at the start of every resource.Reclaim (which the cuda
+// package's out-of-memory path calls too), before it collects garbage. drop must not
+// call CUDA: it only lets go of references, and the owners' releases then run in
+// that Reclaim.
+func OnReclaim(drop func()) {
+	reclaimMu.Lock()
+	reclaims = append(reclaims, drop)
+	reclaimMu.Unlock()
+}
+
+// RunReclaim runs the drops OnReclaim added: package resource calls it at the start
+// of every Reclaim.
+func RunReclaim() {
+	reclaimMu.Lock()
+	fs := append([]func(){}, reclaims...)
+	reclaimMu.Unlock()
+	for _, f := range fs {
+		f()
+	}
+}

@@ -10,9 +10,9 @@
 // per-context cache, evict) or until resource.Reclaim, which drops them (their owners'
 // releases destroy them). A stream that becomes unreachable takes its handles with
 // it to the garbage collector, where their owners' releases run as for any dropped
-// handle. The cuda package, which this one cannot import, registers the way from a
-// *cuda.Stream to its Slots at initialization (Register) and closes a stream's Slots
-// when it destroys the stream.
+// handle. The cuda package, which this one cannot import, keeps each stream's Slots
+// in a Home embedded in the stream (Of finds them from a *cuda.Stream through it)
+// and closes them when it destroys the stream.
 package streamslot
 
 import (
@@ -21,7 +21,7 @@ import (
 	"unsafe"
 	"weak"
 
-	"github.com/gocuda/gocuda/internal/reclaimhook"
+	"github.com/gocuda/gocuda/internal/rescore"
 )
 
 // Max is how many libraries can keep handles on streams (the module has four that
@@ -42,11 +42,6 @@ type Slots struct {
 type Lib int
 
 var (
-	// of is Register's function: set once by the cuda package's init, which runs
-	// before any package that calls Of can (they import cuda), so it is read
-	// without synchronization.
-	of func(any) *Slots
-
 	libMu  sync.Mutex
 	evicts [Max]func(unsafe.Pointer)
 	libs   atomic.Int32
@@ -57,24 +52,23 @@ var (
 	live   = map[weak.Pointer[Slots]]struct{}{}
 )
 
-func init() { reclaimhook.Register(dropAll) }
+func init() { rescore.OnReclaim(dropAll) }
 
-// Register records how to find a stream's Slots: f returns the Slots of a *cuda.Stream
-// (nil for a nil or zero one). The cuda package calls it once, from its init.
-func Register(f func(any) *Slots) {
-	if of != nil {
-		panic("streamslot: Register called twice")
-	}
-	of = f
-}
+// Home is where a stream's Slots live: the cuda package embeds one in its stream.
+// Its only method is unexported, so embedding it adds nothing to the cuda package's
+// API, while every *cuda.Stream is a Stream, whose Slots Of returns.
+type Home struct{ slots Slots }
 
-// Of returns the Slots of s, a *cuda.Stream, or nil.
-func Of(s any) *Slots {
-	if of == nil {
-		return nil
-	}
-	return of(s)
-}
+func (h *Home) streamSlots() *Slots { return &h.slots }
+
+// Stream is a value that embeds a Home: a *cuda.Stream (or the cuda package's
+// stream state).
+type Stream interface{ streamSlots() *Slots }
+
+// Of returns the Slots of s. s must not be a nil or zero *cuda.Stream (callers check
+// that its Context is not nil: every Stream the cuda package makes has one), or Of
+// panics.
+func Of(s Stream) *Slots { return s.streamSlots() }
 
 // NewLib returns a new library index, or false past Max libraries (the library then
 // keeps no handles on streams). evict receives each handle the library kept on a

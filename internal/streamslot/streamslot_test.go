@@ -7,7 +7,7 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/gocuda/gocuda/internal/reclaimhook"
+	"github.com/gocuda/gocuda/internal/rescore"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -88,7 +88,7 @@ func TestReclaimDrops(t *testing.T) {
 	require.True(t, s1.Keep(lib, unsafe.Pointer(new(int))))
 	require.True(t, s2.Keep(lib, unsafe.Pointer(new(int))))
 	assert.Equal(t, 2, count(lib))
-	reclaimhook.Run()
+	rescore.RunReclaim()
 	assert.Zero(t, count(lib))
 	assert.Nil(t, s1.Take(lib))
 	assert.Nil(t, s2.Take(lib))
@@ -138,10 +138,24 @@ func TestKeepRacesClose(t *testing.T) {
 			})
 		}
 		wg.Go(s.Close)
-		wg.Go(reclaimhook.Run)
+		wg.Go(rescore.RunReclaim)
 		wg.Wait()
 		assert.Nil(t, s.Take(lib), "nothing kept on closed slots")
 		assert.False(t, s.Keep(lib, unsafe.Pointer(new(int))))
 	}
 	assert.LessOrEqual(t, ev.count(), 200, "at most one evicted per Close")
+}
+
+// A value that embeds a Home, as the cuda package's stream state does (and a
+// *cuda.Stream through it), is a Stream whose Slots Of finds.
+func TestOf(t *testing.T) {
+	lib, _ := newLib(t)
+	type state struct{ Home }
+	type handle struct{ *state }
+	s := &handle{&state{}}
+	sl := Of(s)
+	assert.Same(t, sl, Of(s.state), "one Slots, from either")
+	h := unsafe.Pointer(new(int))
+	assert.True(t, sl.Keep(lib, h))
+	assert.Equal(t, h, Of(s).Take(lib))
 }

@@ -7,6 +7,26 @@ version suffix, and the library is opened with dlopen at first use (libnccl.so.2
 
 The idiomatic package github.com/gocuda/gocuda/nccl is built on it; use this one for what that one
 does not cover.
+
+Every function of nccl.h is a Go function named after it without the nccl prefix:
+ncclAllReduce is AllReduce, ncclCommInitAll is CommInitAll. The pncclX profiling
+aliases that nccl.h declares beside each ncclX are the same functions under other
+names, and are not bound (nor the deprecated ncclResetDebugInit). C types keep their
+spelling with the first letter exported and _t dropped (NcclComm, NcclUniqueId,
+NcclConfig, NcclDataType, NcclRedOp), enumeration values their C names with the
+first letter exported (NcclSum, NcclFloat32) and #define constants their C names
+(NCCL_SPLIT_NOCOLOR, NCCL_VERSION_CODE). Functions return nil on ncclSuccess or a
+Result, which matches the Err* sentinels with errors.Is. A communicator made
+non-blocking (NcclConfig.Blocking = 0) answers ncclInProgress while it works, which
+is a Result error (ErrInProgress) here like any other status: poll
+CommGetAsyncError until it reports NcclSuccess. Streams are the driver's: a
+cudaraw.CUstream passes to AllReduce as is.
+
+NCCL selects each communicator's device itself, through the CUDA runtime, which
+works in the device's primary context. There is no owner type for ncclComm_t:
+nccl.Comm owns a communicator, and Comm.Handle gives its raw handle to the functions
+it has no method for. A communicator made here is released with CommDestroy or
+CommAbort, outside cuda.Enqueue: both may wait for the GPU.
 */
 package ncclraw
 

@@ -7,6 +7,13 @@ version suffix, and the library is opened with dlopen at first use (libnvrtc.so.
 
 The idiomatic package github.com/gocuda/gocuda/nvrtc is built on it; use this one for what that one
 does not cover.
+
+Every function of nvrtc.h is a Go function named after it without the nvrtc prefix.
+C types keep their spelling (NvrtcProgram), constants their C names. Functions
+return nil on success or a Result, which matches the Err* sentinels with errors.Is.
+There is no owner type for a raw NvrtcProgram: nvrtcDestroyProgram takes the
+handle's address, and programs live in host memory only; destroy raw programs with
+DestroyProgram.
 */
 package nvrtcraw
 

@@ -9,7 +9,7 @@ import (
 	"github.com/gocuda/gocuda/cublas"
 	"github.com/gocuda/gocuda/cublas/cublasraw"
 	"github.com/gocuda/gocuda/cuda/cudaraw"
-	"github.com/gocuda/gocuda/internal/rawctx"
+	"github.com/gocuda/gocuda/tools/internal/rawctx"
 )
 
 // The MLP workloads (cublas/sgemm-small, mlp/eager): ../shared/anchors/mlp.cu's network, the

@@ -9,8 +9,8 @@ import (
 	"github.com/gocuda/gocuda/cublas/cublasraw"
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cuda/cudaraw"
-	"github.com/gocuda/gocuda/internal/callbench"
-	"github.com/gocuda/gocuda/internal/gputest"
+	"github.com/gocuda/gocuda/cuda/cudatest"
+	"github.com/gocuda/gocuda/tools/bench/callbench"
 	"github.com/stretchr/testify/require"
 )
 
@@ -29,14 +29,14 @@ type goNet struct {
 
 func newGoNet(b *testing.B) *goNet {
 	b.Helper()
-	// gocuda opens the context first, as in a program (gputest.Require would retain it raw
+	// gocuda opens the context first, as in a program (cudatest.Require would retain it raw
 	// before gocuda sets its flags); where that fails, Require skips (or fails) saying why.
 	ctx, err := cuda.Device(0).Context()
 	if err != nil {
-		gputest.Require(b)
+		cudatest.Require(b)
 		b.Fatalf("device 0's primary context: %v", err)
 	}
-	gputest.RequireLibrary(b, cublasraw.Library())
+	cudatest.RequireLibrary(b, cublasraw.Library())
 	// The C floor gives its handle a 4 MiB workspace (as mlp.cu does): the same here.
 	require.NoError(b, cublas.SetWorkspaceSize(ctx, blasWorkspace))
 	s, err := ctx.NewStream()
@@ -163,7 +163,7 @@ func BenchmarkMLP(b *testing.B) {
 func BenchmarkGraph10(b *testing.B) {
 	ctx, err := cuda.Device(0).Context()
 	if err != nil {
-		gputest.Require(b)
+		cudatest.Require(b)
 		b.Fatalf("device 0's primary context: %v", err)
 	}
 	s, err := ctx.NewStream()

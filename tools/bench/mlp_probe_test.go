@@ -12,7 +12,7 @@ import (
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/dl"
-	"github.com/gocuda/gocuda/internal/callbench"
+	"github.com/gocuda/gocuda/tools/bench/callbench"
 	"github.com/stretchr/testify/require"
 )
 

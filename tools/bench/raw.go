@@ -12,7 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/gocuda/cuda/cudaraw"
-	"github.com/gocuda/gocuda/internal/rawctx"
+	"github.com/gocuda/gocuda/tools/internal/rawctx"
 )
 
 // kernelsPTX holds empty(), axpb(float*, int), bias_relu(float*, const float*, int, int) and

@@ -144,9 +144,9 @@ func TestPackageSelectors(t *testing.T) {
 func TestTestBinaryName(t *testing.T) {
 	dir := t.TempDir()
 	assert.Equal(t, "tools_x", TestBinaryName(dir, "tools/x"))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "packages"), []byte("cuda cuda\ninternal_gputest internal/gputest\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "packages"), []byte("cuda cuda\ncuda_cudatest cuda/cudatest\n"), 0o644))
 	assert.Equal(t, "cuda", TestBinaryName(dir, "cuda"))
-	assert.Equal(t, "internal_gputest", TestBinaryName(dir, "internal/gputest"))
+	assert.Equal(t, "cuda_cudatest", TestBinaryName(dir, "cuda/cudatest"))
 	_, err := testBinary(dir, "cuda")
 	assert.ErrorContains(t, err, "build.sh")
 }

@@ -9,7 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/gocuda/cuda/cudaraw"
-	"github.com/gocuda/gocuda/internal/rawctx"
+	"github.com/gocuda/gocuda/tools/internal/rawctx"
 )
 
 // kernelsPTX holds spin(unsigned long long ns), which spins on %globaltimer, and empty().

@@ -9,7 +9,7 @@ import (
 	"github.com/gocuda/gocuda/cufft/cufftraw"
 	"github.com/gocuda/gocuda/curand/curandraw"
 	"github.com/gocuda/gocuda/cusparse/cusparseraw"
-	"github.com/gocuda/gocuda/internal/rawctx"
+	"github.com/gocuda/gocuda/tools/internal/rawctx"
 )
 
 // Probe makes one resource, before the spin kernel starts, through the generated raw layer.

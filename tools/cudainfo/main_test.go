@@ -9,13 +9,13 @@ import (
 	"github.com/gocuda/gocuda/cublas/cublasraw"
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/gocuda/gocuda/cudnn/cudnnraw"
 	"github.com/gocuda/gocuda/cufft/cufftraw"
 	"github.com/gocuda/gocuda/curand/curandraw"
 	"github.com/gocuda/gocuda/cusolver/cusolverraw"
 	"github.com/gocuda/gocuda/cusparse/cusparseraw"
 	"github.com/gocuda/gocuda/dl"
-	"github.com/gocuda/gocuda/internal/fakecuda"
 	"github.com/gocuda/gocuda/nccl/ncclraw"
 	"github.com/gocuda/gocuda/nvrtc/nvrtcraw"
 	"github.com/stretchr/testify/assert"
@@ -23,14 +23,14 @@ import (
 )
 
 // TestMain runs the report on the strict fake driver where there is no GPU (CI).
-func TestMain(m *testing.M) { os.Exit(fakecuda.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(cudatest.Main(m)) }
 
 // runReport runs the report as main does; on the fake driver, which runs no kernel,
 // without the self-check's kernel.
 func runReport(t *testing.T) (string, error) {
 	t.Helper()
 	var out bytes.Buffer
-	err := report(&out, options{kernels: !fakecuda.Loaded()})
+	err := report(&out, options{kernels: !cudatest.FakeLoaded()})
 	for _, l := range []*dl.Library{cudaraw.Library(), cublasraw.Library(), cufftraw.Library(), curandraw.Library(), cusparseraw.Library(),
 		cudnnraw.Library(), cusolverraw.Library(), nvrtcraw.Library(), ncclraw.Library()} {
 		assert.Contains(t, out.String(), l.Soname())
@@ -61,8 +61,8 @@ func TestReport(t *testing.T) {
 // Two devices (FAKECUDA_DEVICES=2 on the fake, in a subprocess): both are listed and
 // checked, their pools reported, and the peer matrix shows each reaching the other.
 func TestReportTwoDevices(t *testing.T) {
-	if fakecuda.Active() {
-		fakecuda.Subprocess(t, map[string]string{"FAKECUDA_DEVICES": "2"})
+	if cudatest.Active() {
+		cudatest.Subprocess(t, map[string]string{"FAKECUDA_DEVICES": "2"})
 		return
 	}
 	if cudaraw.Library().Open() != nil {
@@ -83,7 +83,7 @@ func TestReportTwoDevices(t *testing.T) {
 		assert.Contains(t, out, "self-check device "+strconv.Itoa(i)+": ok")
 		assert.Contains(t, out, "device "+strconv.Itoa(i)+" (primary context)")
 	}
-	if fakecuda.Strict() {
+	if cudatest.Strict() {
 		assert.Regexp(t, `(?m)^  from 0  -\s+yes r0 atomics\s*$`, out)
 		assert.Regexp(t, `(?m)^  from 1  yes r0 atomics\s+-\s*$`, out)
 	}
@@ -91,8 +91,8 @@ func TestReportTwoDevices(t *testing.T) {
 
 // Without a driver the report lists what it looked for and fails with a clear error.
 func TestReportNoDriver(t *testing.T) {
-	if fakecuda.Loaded() {
-		fakecuda.RunWithoutDriver(t)
+	if cudatest.FakeLoaded() {
+		cudatest.RunWithoutDriver(t)
 		return
 	}
 	if cudaraw.Library().Open() == nil {

@@ -1,0 +1,202 @@
+package cuda
+
+import (
+	"unsafe"
+
+	"github.com/gocuda/gocuda/cuda/cudaraw"
+)
+
+// A launch's hand-off: Launch's general path plans the uses of the memory arguments
+// it holds (memBase.plan), waits on the device for the conflicting uses on other
+// streams, fused with the launch into one call into C for up to maxFused streams,
+// and records the launch as the arguments' use. The machinery it plans with is in
+// handoff_state.go.
+
+// launchPlanned is Launch's general path, after packArgs held the memory arguments
+// once each (held): it plans their uses and queues the launch.
+func (f *Function) launchPlanned(s *Stream, d launchShape, params []byte, held *argHeld, args []any) error {
+	var p launchPlan
+	if held.any() {
+		p.ms = planArgs(args, held, s.stream, &p.plans, &p.wait)
+		if p.wait.n > maxFused {
+			// Rare: more streams to wait for than one call takes.
+			if err := p.ms.handOff(&p.wait, s.stream); err != nil {
+				releaseArgs(args, held, nil, nil)
+				s.cs.exit()
+				return errHandOff(err)
+			}
+			p.wait.n = 0
+		}
+	}
+	return f.queue(s, d, params, held, args, &p)
+}
+
+// launchPlan is the plan of a launch's uses (planArgs): the uses to wait for, of
+// memory of ms, and the plan of each held argument, for the record.
+type launchPlan struct {
+	ms    *memState
+	wait  deps
+	plans argPlans
+}
+
+// queue launches f on s under the module's read lock and then the stream's (s.use,
+// without its closure), so that neither can be closed meanwhile: after p's uses to
+// wait for on the GPU, recording the uses p planned. It releases the held arguments
+// and exits the context that Launch entered.
+func (f *Function) queue(s *Stream, d launchShape, params []byte, held *argHeld, args []any, p *launchPlan) error {
+	m, c := f.mod, s.cs
+	plans := &p.plans
+	var err error
+	var used *stream
+	m.mu.RLock()
+	if m.closed {
+		err = errLaunchModuleClosed
+	} else {
+		st := s.stream
+		if st.capture.Load() != nil { // the test in line: every launch makes it
+			leaseModuleIfCapturing(st, m)
+		}
+		if p.wait.n > 0 {
+			// A hand-off: the waits and the launch in one call.
+			if err = launchAfter(p.ms, &p.wait, s, c.h, f.h, d, params); err == nil {
+				used = st
+			}
+		} else if err = lockOpen(s, st); err == nil {
+			if err = launchPacked(c.h, f.h, d, st.h, params); err == nil {
+				used = st
+			}
+			if held.any() {
+				releaseArgs(args, held, used, plans)
+				held.mask = 0 // released
+			}
+			st.mu.RUnlock()
+		}
+		if held.any() && used != nil {
+			releaseArgs(args, held, used, plans)
+			held.mask = 0
+		}
+	}
+	m.mu.RUnlock()
+	if held.any() {
+		releaseArgs(args, held, nil, nil)
+	}
+	c.exit()
+	if err != nil {
+		return f.launchError(err, s)
+	}
+	return nil
+}
+
+// argPlans is the plans of a launch's memory arguments, in argument order, on the
+// stack for the first few.
+type argPlans struct {
+	n      int
+	inline [8]planned
+	more   []planned
+}
+
+func (p *argPlans) add(x planned) {
+	if p.n < len(p.inline) {
+		p.inline[p.n] = x
+	} else {
+		p.more = append(p.more, x)
+	}
+	p.n++
+}
+
+func (p *argPlans) at(k int) planned {
+	if k < len(p.inline) {
+		return p.inline[k]
+	}
+	return p.more[k-len(p.inline)]
+}
+
+// planArgs plans the uses of a launch's memory arguments on t (memBase.plan),
+// putting the uses to wait for in d, and returns the arguments' memory state.
+func planArgs(args []any, held *argHeld, t *stream, plans *argPlans, d *deps) *memState {
+	var ms *memState
+	forHeld(args, held, func(_ int, m *memBase, write bool) {
+		ms = m.ms
+		plans.add(m.plan(t, write, d))
+	})
+	return ms
+}
+
+// maxFused is the most streams a launch waits for in its one call into C.
+const maxFused = 4
+
+// launchAfter launches f on s after waiting, on the device, for the uses in d (at
+// most maxFused): it read-locks the streams of the uses and s, in address order
+// (so that two launches handing off in opposite directions cannot deadlock against
+// a Close), takes an event per use, and makes one call into C that records each on
+// its stream (a closed stream's final event is recorded already), makes s wait for
+// them and launches.
+func launchAfter(ms *memState, d *deps, s *Stream, ctx cudaraw.CUcontext, f cudaraw.CUfunction, sh launchShape, params []byte) error {
+	n := d.n
+	var evs, from [maxFused]uint64
+	var lock [maxFused + 1]*stream
+	for i := range n {
+		ev, err := ms.getHandoffEvent()
+		if err != nil {
+			for j := range i {
+				ms.putHandoffEvent(cudaraw.CUevent(evs[j]))
+			}
+			return err
+		}
+		evs[i] = uint64(ev)
+		lock[i] = d.at(i).s
+	}
+	pooled := evs
+	put := func() {
+		for i := range n {
+			ms.putHandoffEvent(cudaraw.CUevent(pooled[i]))
+		}
+	}
+	st := s.stream
+	lock[n] = st
+	locks := lock[:n+1]
+	for i := 1; i < len(locks); i++ { // insertion sort by address: a few entries
+		for j := i; j > 0 && uintptr(unsafe.Pointer(locks[j])) < uintptr(unsafe.Pointer(locks[j-1])); j-- {
+			locks[j], locks[j-1] = locks[j-1], locks[j]
+		}
+	}
+	unlock := func(k int) {
+		for _, x := range locks[:k] {
+			x.mu.RUnlock()
+		}
+	}
+	for i, x := range locks {
+		if x == st {
+			if err := lockOpen(s, st); err != nil {
+				unlock(i)
+				put()
+				return err
+			}
+			continue
+		}
+		x.mu.RLock()
+	}
+	for i := range n {
+		u := d.at(i)
+		switch {
+		case !u.s.closed.Load():
+			from[i] = uint64(u.s.h)
+		case u.s.final != nil:
+			evs[i] = uint64(u.s.final.h) // the stream's end, recorded when it closed
+		default:
+			// The closed stream has no final event (its creation failed): wait for
+			// the whole context, holding no lock, and retry.
+			unlock(len(locks))
+			put()
+			if err := cudaraw.CtxSynchronizeIn(ctx); err != nil {
+				return err
+			}
+			return launchAfter(ms, d.without(i), s, ctx, f, sh, params)
+		}
+	}
+	st.waits.Add(int64(n))
+	err := launchAfterC(ctx, evs[:n], from[:n], f, sh, st.h, params)
+	unlock(len(locks))
+	put() // the waits are queued: the events may be recorded again
+	return err
+}
