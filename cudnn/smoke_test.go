@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"testing"
@@ -81,7 +82,7 @@ func TestSmokeActivation(t *testing.T) {
 // (its library.NewProc("...") calls), parsed from the source.
 func boundSymbols(t *testing.T) []string {
 	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), "zz_generated_funcs.go", nil, parser.SkipObjectResolution)
+	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join("cudnnraw", "zz_generated_funcs.go"), nil, parser.SkipObjectResolution)
 	require.NoError(t, err)
 	var names []string
 	ast.Inspect(f, func(n ast.Node) bool {

@@ -3,7 +3,8 @@
 // the package's Go benchmark (a normal Benchmark in the library's tests, run from the test binary
 // that tools/bench/build.sh or ../shared/tools/gpu-test builds into .gpu/), the same loop on
 // gocuda's generated raw layer run in process, and the ratios; it writes the table as bench.json,
-// bench.md (for the README) and bench.txt (every number in benchstat's format).
+// BENCHMARKS.md (the repository's, from a full run) and bench.txt (every number in
+// benchstat's format).
 //
 // Build here, where Go is, then run on the GPU machine (which has nvcc but no Go) from the
 // repository root:
@@ -242,22 +243,22 @@ func run(o Options) error {
 		return err
 	}
 	rep := Report{Device: floor.Info["device"], Driver: floor.Info["driver"], Benchtime: o.Benchtime.String(), PCIe: pcie,
-		FloorSched: floor.Info["sched"], Rounds: o.Rounds, Rows: rows}
+		FloorSched: floor.Info["sched"], Rounds: o.Rounds, Date: time.Now().UTC().Format(time.DateOnly), Rows: rows}
 	fmt.Println()
 	fmt.Println(pcie)
 	if err := WriteTable(os.Stdout, rows); err != nil {
 		return err
 	}
 	for name, write := range map[string]func(io.Writer) error{
-		"bench.json": func(w io.Writer) error { return WriteJSON(w, rep) },
-		"bench.md":   func(w io.Writer) error { return WriteMarkdown(w, rep) },
-		"bench.txt":  func(w io.Writer) error { return WriteBenchFormat(w, rep, runtime.GOMAXPROCS(0)) },
+		"bench.json":    func(w io.Writer) error { return WriteJSON(w, rep) },
+		"BENCHMARKS.md": func(w io.Writer) error { return WriteMarkdown(w, rep) },
+		"bench.txt":     func(w io.Writer) error { return WriteBenchFormat(w, rep, runtime.GOMAXPROCS(0)) },
 	} {
 		if err := writeFile(filepath.Join(o.Out, name), write); err != nil {
 			return err
 		}
 	}
-	fmt.Printf("\nbench: wrote %s/bench.{json,md,txt}\n", o.Out)
+	fmt.Printf("\nbench: wrote %s/bench.{json,txt} and %s/BENCHMARKS.md (the repository's, from a full run)\n", o.Out, o.Out)
 	if len(problems) > 0 {
 		return errors.New(strings.Join(problems, "; "))
 	}

@@ -71,6 +71,7 @@ type Report struct {
 	// "" for the driver's default.
 	FloorSched string `json:"floor_sched,omitempty"`
 	Rounds     int    `json:"rounds,omitempty"` // the rounds each number is the median of
+	Date       string `json:"date,omitempty"`   // the day of the run, UTC (2006-01-02)
 	Rows       []Row  `json:"rows"`
 }
 
@@ -235,22 +236,16 @@ func WriteTable(w io.Writer, rows []Row) error {
 	return tw.Flush()
 }
 
-// WriteMarkdown writes the report as a markdown section for the README.
+// WriteMarkdown writes the report as BENCHMARKS.md: the machine and the date once,
+// then one table per area (the workload ID's first element: launch, alloc, copy, ...),
+// in the order the areas first appear, each row beside the C floor.
 func WriteMarkdown(w io.Writer, rep Report) error {
 	var b strings.Builder
-	b.WriteString("| " + strings.Join(tableHeader, " | ") + " |\n")
-	b.WriteString("|" + strings.Repeat("---|", len(tableHeader)) + "\n")
-	for _, r := range rep.Rows {
-		c := cells(r)
-		c[0] = "`" + c[0] + "`"
-		if r.GoBench != "" {
-			c[6] = "`" + c[6] + "`"
-		}
-		for i := range c {
-			c[i] = strings.ReplaceAll(c[i], "|", `\|`)
-		}
-		b.WriteString("| " + strings.Join(c, " | ") + " |\n")
-	}
+	b.WriteString("# Benchmarks\n\n")
+	b.WriteString("Written by `tools/bench` (`bash tools/bench/build.sh` where Go is, then `./.gpu/bench/bench` on the GPU machine, from the repository root). ")
+	b.WriteString("Per operation; C floor = tools/floor (raw driver API in C), gocuda = the package's Go benchmark, " +
+		"raw layer = the same loop on gocuda's generated bindings; ratio = Go / C time, " +
+		"or for the copy rows Go / C bandwidth (\"× GB/s\": above 1 is faster than C).")
 	var what []string
 	if rep.Device != "" {
 		what = append(what, rep.Device)
@@ -261,23 +256,48 @@ func WriteMarkdown(w io.Writer, rep Report) error {
 	if rep.Benchtime != "" {
 		what = append(what, "benchtime "+rep.Benchtime)
 	}
-	fmt.Fprintf(w, "Per operation; C floor = tools/floor (raw driver API in C), gocuda = the package's Go benchmark, "+
-		"raw layer = the same loop on gocuda's generated bindings (tools/bench); ratio = Go / C time, "+
-		"or for the copy rows Go / C bandwidth (\"× GB/s\": above 1 is faster than C).")
+	if rep.Date != "" {
+		what = append(what, rep.Date)
+	}
 	if len(what) > 0 {
-		fmt.Fprintf(w, " Measured on %s.", strings.Join(what, ", "))
+		fmt.Fprintf(&b, " Measured on %s.", strings.Join(what, ", "))
 	}
 	if rep.PCIe != "" {
-		fmt.Fprintf(w, " %s.", rep.PCIe)
+		fmt.Fprintf(&b, " %s.", rep.PCIe)
 	}
 	if rep.FloorSched != "" {
-		fmt.Fprintf(w, " The C floor's context has %s.", rep.FloorSched)
+		fmt.Fprintf(&b, " The C floor's context has %s.", rep.FloorSched)
 	}
 	if rep.Rounds > 1 {
-		fmt.Fprintf(w, " Each number is the median of %d rounds of the three sides in turn; "+
+		fmt.Fprintf(&b, " Each number is the median of %d rounds of the three sides in turn; "+
 			"in parentheses, the range of the rounds' own ratios.", rep.Rounds)
 	}
-	fmt.Fprint(w, "\n\n")
+	b.WriteString("\n")
+	var areas []string
+	byArea := map[string][]Row{}
+	for _, r := range rep.Rows {
+		a, _, _ := strings.Cut(r.ID, "/")
+		if _, ok := byArea[a]; !ok {
+			areas = append(areas, a)
+		}
+		byArea[a] = append(byArea[a], r)
+	}
+	for _, a := range areas {
+		b.WriteString("\n## " + a + "\n\n")
+		b.WriteString("| " + strings.Join(tableHeader, " | ") + " |\n")
+		b.WriteString("|" + strings.Repeat("---|", len(tableHeader)) + "\n")
+		for _, r := range byArea[a] {
+			c := cells(r)
+			c[0] = "`" + c[0] + "`"
+			if r.GoBench != "" {
+				c[6] = "`" + c[6] + "`"
+			}
+			for i := range c {
+				c[i] = strings.ReplaceAll(c[i], "|", `\|`)
+			}
+			b.WriteString("| " + strings.Join(c, " | ") + " |\n")
+		}
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -111,9 +111,15 @@ func TestWriteMarkdown(t *testing.T) {
 	rows, err := Join(testWorkloads(), floor, pkg, raw)
 	require.NoError(t, err)
 	var b bytes.Buffer
-	require.NoError(t, WriteMarkdown(&b, Report{Device: "NVIDIA H200", Driver: "13.0", Benchtime: "500ms", Rows: rows}))
+	require.NoError(t, WriteMarkdown(&b, Report{Device: "NVIDIA H200", Driver: "13.0", Benchtime: "500ms", Date: "2026-12-04", Rows: rows}))
 	md := b.String()
-	assert.Contains(t, md, "Measured on NVIDIA H200, driver 13.0, benchtime 500ms.")
+	assert.True(t, strings.HasPrefix(md, "# Benchmarks\n\n"), md)
+	assert.Contains(t, md, "Measured on NVIDIA H200, driver 13.0, benchtime 500ms, 2026-12-04.")
+	assert.Equal(t, 1, strings.Count(md, "Measured on"), "the machine once")
+	assert.Contains(t, md, "\n## call\n\n| workload")
+	assert.Contains(t, md, "\n## graph\n\n| workload")
+	assert.Less(t, strings.Index(md, "## call"), strings.Index(md, "`call/CtxGetCurrent`"))
+	assert.Less(t, strings.Index(md, "`call/CtxGetCurrent`"), strings.Index(md, "## graph"))
 	assert.Contains(t, md, "| workload | C floor | gocuda | ratio | raw layer | raw ratio | Go benchmark |\n|---|---|---|---|---|---|---|\n")
 	assert.Contains(t, md, "| `call/CtxGetCurrent` | 10.0 ns | 55.0 ns | 5.50× | 52.0 ns | 5.20× | `BenchmarkCallOverhead/CtxGetCurrent/go` |\n")
 	assert.Contains(t, md, "| `graph/graph10` | — | — | — | — (error) | — | — |\n")
@@ -121,7 +127,7 @@ func TestWriteMarkdown(t *testing.T) {
 
 	b.Reset()
 	require.NoError(t, WriteMarkdown(&b, Report{Device: "NVIDIA H200", FloorSched: "CU_CTX_SCHED_BLOCKING_SYNC", Rows: rows}))
-	assert.Contains(t, b.String(), " The C floor's context has CU_CTX_SCHED_BLOCKING_SYNC.\n\n")
+	assert.Contains(t, b.String(), " The C floor's context has CU_CTX_SCHED_BLOCKING_SYNC.\n\n## ")
 }
 
 func TestWriteJSON(t *testing.T) {
