@@ -19,7 +19,7 @@ const (
 	resourceImport = "github.com/gocuda/gocuda/resource"
 	cgenImport     = "github.com/gocuda/gocuda/internal/cgen"
 	layoutImport   = "github.com/gocuda/gocuda/internal/layouttest"
-	ownerImport    = "github.com/gocuda/gocuda/internal/owner"
+	ownerImport    = "github.com/gocuda/gocuda/resource/owner"
 )
 
 // output is one generated file: its name and content.

@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/gocuda/gocuda/internal/errs"
 )
 
 // Errors returned by this package.
@@ -13,7 +15,7 @@ var (
 	// ErrReleased is returned by Registration.Release when the registration
 	// was already released (explicitly or through the finalizer path) or
 	// cancelled. It is harmless: it only says that Release did nothing.
-	ErrReleased = errors.New("resource: already released")
+	ErrReleased = errs.ErrReleased
 
 	// ErrReclaimInProgress is the error of closing the capture gate (the
 	// cuda package, before a graph capture) while Reclaim is running

@@ -2,7 +2,7 @@
 
 package cublasraw
 
-import "github.com/gocuda/gocuda/internal/owner"
+import "github.com/gocuda/gocuda/resource/owner"
 
 // OwnedHandle owns a cublasHandle_t (created by cublasCreate_v2) and releases it with cublasDestroy_v2.
 //

@@ -2,7 +2,7 @@
 
 package cudaraw
 
-import "github.com/gocuda/gocuda/internal/owner"
+import "github.com/gocuda/gocuda/resource/owner"
 
 // OwnedGraphExec owns a CUgraphExec (created by cuGraphInstantiateWithFlags, cuGraphInstantiateWithParams) and releases it with cuGraphExecDestroy.
 //

@@ -2,7 +2,7 @@
 
 package cudnnraw
 
-import "github.com/gocuda/gocuda/internal/owner"
+import "github.com/gocuda/gocuda/resource/owner"
 
 // OwnedHandle owns a cudnnHandle_t (created by cudnnCreate) and releases it with cudnnDestroy.
 //

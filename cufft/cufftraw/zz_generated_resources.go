@@ -2,7 +2,7 @@
 
 package cufftraw
 
-import "github.com/gocuda/gocuda/internal/owner"
+import "github.com/gocuda/gocuda/resource/owner"
 
 // OwnedPlan owns a cufftHandle (created by cufftCreate, cufftPlan1d, cufftPlan2d, cufftPlan3d, cufftPlanMany) and releases it with cufftDestroy.
 //

@@ -2,7 +2,7 @@
 
 package curandraw
 
-import "github.com/gocuda/gocuda/internal/owner"
+import "github.com/gocuda/gocuda/resource/owner"
 
 // OwnedGenerator owns a curandGenerator_t (created by curandCreateGenerator, curandCreateGeneratorHost) and releases it with curandDestroyGenerator.
 //

@@ -2,7 +2,7 @@
 
 package cusolverraw
 
-import "github.com/gocuda/gocuda/internal/owner"
+import "github.com/gocuda/gocuda/resource/owner"
 
 // OwnedDnHandle owns a cusolverDnHandle_t (created by cusolverDnCreate) and releases it with cusolverDnDestroy.
 //

@@ -2,7 +2,7 @@
 
 package cusparseraw
 
-import "github.com/gocuda/gocuda/internal/owner"
+import "github.com/gocuda/gocuda/resource/owner"
 
 // OwnedHandle owns a cusparseHandle_t (created by cusparseCreate) and releases it with cusparseDestroy.
 //

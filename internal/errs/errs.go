@@ -1,13 +1,17 @@
 // Package errs holds the errors that every gocuda package shares: cuda.ErrClosed is
-// ErrClosed, and the objects of every package (cuda's, and the generated owner types
-// of all of them) return errors matching it, from Closed for a second Close.
+// ErrClosed, resource.ErrReleased is ErrReleased, and the objects of every package
+// (cuda's, and the generated owner types of all of them) return errors matching them,
+// from Closed for a second Close. It sits below resource, which exports ErrReleased.
 package errs
 
 import (
+	"errors"
 	"fmt"
-
-	"github.com/gocuda/gocuda/resource"
 )
+
+// ErrReleased is resource.ErrReleased: a Release of a registration that was released
+// already (explicitly or through the finalizer path) or cancelled.
+var ErrReleased = errors.New("resource: already released")
 
 // ErrClosed is matched by the errors of every use of a closed object, in every
 // package (exported as cuda.ErrClosed).
@@ -17,5 +21,5 @@ var ErrClosed = fmt.Errorf("gocuda: use of a closed object")
 // object named what (such as "cuda: stream"): it matches ErrClosed and
 // resource.ErrReleased, so that callers can test either.
 func Closed(what string) error {
-	return fmt.Errorf("%s: already closed: %w (%w)", what, ErrClosed, resource.ErrReleased)
+	return fmt.Errorf("%s: already closed: %w (%w)", what, ErrClosed, ErrReleased)
 }

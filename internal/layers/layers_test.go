@@ -21,10 +21,10 @@ const module = "github.com/gocuda/gocuda"
 // path ending in "/..." names a directory and everything under it; rawPackage
 // names the raw layers.
 //
-// The internal packages stand on two floors: errs and owner (the raw layers' owner
-// types) use resource's registrations, so they stand above resource, and the
-// caches of library handles (streamslot, idlecache) beside them; rescore, resource's
-// one hook package, and the generators' and layout tests' helpers stand below it.
+// Folder by folder, internal/ is the lowest: none of its packages imports resource or
+// anything above (rescore is resource's one hook package; errs holds the errors that
+// resource exports). resource/owner, the raw layers' owner types, stands above
+// resource, whose registrations it uses.
 var floors = []struct {
 	name string
 	pkgs []string
@@ -35,9 +35,9 @@ var floors = []struct {
 	{"cudalib", []string{"cudalib"}},
 	{"cuda", []string{"cuda"}},
 	{"raw", []string{rawPackage}},
-	{"helpers", []string{"internal/errs", "internal/owner", "internal/streamslot", "internal/idlecache"}},
+	{"owner", []string{"resource/owner"}},
 	{"resource", []string{"resource"}},
-	{"ground", []string{"dl", "dl/internal/dltest", "internal/rescore", "internal/cgen", "internal/layouttest", "internal/layers"}},
+	{"ground", []string{"dl", "dl/internal/dltest", "internal/errs", "internal/rescore", "internal/streamslot", "internal/idlecache", "internal/cgen", "internal/layouttest", "internal/layers"}},
 }
 
 // rawPackage stands for the raw layers, <lib>/<lib>raw.
@@ -55,7 +55,7 @@ var testBeds = []string{"tools/...", "gen/...", "cuda/cudatest/...", "resource/r
 
 // rawImports is all that a raw layer may import besides its own floor's cuda/cudaraw
 // (the driver's types, which every library's raw layer shares).
-var rawImports = []string{"dl", "resource", "internal/errs", "internal/owner", "internal/cgen", "cuda/cudaraw"}
+var rawImports = []string{"dl", "resource", "internal/errs", "resource/owner", "internal/cgen", "cuda/cudaraw"}
 
 // rawShares are the raw layers that take another library's types, as its C header
 // does: cusolverDn.h includes cublas_api.h, and cuSOLVER's functions take
@@ -216,8 +216,8 @@ func TestCheck(t *testing.T) {
 		{Path: "dl"},
 		{Path: "internal/rescore"},
 		{Path: "resource", Imports: []string{"internal/rescore"}, Deps: []string{"internal/rescore"}},
-		{Path: "internal/owner", Imports: []string{"resource"}},
-		{Path: "cuda/cudaraw", Imports: []string{"dl", "internal/owner"}},
+		{Path: "resource/owner", Imports: []string{"resource"}},
+		{Path: "cuda/cudaraw", Imports: []string{"dl", "resource/owner"}},
 		{Path: "cublas/cublasraw", Imports: []string{"cuda/cudaraw", "dl"}},
 		{Path: "cusolver/cusolverraw", Imports: []string{"cublas/cublasraw", "cuda/cudaraw"}},
 		{Path: "cuda", Imports: []string{"cuda/cudaraw", "resource"}},
@@ -236,15 +236,15 @@ func TestCheck(t *testing.T) {
 		pkg  pkg // added to base, or replacing the package of its path
 		want string
 	}{
-		{"up a floor", pkg{Path: "internal/owner", Imports: []string{"resource", "cuda"}}, `internal/owner (floor "helpers") imports cuda (floor "cuda", above it)`},
-		{"resource depends on CUDA", pkg{Path: "resource", Imports: []string{"internal/rescore"}, Deps: []string{"internal/rescore", "internal/streamslot"}}, "resource depends on internal/streamslot"},
+		{"up a floor", pkg{Path: "resource/owner", Imports: []string{"resource", "cuda"}}, `resource/owner (floor "owner") imports cuda (floor "cuda", above it)`},
+		{"resource depends on CUDA", pkg{Path: "resource", Imports: []string{"internal/rescore"}, Deps: []string{"internal/rescore", "cuda/cudaraw"}}, "resource depends on cuda/cudaraw"},
 		{"resource imports cuda", pkg{Path: "resource", Imports: []string{"cuda"}, Deps: []string{"cuda"}}, `resource (floor "resource") imports cuda`},
 		{"a raw layer imports streamslot", pkg{Path: "cublas/cublasraw", Imports: []string{"cuda/cudaraw", "internal/streamslot"}}, "cublas/cublasraw, a raw layer, imports internal/streamslot"},
 		{"a raw layer imports another one", pkg{Path: "cublas/cublasraw", Imports: []string{"cuda/cudaraw", "cusparse/cusparseraw"}}, "cublas/cublasraw, a raw layer, imports cusparse/cusparseraw"},
 		{"a library imports another", pkg{Path: "cusolver", Imports: []string{"cudalib", "cublas"}}, "cusolver imports cublas, another library's idiomatic package"},
 		{"production imports a test bed", pkg{Path: "cublas", Imports: []string{"cudalib", "cuda/cudatest"}}, "cublas, a production package, imports cuda/cudatest"},
 		{"production imports a tool", pkg{Path: "cudalib", Imports: []string{"cuda", "tools/bench/callbench"}}, "cudalib, a production package, imports tools/bench/callbench"},
-		{"internal imports cudalib", pkg{Path: "internal/idlecache", Imports: []string{"cudalib"}}, `internal/idlecache (floor "helpers") imports cudalib`},
+		{"internal imports cudalib", pkg{Path: "internal/idlecache", Imports: []string{"cudalib"}}, `internal/idlecache (floor "ground") imports cudalib`},
 		{"a package on no floor", pkg{Path: "internal/drawer"}, "internal/drawer stands on no floor"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

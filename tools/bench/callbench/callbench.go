@@ -10,31 +10,31 @@ package callbench
 // loop_ptr calls int fn(void*) n times with the same argument.
 static int64_t loop_ptr(uintptr_t fn, void *arg, int64_t n) {
 	int (*f)(void*) = (int (*)(void*))fn;
-	int64_t t0 = now_ns();
+	int64_t t0 = callbench_now_ns();
 	for (int64_t i = 0; i < n; i++) {
 		if (f(arg) != 0) return -1;
 	}
-	return now_ns() - t0;
+	return callbench_now_ns() - t0;
 }
 
 // loop_attr calls int fn(int*, int, int) n times (cuDeviceGetAttribute's shape).
 static int64_t loop_attr(uintptr_t fn, int attr, int dev, int64_t n) {
 	int (*f)(int*, int, int) = (int (*)(int*, int, int))fn;
 	int v;
-	int64_t t0 = now_ns();
+	int64_t t0 = callbench_now_ns();
 	for (int64_t i = 0; i < n; i++) {
 		if (f(&v, attr, dev) != 0) return -1;
 	}
-	return now_ns() - t0;
+	return callbench_now_ns() - t0;
 }
 
 static void noop(void) {}
 
 // loop_clock reads CLOCK_MONOTONIC n times and returns the time it took.
 static int64_t loop_clock(int64_t n) {
-	int64_t t0 = now_ns();
-	for (int64_t i = 0; i < n; i++) (void)now_ns();
-	return now_ns() - t0;
+	int64_t t0 = callbench_now_ns();
+	for (int64_t i = 0; i < n; i++) (void)callbench_now_ns();
+	return callbench_now_ns() - t0;
 }
 */
 import "C"

@@ -4,7 +4,7 @@
 #include <stdint.h>
 #include <time.h>
 
-static inline int64_t now_ns(void) {
+static inline int64_t callbench_now_ns(void) {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;

@@ -10,7 +10,7 @@ package callbench
 // in one of the ways of CopyWay (mode); see LoopCopy.
 static int64_t loop_copy(int h2d, int mode, uintptr_t fn, uintptr_t record, uintptr_t query,
 		uintptr_t dev, void* host, size_t n, uintptr_t stream, uintptr_t ev, int64_t iters) {
-	int64_t t0 = now_ns();
+	int64_t t0 = callbench_now_ns();
 	for (int64_t i = 0; i < iters; i++) {
 		int s;
 		if (mode == 0)
@@ -29,7 +29,7 @@ static int64_t loop_copy(int h2d, int mode, uintptr_t fn, uintptr_t record, uint
 			if (s != 0) return -1;
 		}
 	}
-	return now_ns() - t0;
+	return callbench_now_ns() - t0;
 }
 
 // loop_copy_flag is loop_copy's async copy followed by cuStreamWriteValue32 (write)
@@ -38,7 +38,7 @@ static int64_t loop_copy(int h2d, int mode, uintptr_t fn, uintptr_t record, uint
 static int64_t loop_copy_flag(int h2d, uintptr_t fn, uintptr_t write, uintptr_t dev, void* host, size_t n,
 		uintptr_t stream, uintptr_t flag_dev, volatile uint32_t* flag, int64_t iters) {
 	uint32_t seq = *flag;
-	int64_t t0 = now_ns();
+	int64_t t0 = callbench_now_ns();
 	for (int64_t i = 0; i < iters; i++) {
 		int s = h2d ? ((int (*)(uintptr_t, void*, size_t, uintptr_t))fn)(dev, host, n, stream)
 		            : ((int (*)(void*, uintptr_t, size_t, uintptr_t))fn)(host, dev, n, stream);
@@ -47,7 +47,7 @@ static int64_t loop_copy_flag(int h2d, uintptr_t fn, uintptr_t write, uintptr_t 
 		if (((int (*)(uintptr_t, uintptr_t, uint32_t, unsigned))write)(stream, flag_dev, seq, 0) != 0) return -1;
 		while (*flag != seq) {}
 	}
-	return now_ns() - t0;
+	return callbench_now_ns() - t0;
 }
 
 // Fakes of cuMemcpyHtoDAsync and cuStreamWriteValue32 for the tests: the copy counts

@@ -8,24 +8,24 @@ package callbench
 
 // loop_graph_launch calls cuGraphLaunch (fn) n times as a C program does.
 static int64_t loop_graph_launch(uintptr_t fn, uintptr_t exec, uintptr_t stream, int64_t n) {
-	int64_t t0 = now_ns();
+	int64_t t0 = callbench_now_ns();
 	for (int64_t i = 0; i < n; i++)
 		if (((int (*)(uintptr_t, uintptr_t))fn)(exec, stream) != 0) return -1;
-	return now_ns() - t0;
+	return callbench_now_ns() - t0;
 }
 
 // loop_graph_launch_in_context is loop_graph_launch with, before each launch, the
 // check that gocuda's in-context calls make (see loop_launch_in_context).
 static int64_t loop_graph_launch_in_context(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx,
 		uintptr_t exec, uintptr_t stream, int64_t n) {
-	int64_t t0 = now_ns();
+	int64_t t0 = callbench_now_ns();
 	for (int64_t i = 0; i < n; i++) {
 		uintptr_t cur = 0;
 		if (((int (*)(uintptr_t*))get)(&cur) != 0) return -1;
 		if (cur != ctx && ((int (*)(uintptr_t))set)(ctx) != 0) return -1;
 		if (((int (*)(uintptr_t, uintptr_t))fn)(exec, stream) != 0) return -1;
 	}
-	return now_ns() - t0;
+	return callbench_now_ns() - t0;
 }
 
 // loop_graph_launch_touching is loop_graph_launch writing, after each launch, one
@@ -34,12 +34,12 @@ static int64_t loop_graph_launch_in_context(uintptr_t fn, uintptr_t get, uintptr
 // its instructions.
 static int64_t loop_graph_launch_touching(uintptr_t fn, uintptr_t exec, uintptr_t stream,
 		volatile uint8_t* buf, int64_t lines, int64_t stride, int64_t n) {
-	int64_t t0 = now_ns();
+	int64_t t0 = callbench_now_ns();
 	for (int64_t i = 0; i < n; i++) {
 		if (((int (*)(uintptr_t, uintptr_t))fn)(exec, stream) != 0) return -1;
 		for (int64_t l = 0; l < lines; l++) buf[l * stride]++;
 	}
-	return now_ns() - t0;
+	return callbench_now_ns() - t0;
 }
 
 // kernel_params points params[i] at offsets[i] in buf and returns cuLaunchKernel's
@@ -62,11 +62,11 @@ static int64_t loop_launch(uintptr_t fn, uintptr_t f, uintptr_t stream, void* bu
 	void** kp = kernel_params(params, buf, offsets, nparams);
 	if (nparams > 64) return -1;
 	launch_fn launch = (launch_fn)fn;
-	int64_t t0 = now_ns();
+	int64_t t0 = callbench_now_ns();
 	for (int64_t i = 0; i < n; i++) {
 		if (launch(f, 1, 1, 1, 1, 1, 1, 0, stream, kp, NULL) != 0) return -1;
 	}
-	return now_ns() - t0;
+	return callbench_now_ns() - t0;
 }
 
 // loop_launch_in_context is loop_launch with, before each launch, the check that
@@ -78,14 +78,14 @@ static int64_t loop_launch_in_context(uintptr_t fn, uintptr_t get, uintptr_t set
 	void** kp = kernel_params(params, buf, offsets, nparams);
 	if (nparams > 64) return -1;
 	launch_fn launch = (launch_fn)fn;
-	int64_t t0 = now_ns();
+	int64_t t0 = callbench_now_ns();
 	for (int64_t i = 0; i < n; i++) {
 		uintptr_t cur = 0;
 		if (((int (*)(uintptr_t*))get)(&cur) != 0) return -1;
 		if (cur != ctx && ((int (*)(uintptr_t))set)(ctx) != 0) return -1;
 		if (launch(f, 1, 1, 1, 1, 1, 1, 0, stream, kp, NULL) != 0) return -1;
 	}
-	return now_ns() - t0;
+	return callbench_now_ns() - t0;
 }
 
 typedef int (*record_fn)(uintptr_t, uintptr_t);
@@ -101,14 +101,14 @@ static int64_t loop_handoff(uintptr_t record, uintptr_t wait, uintptr_t fn, uint
 	void** kp = kernel_params(params, buf, offsets, nparams);
 	if (nparams > 64) return -1;
 	launch_fn launch = (launch_fn)fn;
-	int64_t t0 = now_ns();
+	int64_t t0 = callbench_now_ns();
 	for (int64_t i = 0; i < n; i++) {
 		uintptr_t prev = (i & 1) ? s1 : s2, next = (i & 1) ? s2 : s1;
 		if (((record_fn)record)(ev, prev) != 0) return -1;
 		if (((wait_fn)wait)(next, ev, 0) != 0) return -1;
 		if (launch(f, 1, 1, 1, threads, 1, 1, 0, next, kp, NULL) != 0) return -1;
 	}
-	return now_ns() - t0;
+	return callbench_now_ns() - t0;
 }
 */
 import "C"

@@ -21,7 +21,7 @@ static int64_t loop_mlp(uintptr_t sgemm, uintptr_t launch, uintptr_t handle, uin
 	static const float one = 1, zero = 0;
 	sgemm_fn gemm = (sgemm_fn)sgemm;
 	mlp_launch_fn lk = (mlp_launch_fn)launch;
-	int64_t t0 = now_ns();
+	int64_t t0 = callbench_now_ns();
 	for (int64_t p = 0; p < n; p++) {
 		for (int i = 0; i < layers; i++) {
 			if (gemm(handle, 0, 0, width, batch, width, &one, w[i], width, h[i], width, &zero, h[i + 1], width) != 0)
@@ -30,7 +30,7 @@ static int64_t loop_mlp(uintptr_t sgemm, uintptr_t launch, uintptr_t handle, uin
 				return -1;
 		}
 	}
-	return now_ns() - t0;
+	return callbench_now_ns() - t0;
 }
 
 // The fakes the tests pass as cublasSgemm_v2 and cuLaunchKernel: they record what

@@ -17,21 +17,21 @@ static void spin(int64_t iters) {
 
 // spin_ns returns the time n iterations of spin take.
 static int64_t spin_ns(int64_t iters) {
-	int64_t t0 = now_ns();
+	int64_t t0 = callbench_now_ns();
 	spin(iters);
-	return now_ns() - t0;
+	return callbench_now_ns() - t0;
 }
 
 // loop_launch_gap is a C launch loop (empty kernel, 1×1×1) that spins iters
 // iterations after each launch: the time other code between launches takes.
 static int64_t loop_launch_gap(uintptr_t fn, uintptr_t f, uintptr_t stream, int64_t iters, int64_t n) {
 	probe_launch_fn launch = (probe_launch_fn)fn;
-	int64_t t0 = now_ns();
+	int64_t t0 = callbench_now_ns();
 	for (int64_t i = 0; i < n; i++) {
 		if (launch(f, 1, 1, 1, 1, 1, 1, 0, stream, NULL, NULL) != 0) return -1;
 		spin(iters);
 	}
-	return now_ns() - t0;
+	return callbench_now_ns() - t0;
 }
 
 // launch_k launches the empty kernel k times: one cgo call for k launches.
@@ -60,11 +60,11 @@ static int alloc_once(uintptr_t a, uintptr_t m, uintptr_t f, uintptr_t stream, s
 
 // loop_alloc runs alloc_once n times from C.
 static int64_t loop_alloc(uintptr_t a, uintptr_t m, uintptr_t f, uintptr_t stream, size_t size, int64_t n) {
-	int64_t t0 = now_ns();
+	int64_t t0 = callbench_now_ns();
 	for (int64_t i = 0; i < n; i++) {
 		if (alloc_once(a, m, f, stream, size) != 0) return -1;
 	}
-	return now_ns() - t0;
+	return callbench_now_ns() - t0;
 }
 */
 import "C"

@@ -2,7 +2,7 @@
 
 package golda
 
-import "github.com/gocuda/gocuda/internal/owner"
+import "github.com/gocuda/gocuda/resource/owner"
 
 // OwnedCtx owns a goldCtx_t (created by goldCreate) and releases it with goldDestroy.
 //

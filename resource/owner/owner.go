@@ -1,6 +1,7 @@
-// Package owner is the one implementation behind the generated owner types
-// (cublas.OwnedHandle, cufft.OwnedPlan, ...): a raw handle released through
-// resource.ResourceFinalizer, with an idempotent Close, the os.File way.
+// Package owner is the one implementation behind the raw packages' generated owner
+// types (cublasraw.OwnedHandle, cufftraw.OwnedPlan, ...): a raw handle released
+// through resource.ResourceFinalizer, with an idempotent Close, the os.File way. A
+// wrapper of another CUDA library owns its raw handles with it the same way.
 package owner
 
 import (
