@@ -56,7 +56,10 @@ const (
 // are read before the call returns.
 
 // Gemm computes C = alpha·op(A)·op(B) + beta·C on s, where op(A) is m×k, op(B) is k×n
-// and C is m×n: cublas{S,D,C,Z}gemm.
+// and C is m×n: cublas{S,D,C,Z}gemm. Matrices are column-major, as in BLAS: element
+// (i, j) of A is at i + j·lda (GemmRowMajor takes row-major ones). float32 products
+// are computed in FP32, in cuBLAS's default math mode, which does not round inputs
+// to TF32; GemmMixed with Compute32FFastTF32 does.
 func Gemm[T GemmScalar](s *cuda.Stream, transA, transB Op, m, n, k int, alpha T, a cuda.Memory, lda int,
 	b cuda.Memory, ldb int, beta T, c cuda.Memory, ldc int) error {
 	const op = "gemm"

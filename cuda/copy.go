@@ -91,7 +91,9 @@ func CopyToDeviceAsync[T any](s *Stream, dst *DeviceBuffer, src []T) error {
 }
 
 // CopyFromDevice fills dst from the start of src and waits for the copy. dst must
-// not be longer than src.
+// not be longer than src. The copy runs after the writes queued to src on any stream:
+// on the stream of src's only use when that is the last thing queued there, else on
+// the context's default stream, which the hand-off makes wait for src's other uses.
 func CopyFromDevice[T any](dst []T, src *DeviceBuffer) error {
 	if err := checkElem[T](src.base()); err != nil {
 		return err

@@ -34,7 +34,6 @@ type event struct {
 	lease leaseState
 }
 
-// NewEvent creates an event in the context; timing events can be measured with
 // SynchronizeContext is Synchronize, returning early with ctx's error (wrapped) once
 // ctx is done.
 func (e *Event) SynchronizeContext(ctx context.Context) error {
@@ -48,6 +47,7 @@ func (e *Event) SynchronizeContext(ctx context.Context) error {
 	return waitContext(ctx, e.query, nil)
 }
 
+// NewEvent creates an event in the context; timing events can be measured with
 // Elapsed, others are cheaper to record. Events are made without
 // CU_EVENT_BLOCKING_SYNC, which slows streams waiting for them; Synchronize sleeps
 // through long waits all the same.

@@ -105,8 +105,10 @@ func (in Input) base() *memBase { return in.m }
 // shared memory and args as its parameters, in order. It does not wait for the kernel.
 //
 // Arguments may be Go scalars (int8 to int64, uint8 to uint64, int, uint, uintptr,
-// float32, float64, bool: one byte), device pointers (CUdeviceptr, *DeviceBuffer), and
-// any other fixed-size value free of Go pointers (structs, arrays, named scalar
+// float32, float64, bool: one byte), memory (any Memory: *DeviceBuffer and its views,
+// *HostBuffer, *ManagedBuffer, *WrappedBuffer, passed as its address and ordered by
+// the hand-off as written; In(m) marks memory the kernel only reads), raw device
+// addresses (cudaraw.CUdeviceptr, which nothing orders), and any other fixed-size value free of Go pointers (structs, arrays, named scalar
 // types), passed by value with its Go layout, which matches C's for the same fields.
 // Go's int and uint are 8 bytes: pass int32(n) to a kernel's int. Where the driver
 // reports the kernel's parameters (CUDA 12.4 and later drivers), a wrong argument

@@ -44,7 +44,8 @@ func (b *DeviceBuffer) base() *memBase {
 }
 
 // Alloc allocates bytes of device memory on s: the memory may be used by work queued
-// on s after this call (as with cuMemAllocAsync, other streams must wait for s).
+// on s after this call, as with cuMemAllocAsync; work on other streams is ordered
+// after the allocation by the hand-off.
 // On CUDA_ERROR_OUT_OF_MEMORY it runs resource.Reclaim, waits for the context's work
 // and retries once; the error then wraps ErrOutOfMemory and names the size.
 func (c *Context) Alloc(s *Stream, bytes int) (*DeviceBuffer, error) {
@@ -208,8 +209,8 @@ func (b *DeviceBuffer) Len() int { return b.base().length() }
 // Context returns the buffer's context.
 func (b *DeviceBuffer) Context() *Context { return b.base().context() }
 
-// Close frees the memory, ordered after the work queued on the stream that last used
-// it; it does not wait. Closing a view (Slice) frees nothing: the view is closed,
+// Close frees the memory, ordered after the work queued so far on every stream that
+// uses it; it does not wait. Closing a view (Slice) frees nothing: the view is closed,
 // the memory stays with its allocation. Closing again, or closing a nil buffer,
 // returns an error matching ErrClosed and resource.ErrReleased.
 func (b *DeviceBuffer) Close() error {

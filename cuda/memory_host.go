@@ -190,8 +190,8 @@ func (b *HostBuffer) Bytes() []byte { return hostBytes(b.base()) }
 // buffer. It is valid while the buffer is open and reachable.
 func (b *ManagedBuffer) Bytes() []byte { return hostBytes(b.base()) }
 
-// Close releases the memory: it is reused once the GPU work queued so far on the
-// stream that last used it has finished. It does not wait. Slices obtained from the
+// Close releases the memory: it is reused once the GPU work queued so far on every
+// stream that uses it has finished. It does not wait. Slices obtained from the
 // buffer must not be used afterwards. Closing again, or closing a nil buffer,
 // returns an error matching ErrClosed and resource.ErrReleased.
 func (b *HostBuffer) Close() error { return b.base().close("cuda: pinned buffer") }

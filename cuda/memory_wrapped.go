@@ -197,7 +197,7 @@ func (b *WrappedBuffer) Len() int { return b.base().length() }
 // Context returns the buffer's context.
 func (b *WrappedBuffer) Context() *Context { return b.base().context() }
 
-// Close waits for the GPU work queued so far on the stream that last used the
+// Close waits for the GPU work queued so far on every stream that uses the
 // memory, then unregisters and unpins it; the Go slice is ordinary Go memory again.
 // Closing again, or closing a nil buffer, returns an error matching ErrClosed and
 // resource.ErrReleased.

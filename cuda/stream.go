@@ -83,7 +83,8 @@ type stream struct {
 	streamslot.Home
 }
 
-// StreamOption configures NewStream.
+// StreamOption configures a stream: one made by NewStream, or, for AcquireStream and
+// WithStream, the pool it is taken from (a pool per priority and sync mode).
 type StreamOption func(*streamConfig)
 
 type streamConfig struct {
@@ -176,7 +177,9 @@ func (c *Context) StreamPriorityRange() (least, greatest int, err error) {
 }
 
 // Handle returns the raw stream, for the raw layer and the other libraries
-// (cublas.SetStream). Keep the Stream reachable while the handle is in use.
+// (cublasraw.SetStream). Keep the Stream reachable while the handle is in use. On a
+// pooled stream (AcquireStream, WithStream) it marks the stream as having work the
+// package does not see: the pool lends it again only once that work is done.
 func (s *Stream) Handle() cudaraw.CUstream {
 	if s == nil || s.stream == nil {
 		return 0
