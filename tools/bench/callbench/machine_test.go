@@ -11,7 +11,6 @@ import (
 func TestLoopClock(t *testing.T) {
 	d := LoopClock(1000)
 	assert.Positive(t, d, "a clock read takes time")
-	assert.Less(t, d, time.Millisecond)
 }
 
 // BenchmarkMachine measures what every binding call pays on this machine: a cgo call
