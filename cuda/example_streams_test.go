@@ -2,10 +2,17 @@ package cuda_test
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 
 	"github.com/gocuda/gocuda/cuda"
 )
+
+// streamKernels is PTX compiled by nvcc from testdata/kernels.cu: fill_u32 and
+// read_sum among others.
+//
+//go:embed testdata/kernels.ptx
+var streamKernels []byte
 
 // Goroutines with pooled streams, and a buffer handed from a producer to a
 // consumer: the consumer's kernel waits on the GPU for the producer's, never on the
@@ -16,7 +23,7 @@ func Example_streams() {
 		fmt.Println("no GPU:", err)
 		return
 	}
-	m, err := ctx.LoadModule(kernelsPTX) // fill_u32 and read_sum, from testdata/kernels.cu
+	m, err := ctx.LoadModule(streamKernels)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -320,7 +320,8 @@ func (g *Graph) CaptureInto(deps []Node, f func(s *Stream) error) ([]Node, error
 // SetKernelArgs sets the arguments of kernel node n (of the graph e was made from)
 // for e's later replays (cuGraphExecKernelNodeSetParams), without instantiating
 // again: the same kernel and shape, other buffers or scalars. e leases the memory
-// they name.
+// they name. n is a node Graph.AddKernel returned: a captured graph's nodes are not
+// named, and its executable is re-targeted with Exec.Update (or an ExecCache) instead.
 func (e *Exec) SetKernelArgs(n Node, args ...any) error {
 	if e == nil || e.e == nil {
 		return fmt.Errorf("%w: nil executable graph", ErrInvalidArgument)
