@@ -237,10 +237,13 @@ func gemmOnce(t *testing.T, impl *gonumblas.Implementation, m, n, k int, ops ...
 	}
 	want := append([]float64(nil), c...)
 	native.Dgemm(blas.NoTrans, blas.NoTrans, m, n, k, 1.5, a, k, b, n, 0.5, want, n)
-	calls := gonumblas.GPUCalls(impl)
+	before := impl.Stats()
 	impl.Dgemm(blas.NoTrans, blas.NoTrans, m, n, k, 1.5, a, k, b, n, 0.5, c, n)
 	assert.InDeltaSlice(t, want, c, 1e-12*float64(k))
-	return gonumblas.GPUCalls(impl) > calls
+	after := impl.Stats()
+	// At least this call is counted (others may run on other goroutines meanwhile).
+	assert.GreaterOrEqual(t, after.GPU-before.GPU+after.Native-before.Native, int64(1), "%+v then %+v", before, after)
+	return after.GPU > before.GPU
 }
 
 // The default thresholds: staged Level 1 and 2 stay native; staged gemm goes to the
@@ -296,6 +299,7 @@ func TestNoCuBLAS(t *testing.T) {
 	assert.False(t, gemmOnce(t, impl, 20, 30, 40))
 	require.ErrorIs(t, impl.Err(), dl.ErrLibraryNotFound)
 	assert.False(t, gemmOnce(t, impl, 20, 30, 40)) // and from then on without trying
+	assert.Equal(t, gonumblas.Stats{GPU: 0, Native: 2, Fallbacks: 2}, impl.Stats())
 }
 
 // The zero Implementation is gonum's native implementation.
@@ -385,6 +389,7 @@ func TestFailureFallsBack(t *testing.T) {
 	require.ErrorIs(t, impl.Err(), errInjected)
 	impl.Daxpy(3, 1, []float64{1, 2, 3}, 1, make([]float64, 3), 1) // other routines still go
 	assert.EqualValues(t, 1, gonumblas.GPUCalls(impl))
+	assert.Equal(t, gonumblas.Stats{GPU: 1, Native: 1, Fallbacks: 1}, impl.Stats())
 }
 
 // Calls from many goroutines, each on a stream of the pool.

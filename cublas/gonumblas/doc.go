@@ -5,6 +5,7 @@
 //	blas64.Use(impl); blas32.Use(impl)         // or pass impl where a blas.Float64 goes
 //	impl.Register(bufs...)                     // *cuda.ManagedBuffer: used in place
 //	impl.Err()                                 // why a call fell back to gonum's code
+//	impl.Stats()                               // how many calls ran on the GPU, natively, fell back
 //	WithStream(s), WithStaged(t), WithManaged(t)   // options; Thresholds, Never
 //
 // On the GPU: Ddot, Dnrm2, Daxpy, Dscal (Level 1), Dgemv (Level 2), Dgemm (Level 3)

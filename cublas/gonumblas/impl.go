@@ -47,8 +47,31 @@ type Implementation struct {
 	disabled atomic.Bool // cuBLAS cannot be loaded: every call stays native
 	lastErr  atomic.Pointer[error]
 
-	gpuCalls   atomic.Int64 // calls run on the GPU (tests)
-	inPlaceOps atomic.Int64 // operands used in place (tests)
+	gpuCalls    atomic.Int64 // calls run on the GPU
+	nativeCalls atomic.Int64 // accelerated routines answered by gonum's native code
+	fallbacks   atomic.Int64 // of those, calls that the GPU failed
+	inPlaceOps  atomic.Int64 // operands used in place (tests)
+}
+
+// Stats counts where the accelerated routines (Level 1 dot, nrm2, axpy, scal;
+// gemv; gemm) ran. A routine below its threshold, with an argument gonum rejects,
+// or with nothing to compute runs in gonum's native code; so does one that the GPU
+// could not run (Fallbacks, whose last error Err returns).
+type Stats struct {
+	GPU       int64 // calls run on the GPU
+	Native    int64 // calls run in gonum's native code, Fallbacks included
+	Fallbacks int64 // calls that went native because the GPU failed
+}
+
+// Stats returns the counts since New.
+func (impl *Implementation) Stats() Stats {
+	return Stats{GPU: impl.gpuCalls.Load(), Native: impl.nativeCalls.Load(), Fallbacks: impl.fallbacks.Load()}
+}
+
+// native counts a call that runs in gonum's native code and returns that code.
+func (impl *Implementation) native() gonum.Implementation {
+	impl.nativeCalls.Add(1)
+	return impl.Implementation
 }
 
 // Thresholds say from what problem size a routine runs on the GPU instead of in
@@ -210,7 +233,11 @@ func (impl *Implementation) Err() error {
 	return nil
 }
 
-func (impl *Implementation) setErr(err error) { impl.lastErr.Store(&err) }
+// setErr records the error of a call that the GPU failed and that runs native.
+func (impl *Implementation) setErr(err error) {
+	impl.fallbacks.Add(1)
+	impl.lastErr.Store(&err)
+}
 
 // gpuCall is one call on the GPU: its stream and the device buffers it staged.
 type gpuCall struct {
@@ -227,6 +254,7 @@ type gpuCall struct {
 // start begins a call on the GPU, or returns nil where it cannot run there.
 func (impl *Implementation) start(op string) *gpuCall {
 	if impl.disabled.Load() {
+		impl.fallbacks.Add(1) // cuBLAS could not be loaded (Err says why)
 		return nil
 	}
 	if err := impl.ready(); err != nil {

@@ -18,7 +18,7 @@ func (impl *Implementation) Ddot(n int, x []float64, incX int, y []float64, incY
 	if v, ok := dot(impl, impl.k64, n, x, incX, y, incY); ok {
 		return v
 	}
-	return impl.Implementation.Ddot(n, x, incX, y, incY)
+	return impl.native().Ddot(n, x, incX, y, incY)
 }
 
 // Sdot returns the dot product of x and y: blas.Float32Level1.
@@ -26,7 +26,7 @@ func (impl *Implementation) Sdot(n int, x []float32, incX int, y []float32, incY
 	if v, ok := dot(impl, impl.k32, n, x, incX, y, incY); ok {
 		return v
 	}
-	return impl.Implementation.Sdot(n, x, incX, y, incY)
+	return impl.native().Sdot(n, x, incX, y, incY)
 }
 
 // Dnrm2 returns the Euclidean norm of x: blas.Float64Level1.
@@ -34,7 +34,7 @@ func (impl *Implementation) Dnrm2(n int, x []float64, incX int) float64 {
 	if v, ok := nrm2(impl, impl.k64, n, x, incX); ok {
 		return v
 	}
-	return impl.Implementation.Dnrm2(n, x, incX)
+	return impl.native().Dnrm2(n, x, incX)
 }
 
 // Snrm2 returns the Euclidean norm of x: blas.Float32Level1.
@@ -42,34 +42,34 @@ func (impl *Implementation) Snrm2(n int, x []float32, incX int) float32 {
 	if v, ok := nrm2(impl, impl.k32, n, x, incX); ok {
 		return v
 	}
-	return impl.Implementation.Snrm2(n, x, incX)
+	return impl.native().Snrm2(n, x, incX)
 }
 
 // Daxpy computes y += alpha·x: blas.Float64Level1.
 func (impl *Implementation) Daxpy(n int, alpha float64, x []float64, incX int, y []float64, incY int) {
 	if !axpy(impl, impl.k64, n, alpha, x, incX, y, incY) {
-		impl.Implementation.Daxpy(n, alpha, x, incX, y, incY)
+		impl.native().Daxpy(n, alpha, x, incX, y, incY)
 	}
 }
 
 // Saxpy computes y += alpha·x: blas.Float32Level1.
 func (impl *Implementation) Saxpy(n int, alpha float32, x []float32, incX int, y []float32, incY int) {
 	if !axpy(impl, impl.k32, n, alpha, x, incX, y, incY) {
-		impl.Implementation.Saxpy(n, alpha, x, incX, y, incY)
+		impl.native().Saxpy(n, alpha, x, incX, y, incY)
 	}
 }
 
 // Dscal computes x = alpha·x: blas.Float64Level1.
 func (impl *Implementation) Dscal(n int, alpha float64, x []float64, incX int) {
 	if !scal(impl, impl.k64, n, alpha, x, incX) {
-		impl.Implementation.Dscal(n, alpha, x, incX)
+		impl.native().Dscal(n, alpha, x, incX)
 	}
 }
 
 // Sscal computes x = alpha·x: blas.Float32Level1.
 func (impl *Implementation) Sscal(n int, alpha float32, x []float32, incX int) {
 	if !scal(impl, impl.k32, n, alpha, x, incX) {
-		impl.Implementation.Sscal(n, alpha, x, incX)
+		impl.native().Sscal(n, alpha, x, incX)
 	}
 }
 
@@ -77,7 +77,7 @@ func (impl *Implementation) Sscal(n int, alpha float32, x []float32, incX int) {
 func (impl *Implementation) Dgemv(tA blas.Transpose, m, n int, alpha float64, a []float64, lda int,
 	x []float64, incX int, beta float64, y []float64, incY int) {
 	if !gemv(impl, impl.k64, tA, m, n, alpha, a, lda, x, incX, beta, y, incY) {
-		impl.Implementation.Dgemv(tA, m, n, alpha, a, lda, x, incX, beta, y, incY)
+		impl.native().Dgemv(tA, m, n, alpha, a, lda, x, incX, beta, y, incY)
 	}
 }
 
@@ -85,7 +85,7 @@ func (impl *Implementation) Dgemv(tA blas.Transpose, m, n int, alpha float64, a 
 func (impl *Implementation) Sgemv(tA blas.Transpose, m, n int, alpha float32, a []float32, lda int,
 	x []float32, incX int, beta float32, y []float32, incY int) {
 	if !gemv(impl, impl.k32, tA, m, n, alpha, a, lda, x, incX, beta, y, incY) {
-		impl.Implementation.Sgemv(tA, m, n, alpha, a, lda, x, incX, beta, y, incY)
+		impl.native().Sgemv(tA, m, n, alpha, a, lda, x, incX, beta, y, incY)
 	}
 }
 
@@ -93,7 +93,7 @@ func (impl *Implementation) Sgemv(tA blas.Transpose, m, n int, alpha float32, a 
 func (impl *Implementation) Dgemm(tA, tB blas.Transpose, m, n, k int, alpha float64, a []float64, lda int,
 	b []float64, ldb int, beta float64, c []float64, ldc int) {
 	if !gemm(impl, impl.k64, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) {
-		impl.Implementation.Dgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		impl.native().Dgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 	}
 }
 
@@ -101,7 +101,7 @@ func (impl *Implementation) Dgemm(tA, tB blas.Transpose, m, n, k int, alpha floa
 func (impl *Implementation) Sgemm(tA, tB blas.Transpose, m, n, k int, alpha float32, a []float32, lda int,
 	b []float32, ldb int, beta float32, c []float32, ldc int) {
 	if !gemm(impl, impl.k32, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) {
-		impl.Implementation.Sgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		impl.native().Sgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 	}
 }
 
