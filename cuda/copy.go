@@ -30,8 +30,8 @@ import (
 //     driver, or into the staging ring): src may be reused or modified at once. The
 //     DMA into dst may still be queued then, from pinned memory, not from src; it is
 //     ordered before every later use of dst through this package (a kernel launch,
-//     a copy, a library call, Close), as any queued work is. Work on dst through raw
-//     calls orders itself (DeviceBuffer.UseOn).
+//     a copy, a library call, Close), as any queued work is; raw work on dst is
+//     ordered by Enqueue.
 //   - CopyFromDevice and CopyFromDeviceAsync return once dst has been written, which
 //     waits for the stream's work queued before the copy: dst may be read at once.
 //   - While a staged copy runs, it holds the buffer and the stream as a direct copy

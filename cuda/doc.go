@@ -20,10 +20,11 @@
 //	Copies      CopyToDevice(Async), CopyFromDevice(Async), Copy(Async), DeviceBuffer.Memset8/16/32(Async)
 //	Kernels     Context.LoadModule, Module.Function, Module.Global, Function.Launch (In marks
 //	            read-only arguments), LaunchBatch
-//	Hand-off    automatic; UseOn (work queued outside the package), Synchronize(Context) and
-//	            ForeignPtr on each buffer; EnableStreamCheck (GOCUDA_STREAMCHECK=1)
-//	Libraries   Enqueue (Reads, Writes) for calls into other libraries and the raw layer;
-//	            Context.Locked (a context current on a locked thread), DevicePtr[T]
+//	Hand-off    automatic; Synchronize(Context) on each buffer; EnableStreamCheck
+//	            (GOCUDA_STREAMCHECK=1)
+//	Raw work    Enqueue (Reads, Writes) for calls into other libraries, the raw layer and
+//	            cgo, with the addresses of Ptr or DevicePtr[T]; Context.Locked (a context
+//	            current on a locked thread)
 //	Errors      ErrClosed, ErrInvalidArgument, ErrWrongContext, ErrNoDriver, ErrOutOfMemory,
 //	            and the driver's Result sentinels (cudaraw.ErrIllegalAddress, ...), all
 //	            matched with errors.Is
@@ -85,13 +86,15 @@
 // ordered as if they overlapped. Uses that race (no happens-before in Go between
 // them) are ordered as they come, and never freed early.
 //
-// Work the package does not see is ordered with UseOn (call it before queuing that
-// work); Synchronize waits on the host for every use of a buffer (do it before the
-// host reads pinned or unified memory that the GPU wrote); ForeignPtr waits the same
-// way and returns the address, for code that orders nothing. Ptr orders nothing: with
-// the stream checker on (GOCUDA_STREAMCHECK=1 or EnableStreamCheck), an address from
-// Ptr that is launched on another stream while earlier work on it is outstanding,
-// without UseOn, is reported with both call sites.
+// Work the package does not see (the raw layer, another library, cgo) is queued
+// through Enqueue, which orders it as the package's own operations are: it is the
+// one way to hand a buffer's address (Ptr, or DevicePtr typed) to raw code.
+// Synchronize waits on the host for every use of a buffer (do it before the host
+// reads pinned or unified memory that the GPU wrote, or before code that orders
+// nothing uses the address). Ptr itself orders nothing: with the stream checker on
+// (GOCUDA_STREAMCHECK=1 or EnableStreamCheck), an address from Ptr that is launched
+// on another stream while earlier work on it is outstanding, with no Enqueue ordering
+// it there, is reported with both call sites.
 //
 // # Memory and launches
 //

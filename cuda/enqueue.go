@@ -39,7 +39,8 @@ func memOf(m Memory) *memBase {
 	return m.base()
 }
 
-// Enqueue queues work that this package does not see on s: it holds s and the
+// Enqueue queues work that this package does not see on s — the one way to hand
+// memory's address (Ptr, DevicePtr) to the raw layer, another library or cgo: it holds s and the
 // memory in uses (a concurrent Close waits; a Close before makes Enqueue fail with
 // ErrClosed), makes s wait on the GPU for the memory's conflicting uses on other
 // streams, calls f with s's context and handle, and records f's uses of the memory.
@@ -349,13 +350,13 @@ func restoreCurrent(prev cudaraw.CUcontext) {
 	_ = cudaraw.CtxSetCurrent(prev)
 }
 
-// DevicePtr returns m's address as the *T that raw library functions take for GPU
+// DevicePtr returns m's address (Ptr) as the *T that raw library functions take for GPU
 // memory (cublasraw.Sgemm's *float32, cublasraw.Cgemm's *cudaraw.CuComplex), with no unsafe in
 // the caller. Memory with an element type (AllocFor, Wrap) must hold T, or a type
 // with T's layout: complex64 and cudaraw.CuComplex, complex128 and CuDoubleComplex are the
 // same two floats (CuComplex is 8-byte aligned, complex64 4-byte: memory from this
 // package is aligned for both). The pointer is a device address: never dereference
-// it in Go. It orders nothing: queue the work with Enqueue.
+// it in Go. It orders nothing: queue the work with Enqueue, listing m in its uses.
 func DevicePtr[T any](m Memory) (*T, error) {
 	b := memOf(m)
 	if b == nil || b.ctx == nil || b.etypeID != nil && b.etypeID != typeWord(reflect.TypeFor[T]()) {

@@ -13,6 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// noRawWork is raw work that queues nothing: an Enqueue of it orders the stream
+// with its uses and records them, as any raw work would.
+func noRawWork(cudaraw.CUcontext, cudaraw.CUstream) error { return nil }
+
 // Enqueue holds and hands off the memory of work it does not see, and records it.
 func TestEnqueue(t *testing.T) {
 	ctx, _ := memSetup(t)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 )
 
 // streamKernels is PTX compiled by nvcc from testdata/kernels.cu: fill_u32 and
@@ -82,9 +83,10 @@ func Example_streams() {
 	}
 }
 
-// Work queued outside the package (the raw layer, another library, cgo) is ordered
-// with a buffer's other uses by UseOn, called before that work is queued.
-func ExampleDeviceBuffer_UseOn() {
+// Work queued outside the package (the raw layer, another library, cgo) goes
+// through Enqueue with the memory it uses: here a raw memset on a second stream,
+// ordered after the first stream's write and before the copy back.
+func ExampleEnqueue() {
 	ctx, err := cuda.Device(0).Context()
 	if err != nil {
 		fmt.Println("no GPU:", err)
@@ -94,21 +96,26 @@ func ExampleDeviceBuffer_UseOn() {
 	defer s1.Close()
 	s2, _ := ctx.NewStream()
 	defer s2.Close()
-	b, err := cuda.AllocFor[float32](s1, 1024)
+	b, err := cuda.AllocFor[uint32](s1, 1024)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer b.Close()
-	_ = b.Memset32Async(s1, 0)
-	// s2 will write b through a library that takes raw pointers: order it after
-	// the memset on s1, and everything after it after s2's work.
-	if err := b.UseOn(s2, cuda.Write); err != nil {
+	_ = b.Memset32Async(s1, 1)
+	// s2 waits on the GPU for the memset on s1; later uses of b wait for s2.
+	err = cuda.Enqueue(s2, func(c cudaraw.CUcontext, h cudaraw.CUstream) error {
+		return cudaraw.MemsetD32AsyncIn(c, b.Ptr(), 7, 1024, h)
+	}, cuda.Writes(b))
+	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	// ... queue the foreign work on s2.Handle() with b.Ptr() ...
-	if err := b.Synchronize(); err != nil { // waits for s1 and s2
+	out, err := cuda.ToSlice[uint32](s1, b)
+	if err != nil {
 		fmt.Println(err)
+		return
 	}
+	fmt.Println(out[0], out[1023])
+	// Output: 7 7
 }

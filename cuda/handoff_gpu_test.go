@@ -158,9 +158,10 @@ func TestGPUFreeAfterReaders(t *testing.T) {
 	}
 }
 
-// ForeignPtr after a hand-off still waits for the original stream; unified memory
-// written by a kernel is synchronized before the host reads it.
-func TestGPUForeignPtrAndManaged(t *testing.T) {
+// Synchronize after a hand-off still waits for the original stream, so that code
+// this package cannot order may then use the address; unified memory written by a
+// kernel is synchronized before the host reads it.
+func TestGPUSynchronizeForForeignCodeAndManaged(t *testing.T) {
 	_, m, s1 := loadKernels(t, cudatest.Kernels)
 	ctx := m.Context()
 	spin, fill, add := function(t, m, "spin"), function(t, m, "fill_u32"), function(t, m, "add_u32")
@@ -174,10 +175,9 @@ func TestGPUForeignPtrAndManaged(t *testing.T) {
 	require.NoError(t, fill.Launch(s1, cuda.D1(4), cuda.D1(256), 0, b, uint32(5), uint64(1024)))
 	require.NoError(t, add.Launch(s2, cuda.D1(4), cuda.D1(256), 0, b, uint32(1), uint64(1024)))
 	start := time.Now()
-	p, err := b.ForeignPtr()
-	require.NoError(t, err)
+	require.NoError(t, b.Synchronize())
 	assert.GreaterOrEqual(t, time.Since(start), 90*time.Millisecond, "waited for the gate on the original stream")
-	assert.Equal(t, b.Ptr(), p)
+	p := b.Ptr()
 	out := make([]uint32, 1024)
 	func() { // the foreign code, here the raw layer on a locked thread
 		lockContext(t, ctx.Handle())
@@ -218,16 +218,15 @@ func TestGPUPrioritySwitch(t *testing.T) {
 				require.NoError(t, cudaraw.StreamGetPriority(hi.Handle(), &p))
 			}()
 			assert.Equal(t, int32(greatest), p)
-			// Raw work on hi with the buffer's address, announced with UseOn.
-			if err := b.UseOn(hi, cuda.Write); err != nil {
-				return err
-			}
-			return add.Launch(hi, cuda.D1(4), cuda.D1(256), 0, b.Ptr(), uint32(10), uint64(1024))
+			// Raw work on hi with the buffer's address, ordered by Enqueue.
+			return cuda.Enqueue(hi, func(c cudaraw.CUcontext, h cudaraw.CUstream) error {
+				return cudaraw.MemsetD32AsyncIn(c, b.Ptr(), 10, 1024, h)
+			}, cuda.Writes(b))
 		}, cuda.WithPriority(cuda.High)))
 		require.NoError(t, add.Launch(s, cuda.D1(4), cuda.D1(256), 0, b, uint32(100), uint64(1024)))
 		out = make([]uint32, 1024)
 		return cuda.CopyFromDeviceAsync(s, out, b) // pageable: done when it returns
 	})
 	require.NoError(t, err)
-	assert.Equal(t, uint32(111), out[1023], "fill, then the High stream's add, then the caller's add")
+	assert.Equal(t, uint32(110), out[1023], "fill, then the High stream's raw memset, then the caller's add")
 }

@@ -134,13 +134,13 @@ func TestHandOffFreeJoinsReaders(t *testing.T) {
 	}
 }
 
-// ForeignPtr and Synchronize wait for every use, and through the hand-off for the
-// work that use waited for on another stream.
-func TestForeignPtrWaitsAfterHandOff(t *testing.T) {
+// Synchronize waits for every use, and through the hand-off for the work that use
+// waited for on another stream.
+func TestSynchronizeWaitsAfterHandOff(t *testing.T) {
 	ctx, _ := memSetup(t)
 	requireFake(t)
 	ss := streams(t, ctx, 2)
-	for _, how := range []string{"ForeignPtr", "Synchronize", "managed"} {
+	for _, how := range []string{"device", "managed"} {
 		b, err := cuda.AllocFor[uint32](ss[0], 256)
 		require.NoError(t, err)
 		mb, err := ctx.AllocManaged(1024)
@@ -152,11 +152,7 @@ func TestForeignPtrWaitsAfterHandOff(t *testing.T) {
 		start := time.Now()
 		require.NoError(t, cudatest.Resume())
 		switch how {
-		case "ForeignPtr":
-			p, err := b.ForeignPtr()
-			require.NoError(t, err)
-			assert.Equal(t, b.Ptr(), p)
-		case "Synchronize":
+		case "device":
 			require.NoError(t, b.Synchronize())
 		case "managed":
 			require.NoError(t, mb.Synchronize())
@@ -168,9 +164,9 @@ func TestForeignPtrWaitsAfterHandOff(t *testing.T) {
 	}
 }
 
-// UseOn orders foreign work both ways: the stream waits for the earlier write, and
-// a later use elsewhere waits for the stream.
-func TestUseOn(t *testing.T) {
+// Enqueue orders raw work both ways: the stream waits for the earlier write, and a
+// later use elsewhere waits for the stream.
+func TestEnqueueOrdersRawWork(t *testing.T) {
 	ctx, _ := memSetup(t)
 	ss := streams(t, ctx, 3)
 	b, err := cuda.AllocFor[uint32](ss[0], 256)
@@ -179,20 +175,16 @@ func TestUseOn(t *testing.T) {
 	require.NoError(t, b.Memset32Async(ss[0], 1))
 
 	before := cuda.HandOffsForTest(ss...)
-	require.NoError(t, b.UseOn(ss[1], cuda.Read))
-	assert.EqualValues(t, 1, cuda.HandOffsForTest(ss...)-before, "a foreign read waits for the write")
-	require.NoError(t, b.UseOn(ss[2], cuda.Write))
-	assert.EqualValues(t, 3, cuda.HandOffsForTest(ss...)-before, "a foreign write waits for the writer and the reader")
+	require.NoError(t, cuda.Enqueue(ss[1], noRawWork, cuda.Reads(b)))
+	assert.EqualValues(t, 1, cuda.HandOffsForTest(ss...)-before, "a raw read waits for the write")
+	require.NoError(t, cuda.Enqueue(ss[2], noRawWork, cuda.Writes(b)))
+	assert.EqualValues(t, 3, cuda.HandOffsForTest(ss...)-before, "a raw write waits for the writer and the reader")
 	require.NoError(t, b.Memset32Async(ss[0], 2))
-	assert.EqualValues(t, 4, cuda.HandOffsForTest(ss...)-before, "later uses wait for the foreign write")
+	assert.EqualValues(t, 4, cuda.HandOffsForTest(ss...)-before, "later uses wait for the raw write")
 
-	require.ErrorIs(t, b.UseOn(nil, cuda.Read), cuda.ErrInvalidArgument)
-	require.ErrorIs(t, b.UseOn(ss[0], cuda.Access(7)), cuda.ErrInvalidArgument)
 	var nb *cuda.DeviceBuffer
-	require.ErrorIs(t, nb.UseOn(ss[0], cuda.Read), cuda.ErrInvalidArgument)
+	require.ErrorIs(t, cuda.Enqueue(ss[0], noRawWork, cuda.Reads(nb)), cuda.ErrInvalidArgument)
 	require.ErrorIs(t, nb.Synchronize(), cuda.ErrInvalidArgument)
-	_, err = nb.ForeignPtr()
-	require.ErrorIs(t, err, cuda.ErrInvalidArgument)
 	for _, s := range ss {
 		require.NoError(t, s.Synchronize())
 	}
@@ -225,8 +217,9 @@ func TestHandOffFreeAfterConsumer(t *testing.T) {
 }
 
 // The stream checker reports an address from Ptr, taken while work on it was
-// outstanding, that is launched on another stream without UseOn — with both call
-// sites — and nothing once UseOn announced the stream, or for ForeignPtr.
+// outstanding, that is launched on another stream that nothing ordered — with both
+// call sites — and nothing once an Enqueue of the memory ordered that stream, or
+// after Synchronize.
 func TestStreamCheck(t *testing.T) {
 	ctx, _ := memSetup(t)
 	if cudatest.Strict() {
@@ -255,25 +248,25 @@ func TestStreamCheck(t *testing.T) {
 	require.NoError(t, fill.Launch(ss[0], cuda.D1(1), cuda.D1(32), 0, p, uint32(2), uint64(1024)))
 	assert.Empty(t, reports, "the same stream is ordered")
 	require.NoError(t, fill.Launch(ss[1], cuda.D1(1), cuda.D1(32), 0, p+64, uint32(2), uint64(16)))
-	require.Len(t, reports, 1, "another stream without UseOn")
+	require.Len(t, reports, 1, "another stream that nothing ordered")
 	r := reports[0]
 	assert.Equal(t, p+64, r.Addr)
 	assert.Contains(t, r.Taken, "handoff_test.go")
 	assert.Contains(t, r.Used, "handoff_test.go")
 	assert.NotEqual(t, r.Taken, r.Used)
-	assert.Contains(t, r.Error(), "without UseOn")
+	assert.Contains(t, r.Error(), "no Enqueue of the memory ordered")
 
-	require.NoError(t, b.UseOn(ss[1], cuda.Write))
+	require.NoError(t, cuda.Enqueue(ss[1], noRawWork, cuda.Writes(b)))
 	require.NoError(t, fill.Launch(ss[1], cuda.D1(1), cuda.D1(32), 0, p, uint32(2), uint64(1024)))
-	assert.Len(t, reports, 1, "announced with UseOn")
+	assert.Len(t, reports, 1, "ordered by Enqueue")
 	if cudatest.FakeLoaded() {
 		require.NoError(t, cudatest.Resume())
 	}
 
-	// ForeignPtr waits: nothing is outstanding, nothing to report.
+	// After Synchronize nothing is outstanding: nothing to report.
 	require.NoError(t, b.Memset32Async(ss[0], 3))
-	fp, err := b.ForeignPtr()
-	require.NoError(t, err)
+	require.NoError(t, b.Synchronize())
+	fp := b.Ptr()
 	c2, err := cuda.AllocFor[uint32](ss[1], 16)
 	require.NoError(t, err)
 	defer c2.Close()

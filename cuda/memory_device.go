@@ -192,11 +192,15 @@ func (b *DeviceBuffer) free() error {
 }
 
 // Ptr returns the device address of the memory, for the raw layer and other
-// libraries. It stays valid until Close; keep the buffer reachable while it is used.
-// Ptr waits for nothing and orders nothing: work queued with the address on a stream
-// is ordered with the buffer's other uses only if UseOn announces it; ForeignPtr
-// waits for them instead. The stream checker (EnableStreamCheck) reports addresses
-// from Ptr launched on another stream without UseOn.
+// libraries (DevicePtr gives it as a typed pointer). It stays valid until Close;
+// keep the buffer reachable while it is used. Ptr waits for nothing and orders
+// nothing. The one way to hand it to raw code is Enqueue, with the buffer among the
+// work's uses: the work then waits on the device for the buffer's conflicting uses
+// on other streams, later uses wait for it, and Close waits until it is queued. Code
+// that this package cannot order at all (a stream of its own, a host thread) calls
+// Synchronize first. The stream checker (EnableStreamCheck) reports an address from
+// Ptr launched on another stream, while earlier work on it is outstanding, that no
+// Enqueue ordered there.
 func (b *DeviceBuffer) Ptr() cudaraw.CUdeviceptr { return b.base().ptrChecked() }
 
 // Size returns the buffer's size in bytes.

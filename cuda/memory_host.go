@@ -155,11 +155,12 @@ func (b *ManagedBuffer) base() *memBase {
 }
 
 // Ptr returns the memory's address, valid on the host and (unified addressing) on
-// the device. As DeviceBuffer.Ptr, it orders nothing (see UseOn and ForeignPtr).
+// the device. As DeviceBuffer.Ptr, it orders nothing: raw work with it goes through
+// Enqueue.
 func (b *HostBuffer) Ptr() cudaraw.CUdeviceptr { return b.base().ptrChecked() }
 
 // Ptr returns the memory's address, the same on the host and the device. As
-// DeviceBuffer.Ptr, it orders nothing (see UseOn and ForeignPtr).
+// DeviceBuffer.Ptr, it orders nothing: raw work with it goes through Enqueue.
 func (b *ManagedBuffer) Ptr() cudaraw.CUdeviceptr { return b.base().ptrChecked() }
 
 // Size returns the buffer's size in bytes.

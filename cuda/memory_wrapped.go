@@ -185,7 +185,7 @@ func (b *WrappedBuffer) base() *memBase {
 }
 
 // Ptr returns the device address of the registered memory. As DeviceBuffer.Ptr, it
-// orders nothing (see UseOn and ForeignPtr).
+// orders nothing: raw work with it goes through Enqueue.
 func (b *WrappedBuffer) Ptr() cudaraw.CUdeviceptr { return b.base().ptrChecked() }
 
 // Size returns the registered size in bytes.

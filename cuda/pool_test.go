@@ -100,7 +100,7 @@ func TestStreamPoolLease(t *testing.T) {
 		"query":       func() error { _, err := s.Query(); return err },
 		"copy":        func() error { return cuda.CopyToDeviceAsync(s, b, []uint32{1}) },
 		"record":      func() error { e, _ := ctx.NewEvent(false); defer e.Close(); return e.Record(s) },
-		"use on":      func() error { return b.UseOn(s, cuda.Read) },
+		"enqueue":     func() error { return cuda.Enqueue(s, noRawWork, cuda.Reads(b)) },
 		"wait":        func() error { e, _ := ctx.NewEvent(false); defer e.Close(); return s.WaitEvent(e) },
 		"synchronize": s.Synchronize,
 	} {

@@ -226,9 +226,8 @@ func TestRaceCloseBuffer(t *testing.T) {
 		{"Launch/hand-off", func(x bufs) error { return e.launch(e.s2, x.b, x.other) }},
 		{"Launch/In", func(x bufs) error { return e.launch(e.s2, cuda.In(x.b), x.other) }},
 		{"CopyAsync/hand-off", func(x bufs) error { return cuda.CopyAsync(e.s2, x.other, x.b) }},
-		{"UseOn", func(x bufs) error { return x.b.UseOn(e.s2, cuda.Write) }},
+		{"Enqueue/hand-off", func(x bufs) error { return cuda.Enqueue(e.s2, noRawWork, cuda.Writes(x.b)) }},
 		{"Synchronize", func(x bufs) error { return x.b.Synchronize() }},
-		{"ForeignPtr", func(x bufs) error { _, err := x.b.ForeignPtr(); return err }},
 	} {
 		runRaces(t, n, raceKind[bufs]{name: k.name, setup: setup, op: k.op, close: closeB, done: done})
 	}
@@ -413,7 +412,7 @@ func TestRaceClosePooledStream(t *testing.T) {
 		{"Alloc", func(x lease) error { return e.allocClose(x.s) }},
 		{"CopyToDeviceAsync", func(x lease) error { return cuda.CopyToDeviceAsync(x.s, x.b, e.host) }},
 		{"Memset8Async", func(x lease) error { return x.b.Memset8Async(x.s, 0) }},
-		{"UseOn", func(x lease) error { return x.b.UseOn(x.s, cuda.Read) }},
+		{"Enqueue", func(x lease) error { return cuda.Enqueue(x.s, noRawWork, cuda.Reads(x.b)) }},
 		{"Event.Record", func(x lease) error { return x.ev.Record(x.s) }},
 		{"WaitEvent", func(x lease) error { return x.s.WaitEvent(x.ev) }},
 		{"Synchronize", func(x lease) error { return x.s.Synchronize() }},

@@ -15,12 +15,12 @@ import (
 //
 // The package orders every use of memory it queues (hand-off), but an address taken
 // with Ptr escapes it: work queued with that address on another stream is ordered
-// with nothing unless UseOn announces it. With the checker on (environment variable
-// GOCUDA_STREAMCHECK=1 at start, or EnableStreamCheck), Ptr remembers, with its call
-// site, the addresses it returns while GPU work on the memory is outstanding; a
-// launch that passes such an address (as a CUdeviceptr argument) on a stream that
-// neither had that work nor was announced with UseOn is reported, with both call
-// sites, to the handler (SetStreamCheckHandler; by default an error log). The
+// with nothing unless it goes through Enqueue with the memory among its uses. With
+// the checker on (environment variable GOCUDA_STREAMCHECK=1 at start, or
+// EnableStreamCheck), Ptr remembers, with its call site, the addresses it returns
+// while GPU work on the memory is outstanding; a launch that passes such an address
+// (as a CUdeviceptr argument) on a stream that neither had that work nor was ordered
+// by an Enqueue of the memory is reported, with both call sites, to the handler (SetStreamCheckHandler; by default an error log). The
 // checker costs a lookup per CUdeviceptr launch argument and a query per Ptr call;
 // it is off by default.
 
@@ -28,13 +28,13 @@ import (
 type StreamRace struct {
 	Addr  cudaraw.CUdeviceptr // the address passed to the launch
 	Taken string              // where Ptr returned it (file:line), with GPU work outstanding
-	Used  string              // where it was launched on another stream without UseOn
+	Used  string              // where it was launched on another stream that nothing ordered
 }
 
 // Error describes the race.
 func (r StreamRace) Error() string {
 	return fmt.Sprintf("cuda: stream check: address %#x, taken by Ptr at %s while GPU work on it was outstanding, "+
-		"was used on another stream at %s without UseOn (the work is not ordered)", uint64(r.Addr), r.Taken, r.Used)
+		"was used on another stream at %s that no Enqueue of the memory ordered (the work is not ordered)", uint64(r.Addr), r.Taken, r.Used)
 }
 
 var streamCheck struct {
@@ -113,8 +113,8 @@ func streamIdle(s *stream) bool {
 	return done
 }
 
-// checkUsed records that m's work on t was announced (UseOn) or queued by the
-// package: a launch of a taken address on t is ordered.
+// checkUsed records that m's work on t was queued by the package or ordered by
+// Enqueue: a launch of a taken address on t is ordered.
 func checkUsed(m *memBase, t *stream) {
 	if !streamCheck.on.Load() {
 		return
