@@ -39,11 +39,12 @@ func memOf(m Memory) *memBase {
 	return m.base()
 }
 
-// Enqueue queues work that this package does not see on s — the one way to hand
-// memory's address (Ptr, DevicePtr) to the raw layer, another library or cgo: it holds s and the
-// memory in uses (a concurrent Close waits; a Close before makes Enqueue fail with
-// ErrClosed), makes s wait on the GPU for the memory's conflicting uses on other
-// streams, calls f with s's context and handle, and records f's uses of the memory.
+// Enqueue queues work that this package does not see on s, and is the one way to
+// hand memory's address (Ptr, DevicePtr) to the raw layer, another library or cgo:
+// it holds s and the memory in uses (a concurrent Close waits; a Close before makes
+// Enqueue fail with ErrClosed), makes s wait on the GPU for the memory's conflicting
+// uses on other streams, calls f with s's context and handle, and records f's uses
+// of the memory.
 // f must only queue work on h (it runs with locks held that Close waits for); it
 // runs on whatever thread the goroutine is on, with no context made current: call
 // functions that take the context (the other packages' wrappers do), or wrap raw
