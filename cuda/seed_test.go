@@ -120,6 +120,10 @@ func TestSeedCollectWhileGPUBusy(t *testing.T) {
 		runtime.GC()
 		gcWorst = max(gcWorst, time.Since(t0))
 	}
+	// A collection that waited for the GPU would return after the spin: an order,
+	// not a time bound (the times are logged below).
+	afterGC, err := busy.Query()
+	require.NoError(t, err)
 	// The non-blocking lane runs within about 100 ms: give it 400 ms, still inside
 	// the spin, while the launcher keeps launching.
 	time.Sleep(400 * time.Millisecond)
@@ -132,9 +136,9 @@ func TestSeedCollectWhileGPUBusy(t *testing.T) {
 	t.Logf("runtime.GC worst %v; %d launches meanwhile, worst %v; released non-blocking %d, pending blocking %d",
 		gcWorst, launches.Load(), time.Duration(worst.Load()),
 		mid.ReleasedNonBlocking-st0.ReleasedNonBlocking, mid.PendingBlocking)
-	assert.False(t, busyDone, "the spin kernel must still be running at the end of the window")
-	assert.Less(t, gcWorst, 5*time.Millisecond, "the collecting goroutine was delayed")
-	assert.Less(t, time.Duration(worst.Load()), 5*time.Millisecond, "a launch from another goroutine was delayed")
+	assert.False(t, afterGC, "the collecting goroutine waited for the GPU")
+	assert.False(t, busyDone, "the spin kernel must still be running at the end of the window: "+
+		"a launch from another goroutine that waited for the GPU would return after it")
 	assert.Positive(t, launches.Load())
 	// Streams, events and device buffers (and pinned and unified blocks) came back
 	// during the spin; modules and wrapped memory wait for Reclaim.
