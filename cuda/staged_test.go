@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -565,15 +564,13 @@ func TestSmallCopyLetsGoWhileWaiting(t *testing.T) {
 	default:
 	}
 	closed := make(chan error, 1)
-	start := time.Now()
 	go func() { closed <- s.Close() }()
+	// The executor stays paused until resume: a Close that waited for the copy's GPU
+	// work would not return before the guard below.
 	select {
 	case err := <-closed:
 		require.NoError(t, err)
-		if os.Getenv("GOCUDA_SANITIZER") == "" { // compute-sanitizer slows every call
-			assert.Less(t, time.Since(start), 100*time.Millisecond, "Close waited for the copy")
-		}
-	case <-time.After(time.Second):
+	case <-time.After(10 * time.Second):
 		resume()
 		t.Fatal("Close waits for the copy's GPU work")
 	}
