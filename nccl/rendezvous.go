@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -100,15 +101,17 @@ func writeFrame(w io.Writer, kind byte, payload []byte) error {
 	b[6] = kind
 	binary.BigEndian.PutUint32(b[8:], uint32(len(payload)))
 	copy(b[headerLen:], payload)
-	_, err := w.Write(b)
-	return err
+	if _, err := w.Write(b); err != nil {
+		return peerGone("writing a frame", err)
+	}
+	return nil
 }
 
 // readFrame reads one frame, checking its header before it reads the payload.
 func readFrame(r io.Reader) (kind byte, payload []byte, err error) {
 	var h [headerLen]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {
-		return 0, nil, shortRead("frame header", err)
+		return 0, nil, peerGone("reading the frame header", err)
 	}
 	if string(h[:4]) != frameMagic {
 		return 0, nil, fmt.Errorf("%w: bad magic %q", ErrProtocol, h[:4])
@@ -123,18 +126,20 @@ func readFrame(r io.Reader) (kind byte, payload []byte, err error) {
 	}
 	payload = make([]byte, n)
 	if _, err := io.ReadFull(r, payload); err != nil {
-		return 0, nil, shortRead("frame payload", err)
+		return 0, nil, peerGone("reading the frame payload", err)
 	}
 	return kind, payload, nil
 }
 
-// shortRead wraps a read error: an end of stream is a protocol error (the peer left
-// mid-exchange), anything else is returned as is, wrapped.
-func shortRead(what string, err error) error {
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return fmt.Errorf("%w: connection closed reading the %s: %w", ErrProtocol, what, err)
+// peerGone wraps a connection's read or write error: a deadline that passed is left
+// as it is, for the caller to report as a *TimeoutError; anything else (an end of
+// stream, a reset, a broken pipe) means the peer left mid-exchange, a protocol
+// error.
+func peerGone(what string, err error) error {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return err
 	}
-	return fmt.Errorf("nccl: rendezvous: reading the %s: %w", what, err)
+	return fmt.Errorf("%w: connection lost %s: %w", ErrProtocol, what, err)
 }
 
 func helloPayload(rank, nranks int) []byte {
@@ -246,6 +251,11 @@ func withDeadline(ctx context.Context, rw io.ReadWriter, f func() error) (err er
 		_ = d.SetDeadline(dl)
 		stop := context.AfterFunc(ctx, func() { _ = d.SetDeadline(time.Unix(1, 0)) })
 		err = f()
+		if err != nil && !dl.IsZero() && errors.Is(err, os.ErrDeadlineExceeded) {
+			// The connection's deadline is ctx's: ctx's own timer fires at most a
+			// moment later. Waiting for it makes the caller see ctx ended.
+			<-ctx.Done()
+		}
 		if !stop() || ctx.Err() != nil {
 			return err, err != nil
 		}

@@ -299,6 +299,76 @@ func TestTCPRendezvousBadRank0(t *testing.T) {
 	})
 }
 
+// A rank 0 that resets the connection (mid-hello or after it) or accepts and never
+// answers: every rank gets a typed error, never a bare network error — ErrProtocol
+// for a connection lost, a *TimeoutError matching context.DeadlineExceeded for the
+// silence, even though the connection's deadline and the context's timer fall due
+// together.
+func TestTCPRendezvousRank0ResetsOrIsSilent(t *testing.T) {
+	serve := func(t *testing.T, handle func(*net.TCPConn)) string {
+		ln := listen(t)
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				go handle(c.(*net.TCPConn))
+			}
+		}()
+		return ln.Addr().String()
+	}
+	reset := func(c *net.TCPConn) { _ = c.SetLinger(0); _ = c.Close() }
+	for _, c := range []struct {
+		name   string
+		handle func(*net.TCPConn)
+	}{
+		{"reset at once", reset},
+		{"reset after the hello", func(c *net.TCPConn) { _, _ = io.ReadFull(c, make([]byte, 20)); reset(c) }},
+		{"reset mid-frame", func(c *net.TCPConn) {
+			_, _ = io.ReadFull(c, make([]byte, 20))
+			_, _ = c.Write([]byte("GCNC\x00\x01"))
+			reset(c)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			addr := serve(t, c.handle)
+			for range 20 {
+				_, err := (&nccl.TCPRendezvous{Addr: addr}).ExchangeID(t.Context(), 1, 2, nil)
+				require.ErrorIs(t, err, nccl.ErrProtocol, "%v", err)
+			}
+		})
+	}
+	t.Run("silent", func(t *testing.T) {
+		var held sync.Mutex
+		var conns []net.Conn
+		t.Cleanup(func() {
+			held.Lock()
+			defer held.Unlock()
+			for _, c := range conns {
+				c.Close()
+			}
+		})
+		addr := serve(t, func(c *net.TCPConn) { held.Lock(); conns = append(conns, c); held.Unlock() })
+		const n = 40
+		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+		defer cancel()
+		ranks := make([]int, n-1)
+		for i := range ranks {
+			ranks[i] = i + 1
+		}
+		res := runRanks(ctx, n, ranks, func(int) nccl.Rendezvous { return &nccl.TCPRendezvous{Addr: addr} }, nil)
+		require.Len(t, res, n-1)
+		for r, got := range res {
+			var te *nccl.TimeoutError
+			require.ErrorAs(t, got.err, &te, "rank %d: %v", r, got.err)
+			assert.ErrorIs(t, got.err, context.DeadlineExceeded, "rank %d", r)
+			assert.Equal(t, []int{0}, te.Missing, "rank %d", r)
+		}
+	})
+}
+
 // TestTCPRendezvousContradiction: a rank that says the communicator has another
 // number of ranks, or a rank that joins twice, fails the rendezvous with ErrRejected
 // on rank 0 and on the rank rank 0 turned away, without waiting for the timeout.
