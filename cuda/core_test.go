@@ -185,8 +185,11 @@ func TestContextsAcrossGoroutines(t *testing.T) {
 	require.NoError(t, err)
 	require.ErrorIs(t, s.WaitEvent(e), cuda.ErrWrongContext)
 	require.ErrorIs(t, e.Record(s), cuda.ErrWrongContext)
+	require.NotZero(t, e.Handle())
 	require.NoError(t, e.Close())
+	assert.Zero(t, e.Handle(), "no live handle after Close")
 	require.NoError(t, s.Close())
+	assert.Zero(t, s.Handle(), "no live handle after Close")
 
 	require.NoError(t, other.Close())
 	require.ErrorIs(t, other.Close(), cuda.ErrClosed)

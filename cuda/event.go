@@ -132,10 +132,11 @@ func (e *event) leave() {
 	e.cs.exit()
 }
 
-// Handle returns the raw event. Keep the Event reachable (and open) while the handle
-// is in use.
+// Handle returns the raw event, or 0 for a nil, zero or closed Event (as
+// os.File.Fd, no live handle after Close). Keep the Event open while the handle is
+// in use.
 func (e *Event) Handle() cudaraw.CUevent {
-	if e == nil || e.event == nil {
+	if e == nil || e.event == nil || e.hold.closed() {
 		return 0
 	}
 	return e.h

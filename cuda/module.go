@@ -180,10 +180,15 @@ func (m *Module) runlock() {
 
 var errModuleClosed = fmt.Errorf("cuda: module: %w", ErrClosed)
 
-// Handle returns the raw module. Keep the Module reachable (and open) while the handle
-// is in use.
+// Handle returns the raw module, or 0 for a nil or closed Module (as os.File.Fd, no
+// live handle after Close). Keep the Module open while the handle is in use.
 func (m *Module) Handle() cudaraw.CUmodule {
 	if m == nil {
+		return 0
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.closed {
 		return 0
 	}
 	return m.h
@@ -328,10 +333,11 @@ func (f *Function) Name() string {
 	return f.name
 }
 
-// Handle returns the raw function. Keep the Function reachable (and its module open)
-// while the handle is in use.
+// Handle returns the raw function, or 0 for a nil Function or one whose module is
+// closed. Keep the Function reachable and its module open while the handle is in
+// use.
 func (f *Function) Handle() cudaraw.CUfunction {
-	if f == nil {
+	if f == nil || f.mod.Handle() == 0 {
 		return 0
 	}
 	return f.h

@@ -94,6 +94,7 @@ func TestStreamPoolLease(t *testing.T) {
 	require.NoError(t, err)
 	defer s2.Close()
 	assert.Equal(t, h, s2.Handle(), "the idle stream is reused")
+	assert.Zero(t, s.Handle(), "the released Stream hands out no handle: it is s2's now")
 	for name, op := range map[string]func() error{
 		"memset":      func() error { return b.Memset32Async(s, 1) },
 		"alloc":       func() error { _, err := ctx.Alloc(s, 64); return err },

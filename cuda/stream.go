@@ -177,11 +177,19 @@ func (c *Context) StreamPriorityRange() (least, greatest int, err error) {
 }
 
 // Handle returns the raw stream, for the raw layer and the other libraries
-// (cublasraw.SetStream). Keep the Stream reachable while the handle is in use. On a
+// (cublasraw.SetStream); raw work with the package's memory goes through Enqueue,
+// which hands f the same handle. Keep the Stream open while the handle is in use: as
+// os.File.Fd, Handle returns no live handle after Close — 0, for a nil, zero or
+// closed stream and for a pooled stream given back (whose handle may be lent to
+// another holder by then); the raw layer reads 0 as the legacy default stream. On a
 // pooled stream (AcquireStream, WithStream) it marks the stream as having work the
 // package does not see: the pool lends it again only once that work is done.
 func (s *Stream) Handle() cudaraw.CUstream {
 	if s == nil || s.stream == nil {
+		return 0
+	}
+	t := s.stream
+	if t.closed.Load() || s.lease != 0 && t.gen.Load() != s.lease {
 		return 0
 	}
 	if s.lease != 0 {

@@ -486,12 +486,13 @@ func (c *Comm) Context() *cuda.Context {
 }
 
 // Handle returns the raw communicator, for the raw layer's functions that have no
-// method here (ncclCommSplit, ncclCommRegister, …), or 0 for a nil Comm. The Comm
-// still owns it: do not destroy it, keep the Comm reachable (runtime.KeepAlive) until
+// method here (ncclCommSplit, ncclCommRegister, …), or 0 for a nil Comm or one
+// closed or being closed (as os.File.Fd, no live handle after Close). The Comm still
+// owns it: do not destroy it, keep the Comm reachable (runtime.KeepAlive) until
 // the last raw call has returned, as with os.File.Fd, and do not call NCCL on it
 // while a method runs on another goroutine (communicators are not thread-safe).
 func (c *Comm) Handle() ncclraw.NcclComm {
-	if c == nil || c.comm == nil {
+	if c == nil || c.comm == nil || c.closedErr() != nil {
 		return 0
 	}
 	return c.h

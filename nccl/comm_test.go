@@ -69,6 +69,7 @@ func TestNewCommsFake(t *testing.T) {
 	assert.Equal(t, 1, f.GroupEnds, "made in a group")
 	assert.NoError(t, c.Err())
 	require.NoError(t, c.Close())
+	assert.Zero(t, c.Handle(), "no live handle after Close")
 	_, aborted, destroyed := f.Snapshot()
 	assert.Equal(t, []ncclraw.NcclComm{in.Comm}, destroyed)
 	assert.Empty(t, aborted)
