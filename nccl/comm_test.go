@@ -320,6 +320,7 @@ func TestCollectiveArguments(t *testing.T) {
 // asynchronous error found while polling aborts the communicator.
 func TestCollectiveFailure(t *testing.T) {
 	f, c, s := fakeComm(t)
+	live := c.Handle() // Handle is 0 once c is closed
 	a, err := cuda.AllocFor[int32](s, 4)
 	require.NoError(t, err)
 	defer a.Close()
@@ -343,7 +344,7 @@ func TestCollectiveFailure(t *testing.T) {
 	assert.ErrorIs(t, err, nccl.ErrAborted)
 	assert.Equal(t, 0, ae.Rank)
 	_, aborted, _ := f.Snapshot()
-	assert.Equal(t, []ncclraw.NcclComm{c.Handle()}, aborted)
+	assert.Equal(t, []ncclraw.NcclComm{live}, aborted)
 	err = nccl.AllReduce[int32](c, s, a, a, nccl.Sum)
 	assert.ErrorIs(t, err, nccl.ErrAborted)
 	assert.ErrorIs(t, err, cuda.ErrClosed)
@@ -385,18 +386,20 @@ func TestCloseAbort(t *testing.T) {
 // and aborts the communicator instead.
 func TestCloseFinalizes(t *testing.T) {
 	f, c, _ := fakeComm(t)
+	live := c.Handle() // Handle is 0 once c is closed
 	f.Lock()
 	f.FinalizePolls = 4
 	f.Unlock()
 	require.NoError(t, c.Close())
 	_, aborted, destroyed := f.Snapshot()
-	assert.Equal(t, []ncclraw.NcclComm{c.Handle()}, destroyed)
+	assert.Equal(t, []ncclraw.NcclComm{live}, destroyed)
 	assert.Empty(t, aborted)
 	assert.Equal(t, 1, f.Finalized)
 
 	comms, err := nccl.NewComms(t.Context(), 0)
 	require.NoError(t, err)
 	c = comms[0]
+	live = c.Handle()
 	f.Lock()
 	f.Forever = true // the pending work never finishes: a lost peer
 	f.Unlock()
@@ -416,7 +419,7 @@ func TestCloseFinalizes(t *testing.T) {
 		t.Fatal("Close still waits after Abort")
 	}
 	_, aborted, destroyed = f.Snapshot()
-	assert.Equal(t, []ncclraw.NcclComm{c.Handle()}, aborted)
+	assert.Equal(t, []ncclraw.NcclComm{live}, aborted)
 	assert.Len(t, destroyed, 1)
 	assert.ErrorIs(t, c.Close(), cuda.ErrClosed)
 }
@@ -427,6 +430,7 @@ func TestCloseFinalizes(t *testing.T) {
 // ncclCommAbort frees it (the fake reports a use after the release).
 func TestAbortEndsPolls(t *testing.T) {
 	f, c, s := fakeComm(t)
+	live := c.Handle() // Handle is 0 once c is closed
 	a, err := cuda.AllocFor[float32](s, 4)
 	require.NoError(t, err)
 	defer a.Close()
@@ -447,7 +451,7 @@ func TestAbortEndsPolls(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the collective still waits after Abort")
 	}
-	assert.False(t, f.Live(c.Handle()))
+	assert.False(t, f.Live(live))
 }
 
 // TestWaitFake: Wait returns once the stream's work is done and the communicator is
@@ -455,6 +459,7 @@ func TestAbortEndsPolls(t *testing.T) {
 // communicator.
 func TestWaitFake(t *testing.T) {
 	f, c, s := fakeComm(t)
+	live := c.Handle() // Handle is 0 once c is closed
 	a, err := cuda.AllocFor[float32](s, 4)
 	require.NoError(t, err)
 	defer a.Close()
@@ -470,7 +475,7 @@ func TestWaitFake(t *testing.T) {
 	require.ErrorAs(t, err, &ae)
 	assert.ErrorIs(t, err, ncclraw.ErrRemoteError)
 	assert.ErrorIs(t, err, nccl.ErrAborted)
-	assert.False(t, f.Live(c.Handle()))
+	assert.False(t, f.Live(live))
 	assert.ErrorIs(t, c.Wait(t.Context(), s), nccl.ErrAborted)
 }
 
