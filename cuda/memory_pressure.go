@@ -31,14 +31,21 @@ func (ms *memState) pressure(n int) {
 		return
 	}
 	limit := int64(f * float64(ms.total))
-	if ms.sinceGC.Add(int64(n)) < limit || !pressure.running.CompareAndSwap(false, true) {
+	if ms.sinceGC.Add(int64(n)) < limit || pressure.running.Load() {
 		return
 	}
 	ms.sinceGC.Store(0)
-	go func() {
-		defer pressure.running.Store(false)
-		pressure.collections.Add(1)
-		runtime.GC()
-		resource.Drain()
-	}()
+	go collect()
+}
+
+// collect runs a collection — runtime.GC, then resource.Drain, which runs the
+// releases of what it found unreachable — unless one is running already.
+func collect() {
+	if !pressure.running.CompareAndSwap(false, true) {
+		return
+	}
+	defer pressure.running.Store(false)
+	pressure.collections.Add(1)
+	runtime.GC()
+	resource.Drain()
 }

@@ -77,6 +77,27 @@ func TestStreamPoolDistinctAndBounded(t *testing.T) {
 	assert.Equal(t, created, again)
 }
 
+// Streams dropped without Close come back to an acquirer waiting at the limit, with
+// nothing else in the program starting a collection: the wait runs the collector.
+func TestStreamPoolDroppedStreamsReachWaiter(t *testing.T) {
+	ctx := poolContext(t)
+	require.NoError(t, ctx.SetStreamLimit(2))
+	defer ctx.SetStreamLimit(0)
+	func() {
+		for range 2 {
+			_, err := ctx.AcquireStream(context.Background())
+			require.NoError(t, err)
+		}
+	}()
+	wait, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a hang guard
+	defer cancel()
+	for range 2 {
+		s, err := ctx.AcquireStream(wait)
+		require.NoError(t, err, "the dropped streams went back to the pool")
+		defer s.Close()
+	}
+}
+
 // A released Stream is closed for good, even once its stream is lent again; the new
 // holder's generation is fresh.
 func TestStreamPoolLease(t *testing.T) {

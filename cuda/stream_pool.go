@@ -6,6 +6,7 @@ import (
 	"math"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/internal/errs"
@@ -63,7 +64,9 @@ type streamPool struct {
 // is lent again.
 //
 // The pool lends at most the context's stream limit (SetStreamLimit) at a time; at
-// the limit, AcquireStream waits for a release or until ctx is done. A goroutine
+// the limit, AcquireStream waits for a release or until ctx is done, running the
+// garbage collector now and then meanwhile so that Streams dropped without Close
+// come back even when nothing else would start a collection. A goroutine
 // that holds a stream of a pool and waits for another of the same pool can wait
 // forever if every holder does the same: take one stream per task (WithStream
 // reuses the caller's). Long-lived streams come from NewStream.
@@ -235,9 +238,7 @@ func (p *streamPool) take(ctx context.Context) (*stream, error) {
 		ch := make(chan struct{})
 		p.waiters = append(p.waiters, ch)
 		p.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
+		if err := waitRelease(ctx, ch); err != nil {
 			p.mu.Lock()
 			for i, w := range p.waiters {
 				if w == ch {
@@ -251,7 +252,38 @@ func (p *streamPool) take(ctx context.Context) (*stream, error) {
 			default:
 			}
 			p.mu.Unlock()
-			return nil, fmt.Errorf("cuda: waiting for a pooled stream: %w", context.Cause(ctx))
+			return nil, fmt.Errorf("cuda: waiting for a pooled stream: %w", err)
+		}
+	}
+}
+
+// The first collection while an acquirer waits, and the longest interval between
+// two: long enough that waits for a Close cost no collection, short enough that
+// dropped streams come back without a noticeable stall.
+const (
+	firstWaitCollect = 10 * time.Millisecond
+	maxWaitCollect   = time.Second
+)
+
+// waitRelease waits for ch (a release woke this waiter) or until ctx is done. A
+// Stream dropped without Close goes back only once the collector finds it
+// unreachable, and nothing may start a collection while the program waits here: so
+// the wait runs one (collect) after firstWaitCollect, and again at doubling
+// intervals up to maxWaitCollect, as an allocation that ran out of memory reclaims.
+func waitRelease(ctx context.Context, ch chan struct{}) error {
+	delay := firstWaitCollect
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	for {
+		select {
+		case <-ch:
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-t.C:
+			collect()
+			delay = min(2*delay, maxWaitCollect)
+			t.Reset(delay)
 		}
 	}
 }
