@@ -308,6 +308,31 @@ func TestWrappedBuffer(t *testing.T) {
 	runtime.KeepAlive(data)
 }
 
+// Wrapping a slice again after a WrappedBuffer of it was dropped without Close: the
+// dropped one's registration awaits Reclaim, which Wrap runs when the driver reports
+// the pages registered, so the new wrap succeeds with no collection by the caller.
+func TestWrapAfterDroppedWrap(t *testing.T) {
+	ctx, _ := memSetup(t)
+	buf := make([]byte, 1<<16)
+	for i := range 20 {
+		func() {
+			_, err := cuda.Wrap(ctx, buf)
+			require.NoError(t, err, "round %d", i)
+		}()
+	}
+	w, err := cuda.Wrap(ctx, buf)
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+
+	// Overlapping pages that stay registered are an error that says so.
+	w, err = cuda.Wrap(ctx, buf)
+	require.NoError(t, err)
+	defer w.Close()
+	_, err = cuda.Wrap(ctx, buf[100:200])
+	require.ErrorIs(t, err, cudaraw.ErrHostMemoryAlreadyRegistered)
+	assert.Contains(t, err.Error(), "shares pages")
+}
+
 // A buffer whose stream was closed is freed on the context's disposal stream after
 // the stream's last work; a waiting copy of it sees that work.
 func TestMemFreeAfterStreamClose(t *testing.T) {

@@ -95,9 +95,20 @@ func wrapIn[T any](c *Context, s []T, skip int) (*WrappedBuffer, error) {
 		return cudaraw.MemHostRegisterIn(c.h, p, uint64(n), uint32(cudaraw.CU_MEMHOSTREGISTER_DEVICEMAP))
 	}
 	err = register()
-	if errors.Is(err, cudaraw.ErrOutOfMemory) {
+	switch {
+	case errors.Is(err, cudaraw.ErrOutOfMemory):
 		ms.reclaimForOOM()
 		err = register()
+	case errors.Is(err, cudaraw.ErrHostMemoryAlreadyRegistered):
+		// A WrappedBuffer of these pages dropped without Close keeps them
+		// registered until its release, which waits for Reclaim: find it and run
+		// it, then try again.
+		collect()
+		_, _ = resource.Reclaim()
+		if err = register(); errors.Is(err, cudaraw.ErrHostMemoryAlreadyRegistered) {
+			err = fmt.Errorf("%w (the slice shares pages with memory registered already: "+
+				"an open WrappedBuffer of an overlapping slice, or memory registered outside this package)", err)
+		}
 	}
 	if err != nil {
 		w.pin.Unpin()
