@@ -159,7 +159,7 @@ func NewContext(d Device, flags ContextFlags) (*Context, error) {
 	deadContexts.Delete(c) // the driver may reuse a destroyed context's handle
 	contexts.Store(c, cs)
 	ctx := &Context{ctxState: cs}
-	ctx.reg = resource.ResourceFinalizerErr((*Context).destroy, ctx, true,
+	ctx.reg = resource.ResourceFinalizer((*Context).destroy, ctx, true,
 		resource.Kind("cuCtxDestroy"), resource.WithContext(nil), resource.CallerSkip(1))
 	return ctx, nil
 }

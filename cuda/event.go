@@ -78,7 +78,7 @@ func newEvent(c *ctxState, timing bool) (*event, error) {
 	if err := cudaraw.EventCreateIn(c.h, &e.h, flags); err != nil {
 		return nil, fmt.Errorf("cuda: creating an event: %w", err)
 	}
-	e.reg = resource.ResourceFinalizerErr((*event).destroy, e, false,
+	e.reg = resource.ResourceFinalizer((*event).destroy, e, false,
 		resource.Kind("cuEventDestroy"), resource.WithContext(c.res()), resource.CallerSkip(2))
 	return e, nil
 }

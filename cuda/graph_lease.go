@@ -63,7 +63,7 @@ func (ls *leaseState) end() error {
 	case release == nil:
 		return nil
 	case blocking:
-		resource.ResourceFinalizerErr(func(p *postponed) error { return p.release() }, &postponed{release}, true,
+		resource.ResourceFinalizer(func(p *postponed) error { return p.release() }, &postponed{release}, true,
 			resource.Kind("postponed release"))
 		return nil
 	}
@@ -183,7 +183,7 @@ func (ls *leaseSet) merge(o *leaseSet) {
 // register makes a registered set of what ls leases, taking its leases over.
 func (ls *leaseSet) register() *leaseSet {
 	out := &leaseSet{items: ls.items, index: ls.index, mods: ls.mods, events: ls.events, fns: ls.fns}
-	out.reg = resource.ResourceFinalizerErr((*leaseSet).end, out, false, resource.Kind("graph lease"))
+	out.reg = resource.ResourceFinalizer((*leaseSet).end, out, false, resource.Kind("graph lease"))
 	return out
 }
 

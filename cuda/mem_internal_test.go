@@ -187,7 +187,7 @@ func TestMemCloseCPU(t *testing.T) {
 	// Double Close, through a registration whose release touches no driver.
 	_, _, b := fakeMem(16)
 	released := 0
-	b.m.reg = resource.ResourceFinalizerErr(func(b *DeviceBuffer) error {
+	b.m.reg = resource.ResourceFinalizer(func(b *DeviceBuffer) error {
 		released++
 		b.m.hold.close()
 		return nil

@@ -100,7 +100,7 @@ type memBase struct {
 
 	// reg is the buffer's release registration: regv, registered in place by
 	// the kinds that allocate often (no allocation of its own, see
-	// resource.ResourceFinalizerAt), or one of its own when reg is set.
+	// resource.At), or one of its own when reg is set.
 	reg  *resource.Registration
 	regv resource.Registration
 

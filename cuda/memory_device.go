@@ -131,13 +131,14 @@ func allocDevice(c *Context, ms *memState, s *Stream, bytes, elem int, etype ref
 		return nil, allocError(bytes, err)
 	}
 	b.m.allocated(s.stream, gen)
-	resource.ResourceFinalizerAt(&b.m.regv, (*DeviceBuffer).free, b, finalizeDevice, false, ms.regOpts(KindDevice, skip)...)
+	opts := ms.regOpts(KindDevice, skip, resource.At(&b.m.regv, finalizeDevice))
+	resource.ResourceFinalizer((*DeviceBuffer).free, b, false, opts[:]...)
 	ms.track(&b.m, nil, skip)
 	return b, nil
 }
 
 // finalizeDevice is a DeviceBuffer's finalizer: it queues the release.
-func finalizeDevice(b *DeviceBuffer) { resource.Finalized(&b.m.regv, b) }
+func finalizeDevice(b *DeviceBuffer) { b.m.regv.Finalized() }
 
 // errStreamClosed is allocOn's error for a closed stream (internal: allocDevice
 // replaces it).

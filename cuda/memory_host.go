@@ -59,7 +59,8 @@ func (c *Context) AllocHost(bytes int) (*HostBuffer, error) {
 	if err != nil {
 		return nil, err
 	}
-	resource.ResourceFinalizerAt(&b.m.regv, (*HostBuffer).free, b, finalizeHost, false, ms.regOpts(KindPinned, 1)...)
+	opts := ms.regOpts(KindPinned, 1, resource.At(&b.m.regv, finalizeHost))
+	resource.ResourceFinalizer((*HostBuffer).free, b, false, opts[:]...)
 	ms.track(&b.m, b.blk, 1)
 	return b, nil
 }
@@ -72,15 +73,16 @@ func (c *Context) AllocManaged(bytes int) (*ManagedBuffer, error) {
 	if err != nil {
 		return nil, err
 	}
-	resource.ResourceFinalizerAt(&b.m.regv, (*ManagedBuffer).free, b, finalizeManaged, false, ms.regOpts(KindUnified, 1)...)
+	opts := ms.regOpts(KindUnified, 1, resource.At(&b.m.regv, finalizeManaged))
+	resource.ResourceFinalizer((*ManagedBuffer).free, b, false, opts[:]...)
 	ms.track(&b.m, b.blk, 1)
 	return b, nil
 }
 
 // finalizeHost and finalizeManaged are the buffers' finalizers: they queue the
 // release.
-func finalizeHost(b *HostBuffer)       { resource.Finalized(&b.m.regv, b) }
-func finalizeManaged(b *ManagedBuffer) { resource.Finalized(&b.m.regv, b) }
+func finalizeHost(b *HostBuffer)       { b.m.regv.Finalized() }
+func finalizeManaged(b *ManagedBuffer) { b.m.regv.Finalized() }
 
 // allocVisible fills h with a block of bytes of the kind (pinned or unified) from
 // the cache or the pool; the caller registers the release.

@@ -159,7 +159,7 @@ func (k *hostKind) alloc(size int) (*hostBlock, error) {
 	}
 	addHostRange(uintptr(p), size)
 	raw := &rawBlock{cs: c, ptr: p, kind: k.kind}
-	raw.reg = resource.ResourceFinalizerErr((*rawBlock).free, raw, true, resource.Kind(kind), resource.WithContext(c.res()))
+	raw.reg = resource.ResourceFinalizer((*rawBlock).free, raw, true, resource.Kind(kind), resource.WithContext(c.res()))
 	return &hostBlock{ptr: p, size: size, raw: raw, f: fence{done: true}}, nil
 }
 

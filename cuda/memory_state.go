@@ -70,10 +70,6 @@ type memState struct {
 	// the context if its destruction did not free it.
 	ownedMu sync.Mutex
 	owned   map[uintptr]ownedMem
-
-	// opts are the release registration options of the buffers allocated here,
-	// per kind and CallerSkip, made once so that an allocation builds none.
-	opts [numKinds][4][]resource.Option
 }
 
 // releaseKinds labels the releases of the kinds in resource's reports (wrapped
@@ -85,12 +81,11 @@ var releaseKinds = [numKinds]string{
 }
 
 // regOpts returns the registration options of a buffer of kind k whose allocating
-// exported function is skip frames above the registering one.
-func (ms *memState) regOpts(k MemoryKind, skip int) []resource.Option {
-	if skip >= 0 && skip < len(ms.opts[k]) {
-		return ms.opts[k][skip]
-	}
-	return []resource.Option{resource.Kind(releaseKinds[k]), resource.WithContext(ms.cs.res()), resource.CallerSkip(skip)}
+// exported function is skip frames above the registering one, registered in place
+// by at. An array, so that the caller's slice of it stays on its stack.
+func (ms *memState) regOpts(k MemoryKind, skip int, at resource.Option) [4]resource.Option {
+	return [4]resource.Option{resource.Kind(releaseKinds[k]), resource.WithContext(ms.cs.res()),
+		resource.CallerSkip(skip), at}
 }
 
 // memContexts holds the contexts that have a memory state, for MemoryStatus; a
@@ -117,12 +112,6 @@ func (c *ctxState) initMemory() (*memState, error) {
 		return ms, nil
 	}
 	ms := &memState{cs: c}
-	for k := KindDevice; k <= KindUnified; k++ {
-		for skip := range ms.opts[k] {
-			ms.opts[k][skip] = []resource.Option{resource.Kind(releaseKinds[k]),
-				resource.WithContext(c.res()), resource.CallerSkip(skip)}
-		}
-	}
 	ms.pinned = hostKind{ms: ms, kind: KindPinned}
 	ms.unified = hostKind{ms: ms, kind: KindUnified}
 	total, err := c.dev.TotalMemory()

@@ -127,7 +127,7 @@ func wrapIn[T any](c *Context, s []T, skip int) (*WrappedBuffer, error) {
 	// No context for the registration: the release must run even after the context
 	// is destroyed, to unpin the Go memory (a Pinner collected while pinning panics);
 	// it makes the context current itself and skips the driver if the context is gone.
-	w.m.reg = resource.ResourceFinalizerErr((*wrapped).unregister, w, true,
+	w.m.reg = resource.ResourceFinalizer((*wrapped).unregister, w, true,
 		resource.Kind("cuMemHostUnregister"), resource.WithContext(nil), resource.CallerSkip(skip))
 	ms.track(&w.m, nil, skip)
 	c.wrapLive.Add(int64(n))

@@ -110,7 +110,7 @@ func (c *Context) LoadModule(image []byte) (*Module, error) {
 		return nil, fmt.Errorf("cuda: loading a module: %w", err)
 	}
 	m := &Module{ctx: c, h: h}
-	m.reg = resource.ResourceFinalizerErr((*Module).unload, m, true,
+	m.reg = resource.ResourceFinalizer((*Module).unload, m, true,
 		resource.Kind("cuModuleUnload"), resource.WithContext(c.ctxState.res()), resource.CallerSkip(1))
 	return m, nil
 }

@@ -153,7 +153,7 @@ func newStream(c *ctxState, nonBlocking bool, priority int, register bool) (*str
 		return nil, fmt.Errorf("cuda: creating a stream: %w", err)
 	}
 	if register {
-		s.reg = resource.ResourceFinalizerErr((*stream).destroy, s, false,
+		s.reg = resource.ResourceFinalizer((*stream).destroy, s, false,
 			resource.Kind("cuStreamDestroy"), resource.WithContext(c.res()), resource.CallerSkip(2))
 	}
 	return s, nil

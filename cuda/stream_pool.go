@@ -178,13 +178,13 @@ func (p *streamPool) token(c *Context) *leaseToken {
 	}
 	p.mu.Unlock()
 	t := &leaseToken{pool: p}
-	resource.ResourceFinalizerAt(&t.reg, (*leaseToken).dropped, t, finalizeToken, false,
-		resource.Kind("stream pool"), resource.WithContext(c.res()), resource.CallerSkip(3))
+	resource.ResourceFinalizer((*leaseToken).dropped, t, false, resource.Kind("stream pool"),
+		resource.WithContext(c.res()), resource.CallerSkip(3), resource.At(&t.reg, finalizeToken))
 	return t
 }
 
 // finalizeToken is a token's finalizer: it queues the release.
-func finalizeToken(t *leaseToken) { resource.Finalized(&t.reg, t) }
+func finalizeToken(t *leaseToken) { t.reg.Finalized() }
 
 // dropped is a token's release: the Stream holding it was dropped without Close.
 func (t *leaseToken) dropped() error {

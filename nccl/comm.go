@@ -257,7 +257,7 @@ func Join(ctx context.Context, rv Rendezvous, rank, nranks int, dev cuda.Device)
 // resource.Reclaim) runs with ctx current.
 func newComm(h ncclraw.NcclComm, rank, size int, dev cuda.Device, ctx *cuda.Context) *Comm {
 	in := &comm{h: h, rank: rank, size: size, dev: dev, ctx: ctx, order: commOrder.Add(1)}
-	in.reg = resource.ResourceFinalizerErr(func(c *comm) error { return c.destroy(finalizeLimit) }, in,
+	in.reg = resource.ResourceFinalizer(func(c *comm) error { return c.destroy(finalizeLimit) }, in,
 		true, // ncclCommDestroy may wait for the GPU (headers/nccl.toml): held for Reclaim
 		resource.Kind("ncclCommDestroy"))
 	return &Comm{in}

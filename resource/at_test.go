@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// atRes registers itself in place (ResourceFinalizerAt).
+// atRes registers itself in place (the At option).
 type atRes struct {
 	id  int
 	reg Registration
@@ -44,7 +44,7 @@ func (o *atRes) release() error {
 // destroyed before they could run.
 const ctxGoneID = -1000
 
-func finalizeAtRes(o *atRes) { Finalized(&o.reg, o) }
+func finalizeAtRes(o *atRes) { o.reg.Finalized() }
 
 func resetAtReleases(t *testing.T) {
 	atReleases.mu.Lock()
@@ -66,7 +66,10 @@ func atCount(id int) int {
 //go:noinline
 func newAtRes(q *queue, id int, blocking bool, opts ...Option) *atRes {
 	o := &atRes{id: id}
-	ResourceFinalizerAt(&o.reg, (*atRes).release, o, finalizeAtRes, blocking, append(opts, withQueue(q))...)
+	r := ResourceFinalizer((*atRes).release, o, blocking, append(opts, withQueue(q), At(&o.reg, finalizeAtRes))...)
+	if r != &o.reg {
+		panic("ResourceFinalizer with At returned another registration")
+	}
 	return o
 }
 
@@ -77,7 +80,7 @@ func dropAtRes(q *queue, base, n int, blocking bool, opts ...Option) {
 	}
 }
 
-func TestResourceFinalizerAtExplicit(t *testing.T) {
+func TestAtExplicit(t *testing.T) {
 	resetAtReleases(t)
 	q := newTestQueue(t, time.Hour)
 	o := newAtRes(q, 1, false)
@@ -106,7 +109,7 @@ func TestResourceFinalizerAtExplicit(t *testing.T) {
 	assert.Zero(t, q.fired.Load())
 }
 
-func TestResourceFinalizerAtFinalizerPath(t *testing.T) {
+func TestAtFinalizerPath(t *testing.T) {
 	resetAtReleases(t)
 	q := newTestQueue(t, time.Hour)
 	dropAtRes(q, 0, 10, false)
@@ -131,7 +134,7 @@ func TestResourceFinalizerAtFinalizerPath(t *testing.T) {
 	assert.Zero(t, s.Live())
 }
 
-func TestResourceFinalizerAtCancelAndChecks(t *testing.T) {
+func TestAtCancelAndChecks(t *testing.T) {
 	resetAtReleases(t)
 	q := newTestQueue(t, time.Hour)
 	o := newAtRes(q, 1, true)
@@ -145,34 +148,102 @@ func TestResourceFinalizerAtCancelAndChecks(t *testing.T) {
 	assert.Zero(t, atCount(1))
 	assert.Equal(t, uint64(2), q.status().Cancelled)
 
-	// In use already, nil arguments, zero-size objects.
+	// In use already, outside the object, a finalizer of another type, nil
+	// arguments, zero-size objects.
 	used := newAtRes(q, 2, false)
-	assert.Panics(t, func() {
-		ResourceFinalizerAt(&used.reg, (*atRes).release, used, finalizeAtRes, false, withQueue(q))
+	assert.PanicsWithValue(t, "resource.ResourceFinalizer: registration already in use", func() {
+		ResourceFinalizer((*atRes).release, used, false, withQueue(q), At(&used.reg, finalizeAtRes))
 	})
 	require.NoError(t, used.reg.Release())
 	fresh := &atRes{}
-	assert.Panics(t, func() { ResourceFinalizerAt(nil, (*atRes).release, fresh, finalizeAtRes, false) })
-	assert.Panics(t, func() { ResourceFinalizerAt(&fresh.reg, nil, fresh, finalizeAtRes, false) })
-	assert.Panics(t, func() { ResourceFinalizerAt(&fresh.reg, (*atRes).release, fresh, nil, false) })
-	assert.Panics(t, func() { ResourceFinalizerAt(&fresh.reg, (*atRes).release, nil, finalizeAtRes, false) })
-	var r Registration
-	assert.Panics(t, func() {
-		ResourceFinalizerAt(&r, func(*struct{}) error { return nil }, &struct{}{}, func(*struct{}) {}, false)
+	var outside Registration
+	assert.PanicsWithValue(t, "resource.ResourceFinalizer: registration outside the object", func() {
+		ResourceFinalizer((*atRes).release, fresh, false, withQueue(q), At(&outside, finalizeAtRes))
 	})
+	other2 := &atRes{}
+	assert.PanicsWithValue(t, "resource.ResourceFinalizer: registration outside the object", func() {
+		ResourceFinalizer((*atRes).release, fresh, false, withQueue(q), At(&other2.reg, finalizeAtRes))
+	})
+	assert.PanicsWithValue(t, "resource.ResourceFinalizer: finalizer func(*resource.fakeRes) does not take *resource.atRes", func() {
+		ResourceFinalizer((*atRes).release, fresh, false, withQueue(q), At(&fresh.reg, func(*fakeRes) {}))
+	})
+	assert.Equal(t, uint64(3), q.status().Registered, "rejected registrations are not counted")
+	assert.PanicsWithValue(t, "resource.At: nil registration or finalizer", func() { At(nil, finalizeAtRes) })
+	assert.PanicsWithValue(t, "resource.At: nil registration or finalizer", func() { At[atRes](&fresh.reg, nil) })
+	assert.PanicsWithValue(t, "resource.ResourceFinalizer: nil release function", func() {
+		ResourceFinalizer[atRes, func(*atRes) error](nil, fresh, false, At(&fresh.reg, finalizeAtRes))
+	})
+	assert.PanicsWithValue(t, "resource.ResourceFinalizer: nil object", func() {
+		ResourceFinalizer((*atRes).release, (*atRes)(nil), false, At(&fresh.reg, finalizeAtRes))
+	})
+	var r Registration
+	assert.PanicsWithValue(t, "resource.ResourceFinalizer: zero-size object struct {} cannot have a finalizer", func() {
+		ResourceFinalizer(func(*struct{}) error { return nil }, &struct{}{}, false, At(&r, func(*struct{}) {}))
+	})
+	assert.Nil(t, fresh.reg.q, "a rejected registration leaves the Registration untouched")
+}
+
+// TestAtAllocs checks that registering in place allocates nothing, and that
+// a registration of its own costs the Registration and the finalizer's
+// closure, whichever form f has.
+func TestAtAllocs(t *testing.T) {
+	resetAtReleases(t)
+	q := newTestQueue(t, time.Hour)
+	const runs = 100
+	ctx := &benchDirect{}
+
+	// AllocsPerRun calls f once more than runs; the objects are made first.
+	ats := make([]*atRes, runs+1)
+	for i := range ats {
+		ats[i] = &atRes{id: i}
+	}
+	i := 0
+	allocs := testing.AllocsPerRun(runs, func() {
+		o := ats[i]
+		i++
+		ResourceFinalizer((*atRes).release, o, false, Kind("at"), WithContext(ctx), withQueue(q), At(&o.reg, finalizeAtRes))
+		if err := o.reg.Release(); err != nil {
+			t.Error(err)
+		}
+	})
+	assert.Zero(t, allocs, "At")
+
+	fakes := make([]*fakeRes, 2*(runs+1))
+	for i := range fakes {
+		fakes[i] = &fakeRes{id: i}
+	}
+	i = 0
+	for _, name := range []string{"func(*T)", "func(*T) error"} {
+		allocs := testing.AllocsPerRun(runs, func() {
+			o := fakes[i]
+			i++
+			if name == "func(*T)" {
+				o.reg = ResourceFinalizer(func(*fakeRes) {}, o, false, Kind("own"), WithContext(ctx), withQueue(q))
+			} else {
+				o.reg = ResourceFinalizer(func(*fakeRes) error { return nil }, o, false, Kind("own"), WithContext(ctx), withQueue(q))
+			}
+			if err := o.reg.Release(); err != nil {
+				t.Error(err)
+			}
+		})
+		assert.Equal(t, 2.0, allocs, "%s: the Registration and the finalizer's closure", name)
+	}
+	assert.Equal(t, uint64(3*(runs+1)), q.status().Explicit)
 }
 
 func TestZeroRegistration(t *testing.T) {
 	var r Registration
 	assert.ErrorIs(t, r.Release(), ErrReleased)
 	assert.False(t, r.Cancel())
-	Finalized(&r, &atRes{}) // never registered: nothing to queue
+	r.Finalized() // never registered: nothing to queue
+	var nilReg *Registration
+	nilReg.Finalized()
 }
 
 //go:noinline
 func leakSiteAt(q *queue, n int) { dropAtRes(q, 500, n, true, Kind("at"), CallerSkip(2)) }
 
-func TestResourceFinalizerAtLeakSite(t *testing.T) {
+func TestAtLeakSite(t *testing.T) {
 	resetAtReleases(t)
 	q := newTestQueue(t, time.Hour)
 	q.leakOn.Store(true)

@@ -105,23 +105,22 @@ type benchAtRes struct {
 
 func (*benchAtRes) release() error { return nil }
 
-func finalizeBenchAtRes(o *benchAtRes) { Finalized(&o.reg, o) }
+func finalizeBenchAtRes(o *benchAtRes) { o.reg.Finalized() }
 
 // benchDirect is a rescore.DirectContext that is always alive.
 type benchDirect struct{ _ int }
 
 func (*benchDirect) ResourceDirect() bool { return true }
 
-// BenchmarkRegisterAtRelease is BenchmarkRegisterRelease with
-// ResourceFinalizerAt (no allocation besides the object) under a
+// BenchmarkRegisterAtRelease is BenchmarkRegisterRelease with the At
+// option (no allocation besides the object) under a
 // rescore.DirectContext (no Run hook), the cuda package's buffer path.
 func BenchmarkRegisterAtRelease(b *testing.B) {
 	b.ReportAllocs()
 	ctx := &benchDirect{}
-	opts := []Option{Kind("bench"), WithContext(ctx)}
 	for b.Loop() {
 		o := &benchAtRes{h: 1}
-		ResourceFinalizerAt(&o.reg, (*benchAtRes).release, o, finalizeBenchAtRes, false, opts...)
+		ResourceFinalizer((*benchAtRes).release, o, false, Kind("bench"), WithContext(ctx), At(&o.reg, finalizeBenchAtRes))
 		_ = o.reg.Release()
 	}
 }

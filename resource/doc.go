@@ -60,14 +60,42 @@
 // out-of-memory before retrying. No lock is held while collecting garbage
 // or running releases.
 //
-// # Explicit release
+// # Registering, and the explicit release
 //
-// ResourceFinalizer returns a *Registration. Like os.File, a wrapper should
-// offer Close, which calls Registration.Release: the release runs now,
-// exactly once, and the finalizer is removed; the finalizer path is only
-// the fallback for objects nobody closed. Registration.Cancel drops the
-// release altogether (for example when ownership of the handle moves
-// elsewhere). Release and the finalizer path never both run f.
+// ResourceFinalizer(f, obj, blocking, options...) is the one way to
+// register: f releases obj, and is a func(*T) or, when the release can
+// fail, a func(*T) error. It returns a *Registration. Like os.File, a
+// wrapper should offer Close, which calls Registration.Release: the
+// release runs now, exactly once, and the finalizer is removed; the
+// finalizer path is only the fallback for objects nobody closed:
+//
+//	type Handle struct {
+//		raw uintptr
+//		reg *resource.Registration
+//	}
+//
+//	func NewHandle() *Handle {
+//		h := &Handle{raw: create()}
+//		h.reg = resource.ResourceFinalizer((*Handle).destroy, h, true, resource.Kind("destroy"))
+//		return h
+//	}
+//
+//	func (h *Handle) destroy() error { return destroy(h.raw) }
+//
+//	func (h *Handle) Close() error {
+//		err := h.reg.Release()
+//		runtime.KeepAlive(h) // h must not become unreachable during Release
+//		return err
+//	}
+//
+// Registration.Cancel drops the release altogether (for example when
+// ownership of the handle moves elsewhere). Release and the finalizer path
+// never both run f.
+//
+// The options are Kind (the label in reports), WithContext (the context of
+// the release, instead of the current one), CallerSkip (the creation site
+// of leak reports, for wrappers of wrappers) and At (registration in
+// place, below).
 //
 // Release removes the finalizer (runtime.SetFinalizer(obj, nil)), which
 // with setting it is most of the cost of a registration. Leaving it armed
@@ -77,10 +105,10 @@
 // for one more collection) costs several times more than removing the
 // finalizer (BenchmarkRegisterRelease: about 1.6 µs instead of 0.45 µs).
 //
-// For objects allocated at a high rate (the cuda package's buffers),
-// ResourceFinalizerAt registers without allocating: the Registration is a
-// field of the object, and the finalizer a function of the caller's (not a
-// closure) that hands the object to Finalized.
+// For objects allocated at a high rate (the cuda package's buffers), the At
+// option registers without allocating: the Registration is a field of the
+// object, and the finalizer a top-level function of the caller's (not a
+// closure) whose body is Registration.Finalized.
 //
 // # Contexts
 //
@@ -114,7 +142,7 @@
 //
 // # Failures
 //
-// A release function that panics (or, with ResourceFinalizerErr, returns
+// A release function that panics (or, in its func(*T) error form, returns
 // an error) never takes the process down and never stops the other
 // releases. The failure is counted in Stats.Failed and, when no caller can
 // receive it, reported to the handler set with SetFailureHandler (by

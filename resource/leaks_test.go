@@ -99,7 +99,7 @@ func TestDefaultFailureHandlerLogs(t *testing.T) {
 	q := newTestQueue(t, time.Hour)
 	func() {
 		o := &fakeRes{}
-		o.reg = ResourceFinalizerErr(func(*fakeRes) error { return errors.New("CUDA_ERROR_ILLEGAL_ADDRESS") }, o, true,
+		o.reg = ResourceFinalizer(func(*fakeRes) error { return errors.New("CUDA_ERROR_ILLEGAL_ADDRESS") }, o, true,
 			withQueue(q), Kind("cuMemFree"))
 	}()
 	_, err := q.reclaim()

@@ -52,7 +52,7 @@ const (
 // nothing. Use Release for a deterministic Close, Cancel to drop the
 // release altogether. All methods are safe for concurrent use and on a
 // nil *Registration. The zero Registration is one that was never
-// registered (ResourceFinalizerAt registers one in place): it behaves as a
+// registered (the At option registers one in place): it behaves as a
 // released one.
 type Registration struct {
 	next     *Registration // lane link (Treiber stack)
@@ -63,7 +63,7 @@ type Registration struct {
 	// addr is obj's address, hidden from the garbage collector so that the
 	// registration (usually stored inside obj) does not keep obj alive. It
 	// is turned back into a pointer only by the goroutine that moved the
-	// state out of stateArmed; see target.
+	// state out of stateArmed, or by Finalized; see target.
 	addr uintptr
 	// obj holds the object strongly once the finalizer fired (resurrection)
 	// or once Release deferred it. Accessed atomically.
@@ -83,6 +83,8 @@ type Option struct {
 	ctx  Context
 	skip int
 	q    *queue
+	at   *Registration // At: the registration to fill in
+	fin  any           // At: the caller's finalizer, a func(*T)
 }
 
 const (
@@ -90,6 +92,7 @@ const (
 	optCtx
 	optSkip
 	optQueue
+	optAt
 )
 
 // Kind labels the resource (for example "cuMemFree") in failure reports,
@@ -108,12 +111,42 @@ func WithContext(ctx Context) Option { return Option{set: optCtx, ctx: ctx} }
 // can report its caller as the creation site instead of itself.
 func CallerSkip(n int) Option { return Option{set: optSkip, skip: n} }
 
+// At makes ResourceFinalizer register in place, for objects allocated at a
+// high rate: the registration is *r, a field of the object (it must lie
+// inside the object's memory), and ResourceFinalizer returns r and
+// allocates nothing. fin becomes the object's runtime finalizer: a
+// function that the caller declares at top level and whose body is
+// r.Finalized() for the object's registration:
+//
+//	func finalizeHandle(h *Handle) { h.reg.Finalized() }
+//
+// fin must be a top-level function, not a closure: a func value that
+// captures nothing costs no allocation, whereas a closure would cost one
+// and, if it referenced the object or r, would keep the object reachable
+// forever (a finalizer is a root of the garbage collector), so the release
+// would never run. The generic constructor keeps fin's type, so that
+// ResourceFinalizer can check that fin takes the registered object.
+//
+// *r must be the zero Registration and must not be copied afterwards.
+// At panics if r or fin is nil.
+func At[T any](r *Registration, fin func(*T)) Option {
+	if r == nil || fin == nil {
+		panic("resource.At: nil registration or finalizer")
+	}
+	return Option{set: optAt, at: r, fin: fin}
+}
+
 // withQueue registers on an isolated queue (tests).
 func withQueue(q *queue) Option { return Option{set: optQueue, q: q} }
 
 // ResourceFinalizer arranges for f(obj) to run exactly once, on an ordinary
 // goroutine, after obj becomes unreachable, unless the returned
-// Registration is released or cancelled first.
+// Registration is released or cancelled first. f is either a func(*T) or,
+// for release functions that can fail, a func(*T) error: a non-nil error
+// is treated like a panic, counted in Stats.Failed and reported through
+// the failure handler (or returned by Registration.Release on the explicit
+// path). Both forms are inferred from f, whether it is a func literal, a
+// method expression such as (*Handle).destroy or a method value.
 //
 // When obj becomes unreachable the runtime finalizer only pushes the
 // registration onto a lock-free queue; f never runs on the runtime's
@@ -131,7 +164,27 @@ func withQueue(q *queue) Option { return Option{set: optQueue, q: q} }
 //	h := &Handle{raw: create()}
 //	h.reg = resource.ResourceFinalizer(func(h *Handle) { destroy(h.raw) }, h, true)
 //	...
-//	func (h *Handle) Close() error { return h.reg.Release() }
+//	func (h *Handle) Close() error {
+//		err := h.reg.Release()
+//		runtime.KeepAlive(h) // h must not become unreachable during Release
+//		return err
+//	}
+//
+// Options label the resource (Kind), pick its context (WithContext), move
+// the creation site of leak reports outward (CallerSkip), and register in
+// place without allocating (At). A registration costs two small
+// allocations (the Registration and the finalizer's closure); with At, for
+// objects allocated at a high rate, it costs none:
+//
+//	type Handle struct {
+//		reg resource.Registration
+//		raw uintptr
+//	}
+//
+//	func finalizeHandle(h *Handle) { h.reg.Finalized() }
+//
+//	h := &Handle{raw: create()}
+//	resource.ResourceFinalizer((*Handle).destroy, h, false, resource.At(&h.reg, finalizeHandle))
 //
 // ResourceFinalizer uses runtime.SetFinalizer on obj, with its rules:
 // obj must point to the start of a heap allocation, must not already have
@@ -145,94 +198,76 @@ func withQueue(q *queue) Option { return Option{set: optQueue, q: q} }
 // field (the *Registration does).
 //
 // ResourceFinalizer panics if f or obj is nil or if T has size zero (zero
-// size objects cannot carry finalizers).
-func ResourceFinalizer[T any](f func(*T), obj *T, blocking bool, opts ...Option) *Registration {
-	if f == nil {
+// size objects cannot carry finalizers), and, with At, if the registration
+// is already registered, does not lie inside obj, or if the finalizer does
+// not take a *T.
+func ResourceFinalizer[T any, F func(*T) | func(*T) error](f F, obj *T, blocking bool, opts ...Option) *Registration {
+	// A func value converts to an interface without allocating.
+	var fn releaser
+	switch g := any(f).(type) {
+	case func(*T):
+		if g != nil {
+			fn = plainFn[T](g)
+		}
+	case func(*T) error:
+		if g != nil {
+			fn = errFn[T](g)
+		}
+	}
+	if fn == nil {
 		panic("resource.ResourceFinalizer: nil release function")
 	}
-	return register(plainFn[T](f), obj, blocking, opts)
-}
-
-// ResourceFinalizerErr is ResourceFinalizer for release functions that
-// return an error. A non-nil error is treated like a panic: counted in
-// Stats.Failed and reported through the failure handler (or returned by
-// Registration.Release on the explicit path).
-func ResourceFinalizerErr[T any](f func(*T) error, obj *T, blocking bool, opts ...Option) *Registration {
-	if f == nil {
-		panic("resource.ResourceFinalizerErr: nil release function")
+	checkObject(obj)
+	o := merge(opts)
+	if o.set&optAt == 0 {
+		return register(fn, obj, blocking, &o)
 	}
-	return register(errFn[T](f), obj, blocking, opts)
+	fin, ok := o.fin.(func(*T))
+	if !ok {
+		panic("resource.ResourceFinalizer: finalizer " + reflect.TypeOf(o.fin).String() +
+			" does not take " + reflect.TypeFor[*T]().String())
+	}
+	registerAt(o.at, fn, obj, fin, blocking, &o)
+	return o.at
 }
 
 //go:noinline
-func register[T any](fn releaser, obj *T, blocking bool, opts []Option) *Registration {
-	checkObject(obj)
+func register[T any](fn releaser, obj *T, blocking bool, o *Option) *Registration {
 	r := new(Registration)
-	if r.init(fn, unsafe.Pointer(obj), blocking, opts) {
+	if r.init(fn, unsafe.Pointer(obj), blocking, o) {
 		// 0 Callers, 1 captureSite, 2 register, 3 ResourceFinalizer, 4 its caller.
-		r.site = captureSite(4 + optSkipOf(opts))
+		r.site = captureSite(4 + o.skip)
 	}
 	runtime.SetFinalizer(obj, func(p *T) { r.q.fire(r, unsafe.Pointer(p)) })
 	return r
 }
 
-// ResourceFinalizerAt is ResourceFinalizerErr for hot paths: it allocates
-// nothing. The registration is *r, which the caller keeps inside obj (or
-// in memory that obj keeps alive), and fin, which becomes obj's runtime
-// finalizer, is a function that the caller declares (a top-level function,
-// not a closure: a func value that captures nothing costs no allocation)
-// and that only hands obj on with Finalized:
-//
-//	type Handle struct {
-//		reg resource.Registration
-//		raw uintptr
-//	}
-//
-//	func finalizeHandle(h *Handle) { resource.Finalized(&h.reg, h) }
-//
-//	h := &Handle{raw: create()}
-//	resource.ResourceFinalizerAt(&h.reg, (*Handle).destroy, h, finalizeHandle, false)
-//	...
-//	func (h *Handle) Close() error {
-//		err := h.reg.Release()
-//		runtime.KeepAlive(h)
-//		return err
-//	}
-//
-// Everything else is as with ResourceFinalizerErr. *r must be the zero
-// Registration and must not be copied afterwards. fin must not reference
-// obj or r: a closure that did would keep obj reachable forever (the
-// finalizer is a root of the garbage collector), so f would never run.
-//
-// ResourceFinalizerAt panics if r, f, fin or obj is nil, if T has size
-// zero, or if r is already registered.
-func ResourceFinalizerAt[T any](r *Registration, f func(*T) error, obj *T, fin func(*T), blocking bool, opts ...Option) {
-	if r == nil || f == nil || fin == nil {
-		panic("resource.ResourceFinalizerAt: nil registration, release function or finalizer")
-	}
-	registerAt(r, errFn[T](f), obj, fin, blocking, opts)
-}
-
 //go:noinline
-func registerAt[T any](r *Registration, fn releaser, obj *T, fin func(*T), blocking bool, opts []Option) {
-	checkObject(obj)
-	if r.q != nil {
-		panic("resource.ResourceFinalizerAt: registration already in use")
+func registerAt[T any](r *Registration, fn releaser, obj *T, fin func(*T), blocking bool, o *Option) {
+	if off := uintptr(unsafe.Pointer(r)) - uintptr(unsafe.Pointer(obj)); off >= unsafe.Sizeof(*obj) ||
+		unsafe.Sizeof(*obj)-off < unsafe.Sizeof(*r) {
+		panic("resource.ResourceFinalizer: registration outside the object")
 	}
-	if r.init(fn, unsafe.Pointer(obj), blocking, opts) {
-		// 0 Callers, 1 captureSite, 2 registerAt, 3 ResourceFinalizerAt, 4 its caller.
-		r.site = captureSite(4 + optSkipOf(opts))
+	if r.q != nil {
+		panic("resource.ResourceFinalizer: registration already in use")
+	}
+	if r.init(fn, unsafe.Pointer(obj), blocking, o) {
+		// 0 Callers, 1 captureSite, 2 registerAt, 3 ResourceFinalizer, 4 its caller.
+		r.site = captureSite(4 + o.skip)
 	}
 	runtime.SetFinalizer(obj, fin)
 }
 
-// Finalized is the body of a finalizer given to ResourceFinalizerAt, for
-// obj registered as r: it queues the release (or does nothing if r was
-// released or cancelled), allocating nothing and calling nothing else.
-// Call it from that finalizer only.
-func Finalized[T any](r *Registration, obj *T) {
-	if r.q != nil {
-		r.q.fire(r, unsafe.Pointer(obj))
+// Finalized is the body of the finalizer given to At: it queues the
+// release of the object that r is registered for (or does nothing if r was
+// released, cancelled or never registered), allocating nothing and calling
+// nothing else. Call it from that finalizer only.
+//
+// It needs no object argument: r lies inside the object (At requires it),
+// so the receiver keeps the object alive until the queued record holds it.
+func (r *Registration) Finalized() {
+	if r != nil && r.q != nil {
+		r.q.fire(r, r.target())
 	}
 }
 
@@ -246,9 +281,8 @@ func checkObject[T any](obj *T) {
 	}
 }
 
-// init fills in a new registration of obj and counts it. It reports
-// whether leak tracking is on: the caller then records the creation site.
-func (r *Registration) init(fn releaser, obj unsafe.Pointer, blocking bool, opts []Option) (track bool) {
+// merge folds opts into one Option; of each setting the last one wins.
+func merge(opts []Option) Option {
 	var o Option
 	for i := range opts {
 		op := &opts[i]
@@ -258,11 +292,24 @@ func (r *Registration) init(fn releaser, obj unsafe.Pointer, blocking bool, opts
 		if op.set&optCtx != 0 {
 			o.ctx = op.ctx
 		}
+		if op.set&optSkip != 0 {
+			o.skip = op.skip
+		}
 		if op.set&optQueue != 0 {
 			o.q = op.q
 		}
+		if op.set&optAt != 0 {
+			o.at, o.fin = op.at, op.fin
+		}
 		o.set |= op.set
 	}
+	return o
+}
+
+// init fills in a new registration of obj with the merged options o and
+// counts it. It reports whether leak tracking is on: the caller then
+// records the creation site.
+func (r *Registration) init(fn releaser, obj unsafe.Pointer, blocking bool, o *Option) (track bool) {
 	q := o.q
 	if q == nil {
 		q = &std
@@ -282,22 +329,13 @@ func (r *Registration) init(fn releaser, obj unsafe.Pointer, blocking bool, opts
 	return q.leakOn.Load()
 }
 
-// optSkipOf returns the CallerSkip of opts (the last one wins).
-func optSkipOf(opts []Option) int {
-	skip := 0
-	for i := range opts {
-		if opts[i].set&optSkip != 0 {
-			skip = opts[i].skip
-		}
-	}
-	return skip
-}
-
 // target returns the registered object. Only the goroutine that moved the
 // state out of stateArmed may call it: from then on obj cannot be freed,
 // because it either still has its finalizer, sits in the runtime's
 // finalizer queue, or was stored into r.obj by fire before fire tried (and
 // failed) the same transition, and r itself is alive in the caller.
+// Finalized calls it too: there r lies inside obj, which the finalizer
+// running keeps alive through r.
 func (r *Registration) target() unsafe.Pointer {
 	return *(*unsafe.Pointer)(unsafe.Pointer(&r.addr))
 }

@@ -413,9 +413,9 @@ func TestFailuresAreIsolatedAndReported(t *testing.T) {
 			a := &fakeRes{id: i}
 			a.reg = ResourceFinalizer(func(*fakeRes) { panic("release panicked") }, a, i == 0, withQueue(q), Kind("cuPanic"))
 			b := &fakeRes{id: i}
-			b.reg = ResourceFinalizerErr(func(*fakeRes) error { return errBoom }, b, i == 0, withQueue(q), Kind("cuFail"))
+			b.reg = ResourceFinalizer(func(*fakeRes) error { return errBoom }, b, i == 0, withQueue(q), Kind("cuFail"))
 			c := &fakeRes{id: i}
-			c.reg = ResourceFinalizerErr(func(*fakeRes) error { ok.Add(1); return nil }, c, i == 0, withQueue(q))
+			c.reg = ResourceFinalizer(func(*fakeRes) error { ok.Add(1); return nil }, c, i == 0, withQueue(q))
 		}
 	}()
 	n, err := q.reclaim()
@@ -444,7 +444,7 @@ func TestFailuresAreIsolatedAndReported(t *testing.T) {
 
 	// The explicit path returns the failure instead of reporting it.
 	e := &fakeRes{}
-	e.reg = ResourceFinalizerErr(func(*fakeRes) error { return errBoom }, e, true, withQueue(q))
+	e.reg = ResourceFinalizer(func(*fakeRes) error { return errBoom }, e, true, withQueue(q))
 	assert.ErrorIs(t, e.reg.Release(), errBoom)
 	p := &fakeRes{}
 	p.reg = ResourceFinalizer(func(*fakeRes) { panic(errBoom) }, p, true, withQueue(q))
@@ -477,17 +477,86 @@ func TestGoexitInReleaseKeepsWorker(t *testing.T) {
 
 func TestMisusePanics(t *testing.T) {
 	assert.PanicsWithValue(t, "resource.ResourceFinalizer: nil release function", func() {
-		ResourceFinalizer[fakeRes](nil, &fakeRes{}, false)
+		ResourceFinalizer[fakeRes, func(*fakeRes)](nil, &fakeRes{}, false)
 	})
-	assert.PanicsWithValue(t, "resource.ResourceFinalizerErr: nil release function", func() {
-		ResourceFinalizerErr[fakeRes](nil, &fakeRes{}, false)
+	assert.PanicsWithValue(t, "resource.ResourceFinalizer: nil release function", func() {
+		ResourceFinalizer[fakeRes, func(*fakeRes) error](nil, &fakeRes{}, false)
+	})
+	var nilErrFn func(*fakeRes) error
+	assert.PanicsWithValue(t, "resource.ResourceFinalizer: nil release function", func() {
+		ResourceFinalizer(nilErrFn, &fakeRes{}, false)
 	})
 	assert.PanicsWithValue(t, "resource.ResourceFinalizer: nil object", func() {
-		ResourceFinalizer(func(*fakeRes) {}, nil, false)
+		ResourceFinalizer(func(*fakeRes) {}, (*fakeRes)(nil), false)
 	})
 	assert.PanicsWithValue(t, "resource.ResourceFinalizer: zero-size object struct {} cannot have a finalizer", func() {
 		ResourceFinalizer(func(*struct{}) {}, &struct{}{}, false)
 	})
+}
+
+// formRes has release methods of both forms, for method expressions.
+type formRes struct {
+	released *int
+	err      error
+}
+
+func (o *formRes) close() { *o.released++ }
+
+func (o *formRes) closeErr() error {
+	*o.released++
+	return o.err
+}
+
+// TestReleaseFuncForms checks that ResourceFinalizer infers both forms of
+// release function from func literals, method expressions, method values,
+// variables and a partial instantiation, and runs each.
+func TestReleaseFuncForms(t *testing.T) {
+	q := newTestQueue(t, time.Hour)
+	errBoom := errors.New("boom")
+	n := 0
+	rec := newRecorder()
+	var errVar func(*formRes) error = (*formRes).closeErr
+	for _, c := range []struct {
+		name     string
+		register func(o *formRes) *Registration
+		err      error
+	}{
+		{"literal", func(o *formRes) *Registration {
+			return ResourceFinalizer(func(o *formRes) { *o.released++ }, o, false, withQueue(q))
+		}, nil},
+		{"literal error", func(o *formRes) *Registration {
+			return ResourceFinalizer(func(o *formRes) error { *o.released++; return errBoom }, o, false, withQueue(q))
+		}, errBoom},
+		{"method expression", func(o *formRes) *Registration {
+			return ResourceFinalizer((*formRes).close, o, true, withQueue(q))
+		}, nil},
+		{"method expression error", func(o *formRes) *Registration {
+			o.err = errBoom
+			return ResourceFinalizer((*formRes).closeErr, o, true, withQueue(q))
+		}, errBoom},
+		{"variable", func(o *formRes) *Registration {
+			return ResourceFinalizer(errVar, o, false, withQueue(q))
+		}, nil},
+		{"partial instantiation", func(o *formRes) *Registration {
+			return ResourceFinalizer[formRes](func(o *formRes) { *o.released++ }, o, false, withQueue(q))
+		}, nil},
+	} {
+		o := &formRes{released: &n}
+		before := n
+		r := c.register(o)
+		if c.err != nil {
+			assert.ErrorIs(t, r.Release(), c.err, c.name)
+		} else {
+			assert.NoError(t, r.Release(), c.name)
+		}
+		runtime.KeepAlive(o)
+		assert.Equal(t, before+1, n, c.name)
+	}
+	// A method value (the recorder's) is a func(*T) too.
+	o := keep(q, rec, 7, false)
+	require.NoError(t, o.reg.Release())
+	assert.Equal(t, 1, rec.count(7))
+	assert.Equal(t, uint64(2), q.status().Failed)
 }
 
 func TestReclaimFromInsideRelease(t *testing.T) {

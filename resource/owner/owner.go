@@ -29,7 +29,7 @@ type inner[H comparable] struct {
 // recorded in leak mode is the caller of New's caller (the generated OwnX).
 func New[H comparable](h H, destroy func(H) error, blocking bool, kind string) Owned[H] {
 	in := &inner[H]{h: h}
-	in.reg = resource.ResourceFinalizerErr(func(o *inner[H]) error { return destroy(o.h) }, in, blocking,
+	in.reg = resource.ResourceFinalizer(func(o *inner[H]) error { return destroy(o.h) }, in, blocking,
 		resource.Kind(kind), resource.CallerSkip(2))
 	return Owned[H]{in}
 }

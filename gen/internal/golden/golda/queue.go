@@ -24,7 +24,7 @@ func NewQueue() (*Queue, error) {
 		return nil, err
 	}
 	q := &Queue{h: h}
-	q.reg = resource.ResourceFinalizerErr(func(q *Queue) error { return QueueDestroy(q.h) }, q, false,
+	q.reg = resource.ResourceFinalizer(func(q *Queue) error { return QueueDestroy(q.h) }, q, false,
 		resource.Kind("goldQueueDestroy"))
 	return q, nil
 }
