@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"sync"
@@ -233,6 +234,26 @@ func (c *Context) Synchronize() error {
 	}
 	defer c.exit()
 	return cudaraw.CtxSynchronizeIn(c.h)
+}
+
+// SynchronizeContext is Synchronize, returning early with ctx's error (wrapped) once
+// ctx is done; the GPU work goes on, and so does the driver's wait for it, on a
+// goroutine of its own that a Close of the context waits for.
+func (c *Context) SynchronizeContext(ctx context.Context) error {
+	if ctx.Done() == nil {
+		return c.Synchronize()
+	}
+	if err := c.check(); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Synchronize() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("cuda: waiting for the GPU: %w", context.Cause(ctx))
+	}
 }
 
 // Close destroys a context made by NewContext: it waits for the calls in progress in

@@ -1,6 +1,7 @@
 package cuda_test
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
@@ -365,5 +366,46 @@ func TestFastUseRacesHandOffAndClose(t *testing.T) {
 		for _, s := range ss {
 			require.NoError(t, s.Synchronize())
 		}
+	}
+}
+
+// Every host wait for the GPU has a form that takes a context.Context: with the GPU
+// held (the fake's executor paused), each returns the context's error once it ends,
+// and waits to the end once the GPU goes on.
+func TestSynchronizeContextEnds(t *testing.T) {
+	ctx, _ := memSetup(t)
+	requireFake(t)
+	s := streams(t, ctx, 1)[0]
+	b, err := cuda.AllocFor[uint32](s, 256)
+	require.NoError(t, err)
+	defer b.Close()
+	ev, err := ctx.NewEvent(false)
+	require.NoError(t, err)
+	defer ev.Close()
+	require.NoError(t, cudatest.Pause())
+	resumed := false
+	defer func() {
+		if !resumed {
+			_ = cudatest.Resume()
+		}
+	}()
+	require.NoError(t, b.Memset32Async(s, 1))
+	require.NoError(t, ev.Record(s))
+	waits := map[string]func(context.Context) error{
+		"Stream":       s.SynchronizeContext,
+		"Event":        ev.SynchronizeContext,
+		"Context":      ctx.SynchronizeContext,
+		"DeviceBuffer": b.SynchronizeContext,
+	}
+	for name, wait := range waits {
+		c, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		err := wait(c)
+		cancel()
+		require.ErrorIs(t, err, context.DeadlineExceeded, name)
+	}
+	require.NoError(t, cudatest.Resume())
+	resumed = true
+	for name, wait := range waits {
+		require.NoError(t, wait(context.Background()), name)
 	}
 }
