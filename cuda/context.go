@@ -38,6 +38,9 @@ type ctxState struct {
 	// shuts it first. Primary contexts live as long as the process: no hold.
 	hold hold
 	dead atomic.Bool // destroyed: set once the hold is shut and its calls are out
+	// fault is the sticky fault that ended the context, once seen (fault.go):
+	// enter fails with it.
+	fault faultState
 
 	limits limits
 	// WrappedBuffers: bytes registered, and bytes of dropped ones awaiting
@@ -117,8 +120,31 @@ func (d Device) Context() (*Context, error) {
 		// Keep nothing for a device that has no context (a bad ordinal), and let a
 		// later call try again.
 		primaries.CompareAndDelete(d, e)
+		return nil, e.err
 	}
-	return e.ctx, e.err
+	return e.ctx.live(d)
+}
+
+// live returns the primary context c of d, or the error that says why it cannot be
+// used: the fault that ended it, or a reset by a raw call (cuDevicePrimaryCtxReset)
+// that destroyed it behind the package's back — never a destroyed context.
+func (c *Context) live(d Device) (*Context, error) {
+	if f := c.faultErr(); f != nil {
+		return nil, f
+	}
+	h, err := d.handle()
+	if err != nil {
+		return nil, err
+	}
+	var flags uint32
+	var active int32
+	if err := cudaraw.DevicePrimaryCtxGetState(h, &flags, &active); err != nil {
+		return nil, c.faulted(fmt.Errorf("cuda: device %d primary context: %w", int(d), err), "Device.Context", 0)
+	}
+	if active == 0 {
+		return nil, fmt.Errorf("cuda: device %d: the primary context was reset outside this package (cuDevicePrimaryCtxReset): %w", int(d), ErrClosed)
+	}
+	return c, nil
 }
 
 // ContextFlags are a new context's flags: a scheduling policy and options, ORed.
@@ -209,6 +235,9 @@ func (c *ctxState) check() error {
 // Every call that passes the context (or an object of it) to the driver enters
 // first. Primary contexts are never destroyed: entering costs a field load.
 func (c *ctxState) enter() error {
+	if f := c.fault.err.Load(); f != nil {
+		return f
+	}
 	if c.primary || c.hold.enter() {
 		return nil
 	}
@@ -233,7 +262,7 @@ func (c *Context) Synchronize() error {
 		return err
 	}
 	defer c.exit()
-	return cudaraw.CtxSynchronizeIn(c.h)
+	return c.faulted(cudaraw.CtxSynchronizeIn(c.h), "Context.Synchronize", 0)
 }
 
 // SynchronizeContext is Synchronize, returning early with ctx's error (wrapped) once
@@ -338,6 +367,15 @@ func (c *ctxState) ownStream(p **stream) (*stream, error) {
 // (which would make handing work between streams slower). The caller is in the
 // context, and holds ev.
 func (c *ctxState) sleepOn(s *stream, ev cudaraw.CUevent) error {
+	var h cudaraw.CUstream
+	if s != nil {
+		h = s.h
+	}
+	return c.faulted(c.sleepOnEvent(s, ev), "a host wait", h)
+}
+
+// sleepOnEvent is sleepOn before its error is checked for a fault.
+func (c *ctxState) sleepOnEvent(s *stream, ev cudaraw.CUevent) error {
 	ms, err := c.memory()
 	if err != nil {
 		return err

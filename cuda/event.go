@@ -182,7 +182,8 @@ func (e *event) query() (bool, error) {
 		return false, err
 	}
 	defer e.leave()
-	return ready(cudaraw.EventQueryIn(e.cs.h, e.h))
+	done, err := ready(cudaraw.EventQueryIn(e.cs.h, e.h))
+	return done, e.cs.faulted(err, "an event's query or wait", 0)
 }
 
 // Synchronize waits until the GPU reaches the event: it polls briefly, then yields,

@@ -103,7 +103,10 @@ func (c *Context) LoadModule(image []byte) (*Module, error) {
 	err := cudaraw.ModuleLoadDataExIn(c.h, &h, unsafe.Pointer(&img[0]), 2,
 		(*cudaraw.CUjit_option)(unsafe.Pointer(&jit.opts[0])), (*unsafe.Pointer)(unsafe.Pointer(&jit.vals[0])))
 	runtime.KeepAlive(img)
-	if err != nil {
+	if err = c.faulted(err, "LoadModule", 0); err != nil {
+		if f := c.faultErr(); f != nil {
+			return nil, f
+		}
 		if log := strings.TrimSpace(C.GoString(C.gocuda_jit_log(jit))); log != "" {
 			return nil, fmt.Errorf("cuda: loading a module: %w; JIT log:\n%s", err, log)
 		}

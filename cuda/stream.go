@@ -275,7 +275,7 @@ func (s *Stream) Query() (bool, error) {
 		done, err = ready(cudaraw.StreamQueryIn(s.cs.h, h))
 		return err
 	})
-	return done, err
+	return done, s.cs.faulted(err, "a stream's query or wait", s.h)
 }
 
 // Synchronize waits until all work queued on the stream has finished. It polls

@@ -63,7 +63,10 @@ enum {
 	E_NOT_READY = 600,
 	E_PEER_ACCESS_ALREADY_ENABLED = 704,
 	E_PEER_ACCESS_NOT_ENABLED = 705,
+	E_ILLEGAL_ADDRESS = 700,
 	E_CONTEXT_IS_DESTROYED = 709,
+	E_ASSERT = 710,
+	E_LAUNCH_FAILED = 719,
 	E_HOST_MEMORY_ALREADY_REGISTERED = 712,
 	E_HOST_MEMORY_NOT_REGISTERED = 713,
 	E_NOT_SUPPORTED = 801,
@@ -702,6 +705,10 @@ struct ctx_s {
 	struct reg_s *regs;
 	struct ctx_s **peers; // cuCtxEnablePeerAccess: the contexts whose memory this one's kernels may use
 	int npeers, cappeers;
+	// sticky is the error a faulting kernel left (fault_kernel_code): every later
+	// call with the context current returns it, as the real driver's sticky errors
+	// do (fault_exempt lists the calls that still work).
+	CUresult sticky;
 };
 
 typedef struct op_s op_t;
@@ -1402,6 +1409,16 @@ static void done_wait(uint64_t *waited_ns) {
 		while (cond) done_wait(&waited_); \
 	} while (0)
 
+// fault_kernel_code is the sticky error a kernel of this name leaves when it runs:
+// fault_illegal_address, fault_assert and fault_trap stand for a kernel that writes
+// to a bad address, fails a device-side assert or calls __trap(); 0 for others.
+static CUresult fault_kernel_code(const char *name) {
+	if (strcmp(name, "fault_illegal_address") == 0) return E_ILLEGAL_ADDRESS;
+	if (strcmp(name, "fault_assert") == 0) return E_ASSERT;
+	if (strcmp(name, "fault_trap") == 0) return E_LAUNCH_FAILED;
+	return OK;
+}
+
 // exec_op runs o, with G held; it drops G while a kernel "runs" or a host function is
 // called. Memory freed before o runs (by an operation another stream ran first) is
 // a violation, and o then does not touch it.
@@ -1427,6 +1444,10 @@ static void exec_op(op_t *o) {
 			pthread_mutex_unlock(&G);
 			sleep_ns(o->u.k.ns);
 			pthread_mutex_lock(&G);
+		}
+		if (o->u.k.f->mod->h.ctx) {
+			CUresult code = fault_kernel_code(o->u.k.f->name);
+			if (code && !o->u.k.f->mod->h.ctx->sticky) o->u.k.f->mod->h.ctx->sticky = code;
 		}
 		break;
 	case OP_COPY:
@@ -1959,6 +1980,22 @@ EXPORT int fakecuda_control(const char *cmd, int64_t a, int64_t b) {
  * ================================================================================ */
 
 // Strict-mode entry: the lock, and a failure exit.
+// fault_exempt reports whether fn still works with a faulted context current: the
+// calls that manage the current context, ask about devices, or destroy the context,
+// and those that make another context (on a real driver the fault ends the device
+// for the process; here it ends the one context, so that tests can go on).
+static int fault_exempt(const char *fn) {
+	static const char *const ok[] = {"cuCtxGetCurrent", "cuCtxSetCurrent", "cuCtxPushCurrent", "cuCtxPopCurrent",
+		"cuCtxGetDevice", "cuCtxDestroy", "cuDevicePrimaryCtxRelease", "cuDevicePrimaryCtxReset",
+		"cuDevicePrimaryCtxGetState", "cuDevicePrimaryCtxRetain", "cuCtxCreate", "cuDeviceGet", "cuDeviceGetCount", "cuDeviceGetAttribute",
+		"cuDeviceGetName", "cuDeviceTotalMem", "cuDriverGetVersion", "cuGetErrorName", "cuGetErrorString", NULL};
+	for (int i = 0; ok[i]; i++) {
+		size_t n = strlen(ok[i]); // cuCtxDestroy stands for cuCtxDestroy_v2 too
+		if (strncmp(fn, ok[i], n) == 0 && (fn[n] == 0 || fn[n] == '_')) return 1;
+	}
+	return 0;
+}
+
 #define BEGIN(name) \
 	static const char FN[] __attribute__((unused)) = name; \
 	BEGIN_AS_FN
@@ -1966,12 +2003,15 @@ EXPORT int fakecuda_control(const char *cmd, int64_t a, int64_t b) {
 #define BEGIN_AS_FN \
 	CUresult r = OK; \
 	pthread_mutex_lock(&G); \
-	if (!__atomic_load_n(&initialized, __ATOMIC_ACQUIRE)) { r = E_NOT_INITIALIZED; goto out; }
+	if (!__atomic_load_n(&initialized, __ATOMIC_ACQUIRE)) { r = E_NOT_INITIALIZED; goto out; } \
+	if (cur_ctx() != NULL && cur_ctx()->sticky && !fault_exempt(FN)) { r = cur_ctx()->sticky; goto out; }
 #define END \
 	out: \
 	pthread_mutex_unlock(&G); \
 	return r;
 #define FAIL(code) do { r = (code); goto out; } while (0)
+// STICKY_AFTER_WAIT ends a wait or query: work that faulted meanwhile is its error.
+#define STICKY_AFTER_WAIT do { if (r == OK && cur_ctx() != NULL && cur_ctx()->sticky) r = cur_ctx()->sticky; } while (0)
 #define TRY(call) do { if ((r = (call)) != OK) goto out; } while (0)
 #define CHECK_DEV(d) do { if ((d) < 0 || (d) >= ndev) FAIL(E_INVALID_DEVICE); } while (0)
 
@@ -2423,6 +2463,7 @@ EXPORT CUresult cuCtxSynchronize(void) {
 	ctx_t *c;
 	TRY(need_ctx(FN, &c));
 	WAIT_WHILE(c->pending > 0);
+	STICKY_AFTER_WAIT;
 	END
 }
 
@@ -2510,6 +2551,7 @@ EXPORT CUresult cuStreamQuery(H hs) {
 		FAIL(E_STREAM_CAPTURE_UNSUPPORTED);
 	}
 	if (s->done < s->enq) r = E_NOT_READY;
+	STICKY_AFTER_WAIT;
 	END
 }
 
@@ -2529,6 +2571,7 @@ EXPORT CUresult cuStreamSynchronize(H hs) {
 		FAIL(E_STREAM_CAPTURE_UNSUPPORTED);
 	}
 	wait_stream(s);
+	STICKY_AFTER_WAIT;
 	END
 }
 
@@ -2683,6 +2726,7 @@ EXPORT CUresult cuEventQuery(H he) {
 	event_t *e;
 	TRY(get_h(FN, he, H_EVENT, (void **)&e));
 	if (!ev_ran(e, e->enq)) r = E_NOT_READY;
+	STICKY_AFTER_WAIT;
 	END
 }
 
@@ -2693,6 +2737,7 @@ EXPORT CUresult cuEventSynchronize(H he) {
 	TRY(get_h(FN, he, H_EVENT, (void **)&e));
 	uint64_t t = e->enq;
 	WAIT_WHILE(!ev_ran(e, t));
+	STICKY_AFTER_WAIT;
 	END
 }
 

@@ -1,0 +1,140 @@
+package cuda_test
+
+import (
+	_ "embed"
+	"errors"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/cuda/cudatest"
+)
+
+//go:embed testdata/faults.ptx
+var faultsPTX []byte
+
+// faultKinds are the kernels of faults.ptx and the sticky error each leaves.
+var faultKinds = []struct {
+	kernel string
+	want   error
+}{
+	{"fault_illegal_address", cudaraw.ErrIllegalAddress},
+	{"fault_assert", cudaraw.ErrAssert},
+	{"fault_trap", cudaraw.ErrLaunchFailed},
+}
+
+// inFaultProcess runs the rest of the test in a child process where a real fault
+// would end the device for the whole process (on a GPU, and for a primary
+// context), and reports whether the caller is that process.
+func inFaultProcess(t *testing.T, always bool) bool {
+	if os.Getenv(cudatest.EnvChild) != "" || !always && cudatest.FakeLoaded() {
+		return true
+	}
+	cudatest.Subprocess(t, nil)
+	return false
+}
+
+// A kernel that faults ends its context: the first operation that sees the sticky
+// error returns a *FaultError matching ErrFaulted and the driver's error, the
+// handler is told once, every later operation on the context and its objects fails
+// fast with the same error, and Close of each object returns without the driver.
+func TestFaultEndsContext(t *testing.T) {
+	cudatest.Require(t)
+	for _, k := range faultKinds {
+		t.Run(k.kernel, func(t *testing.T) {
+			if !inFaultProcess(t, false) {
+				return
+			}
+			ctx, err := cuda.NewContext(0, 0)
+			require.NoError(t, err)
+			var mu sync.Mutex
+			var told []*cuda.FaultError
+			require.NoError(t, ctx.SetFaultHandler(func(f *cuda.FaultError) { mu.Lock(); told = append(told, f); mu.Unlock() }))
+			m, err := ctx.LoadModule(faultsPTX)
+			require.NoError(t, err)
+			s, err := ctx.NewStream()
+			require.NoError(t, err)
+			b, err := cuda.AllocFor[uint32](s, 256)
+			require.NoError(t, err)
+			ev, err := ctx.NewEvent(false)
+			require.NoError(t, err)
+			f, err := m.Function(k.kernel)
+			require.NoError(t, err)
+			require.NoError(t, f.Launch(s, cuda.D1(1), cuda.D1(1), 0), "the launch is queued; the fault comes later")
+
+			err = s.Synchronize()
+			var fe *cuda.FaultError
+			require.ErrorAs(t, err, &fe, "%v", err)
+			assert.ErrorIs(t, err, cuda.ErrFaulted)
+			assert.ErrorIs(t, err, k.want)
+			assert.Equal(t, cuda.Device(0), fe.Device)
+			assert.NotEmpty(t, fe.Op)
+			assert.Contains(t, err.Error(), "restarted")
+			assert.Same(t, fe, ctx.Fault())
+
+			for name, op := range map[string]func() error{
+				"Memset32Async":     func() error { return b.Memset32Async(s, 1) },
+				"AllocFor":          func() error { _, err := cuda.AllocFor[uint32](s, 16); return err },
+				"NewStream":         func() error { _, err := ctx.NewStream(); return err },
+				"NewEvent":          func() error { _, err := ctx.NewEvent(false); return err },
+				"LoadModule":        func() error { _, err := ctx.LoadModule(faultsPTX); return err },
+				"Launch":            func() error { return f.Launch(s, cuda.D1(1), cuda.D1(1), 0) },
+				"Event.Record":      func() error { return ev.Record(s) },
+				"Event.Query":       func() error { _, err := ev.Query(); return err },
+				"Stream.Query":      func() error { _, err := s.Query(); return err },
+				"Context.Sync":      ctx.Synchronize,
+				"Buffer.Sync":       b.Synchronize,
+				"CopyToDevice":      func() error { return cuda.CopyToDevice(b, []uint32{1}) },
+				"CopyFromDevice":    func() error { return cuda.CopyFromDevice(make([]uint32, 1), b) },
+				"Enqueue":           func() error { return cuda.Enqueue(s, noRawWork, cuda.Writes(b)) },
+				"AcquireStream":     func() error { _, err := ctx.AcquireStream(t.Context()); return err },
+				"Context.AllocHost": func() error { _, err := ctx.AllocHost(64); return err },
+			} {
+				err := op()
+				require.ErrorIs(t, err, cuda.ErrFaulted, name)
+				var got *cuda.FaultError
+				require.True(t, errors.As(err, &got), name)
+				assert.Same(t, fe, got, "%s: one error for the context", name)
+			}
+			mu.Lock()
+			assert.Len(t, told, 1, "the handler is told once")
+			mu.Unlock()
+
+			// Closing calls no driver (the strict fake would report a use of the
+			// faulted context) and never blocks.
+			require.NoError(t, b.Close())
+			require.NoError(t, ev.Close())
+			require.NoError(t, s.Close())
+			require.NoError(t, m.Close())
+			require.NoError(t, ctx.Close())
+		})
+	}
+}
+
+// A faulted primary context is never handed out again: Device.Context returns the
+// fault.
+func TestFaultPrimaryContext(t *testing.T) {
+	cudatest.Require(t)
+	if !inFaultProcess(t, true) {
+		return
+	}
+	ctx, err := cuda.Device(0).Context()
+	require.NoError(t, err)
+	m, err := ctx.LoadModule(faultsPTX)
+	require.NoError(t, err)
+	s, err := ctx.NewStream()
+	require.NoError(t, err)
+	f, err := m.Function("fault_illegal_address")
+	require.NoError(t, err)
+	require.NoError(t, f.Launch(s, cuda.D1(1), cuda.D1(1), 0))
+	require.ErrorIs(t, s.Synchronize(), cuda.ErrFaulted)
+	again, err := cuda.Device(0).Context()
+	assert.Nil(t, again)
+	require.ErrorIs(t, err, cuda.ErrFaulted)
+	require.ErrorIs(t, err, cudaraw.ErrIllegalAddress)
+}
