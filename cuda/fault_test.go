@@ -1,11 +1,13 @@
 package cuda_test
 
 import (
+	"context"
 	_ "embed"
 	"errors"
 	"os"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -137,4 +139,66 @@ func TestFaultPrimaryContext(t *testing.T) {
 	assert.Nil(t, again)
 	require.ErrorIs(t, err, cuda.ErrFaulted)
 	require.ErrorIs(t, err, cudaraw.ErrIllegalAddress)
+}
+
+// What each kind of failing kernel does to the process, on a GPU: a fault of each
+// kind in a child process, then whether a new context and the primary context can
+// still be had there. An out-of-range launch and a kernel that outlives its
+// waiter's deadline must leave the context usable. The log is the table of
+// docs/faults.md.
+func TestGPUFaultKindsEndTheProcess(t *testing.T) {
+	g := cudatest.Require(t, cudatest.Kernels)
+	if cudatest.FakeLoaded() || g == nil {
+		t.Skip("a question about the real driver")
+	}
+	for _, k := range faultKinds {
+		t.Run(k.kernel, func(t *testing.T) {
+			if !inFaultProcess(t, true) {
+				return
+			}
+			ctx, err := cuda.Device(0).Context()
+			require.NoError(t, err)
+			m, err := ctx.LoadModule(faultsPTX)
+			require.NoError(t, err)
+			s, err := ctx.NewStream()
+			require.NoError(t, err)
+			f, err := m.Function(k.kernel)
+			require.NoError(t, err)
+			require.NoError(t, f.Launch(s, cuda.D1(1), cuda.D1(1), 0))
+			err = s.Synchronize()
+			require.ErrorIs(t, err, cuda.ErrFaulted)
+			require.ErrorIs(t, err, k.want)
+			_, newErr := cuda.NewContext(0, 0)
+			_, primErr := cuda.Device(0).Context()
+			t.Logf("| %s | %v | NewContext: %v | Device(0).Context: %v |", k.kernel, k.want, newErr, primErr)
+			assert.Error(t, newErr, "the driver gives no new context after a fault")
+			assert.ErrorIs(t, primErr, cuda.ErrFaulted)
+		})
+	}
+	t.Run("out_of_range_launch", func(t *testing.T) {
+		_, m, s := loadKernels(t, cudatest.Kernels)
+		empty := function(t, m, "empty")
+		err := empty.Launch(s, cuda.D1(1), cuda.D1(4096), 0) // more threads than a block has
+		require.Error(t, err)
+		assert.NotErrorIs(t, err, cuda.ErrFaulted)
+		require.NoError(t, empty.Launch(s, cuda.D1(1), cuda.D1(1), 0))
+		require.NoError(t, s.Synchronize(), "the context is still usable")
+		t.Logf("| out-of-range launch | %v | the context goes on |", err)
+	})
+	t.Run("kernel_past_deadline", func(t *testing.T) {
+		_, m, s := loadKernels(t, cudatest.Kernels)
+		spin := function(t, m, "spin")
+		require.NoError(t, spin.Launch(s, cuda.D1(1), cuda.D1(1), 0, uint64(2_000_000_000)))
+		c, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		err := s.SynchronizeContext(c)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		other, err := m.Context().NewStream()
+		require.NoError(t, err)
+		defer other.Close()
+		require.NoError(t, function(t, m, "empty").Launch(other, cuda.D1(1), cuda.D1(1), 0))
+		require.NoError(t, other.Synchronize(), "other streams go on while the kernel runs")
+		require.NoError(t, s.Synchronize(), "the kernel ends; nothing is faulted")
+		t.Logf("| kernel past its waiter's deadline | %v | the waiter returns; other streams go on; no fault |", err)
+	})
 }
