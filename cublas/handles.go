@@ -77,7 +77,7 @@ func setScalar[T any](sc *scalars, alpha T) *T {
 	return a
 }
 
-type handle = cudalib.Handle[cublasraw.CublasHandle, *cublasraw.OwnedHandle, workspace]
+type handle = cudalib.Handle[cudalib.NoKey, cublasraw.CublasHandle, *cublasraw.OwnedHandle, workspace]
 
 // handles are the idle handles, per context.
 var handles = cudalib.NewPool[cublasraw.CublasHandle, *cublasraw.OwnedHandle, workspace](MaxIdleHandles, cublasraw.Create, cublasraw.OwnHandle, false)
@@ -114,7 +114,7 @@ func WorkspaceSize(ctx *cuda.Context) int {
 // bound to s), or a new one, with a workspace of the context's size from the pool,
 // allocated on s.
 func take(ctx *cuda.Context, s *cuda.Stream, uses []cuda.Use) (*handle, error) {
-	h, err := handles.Take(ctx, s, uses...)
+	h, err := handles.Take(ctx, s, cudalib.NoKey{}, uses...)
 	if err != nil {
 		return nil, err
 	}
