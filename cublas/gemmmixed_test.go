@@ -152,6 +152,34 @@ func TestGemmMixed(t *testing.T) {
 	}
 }
 
+// The workspace size belongs to its context: set for one, it leaves the others at
+// DefaultWorkspaceSize, and it goes with the context, so that a context made later
+// (which the driver may give the same handle) starts from the default. No cuBLAS
+// call: it runs on the fake driver.
+func TestWorkspaceSizePerContext(t *testing.T) {
+	ctx, _ := cudatest.Stream(t)
+	assert.Equal(t, cublas.DefaultWorkspaceSize, cublas.WorkspaceSize(ctx))
+	assert.ErrorIs(t, cublas.SetWorkspaceSize(nil, 1), cuda.ErrInvalidArgument)
+
+	other, err := cuda.NewContext(0, 0)
+	require.NoError(t, err)
+	require.NoError(t, cublas.SetWorkspaceSize(other, 1<<20))
+	assert.Equal(t, 1<<20, cublas.WorkspaceSize(other))
+	assert.Equal(t, cublas.DefaultWorkspaceSize, cublas.WorkspaceSize(ctx), "other contexts keep the default")
+
+	require.NoError(t, other.Close())
+	assert.Equal(t, cublas.DefaultWorkspaceSize, cublas.WorkspaceSize(other), "gone with the context")
+	err = cublas.SetWorkspaceSize(other, 1<<20)
+	assert.ErrorIs(t, err, cuda.ErrClosed)
+	assert.ErrorContains(t, err, "cublas: set workspace size")
+	assert.Equal(t, cublas.DefaultWorkspaceSize, cublas.WorkspaceSize(other), "nothing kept for a destroyed context")
+
+	again, err := cuda.NewContext(0, 0)
+	require.NoError(t, err)
+	defer again.Close()
+	assert.Equal(t, cublas.DefaultWorkspaceSize, cublas.WorkspaceSize(again))
+}
+
 // Each handle's workspace comes from the device's pool (it shows in the context's
 // memory status), and a handle that moves between streams gives correct results:
 // the hand-off orders the workspace's uses.

@@ -2,8 +2,6 @@ package cublas
 
 import (
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/gocuda/gocuda/cublas/cublasraw"
@@ -36,10 +34,11 @@ import (
 // one each stream keeps.
 const MaxIdleHandles = 4
 
-// DefaultWorkspaceSize is the size of a handle's workspace unless SetWorkspaceSize
-// says otherwise for its context: 4 MiB. Measured on the H200, cuBLAS's own Hopper
-// default (32 MiB) made the small GEMMs of a 256-wide MLP (batch 16) 40% slower: with
-// the larger workspace its heuristics pick other kernels.
+// DefaultWorkspaceSize is the process default of the workspace size: a handle's
+// workspace has it unless SetWorkspaceSize says otherwise for its context. 4 MiB:
+// measured on the H200, cuBLAS's own Hopper default (32 MiB) made the small GEMMs of
+// a 256-wide MLP (batch 16) 40% slower: with the larger workspace its heuristics pick
+// other kernels.
 const DefaultWorkspaceSize = 4 << 20
 
 // workspace is a handle's workspace: the buffer, and whether it is set for the
@@ -49,9 +48,10 @@ type workspace struct {
 	buf  *cuda.DeviceBuffer
 	set  bool
 	scal *scalars
-	// size is the context's workspace size as read when wsVersion was ver-1 (0:
-	// never read), so that calls look it up only after SetWorkspaceSize.
-	size, ver int64
+	// size is the context's workspace size as read at workspaceSizes' version ver
+	// (0: never read), so that calls look it up only after a SetWorkspaceSize.
+	size int
+	ver  uint64
 }
 
 // scalars is a handle's room for the host scalars of one call (alpha and beta, of
@@ -77,50 +77,44 @@ func setScalar[T any](sc *scalars, alpha T) *T {
 	return a
 }
 
-type handle = cudalib.Handle[cublasraw.CublasHandle, *cublasraw.OwnedHandle, workspace]
+type handle = cudalib.Handle[cudalib.NoKey, cublasraw.CublasHandle, *cublasraw.OwnedHandle, workspace]
 
 // handles are the idle handles, per context.
 var handles = cudalib.NewPool[cublasraw.CublasHandle, *cublasraw.OwnedHandle, workspace](MaxIdleHandles, cublasraw.Create, cublasraw.OwnHandle, false)
 
-// wsSizes maps a context's handle to its workspace size (an int) once set, read
-// without a lock; wsVersion counts the SetWorkspaceSize calls, so that a handle
-// reads wsSizes again only after one.
-var (
-	wsSizes   sync.Map
-	wsVersion atomic.Int64
-)
+// workspaceSizes are the contexts' workspace sizes, in bytes.
+var workspaceSizes = cudalib.NewSetting(DefaultWorkspaceSize)
 
 // SetWorkspaceSize sets the workspace size of ctx's cuBLAS handles, in bytes (0: no
 // workspace of ours; cuBLAS then uses the handle's default one). Handles made
-// earlier get the new size at their next call.
+// earlier get the new size at their next call. The size belongs to ctx: it goes
+// when ctx is destroyed (and a later context starts from DefaultWorkspaceSize); on a
+// destroyed context SetWorkspaceSize returns an error matching cuda.ErrClosed.
 func SetWorkspaceSize(ctx *cuda.Context, bytes int) error {
 	if ctx == nil || bytes < 0 {
 		return fmt.Errorf("cublas: set workspace size: %w: %d bytes", cuda.ErrInvalidArgument, bytes)
 	}
-	wsSizes.Store(ctx.Handle(), bytes)
-	wsVersion.Add(1)
+	if err := workspaceSizes.Set(ctx, bytes); err != nil {
+		return fmt.Errorf("cublas: set workspace size: %w", err)
+	}
 	return nil
 }
 
-// WorkspaceSize returns the workspace size of ctx's cuBLAS handles, in bytes.
-func WorkspaceSize(ctx *cuda.Context) int {
-	if n, ok := wsSizes.Load(ctx.Handle()); ok {
-		return n.(int)
-	}
-	return DefaultWorkspaceSize
-}
+// WorkspaceSize returns the workspace size of ctx's cuBLAS handles, in bytes:
+// DefaultWorkspaceSize unless SetWorkspaceSize set another for ctx.
+func WorkspaceSize(ctx *cuda.Context) int { return workspaceSizes.Get(ctx) }
 
 // take returns the handle s keeps, an idle handle of ctx (preferably the one last
 // bound to s), or a new one, with a workspace of the context's size from the pool,
 // allocated on s.
 func take(ctx *cuda.Context, s *cuda.Stream, uses []cuda.Use) (*handle, error) {
-	h, err := handles.Take(ctx, s, uses...)
+	h, err := handles.Take(ctx, s, cudalib.NoKey{}, uses...)
 	if err != nil {
 		return nil, err
 	}
 	// Usually the handle is ready: the context's size unchanged since it read it,
 	// and its workspace allocated.
-	if ws := &h.State; ws.scal == nil || ws.ver != wsVersion.Load()+1 || ws.buf == nil && ws.size > 0 {
+	if ws := &h.State; ws.scal == nil || ws.ver != workspaceSizes.Version() || ws.buf == nil && ws.size > 0 {
 		if err := prepare(ctx, s, h); err != nil {
 			handles.Put(s, h)
 			return nil, err
@@ -135,10 +129,10 @@ func prepare(ctx *cuda.Context, s *cuda.Stream, h *handle) error {
 	if ws.scal == nil {
 		ws.scal = new(scalars)
 	}
-	if v := wsVersion.Load() + 1; ws.ver != v {
-		ws.size, ws.ver = int64(WorkspaceSize(ctx)), v
+	if v := workspaceSizes.Version(); ws.ver != v {
+		ws.size, ws.ver = WorkspaceSize(ctx), v
 	}
-	size := int(ws.size)
+	size := ws.size
 	if ws.buf != nil && ws.buf.Size() != size {
 		ws.buf.Close() // ordered after its last use by the hand-off
 		// The handle must not keep the old address: unbinding it makes the next

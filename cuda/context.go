@@ -9,6 +9,7 @@ import (
 
 	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/internal/errs"
+	"github.com/gocuda/gocuda/internal/rescore"
 	"github.com/gocuda/gocuda/resource"
 )
 
@@ -318,6 +319,9 @@ func (c *ctxState) destroy() error {
 	deadContexts.Store(c.h, struct{}{})
 	contexts.Delete(c.h)
 	memContexts.Delete(c)
+	// What the libraries keep for the context goes with it, before the driver may
+	// give its handle to another one.
+	rescore.RunContextDestroy(uintptr(c.h))
 	// The context's own streams go with it.
 	c.mu.Lock()
 	own := []*stream{c.disposal, c.waiter}

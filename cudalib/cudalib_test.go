@@ -22,10 +22,12 @@ import (
 // TestMain runs the tests on the strict fake driver where there is no GPU (CI).
 func TestMain(m *testing.M) { os.Exit(cudatest.Main(m)) }
 
-// raw is a stand-in library handle: a number, the context current when it was made,
-// and the stream it was last set to.
+// raw is a stand-in library handle: a number, the key it was made for (as cuFFT's
+// plans are for a transform), the context current when it was made, and the stream
+// it was last set to.
 type raw struct {
 	id     int
+	key    string
 	ctx    cudaraw.CUcontext
 	stream cudaraw.CUstream
 }
@@ -36,7 +38,9 @@ type lib struct {
 	handles    map[int]*raw
 }
 
-func (l *lib) create(r *int) error {
+func (l *lib) create(r *int) error { return l.createFor("", r) }
+
+func (l *lib) createFor(k string, r *int) error {
 	var c cudaraw.CUcontext
 	if err := cudaraw.CtxGetCurrent(&c); err != nil {
 		return err
@@ -44,8 +48,15 @@ func (l *lib) create(r *int) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	*r = int(l.made.Add(1))
-	l.handles[*r] = &raw{id: *r, ctx: c}
+	l.handles[*r] = &raw{id: *r, key: k, ctx: c}
 	return nil
+}
+
+// handle returns the stand-in handle r.
+func (l *lib) handle(r int) *raw {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.handles[r]
 }
 
 func (l *lib) setStream(_ cudaraw.CUcontext, r int, st cudaraw.CUstream) error {
@@ -64,6 +75,7 @@ var (
 	testPool = cudalib.NewPool[int, string, int](2, testLib.create, func(r int) string { return "owner" }, true)
 	badPool  = cudalib.NewPool[int, string, int](2, func(*int) error { return errors.New("no library") },
 		func(int) string { return "" }, false)
+	none cudalib.NoKey // the key of every call of NewPool's pools
 )
 
 func TestPool(t *testing.T) {
@@ -78,8 +90,8 @@ func TestPool(t *testing.T) {
 	sets := func(i int32) int32 { return l.sets.Load() + i }
 	// takeBound takes a handle for s, checks that it is handle want, and binds it to
 	// s, reporting whether that set the stream.
-	takeBound := func(s *cuda.Stream, want int, msg string) (*cudalib.Handle[int, string, int], bool) {
-		h, err := p.Take(ctx, s)
+	takeBound := func(s *cuda.Stream, want int, msg string) (*cudalib.Handle[cudalib.NoKey, int, string, int], bool) {
+		h, err := p.Take(ctx, s, none)
 		require.NoError(t, err)
 		assert.Equal(t, want, h.Raw, msg)
 		rebound, err := h.Bind(ctx.Handle(), s.Handle(), l.setStream)
@@ -91,7 +103,7 @@ func TestPool(t *testing.T) {
 	first, second, set1 := id(1), id(2), sets(1)
 	var got []int
 	f := func(_ cudaraw.CUcontext, r int) error { got = append(got, r); return nil }
-	require.NoError(t, p.Run(s1, l.setStream, f))
+	require.NoError(t, p.Run(s1, none, l.setStream, f))
 	assert.Equal(t, []int{first}, got)
 	assert.Equal(t, ctx.Handle(), l.handles[first].ctx, "made with the context current")
 	assert.Equal(t, s1.Handle(), l.handles[first].stream)
@@ -99,14 +111,14 @@ func TestPool(t *testing.T) {
 	assert.Zero(t, p.Idle(ctx))
 
 	// The same stream reuses it without setting the stream again.
-	require.NoError(t, p.Run(s1, l.setStream, f))
+	require.NoError(t, p.Run(s1, none, l.setStream, f))
 	assert.Equal(t, []int{first, first}, got)
 	assert.Equal(t, set1, l.sets.Load())
 
 	// Each stream keeps the handle bound to it.
-	h1, err := p.Take(ctx, s1)
+	h1, err := p.Take(ctx, s1, none)
 	require.NoError(t, err)
-	h2, err := p.Take(ctx, s2)
+	h2, err := p.Take(ctx, s2, none)
 	require.NoError(t, err)
 	assert.Equal(t, first, h1.Raw)
 	assert.Equal(t, second, h2.Raw, "no idle handle: a new one")
@@ -117,7 +129,7 @@ func TestPool(t *testing.T) {
 	p.Put(s2, h2)
 	p.Put(s1, h1)
 	assert.Equal(t, 2, p.Kept(ctx))
-	h, err := p.Take(ctx, s2)
+	h, err := p.Take(ctx, s2, none)
 	require.NoError(t, err)
 	assert.Equal(t, second, h.Raw, "the handle s2 keeps")
 	assert.Equal(t, 1, p.Kept(ctx), "s2's is in use")
@@ -125,7 +137,7 @@ func TestPool(t *testing.T) {
 	// While a stream's handle is in use, a second call on the stream takes another;
 	// given back, it goes to the cache (the stream keeps one), where a stream
 	// prefers the handle last bound to it over the most recent one.
-	h1, err = p.Take(ctx, s1)
+	h1, err = p.Take(ctx, s1, none)
 	require.NoError(t, err)
 	third, fourth := id(1), id(2)
 	x2, _ := takeBound(s2, third, "s2's handle is in use: a new one")
@@ -136,7 +148,7 @@ func TestPool(t *testing.T) {
 	p.Put(s1, h1)
 	assert.Equal(t, 2, p.Idle(ctx))
 	assert.Equal(t, 2, p.Kept(ctx))
-	h2, err = p.Take(ctx, s2)
+	h2, err = p.Take(ctx, s2, none)
 	require.NoError(t, err)
 	assert.Equal(t, second, h2.Raw)
 	h, rebound = takeBound(s2, third, "the handle bound to s2, not the most recent")
@@ -160,10 +172,10 @@ func TestPool(t *testing.T) {
 	require.NoError(t, s3.Close())
 	assert.Equal(t, 2, p.Kept(ctx))
 	assert.Equal(t, 2, p.Idle(ctx))
-	h1, err = p.Take(ctx, s1) // keeps s1's handle busy, so that Run takes from the cache
+	h1, err = p.Take(ctx, s1, none) // keeps s1's handle busy, so that Run takes from the cache
 	require.NoError(t, err)
 	set0 := sets(0)
-	require.NoError(t, p.Run(s1, l.setStream, f))
+	require.NoError(t, p.Run(s1, none, l.setStream, f))
 	assert.Equal(t, set0, l.sets.Load(), "the cache's handle bound to s1 (fourth): not set again")
 	assert.Equal(t, fourth, got[len(got)-1])
 	p.Put(s1, h1)
@@ -174,7 +186,7 @@ func TestPool(t *testing.T) {
 	require.NoError(t, err)
 	h, _ = takeBound(s4, fourth, "from the cache")
 	p.Put(s4, h)
-	h, err = p.Take(ctx, s4)
+	h, err = p.Take(ctx, s4, none)
 	require.NoError(t, err)
 	assert.Equal(t, fourth, h.Raw)
 	kept, idle := p.Kept(ctx), p.Idle(ctx)
@@ -194,11 +206,11 @@ func TestPool(t *testing.T) {
 	assert.Equal(t, kept, p.Kept(ctx))
 
 	// A full cache drops the handle (to its owner).
-	extra, err := p.Take(ctx, s2)
+	extra, err := p.Take(ctx, s2, none)
 	require.NoError(t, err)
-	h3, err := p.Take(ctx, s2)
+	h3, err := p.Take(ctx, s2, none)
 	require.NoError(t, err)
-	h4, err := p.Take(ctx, s2)
+	h4, err := p.Take(ctx, s2, none)
 	require.NoError(t, err)
 	p.Put(s3, extra)
 	p.Put(s3, h3)
@@ -211,15 +223,15 @@ func TestPool(t *testing.T) {
 	assert.Zero(t, p.Idle(ctx))
 	assert.Zero(t, p.Kept(ctx))
 	made := l.made.Load()
-	require.NoError(t, p.Run(s2, l.setStream, f))
+	require.NoError(t, p.Run(s2, none, l.setStream, f))
 	assert.Equal(t, made+1, l.made.Load(), "a new handle after Reclaim")
 	assert.Equal(t, 1, p.Kept(ctx), "kept again")
 
 	// Bad arguments are reported before a handle is made; a failed create is an error.
 	made = l.made.Load()
-	assert.ErrorIs(t, p.Run(nil, l.setStream, f), cuda.ErrInvalidArgument)
+	assert.ErrorIs(t, p.Run(nil, none, l.setStream, f), cuda.ErrInvalidArgument)
 	assert.Equal(t, made, l.made.Load())
-	assert.ErrorContains(t, badPool.Run(s1, l.setStream, f), "creating a handle: no library")
+	assert.ErrorContains(t, badPool.Run(s1, none, l.setStream, f), "creating a handle: no library")
 }
 
 // BenchmarkRun is the Go side of one library call with three operands (a GEMM's):
@@ -237,7 +249,7 @@ func BenchmarkRun(b *testing.B) {
 	f := func(cudaraw.CUcontext, int) error { return nil }
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := p.Run(s, l.setStream, f, cuda.Reads(bufs[0]), cuda.Reads(bufs[1]), cuda.Writes(bufs[2])); err != nil {
+		if err := p.Run(s, none, l.setStream, f, cuda.Reads(bufs[0]), cuda.Reads(bufs[1]), cuda.Writes(bufs[2])); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -260,7 +272,7 @@ func BenchmarkRunParallel(b *testing.B) {
 			defer bufs[i].Close()
 		}
 		for pb.Next() {
-			if err := p.Run(s, l.setStream, f, cuda.Reads(bufs[0]), cuda.Reads(bufs[1]), cuda.Writes(bufs[2])); err != nil {
+			if err := p.Run(s, none, l.setStream, f, cuda.Reads(bufs[0]), cuda.Reads(bufs[1]), cuda.Writes(bufs[2])); err != nil {
 				return err
 			}
 		}
@@ -286,7 +298,7 @@ func TestRunCloseRace(t *testing.T) {
 		var ran, closed atomic.Int32
 		for range 4 {
 			wg.Go(func() {
-				err := p.Run(s, l.setStream, func(_ cudaraw.CUcontext, _ int) error {
+				err := p.Run(s, none, l.setStream, func(_ cudaraw.CUcontext, _ int) error {
 					return ctx.Locked(func() error { return cudaraw.MemsetD8Async(dev, 1, 2<<20, s.Handle()) })
 				}, cuda.Writes(buf))
 				switch {
@@ -334,7 +346,7 @@ func TestRunExclusive(t *testing.T) {
 					default:
 					}
 				}
-				err := p.Run(st, l.setStream, f)
+				err := p.Run(st, none, l.setStream, f)
 				if st != s {
 					select {
 					case streams <- st:
@@ -382,4 +394,165 @@ func TestRunExclusive(t *testing.T) {
 	}
 	assert.Greater(t, ran.Load(), int32(1000))
 	require.NoError(t, s.Synchronize())
+}
+
+func noSetStream(cudaraw.CUcontext, int, cudaraw.CUstream) error { return nil }
+
+type keyedHandle = cudalib.Handle[string, int, string, int64]
+
+// The keyed pool: at most 3 idle handles per context, of at most 100 bytes together,
+// a handle's bytes being its State.
+var (
+	keyedTestLib  = &lib{handles: map[int]*raw{}}
+	keyedTestPool = cudalib.NewKeyedPool[string, int, string, int64](3, keyedTestLib.createFor, func(int) string { return "owner" }, false).
+			LimitBytes(100, func(h *keyedHandle) int64 { return h.State })
+)
+
+func TestKeyedPool(t *testing.T) {
+	ctx, s := cudatest.Stream(t)
+	s2, err := ctx.NewStream()
+	require.NoError(t, err)
+	defer s2.Close()
+	l, p := keyedTestLib, keyedTestPool
+	_, err = resource.Reclaim()
+	require.NoError(t, err)
+	var got []int
+	run := func(s *cuda.Stream, k string) {
+		t.Helper()
+		require.NoError(t, p.Run(s, k, noSetStream, func(_ cudaraw.CUcontext, r int) error { got = append(got, r); return nil }))
+	}
+	last := func() int { return got[len(got)-1] }
+
+	// A handle is made for its key, in the stream's context; the stream keeps it for
+	// the next call of that key.
+	made := l.made.Load()
+	run(s, "a")
+	a := last()
+	assert.Equal(t, "a", l.handle(a).key)
+	assert.Equal(t, ctx.Handle(), l.handle(a).ctx)
+	assert.Equal(t, 1, p.Kept(ctx))
+	run(s, "a")
+	assert.Equal(t, a, last(), "the stream's handle")
+
+	// Another key: the stream's handle does not serve it; the new one goes to the
+	// cache (the stream keeps one), where the next call of its key finds it.
+	run(s, "b")
+	b := last()
+	assert.NotEqual(t, a, b)
+	assert.Equal(t, "b", l.handle(b).key)
+	assert.Equal(t, 1, p.Kept(ctx))
+	assert.Equal(t, 1, p.Idle(ctx))
+	run(s, "b")
+	assert.Equal(t, b, last(), "from the cache")
+	run(s, "a")
+	assert.Equal(t, a, last(), "still the stream's")
+	assert.Equal(t, made+2, l.made.Load())
+
+	// A handle that holds memory is kept by no stream, and the cache keeps at most
+	// 100 bytes of them.
+	h, err := p.Take(ctx, s2, "big")
+	require.NoError(t, err)
+	assert.Zero(t, h.State, "new: the caller sets it up")
+	h.State = 60
+	_, err = h.Bind(ctx.Handle(), s2.Handle(), noSetStream)
+	require.NoError(t, err)
+	p.Put(s2, h)
+	assert.Equal(t, 1, p.Kept(ctx), "s2 keeps nothing")
+	assert.Equal(t, 2, p.Idle(ctx))
+	h2, err := p.Take(ctx, s2, "big2")
+	require.NoError(t, err)
+	h2.State = 60
+	p.Put(s2, h2)
+	assert.Equal(t, 2, p.Idle(ctx), "over 100 bytes: dropped")
+	h, err = p.Take(ctx, s2, "big")
+	require.NoError(t, err)
+	assert.Equal(t, int64(60), h.State, "the cached one, set up")
+	p.Put(s2, h)
+
+	// At most 3 idle handles of all keys.
+	var hs []*keyedHandle
+	for _, k := range []string{"c", "d", "e"} {
+		h, err := p.Take(ctx, s2, k)
+		require.NoError(t, err)
+		hs = append(hs, h)
+	}
+	for _, h := range hs {
+		p.Put(s2, h)
+	}
+	assert.Equal(t, 3, p.Idle(ctx), "b, big and c: d and e dropped")
+
+	// Without a stream: a handle of the context and key, from the cache or new, that
+	// goes back to the cache.
+	made = l.made.Load()
+	h, err = p.Take(ctx, nil, "c")
+	require.NoError(t, err)
+	assert.Equal(t, "c", l.handle(h.Raw).key)
+	assert.Equal(t, made, l.made.Load(), "from the cache")
+	_, err = h.Bind(ctx.Handle(), s.Handle(), noSetStream) // a call on s
+	require.NoError(t, err)
+	p.Put(nil, h)
+	assert.Equal(t, 1, p.Kept(ctx), "no stream keeps it")
+	h, err = p.Take(ctx, nil, "c")
+	require.NoError(t, err)
+	rebound, err := h.Bind(ctx.Handle(), s.Handle(), noSetStream)
+	require.NoError(t, err)
+	assert.True(t, rebound, "given back without a stream: unbound (its stream may be gone)")
+	p.Put(nil, h)
+	h, err = p.Take(ctx, nil, "f")
+	require.NoError(t, err)
+	assert.Equal(t, made+1, l.made.Load(), "new")
+	p.Put(nil, h)
+	assert.Equal(t, 3, p.Idle(ctx))
+
+	// A destroyed stream gives its handle to the cache; Reclaim empties it all.
+	s3, err := ctx.NewStream()
+	require.NoError(t, err)
+	run(s3, "g")
+	assert.Equal(t, 2, p.Kept(ctx))
+	_, err = resource.Reclaim()
+	require.NoError(t, err)
+	assert.Zero(t, p.Idle(ctx))
+	assert.Zero(t, p.Kept(ctx))
+	run(s3, "g")
+	assert.Equal(t, 1, p.Kept(ctx))
+	require.NoError(t, s3.Close())
+	assert.Zero(t, p.Kept(ctx))
+	assert.Equal(t, 1, p.Idle(ctx), "s3's handle")
+}
+
+// A destroyed context's idle handles go with it: the driver may give its handle to a
+// later context, which must not get them.
+func TestContextDestroyDropsIdle(t *testing.T) {
+	cudatest.Require(t)
+	other, err := cuda.NewContext(0, 0)
+	require.NoError(t, err)
+	s, err := other.NewStream()
+	require.NoError(t, err)
+	for _, k := range []string{"a", "b"} {
+		require.NoError(t, keyedTestPool.Run(s, k, noSetStream, func(cudaraw.CUcontext, int) error { return nil }))
+	}
+	require.NoError(t, testPool.Run(s, none, testLib.setStream, func(cudaraw.CUcontext, int) error { return nil }))
+	require.NoError(t, s.Close())
+	assert.Equal(t, 2, keyedTestPool.Idle(other))
+	assert.Equal(t, 1, testPool.Idle(other))
+	require.NoError(t, other.Close())
+	assert.Zero(t, keyedTestPool.Idle(other))
+	assert.Zero(t, testPool.Idle(other))
+}
+
+// A call on a stream that keeps its handle allocates nothing, with a key or without.
+func TestRunAllocs(t *testing.T) {
+	ctx, s := cudatest.Stream(t)
+	buf, err := ctx.Alloc(s, 2<<20)
+	require.NoError(t, err)
+	defer buf.Close()
+	f := func(cudaraw.CUcontext, int) error { return nil }
+	calls := map[string]func() error{
+		"NoKey": func() error { return testPool.Run(s, none, testLib.setStream, f, cuda.Writes(buf)) },
+		"keyed": func() error { return keyedTestPool.Run(s, "allocs", noSetStream, f, cuda.Writes(buf)) },
+	}
+	for name, call := range calls {
+		require.NoError(t, call(), name) // makes the handle, which s keeps
+		assert.Zero(t, testing.AllocsPerRun(100, func() { require.NoError(t, call()) }), name)
+	}
 }

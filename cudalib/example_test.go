@@ -59,13 +59,19 @@ var fooHandles = cudalib.NewPool[fooHandle, *ownedFoo, struct{}](4, fooCreate, o
 // a handle (the one s keeps, after its first call), binds it to s, and queues the
 // call after the work on other streams that uses x.
 func Fill(s *cuda.Stream, x *cuda.DeviceBuffer, v byte) error {
-	return fooHandles.Run(s, fooSetStream, func(c cudaraw.CUcontext, h fooHandle) error {
+	return fooHandles.Run(s, cudalib.NoKey{}, fooSetStream, fillCall(x, v), cuda.Writes(x))
+}
+
+// fillCall returns the library call that fills x with v, with the handle h in the
+// context c: what Run queues.
+func fillCall(x *cuda.DeviceBuffer, v byte) func(c cudaraw.CUcontext, h fooHandle) error {
+	return func(c cudaraw.CUcontext, h fooHandle) error {
 		p, err := cuda.DevicePtr[byte](x)
 		if err != nil {
 			return err
 		}
 		return fooFill(c, h, p, v, x.Len())
-	}, cuda.Writes(x))
+	}
 }
 
 // A wrapper of another CUDA library: calls on a stream take the stream's handle,

@@ -42,7 +42,7 @@ func call(op string, s *cuda.Stream, f func(ctx cudaraw.CUcontext, h cudnnraw.Cu
 
 // run is call without the operation's name, for the steps of an operation.
 func run(s *cuda.Stream, f func(ctx cudaraw.CUcontext, h cudnnraw.CudnnHandle) error, uses ...cuda.Use) error {
-	return handles.Run(s, cudnnraw.SetStreamIn, f, uses...)
+	return handles.Run(s, cudalib.NoKey{}, cudnnraw.SetStreamIn, f, uses...)
 }
 
 // wrap names the operation in an error: "cudnn: convolution forward: ...".

@@ -6,9 +6,8 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/cudalib"
 	"github.com/gocuda/gocuda/cufft/cufftraw"
-	"github.com/gocuda/gocuda/internal/idlecache"
-	"github.com/gocuda/gocuda/internal/streamslot"
 )
 
 // The idiomatic API: transforms of the cuda package's memory on a stream, with plans
@@ -183,13 +182,14 @@ func isFloat64[T Real]() bool {
 
 // Plans: a plan is made for one transform (cufftMakePlanMany, with the context
 // current) and reused by every call of that transform in its context, one call at a
-// time. Each stream keeps the plan of its last transform for its next call, if the
-// plan needs no work area (internal/streamslot: without a lock shared with other
-// streams); each context's cache keeps at most MaxIdlePlans more,
-// of which a call takes the one last bound to its own stream when there is one, and
-// a destroyed stream gives its plan to the cache. A plan the cache drops (all of
-// them, and the streams' plans, at every resource.Reclaim) is left to its OwnedPlan,
-// destroyed in resource.Reclaim (cufftDestroy waits for the GPU: headers/cufft.toml).
+// time, from a cudalib pool keyed by the transform. Each stream keeps the plan of
+// its last transform for its next call, if the plan needs no work area (without a
+// lock shared with other streams); each context's cache keeps at most MaxIdlePlans
+// more, of which a call takes the one last bound to its own stream when there is
+// one, and a destroyed stream gives its plan to the cache. A plan the cache drops
+// (all of them, and the streams' plans, at every resource.Reclaim) is left to its
+// OwnedPlan, destroyed in resource.Reclaim (cufftDestroy waits for the GPU:
+// headers/cufft.toml).
 //
 // Work area: a plan's scratch memory comes from the device's pool instead of
 // cuFFT's own allocation (cufftSetAutoAllocation(0), cufftSetWorkArea), so it shows
@@ -203,7 +203,6 @@ const MaxIdlePlans = 16
 
 // planKey identifies a transform; sizes holds up to three dimensions.
 type planKey struct {
-	ctx   cudaraw.CUcontext
 	typ   cufftraw.CufftType
 	batch int
 	sizes [3]int
@@ -224,22 +223,14 @@ func key(sizes []int) [3]int {
 	return k
 }
 
-type plan struct {
-	key    planKey // its transform: never changes
-	own    *cufftraw.OwnedPlan
-	raw    cufftraw.CufftHandle
-	stream cudaraw.CUstream
-	work   *cuda.DeviceBuffer // nil when the transform needs none
+// planState is what a plan holds besides its handle: its work area, and whether it
+// is made for its transform yet (a new handle is not).
+type planState struct {
+	work *cuda.DeviceBuffer // nil when the transform needs none
+	made bool
 }
 
-// keptPlans is the plans' library index in the streams' slots (internal/streamslot);
-// a destroyed stream's plan goes to the cache, unbound (a new stream may get the same
-// CUstream value).
-var keptPlans, keepPlans = streamslot.NewLib(func(h unsafe.Pointer) {
-	p := (*plan)(h)
-	p.stream = 0
-	plans.Put(p.key, p)
-})
+type plan = cudalib.Handle[planKey, cufftraw.CufftHandle, *cufftraw.OwnedPlan, planState]
 
 // MaxIdlePlanBytes bounds the bytes of work area a context's idle plans hold: a plan
 // that would pass it is dropped (and its work area goes back to the pool) rather
@@ -247,31 +238,39 @@ var keptPlans, keepPlans = streamslot.NewLib(func(h unsafe.Pointer) {
 const MaxIdlePlanBytes = 256 << 20
 
 // plans are the idle plans, at most MaxIdlePlans and MaxIdlePlanBytes per context.
-var plans = idlecache.New[planKey, cudaraw.CUcontext, *plan](MaxIdlePlans, func(k planKey) cudaraw.CUcontext { return k.ctx }).
+var plans = cudalib.NewKeyedPool[planKey, cufftraw.CufftHandle, *cufftraw.OwnedPlan, planState](MaxIdlePlans,
+	func(_ planKey, h *cufftraw.CufftHandle) error { return cufftraw.Create(h) }, cufftraw.OwnPlan, false).
 	LimitBytes(MaxIdlePlanBytes, func(p *plan) int64 {
-		if p.work == nil {
+		if p.State.work == nil {
 			return 0
 		}
-		return int64(p.work.Size())
+		return int64(p.State.work.Size())
 	})
 
 // takePlan returns the plan of k that s keeps, an idle plan of k (preferably the one
-// last bound to s), or a new one with its work area from the pool, allocated on s.
+// last bound to s), or a new one, made for k with its work area from the pool,
+// allocated on s.
 func takePlan(ctx *cuda.Context, s *cuda.Stream, k planKey, uses []cuda.Use) (*plan, error) {
-	if keepPlans { // s has a context: the caller checked
-		sl := streamslot.Of(s)
-		if h := sl.Peek(keptPlans); h != nil && (*plan)(h).key == k && sl.TakeIf(keptPlans, h) {
-			return (*plan)(h), nil
+	p, err := plans.Take(ctx, s, k, uses...)
+	if err != nil {
+		return nil, err
+	}
+	if !p.State.made {
+		if err := makePlan(ctx, s, k, p); err != nil {
+			// Dropped, not given back (it is no plan of k): cufftDestroy may wait
+			// for the GPU, so the plan's OwnedPlan destroys it in resource.Reclaim.
+			if p.State.work != nil {
+				p.State.work.Close()
+			}
+			return nil, fmt.Errorf("making a plan: %w", err)
 		}
 	}
-	st := s.Handle()
-	if p, ok := plans.TakePrefer(k, func(p *plan) bool { return p.stream == st }); ok {
-		return p, nil // cuda.Enqueue checks the stream and memory
-	}
-	if err := cuda.CheckEnqueue(s, uses...); err != nil {
-		return nil, err // before cuFFT is loaded
-	}
-	p := &plan{key: k}
+	return p, nil
+}
+
+// makePlan makes the new plan p for k, with its work area from the pool, allocated
+// on s.
+func makePlan(ctx *cuda.Context, s *cuda.Stream, k planKey, p *plan) error {
 	rank := k.rank()
 	var dims [3]int32
 	for i, d := range k.sizes[:rank] {
@@ -279,60 +278,32 @@ func takePlan(ctx *cuda.Context, s *cuda.Stream, k planKey, uses []cuda.Use) (*p
 	}
 	var size uint64
 	err := ctx.Locked(func() error {
-		if err := cufftraw.Create(&p.raw); err != nil {
+		if err := cufftraw.SetAutoAllocation(p.Raw, 0); err != nil {
 			return err
 		}
-		p.own = cufftraw.OwnPlan(p.raw) // from here on, the plan is released however this ends
-		if err := cufftraw.SetAutoAllocation(p.raw, 0); err != nil {
-			return err
-		}
-		return cufftraw.MakePlanMany(p.raw, int32(rank), &dims[0], nil, 1, 0, nil, 1, 0, k.typ, int32(k.batch), &size)
+		return cufftraw.MakePlanMany(p.Raw, int32(rank), &dims[0], nil, 1, 0, nil, 1, 0, k.typ, int32(k.batch), &size)
 	})
-	if err == nil && size > 0 {
-		if p.work, err = ctx.Alloc(s, int(size)); err == nil {
-			wp, _ := cuda.DevicePtr[byte](p.work)
-			err = ctx.Locked(func() error { return cufftraw.SetWorkArea(p.raw, unsafe.Pointer(wp)) })
-		}
-	}
 	if err != nil {
-		// Dropped, not closed: cufftDestroy may wait for the GPU, so the plan's
-		// OwnedPlan is destroyed in resource.Reclaim.
-		if p.work != nil {
-			p.work.Close()
-		}
-		return nil, fmt.Errorf("making a plan: %w", err)
+		return err
 	}
-	return p, nil
-}
-
-// putPlan gives back p, which takePlan returned for a call on s: s keeps it if p is
-// bound to s, needs no work area (the cache's MaxIdlePlanBytes bounds those) and s
-// keeps no other plan; else it goes to the cache, or is dropped (to Reclaim) if the
-// context's cache is full.
-func putPlan(s *cuda.Stream, p *plan) {
-	if keepPlans && p.stream == s.Handle() && p.work == nil {
-		if streamslot.Of(s).Keep(keptPlans, unsafe.Pointer(p)) {
-			return
+	if size > 0 {
+		if p.State.work, err = ctx.Alloc(s, int(size)); err != nil {
+			return err
+		}
+		wp, _ := cuda.DevicePtr[byte](p.State.work)
+		if err := ctx.Locked(func() error { return cufftraw.SetWorkArea(p.Raw, unsafe.Pointer(wp)) }); err != nil {
+			return err
 		}
 	}
-	plans.Put(p.key, p)
+	p.State.made = true
+	return nil
 }
 
 // idlePlans returns the idle plans in ctx's cache (tests).
-func idlePlans(ctx *cuda.Context) int { return plans.Idle(ctx.Handle()) }
+func idlePlans(ctx *cuda.Context) int { return plans.Idle(ctx) }
 
 // streamPlans returns the number of ctx's plans that streams keep (tests).
-func streamPlans(ctx *cuda.Context) int {
-	n, c := 0, ctx.Handle()
-	if keepPlans {
-		streamslot.Each(keptPlans, func(h unsafe.Pointer) {
-			if (*plan)(h).key.ctx == c {
-				n++
-			}
-		})
-	}
-	return n
-}
+func streamPlans(ctx *cuda.Context) int { return plans.Kept(ctx) }
 
 // exec runs f with a plan of k in s's context, bound to s, through cuda.Enqueue: in
 // is read (unless nil), every memory of written is written, and so is the plan's
@@ -354,23 +325,19 @@ func exec(op string, s *cuda.Stream, k planKey, f func(ctx cudaraw.CUcontext, p 
 	if ctx == nil {
 		return fail(cuda.CheckEnqueue(s)) // the nil stream's error
 	}
-	k.ctx = ctx.Handle()
 	p, err := takePlan(ctx, s, k, u)
 	if err != nil {
 		return fail(err)
 	}
-	defer putPlan(s, p)
-	if p.work != nil {
-		u = append(u, cuda.Writes(p.work))
+	defer plans.Put(s, p)
+	if p.State.work != nil {
+		u = append(u, cuda.Writes(p.State.work))
 	}
 	err = cuda.Enqueue(s, func(c cudaraw.CUcontext, h cudaraw.CUstream) error {
-		if p.stream != h {
-			if err := cufftraw.SetStreamIn(c, p.raw, h); err != nil {
-				return err
-			}
-			p.stream = h
+		if _, err := p.Bind(c, h, cufftraw.SetStreamIn); err != nil {
+			return err
 		}
-		return f(c, p.raw)
+		return f(c, p.Raw)
 	}, u...)
 	if err != nil {
 		return fail(err)

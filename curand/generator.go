@@ -9,9 +9,9 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/cudalib"
 	"github.com/gocuda/gocuda/curand/curandraw"
 	"github.com/gocuda/gocuda/internal/errs"
-	"github.com/gocuda/gocuda/internal/idlecache"
 	"github.com/gocuda/gocuda/resource"
 )
 
@@ -23,39 +23,33 @@ import (
 // package's hand-off like any operation's.
 //
 // A Generator is safe for concurrent use (calls are serialized: a sequence has an
-// order). Close gives the raw generator back to its context's cache, reseeded by the
-// next NewGenerator of its kind; a Generator dropped without Close goes back too. A
-// raw generator the cache has no room for, or drops at every resource.Reclaim, is
-// destroyed in resource.Reclaim: curandDestroyGenerator waits for the GPU and
-// stalls other threads' launches (headers/curand.toml), so never elsewhere.
+// order). Close gives the raw generator back to its context's cache (a cudalib pool
+// keyed by the kind), reseeded by the next NewGenerator of its kind; a Generator
+// dropped without Close goes back too. A raw generator the cache has no room for, or
+// drops at every resource.Reclaim, is destroyed in resource.Reclaim:
+// curandDestroyGenerator waits for the GPU and stalls other threads' launches
+// (headers/curand.toml), so never elsewhere.
 type Generator struct {
 	ctx  *cuda.Context
 	kind curandraw.CurandRngType
 
 	mu    sync.Mutex
-	g     *rawGen            // nil once closed
+	g     *rawGen            // nil once closed; bound to the stream of its last call
 	state *cuda.DeviceBuffer // stands for the generator's state in the hand-off
 	reg   *resource.Registration
 }
 
-// rawGen is a cached raw generator: owned, and bound to a stream.
-type rawGen struct {
-	own    *curandraw.OwnedGenerator
-	raw    curandraw.CurandGenerator
-	kind   curandraw.CurandRngType
-	stream cudaraw.CUstream
-}
+// rawGen is a cached raw generator of a kind: owned, and bound to a stream.
+type rawGen = cudalib.Handle[Kind, curandraw.CurandGenerator, *curandraw.OwnedGenerator, struct{}]
 
 // MaxIdleGenerators is how many idle raw generators a context's cache keeps.
 const MaxIdleGenerators = 4
 
-type genKey struct {
-	ctx  cudaraw.CUcontext
-	kind curandraw.CurandRngType
-}
-
-// cache is the idle raw generators, per context and kind.
-var cache = idlecache.New[genKey, cudaraw.CUcontext, *rawGen](MaxIdleGenerators, func(k genKey) cudaraw.CUcontext { return k.ctx })
+// generators are the idle raw generators, per context and kind. A Generator holds its
+// raw generator for its life, whatever streams its calls use: they are taken and
+// given back without a stream, and no stream keeps one.
+var generators = cudalib.NewKeyedPool[Kind, curandraw.CurandGenerator, *curandraw.OwnedGenerator, struct{}](MaxIdleGenerators,
+	func(kind Kind, g *curandraw.CurandGenerator) error { return curandraw.CreateGenerator(g, kind) }, curandraw.OwnGenerator, false)
 
 // Kind is the algorithm of a generator: one of the pseudo-random kinds (PseudoDefault,
 // XORWOW, MRG32k3a, MTGP32, MT19937, Philox) or quasi-random kinds (QuasiDefault,
@@ -98,18 +92,18 @@ func NewGenerator(ctx *cuda.Context, kind Kind, seed uint64) (*Generator, error)
 	if err != nil {
 		return nil, err
 	}
-	rg, err := takeGen(ctx, kind)
+	rg, err := generators.Take(ctx, nil, kind)
 	if err != nil {
 		state.Close()
-		return nil, err
+		return nil, fmt.Errorf("curand: generator: %w", err)
 	}
 	err = ctx.Locked(func() error {
 		h := ctx.Handle()
 		if quasi {
-			if err := curandraw.SetQuasiRandomGeneratorDimensionsIn(h, rg.raw, 1); err != nil {
+			if err := curandraw.SetQuasiRandomGeneratorDimensionsIn(h, rg.Raw, 1); err != nil {
 				return err
 			}
-		} else if err := curandraw.SetPseudoRandomGeneratorSeedIn(h, rg.raw, seed); err != nil {
+		} else if err := curandraw.SetPseudoRandomGeneratorSeedIn(h, rg.Raw, seed); err != nil {
 			return err
 		}
 		if kind == curandraw.CURAND_RNG_PSEUDO_MTGP32 || kind == curandraw.CURAND_RNG_PSEUDO_MT19937 {
@@ -120,10 +114,10 @@ func NewGenerator(ctx *cuda.Context, kind Kind, seed uint64) (*Generator, error)
 		if quasi {
 			off = seed
 		}
-		return curandraw.SetGeneratorOffsetIn(h, rg.raw, off)
+		return curandraw.SetGeneratorOffsetIn(h, rg.Raw, off)
 	})
 	if err != nil {
-		putGen(ctx, rg)
+		generators.Put(nil, rg)
 		state.Close()
 		return nil, fmt.Errorf("curand: seeding: %w", err)
 	}
@@ -132,32 +126,8 @@ func NewGenerator(ctx *cuda.Context, kind Kind, seed uint64) (*Generator, error)
 	return g, nil
 }
 
-// takeGen returns an idle raw generator of ctx and kind, or a new one.
-func takeGen(ctx *cuda.Context, kind curandraw.CurandRngType) (*rawGen, error) {
-	if g, ok := cache.Take(genKey{ctx.Handle(), kind}); ok {
-		return g, nil
-	}
-	g := &rawGen{kind: kind}
-	// Made with the context current on a locked thread: the OwnedGenerator's release
-	// (in Reclaim) destroys it in that context, or not at all once it is gone.
-	err := ctx.Locked(func() error {
-		if err := curandraw.CreateGeneratorIn(ctx.Handle(), &g.raw, kind); err != nil {
-			return err
-		}
-		g.own = curandraw.OwnGenerator(g.raw)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("curand: creating a generator: %w", err)
-	}
-	return g, nil
-}
-
-// putGen gives g back to the cache, or drops it (to Reclaim) if the cache is full.
-func putGen(ctx *cuda.Context, g *rawGen) { cache.Put(genKey{ctx.Handle(), g.kind}, g) }
-
 // idleGenerators returns the number of idle raw generators of ctx (tests).
-func idleGenerators(ctx *cuda.Context) int { return cache.Idle(ctx.Handle()) }
+func idleGenerators(ctx *cuda.Context) int { return generators.Idle(ctx) }
 
 // Close gives the raw generator back to the cache. Closing again, or closing a nil
 // Generator, returns an error matching cuda.ErrClosed and resource.ErrReleased.
@@ -180,7 +150,7 @@ func (g *Generator) release() {
 	g.g = nil
 	g.mu.Unlock()
 	if rg != nil {
-		putGen(g.ctx, rg)
+		generators.Put(nil, rg)
 	}
 	_ = g.state.Close()
 }
@@ -279,13 +249,10 @@ func generate[T Float | uint32](g *Generator, op string, s *cuda.Stream, out cud
 		return nil
 	}
 	err = cuda.Enqueue(s, func(ctx cudaraw.CUcontext, h cudaraw.CUstream) error {
-		if rg.stream != h {
-			if err := curandraw.SetStreamIn(ctx, rg.raw, h); err != nil {
-				return err
-			}
-			rg.stream = h
+		if _, err := rg.Bind(ctx, h, curandraw.SetStreamIn); err != nil {
+			return err
 		}
-		return f(ctx, rg.raw, unsafe.Pointer(p), uint64(n))
+		return f(ctx, rg.Raw, unsafe.Pointer(p), uint64(n))
 	}, cuda.Writes(out), cuda.Writes(g.state))
 	if err != nil {
 		return fmt.Errorf("curand: %s: %w", op, err)

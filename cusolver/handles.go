@@ -40,7 +40,7 @@ type state struct {
 	fence *cuda.DeviceBuffer
 }
 
-type handle = cudalib.Handle[cusolverraw.CusolverDnHandle, *cusolverraw.OwnedDnHandle, state]
+type handle = cudalib.Handle[cudalib.NoKey, cusolverraw.CusolverDnHandle, *cusolverraw.OwnedDnHandle, state]
 
 // handles are the idle handles, per context.
 var handles = cudalib.NewPool[cusolverraw.CusolverDnHandle, *cusolverraw.OwnedDnHandle, state](MaxIdleHandles, cusolverraw.DnCreate, cusolverraw.OwnDnHandle, false)
@@ -57,7 +57,7 @@ func take(s *cuda.Stream, uses []cuda.Use) (*cuda.Context, *handle, error) {
 		return nil, nil, err
 	}
 	ctx := s.Context()
-	h, err := handles.Take(ctx, s)
+	h, err := handles.Take(ctx, s, cudalib.NoKey{})
 	if err != nil {
 		return nil, nil, err
 	}

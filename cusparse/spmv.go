@@ -252,7 +252,7 @@ func run(op string, s *cuda.Stream, a Matrix, vt cudaraw.CudaDataType, elem int,
 		return fail(err)
 	}
 	ctx := s.Context()
-	h, err := handles.Take(ctx, s)
+	h, err := handles.Take(ctx, s, cudalib.NoKey{})
 	if err != nil {
 		return fail(err)
 	}

@@ -1,8 +1,9 @@
-// Package idlecache keeps the idle handles of the library packages (cuBLAS and
-// cuSPARSE handles, cuRAND generators, cuFFT plans) for reuse: a bounded LIFO list per
-// key, bounded per group of keys (a context), emptied at every resource.Reclaim
-// (and so when the device runs out of memory). It never calls CUDA: a handle it
-// does not keep is dropped, and its owner's release (package resource) destroys it.
+// Package idlecache keeps the idle handles of cudalib's pools (the library packages'
+// handles, cuFFT plans, cuRAND generators) for reuse: a bounded LIFO list per key,
+// bounded per group of keys (a context), emptied at every resource.Reclaim (and so
+// when the device runs out of memory) and a group at a time by DropGroup (a
+// destroyed context). It never calls CUDA: a handle it does not keep is dropped, and
+// its owner's release (package resource) destroys it.
 package idlecache
 
 import (
@@ -147,4 +148,15 @@ func (c *Cache[K, G, H]) Drop() {
 	c.mu.Lock()
 	c.idle = nil
 	c.mu.Unlock()
+}
+
+// DropGroup forgets every idle handle of group g.
+func (c *Cache[K, G, H]) DropGroup(g G) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.idle {
+		if c.group(k) == g {
+			delete(c.idle, k)
+		}
+	}
 }

@@ -61,3 +61,18 @@ func TestLimitBytes(t *testing.T) {
 	c.Drop()
 	assert.True(t, c.Put(1, 100), "emptied")
 }
+
+func TestDropGroup(t *testing.T) {
+	c := New[key, int, string](2, func(k key) int { return k.ctx })
+	assert.True(t, c.Put(key{1, 1}, "a"))
+	assert.True(t, c.Put(key{1, 2}, "b"))
+	assert.True(t, c.Put(key{2, 1}, "c"))
+	c.DropGroup(1)
+	assert.Zero(t, c.Idle(1))
+	_, ok := c.Take(key{1, 1})
+	assert.False(t, ok, "dropped with its group")
+	assert.Equal(t, 1, c.Idle(2), "other groups stay")
+	assert.True(t, c.Put(key{1, 1}, "d"))
+	assert.True(t, c.Put(key{1, 2}, "e"))
+	assert.False(t, c.Put(key{1, 1}, "f"), "the group counts from zero again, up to its max")
+}

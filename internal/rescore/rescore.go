@@ -1,7 +1,7 @@
 // Package rescore is the one hook package of the module: where package resource,
 // which imports nothing of CUDA, meets the packages above it. Everything here is
-// a call that runs upward, from resource into packages it cannot import, so it
-// cannot be an import:
+// a call that runs upward, from resource (or the cuda package) into packages it
+// cannot import, so it cannot be an import:
 //
 //   - resource's implementation of the context hooks and the capture gate, which
 //     resource hands over at initialization (Install) and the cuda package calls
@@ -10,7 +10,9 @@
 //   - the drops that run at the start of every resource.Reclaim (OnReclaim): the
 //     caches above resource (the cuda package's staging and bounce buffers, the
 //     handles that streams keep, the library packages' idle handles) let go of
-//     what they hold, so that the Reclaim that runs them destroys it.
+//     what they hold, so that the Reclaim that runs them destroys it;
+//   - the drops that run when the cuda package destroys a context
+//     (OnContextDestroy): cudalib forgets the context's idle handles and settings.
 //
 // It is plumbing between the packages of this module, not API: in resource's
 // public API a wrapper library could install hooks of its own and break the cuda

@@ -1,9 +1,9 @@
-// Package streamslot keeps, on each cuda stream, one idle handle per library (cuBLAS,
-// cuSPARSE, cuDNN and cuSOLVER handles, cuFFT plans): the handle of the stream's
-// last call, bound to the stream, for its next call. Calls in a row on one stream — the usual case — then
-// take and give back their handle with one atomic swap and one compare-and-swap on
-// the stream, without the per-context cache's lock, which every goroutine calling
-// the library would share. It is plumbing between the packages of this module, not
+// Package streamslot keeps, on each cuda stream, one idle handle per library (per
+// cudalib pool: cuBLAS, cuSPARSE, cuDNN and cuSOLVER handles, cuFFT plans): the
+// handle of the stream's last call, bound to the stream, for its next call. Calls in
+// a row on one stream — the usual case — then find their handle with one atomic load
+// on the stream (and claim it on the handle), without the per-context cache's lock,
+// which every goroutine calling the library would share. It is plumbing between the packages of this module, not
 // API.
 //
 // A stream keeps its handles until it is destroyed (then they go to their library's
@@ -24,7 +24,7 @@ import (
 	"github.com/gocuda/gocuda/internal/rescore"
 )
 
-// Max is how many libraries can keep handles on streams (the module has four that
+// Max is how many libraries can keep handles on streams (the module has five that
 // do; tests make more).
 const Max = 8
 
@@ -89,17 +89,11 @@ func NewLib(evict func(unsafe.Pointer)) (Lib, bool) {
 // Take takes lib's handle off s, or returns nil.
 func (s *Slots) Take(lib Lib) unsafe.Pointer { return atomic.SwapPointer(&s.p[lib], nil) }
 
-// Peek returns lib's handle on s without taking it, or nil: for a library whose
-// handles suit some calls only (cuFFT's plans, one transform each), which looks at it
-// before it takes it with TakeIf. Only what does not change while the handle is in
-// use may be read through it.
+// Peek returns lib's handle on s without taking it, or nil: cudalib claims the
+// handle in place, on the handle itself, so that it stays the stream's while a call
+// uses it. Only what does not change while the handle is in use may be read through
+// it before the claim (a cuFFT plan's transform).
 func (s *Slots) Peek(lib Lib) unsafe.Pointer { return atomic.LoadPointer(&s.p[lib]) }
-
-// TakeIf takes h, lib's handle on s that Peek returned, and reports whether it did
-// (false: another call took it first).
-func (s *Slots) TakeIf(lib Lib, h unsafe.Pointer) bool {
-	return atomic.CompareAndSwapPointer(&s.p[lib], h, nil)
-}
 
 // Keep keeps h as lib's handle on s and reports whether it did (false: s already has
 // one, or its stream is destroyed; h stays the caller's).
