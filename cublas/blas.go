@@ -63,6 +63,11 @@ const (
 func Gemm[T GemmScalar](s *cuda.Stream, transA, transB Op, m, n, k int, alpha T, a cuda.Memory, lda int,
 	b cuda.Memory, ldb int, beta T, c cuda.Memory, ldc int) error {
 	const op = "gemm"
+	r, err := precisionOf[T](op)
+	if err != nil {
+		return err
+	}
+	gemm := r.gemm
 	ar, ac := dims(transA, m, k)
 	br, bc := dims(transB, k, n)
 	pa, okA := matrix[T](a, ar, ac, lda, 0, 1)
@@ -74,20 +79,7 @@ func Gemm[T GemmScalar](s *cuda.Stream, transA, transB Op, m, n, k int, alpha T,
 	M, N, K, LDA, LDB, LDC := int32(m), int32(n), int32(k), int32(lda), int32(ldb), int32(ldc)
 	return call(op, s, func(ctx cudaraw.CUcontext, h cublasraw.CublasHandle, sc *scalars) error {
 		pal, pbe := setScalars(sc, alpha, beta)
-		switch any(alpha).(type) {
-		case float32:
-			return cublasraw.SgemmIn(ctx, h, transA, transB, M, N, K, f32(pal), f32(pa), LDA, f32(pb), LDB, f32(pbe), f32(pc), LDC)
-		case float64:
-			return cublasraw.DgemmIn(ctx, h, transA, transB, M, N, K, f64(pal), f64(pa), LDA, f64(pb), LDB, f64(pbe), f64(pc), LDC)
-		case complex64:
-			return cublasraw.CgemmIn(ctx, h, transA, transB, M, N, K, c64(pal), c64(pa), LDA, c64(pb), LDB, c64(pbe), c64(pc), LDC)
-		case cuda.Float16:
-			return cublasraw.GemmExIn(ctx, h, transA, transB, M, N, K, unsafe.Pointer(pal), unsafe.Pointer(pa), cudaraw.CUDA_R_16F, LDA,
-				unsafe.Pointer(pb), cudaraw.CUDA_R_16F, LDB, unsafe.Pointer(pbe), unsafe.Pointer(pc), cudaraw.CUDA_R_16F, LDC,
-				cublasraw.CUBLAS_COMPUTE_16F, cublasraw.CUBLAS_GEMM_DEFAULT)
-		default:
-			return cublasraw.ZgemmIn(ctx, h, transA, transB, M, N, K, c128(pal), c128(pa), LDA, c128(pb), LDB, c128(pbe), c128(pc), LDC)
-		}
+		return gemm(ctx, h, transA, transB, M, N, K, pal, pa, LDA, pb, LDB, pbe, pc, LDC)
 	}, cuda.Reads(a), cuda.Reads(b), cuda.Writes(c))
 }
 
@@ -106,6 +98,11 @@ func GemmRowMajor[T GemmScalar](s *cuda.Stream, transA, transB Op, m, n, k int, 
 func GemmStridedBatched[T GemmScalar](s *cuda.Stream, transA, transB Op, m, n, k int, alpha T,
 	a cuda.Memory, lda, strideA int, b cuda.Memory, ldb, strideB int, beta T, c cuda.Memory, ldc, strideC int, batch int) error {
 	const op = "gemm strided batched"
+	r, err := precisionOf[T](op)
+	if err != nil {
+		return err
+	}
+	gemm := r.gemmStridedBatched
 	if batch < 0 || batch > maxInt32 || strideA < 0 || strideB < 0 || strideC < 0 {
 		return fmt.Errorf("cublas: %s: %w: batch %d, strides %d, %d, %d", op, cuda.ErrInvalidArgument, batch, strideA, strideB, strideC)
 	}
@@ -121,20 +118,7 @@ func GemmStridedBatched[T GemmScalar](s *cuda.Stream, transA, transB Op, m, n, k
 	SA, SB, SC := int64(strideA), int64(strideB), int64(strideC)
 	return call(op, s, func(ctx cudaraw.CUcontext, h cublasraw.CublasHandle, sc *scalars) error {
 		pal, pbe := setScalars(sc, alpha, beta)
-		switch any(alpha).(type) {
-		case float32:
-			return cublasraw.SgemmStridedBatchedIn(ctx, h, transA, transB, M, N, K, f32(pal), f32(pa), LDA, SA, f32(pb), LDB, SB, f32(pbe), f32(pc), LDC, SC, B)
-		case float64:
-			return cublasraw.DgemmStridedBatchedIn(ctx, h, transA, transB, M, N, K, f64(pal), f64(pa), LDA, SA, f64(pb), LDB, SB, f64(pbe), f64(pc), LDC, SC, B)
-		case complex64:
-			return cublasraw.CgemmStridedBatchedIn(ctx, h, transA, transB, M, N, K, c64(pal), c64(pa), LDA, SA, c64(pb), LDB, SB, c64(pbe), c64(pc), LDC, SC, B)
-		case cuda.Float16:
-			return cublasraw.GemmStridedBatchedExIn(ctx, h, transA, transB, M, N, K, unsafe.Pointer(pal), unsafe.Pointer(pa), cudaraw.CUDA_R_16F, LDA, SA,
-				unsafe.Pointer(pb), cudaraw.CUDA_R_16F, LDB, SB, unsafe.Pointer(pbe), unsafe.Pointer(pc), cudaraw.CUDA_R_16F, LDC, SC, B,
-				cublasraw.CUBLAS_COMPUTE_16F, cublasraw.CUBLAS_GEMM_DEFAULT)
-		default:
-			return cublasraw.ZgemmStridedBatchedIn(ctx, h, transA, transB, M, N, K, c128(pal), c128(pa), LDA, SA, c128(pb), LDB, SB, c128(pbe), c128(pc), LDC, SC, B)
-		}
+		return gemm(ctx, h, transA, transB, M, N, K, pal, pa, LDA, SA, pb, LDB, SB, pbe, pc, LDC, SC, B)
 	}, cuda.Reads(a), cuda.Reads(b), cuda.Writes(c))
 }
 
@@ -144,6 +128,11 @@ func GemmStridedBatched[T GemmScalar](s *cuda.Stream, transA, transB Op, m, n, k
 func Gemv[T Scalar](s *cuda.Stream, trans Op, m, n int, alpha T, a cuda.Memory, lda int, x cuda.Memory,
 	beta T, y cuda.Memory) error {
 	const op = "gemv"
+	r, err := precisionOf[T](op)
+	if err != nil {
+		return err
+	}
+	gemv := r.gemv
 	xl, yl := n, m
 	if trans != NoTrans {
 		xl, yl = m, n
@@ -166,22 +155,18 @@ func Gemv[T Scalar](s *cuda.Stream, trans Op, m, n int, alpha T, a cuda.Memory, 
 	M, N, LDA := int32(m), int32(n), int32(lda)
 	return call(op, s, func(ctx cudaraw.CUcontext, h cublasraw.CublasHandle, sc *scalars) error {
 		pal, pbe := setScalars(sc, alpha, beta)
-		switch any(alpha).(type) {
-		case float32:
-			return cublasraw.SgemvIn(ctx, h, trans, M, N, f32(pal), f32(pa), LDA, f32(px), 1, f32(pbe), f32(py), 1)
-		case float64:
-			return cublasraw.DgemvIn(ctx, h, trans, M, N, f64(pal), f64(pa), LDA, f64(px), 1, f64(pbe), f64(py), 1)
-		case complex64:
-			return cublasraw.CgemvIn(ctx, h, trans, M, N, c64(pal), c64(pa), LDA, c64(px), 1, c64(pbe), c64(py), 1)
-		default:
-			return cublasraw.ZgemvIn(ctx, h, trans, M, N, c128(pal), c128(pa), LDA, c128(px), 1, c128(pbe), c128(py), 1)
-		}
+		return gemv(ctx, h, trans, M, N, pal, pa, LDA, px, 1, pbe, py, 1)
 	}, cuda.Reads(a), cuda.Reads(x), cuda.Writes(y))
 }
 
 // Axpy computes y = alpha·x + y for the first n elements on s: cublas{S,D,C,Z}axpy.
 func Axpy[T Scalar](s *cuda.Stream, n int, alpha T, x, y cuda.Memory) error {
 	const op = "axpy"
+	r, err := precisionOf[T](op)
+	if err != nil {
+		return err
+	}
+	axpy := r.axpy
 	px, err := vector[T](op, "x", x, n)
 	if err != nil {
 		return err
@@ -193,22 +178,18 @@ func Axpy[T Scalar](s *cuda.Stream, n int, alpha T, x, y cuda.Memory) error {
 	N := int32(n)
 	return call(op, s, func(ctx cudaraw.CUcontext, h cublasraw.CublasHandle, sc *scalars) error {
 		pal := setScalar(sc, alpha)
-		switch any(alpha).(type) {
-		case float32:
-			return cublasraw.SaxpyIn(ctx, h, N, f32(pal), f32(px), 1, f32(py), 1)
-		case float64:
-			return cublasraw.DaxpyIn(ctx, h, N, f64(pal), f64(px), 1, f64(py), 1)
-		case complex64:
-			return cublasraw.CaxpyIn(ctx, h, N, c64(pal), c64(px), 1, c64(py), 1)
-		default:
-			return cublasraw.ZaxpyIn(ctx, h, N, c128(pal), c128(px), 1, c128(py), 1)
-		}
+		return axpy(ctx, h, N, pal, px, 1, py, 1)
 	}, cuda.Reads(x), cuda.Writes(y))
 }
 
 // Scal computes x = alpha·x for the first n elements on s: cublas{S,D,C,Z}scal.
 func Scal[T Scalar](s *cuda.Stream, n int, alpha T, x cuda.Memory) error {
 	const op = "scal"
+	r, err := precisionOf[T](op)
+	if err != nil {
+		return err
+	}
+	scal := r.scal
 	px, err := vector[T](op, "x", x, n)
 	if err != nil {
 		return err
@@ -216,16 +197,7 @@ func Scal[T Scalar](s *cuda.Stream, n int, alpha T, x cuda.Memory) error {
 	N := int32(n)
 	return call(op, s, func(ctx cudaraw.CUcontext, h cublasraw.CublasHandle, sc *scalars) error {
 		pal := setScalar(sc, alpha)
-		switch any(alpha).(type) {
-		case float32:
-			return cublasraw.SscalIn(ctx, h, N, f32(pal), f32(px), 1)
-		case float64:
-			return cublasraw.DscalIn(ctx, h, N, f64(pal), f64(px), 1)
-		case complex64:
-			return cublasraw.CscalIn(ctx, h, N, c64(pal), c64(px), 1)
-		default:
-			return cublasraw.ZscalIn(ctx, h, N, c128(pal), c128(px), 1)
-		}
+		return scal(ctx, h, N, pal, px, 1)
 	}, cuda.Writes(x))
 }
 
@@ -233,11 +205,8 @@ func Scal[T Scalar](s *cuda.Stream, n int, alpha T, x cuda.Memory) error {
 // result, one element of T in GPU memory: cublas{S,D}dot with the device pointer
 // mode, so that nothing waits. Dot returns it to the host.
 func DotTo[T Real](s *cuda.Stream, n int, x, y, result cuda.Memory) error {
-	return reduceTo[T]("dot", s, n, []cuda.Memory{x, y}, result, func(ctx cudaraw.CUcontext, h cublasraw.CublasHandle, N int32, p []*T, r *T) error {
-		if isFloat32[T]() {
-			return cublasraw.SdotIn(ctx, h, N, f32(p[0]), 1, f32(p[1]), 1, f32(r))
-		}
-		return cublasraw.DdotIn(ctx, h, N, f64(p[0]), 1, f64(p[1]), 1, f64(r))
+	return reduceTo("dot", s, n, []cuda.Memory{x, y}, result, func(ctx cudaraw.CUcontext, h cublasraw.CublasHandle, r *routines[T], N int32, p []*T, res *T) error {
+		return r.dot(ctx, h, N, p[0], 1, p[1], 1, res)
 	})
 }
 
@@ -245,23 +214,23 @@ func DotTo[T Real](s *cuda.Stream, n int, x, y, result cuda.Memory) error {
 // one element of T in GPU memory: cublas{S,D}nrm2 with the device pointer mode.
 // Nrm2 returns it to the host.
 func Nrm2To[T Real](s *cuda.Stream, n int, x, result cuda.Memory) error {
-	return reduceTo[T]("nrm2", s, n, []cuda.Memory{x}, result, func(ctx cudaraw.CUcontext, h cublasraw.CublasHandle, N int32, p []*T, r *T) error {
-		if isFloat32[T]() {
-			return cublasraw.Snrm2In(ctx, h, N, f32(p[0]), 1, f32(r))
-		}
-		return cublasraw.Dnrm2In(ctx, h, N, f64(p[0]), 1, f64(r))
+	return reduceTo("nrm2", s, n, []cuda.Memory{x}, result, func(ctx cudaraw.CUcontext, h cublasraw.CublasHandle, r *routines[T], N int32, p []*T, res *T) error {
+		return r.nrm2(ctx, h, N, p[0], 1, res)
 	})
 }
 
 // reduceTo is DotTo and Nrm2To: it checks the n-element inputs (named x, y) and the
-// one-element result, and runs f in the device pointer mode, the inputs read and the
-// result written.
+// one-element result, and runs f with T's routines in the device pointer mode, the
+// inputs read and the result written.
 func reduceTo[T Real](op string, s *cuda.Stream, n int, in []cuda.Memory, result cuda.Memory,
-	f func(ctx cudaraw.CUcontext, h cublasraw.CublasHandle, n int32, p []*T, r *T) error) error {
+	f func(ctx cudaraw.CUcontext, h cublasraw.CublasHandle, r *routines[T], n int32, p []*T, res *T) error) error {
+	rt, err := precisionOf[T](op)
+	if err != nil {
+		return err
+	}
 	p := make([]*T, len(in))
 	uses := make([]cuda.Use, 0, len(in)+1)
 	for i, m := range in {
-		var err error
 		if p[i], err = vector[T](op, string(rune('x'+i)), m, n); err != nil {
 			return err
 		}
@@ -273,7 +242,7 @@ func reduceTo[T Real](op string, s *cuda.Stream, n int, in []cuda.Memory, result
 	}
 	N := int32(n)
 	return call(op, s, func(ctx cudaraw.CUcontext, h cublasraw.CublasHandle, _ *scalars) error {
-		return devicePointers(ctx, h, func() error { return f(ctx, h, N, p, r) })
+		return devicePointers(ctx, h, func() error { return f(ctx, h, rt, N, p, r) })
 	}, append(uses, cuda.Writes(result))...)
 }
 
@@ -480,16 +449,3 @@ func operandError(op, name string, m cuda.Memory, sh shape, need int, err error,
 	return fmt.Errorf("cublas: %s: %w: %s needs %d elements of %v, the memory holds %d",
 		op, cuda.ErrInvalidArgument, name, need, t, m.Size()/int(t.Size()))
 }
-
-func isFloat32[T Real]() bool {
-	var z T
-	_, ok := any(z).(float32)
-	return ok
-}
-
-// The raw layer's pointer types for a *T of the element type the switch found:
-// the same memory, the pointer converted.
-func f32[T any](p *T) *float32                  { return (*float32)(unsafe.Pointer(p)) }
-func f64[T any](p *T) *float64                  { return (*float64)(unsafe.Pointer(p)) }
-func c64[T any](p *T) *cudaraw.CuComplex        { return (*cudaraw.CuComplex)(unsafe.Pointer(p)) }
-func c128[T any](p *T) *cudaraw.CuDoubleComplex { return (*cudaraw.CuDoubleComplex)(unsafe.Pointer(p)) }

@@ -8,6 +8,7 @@ import (
 	"github.com/gocuda/gocuda/cublas/cublasraw"
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/cudalib"
 )
 
 // ExType is an element type of GemmMixed's operands: half and bfloat16 floats
@@ -33,38 +34,29 @@ const (
 )
 
 // exCombo is one row of cublasGemmEx's table of supported types: a compute type's
-// base kind, the inputs' and the result's types.
+// base kind, the inputs' and the result's data types.
 type exCombo struct {
 	compute Compute
-	in, out reflect.Type
+	in, out cudaraw.CudaDataType
 }
-
-var (
-	tF16  = reflect.TypeFor[cuda.Float16]()
-	tBF16 = reflect.TypeFor[cuda.BFloat16]()
-	tF32  = reflect.TypeFor[float32]()
-	tF64  = reflect.TypeFor[float64]()
-	tI8   = reflect.TypeFor[int8]()
-	tI32  = reflect.TypeFor[int32]()
-)
 
 // exCombos are the real-typed rows of cublasGemmEx's table (cuBLAS documentation,
 // cublasGemmEx): anything else is refused before cuBLAS sees it.
 var exCombos = map[exCombo]bool{
-	{cublasraw.CUBLAS_COMPUTE_16F, tF16, tF16}:                     true,
-	{cublasraw.CUBLAS_COMPUTE_32I, tI8, tI32}:                      true,
-	{cublasraw.CUBLAS_COMPUTE_32F, tBF16, tBF16}:                   true,
-	{cublasraw.CUBLAS_COMPUTE_32F, tF16, tF16}:                     true,
-	{cublasraw.CUBLAS_COMPUTE_32F, tI8, tF32}:                      true,
-	{cublasraw.CUBLAS_COMPUTE_32F, tBF16, tF32}:                    true,
-	{cublasraw.CUBLAS_COMPUTE_32F, tF16, tF32}:                     true,
-	{cublasraw.CUBLAS_COMPUTE_32F, tF32, tF32}:                     true,
-	{cublasraw.CUBLAS_COMPUTE_32F_FAST_16F, tF32, tF32}:            true,
-	{cublasraw.CUBLAS_COMPUTE_32F_FAST_16BF, tF32, tF32}:           true,
-	{cublasraw.CUBLAS_COMPUTE_32F_FAST_TF32, tF32, tF32}:           true,
-	{cublasraw.CUBLAS_COMPUTE_32F_EMULATED_16BFX9, tF32, tF32}:     true,
-	{cublasraw.CUBLAS_COMPUTE_64F, tF64, tF64}:                     true,
-	{cublasraw.CUBLAS_COMPUTE_64F_EMULATED_FIXEDPOINT, tF64, tF64}: true,
+	{cublasraw.CUBLAS_COMPUTE_16F, cudaraw.CUDA_R_16F, cudaraw.CUDA_R_16F}:                     true,
+	{cublasraw.CUBLAS_COMPUTE_32I, cudaraw.CUDA_R_8I, cudaraw.CUDA_R_32I}:                      true,
+	{cublasraw.CUBLAS_COMPUTE_32F, cudaraw.CUDA_R_16BF, cudaraw.CUDA_R_16BF}:                   true,
+	{cublasraw.CUBLAS_COMPUTE_32F, cudaraw.CUDA_R_16F, cudaraw.CUDA_R_16F}:                     true,
+	{cublasraw.CUBLAS_COMPUTE_32F, cudaraw.CUDA_R_8I, cudaraw.CUDA_R_32F}:                      true,
+	{cublasraw.CUBLAS_COMPUTE_32F, cudaraw.CUDA_R_16BF, cudaraw.CUDA_R_32F}:                    true,
+	{cublasraw.CUBLAS_COMPUTE_32F, cudaraw.CUDA_R_16F, cudaraw.CUDA_R_32F}:                     true,
+	{cublasraw.CUBLAS_COMPUTE_32F, cudaraw.CUDA_R_32F, cudaraw.CUDA_R_32F}:                     true,
+	{cublasraw.CUBLAS_COMPUTE_32F_FAST_16F, cudaraw.CUDA_R_32F, cudaraw.CUDA_R_32F}:            true,
+	{cublasraw.CUBLAS_COMPUTE_32F_FAST_16BF, cudaraw.CUDA_R_32F, cudaraw.CUDA_R_32F}:           true,
+	{cublasraw.CUBLAS_COMPUTE_32F_FAST_TF32, cudaraw.CUDA_R_32F, cudaraw.CUDA_R_32F}:           true,
+	{cublasraw.CUBLAS_COMPUTE_32F_EMULATED_16BFX9, cudaraw.CUDA_R_32F, cudaraw.CUDA_R_32F}:     true,
+	{cublasraw.CUBLAS_COMPUTE_64F, cudaraw.CUDA_R_64F, cudaraw.CUDA_R_64F}:                     true,
+	{cublasraw.CUBLAS_COMPUTE_64F_EMULATED_FIXEDPOINT, cudaraw.CUDA_R_64F, cudaraw.CUDA_R_64F}: true,
 }
 
 // baseCompute maps a _PEDANTIC compute type to the kind it computes like.
@@ -80,23 +72,6 @@ func baseCompute(c Compute) Compute {
 		return cublasraw.CUBLAS_COMPUTE_32I
 	}
 	return c
-}
-
-// dataType is T's cudaDataType.
-func dataType(t reflect.Type) cudaraw.CudaDataType {
-	switch t {
-	case tF16:
-		return cudaraw.CUDA_R_16F
-	case tBF16:
-		return cudaraw.CUDA_R_16BF
-	case tF32:
-		return cudaraw.CUDA_R_32F
-	case tF64:
-		return cudaraw.CUDA_R_64F
-	case tI8:
-		return cudaraw.CUDA_R_8I
-	}
-	return cudaraw.CUDA_R_32I
 }
 
 // checkExScalars reports alpha and beta that compute's scale type cannot hold:
@@ -141,10 +116,11 @@ func GemmMixed[In, Out ExType](s *cuda.Stream, transA, transB Op, m, n, k int, a
 	b cuda.Memory, ldb int, beta float64, c cuda.Memory, ldc int, compute Compute) error {
 	const op = "gemm mixed"
 	base := baseCompute(compute)
-	in, out := reflect.TypeFor[In](), reflect.TypeFor[Out]()
-	if !exCombos[exCombo{base, in, out}] {
+	it, _ := cudalib.DataType[In]() // ExType's types all have one
+	ot, _ := cudalib.DataType[Out]()
+	if !exCombos[exCombo{base, it, ot}] {
 		return fmt.Errorf("cublas: %s: %w: %v inputs into %v with compute type %v is not a cublasGemmEx combination",
-			op, cuda.ErrInvalidArgument, in, out, compute)
+			op, cuda.ErrInvalidArgument, reflect.TypeFor[In](), reflect.TypeFor[Out](), compute)
 	}
 	if err := checkExScalars(base, alpha, beta); err != nil {
 		return fmt.Errorf("cublas: %s: %w", op, err)
@@ -157,11 +133,10 @@ func GemmMixed[In, Out ExType](s *cuda.Stream, transA, transB Op, m, n, k int, a
 	if !okA || !okB || !okC || !validTrans(transA, transB) {
 		return gemmError[In, Out](op, transA, transB, m, n, k, a, lda, 0, b, ldb, 0, c, ldc, 0, 1)
 	}
-	if in == tI8 && (m%4 != 0 || k%4 != 0 || lda%4 != 0 || ldb%4 != 0 || ldc%4 != 0) {
+	if it == cudaraw.CUDA_R_8I && (m%4 != 0 || k%4 != 0 || lda%4 != 0 || ldb%4 != 0 || ldc%4 != 0) {
 		return fmt.Errorf("cublas: %s: %w: int8 inputs need m, k and the leading dimensions multiples of 4 (m %d, k %d, lda %d, ldb %d, ldc %d)",
 			op, cuda.ErrInvalidArgument, m, k, lda, ldb, ldc)
 	}
-	it, ot := dataType(in), dataType(out)
 	return call(op, s, func(ctx cudaraw.CUcontext, h cublasraw.CublasHandle, sc *scalars) error {
 		palpha, pbeta := exScalars(sc, base, alpha, beta)
 		return cublasraw.GemmExIn(ctx, h, transA, transB, int32(m), int32(n), int32(k), palpha, unsafe.Pointer(pa), it, int32(lda),

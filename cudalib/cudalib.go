@@ -56,6 +56,10 @@
 // may wait for the GPU (cublasDestroy, cudnnDestroy), so that it runs in
 // resource.Reclaim. The generated owner types of this module's raw packages
 // (cublasraw.OwnHandle) are such owners.
+//
+// A wrapper's typed operations pick the library's routine for their element type
+// from a per-precision table, a ByDataType indexed by the type's DataType, rather
+// than by a type switch of their own.
 package cudalib
 
 import (

@@ -6,6 +6,8 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/cudalib"
 	"github.com/gocuda/gocuda/cudnn/cudnnraw"
 )
 
@@ -90,10 +92,14 @@ func elemSize[T Float]() int { return int(unsafe.Sizeof(*new(T))) }
 
 // dataType is T's cuDNN data type.
 func dataType[T Float]() cudnnraw.CudnnDataType {
-	if elemSize[T]() == 4 {
-		return cudnnraw.CUDNN_DATA_FLOAT
-	}
-	return cudnnraw.CUDNN_DATA_DOUBLE
+	dt, _ := cudalib.DataType[T]() // every Float has one
+	return dataTypes[dt]
+}
+
+// dataTypes are cuDNN's names of the Float types, by their CUDA data types.
+var dataTypes = cudalib.ByDataType[cudnnraw.CudnnDataType]{
+	cudaraw.CUDA_R_32F: cudnnraw.CUDNN_DATA_FLOAT,
+	cudaraw.CUDA_R_64F: cudnnraw.CUDNN_DATA_DOUBLE,
 }
 
 // Descriptors: the operations describe their operands to cuDNN with descriptors made

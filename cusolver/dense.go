@@ -159,6 +159,10 @@ func Potrf[T Scalar](s *cuda.Stream, uplo Fill, n int, a cuda.Memory, lda int) e
 // PotrfAsync queues Potrf on s and returns its Info without waiting.
 func PotrfAsync[T Scalar](s *cuda.Stream, uplo Fill, n int, a cuda.Memory, lda int) (*Info, error) {
 	const op = "potrf"
+	r, err := precisionOf[T](op)
+	if err != nil {
+		return nil, err
+	}
 	if err := checkFill(op, uplo); err != nil {
 		return nil, err
 	}
@@ -167,31 +171,11 @@ func PotrfAsync[T Scalar](s *cuda.Stream, uplo Fill, n int, a cuda.Memory, lda i
 		return nil, err
 	}
 	N, LDA := int32(n), int32(lda)
-	return factor[T](op, s, []cuda.Use{cuda.Writes(a)}, func(c cudaraw.CUcontext, h cusolverraw.CusolverDnHandle) (int32, error) {
-		var lwork int32
-		var err error
-		switch any(*new(T)).(type) {
-		case float32:
-			err = cusolverraw.DnSpotrfBufferSizeIn(c, h, uplo, N, f32(pa), LDA, &lwork)
-		case float64:
-			err = cusolverraw.DnDpotrfBufferSizeIn(c, h, uplo, N, f64(pa), LDA, &lwork)
-		case complex64:
-			err = cusolverraw.DnCpotrfBufferSizeIn(c, h, uplo, N, c64(pa), LDA, &lwork)
-		default:
-			err = cusolverraw.DnZpotrfBufferSizeIn(c, h, uplo, N, c128(pa), LDA, &lwork)
-		}
+	return factor(op, s, []cuda.Use{cuda.Writes(a)}, func(c cudaraw.CUcontext, h cusolverraw.CusolverDnHandle) (lwork int32, err error) {
+		err = r.potrfBufferSize(c, h, uplo, N, pa, LDA, &lwork)
 		return lwork, err
-	}, func(c cudaraw.CUcontext, h cusolverraw.CusolverDnHandle, w unsafe.Pointer, lwork int32, info *int32) error {
-		switch any(*new(T)).(type) {
-		case float32:
-			return cusolverraw.DnSpotrfIn(c, h, uplo, N, f32(pa), LDA, (*float32)(w), lwork, info)
-		case float64:
-			return cusolverraw.DnDpotrfIn(c, h, uplo, N, f64(pa), LDA, (*float64)(w), lwork, info)
-		case complex64:
-			return cusolverraw.DnCpotrfIn(c, h, uplo, N, c64(pa), LDA, (*cudaraw.CuComplex)(w), lwork, info)
-		default:
-			return cusolverraw.DnZpotrfIn(c, h, uplo, N, c128(pa), LDA, (*cudaraw.CuDoubleComplex)(w), lwork, info)
-		}
+	}, func(c cudaraw.CUcontext, h cusolverraw.CusolverDnHandle, w *T, lwork int32, info *int32) error {
+		return r.potrf(c, h, uplo, N, pa, LDA, w, lwork, info)
 	})
 }
 
@@ -205,6 +189,10 @@ func Potrs[T Scalar](s *cuda.Stream, uplo Fill, n, nrhs int, a cuda.Memory, lda 
 // PotrsAsync queues Potrs on s and returns its Info without waiting.
 func PotrsAsync[T Scalar](s *cuda.Stream, uplo Fill, n, nrhs int, a cuda.Memory, lda int, b cuda.Memory, ldb int) (*Info, error) {
 	const op = "potrs"
+	r, err := precisionOf[T](op)
+	if err != nil {
+		return nil, err
+	}
 	if err := checkFill(op, uplo); err != nil {
 		return nil, err
 	}
@@ -218,16 +206,7 @@ func PotrsAsync[T Scalar](s *cuda.Stream, uplo Fill, n, nrhs int, a cuda.Memory,
 	}
 	N, NRHS, LDA, LDB := int32(n), int32(nrhs), int32(lda), int32(ldb)
 	return solve(op, s, []cuda.Use{cuda.Reads(a), cuda.Writes(b)}, func(c cudaraw.CUcontext, h cusolverraw.CusolverDnHandle, info *int32) error {
-		switch any(*new(T)).(type) {
-		case float32:
-			return cusolverraw.DnSpotrsIn(c, h, uplo, N, NRHS, f32(pa), LDA, f32(pb), LDB, info)
-		case float64:
-			return cusolverraw.DnDpotrsIn(c, h, uplo, N, NRHS, f64(pa), LDA, f64(pb), LDB, info)
-		case complex64:
-			return cusolverraw.DnCpotrsIn(c, h, uplo, N, NRHS, c64(pa), LDA, c64(pb), LDB, info)
-		default:
-			return cusolverraw.DnZpotrsIn(c, h, uplo, N, NRHS, c128(pa), LDA, c128(pb), LDB, info)
-		}
+		return r.potrs(c, h, uplo, N, NRHS, pa, LDA, pb, LDB, info)
 	})
 }
 
@@ -243,6 +222,10 @@ func Getrf[T Scalar](s *cuda.Stream, m, n int, a cuda.Memory, lda int, ipiv cuda
 // GetrfAsync queues Getrf on s and returns its Info without waiting.
 func GetrfAsync[T Scalar](s *cuda.Stream, m, n int, a cuda.Memory, lda int, ipiv cuda.Memory) (*Info, error) {
 	const op = "getrf"
+	r, err := precisionOf[T](op)
+	if err != nil {
+		return nil, err
+	}
 	pa, err := matrix[T](op, "A", a, m, n, lda)
 	if err != nil {
 		return nil, err
@@ -252,31 +235,11 @@ func GetrfAsync[T Scalar](s *cuda.Stream, m, n int, a cuda.Memory, lda int, ipiv
 		return nil, err
 	}
 	M, N, LDA := int32(m), int32(n), int32(lda)
-	return factor[T](op, s, []cuda.Use{cuda.Writes(a), cuda.Writes(ipiv)}, func(c cudaraw.CUcontext, h cusolverraw.CusolverDnHandle) (int32, error) {
-		var lwork int32
-		var err error
-		switch any(*new(T)).(type) {
-		case float32:
-			err = cusolverraw.DnSgetrfBufferSizeIn(c, h, M, N, f32(pa), LDA, &lwork)
-		case float64:
-			err = cusolverraw.DnDgetrfBufferSizeIn(c, h, M, N, f64(pa), LDA, &lwork)
-		case complex64:
-			err = cusolverraw.DnCgetrfBufferSizeIn(c, h, M, N, c64(pa), LDA, &lwork)
-		default:
-			err = cusolverraw.DnZgetrfBufferSizeIn(c, h, M, N, c128(pa), LDA, &lwork)
-		}
+	return factor(op, s, []cuda.Use{cuda.Writes(a), cuda.Writes(ipiv)}, func(c cudaraw.CUcontext, h cusolverraw.CusolverDnHandle) (lwork int32, err error) {
+		err = r.getrfBufferSize(c, h, M, N, pa, LDA, &lwork)
 		return lwork, err
-	}, func(c cudaraw.CUcontext, h cusolverraw.CusolverDnHandle, w unsafe.Pointer, _ int32, info *int32) error {
-		switch any(*new(T)).(type) {
-		case float32:
-			return cusolverraw.DnSgetrfIn(c, h, M, N, f32(pa), LDA, (*float32)(w), pp, info)
-		case float64:
-			return cusolverraw.DnDgetrfIn(c, h, M, N, f64(pa), LDA, (*float64)(w), pp, info)
-		case complex64:
-			return cusolverraw.DnCgetrfIn(c, h, M, N, c64(pa), LDA, (*cudaraw.CuComplex)(w), pp, info)
-		default:
-			return cusolverraw.DnZgetrfIn(c, h, M, N, c128(pa), LDA, (*cudaraw.CuDoubleComplex)(w), pp, info)
-		}
+	}, func(c cudaraw.CUcontext, h cusolverraw.CusolverDnHandle, w *T, _ int32, info *int32) error {
+		return r.getrf(c, h, M, N, pa, LDA, w, pp, info)
 	})
 }
 
@@ -292,6 +255,10 @@ func Getrs[T Scalar](s *cuda.Stream, trans Op, n, nrhs int, a cuda.Memory, lda i
 func GetrsAsync[T Scalar](s *cuda.Stream, trans Op, n, nrhs int, a cuda.Memory, lda int, ipiv cuda.Memory,
 	b cuda.Memory, ldb int) (*Info, error) {
 	const op = "getrs"
+	r, err := precisionOf[T](op)
+	if err != nil {
+		return nil, err
+	}
 	if trans != NoTrans && trans != Trans && trans != ConjTrans {
 		return nil, fmt.Errorf("cusolver: %s: %w: transposition %d", op, cuda.ErrInvalidArgument, int(trans))
 	}
@@ -309,16 +276,7 @@ func GetrsAsync[T Scalar](s *cuda.Stream, trans Op, n, nrhs int, a cuda.Memory, 
 	}
 	N, NRHS, LDA, LDB := int32(n), int32(nrhs), int32(lda), int32(ldb)
 	return solve(op, s, []cuda.Use{cuda.Reads(a), cuda.Reads(ipiv), cuda.Writes(b)}, func(c cudaraw.CUcontext, h cusolverraw.CusolverDnHandle, info *int32) error {
-		switch any(*new(T)).(type) {
-		case float32:
-			return cusolverraw.DnSgetrsIn(c, h, trans, N, NRHS, f32(pa), LDA, pp, f32(pb), LDB, info)
-		case float64:
-			return cusolverraw.DnDgetrsIn(c, h, trans, N, NRHS, f64(pa), LDA, pp, f64(pb), LDB, info)
-		case complex64:
-			return cusolverraw.DnCgetrsIn(c, h, trans, N, NRHS, c64(pa), LDA, pp, c64(pb), LDB, info)
-		default:
-			return cusolverraw.DnZgetrsIn(c, h, trans, N, NRHS, c128(pa), LDA, pp, c128(pb), LDB, info)
-		}
+		return r.getrs(c, h, trans, N, NRHS, pa, LDA, pp, pb, LDB, info)
 	})
 }
 
@@ -327,7 +285,7 @@ func GetrsAsync[T Scalar](s *cuda.Stream, trans Op, n, nrhs int, a cuda.Memory, 
 // and a new Info; the workspace is freed after it on s.
 func factor[T Scalar](op string, s *cuda.Stream, uses []cuda.Use,
 	size func(c cudaraw.CUcontext, h cusolverraw.CusolverDnHandle) (int32, error),
-	run func(c cudaraw.CUcontext, h cusolverraw.CusolverDnHandle, w unsafe.Pointer, lwork int32, info *int32) error) (*Info, error) {
+	run func(c cudaraw.CUcontext, h cusolverraw.CusolverDnHandle, w *T, lwork int32, info *int32) error) (*Info, error) {
 	fail := func(err error) (*Info, error) { return nil, fmt.Errorf("cusolver: %s: %w", op, err) }
 	ctx, h, err := take(s, uses)
 	if err != nil {
@@ -348,12 +306,12 @@ func factor[T Scalar](op string, s *cuda.Stream, uses []cuda.Use,
 		return fail(fmt.Errorf("allocating the workspace: %w", err))
 	}
 	defer ws.Close() // ordered after the factorization by the hand-off
-	wp, err := cuda.DevicePtr[byte](ws)
+	wp, err := cuda.DevicePtr[T](ws)
 	if err != nil {
 		return fail(err)
 	}
 	return queue(op, s, ctx, h, append(uses, cuda.Writes(ws)), func(c cudaraw.CUcontext, rh cusolverraw.CusolverDnHandle, info *int32) error {
-		return run(c, rh, unsafe.Pointer(wp), lwork, info)
+		return run(c, rh, wp, lwork, info)
 	})
 }
 
@@ -426,10 +384,3 @@ func operand[T any](op, name string, m cuda.Memory, need int) (*T, error) {
 }
 
 func elemSize[T Scalar]() int { return int(unsafe.Sizeof(*new(T))) }
-
-// The raw layer's pointer types for a *T of the element type the switch found:
-// the same memory, the pointer converted.
-func f32[T any](p *T) *float32                  { return (*float32)(unsafe.Pointer(p)) }
-func f64[T any](p *T) *float64                  { return (*float64)(unsafe.Pointer(p)) }
-func c64[T any](p *T) *cudaraw.CuComplex        { return (*cudaraw.CuComplex)(unsafe.Pointer(p)) }
-func c128[T any](p *T) *cudaraw.CuDoubleComplex { return (*cudaraw.CuDoubleComplex)(unsafe.Pointer(p)) }

@@ -332,11 +332,10 @@ func vector[T Float](name string, m cuda.Memory, n int) (unsafe.Pointer, error) 
 
 func elemSize[T Float]() int { return int(unsafe.Sizeof(*new(T))) }
 
+// valueType is T's CUDA data type, the value type of cuSPARSE's descriptors.
 func valueType[T Float]() cudaraw.CudaDataType {
-	if elemSize[T]() == 4 {
-		return cudaraw.CUDA_R_32F
-	}
-	return cudaraw.CUDA_R_64F
+	dt, _ := cudalib.DataType[T]() // float32 and float64 have one
+	return dt
 }
 
 // Handles: one kept per stream and a per-context cache, as cublas's (cusparseDestroy does not wait for the

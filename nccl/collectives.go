@@ -13,6 +13,7 @@ import (
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/cudalib"
 	"github.com/gocuda/gocuda/nccl/ncclraw"
 )
 
@@ -25,28 +26,22 @@ type Element interface {
 
 // DataType returns the NCCL data type of T.
 func DataType[T Element]() ncclraw.NcclDataType {
-	switch any(*new(T)).(type) {
-	case int8:
-		return ncclraw.NcclInt8
-	case uint8:
-		return ncclraw.NcclUint8
-	case int32:
-		return ncclraw.NcclInt32
-	case uint32:
-		return ncclraw.NcclUint32
-	case int64:
-		return ncclraw.NcclInt64
-	case uint64:
-		return ncclraw.NcclUint64
-	case cuda.Float16:
-		return ncclraw.NcclFloat16
-	case cuda.BFloat16:
-		return ncclraw.NcclBfloat16
-	case float32:
-		return ncclraw.NcclFloat32
-	default:
-		return ncclraw.NcclFloat64
-	}
+	dt, _ := cudalib.DataType[T]() // every Element has one
+	return dataTypes[dt]
+}
+
+// dataTypes are NCCL's names of the Element types, by their CUDA data types.
+var dataTypes = cudalib.ByDataType[ncclraw.NcclDataType]{
+	cudaraw.CUDA_R_8I:   ncclraw.NcclInt8,
+	cudaraw.CUDA_R_8U:   ncclraw.NcclUint8,
+	cudaraw.CUDA_R_32I:  ncclraw.NcclInt32,
+	cudaraw.CUDA_R_32U:  ncclraw.NcclUint32,
+	cudaraw.CUDA_R_64I:  ncclraw.NcclInt64,
+	cudaraw.CUDA_R_64U:  ncclraw.NcclUint64,
+	cudaraw.CUDA_R_16F:  ncclraw.NcclFloat16,
+	cudaraw.CUDA_R_16BF: ncclraw.NcclBfloat16,
+	cudaraw.CUDA_R_32F:  ncclraw.NcclFloat32,
+	cudaraw.CUDA_R_64F:  ncclraw.NcclFloat64,
 }
 
 // Op is a reduction operation of AllReduce, Reduce and ReduceScatter.

@@ -1,0 +1,107 @@
+package cublas
+
+import (
+	"fmt"
+	"reflect"
+	"unsafe"
+
+	"github.com/gocuda/gocuda/cublas/cublasraw"
+	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/cudalib"
+)
+
+// routines are one element type E's cuBLAS routines, typed in E: a row of the
+// per-precision table blas. A routine that E has none of is nil; the constraint of
+// the function that calls it keeps E out (Gemv's Scalar, Dot's Real).
+type routines[E any] struct {
+	gemm               func(c cudaraw.CUcontext, h cublasraw.CublasHandle, ta, tb Op, m, n, k int32, alpha, a *E, lda int32, b *E, ldb int32, beta, cc *E, ldc int32) error
+	gemmStridedBatched func(c cudaraw.CUcontext, h cublasraw.CublasHandle, ta, tb Op, m, n, k int32, alpha, a *E, lda int32, sa int64, b *E, ldb int32, sb int64, beta, cc *E, ldc int32, sc int64, batch int32) error
+	gemv               func(c cudaraw.CUcontext, h cublasraw.CublasHandle, t Op, m, n int32, alpha, a *E, lda int32, x *E, incx int32, beta, y *E, incy int32) error
+	axpy               func(c cudaraw.CUcontext, h cublasraw.CublasHandle, n int32, alpha, x *E, incx int32, y *E, incy int32) error
+	scal               func(c cudaraw.CUcontext, h cublasraw.CublasHandle, n int32, alpha, x *E, incx int32) error
+	dot                func(c cudaraw.CUcontext, h cublasraw.CublasHandle, n int32, x *E, incx int32, y *E, incy int32, r *E) error
+	nrm2               func(c cudaraw.CUcontext, h cublasraw.CublasHandle, n int32, x *E, incx int32, r *E) error
+}
+
+// blas is the per-precision table, by the element types' CUDA data types: float32
+// and float64 rows hold the raw routines themselves; the complex rows convert
+// complex64 and complex128 pointers to cuComplex and cuDoubleComplex ones; half
+// precision has the GEMMs only, through cublasGemmEx and computed in half.
+var blas = cudalib.ByDataType[any]{
+	cudaraw.CUDA_R_32F: &routines[float32]{
+		gemm: cublasraw.SgemmIn, gemmStridedBatched: cublasraw.SgemmStridedBatchedIn, gemv: cublasraw.SgemvIn,
+		axpy: cublasraw.SaxpyIn, scal: cublasraw.SscalIn, dot: cublasraw.SdotIn, nrm2: cublasraw.Snrm2In,
+	},
+	cudaraw.CUDA_R_64F: &routines[float64]{
+		gemm: cublasraw.DgemmIn, gemmStridedBatched: cublasraw.DgemmStridedBatchedIn, gemv: cublasraw.DgemvIn,
+		axpy: cublasraw.DaxpyIn, scal: cublasraw.DscalIn, dot: cublasraw.DdotIn, nrm2: cublasraw.Dnrm2In,
+	},
+	cudaraw.CUDA_C_32F: retyped[complex64](routines[cudaraw.CuComplex]{
+		gemm: cublasraw.CgemmIn, gemmStridedBatched: cublasraw.CgemmStridedBatchedIn, gemv: cublasraw.CgemvIn,
+		axpy: cublasraw.CaxpyIn, scal: cublasraw.CscalIn,
+	}),
+	cudaraw.CUDA_C_64F: retyped[complex128](routines[cudaraw.CuDoubleComplex]{
+		gemm: cublasraw.ZgemmIn, gemmStridedBatched: cublasraw.ZgemmStridedBatchedIn, gemv: cublasraw.ZgemvIn,
+		axpy: cublasraw.ZaxpyIn, scal: cublasraw.ZscalIn,
+	}),
+	cudaraw.CUDA_R_16F: &routines[cuda.Float16]{
+		gemm: func(c cudaraw.CUcontext, h cublasraw.CublasHandle, ta, tb Op, m, n, k int32, alpha, a *cuda.Float16, lda int32,
+			b *cuda.Float16, ldb int32, beta, cc *cuda.Float16, ldc int32) error {
+			return cublasraw.GemmExIn(c, h, ta, tb, m, n, k, unsafe.Pointer(alpha), unsafe.Pointer(a), cudaraw.CUDA_R_16F, lda,
+				unsafe.Pointer(b), cudaraw.CUDA_R_16F, ldb, unsafe.Pointer(beta), unsafe.Pointer(cc), cudaraw.CUDA_R_16F, ldc,
+				cublasraw.CUBLAS_COMPUTE_16F, cublasraw.CUBLAS_GEMM_DEFAULT)
+		},
+		gemmStridedBatched: func(c cudaraw.CUcontext, h cublasraw.CublasHandle, ta, tb Op, m, n, k int32, alpha, a *cuda.Float16, lda int32, sa int64,
+			b *cuda.Float16, ldb int32, sb int64, beta, cc *cuda.Float16, ldc int32, sc int64, batch int32) error {
+			return cublasraw.GemmStridedBatchedExIn(c, h, ta, tb, m, n, k, unsafe.Pointer(alpha), unsafe.Pointer(a), cudaraw.CUDA_R_16F, lda, sa,
+				unsafe.Pointer(b), cudaraw.CUDA_R_16F, ldb, sb, unsafe.Pointer(beta), unsafe.Pointer(cc), cudaraw.CUDA_R_16F, ldc, sc, batch,
+				cublasraw.CUBLAS_COMPUTE_16F, cublasraw.CUBLAS_GEMM_DEFAULT)
+		},
+	},
+}
+
+// retyped returns r, the routines of the raw element type R, as routines of T, a Go
+// type of R's layout: each converts its pointers and calls r's. Its columns are
+// those the complex types have.
+func retyped[T, R any](r routines[R]) *routines[T] {
+	return &routines[T]{
+		gemm: func(c cudaraw.CUcontext, h cublasraw.CublasHandle, ta, tb Op, m, n, k int32, alpha, a *T, lda int32, b *T, ldb int32, beta, cc *T, ldc int32) error {
+			return r.gemm(c, h, ta, tb, m, n, k, as[R](alpha), as[R](a), lda, as[R](b), ldb, as[R](beta), as[R](cc), ldc)
+		},
+		gemmStridedBatched: func(c cudaraw.CUcontext, h cublasraw.CublasHandle, ta, tb Op, m, n, k int32, alpha, a *T, lda int32, sa int64,
+			b *T, ldb int32, sb int64, beta, cc *T, ldc int32, sc int64, batch int32) error {
+			return r.gemmStridedBatched(c, h, ta, tb, m, n, k, as[R](alpha), as[R](a), lda, sa, as[R](b), ldb, sb, as[R](beta), as[R](cc), ldc, sc, batch)
+		},
+		gemv: func(c cudaraw.CUcontext, h cublasraw.CublasHandle, t Op, m, n int32, alpha, a *T, lda int32, x *T, incx int32, beta, y *T, incy int32) error {
+			return r.gemv(c, h, t, m, n, as[R](alpha), as[R](a), lda, as[R](x), incx, as[R](beta), as[R](y), incy)
+		},
+		axpy: func(c cudaraw.CUcontext, h cublasraw.CublasHandle, n int32, alpha, x *T, incx int32, y *T, incy int32) error {
+			return r.axpy(c, h, n, as[R](alpha), as[R](x), incx, as[R](y), incy)
+		},
+		scal: func(c cudaraw.CUcontext, h cublasraw.CublasHandle, n int32, alpha, x *T, incx int32) error {
+			return r.scal(c, h, n, as[R](alpha), as[R](x), incx)
+		},
+	}
+}
+
+// as converts p to a pointer to R, a type of T's layout: the same memory.
+func as[R, T any](p *T) *R { return (*R)(unsafe.Pointer(p)) }
+
+// precisionOf returns T's row of blas: an error matching cuda.ErrInvalidArgument
+// for a type without one, which the operations' constraints keep out.
+func precisionOf[T any](op string) (*routines[T], error) {
+	dt, _ := cudalib.DataType[T]() // 0 for a type without one: the float32 row, not T's
+	if r, ok := blas[dt].(*routines[T]); ok {
+		return r, nil
+	}
+	return nil, noRoutines(op, reflect.TypeFor[T]())
+}
+
+// noRoutines is precisionOf's error, out of line: the operations look their row up
+// at every call.
+//
+//go:noinline
+func noRoutines(op string, t reflect.Type) error {
+	return fmt.Errorf("cublas: %s: %w: no cuBLAS routines for element type %v", op, cuda.ErrInvalidArgument, t)
+}

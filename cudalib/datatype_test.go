@@ -1,0 +1,64 @@
+package cudalib_test
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/cudalib"
+	"github.com/stretchr/testify/assert"
+)
+
+// dataType is DataType's answer for T, with T's name.
+type dataType struct {
+	typ string
+	dt  cudaraw.CudaDataType
+	ok  bool
+}
+
+func dataTypeOf[T any]() dataType {
+	dt, ok := cudalib.DataType[T]()
+	return dataType{reflect.TypeFor[T]().String(), dt, ok}
+}
+
+// TestDataType: each Go element type that CUDA has a data type for maps to its
+// own, which indexes a ByDataType table; other types, types defined on those
+// included, have none.
+func TestDataType(t *testing.T) {
+	type celsius float32
+	got := []dataType{
+		dataTypeOf[int8](), dataTypeOf[uint8](), dataTypeOf[int16](), dataTypeOf[uint16](),
+		dataTypeOf[int32](), dataTypeOf[uint32](), dataTypeOf[int64](), dataTypeOf[uint64](),
+		dataTypeOf[cuda.Float16](), dataTypeOf[cuda.BFloat16](), dataTypeOf[float32](), dataTypeOf[float64](),
+		dataTypeOf[complex64](), dataTypeOf[complex128](),
+		dataTypeOf[celsius](), dataTypeOf[int](), dataTypeOf[string](), dataTypeOf[cudaraw.CuComplex](),
+	}
+	assert.Equal(t, []dataType{
+		{"int8", cudaraw.CUDA_R_8I, true},
+		{"uint8", cudaraw.CUDA_R_8U, true},
+		{"int16", cudaraw.CUDA_R_16I, true},
+		{"uint16", cudaraw.CUDA_R_16U, true},
+		{"int32", cudaraw.CUDA_R_32I, true},
+		{"uint32", cudaraw.CUDA_R_32U, true},
+		{"int64", cudaraw.CUDA_R_64I, true},
+		{"uint64", cudaraw.CUDA_R_64U, true},
+		{"cuda.Float16", cudaraw.CUDA_R_16F, true},
+		{"cuda.BFloat16", cudaraw.CUDA_R_16BF, true},
+		{"float32", cudaraw.CUDA_R_32F, true},
+		{"float64", cudaraw.CUDA_R_64F, true},
+		{"complex64", cudaraw.CUDA_C_32F, true},
+		{"complex128", cudaraw.CUDA_C_64F, true},
+		{"cudalib_test.celsius", 0, false},
+		{"int", 0, false},
+		{"string", 0, false},
+		{"cudaraw.CuComplex", 0, false}, // the raw layer's type: Go code names complex64
+	}, got)
+	var owner cudalib.ByDataType[string]
+	for _, g := range got {
+		if g.ok {
+			assert.Empty(t, owner[g.dt], "%s's data type %v", g.typ, g.dt)
+			owner[g.dt] = g.typ
+		}
+	}
+}

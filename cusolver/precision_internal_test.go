@@ -1,0 +1,30 @@
+package cusolver
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/gocuda/gocuda/cuda"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestPrecisionTable: every Scalar type's row of dense has every routine; a type
+// without a row is an error matching cuda.ErrInvalidArgument.
+func TestPrecisionTable(t *testing.T) {
+	for _, r := range []any{row[float32](t), row[float64](t), row[complex64](t), row[complex128](t)} {
+		v := reflect.ValueOf(r).Elem()
+		for i := range v.NumField() {
+			assert.False(t, v.Field(i).IsNil(), "%T: %s", r, v.Type().Field(i).Name)
+		}
+	}
+	_, err := precisionOf[int8]("potrf")
+	assert.ErrorIs(t, err, cuda.ErrInvalidArgument)
+	assert.ErrorContains(t, err, "cusolver: potrf: ")
+}
+
+func row[T any](t *testing.T) *routines[T] {
+	r, err := precisionOf[T]("test")
+	require.NoError(t, err)
+	return r
+}
