@@ -3,6 +3,7 @@ package cuda_test
 import (
 	_ "embed"
 	"errors"
+	"fmt"
 	"os"
 	"sync"
 	"testing"
@@ -137,4 +138,18 @@ func TestFaultPrimaryContext(t *testing.T) {
 	assert.Nil(t, again)
 	require.ErrorIs(t, err, cuda.ErrFaulted)
 	require.ErrorIs(t, err, cudaraw.ErrIllegalAddress)
+}
+
+// Sticky tells the driver's errors that end a context from the others, however
+// they are wrapped.
+func TestSticky(t *testing.T) {
+	r, ok := cuda.Sticky(fmt.Errorf("a library: %w", cudaraw.ErrIllegalAddress))
+	assert.True(t, ok)
+	assert.Equal(t, cudaraw.CUDA_ERROR_ILLEGAL_ADDRESS, r)
+	_, ok = cuda.Sticky(&cuda.FaultError{Result: cudaraw.CUDA_ERROR_ASSERT})
+	assert.True(t, ok)
+	for _, err := range []error{nil, cudaraw.ErrOutOfMemory, errors.New("cuda: no")} {
+		_, ok := cuda.Sticky(err)
+		assert.False(t, ok, "%v", err)
+	}
 }
