@@ -172,10 +172,13 @@ func TestCopyFlagsRunOut(t *testing.T) {
 	for i := range copies {
 		wg.Go(func() { assert.NoError(t, cuda.Copy(dev[i], src[i])) })
 	}
+	// Every word in use at once (a copy that starts late may find one free again:
+	// the count below is a floor, not an equality).
+	require.Eventually(t, func() bool { return cuda.FlagSlotsForTest(ctx) == 0 }, 10*time.Second, time.Millisecond)
 	time.Sleep(50 * time.Millisecond)
 	resume()
 	wg.Wait()
-	assert.Equal(t, int64(cuda.FlagSlots), cuda.FlagWaitsForTest().Waited-before.Waited, "one copy per word")
+	assert.GreaterOrEqual(t, cuda.FlagWaitsForTest().Waited-before.Waited, int64(cuda.FlagSlots), "every word served a copy")
 	assert.Equal(t, cuda.FlagSlots, cuda.FlagSlotsForTest(ctx))
 	got := make([]byte, n)
 	for i := range dev {

@@ -64,6 +64,14 @@ func sticky(err error) (cudaraw.Result, bool) {
 	return 0, false
 }
 
+// Sticky reports whether err carries one of the driver's sticky errors, those that
+// end a context (the Result of a FaultError), and returns it. The package's own
+// operations return such an error as a *FaultError once they have seen it; Sticky
+// serves code that gets the driver's error as it is (raw calls, other libraries, or
+// an operation of this package that returned it before any wait saw the fault),
+// such as a worker process that must know its device is lost (package worker).
+func Sticky(err error) (cudaraw.Result, bool) { return sticky(err) }
+
 // faultState is a context's fault, once one was seen, and its handler.
 type faultState struct {
 	err     atomic.Pointer[FaultError]

@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"errors"
+	"fmt"
 	"os"
 	"sync"
 	"testing"
@@ -201,4 +202,16 @@ func TestGPUFaultKindsEndTheProcess(t *testing.T) {
 		require.NoError(t, s.Synchronize(), "the kernel ends; nothing is faulted")
 		t.Logf("| kernel past its waiter's deadline | %v | the waiter returns; other streams go on; no fault |", err)
 	})
+// Sticky tells the driver's errors that end a context from the others, however
+// they are wrapped.
+func TestSticky(t *testing.T) {
+	r, ok := cuda.Sticky(fmt.Errorf("a library: %w", cudaraw.ErrIllegalAddress))
+	assert.True(t, ok)
+	assert.Equal(t, cudaraw.CUDA_ERROR_ILLEGAL_ADDRESS, r)
+	_, ok = cuda.Sticky(&cuda.FaultError{Result: cudaraw.CUDA_ERROR_ASSERT})
+	assert.True(t, ok)
+	for _, err := range []error{nil, cudaraw.ErrOutOfMemory, errors.New("cuda: no")} {
+		_, ok := cuda.Sticky(err)
+		assert.False(t, ok, "%v", err)
+	}
 }

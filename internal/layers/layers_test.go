@@ -30,6 +30,9 @@ var floors = []struct {
 	pkgs []string
 }{
 	{"tools and test beds", []string{"tools/...", "gen/...", "cuda/cudatest/...", "resource/resourcetest"}},
+	// worker runs the program's GPU work in processes of its own, over cuda; like
+	// every production package it imports no library's idiomatic package.
+	{"services", []string{"worker"}},
 	{"adapters", []string{"cublas/gonumblas"}},
 	{"libraries", []string{"cublas", "cudnn", "cufft", "curand", "cusolver", "cusparse", "nccl", "nvrtc"}},
 	{"cudalib", []string{"cudalib"}},
