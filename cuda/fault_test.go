@@ -202,6 +202,8 @@ func TestGPUFaultKindsEndTheProcess(t *testing.T) {
 		require.NoError(t, s.Synchronize(), "the kernel ends; nothing is faulted")
 		t.Logf("| kernel past its waiter's deadline | %v | the waiter returns; other streams go on; no fault |", err)
 	})
+}
+
 // Sticky tells the driver's errors that end a context from the others, however
 // they are wrapped.
 func TestSticky(t *testing.T) {
