@@ -116,20 +116,21 @@ func TestLaunchInputModesCPU(t *testing.T) {
 	buf := make([]byte, 16)
 	params := []paramInfo{{0, 8}, {8, 8}}
 	args := []any{Input{&b.m}, b}
-	_, held, err := packArgs(buf, params, true, ctx, "k", args)
+	var held opPlan
+	_, err := packArgs(buf, params, true, ctx, "k", args, &held)
 	require.NoError(t, err)
-	assert.Equal(t, argMask(1), held.mask)
-	assert.True(t, held.writes(args, 0), "written through the unmarked argument")
-	releaseArgs(args, &held, nil, nil)
+	assert.Equal(t, []bool{true}, writesOf(&held), "one operand, written through the unmarked argument")
+	held.release()
 
 	args = []any{Input{&b.m}, Input{&b.m}}
-	_, held, err = packArgs(buf, params, true, ctx, "k", args)
+	held = opPlan{}
+	_, err = packArgs(buf, params, true, ctx, "k", args, &held)
 	require.NoError(t, err)
-	assert.False(t, held.writes(args, 0))
-	releaseArgs(args, &held, nil, nil)
+	assert.Equal(t, []bool{false}, writesOf(&held))
+	held.release()
 	assert.Zero(t, b.holds())
 
-	_, _, err = packArgs(buf[:8], params[:1], true, ctx, "k", []any{In(nil)})
+	_, err = packArgs(buf[:8], params[:1], true, ctx, "k", []any{In(nil)}, &opPlan{})
 	require.ErrorIs(t, err, ErrInvalidArgument)
 }
 

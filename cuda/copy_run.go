@@ -87,7 +87,14 @@ func runRecorded(s *Stream, op func(t *stream, w *waiter) error, a *memBase, aWr
 		}
 		ms.putHandoffEvent(w.ev)
 	}
-	return err
+	if err != nil {
+		var h cudaraw.CUstream
+		if w.t != nil {
+			h = w.t.h
+		}
+		return ms.cs.faulted(err, "a copy or memset", h)
+	}
+	return nil
 }
 
 // queue queues op for run; with withWait it also gives op in *w something to
@@ -116,20 +123,18 @@ func queue(ms *memState, s *Stream, op func(t *stream, w *waiter) error, a *memB
 	// The stream picked without s may be closed by its owner before the work is
 	// queued: then pick again (the default stream, which is never closed).
 	for retry := s == nil && t != ms.defStream; ; retry = false {
-		var d deps
-		pa := a.plan(t, aWrite, &d)
-		var pb planned
+		var p opPlan
+		p.add(a, aWrite)
 		if b != nil {
-			pb = b.plan(t, false, &d)
+			p.add(b, false)
 		}
-		if d.n > 0 {
-			if err := ms.handOff(&d, t); err != nil {
-				if retry && errors.Is(err, ErrClosed) {
-					t = ms.defStream
-					continue
-				}
-				return errHandOff(err)
+		p.plan(t)
+		if err := p.handOff(t); err != nil {
+			if retry && errors.Is(err, ErrClosed) {
+				t = ms.defStream
+				continue
 			}
+			return err
 		}
 		if err := lockOpen(s, t); err != nil {
 			if retry {
@@ -141,10 +146,7 @@ func queue(ms *memState, s *Stream, op func(t *stream, w *waiter) error, a *memB
 		w.t = t
 		err := op(t, w)
 		if err == nil || queued(err) {
-			a.record(t, aWrite, pa)
-			if b != nil {
-				b.record(t, false, pb)
-			}
+			p.record(t)
 		}
 		t.mu.RUnlock()
 		return err

@@ -55,193 +55,83 @@ func Enqueue(s *Stream, f func(ctx cudaraw.CUcontext, h cudaraw.CUstream) error,
 	if f == nil {
 		return fmt.Errorf("%w: nil function", ErrInvalidArgument)
 	}
-	// The stream is checked here, the memory in start: each operand's
-	// fields are read once (CheckEnqueue reads them again).
+	// The stream is checked here, the memory by the plan (CheckEnqueue reads it
+	// again).
 	if err := checkOpen(s); err != nil {
+		return err
+	}
+	c := s.cs
+	if err := c.enter(); err != nil {
 		return err
 	}
 	// One deferred cleanup, which the compiler open-codes (several defers in a
 	// function with this many returns cost a runtime call each): a panic in f still
-	// ends the holds and unlocks the stream.
+	// ends the holds, unlocks the stream and exits the context.
 	var q enqueued
-	defer q.end(s, uses)
-	fast, err := q.start(s, uses)
-	if err != nil {
-		return err
-	}
-	if fast {
-		// Called here rather than in start: one frame less on the stack while f
-		// runs (its lines are touched again after the call).
-		return f(s.cs.h, s.h)
-	}
-	return q.runAll(s, f, uses)
-}
-
-// enqueued is an Enqueue's progress, for its cleanup: what it entered, held and
-// locked, and its uses' flags (the first eight; later ones are worked out again).
-type enqueued struct {
-	entered bool
-	held    int  // uses[:held] are acquired (those not dups of earlier ones)
-	locked  bool // the stream's read lock is held
-	flags   [8]useFlags
-}
-
-// useFlags says of a use whether an earlier use names the same memory (only the
-// first is held, planned and recorded) and whether any use of its memory writes.
-type useFlags uint8
-
-const (
-	useDup useFlags = 1 << iota
-	useWrite
-)
-
-func flagsOf(uses []Use, i int) useFlags {
-	var fl useFlags
-	if uses[i].dup(uses[:i]) {
-		fl |= useDup
-	}
-	if uses[i].writes(uses) {
-		fl |= useWrite
-	}
-	return fl
-}
-
-func (q *enqueued) flag(uses []Use, i int) useFlags {
-	if i < len(q.flags) {
-		return q.flags[i]
-	}
-	return flagsOf(uses, i)
-}
-
-// start is Enqueue after its checks: it enters s's context and, for the usual call,
-// locks s, and reports whether it did (fast: f may run); else the general path
-// (runAll) is left to do. q.end undoes what it did.
-func (q *enqueued) start(s *Stream, uses []Use) (fast bool, err error) {
-	c := s.cs
-	if err := c.enter(); err != nil {
-		return false, err
-	}
-	q.entered = true
-	// The usual call: each use is an open allocation (not a view) of s's context
-	// whose one use is already on s (onlyOn), so there is nothing to wait for or
-	// record. The memory is not held: the stream's read lock keeps it (see
-	// fastUse). Each use is tested by its own flag: a read and a write of one
-	// memory pass only when a write on s is its one use. Anything else takes the
-	// general path, which holds the memory and reports the errors.
+	defer q.end(s)
 	t := s.stream
-	if t.capture.Load() != nil {
-		return false, nil
-	}
-	for i := range uses {
-		m := uses[i].m
-		if m == nil || m.ctx == nil || m.ctx.ctxState != c || m.root != nil {
-			return false, nil
-		}
-	}
-	if err := lockOpen(s, t); err != nil {
-		return false, err
-	}
-	for i := range uses {
-		if !uses[i].m.fastUse(t, uses[i].write) {
-			t.mu.RUnlock()
-			return false, nil
-		}
-	}
-	q.locked = true
-	return true, nil
-}
-
-// runAll is Enqueue's general path, after start: any memory, views, captures and
-// hand-offs.
-func (q *enqueued) runAll(s *Stream, f func(ctx cudaraw.CUcontext, h cudaraw.CUstream) error, uses []Use) error {
-	c := s.cs
-	// Hold each memory once: a buffer used twice is written if either use writes
-	// (the flags of its first use collect the later ones').
-	for i := range uses {
-		m := uses[i].m
-		if err := m.check(); err != nil {
+	if t.planless() {
+		if err := lockOpen(s, t); err != nil {
 			return err
 		}
-		if m.ctx.ctxState != c {
-			return errWrongContext
+		q.locked = true
+		if fastUses(c, t, uses) {
+			return c.faulted(f(c.h, s.h), "Enqueue", s.h)
 		}
-		first := i
-		for j := range uses[:i] {
-			if uses[j].m == m {
-				first = j
-				break
-			}
-		}
-		switch {
-		case first == i:
-			if i < len(q.flags) && uses[i].write {
-				q.flags[i] = useWrite
-			}
-			if err := m.acquire(); err != nil {
-				return err
-			}
-		case i < len(q.flags):
-			q.flags[i] = useDup
-			fallthrough
-		default:
-			if first < len(q.flags) && uses[i].write {
-				q.flags[first] |= useWrite
-			}
-		}
-		q.held = i + 1
+		q.locked = false
+		t.mu.RUnlock()
 	}
-	t := s.stream
-	var wait deps
-	var plans [8]planned
+	var p opPlan
+	q.p = &p
 	for i := range uses {
-		fl := q.flag(uses, i)
-		if fl&useDup != 0 {
-			continue
-		}
-		p := uses[i].m.plan(t, fl&useWrite != 0, &wait)
-		if i < len(plans) {
-			plans[i] = p // past the eighth, a use is recorded as if it raced: added
+		if err := p.hold(uses[i].m, uses[i].write, c); err != nil {
+			return err
 		}
 	}
-	if wait.n > 0 {
-		if err := uses[0].m.ms.handOff(&wait, t); err != nil {
-			return errHandOff(err)
-		}
+	p.plan(t)
+	if err := p.handOff(t); err != nil {
+		return err
 	}
 	if err := lockOpen(s, t); err != nil {
 		return err
 	}
 	q.locked = true
 	if err := f(c.h, s.h); err != nil {
-		return err
+		return c.faulted(err, "Enqueue", s.h)
 	}
-	for i := range uses {
-		fl := q.flag(uses, i)
-		if fl&useDup != 0 {
-			continue
-		}
-		p := planned{}
-		if i < len(plans) {
-			p = plans[i]
-		}
-		uses[i].m.record(t, fl&useWrite != 0, p)
-	}
+	p.record(t)
 	return nil
 }
 
-// end unlocks the stream and ends the holds and the context's enter of run.
-func (q *enqueued) end(s *Stream, uses []Use) {
+// fastUses reports whether every use may take the usual operation's path (fastOn),
+// each by its own flag: a read and a write of one memory pass only when a write on
+// t is its one use. The caller holds t's read lock.
+func fastUses(c *ctxState, t *stream, uses []Use) bool {
+	for i := range uses {
+		if !uses[i].m.fastOn(c, t, uses[i].write) {
+			return false
+		}
+	}
+	return true
+}
+
+// enqueued is an Enqueue's progress, for its cleanup: the stream's read lock and
+// the plan of the general path, whose holds it ends.
+type enqueued struct {
+	locked bool
+	p      *opPlan
+}
+
+// end unlocks the stream, ends the plan's holds and exits the context Enqueue
+// entered.
+func (q *enqueued) end(s *Stream) {
 	if q.locked {
 		s.mu.RUnlock()
 	}
-	for i := range uses[:q.held] {
-		if q.flag(uses, i)&useDup == 0 {
-			uses[i].m.leave()
-		}
+	if q.p != nil {
+		q.p.release()
 	}
-	if q.entered {
-		s.cs.exit()
-	}
+	s.cs.exit()
 }
 
 // CheckEnqueue returns the error Enqueue(s, f, uses...) would return before f
@@ -284,26 +174,6 @@ func checkOpen(s *Stream) error {
 		return errStreamClosed
 	}
 	return nil
-}
-
-// dup reports whether an earlier use names the same memory.
-func (u Use) dup(earlier []Use) bool {
-	for _, e := range earlier {
-		if e.m == u.m {
-			return true
-		}
-	}
-	return false
-}
-
-// writes reports whether any use of u's memory in all writes it.
-func (u Use) writes(all []Use) bool {
-	for _, e := range all {
-		if e.m == u.m && e.write {
-			return true
-		}
-	}
-	return false
 }
 
 // Locked runs f on the calling goroutine locked to its thread with the context

@@ -137,7 +137,7 @@ func TestPackFastCPU(t *testing.T) {
 	assert.False(t, ok)
 
 	// The general path reports the closed memory's error.
-	_, _, err := packArgs(buf, f.params, true, c, "k", []any{w, w, closedBuf(c)})
+	_, err := packArgs(buf, f.params, true, c, "k", []any{w, w, closedBuf(c)}, &opPlan{})
 	require.ErrorIs(t, err, ErrClosed)
 	assert.Zero(t, w.holds())
 }

@@ -179,7 +179,7 @@ func (g *Graph) AddKernel(f *Function, grid, block Dim3, sharedMem int, deps []N
 	if err != nil {
 		return Node{}, err
 	}
-	defer k.release(args)
+	defer k.release()
 	if err := m.rlock(); err != nil {
 		return Node{}, fmt.Errorf("cuda: adding %s: %w", f.name, err)
 	}
@@ -190,7 +190,7 @@ func (g *Graph) AddKernel(f *Function, grid, block Dim3, sharedMem int, deps []N
 		if err != nil {
 			return 0, err
 		}
-		k.lease(args, g.g.lease)
+		k.lease(g.g.lease)
 		g.g.lease.addModule(m)
 		return h, nil
 	})
@@ -202,7 +202,7 @@ func (g *Graph) AddKernel(f *Function, grid, block Dim3, sharedMem int, deps []N
 type kernelArgs struct {
 	buf  []byte
 	size uintptr
-	held argHeld
+	held opPlan // the memory arguments, held
 }
 
 // packNode packs args for f into a buffer of their own, holding their memory.
@@ -213,10 +213,10 @@ func packNode(f *Function, args []any) (*kernelArgs, error) {
 	}
 	k := &kernelArgs{buf: make([]byte, max(n, 8))}
 	var err error
-	k.size, k.held, err = packArgs(k.buf, f.params, f.known, f.mod.ctx, f.name, args)
+	k.size, err = packArgs(k.buf, f.params, f.known, f.mod.ctx, f.name, args, &k.held)
 	if err != nil && errors.Is(err, errParamsTooLarge) {
 		k.buf = make([]byte, k.size)
-		k.size, k.held, err = packArgs(k.buf, f.params, f.known, f.mod.ctx, f.name, args)
+		k.size, err = packArgs(k.buf, f.params, f.known, f.mod.ctx, f.name, args, &k.held)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("cuda: kernel node of %s: %w", f.name, err)
@@ -244,17 +244,13 @@ func (k *kernelArgs) params(c *Context, f *Function, d launchShape, add func(*cu
 	return add(&p)
 }
 
-// lease leases the held memory of args to ls.
-func (k *kernelArgs) lease(args []any, ls *leaseSet) {
-	forHeld(args, &k.held, func(_ int, m *memBase, write bool) { ls.add(m.owner(), write) })
+// lease leases the held memory of the arguments to ls.
+func (k *kernelArgs) lease(ls *leaseSet) {
+	k.held.each(func(m *memBase, write bool) { ls.add(m.owner(), write) })
 }
 
 // release ends the holds of packNode.
-func (k *kernelArgs) release(args []any) {
-	if k.held.any() {
-		releaseArgs(args, &k.held, nil, nil)
-	}
-}
+func (k *kernelArgs) release() { k.held.release() }
 
 // AddChild adds child's nodes as one node, after deps (the driver copies child: later
 // changes to child do not show). g leases what child uses.
@@ -338,7 +334,7 @@ func (e *Exec) SetKernelArgs(n Node, args ...any) error {
 	if err != nil {
 		return err
 	}
-	defer k.release(args)
+	defer k.release()
 	c := x.ctx
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -353,7 +349,7 @@ func (e *Exec) SetKernelArgs(n Node, args ...any) error {
 	if err != nil {
 		return fmt.Errorf("cuda: setting the arguments of %s: %w", f.name, err)
 	}
-	k.lease(args, x.lease)
+	k.lease(x.lease)
 	return nil
 }
 

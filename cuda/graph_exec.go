@@ -38,9 +38,6 @@ type execState struct {
 	lease  *leaseSet
 }
 
-// maxInlinePlans is how many leased buffers a Launch plans without allocating.
-const maxInlinePlans = 16
-
 // Launch replays the graph on s (cuGraphLaunch), ordered with the other uses of the
 // memory it uses: it waits on the GPU for their conflicting uses on other streams,
 // and is recorded as their use on s (a write for the memory any captured operation
@@ -93,19 +90,13 @@ func (x *execState) launch(s *Stream) error {
 			l.m.hold.users.Add(exitTick)
 		}
 	}()
-	var inline [maxInlinePlans]planned
-	plans := inline[:0]
-	if len(items) > len(inline) {
-		plans = make([]planned, 0, len(items))
-	}
-	var wait deps
+	var p opPlan
 	for _, l := range items {
-		plans = append(plans, l.m.plan(s.stream, l.write, &wait))
+		p.add(l.m, l.write)
 	}
-	if wait.n > 0 {
-		if err := items[0].m.ms.handOff(&wait, s.stream); err != nil {
-			return errHandOff(err)
-		}
+	p.plan(s.stream)
+	if err := p.handOff(s.stream); err != nil {
+		return err
 	}
 	if err := lockOpen(s, s.stream); err != nil {
 		return err
@@ -119,11 +110,9 @@ func (x *execState) launch(s *Stream) error {
 		if hosts {
 			x.lease.queueHost(-1)
 		}
-		return fmt.Errorf("cuda: launching a graph: %w", err)
+		return fmt.Errorf("cuda: launching a graph: %w", x.cs.faulted(err, "Exec.Launch", s.h))
 	}
-	for i, l := range items {
-		l.m.record(s.stream, l.write, plans[i])
-	}
+	p.record(s.stream)
 	return nil
 }
 

@@ -6,48 +6,33 @@ import (
 	"github.com/gocuda/gocuda/cuda/cudaraw"
 )
 
-// A launch's hand-off: Launch's general path plans the uses of the memory arguments
-// it holds (memBase.plan), waits on the device for the conflicting uses on other
-// streams, fused with the launch into one call into C for up to maxFused streams,
-// and records the launch as the arguments' use. The machinery it plans with is in
-// handoff_state.go.
+// A launch's hand-off: Launch's general path plans its memory arguments with the
+// planner (plan.go), and waits on the device for the conflicting uses on other
+// streams fused with the launch, in one call into C for up to maxFused streams.
 
 // launchPlanned is Launch's general path, after packArgs held the memory arguments
-// once each (held): it plans their uses and queues the launch.
-func (f *Function) launchPlanned(s *Stream, d launchShape, params []byte, held *argHeld, args []any) error {
-	var p launchPlan
-	if held.any() {
-		p.ms = planArgs(args, held, s.stream, &p.plans, &p.wait)
-		if p.wait.n > maxFused {
-			// Rare: more streams to wait for than one call takes.
-			if err := p.ms.handOff(&p.wait, s.stream); err != nil {
-				releaseArgs(args, held, nil, nil)
-				s.cs.exit()
-				return errHandOff(err)
-			}
-			p.wait.n = 0
+// in p: it plans their uses and queues the launch.
+func (f *Function) launchPlanned(s *Stream, d launchShape, params []byte, p *opPlan) error {
+	t := s.stream
+	p.plan(t)
+	if p.wait.n > maxFused {
+		// Rare: more streams to wait for than one call takes.
+		if err := p.handOff(t); err != nil {
+			p.release()
+			s.cs.exit()
+			return err
 		}
 	}
-	return f.queue(s, d, params, held, args, &p)
-}
-
-// launchPlan is the plan of a launch's uses (planArgs): the uses to wait for, of
-// memory of ms, and the plan of each held argument, for the record.
-type launchPlan struct {
-	ms    *memState
-	wait  deps
-	plans argPlans
+	return f.queue(s, d, params, p)
 }
 
 // queue launches f on s under the module's read lock and then the stream's (s.use,
 // without its closure), so that neither can be closed meanwhile: after p's uses to
-// wait for on the GPU, recording the uses p planned. It releases the held arguments
-// and exits the context that Launch entered.
-func (f *Function) queue(s *Stream, d launchShape, params []byte, held *argHeld, args []any, p *launchPlan) error {
+// wait for on the GPU, recording the uses p planned. It releases p's holds and
+// exits the context that Launch entered.
+func (f *Function) queue(s *Stream, d launchShape, params []byte, p *opPlan) error {
 	m, c := f.mod, s.cs
-	plans := &p.plans
 	var err error
-	var used *stream
 	m.mu.RLock()
 	if m.closed {
 		err = errLaunchModuleClosed
@@ -58,68 +43,23 @@ func (f *Function) queue(s *Stream, d launchShape, params []byte, held *argHeld,
 		}
 		if p.wait.n > 0 {
 			// A hand-off: the waits and the launch in one call.
-			if err = launchAfter(p.ms, &p.wait, s, c.h, f.h, d, params); err == nil {
-				used = st
+			if err = launchAfter(p.at(0).m.ms, &p.wait, s, c.h, f.h, d, params); err == nil {
+				p.record(st)
 			}
 		} else if err = lockOpen(s, st); err == nil {
 			if err = launchPacked(c.h, f.h, d, st.h, params); err == nil {
-				used = st
-			}
-			if held.any() {
-				releaseArgs(args, held, used, plans)
-				held.mask = 0 // released
+				p.record(st)
 			}
 			st.mu.RUnlock()
 		}
-		if held.any() && used != nil {
-			releaseArgs(args, held, used, plans)
-			held.mask = 0
-		}
 	}
 	m.mu.RUnlock()
-	if held.any() {
-		releaseArgs(args, held, nil, nil)
-	}
+	p.release()
 	c.exit()
 	if err != nil {
 		return f.launchError(err, s)
 	}
 	return nil
-}
-
-// argPlans is the plans of a launch's memory arguments, in argument order, on the
-// stack for the first few.
-type argPlans struct {
-	n      int
-	inline [8]planned
-	more   []planned
-}
-
-func (p *argPlans) add(x planned) {
-	if p.n < len(p.inline) {
-		p.inline[p.n] = x
-	} else {
-		p.more = append(p.more, x)
-	}
-	p.n++
-}
-
-func (p *argPlans) at(k int) planned {
-	if k < len(p.inline) {
-		return p.inline[k]
-	}
-	return p.more[k-len(p.inline)]
-}
-
-// planArgs plans the uses of a launch's memory arguments on t (memBase.plan),
-// putting the uses to wait for in d, and returns the arguments' memory state.
-func planArgs(args []any, held *argHeld, t *stream, plans *argPlans, d *deps) *memState {
-	var ms *memState
-	forHeld(args, held, func(_ int, m *memBase, write bool) {
-		ms = m.ms
-		plans.add(m.plan(t, write, d))
-	})
-	return ms
 }
 
 // maxFused is the most streams a launch waits for in its one call into C.

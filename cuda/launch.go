@@ -143,7 +143,7 @@ func (f *Function) Launch(s *Stream, grid, block Dim3, sharedMem int, args ...an
 	// once, when each one's use on the stream needs no wait and no record.
 	// The usual kernel's parameters fit in smallParams: a few words to clear, not
 	// inlineParams bytes.
-	if f.argSize <= smallParams && s.stream.capture.Load() == nil && !streamCheck.on.Load() {
+	if f.argSize <= smallParams && s.stream.planless() {
 		var small [smallParams / 8]uint64 // 8-byte aligned
 		if done, err := f.launchFast(s, d, unsafe.Slice((*byte)(unsafe.Pointer(&small)), smallParams), args); done {
 			return f.launched(s, err)
@@ -180,17 +180,17 @@ func (f *Function) launchMore(s *Stream, d launchShape, args []any) error {
 		var inline [inlineParams / 8]uint64 // 8-byte aligned
 		buf = unsafe.Slice((*byte)(unsafe.Pointer(&inline)), inlineParams)
 	}
-	if (f.argSize > smallParams || !f.known) && s.stream.capture.Load() == nil && !streamCheck.on.Load() {
+	if (f.argSize > smallParams || !f.known) && s.stream.planless() {
 		if done, err := f.launchFast(s, d, buf, args); done {
 			return f.launched(s, err)
 		}
 	}
-	var held argHeld
+	var p opPlan
 	m := f.mod
-	size, err := packInto(buf, f.params, f.known, m.ctx, f.name, args, &held)
+	size, err := packArgs(buf, f.params, f.known, m.ctx, f.name, args, &p)
 	if err != nil && errors.Is(err, errParamsTooLarge) { // unknown layout, more than inlineParams
 		buf = make([]byte, size)
-		size, err = packInto(buf, f.params, f.known, m.ctx, f.name, args, &held)
+		size, err = packArgs(buf, f.params, f.known, m.ctx, f.name, args, &p)
 	}
 	if err == nil && streamCheck.on.Load() {
 		checkLaunch(args, s.stream)
@@ -199,7 +199,7 @@ func (f *Function) launchMore(s *Stream, d launchShape, args []any) error {
 		s.cs.exit()
 		return err
 	}
-	return f.launchPlanned(s, d, buf[:size], &held, args)
+	return f.launchPlanned(s, d, buf[:size], &p)
 }
 
 // launchFast is Launch's usual path, in the context Launch entered: under the
@@ -243,6 +243,9 @@ func (f *Function) launchError(err error, s *Stream) error {
 	if err == errLaunchContext {
 		return fmt.Errorf("%w: launching %s (module of context %p) on a stream of context %p",
 			ErrWrongContext, f.name, f.mod.ctx, s.ctx)
+	}
+	if err = s.cs.faulted(err, f.name, s.h); errors.Is(err, ErrFaulted) {
+		return err
 	}
 	return fmt.Errorf("cuda: launching %s: %w", f.name, err)
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math/bits"
 	"reflect"
 	"sync"
 	"unsafe"
@@ -65,7 +64,7 @@ func (f *Function) packFast(buf []byte, args []any, on *stream) (size uintptr, o
 		sz, v, _ := usualArg(args, i)
 		if sz == 0 { // memory, or another type: argMem returns nil for it, declined
 			m, read := argMem(&args[i])
-			if m == nil || m.ctx == nil || m.root != nil || m.ctx.ctxState != c || !m.fastUse(on, !read) {
+			if !m.fastOn(c, on, !read) {
 				return 0, false
 			}
 			sz, v = 8, uint64(m.ptr)
@@ -99,67 +98,34 @@ func (f *Function) packFast(buf []byte, args []any, on *stream) (size uintptr, o
 var errParamsTooLarge = errors.New("cuda: kernel arguments exceed the parameter buffer")
 
 // packArgs writes args into buf at the kernel's parameter offsets and returns the
-// size of the parameter buffer and the device-memory arguments, which it holds
-// (deviceArg.holdArg): the caller releases them with releaseArgs. On error nothing
-// stays held. With
-// known false (the driver did not report the parameters) it lays the arguments out
-// by their natural alignment, as C does, and checks nothing. ctx is the launch's
-// context, which device-memory arguments must belong to (nil: not checked); name is
-// the kernel's, for errors.
-func packArgs(buf []byte, params []paramInfo, known bool, ctx *Context, name string, args []any) (size uintptr, held argHeld, err error) {
-	size, err = packInto(buf, params, known, ctx, name, args, &held)
-	return size, held, err
-}
-
-// packInto is packArgs with the held arguments in *held (Launch's, on its stack:
-// an argHeld returned by value is copied at each return).
-func packInto(buf []byte, params []paramInfo, known bool, ctx *Context, name string, args []any, held *argHeld) (uintptr, error) {
-	*held = argHeld{}
-	size, done, err := packHeld(buf, params, known, ctx, name, args, held)
-	if err != nil && held.any() {
-		releaseArgs(args[:done], held, nil, nil)
-		*held = argHeld{}
+// size of the parameter buffer; it holds the memory arguments in p (opPlan.hold),
+// each once, written unless every argument that passes it is an Input: the caller
+// plans, records and releases them. On error p holds nothing. With known false
+// (the driver did not report the parameters) it lays the arguments out by their
+// natural alignment, as C does, and checks nothing. ctx is the launch's context,
+// which memory arguments must belong to (nil: not checked); name is the kernel's,
+// for errors.
+func packArgs(buf []byte, params []paramInfo, known bool, ctx *Context, name string, args []any, p *opPlan) (uintptr, error) {
+	size, err := packHeld(buf, params, known, ctx, name, args, p)
+	if err != nil {
+		p.release()
+		*p = opPlan{}
 	}
 	return size, err
 }
 
-// argMask marks arguments of a launch: bit i for args[i], and the top bit for every
-// argument from the 64th on (found again by type), so that going over them looks at
-// no other argument.
-type argMask uint64
-
-func maskOf(i int) argMask { return 1 << min(i, 63) }
-
-// argHeld is the memory arguments a launch holds (mask), the Inputs among those of
-// the first 63 arguments (inputs), and the Inputs it writes all the same, because the
-// same memory is passed unmarked too (written); and the memory of the first few, in
-// order (mem[k] is the k-th held argument's), so that the launch looks each
-// argument's type up once.
-type argHeld struct {
-	mask, written, inputs argMask
-	n                     int
-	mem                   [4]*memBase
-}
-
-// memOf returns the memory of args[i], the k-th held argument.
-func (h *argHeld) memOf(args []any, i, k int) *memBase {
-	if k < len(h.mem) {
-		return h.mem[k]
-	}
-	return argBase(&args[i])
-}
-
-func (h *argHeld) any() bool { return h.mask != 0 }
-
-// packHeld is packInto; when it fails, held marks what args[:done] hold.
-func packHeld(buf []byte, params []paramInfo, known bool, ctx *Context, name string, args []any, held *argHeld) (size uintptr, done int, err error) {
+// packHeld is packArgs, leaving what p holds to it on error.
+func packHeld(buf []byte, params []paramInfo, known bool, ctx *Context, name string, args []any, p *opPlan) (size uintptr, err error) {
 	if known && len(args) != len(params) {
-		return 0, 0, argError(argCount, name, len(args), args, uintptr(len(params)), 0, nil)
+		return 0, argError(argCount, name, len(args), args, uintptr(len(params)), 0, nil)
+	}
+	var cs *ctxState
+	if ctx != nil {
+		cs = ctx.ctxState
 	}
 	var end uintptr // unknown layout: end of the last argument
 	tooLarge := false
 	for i := range args {
-		done = i
 		var (
 			sz, align uintptr
 			v         uint64         // the value of a scalar
@@ -185,13 +151,13 @@ func packHeld(buf []byte, params []paramInfo, known bool, ctx *Context, name str
 			case uint16:
 				sz, v = 2, uint64(x)
 			case nil:
-				return 0, done, argError(argNil, name, i, args, 0, 0, nil)
+				return 0, argError(argNil, name, i, args, 0, 0, nil)
 			case deviceArg: // other than usualArg's
 				mem = true
 			default:
 				t := reflect.TypeOf(x)
 				if err := checkArgType(t); err != nil {
-					return 0, done, argError(argType, name, i, args, 0, 0, err)
+					return 0, argError(argType, name, i, args, 0, 0, err)
 				}
 				sz, align = t.Size(), uintptr(t.Align())
 				// Not pointer-shaped (it holds no pointers), so the interface's data word
@@ -201,26 +167,13 @@ func packHeld(buf []byte, params []paramInfo, known bool, ctx *Context, name str
 		}
 		if mem {
 			m, read := argMem(&args[i])
-			p, c, again := heldAgain(args, held, i, m, read)
-			if !again {
-				var err error
-				if p, c, err = m.holdArg(); err != nil {
-					return 0, done, argError(argMemory, name, i, args, 0, 0, err)
+			if err := p.hold(m, !read, cs); err != nil {
+				if err == errWrongContext {
+					return 0, argError(argContext, name, i, args, 0, 0, nil)
 				}
-				held.mask |= maskOf(i)
-				if read && i < 63 {
-					held.inputs |= maskOf(i)
-				}
-				if held.n < len(held.mem) {
-					held.mem[held.n] = m
-				}
-				held.n++
-				done = i + 1
+				return 0, argError(argMemory, name, i, args, 0, 0, err)
 			}
-			if ctx != nil && (c == nil || c.ctxState != ctx.ctxState) {
-				return 0, done, argError(argContext, name, i, args, 0, 0, nil)
-			}
-			sz, v = 8, uint64(p)
+			sz, v = 8, uint64(m.ptr)
 		}
 		if align == 0 {
 			align = sz
@@ -229,10 +182,10 @@ func packHeld(buf []byte, params []paramInfo, known bool, ctx *Context, name str
 		if known {
 			p := params[i]
 			if sz != p.size {
-				return 0, done, argError(argSize, name, i, args, sz, p.size, nil)
+				return 0, argError(argSize, name, i, args, sz, p.size, nil)
 			}
 			if p.offset&(align-1) != 0 { // alignments are powers of 2
-				return 0, done, argError(argAlign, name, i, args, align, p.offset, nil)
+				return 0, argError(argAlign, name, i, args, align, p.offset, nil)
 			}
 			off = p.offset
 		} else {
@@ -241,7 +194,7 @@ func packHeld(buf []byte, params []paramInfo, known bool, ctx *Context, name str
 		}
 		if off+sz > uintptr(len(buf)) {
 			if known {
-				return 0, done, argError(argPast, name, i, args, off+sz, uintptr(len(buf)), nil)
+				return 0, argError(argPast, name, i, args, off+sz, uintptr(len(buf)), nil)
 			}
 			tooLarge = true
 			continue
@@ -260,17 +213,16 @@ func packHeld(buf []byte, params []paramInfo, known bool, ctx *Context, name str
 			binary.NativeEndian.PutUint64(dst, v)
 		}
 	}
-	done = len(args)
 	if !known {
 		if tooLarge {
-			return end, done, errParamsTooLarge
+			return end, errParamsTooLarge
 		}
-		return end, done, nil
+		return end, nil
 	}
 	for _, p := range params {
 		size = max(size, p.offset+p.size)
 	}
-	return size, done, nil
+	return size, nil
 }
 
 // usualArg reads args[i] if it is of a usual type, each found by a comparison of its
@@ -341,28 +293,6 @@ func argError(what argFault, name string, i int, args []any, x, y uintptr, err e
 	}
 }
 
-// heldAgain reports whether args[i], memory m (an Input if read), is memory that an
-// earlier argument holds already (a buffer passed twice, as input and output): one
-// hold covers both, and its address and context are returned. An earlier Input of
-// memory that args[i] passes unmarked becomes written.
-func heldAgain(args []any, held *argHeld, i int, m *memBase, read bool) (cudaraw.CUdeviceptr, *Context, bool) {
-	if i >= 63 || held.mask == 0 || m == nil {
-		return 0, nil, false
-	}
-	k := 0
-	for h := held.mask & (maskOf(i) - 1); h != 0; h, k = h&(h-1), k+1 {
-		j := bits.TrailingZeros64(uint64(h))
-		if held.memOf(args, j, k) != m {
-			continue
-		}
-		if !read {
-			held.written |= maskOf(j)
-		}
-		return m.ptr, m.ctx, true
-	}
-	return 0, nil, false
-}
-
 // argMem returns the memory of a memory argument, and whether it is an Input (read
 // only). It goes through detach so that the call does not make the caller's
 // arguments escape.
@@ -376,62 +306,6 @@ func argMem(a *any) (*memBase, bool) {
 		return d.base(), false
 	}
 	return nil, false
-}
-
-// argBase returns the memory of a memory argument.
-func argBase(a *any) *memBase {
-	m, _ := argMem(a)
-	return m
-}
-
-// writes reports whether the launch writes the memory of args[i] (held).
-func (h *argHeld) writes(args []any, i int) bool {
-	if i < 63 {
-		return h.inputs&maskOf(i) == 0 || h.written&maskOf(i) != 0
-	}
-	_, read := argMem(&args[i])
-	return !read
-}
-
-// forHeld calls f for each memory argument in held, in order, with its index i in
-// args, its memory and whether the launch writes it.
-func forHeld(args []any, held *argHeld, f func(i int, m *memBase, write bool)) {
-	k := 0
-	for h := held.mask; h != 0; h &= h - 1 {
-		i := bits.TrailingZeros64(uint64(h))
-		if i == 63 { // the 64th argument and every one after it
-			for j := 63; j < len(args); j++ {
-				if m := argBase(&args[j]); m != nil {
-					f(j, m, held.writes(args, j))
-				}
-			}
-			return
-		}
-		// memOf and writes, inlined for the first few.
-		var m *memBase
-		if k < len(held.mem) {
-			m = held.mem[k]
-		} else {
-			m = argBase(&args[i])
-		}
-		f(i, m, held.inputs&maskOf(i) == 0 || held.written&maskOf(i) != 0)
-		k++
-	}
-}
-
-// releaseArgs ends the holds of packArgs on the arguments in held, recording first
-// each one's use on s (planned in plans) unless s is nil.
-func releaseArgs(args []any, held *argHeld, s *stream, plans *argPlans) {
-	k := 0
-	forHeld(args, held, func(_ int, m *memBase, write bool) {
-		if s != nil {
-			if p := plans.at(k); !p.fast {
-				m.record(s, write, p)
-			}
-		}
-		k++
-		m.leave()
-	})
 }
 
 // detach returns a copy of *a that escape analysis does not trace back to a.

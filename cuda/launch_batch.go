@@ -26,7 +26,6 @@ type LaunchBatch struct {
 	args  []uint64 // the launches' parameter buffers, 8-byte aligned
 	funcs []*Function
 	devs  []batchDev
-	plans []planned // Submit's, one per devs
 }
 
 // batchDev is memory used by a batched launch, with the address packed and whether
@@ -82,10 +81,11 @@ func (b *LaunchBatch) Add(f *Function, grid, block Dim3, sharedMem int, args ...
 		room = f.argSize
 	}
 	start := len(b.args)
-	size, held, err := b.pack(f, room, args)
+	var held opPlan
+	size, err := b.pack(f, room, args, &held)
 	if errors.Is(err, errParamsTooLarge) { // unknown layout, more than inlineParams
 		b.args = b.args[:start]
-		size, held, err = b.pack(f, size, args)
+		size, err = b.pack(f, size, args, &held)
 	}
 	if err != nil {
 		b.args = b.args[:start]
@@ -96,31 +96,17 @@ func (b *LaunchBatch) Add(f *Function, grid, block Dim3, sharedMem int, args ...
 	// packed, for Submit, which holds it again, and let go. Keeping m past the call
 	// is a flow that detach hides from escape analysis; it is sound because this
 	// package's memory is always on the heap (its constructors register it).
-	forHeld(args, &held, func(_ int, m *memBase, write bool) {
-		b.devs = append(b.devs, batchDev{m, m.ptr, write})
-	})
-	releaseArgs(args, &held, nil, nil)
+	held.each(func(m *memBase, write bool) { b.devs = append(b.devs, batchDev{m, m.ptr, write}) })
+	held.release()
 	b.recs = append(b.recs, newBatchRec(f.h, d, uintptr(start*8), size))
 	b.funcs = append(b.funcs, f)
 	b.ctx = m.ctx
 	return nil
 }
 
-// release ends Submit's holds on the first n memory arguments, recording their use
-// on s (as planned) unless s is nil.
-func (b *LaunchBatch) release(n int, s *stream) {
-	for i := range b.devs[:n] {
-		d := &b.devs[i]
-		if s != nil {
-			d.m.record(s, d.write, b.plans[i])
-		}
-		d.m.leave()
-	}
-}
-
 // pack packs args for f into room new bytes at the end of b.args and returns their
-// size and the arguments it holds (as packArgs does).
-func (b *LaunchBatch) pack(f *Function, room uintptr, args []any) (uintptr, argHeld, error) {
+// size, holding the memory arguments in p (as packArgs does).
+func (b *LaunchBatch) pack(f *Function, room uintptr, args []any, p *opPlan) (uintptr, error) {
 	start := len(b.args)
 	words := int((room + 7) / 8)
 	b.args = append(b.args, make([]uint64, words)...)
@@ -128,7 +114,7 @@ func (b *LaunchBatch) pack(f *Function, room uintptr, args []any) (uintptr, argH
 	if words > 0 {
 		buf = unsafe.Slice((*byte)(unsafe.Pointer(&b.args[start])), room)
 	}
-	return packArgs(buf, f.params, f.known, f.mod.ctx, f.name, args)
+	return packArgs(buf, f.params, f.known, f.mod.ctx, f.name, args, p)
 }
 
 // Submit queues the batch's launches on s, in the order they were added, with one
@@ -157,22 +143,17 @@ func (b *LaunchBatch) Submit(s *Stream) error {
 	defer c.exit()
 	// Hold the memory until the launches are queued, ordered after its conflicting
 	// uses on other streams.
-	held := 0
-	defer func() { b.release(held, nil) }()
-	b.plans = b.plans[:0]
-	var wait deps
+	var p opPlan
+	defer p.release()
 	for i := range b.devs {
 		d := &b.devs[i]
-		if _, _, err := d.m.holdArg(); err != nil {
+		if err := p.hold(d.m, d.write, c); err != nil {
 			return fmt.Errorf("cuda: submitting a batch: %w", err)
 		}
-		held++
-		b.plans = append(b.plans, d.m.plan(s.stream, d.write, &wait))
 	}
-	if wait.n > 0 {
-		if err := b.devs[0].m.ms.handOff(&wait, s.stream); err != nil {
-			return fmt.Errorf("cuda: submitting a batch: %w", errHandOff(err))
-		}
+	p.plan(s.stream)
+	if err := p.handOff(s.stream); err != nil {
+		return fmt.Errorf("cuda: submitting a batch: %w", err)
 	}
 
 	// Each module's read lock (once per module), then the stream's: the kernels are
@@ -205,15 +186,13 @@ func (b *LaunchBatch) Submit(s *Stream) error {
 	}
 	defer st.mu.RUnlock()
 	done, err := launchBatch(c.h, st.h, b.recs, b.args)
-	// Uses are recorded with the stream's lock held (see memBase.usedOn); launches
-	// before a failed one stay queued.
+	// Uses are recorded with the stream's lock held; launches before a failed one
+	// stay queued.
 	if done > 0 {
-		b.release(held, st)
-	} else {
-		b.release(held, nil)
+		p.record(st)
 	}
-	held = 0
 	if err != nil {
+		err = c.faulted(err, b.funcs[done].name, st.h)
 		return fmt.Errorf("cuda: submitting a batch: launch %d of %d (%s): %w", done+1, len(b.recs), b.funcs[done].name, err)
 	}
 	return nil

@@ -89,10 +89,11 @@ func checkMixed(t *testing.T, buf []byte) {
 
 func TestPackArgsKnownLayout(t *testing.T) {
 	buf := make([]byte, 64)
-	size, devs, err := packArgs(buf, mixedParams, true, nil, "mixed", mixedArgs())
+	var devs opPlan
+	size, err := packArgs(buf, mixedParams, true, nil, "mixed", mixedArgs(), &devs)
 	require.NoError(t, err)
 	assert.Equal(t, uintptr(56), size)
-	assert.Zero(t, devs)
+	assert.Zero(t, devs.n)
 	checkMixed(t, buf)
 }
 
@@ -100,17 +101,17 @@ func TestPackArgsKnownLayout(t *testing.T) {
 // lays out the parameters: the same buffer for the same kernel.
 func TestPackArgsNaturalLayout(t *testing.T) {
 	buf := make([]byte, 64)
-	size, _, err := packArgs(buf, nil, false, nil, "mixed", mixedArgs())
+	size, err := packArgs(buf, nil, false, nil, "mixed", mixedArgs(), &opPlan{})
 	require.NoError(t, err)
 	assert.Equal(t, uintptr(56), size)
 	checkMixed(t, buf)
 
 	// Past the buffer: the size needed comes back with errParamsTooLarge.
-	size, _, err = packArgs(make([]byte, 16), nil, false, nil, "mixed", mixedArgs())
+	size, err = packArgs(make([]byte, 16), nil, false, nil, "mixed", mixedArgs(), &opPlan{})
 	require.ErrorIs(t, err, errParamsTooLarge)
 	assert.Equal(t, uintptr(56), size)
 
-	size, _, err = packArgs(buf, nil, false, nil, "empty", nil)
+	size, err = packArgs(buf, nil, false, nil, "empty", nil, &opPlan{})
 	require.NoError(t, err)
 	assert.Zero(t, size)
 }
@@ -122,7 +123,7 @@ func TestPackArgsScalars(t *testing.T) {
 	params := []paramInfo{{0, 1}, {1, 1}, {2, 1}, {4, 2}, {8, 4}, {16, 8}, {24, 8}, {32, 8}, {40, 8},
 		{48, 2}, {52, 12}, {64, 8}}
 	buf := make([]byte, 128)
-	_, _, err := packArgs(buf, params, true, nil, "k", args)
+	_, err := packArgs(buf, params, true, nil, "k", args, &opPlan{})
 	require.NoError(t, err)
 	ne := binary.NativeEndian
 	at := func(i int) []byte { return buf[params[i].offset:] }
@@ -143,7 +144,7 @@ func TestPackArgsScalars(t *testing.T) {
 func TestPackArgsErrors(t *testing.T) {
 	buf := make([]byte, 64)
 	pack := func(params []paramInfo, args ...any) error {
-		_, _, err := packArgs(buf, params, true, nil, "kern", args)
+		_, err := packArgs(buf, params, true, nil, "kern", args, &opPlan{})
 		return err
 	}
 	p4 := []paramInfo{{0, 4}}
@@ -217,58 +218,59 @@ func TestPackArgsDeviceMemory(t *testing.T) {
 	buf := make([]byte, 16)
 	params := []paramInfo{{0, 8}, {8, 4}}
 	args := []any{b, uint32(1)}
-	size, held, err := packArgs(buf, params, true, ctx, "k", args)
+	var held opPlan
+	size, err := packArgs(buf, params, true, ctx, "k", args, &held)
 	require.NoError(t, err)
 	assert.Equal(t, uintptr(12), size)
-	assert.Equal(t, argMask(1), held.mask)
+	assert.Equal(t, 1, held.n)
 	assert.Equal(t, uint64(0xabc000), binary.NativeEndian.Uint64(buf))
 	assert.Equal(t, 1, b.holds(), "held until the launch is queued")
 	s := &stream{}
-	var plans argPlans
-	var wait deps
-	planArgs(args, &held, s, &plans, &wait)
-	assert.Zero(t, wait.n)
-	releaseArgs(args, &held, s, &plans)
+	held.plan(s)
+	assert.Zero(t, held.wait.n)
+	held.record(s)
+	held.release()
 	assert.Zero(t, b.holds())
 	assert.Equal(t, []*stream{s}, b.used())
 
 	// Every failure lets go of what it held, the failing argument included.
-	_, _, err = packArgs(buf, params, true, other, "k", []any{b, uint32(1)})
+	_, err = packArgs(buf, params, true, other, "k", []any{b, uint32(1)}, &opPlan{})
 	require.ErrorIs(t, err, ErrWrongContext)
 	assert.Zero(t, b.holds())
-	_, _, err = packArgs(buf, params, true, ctx, "k", []any{b, int64(1)})
+	_, err = packArgs(buf, params, true, ctx, "k", []any{b, int64(1)}, &opPlan{})
 	require.ErrorIs(t, err, ErrInvalidArgument)
 	assert.Zero(t, b.holds())
-	_, _, err = packArgs(buf, []paramInfo{{0, 8}, {8, 8}, {16, 8}}, true, ctx, "k", []any{b, b, "x"})
+	_, err = packArgs(buf, []paramInfo{{0, 8}, {8, 8}, {16, 8}}, true, ctx, "k", []any{b, b, "x"}, &opPlan{})
 	require.ErrorIs(t, err, ErrInvalidArgument)
 	assert.Zero(t, b.holds())
 	closed := closedBuf(ctx)
-	_, _, err = packArgs(buf, params, true, ctx, "k", []any{b, closed})
+	_, err = packArgs(buf, params, true, ctx, "k", []any{b, closed}, &opPlan{})
 	require.ErrorIs(t, err, ErrClosed)
 	assert.Contains(t, err.Error(), "argument 1")
 	assert.Zero(t, b.holds())
-	_, _, err = packArgs(make([]byte, 8), nil, false, ctx, "k", []any{b, [2]uint64{}})
+	_, err = packArgs(make([]byte, 8), nil, false, ctx, "k", []any{b, [2]uint64{}}, &opPlan{})
 	require.ErrorIs(t, err, errParamsTooLarge)
 	assert.Zero(t, b.holds())
 	assert.Equal(t, []*stream{s}, b.used(), "failed packs record no use")
 
-	// Past 64 arguments the mask's top bit stands for the rest: still exactly the
-	// held ones are released, on success and on a failure among them.
+	// Many arguments: still exactly the held ones are released, on success and on
+	// a failure among them.
 	many := make([]any, 80)
 	for i := range many {
 		many[i] = uint64(i)
 	}
 	many[3], many[70], many[75] = b, b, b
 	big := make([]byte, 8*80)
-	_, held, err = packArgs(big, nil, false, ctx, "k", many)
+	held = opPlan{}
+	_, err = packArgs(big, nil, false, ctx, "k", many, &held)
 	require.NoError(t, err)
-	assert.Equal(t, 3, b.holds())
-	releaseArgs(many, &held, nil, nil)
+	assert.Equal(t, 1, b.holds(), "one memory, held once")
+	held.release()
 	assert.Zero(t, b.holds())
 	many[72] = closed
-	_, _, err = packArgs(big, nil, false, ctx, "k", many)
+	_, err = packArgs(big, nil, false, ctx, "k", many, &opPlan{})
 	require.ErrorIs(t, err, ErrClosed)
-	assert.Zero(t, b.holds(), "the holds of arguments 3 and 70 are released, 75 was never taken")
+	assert.Zero(t, b.holds(), "the hold of arguments 3, 70 and 75 is released")
 }
 
 // Packing allocates nothing, even for variables boxed by the caller: the arguments do
@@ -280,7 +282,7 @@ func TestPackArgsAllocations(t *testing.T) {
 	b := newFakeBuf(0x3000, fakeContext())
 	params := []paramInfo{{0, 4}, {8, 8}, {16, 8}, {24, 4}, {32, 16}, {48, 8}}
 	allocs := testing.AllocsPerRun(100, func() {
-		if _, _, err := packArgs(buf[:], params, true, nil, "k", []any{a, x, y, n, g, b}); err != nil {
+		if _, err := packArgs(buf[:], params, true, nil, "k", []any{a, x, y, n, g, b}, &opPlan{}); err != nil {
 			t.Fatal(err)
 		}
 		a++
@@ -405,19 +407,19 @@ func TestPackArgsSameBufferTwice(t *testing.T) {
 	buf := make([]byte, 24)
 	params := []paramInfo{{0, 8}, {8, 4}, {16, 8}}
 	args := []any{b, float32(1), b}
-	_, held, err := packArgs(buf, params, true, ctx, "k", args)
+	var held opPlan
+	_, err := packArgs(buf, params, true, ctx, "k", args, &held)
 	require.NoError(t, err)
-	assert.Equal(t, argMask(1), held.mask, "one hold")
+	assert.Equal(t, 1, held.n, "one hold")
 	assert.Equal(t, uint32(1), b.m.hold.inside())
 	assert.Equal(t, uint64(0xd000), binary.NativeEndian.Uint64(buf[0:]))
 	assert.Equal(t, uint64(0xd000), binary.NativeEndian.Uint64(buf[16:]))
-	releaseArgs(args, &held, nil, nil)
+	held.release()
 	assert.Zero(t, b.m.hold.inside())
 }
 
-// Past the first four held arguments, whose memory the launch keeps (argHeld.mem),
-// the memory is found again from the arguments: holds, repeats, Inputs made written
-// by an unmarked repeat, and the recorded uses agree on both sides of the fourth.
+// Past the plan's inline operands, holds, repeats, Inputs made written by an
+// unmarked repeat, and the recorded uses agree with those before.
 func TestPackArgsPastKeptMemory(t *testing.T) {
 	ctx := fakeContext()
 	var bs [6]*fakeBuf
@@ -428,22 +430,18 @@ func TestPackArgsPastKeptMemory(t *testing.T) {
 	// Held: 0, 1 (Input), 2, 3, 4 (Input, made written by 7), 5; repeats: 7 of 4,
 	// 8 of 0 (an Input of written memory), 9 of 1 (an Input again).
 	args := []any{bs[0], in(bs[1]), bs[2], bs[3], in(bs[4]), bs[5], uint32(7), bs[4], in(bs[0]), in(bs[1])}
-	_, held, err := packArgs(make([]byte, 8*len(args)), nil, false, ctx, "k", args)
+	var held opPlan
+	_, err := packArgs(make([]byte, 8*len(args)), nil, false, ctx, "k", args, &held)
 	require.NoError(t, err)
-	assert.Equal(t, argMask(0b111111), held.mask)
 	assert.Equal(t, 6, held.n)
 	for i, b := range bs {
 		assert.Equal(t, 1, b.holds(), "buffer %d: one hold", i)
 	}
-	for i, want := range []bool{true, false, true, true, true, true} {
-		assert.Equal(t, want, held.writes(args, i), "argument %d", i)
-	}
+	assert.Equal(t, []bool{true, false, true, true, true, true}, writesOf(&held))
 	s := &stream{}
-	var plans argPlans
-	var wait deps
-	planArgs(args, &held, s, &plans, &wait)
-	assert.Equal(t, 6, plans.n)
-	releaseArgs(args, &held, s, &plans)
+	held.plan(s)
+	held.record(s)
+	held.release()
 	for i, b := range bs {
 		assert.Zero(t, b.holds(), "buffer %d", i)
 		require.Len(t, b.m.acc.uses, 1, "buffer %d", i)
@@ -469,4 +467,11 @@ func TestPointerFreeTypes(t *testing.T) {
 		require.Error(t, checkArgType(bad), "%v", bad)
 		assert.True(t, hasPointers(bad), "%v", bad)
 	}
+}
+
+// writesOf returns whether the operation writes each operand of p, in order.
+func writesOf(p *opPlan) []bool {
+	var out []bool
+	p.each(func(_ *memBase, write bool) { out = append(out, write) })
+	return out
 }

@@ -159,8 +159,7 @@ func TestMemCopyChecksCPU(t *testing.T) {
 	require.ErrorIs(t, Copy(b, live), ErrClosed)
 	require.ErrorIs(t, Copy(live, b), ErrClosed)
 	require.ErrorIs(t, Copy(b, b), ErrClosed)
-	_, _, err := b.m.holdArg()
-	require.ErrorIs(t, err, ErrClosed)
+	require.ErrorIs(t, (&opPlan{}).hold(&b.m, true, c.ctxState), ErrClosed)
 
 	// A destroyed context.
 	destroyFake(oc)

@@ -170,18 +170,6 @@ func (m *memBase) check() error {
 	return m.ctx.check()
 }
 
-// holdArg holds the memory for a kernel argument until leave and returns its
-// address and context.
-func (m *memBase) holdArg() (cudaraw.CUdeviceptr, *Context, error) {
-	if m == nil || m.ctx == nil {
-		return 0, nil, errNilMemory
-	}
-	if err := m.acquire(); err != nil {
-		return 0, nil, err
-	}
-	return m.ptr, m.ctx, nil
-}
-
 // retire shuts m's hold, once the operations queuing work on it are done, and
 // returns its uses, which it forgets.
 func (m *memBase) retire() []use {

@@ -228,19 +228,16 @@ func queuePeer(s *Stream, tm *memBase, tWrite bool, fm, d, o *memBase, waitEv *c
 	// The stream picked without s may be closed by its owner before the copy is
 	// queued: then pick again (the default stream, which is never closed).
 	for retry := s == nil && t != msT.defStream; ; retry = false {
-		var dt, df deps
-		pt := tm.plan(t, tWrite, &dt)
-		pf := fm.plan(t, !tWrite, &df)
-		err := msT.handOff(&dt, t)
-		if err == nil {
-			err = msF.handOff(&df, t)
-		}
-		if err != nil {
+		var p opPlan
+		p.add(tm, tWrite)
+		p.add(fm, !tWrite)
+		p.plan(t)
+		if err := p.handOff(t); err != nil {
 			if retry && errors.Is(err, ErrClosed) {
 				t = msT.defStream
 				continue
 			}
-			return errHandOff(err)
+			return err
 		}
 		if err := lockOpen(s, t); err != nil {
 			if retry {
@@ -253,7 +250,10 @@ func queuePeer(s *Stream, tm *memBase, tWrite bool, fm, d, o *memBase, waitEv *c
 			t.mu.RUnlock()
 			return err
 		}
-		tm.record(t, tWrite, pt)
+		// The planner records the copy as tm's use on t; fm's is on its own
+		// context's stream, below.
+		pt, pf := p.at(0), p.at(1)
+		tm.record(t, tWrite, pt.p)
 		done, err := msT.getHandoffEvent()
 		if err == nil {
 			err = cudaraw.EventRecordIn(msT.cs.h, done, t.h)
@@ -265,11 +265,11 @@ func queuePeer(s *Stream, tm *memBase, tWrite bool, fm, d, o *memBase, waitEv *c
 		if err == nil {
 			// fm's context's default stream stands for the copy there: it waits for
 			// the copy, and later uses of fm wait for it.
-			p := msF.defStream
-			p.waits.Add(1)
-			err = p.use(func(h cudaraw.CUstream) error { return cudaraw.StreamWaitEventIn(msF.cs.h, h, done, 0) })
+			q := msF.defStream
+			q.waits.Add(1)
+			err = q.use(func(h cudaraw.CUstream) error { return cudaraw.StreamWaitEventIn(msF.cs.h, h, done, 0) })
 			if err == nil {
-				fm.record(p, !tWrite, pf)
+				fm.record(q, !tWrite, pf.p)
 			}
 		}
 		msT.putHandoffEvent(done)
