@@ -67,32 +67,28 @@ var blas = cudalib.ByDataType[any]{
 func retyped[T, R any](r routines[R]) *routines[T] {
 	return &routines[T]{
 		gemm: func(c cudaraw.CUcontext, h cublasraw.CublasHandle, ta, tb Op, m, n, k int32, alpha, a *T, lda int32, b *T, ldb int32, beta, cc *T, ldc int32) error {
-			return r.gemm(c, h, ta, tb, m, n, k, as[R](alpha), as[R](a), lda, as[R](b), ldb, as[R](beta), as[R](cc), ldc)
+			return r.gemm(c, h, ta, tb, m, n, k, cudalib.Retype[R](alpha), cudalib.Retype[R](a), lda, cudalib.Retype[R](b), ldb, cudalib.Retype[R](beta), cudalib.Retype[R](cc), ldc)
 		},
 		gemmStridedBatched: func(c cudaraw.CUcontext, h cublasraw.CublasHandle, ta, tb Op, m, n, k int32, alpha, a *T, lda int32, sa int64,
 			b *T, ldb int32, sb int64, beta, cc *T, ldc int32, sc int64, batch int32) error {
-			return r.gemmStridedBatched(c, h, ta, tb, m, n, k, as[R](alpha), as[R](a), lda, sa, as[R](b), ldb, sb, as[R](beta), as[R](cc), ldc, sc, batch)
+			return r.gemmStridedBatched(c, h, ta, tb, m, n, k, cudalib.Retype[R](alpha), cudalib.Retype[R](a), lda, sa, cudalib.Retype[R](b), ldb, sb, cudalib.Retype[R](beta), cudalib.Retype[R](cc), ldc, sc, batch)
 		},
 		gemv: func(c cudaraw.CUcontext, h cublasraw.CublasHandle, t Op, m, n int32, alpha, a *T, lda int32, x *T, incx int32, beta, y *T, incy int32) error {
-			return r.gemv(c, h, t, m, n, as[R](alpha), as[R](a), lda, as[R](x), incx, as[R](beta), as[R](y), incy)
+			return r.gemv(c, h, t, m, n, cudalib.Retype[R](alpha), cudalib.Retype[R](a), lda, cudalib.Retype[R](x), incx, cudalib.Retype[R](beta), cudalib.Retype[R](y), incy)
 		},
 		axpy: func(c cudaraw.CUcontext, h cublasraw.CublasHandle, n int32, alpha, x *T, incx int32, y *T, incy int32) error {
-			return r.axpy(c, h, n, as[R](alpha), as[R](x), incx, as[R](y), incy)
+			return r.axpy(c, h, n, cudalib.Retype[R](alpha), cudalib.Retype[R](x), incx, cudalib.Retype[R](y), incy)
 		},
 		scal: func(c cudaraw.CUcontext, h cublasraw.CublasHandle, n int32, alpha, x *T, incx int32) error {
-			return r.scal(c, h, n, as[R](alpha), as[R](x), incx)
+			return r.scal(c, h, n, cudalib.Retype[R](alpha), cudalib.Retype[R](x), incx)
 		},
 	}
 }
 
-// as converts p to a pointer to R, a type of T's layout: the same memory.
-func as[R, T any](p *T) *R { return (*R)(unsafe.Pointer(p)) }
-
 // precisionOf returns T's row of blas: an error matching cuda.ErrInvalidArgument
 // for a type without one, which the operations' constraints keep out.
 func precisionOf[T any](op string) (*routines[T], error) {
-	dt, _ := cudalib.DataType[T]() // 0 for a type without one: the float32 row, not T's
-	if r, ok := blas[dt].(*routines[T]); ok {
+	if r, ok := cudalib.Row[*routines[T], T](&blas); ok {
 		return r, nil
 	}
 	return nil, noRoutines(op, reflect.TypeFor[T]())

@@ -1,6 +1,8 @@
 package cudalib
 
 import (
+	"unsafe"
+
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cuda/cudaraw"
 )
@@ -55,3 +57,22 @@ func DataType[T any]() (cudaraw.CudaDataType, bool) {
 // rather than a case to a type switch. It has room for every data type that
 // DataType returns.
 type ByDataType[V any] [cudaraw.CUDA_R_64U + 1]V
+
+// Row returns T's entry of t as an R — a wrapper's row of routines typed in T, say
+// *routines[T] — and false when T has no data type, no entry, or an entry of
+// another type (a table of rows typed in two element types, such as a real type and
+// its complex partner, finds none for a mismatched pair).
+func Row[R, T any](t *ByDataType[any]) (R, bool) {
+	var zero R
+	dt, ok := DataType[T]()
+	if !ok {
+		return zero, false
+	}
+	r, ok := t[dt].(R)
+	return r, ok
+}
+
+// Retype returns p as a pointer to R, a type of T's layout (complex64 and
+// cuComplex): the same memory, for a row that calls the raw routines of R with
+// memory of T.
+func Retype[R, T any](p *T) *R { return (*R)(unsafe.Pointer(p)) }

@@ -8,6 +8,7 @@ import (
 	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/cudalib"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // dataType is DataType's answer for T, with T's name.
@@ -61,4 +62,28 @@ func TestDataType(t *testing.T) {
 			owner[g.dt] = g.typ
 		}
 	}
+}
+
+type twice[T any] struct{ f func(T) T }
+
+// Row finds a type's row, typed in it, and no row for a type without a data type,
+// without an entry, or with an entry of another row type.
+func TestRow(t *testing.T) {
+	tab := cudalib.ByDataType[any]{
+		cudaraw.CUDA_R_32F: &twice[float32]{func(x float32) float32 { return 2 * x }},
+		cudaraw.CUDA_R_64F: &twice[float32]{}, // mistyped: found for no one
+	}
+	r, ok := cudalib.Row[*twice[float32], float32](&tab)
+	require.True(t, ok)
+	assert.Equal(t, float32(3), r.f(1.5))
+	_, ok = cudalib.Row[*twice[float64], float64](&tab)
+	assert.False(t, ok, "an entry of another row type")
+	_, ok = cudalib.Row[*twice[int32], int32](&tab)
+	assert.False(t, ok, "no entry")
+	_, ok = cudalib.Row[*twice[int], int](&tab)
+	assert.False(t, ok, "no data type")
+
+	c := complex64(complex(1, 2))
+	p := cudalib.Retype[cudaraw.CuComplex](&c)
+	assert.Equal(t, cudaraw.CuComplex{X: 1, Y: 2}, *p)
 }

@@ -38,19 +38,19 @@ type Real interface {
 // FFT computes a complex transform of in into out on s: forward (e^-2πi·jk/n) or,
 // with inverse, backward (e^+2πi·jk/n): cufftExecC2C or cufftExecZ2Z.
 func FFT[T Complex](s *cuda.Stream, sizes []int, batch int, in, out cuda.Memory, inverse bool) error {
-	typ, op := cufftraw.CUFFT_C2C, "c2c"
-	if isComplex128[T]() {
-		typ, op = cufftraw.CUFFT_Z2Z, "z2z"
+	r, ok := cudalib.Row[*complexRow[T], T](&transforms)
+	if !ok {
+		return noTransform[T, T]("c2c")
 	}
-	n, err := count(op, sizes, batch)
+	n, err := count(r.op, sizes, batch)
 	if err != nil {
 		return err
 	}
-	pi, err := operand[T](op, "in", in, n)
+	pi, err := operand[T](r.op, "in", in, n)
 	if err != nil {
 		return err
 	}
-	po, err := operand[T](op, "out", out, n)
+	po, err := operand[T](r.op, "out", out, n)
 	if err != nil {
 		return err
 	}
@@ -58,11 +58,8 @@ func FFT[T Complex](s *cuda.Stream, sizes []int, batch int, in, out cuda.Memory,
 	if inverse {
 		dir = cufftraw.CUFFT_INVERSE
 	}
-	return exec(op, s, planKey{typ: typ, batch: batch, sizes: key(sizes)}, func(ctx cudaraw.CUcontext, p cufftraw.CufftHandle) error {
-		if typ == cufftraw.CUFFT_C2C {
-			return cufftraw.ExecC2CIn(ctx, p, (*cudaraw.CuComplex)(unsafe.Pointer(pi)), (*cudaraw.CuComplex)(unsafe.Pointer(po)), dir)
-		}
-		return cufftraw.ExecZ2ZIn(ctx, p, (*cudaraw.CuDoubleComplex)(unsafe.Pointer(pi)), (*cudaraw.CuDoubleComplex)(unsafe.Pointer(po)), dir)
+	return exec(r.op, s, planKey{typ: r.typ, batch: batch, sizes: key(sizes)}, func(ctx cudaraw.CUcontext, p cufftraw.CufftHandle) error {
+		return r.exec(ctx, p, pi, po, dir)
 	}, in, out)
 }
 
@@ -70,13 +67,11 @@ func FFT[T Complex](s *cuda.Stream, sizes []int, batch int, in, out cuda.Memory,
 // half in complex out on s: cufftExecR2C (R float32, C complex64) or cufftExecD2Z
 // (float64, complex128). A mismatched pair of precisions is an error.
 func RealToComplex[R Real, C Complex](s *cuda.Stream, sizes []int, batch int, in, out cuda.Memory) error {
-	typ, op := cufftraw.CUFFT_R2C, "r2c"
-	if isFloat64[R]() {
-		typ, op = cufftraw.CUFFT_D2Z, "d2z"
+	r, ok := cudalib.Row[*realRow[R, C], R](&transforms)
+	if !ok {
+		return noTransform[R, C]("r2c")
 	}
-	if isFloat64[R]() != isComplex128[C]() {
-		return fmt.Errorf("cufft: %s: %w: real and complex types of different precisions", op, cuda.ErrInvalidArgument)
-	}
+	op := r.forward.op
 	n, err := count(op, sizes, batch)
 	if err != nil {
 		return err
@@ -89,11 +84,8 @@ func RealToComplex[R Real, C Complex](s *cuda.Stream, sizes []int, batch int, in
 	if err != nil {
 		return err
 	}
-	return exec(op, s, planKey{typ: typ, batch: batch, sizes: key(sizes)}, func(ctx cudaraw.CUcontext, p cufftraw.CufftHandle) error {
-		if typ == cufftraw.CUFFT_R2C {
-			return cufftraw.ExecR2CIn(ctx, p, (*cufftraw.CufftReal)(unsafe.Pointer(pi)), (*cudaraw.CuComplex)(unsafe.Pointer(po)))
-		}
-		return cufftraw.ExecD2ZIn(ctx, p, (*cufftraw.CufftDoubleReal)(unsafe.Pointer(pi)), (*cudaraw.CuDoubleComplex)(unsafe.Pointer(po)))
+	return exec(op, s, planKey{typ: r.forward.typ, batch: batch, sizes: key(sizes)}, func(ctx cudaraw.CUcontext, p cufftraw.CufftHandle) error {
+		return r.r2c(ctx, p, pi, po)
 	}, in, out)
 }
 
@@ -101,13 +93,11 @@ func RealToComplex[R Real, C Complex](s *cuda.Stream, sizes []int, batch int, in
 // in into real out on s: cufftExecC2R (complex64, float32) or cufftExecZ2D
 // (complex128, float64). cuFFT may overwrite in.
 func ComplexToReal[C Complex, R Real](s *cuda.Stream, sizes []int, batch int, in, out cuda.Memory) error {
-	typ, op := cufftraw.CUFFT_C2R, "c2r"
-	if isFloat64[R]() {
-		typ, op = cufftraw.CUFFT_Z2D, "z2d"
+	r, ok := cudalib.Row[*realRow[R, C], R](&transforms)
+	if !ok {
+		return noTransform[C, R]("c2r")
 	}
-	if isFloat64[R]() != isComplex128[C]() {
-		return fmt.Errorf("cufft: %s: %w: complex and real types of different precisions", op, cuda.ErrInvalidArgument)
-	}
+	op := r.backward.op
 	n, err := count(op, sizes, batch)
 	if err != nil {
 		return err
@@ -121,11 +111,8 @@ func ComplexToReal[C Complex, R Real](s *cuda.Stream, sizes []int, batch int, in
 		return err
 	}
 	// in is written too: cuFFT's complex-to-real transforms use it as scratch.
-	return exec(op, s, planKey{typ: typ, batch: batch, sizes: key(sizes)}, func(ctx cudaraw.CUcontext, p cufftraw.CufftHandle) error {
-		if typ == cufftraw.CUFFT_C2R {
-			return cufftraw.ExecC2RIn(ctx, p, (*cudaraw.CuComplex)(unsafe.Pointer(pi)), (*cufftraw.CufftReal)(unsafe.Pointer(po)))
-		}
-		return cufftraw.ExecZ2DIn(ctx, p, (*cudaraw.CuDoubleComplex)(unsafe.Pointer(pi)), (*cufftraw.CufftDoubleReal)(unsafe.Pointer(po)))
+	return exec(op, s, planKey{typ: r.backward.typ, batch: batch, sizes: key(sizes)}, func(ctx cudaraw.CUcontext, p cufftraw.CufftHandle) error {
+		return r.c2r(ctx, p, pi, po)
 	}, nil, in, out)
 }
 
@@ -166,18 +153,6 @@ func operand[T any](op, name string, m cuda.Memory, n int) (*T, error) {
 		return nil, fmt.Errorf("cufft: %s: %w: %s needs %d elements, the memory holds %d", op, cuda.ErrInvalidArgument, name, n, m.Size()/size)
 	}
 	return p, nil
-}
-
-func isComplex128[T Complex]() bool {
-	var z T
-	_, ok := any(z).(complex128)
-	return ok
-}
-
-func isFloat64[T Real]() bool {
-	var z T
-	_, ok := any(z).(float64)
-	return ok
 }
 
 // Plans: a plan is made for one transform (cufftMakePlanMany, with the context

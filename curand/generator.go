@@ -163,11 +163,12 @@ type Float interface {
 // Uniform fills the first n elements of out with numbers uniform in (0, 1], on s:
 // curandGenerateUniform(Double).
 func Uniform[T Float](g *Generator, s *cuda.Stream, out cuda.Memory, n int) error {
+	r, err := precisionOf[T]("uniform")
+	if err != nil {
+		return err
+	}
 	return generate[T](g, "uniform", s, out, n, false, func(ctx cudaraw.CUcontext, raw curandraw.CurandGenerator, p unsafe.Pointer, N uint64) error {
-		if isFloat32[T]() {
-			return curandraw.GenerateUniformIn(ctx, raw, (*float32)(p), N)
-		}
-		return curandraw.GenerateUniformDoubleIn(ctx, raw, (*float64)(p), N)
+		return r.uniform(ctx, raw, (*T)(p), N)
 	})
 }
 
@@ -175,11 +176,12 @@ func Uniform[T Float](g *Generator, s *cuda.Stream, out cuda.Memory, n int) erro
 // given mean and standard deviation, on s: curandGenerateNormal(Double). n must be
 // even for pseudo-random generators (they draw pairs).
 func Normal[T Float](g *Generator, s *cuda.Stream, out cuda.Memory, n int, mean, stddev T) error {
+	r, err := precisionOf[T]("normal")
+	if err != nil {
+		return err
+	}
 	return generate[T](g, "normal", s, out, n, true, func(ctx cudaraw.CUcontext, raw curandraw.CurandGenerator, p unsafe.Pointer, N uint64) error {
-		if isFloat32[T]() {
-			return curandraw.GenerateNormalIn(ctx, raw, (*float32)(p), N, float32(mean), float32(stddev))
-		}
-		return curandraw.GenerateNormalDoubleIn(ctx, raw, (*float64)(p), N, float64(mean), float64(stddev))
+		return r.normal(ctx, raw, (*T)(p), N, mean, stddev)
 	})
 }
 
@@ -187,11 +189,12 @@ func Normal[T Float](g *Generator, s *cuda.Stream, out cuda.Memory, n int, mean,
 // whose logarithm has the given mean and standard deviation, on s:
 // curandGenerateLogNormal(Double). n must be even for pseudo-random generators.
 func LogNormal[T Float](g *Generator, s *cuda.Stream, out cuda.Memory, n int, mean, stddev T) error {
+	r, err := precisionOf[T]("log-normal")
+	if err != nil {
+		return err
+	}
 	return generate[T](g, "log-normal", s, out, n, true, func(ctx cudaraw.CUcontext, raw curandraw.CurandGenerator, p unsafe.Pointer, N uint64) error {
-		if isFloat32[T]() {
-			return curandraw.GenerateLogNormalIn(ctx, raw, (*float32)(p), N, float32(mean), float32(stddev))
-		}
-		return curandraw.GenerateLogNormalDoubleIn(ctx, raw, (*float64)(p), N, float64(mean), float64(stddev))
+		return r.logNormal(ctx, raw, (*T)(p), N, mean, stddev)
 	})
 }
 
@@ -258,10 +261,4 @@ func generate[T Float | uint32](g *Generator, op string, s *cuda.Stream, out cud
 		return fmt.Errorf("curand: %s: %w", op, err)
 	}
 	return nil
-}
-
-func isFloat32[T Float]() bool {
-	var z T
-	_, ok := any(z).(float32)
-	return ok
 }

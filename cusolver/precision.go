@@ -3,7 +3,6 @@ package cusolver
 import (
 	"fmt"
 	"reflect"
-	"unsafe"
 
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cuda/cudaraw"
@@ -49,34 +48,30 @@ var dense = cudalib.ByDataType[any]{
 func retyped[T, R any](r routines[R]) *routines[T] {
 	return &routines[T]{
 		potrfBufferSize: func(c cudaraw.CUcontext, h cusolverraw.CusolverDnHandle, uplo Fill, n int32, a *T, lda int32, lwork *int32) error {
-			return r.potrfBufferSize(c, h, uplo, n, as[R](a), lda, lwork)
+			return r.potrfBufferSize(c, h, uplo, n, cudalib.Retype[R](a), lda, lwork)
 		},
 		potrf: func(c cudaraw.CUcontext, h cusolverraw.CusolverDnHandle, uplo Fill, n int32, a *T, lda int32, w *T, lwork int32, info *int32) error {
-			return r.potrf(c, h, uplo, n, as[R](a), lda, as[R](w), lwork, info)
+			return r.potrf(c, h, uplo, n, cudalib.Retype[R](a), lda, cudalib.Retype[R](w), lwork, info)
 		},
 		potrs: func(c cudaraw.CUcontext, h cusolverraw.CusolverDnHandle, uplo Fill, n, nrhs int32, a *T, lda int32, b *T, ldb int32, info *int32) error {
-			return r.potrs(c, h, uplo, n, nrhs, as[R](a), lda, as[R](b), ldb, info)
+			return r.potrs(c, h, uplo, n, nrhs, cudalib.Retype[R](a), lda, cudalib.Retype[R](b), ldb, info)
 		},
 		getrfBufferSize: func(c cudaraw.CUcontext, h cusolverraw.CusolverDnHandle, m, n int32, a *T, lda int32, lwork *int32) error {
-			return r.getrfBufferSize(c, h, m, n, as[R](a), lda, lwork)
+			return r.getrfBufferSize(c, h, m, n, cudalib.Retype[R](a), lda, lwork)
 		},
 		getrf: func(c cudaraw.CUcontext, h cusolverraw.CusolverDnHandle, m, n int32, a *T, lda int32, w *T, ipiv, info *int32) error {
-			return r.getrf(c, h, m, n, as[R](a), lda, as[R](w), ipiv, info)
+			return r.getrf(c, h, m, n, cudalib.Retype[R](a), lda, cudalib.Retype[R](w), ipiv, info)
 		},
 		getrs: func(c cudaraw.CUcontext, h cusolverraw.CusolverDnHandle, t Op, n, nrhs int32, a *T, lda int32, ipiv *int32, b *T, ldb int32, info *int32) error {
-			return r.getrs(c, h, t, n, nrhs, as[R](a), lda, ipiv, as[R](b), ldb, info)
+			return r.getrs(c, h, t, n, nrhs, cudalib.Retype[R](a), lda, ipiv, cudalib.Retype[R](b), ldb, info)
 		},
 	}
 }
 
-// as converts p to a pointer to R, a type of T's layout: the same memory.
-func as[R, T any](p *T) *R { return (*R)(unsafe.Pointer(p)) }
-
 // precisionOf returns T's row of dense: an error matching cuda.ErrInvalidArgument
 // for a type without one, which Scalar keeps out.
 func precisionOf[T any](op string) (*routines[T], error) {
-	dt, _ := cudalib.DataType[T]() // 0 for a type without one: the float32 row, not T's
-	if r, ok := dense[dt].(*routines[T]); ok {
+	if r, ok := cudalib.Row[*routines[T], T](&dense); ok {
 		return r, nil
 	}
 	return nil, fmt.Errorf("cusolver: %s: %w: no cuSOLVER routines for element type %v", op, cuda.ErrInvalidArgument, reflect.TypeFor[T]())
