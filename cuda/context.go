@@ -140,7 +140,7 @@ func (c *Context) live(d Device) (*Context, error) {
 	var flags uint32
 	var active int32
 	if err := cudaraw.DevicePrimaryCtxGetState(h, &flags, &active); err != nil {
-		return nil, c.faulted(fmt.Errorf("cuda: device %d primary context: %w", int(d), err), "Device.Context", 0)
+		return nil, c.faulted(fmt.Errorf("cuda: device %d primary context: %w", int(d), err), "Device.Context", nil)
 	}
 	if active == 0 {
 		return nil, fmt.Errorf("cuda: device %d: the primary context was reset outside this package (cuDevicePrimaryCtxReset): %w", int(d), ErrClosed)
@@ -263,7 +263,7 @@ func (c *Context) Synchronize() error {
 		return err
 	}
 	defer c.exit()
-	return c.faulted(cudaraw.CtxSynchronizeIn(c.h), "Context.Synchronize", 0)
+	return c.faulted(cudaraw.CtxSynchronizeIn(c.h), "Context.Synchronize", nil)
 }
 
 // SynchronizeContext is Synchronize, returning early with ctx's error (wrapped) once
@@ -371,11 +371,7 @@ func (c *ctxState) ownStream(p **stream) (*stream, error) {
 // (which would make handing work between streams slower). The caller is in the
 // context, and holds ev.
 func (c *ctxState) sleepOn(s *stream, ev cudaraw.CUevent) error {
-	var h cudaraw.CUstream
-	if s != nil {
-		h = s.h
-	}
-	return c.faulted(c.sleepOnEvent(s, ev), "a host wait", h)
+	return c.faulted(c.sleepOnEvent(s, ev), "a host wait", s)
 }
 
 // sleepOnEvent is sleepOn before its error is checked for a fault.

@@ -88,11 +88,7 @@ func runRecorded(s *Stream, op func(t *stream, w *waiter) error, a *memBase, aWr
 		ms.putHandoffEvent(w.ev)
 	}
 	if err != nil {
-		var h cudaraw.CUstream
-		if w.t != nil {
-			h = w.t.h
-		}
-		return ms.cs.faulted(err, "a copy or memset", h)
+		return ms.cs.faulted(err, "a copy or memset", w.t)
 	}
 	return nil
 }

@@ -76,7 +76,7 @@ func Enqueue(s *Stream, f func(ctx cudaraw.CUcontext, h cudaraw.CUstream) error,
 		}
 		q.locked = true
 		if fastUses(c, t, uses) {
-			return c.faulted(f(c.h, s.h), "Enqueue", s.h)
+			return c.faulted(f(c.h, s.h), "Enqueue", t)
 		}
 		q.locked = false
 		t.mu.RUnlock()
@@ -97,7 +97,7 @@ func Enqueue(s *Stream, f func(ctx cudaraw.CUcontext, h cudaraw.CUstream) error,
 	}
 	q.locked = true
 	if err := f(c.h, s.h); err != nil {
-		return c.faulted(err, "Enqueue", s.h)
+		return c.faulted(err, "Enqueue", t)
 	}
 	p.record(t)
 	return nil

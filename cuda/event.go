@@ -183,7 +183,7 @@ func (e *event) query() (bool, error) {
 	}
 	defer e.leave()
 	done, err := ready(cudaraw.EventQueryIn(e.cs.h, e.h))
-	return done, e.cs.faulted(err, "an event's query or wait", 0)
+	return done, e.cs.faulted(err, "an event's query or wait", nil)
 }
 
 // Synchronize waits until the GPU reaches the event: it polls briefly, then yields,

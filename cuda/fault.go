@@ -29,15 +29,23 @@ type FaultError struct {
 	Result cudaraw.Result // the driver's sticky error
 	// Op is the operation that first saw the fault (for a launch, the kernel's
 	// name), and Stream the stream it was queued on (0 when it had none). The work
-	// that faulted is on that stream, queued before the operation.
+	// that faulted is on that stream, queued before the operation, or on a stream
+	// it waited for.
 	Op     string
 	Stream cudaraw.CUstream
+	// Kernel is the last kernel launched on Stream before the fault was seen (""
+	// when none or no stream is known): the kernel that faulted, or one queued
+	// after it.
+	Kernel string
 }
 
 func (e *FaultError) Error() string {
 	where := ""
 	if e.Stream != 0 {
 		where = fmt.Sprintf(" on stream %#x", uintptr(e.Stream))
+	}
+	if e.Kernel != "" {
+		where += fmt.Sprintf(" after kernel %s", e.Kernel)
 	}
 	return fmt.Sprintf("cuda: device %d: context faulted (%v), first seen by %s%s: the context cannot be used again "+
 		"(the process must be restarted to use the device)", int(e.Device), e.Result, e.Op, where)
@@ -79,10 +87,10 @@ type faultState struct {
 }
 
 // faulted returns err as the context's *FaultError when it is a sticky error (the
-// first one seen marks the context, naming op and stream h, and tells the handler),
-// and err unchanged otherwise. Every error of a driver call on c's work passes
-// through it on its way to the caller.
-func (c *ctxState) faulted(err error, op string, h cudaraw.CUstream) error {
+// first one seen marks the context, naming op, stream t (nil: none) and the last
+// kernel launched there, and tells the handler), and err unchanged otherwise. Every
+// error of a driver call on c's work passes through it on its way to the caller.
+func (c *ctxState) faulted(err error, op string, t *stream) error {
 	if err == nil {
 		return nil
 	}
@@ -93,7 +101,13 @@ func (c *ctxState) faulted(err error, op string, h cudaraw.CUstream) error {
 	if !ok {
 		return err
 	}
-	f := &FaultError{Device: c.dev, Result: r, Op: op, Stream: h}
+	f := &FaultError{Device: c.dev, Result: r, Op: op}
+	if t != nil {
+		f.Stream = t.h
+		if k := t.kernel.Load(); k != nil {
+			f.Kernel = k.name
+		}
+	}
 	if !c.fault.err.CompareAndSwap(nil, f) {
 		return c.fault.err.Load()
 	}

@@ -77,6 +77,7 @@ func TestFaultEndsContext(t *testing.T) {
 			assert.ErrorIs(t, err, k.want)
 			assert.Equal(t, cuda.Device(0), fe.Device)
 			assert.NotEmpty(t, fe.Op)
+			assert.Equal(t, k.kernel, fe.Kernel, "the last kernel launched on the stream")
 			assert.Contains(t, err.Error(), "restarted")
 			assert.Same(t, fe, ctx.Fault())
 
@@ -115,6 +116,56 @@ func TestFaultEndsContext(t *testing.T) {
 			require.NoError(t, s.Close())
 			require.NoError(t, m.Close())
 			require.NoError(t, ctx.Close())
+		})
+	}
+}
+
+// Whatever operation first meets the sticky error — a copy, a launch, Enqueue's
+// function — returns the *FaultError and marks the context, naming itself and the
+// kernel last launched on its stream.
+func TestFaultSeenFirstByAnyOperation(t *testing.T) {
+	cudatest.Require(t)
+	for name, op := range map[string]func(s *cuda.Stream, f *cuda.Function, b *cuda.DeviceBuffer) error{
+		"CopyFromDevice": func(s *cuda.Stream, f *cuda.Function, b *cuda.DeviceBuffer) error {
+			return cuda.CopyFromDeviceAsync(s, make([]uint32, 4), b)
+		},
+		"Launch": func(s *cuda.Stream, f *cuda.Function, b *cuda.DeviceBuffer) error {
+			return f.Launch(s, cuda.D1(1), cuda.D1(1), 0)
+		},
+		"Enqueue": func(s *cuda.Stream, f *cuda.Function, b *cuda.DeviceBuffer) error {
+			return cuda.Enqueue(s, func(ctx cudaraw.CUcontext, h cudaraw.CUstream) error {
+				return cudaraw.StreamQueryIn(ctx, h) // the raw call meets the driver's error first
+			}, cuda.Writes(b))
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if !inFaultProcess(t, false) {
+				return
+			}
+			ctx, err := cuda.NewContext(0, 0)
+			require.NoError(t, err)
+			defer ctx.Close()
+			require.NoError(t, ctx.SetFaultHandler(func(*cuda.FaultError) {}))
+			m, err := ctx.LoadModule(faultsPTX)
+			require.NoError(t, err)
+			s, err := ctx.NewStream()
+			require.NoError(t, err)
+			b, err := cuda.AllocFor[uint32](s, 4)
+			require.NoError(t, err)
+			f, err := m.Function("fault_illegal_address")
+			require.NoError(t, err)
+			require.NoError(t, f.Launch(s, cuda.D1(1), cuda.D1(1), 0))
+			// On a GPU the launch returns before the kernel faults: wait until the
+			// driver reports it, without an operation of the package's seeing it.
+			require.ErrorIs(t, ctx.Locked(func() error { return cudaraw.CtxSynchronize() }), cudaraw.ErrIllegalAddress)
+			require.Nil(t, ctx.Fault(), "nothing of the package's saw it yet")
+			err = op(s, f, b)
+			var fe *cuda.FaultError
+			require.ErrorAs(t, err, &fe, "%v", err)
+			assert.ErrorIs(t, err, cudaraw.ErrIllegalAddress)
+			assert.Equal(t, "fault_illegal_address", fe.Kernel)
+			assert.Same(t, fe, ctx.Fault())
+			assert.Equal(t, s.Handle(), fe.Stream)
 		})
 	}
 }

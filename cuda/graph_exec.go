@@ -110,7 +110,7 @@ func (x *execState) launch(s *Stream) error {
 		if hosts {
 			x.lease.queueHost(-1)
 		}
-		return fmt.Errorf("cuda: launching a graph: %w", x.cs.faulted(err, "Exec.Launch", s.h))
+		return fmt.Errorf("cuda: launching a graph: %w", x.cs.faulted(err, "Exec.Launch", s.stream))
 	}
 	p.record(s.stream)
 	return nil

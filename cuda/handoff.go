@@ -81,5 +81,5 @@ func syncMem(ctx context.Context, m *memBase) error {
 		}
 		fences[i].clear(ms)
 	}
-	return c.faulted(err, "a buffer's Synchronize", 0)
+	return c.faulted(err, "a buffer's Synchronize", nil)
 }

@@ -44,10 +44,12 @@ func (f *Function) queue(s *Stream, d launchShape, params []byte, p *opPlan) err
 		if p.wait.n > 0 {
 			// A hand-off: the waits and the launch in one call.
 			if err = launchAfter(p.at(0).m.ms, &p.wait, s, c.h, f.h, d, params); err == nil {
+				st.kernel.Store(f)
 				p.record(st)
 			}
 		} else if err = lockOpen(s, st); err == nil {
 			if err = launchPacked(c.h, f.h, d, st.h, params); err == nil {
+				st.kernel.Store(f)
 				p.record(st)
 			}
 			st.mu.RUnlock()

@@ -221,7 +221,9 @@ func (f *Function) launchFast(s *Stream, d launchShape, buf []byte, args []any) 
 	}
 	size, ok := f.packFast(buf, args, st)
 	if ok {
-		err = launchPacked(s.cs.h, f.h, d, st.h, buf[:size])
+		if err = launchPacked(s.cs.h, f.h, d, st.h, buf[:size]); err == nil {
+			st.kernel.Store(f)
+		}
 	}
 	st.mu.RUnlock()
 	m.mu.RUnlock()
@@ -244,7 +246,7 @@ func (f *Function) launchError(err error, s *Stream) error {
 		return fmt.Errorf("%w: launching %s (module of context %p) on a stream of context %p",
 			ErrWrongContext, f.name, f.mod.ctx, s.ctx)
 	}
-	if err = s.cs.faulted(err, f.name, s.h); errors.Is(err, ErrFaulted) {
+	if err = s.cs.faulted(err, f.name, s.stream); errors.Is(err, ErrFaulted) {
 		return err
 	}
 	return fmt.Errorf("cuda: launching %s: %w", f.name, err)

@@ -189,10 +189,11 @@ func (b *LaunchBatch) Submit(s *Stream) error {
 	// Uses are recorded with the stream's lock held; launches before a failed one
 	// stay queued.
 	if done > 0 {
+		st.kernel.Store(b.funcs[done-1])
 		p.record(st)
 	}
 	if err != nil {
-		err = c.faulted(err, b.funcs[done].name, st.h)
+		err = c.faulted(err, b.funcs[done].name, st)
 		return fmt.Errorf("cuda: submitting a batch: launch %d of %d (%s): %w", done+1, len(b.recs), b.funcs[done].name, err)
 	}
 	return nil

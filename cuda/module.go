@@ -103,7 +103,7 @@ func (c *Context) LoadModule(image []byte) (*Module, error) {
 	err := cudaraw.ModuleLoadDataExIn(c.h, &h, unsafe.Pointer(&img[0]), 2,
 		(*cudaraw.CUjit_option)(unsafe.Pointer(&jit.opts[0])), (*unsafe.Pointer)(unsafe.Pointer(&jit.vals[0])))
 	runtime.KeepAlive(img)
-	if err = c.faulted(err, "LoadModule", 0); err != nil {
+	if err = c.faulted(err, "LoadModule", nil); err != nil {
 		if f := c.faultErr(); f != nil {
 			return nil, f
 		}

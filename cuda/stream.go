@@ -63,6 +63,10 @@ type stream struct {
 	// waits counts the hand-off waits queued on the stream (tests).
 	waits atomic.Int64
 
+	// kernel is the last kernel launched on the stream, which a fault seen there
+	// names (FaultError.Kernel).
+	kernel atomic.Pointer[Function]
+
 	// dirty is set when work is queued through a pooled stream's lease (or its
 	// handle is taken): the pool queries a stream for completion before lending
 	// it again only then.
@@ -275,7 +279,7 @@ func (s *Stream) Query() (bool, error) {
 		done, err = ready(cudaraw.StreamQueryIn(s.cs.h, h))
 		return err
 	})
-	return done, s.cs.faulted(err, "a stream's query or wait", s.h)
+	return done, s.cs.faulted(err, "a stream's query or wait", s.stream)
 }
 
 // Synchronize waits until all work queued on the stream has finished. It polls
