@@ -94,6 +94,8 @@ func CopyToDeviceAsync[T any](s *Stream, dst *DeviceBuffer, src []T) error {
 // not be longer than src. The copy runs after the writes queued to src on any stream:
 // on the stream of src's only use when that is the last thing queued there, else on
 // the context's default stream, which the hand-off makes wait for src's other uses.
+// The wait cannot be abandoned (the copy writes dst until it ends): for a deadline,
+// copy into a HostBuffer with CopyAsync and wait with its SynchronizeContext.
 func CopyFromDevice[T any](dst []T, src *DeviceBuffer) error {
 	if err := checkElem[T](src.base()); err != nil {
 		return err
@@ -109,7 +111,8 @@ func CopyFromDevice[T any](dst []T, src *DeviceBuffer) error {
 
 // CopyFromDeviceAsync queues a copy from the start of src into dst on s. With a
 // pageable dst (any ordinary Go slice) it returns only once the copy is done, after
-// the stream's earlier work: dst may be read at once.
+// the stream's earlier work: dst may be read at once. That wait cannot be abandoned
+// (see CopyFromDevice).
 func CopyFromDeviceAsync[T any](s *Stream, dst []T, src *DeviceBuffer) error {
 	if err := checkStream(s); err != nil {
 		return err

@@ -243,15 +243,15 @@ func TestGPUFaultKindsEndTheProcess(t *testing.T) {
 		require.NoError(t, spin.Launch(s, cuda.D1(1), cuda.D1(1), 0, uint64(2_000_000_000)))
 		c, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		defer cancel()
-		err := s.SynchronizeContext(c)
-		require.ErrorIs(t, err, context.DeadlineExceeded)
+		waitErr := s.SynchronizeContext(c)
+		require.ErrorIs(t, waitErr, context.DeadlineExceeded)
 		other, err := m.Context().NewStream()
 		require.NoError(t, err)
 		defer other.Close()
 		require.NoError(t, function(t, m, "empty").Launch(other, cuda.D1(1), cuda.D1(1), 0))
 		require.NoError(t, other.Synchronize(), "other streams go on while the kernel runs")
 		require.NoError(t, s.Synchronize(), "the kernel ends; nothing is faulted")
-		t.Logf("| kernel past its waiter's deadline | %v | the waiter returns; other streams go on; no fault |", err)
+		t.Logf("| kernel past its waiter's deadline | %v | the waiter returns; other streams go on; no fault |", waitErr)
 	})
 }
 
