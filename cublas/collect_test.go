@@ -100,3 +100,53 @@ func collectRound(t *testing.T, ctx *cuda.Context, s *cuda.Stream) {
 	}
 	require.NoError(t, s.Synchronize())
 }
+
+// collectManyObjects is how many objects TestGPUCollectManyWithHandles drops in all.
+const collectManyObjects = 100_000
+
+// The collection of 100,000 dropped objects, cuBLAS handles among them (streams
+// that keep one from a GEMM, raw OwnedHandles), while the GPU is busy: as
+// TestCollectWhileGPUBusy, at a larger scale; the slowest launch from another
+// goroutine is logged.
+func TestGPUCollectManyWithHandles(t *testing.T) {
+	ctx, s := cudatest.Stream(t, cudatest.Kernels)
+	cudatest.RequireLibrary(t, cublasraw.Library())
+	if cudatest.FakeLoaded() {
+		t.Skip("the delays measured are the real driver's")
+	}
+	const rawPerRound, streamsPerRound, m = 8, 16, 16
+	perRound := collectManyObjects / cudatest.CollectRounds
+	st := cudatest.CollectWhileBusy(t, ctx, rawPerRound, func(n int) {
+		for range n {
+			a, err := cuda.AllocFor[float32](s, m*m)
+			require.NoError(t, err)
+			require.NoError(t, a.Memset32Async(s, 0))
+			for range streamsPerRound {
+				x, err := ctx.NewStream()
+				require.NoError(t, err)
+				require.NoError(t, cublas.Gemm[float32](x, cublas.NoTrans, cublas.NoTrans, m, m, m, 1, a, m, a, m, 0, a, m))
+				require.NoError(t, x.Synchronize())
+			}
+			for range rawPerRound {
+				require.NoError(t, ctx.Locked(func() error {
+					_, err := cublasraw.NewOwnedHandle()
+					return err
+				}))
+			}
+			for i := range perRound - streamsPerRound - rawPerRound - 1 {
+				if i%10 == 0 {
+					e, err := ctx.NewEvent(false)
+					require.NoError(t, err)
+					require.NoError(t, e.Record(s))
+					continue
+				}
+				b, err := cuda.AllocFor[uint32](s, 64)
+				require.NoError(t, err)
+				require.NoError(t, b.Memset32Async(s, uint32(i)))
+			}
+			require.NoError(t, s.Synchronize())
+		}
+	})
+	t.Logf("%d objects: slowest launch from another goroutine %v (%d launches), runtime.GC %v, %d blocking releases held",
+		collectManyObjects, st.WorstLaunch, st.Launches, st.GC, st.HeldBlocking)
+}
