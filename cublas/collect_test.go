@@ -121,10 +121,12 @@ func TestGPUCollectManyWithHandles(t *testing.T) {
 			a, err := cuda.AllocFor[float32](s, m*m)
 			require.NoError(t, err)
 			require.NoError(t, a.Memset32Async(s, 0))
+			c, err := cuda.AllocFor[float32](s, m*m)
+			require.NoError(t, err)
 			for range streamsPerRound {
 				x, err := ctx.NewStream()
 				require.NoError(t, err)
-				require.NoError(t, cublas.Gemm[float32](x, cublas.NoTrans, cublas.NoTrans, m, m, m, 1, a, m, a, m, 0, a, m))
+				require.NoError(t, cublas.Gemm[float32](x, cublas.NoTrans, cublas.NoTrans, m, m, m, 1, a, m, a, m, 0, c, m))
 				require.NoError(t, x.Synchronize())
 			}
 			for range rawPerRound {
@@ -133,7 +135,7 @@ func TestGPUCollectManyWithHandles(t *testing.T) {
 					return err
 				}))
 			}
-			for i := range perRound - streamsPerRound - rawPerRound - 1 {
+			for i := range perRound - streamsPerRound - rawPerRound - 2 {
 				if i%10 == 0 {
 					e, err := ctx.NewEvent(false)
 					require.NoError(t, err)
