@@ -242,3 +242,11 @@ func ConfigForTest() ncclraw.NcclConfig { return config() }
 
 // RejectRoundTrip encodes err as rank 0's reject and decodes it as another rank does.
 func RejectRoundTrip(err error, nranks int) error { return readReject(rejectPayload(err), nranks) }
+
+// LaunchFrom is LaunchFromEnv reading env instead of the process's environment.
+func LaunchFrom(env map[string]string) (Launch, error) {
+	return launchFrom(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+}
+
+// FirstHost is firstHost, the first host of a Slurm hostlist.
+var FirstHost = firstHost
