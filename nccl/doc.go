@@ -11,6 +11,7 @@
 // deadline), ConnRendezvous over connections the program already has, or any
 // Rendezvous of the program's own (MPI, a key-value store). A rank that never comes
 // makes the others fail with a *TimeoutError naming it, not hang.
+//
 // JoinFromEnv does it all for a process that a launcher started (torchrun, Slurm, an
 // MPI launcher, a Kubernetes indexed Job): its rank, the number of ranks, its device
 // and rank 0's address come from the launcher's variables (LaunchFromEnv).
