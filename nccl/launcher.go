@@ -233,9 +233,14 @@ func (l Launch) Device() (cuda.Device, error) {
 // JoinFromEnv joins the communicator of the job that launched this process: it
 // reads the process's place from the environment (LaunchFromEnv), picks the device
 // of its local rank (Launch.Device) and joins through a TCPRendezvous at rank 0's
-// address, as Join does. It returns the Launch with the communicator.
+// address, with the job's secret where the environment holds one
+// (JobSecretFromEnv), as Join does. It returns the Launch with the communicator.
 func JoinFromEnv(ctx context.Context) (*Comm, Launch, error) {
 	l, err := LaunchFromEnv()
+	if err != nil {
+		return nil, l, err
+	}
+	secret, err := JobSecretFromEnv()
 	if err != nil {
 		return nil, l, err
 	}
@@ -243,6 +248,6 @@ func JoinFromEnv(ctx context.Context) (*Comm, Launch, error) {
 	if err != nil {
 		return nil, l, err
 	}
-	c, err := Join(ctx, &TCPRendezvous{Addr: l.Addr}, l.Rank, l.Size, dev)
+	c, err := Join(ctx, &TCPRendezvous{Addr: l.Addr, Secret: secret}, l.Rank, l.Size, dev)
 	return c, l, err
 }

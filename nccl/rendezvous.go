@@ -2,14 +2,21 @@ package nccl
 
 import (
 	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,11 +37,27 @@ import (
 //	id      (rank 0 → rank r, kind 2): nranks uint32 | the 128 bytes of the id
 //	reject  (rank 0 → rank r, kind 3): code uint8 | count uint32 | count × rank uint32 | the reason, UTF-8
 //	        (code 1: rank 0 timed out waiting for the ranks listed; code 2: rejected;
-//	        code 3: rank 0's context was cancelled while it waited for the ranks listed)
+//	        code 3: rank 0's context was cancelled while it waited for the ranks listed;
+//	        code 4: the rank did not prove the job's secret)
 //
 // Integers are big-endian; a payload is at most maxPayload bytes. Every rank other than 0
 // sends its hello; rank 0 answers once all nranks-1 ranks have said hello, so that every
 // rank leaves the rendezvous knowing the others have joined.
+//
+// With a job secret (the rendezvous's Secret), each side proves it holds the secret
+// before anything is decided, and the id travels sealed:
+//
+//	auth hello (rank → rank 0, kind 5): nranks uint32 | rank uint32 | the rank's nonce (32 bytes)
+//	challenge  (rank 0 → rank, kind 4): rank 0's nonce (32) | HMAC(secret, "root", rank's nonce, rank 0's nonce, nranks, rank)
+//	proof      (rank → rank 0, kind 6): HMAC(secret, "rank", rank 0's nonce, rank's nonce, nranks, rank)
+//	sealed id  (rank 0 → rank, kind 7): AES-256-GCM of the id under HMAC(secret, "id", both nonces),
+//	           with nranks | rank as additional data
+//
+// HMAC is HMAC-SHA256. Rank 0 makes a fresh nonce per connection, so a recorded proof
+// is worth nothing on another; a connection that fails to prove the secret (a plain
+// hello, a wrong proof) is refused and logged, and the rendezvous goes on waiting for
+// the real rank; a rank checks rank 0's proof before it answers, so it gives nothing
+// to an impostor.
 
 // Rendezvous hands rank 0's unique id to the other ranks of a communicator (Join).
 type Rendezvous interface {
@@ -88,10 +111,21 @@ const (
 	headerLen    = 12
 	maxPayload   = 1024
 
-	kindHello  = 1
-	kindID     = 2
-	kindReject = 3
+	kindHello     = 1
+	kindID        = 2
+	kindReject    = 3
+	kindChallenge = 4
+	kindAuthHello = 5
+	kindProof     = 6
+	kindSealedID  = 7
+
+	nonceLen = 32
 )
+
+// ErrAuthentication is matched by the error of a rank whose rendezvous failed to
+// prove the job's secret, on either side: rank 0 refused its proof, or rank 0 gave
+// none (or a wrong one).
+var ErrAuthentication = errors.New("nccl: rendezvous authentication failed")
 
 // writeFrame writes one frame.
 func writeFrame(w io.Writer, kind byte, payload []byte) error {
@@ -162,6 +196,9 @@ func readHello(r io.Reader) (rank, nranks int, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
+	if kind == kindAuthHello {
+		return 0, 0, fmt.Errorf("%w: the rank has a job secret, rank 0 has none", ErrAuthentication)
+	}
 	if kind != kindHello || len(p) != 8 {
 		return 0, 0, fmt.Errorf("%w: expected a hello, got a frame of kind %d with %d bytes", ErrProtocol, kind, len(p))
 	}
@@ -192,7 +229,9 @@ func readID(r io.Reader, nranks int) (ncclraw.NcclUniqueId, error) {
 func rejectPayload(err error) []byte {
 	code, missing := byte(2), []int(nil)
 	var te *TimeoutError
-	if errors.As(err, &te) {
+	if errors.Is(err, ErrAuthentication) {
+		code = 4
+	} else if errors.As(err, &te) {
 		code, missing = 1, te.Missing
 		if !te.Timeout() {
 			code = 3 // cancelled, not out of time: the other ranks report it as such
@@ -234,6 +273,8 @@ func readReject(p []byte, nranks int) error {
 	case 3:
 		return &TimeoutError{NRanks: nranks, Missing: missing,
 			Err: fmt.Errorf("rank 0 was cancelled (%s): %w", msg, context.Canceled)}
+	case 4:
+		return fmt.Errorf("%w: refused by rank 0: %s", ErrAuthentication, msg)
 	}
 	return fmt.Errorf("%w by rank 0: %s", ErrRejected, msg)
 }
@@ -360,6 +401,7 @@ func (j *joined) err() error {
 // answer, and the answer once decided.
 type rootState struct {
 	j       *joined
+	secret  []byte // the job's secret; nil: none
 	mu      sync.Mutex
 	decided bool
 	result  answer
@@ -410,11 +452,20 @@ func (st *rootState) isDecided() bool {
 // returns the rank that joined on it (0 if none) and the error of the exchange.
 func (st *rootState) serve(ctx context.Context, rw io.ReadWriter) (int, error) {
 	var rank, nranks int
+	var keys *sealKeys
 	err, _ := withDeadline(ctx, rw, func() (err error) {
-		rank, nranks, err = readHello(rw)
+		if st.secret == nil {
+			rank, nranks, err = readHello(rw)
+			return err
+		}
+		rank, nranks, keys, err = authenticate(rw, st.secret)
 		return err
 	})
 	if err != nil {
+		if errors.Is(err, ErrAuthentication) {
+			slog.Warn("nccl: rendezvous: rank 0 refused a connection", "remote", remoteOf(rw), "error", err)
+			_, _ = withDeadline(ctx, rw, func() error { return writeFrame(rw, kindReject, rejectPayload(err)) })
+		}
 		return 0, err
 	}
 	if err := st.j.add(rank, nranks); err != nil {
@@ -427,8 +478,11 @@ func (st *rootState) serve(ctx context.Context, rw io.ReadWriter) (int, error) {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), answerGrace)
 	defer cancel()
 	err, _ = withDeadline(wctx, rw, func() error {
-		if a.err != nil {
+		switch {
+		case a.err != nil:
 			return writeFrame(rw, kindReject, rejectPayload(a.err))
+		case keys != nil:
+			return writeFrame(rw, kindSealedID, keys.seal(a.id, nranks, rank))
 		}
 		return writeFrame(rw, kindID, idPayload(st.j.nranks, a.id))
 	})
@@ -439,10 +493,10 @@ func (st *rootState) serve(ctx context.Context, rw io.ReadWriter) (int, error) {
 // called): it serves each, and once every rank has joined sends each the id; if a
 // rank contradicts the others, or ctx ends first, it sends the ranks that joined the
 // reason instead. A connection that does not speak the protocol is dropped.
-func rootExchange(ctx context.Context, nranks int, id ncclraw.NcclUniqueId, conns func(func(io.ReadWriteCloser) bool), stop func() error) error {
+func rootExchange(ctx context.Context, nranks int, id ncclraw.NcclUniqueId, secret []byte, conns func(func(io.ReadWriteCloser) bool), stop func() error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	st := &rootState{j: newJoined(nranks), written: make(chan struct{}, nranks)}
+	st := &rootState{j: newJoined(nranks), secret: secret, written: make(chan struct{}, nranks)}
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
@@ -496,13 +550,17 @@ func rootExchange(ctx context.Context, nranks int, id ncclraw.NcclUniqueId, conn
 }
 
 // client is the side of a rank other than 0 on one connection: hello, then the id.
-func client(ctx context.Context, rw io.ReadWriter, rank, nranks int) (ncclraw.NcclUniqueId, error, bool) {
+func client(ctx context.Context, rw io.ReadWriter, rank, nranks int, secret []byte) (ncclraw.NcclUniqueId, error, bool) {
 	var id ncclraw.NcclUniqueId
 	// Rank 0 tells the ranks that joined which ranks are missing when its deadline
 	// passes, likely ours too: wait answerGrace past ours for its word.
 	rctx, cancel := graceContext(ctx, answerGrace)
 	defer cancel()
 	err, interrupted := withDeadline(rctx, rw, func() (err error) {
+		if secret != nil {
+			id, err = authenticatedHello(rw, rank, nranks, secret)
+			return err
+		}
 		if err = writeFrame(rw, kindHello, helloPayload(rank, nranks)); err != nil {
 			return err
 		}
@@ -541,6 +599,11 @@ type TCPRendezvous struct {
 	// Timeout bounds the rendezvous when ctx has no deadline; 0 means
 	// DefaultRendezvousTimeout.
 	Timeout time.Duration
+	// Secret is the job's secret (JobSecretFromEnv), which every rank must hold:
+	// with it, a connection that cannot prove it is refused and logged while the
+	// real ranks join, and the id travels sealed. Without it, anyone who reaches
+	// Addr can take a rank's place.
+	Secret []byte
 }
 
 // ExchangeID implements Rendezvous.
@@ -593,7 +656,7 @@ func (t *TCPRendezvous) root(ctx context.Context, nranks int, newID func() (nccl
 			}
 		}
 	}()
-	err = rootExchange(ctx, nranks, id, func(yield func(io.ReadWriteCloser) bool) {
+	err = rootExchange(ctx, nranks, id, t.Secret, func(yield func(io.ReadWriteCloser) bool) {
 		for c := range conns {
 			if !yield(c) {
 				return
@@ -617,7 +680,7 @@ func (t *TCPRendezvous) dial(ctx context.Context, rank, nranks int) (ncclraw.Ncc
 	for {
 		c, err := d.DialContext(ctx, "tcp", t.Addr)
 		if err == nil {
-			id, err, interrupted := client(ctx, c, rank, nranks)
+			id, err, interrupted := client(ctx, c, rank, nranks, t.Secret)
 			c.Close()
 			if interrupted && ctx.Err() != nil {
 				return zero, &TimeoutError{Rank: rank, NRanks: nranks, Missing: []int{0}, Err: ctx.Err()}
@@ -669,6 +732,8 @@ type ConnRendezvous struct {
 	// Timeout bounds the rendezvous when ctx has no deadline; 0 means
 	// DefaultRendezvousTimeout.
 	Timeout time.Duration
+	// Secret is the job's secret, as TCPRendezvous's.
+	Secret []byte
 }
 
 // ExchangeID implements Rendezvous.
@@ -683,7 +748,7 @@ func (c *ConnRendezvous) ExchangeID(ctx context.Context, rank, nranks int, newID
 		if len(c.Conns) != 1 || c.Conns[0] == nil {
 			return zero, fmt.Errorf("nccl: rendezvous: %w: rank %d needs one connection, to rank 0 (has %d)", cuda.ErrInvalidArgument, rank, len(c.Conns))
 		}
-		id, err, interrupted := client(ctx, c.Conns[0], rank, nranks)
+		id, err, interrupted := client(ctx, c.Conns[0], rank, nranks, c.Secret)
 		if interrupted && ctx.Err() != nil {
 			return zero, &TimeoutError{Rank: rank, NRanks: nranks, Missing: []int{0}, Err: ctx.Err()}
 		}
@@ -702,7 +767,7 @@ func (c *ConnRendezvous) ExchangeID(ctx context.Context, rank, nranks int, newID
 	if nranks == 1 {
 		return id, nil
 	}
-	err = rootExchange(ctx, nranks, id, func(yield func(io.ReadWriteCloser) bool) {
+	err = rootExchange(ctx, nranks, id, c.Secret, func(yield func(io.ReadWriteCloser) bool) {
 		for _, rw := range c.Conns {
 			if !yield(closerOf(rw)) {
 				return
@@ -730,4 +795,152 @@ func closerOf(rw io.ReadWriter) io.ReadWriteCloser {
 		return deadlineCloser{nopCloser{rw}, d}
 	}
 	return nopCloser{rw}
+}
+
+// sealKeys seals and opens the id of one authenticated connection.
+type sealKeys struct{ aead cipher.AEAD }
+
+func newSealKeys(secret, rootNonce, rankNonce []byte) *sealKeys {
+	block, err := aes.NewCipher(mac(secret, "id", rootNonce, rankNonce))
+	if err != nil {
+		panic(err) // a 32-byte key is always valid
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		panic(err)
+	}
+	return &sealKeys{aead}
+}
+
+// seal encrypts the id for rank of nranks; the key is used for this one message,
+// so the nonce may be fixed.
+func (k *sealKeys) seal(id ncclraw.NcclUniqueId, nranks, rank int) []byte {
+	return k.aead.Seal(nil, make([]byte, k.aead.NonceSize()), id.Internal[:], helloPayload(rank, nranks))
+}
+
+func (k *sealKeys) open(p []byte, nranks, rank int) (ncclraw.NcclUniqueId, error) {
+	var id ncclraw.NcclUniqueId
+	plain, err := k.aead.Open(nil, make([]byte, k.aead.NonceSize()), p, helloPayload(rank, nranks))
+	if err != nil || len(plain) != len(id.Internal) {
+		return id, fmt.Errorf("%w: the id from rank 0 does not open with the job's secret", ErrAuthentication)
+	}
+	copy(id.Internal[:], plain)
+	return id, nil
+}
+
+// mac is HMAC-SHA256 under secret of a label and fixed-length parts.
+func mac(secret []byte, label string, parts ...[]byte) []byte {
+	h := hmac.New(sha256.New, secret)
+	h.Write([]byte("gocuda-nccl " + label + "\x00"))
+	for _, p := range parts {
+		h.Write(p)
+	}
+	return h.Sum(nil)
+}
+
+func nonce() []byte {
+	b := make([]byte, nonceLen)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	return b
+}
+
+// authenticate is rank 0's side of an authenticated hello: it returns the rank
+// and number of ranks the peer proved, and the keys that seal its id. A peer that
+// does not prove the secret gets an error matching ErrAuthentication.
+func authenticate(rw io.ReadWriter, secret []byte) (rank, nranks int, keys *sealKeys, err error) {
+	kind, p, err := readFrame(rw)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	if kind == kindHello {
+		return 0, 0, nil, fmt.Errorf("%w: a hello without the job's secret", ErrAuthentication)
+	}
+	if kind != kindAuthHello || len(p) != 8+nonceLen {
+		return 0, 0, nil, fmt.Errorf("%w: expected a hello, got a frame of kind %d with %d bytes", ErrProtocol, kind, len(p))
+	}
+	ids, rankNonce := p[:8], p[8:]
+	rootNonce := nonce()
+	if err := writeFrame(rw, kindChallenge, append(rootNonce, mac(secret, "root", rankNonce, rootNonce, ids)...)); err != nil {
+		return 0, 0, nil, err
+	}
+	kind, proof, err := readFrame(rw)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	if kind != kindProof || !hmac.Equal(proof, mac(secret, "rank", rootNonce, rankNonce, ids)) {
+		return 0, 0, nil, fmt.Errorf("%w: the rank's proof of the job's secret is wrong", ErrAuthentication)
+	}
+	nranks, rank = int(binary.BigEndian.Uint32(ids)), int(binary.BigEndian.Uint32(ids[4:]))
+	return rank, nranks, newSealKeys(secret, rootNonce, rankNonce), nil
+}
+
+// authenticatedHello is a rank's side of an authenticated hello: it checks rank
+// 0's proof before it gives its own, and opens the sealed id.
+func authenticatedHello(rw io.ReadWriter, rank, nranks int, secret []byte) (ncclraw.NcclUniqueId, error) {
+	var id ncclraw.NcclUniqueId
+	ids, rankNonce := helloPayload(rank, nranks), nonce()
+	if err := writeFrame(rw, kindAuthHello, append(slices.Clone(ids), rankNonce...)); err != nil {
+		return id, err
+	}
+	kind, p, err := readFrame(rw)
+	switch {
+	case err != nil:
+		return id, err
+	case kind == kindReject:
+		return id, readReject(p, nranks)
+	case kind != kindChallenge || len(p) != nonceLen+sha256.Size:
+		return id, fmt.Errorf("%w: rank 0 answered without the job's secret (a frame of kind %d)", ErrAuthentication, kind)
+	}
+	rootNonce := p[:nonceLen]
+	if !hmac.Equal(p[nonceLen:], mac(secret, "root", rankNonce, rootNonce, ids)) {
+		return id, fmt.Errorf("%w: rank 0's proof of the job's secret is wrong", ErrAuthentication)
+	}
+	if err := writeFrame(rw, kindProof, mac(secret, "rank", rootNonce, rankNonce, ids)); err != nil {
+		return id, err
+	}
+	kind, p, err = readFrame(rw)
+	switch {
+	case err != nil:
+		return id, err
+	case kind == kindReject:
+		return id, readReject(p, nranks)
+	case kind != kindSealedID:
+		return id, fmt.Errorf("%w: expected the sealed id, got a frame of kind %d", ErrProtocol, kind)
+	}
+	return newSealKeys(secret, rootNonce, rankNonce).open(p, nranks, rank)
+}
+
+// remoteOf names the peer of rw for a log line.
+func remoteOf(rw io.ReadWriter) string {
+	if c, ok := rw.(interface{ RemoteAddr() net.Addr }); ok {
+		return c.RemoteAddr().String()
+	}
+	return "a connection of the program's"
+}
+
+// MinSecretLen is the least length of a job secret that JobSecretFromEnv accepts.
+const MinSecretLen = 16
+
+// JobSecretFromEnv returns the job's secret for the rendezvous (TCPRendezvous.Secret):
+// GOCUDA_JOB_SECRET, or the contents of the file GOCUDA_JOB_SECRET_FILE names (a
+// launcher's secret mount, say; a trailing newline is dropped), or nil when neither
+// is set. A secret shorter than MinSecretLen bytes is an error, as is an unreadable
+// file.
+func JobSecretFromEnv() ([]byte, error) {
+	var secret []byte
+	if v, ok := os.LookupEnv("GOCUDA_JOB_SECRET"); ok {
+		secret = []byte(v)
+	} else if f, ok := os.LookupEnv("GOCUDA_JOB_SECRET_FILE"); ok {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("nccl: the job's secret: %w", err)
+		}
+		secret = []byte(strings.TrimRight(string(b), "\r\n"))
+	} else {
+		return nil, nil
+	}
+	if len(secret) < MinSecretLen {
+		return nil, fmt.Errorf("nccl: %w: the job's secret has %d bytes, at least %d are needed", cuda.ErrInvalidArgument, len(secret), MinSecretLen)
+	}
+	return secret, nil
 }
