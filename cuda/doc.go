@@ -19,7 +19,9 @@
 //	            HostSlice (a host-visible buffer as a []T); Close on each
 //	Copies      CopyToDevice(Async), CopyFromDevice(Async), Copy(Async), DeviceBuffer.Memset8/16/32(Async)
 //	Kernels     Context.LoadModule, Module.Function, Module.Global, Function.Launch (In marks
-//	            read-only arguments), LaunchBatch
+//	            read-only arguments), Function.LaunchWith (LaunchConfig: cooperative, clusters,
+//	            programmatic dependent launch, priority), MaxActiveBlocks, SuggestedBlockSize,
+//	            LaunchBatch
 //	Hand-off    automatic; Synchronize(Context) on each buffer; EnableStreamCheck
 //	            (GOCUDA_STREAMCHECK=1)
 //	Raw work    Enqueue (Reads, Writes) for calls into other libraries, the raw layer and
@@ -109,7 +111,11 @@
 // MemoryStatus reports them.
 //
 // Function.Launch queues one kernel per call into the driver; LaunchBatch queues many
-// with one call, for code that launches several small kernels at a time.
+// with one call, for code that launches several small kernels at a time;
+// Function.LaunchWith is Launch with what cuLaunchKernelEx adds (cooperative grids,
+// thread block clusters, programmatic dependent launch, a priority per launch). Either
+// raises a function's dynamic shared memory limit when a launch asks for more than
+// 48 KiB.
 //
 // # Graphs
 //

@@ -11,26 +11,28 @@ import (
 // streams fused with the launch, in one call into C for up to maxFused streams.
 
 // launchPlanned is Launch's general path, after packArgs held the memory arguments
-// in p: it plans their uses and queues the launch.
-func (f *Function) launchPlanned(s *Stream, d launchShape, params []byte, p *opPlan) error {
+// in p: it plans their uses and queues the launch, through cuLaunchKernelEx with
+// ex's attributes when ex is not nil (LaunchWith).
+func (f *Function) launchPlanned(s *Stream, d launchShape, params []byte, p *opPlan, ex *launchAttrs) error {
 	t := s.stream
 	p.plan(t)
-	if p.wait.n > maxFused {
-		// Rare: more streams to wait for than one call takes.
+	if p.wait.n > maxFused || (ex != nil && p.wait.n > 0) {
+		// Rare: more streams to wait for than one call takes, or a configured
+		// launch, which the fused call does not make.
 		if err := p.handOff(t); err != nil {
 			p.release()
 			s.cs.exit()
 			return err
 		}
 	}
-	return f.queue(s, d, params, p)
+	return f.queue(s, d, params, p, ex)
 }
 
 // queue launches f on s under the module's read lock and then the stream's (s.use,
 // without its closure), so that neither can be closed meanwhile: after p's uses to
 // wait for on the GPU, recording the uses p planned. It releases p's holds and
 // exits the context that Launch entered.
-func (f *Function) queue(s *Stream, d launchShape, params []byte, p *opPlan) error {
+func (f *Function) queue(s *Stream, d launchShape, params []byte, p *opPlan, ex *launchAttrs) error {
 	m, c := f.mod, s.cs
 	var err error
 	m.mu.RLock()
@@ -48,7 +50,12 @@ func (f *Function) queue(s *Stream, d launchShape, params []byte, p *opPlan) err
 				p.record(st)
 			}
 		} else if err = lockOpen(s, st); err == nil {
-			if err = launchPacked(c.h, f.h, d, st.h, params); err == nil {
+			if ex != nil {
+				err = launchEx(c.h, f.h, d, st.h, params, ex)
+			} else {
+				err = launchPacked(c.h, f.h, d, st.h, params)
+			}
+			if err == nil {
 				st.kernel.Store(f)
 				p.record(st)
 			}

@@ -138,6 +138,12 @@ func (f *Function) Launch(s *Stream, grid, block Dim3, sharedMem int, args ...an
 	if err := c.enter(); err != nil {
 		return err
 	}
+	if d.shm > maxDefaultSharedMem {
+		if err := f.raiseSharedMem(int(d.shm)); err != nil {
+			c.exit()
+			return err
+		}
+	}
 	// The usual launch, outside a capture: packed under the module's and the
 	// stream's read locks, which keep its memory arguments (fastUse), and queued at
 	// once, when each one's use on the stream needs no wait and no record.
@@ -199,7 +205,7 @@ func (f *Function) launchMore(s *Stream, d launchShape, args []any) error {
 		s.cs.exit()
 		return err
 	}
-	return f.launchPlanned(s, d, buf[:size], &p)
+	return f.launchPlanned(s, d, buf[:size], &p, nil)
 }
 
 // launchFast is Launch's usual path, in the context Launch entered: under the

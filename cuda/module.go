@@ -39,6 +39,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 	"weak"
 
@@ -296,6 +297,9 @@ type Function struct {
 	known  bool
 	// argSize is the size of the parameter buffer: the end of the last parameter.
 	argSize uintptr
+	// sharedMem is the dynamic shared memory limit raised for launches
+	// (raiseSharedMem); 0 until one needs more than 48 KiB.
+	sharedMem atomic.Int64
 }
 
 // Param is one kernel parameter: its offset in the parameter buffer and its size, in

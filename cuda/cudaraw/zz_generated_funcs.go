@@ -133,6 +133,7 @@ static int64_t gocuda_in_cuFuncGetParamInfo(uintptr_t fn, uintptr_t get, uintptr
 static int32_t gocuda_cuFuncIsLoaded(uintptr_t fn, uint8_t* a0, uintptr_t a1) { return ((int32_t (*)(uint8_t*, uintptr_t))fn)(a0, a1); }
 static int32_t gocuda_cuFuncLoad(uintptr_t fn, uintptr_t a0) { return ((int32_t (*)(uintptr_t))fn)(a0); }
 static int32_t gocuda_cuFuncSetAttribute(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2) { return ((int32_t (*)(uintptr_t, int32_t, int32_t))fn)(a0, a1, a2); }
+static int64_t gocuda_in_cuFuncSetAttribute(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t))fn)(a0, a1, a2); }
 static int32_t gocuda_cuFuncSetBlockShape(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuFuncSetCacheConfig(uintptr_t fn, uintptr_t a0, int32_t a1) { return ((int32_t (*)(uintptr_t, int32_t))fn)(a0, a1); }
 static int32_t gocuda_cuFuncSetSharedMemConfig(uintptr_t fn, uintptr_t a0, int32_t a1) { return ((int32_t (*)(uintptr_t, int32_t))fn)(a0, a1); }
@@ -432,9 +433,11 @@ static int32_t gocuda_cuMulticastGetGranularity(uintptr_t fn, uint8_t* a0, uint8
 static int32_t gocuda_cuMulticastUnbind(uintptr_t fn, uint64_t a0, int32_t a1, uint64_t a2, uint64_t a3) { return ((int32_t (*)(uint64_t, int32_t, uint64_t, uint64_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuOccupancyAvailableDynamicSMemPerBlock(uintptr_t fn, uint8_t* a0, uintptr_t a1, int32_t a2, int32_t a3) { return ((int32_t (*)(uint8_t*, uintptr_t, int32_t, int32_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuOccupancyMaxActiveBlocksPerMultiprocessor(uintptr_t fn, uint8_t* a0, uintptr_t a1, int32_t a2, uint64_t a3) { return ((int32_t (*)(uint8_t*, uintptr_t, int32_t, uint64_t))fn)(a0, a1, a2, a3); }
+static int64_t gocuda_in_cuOccupancyMaxActiveBlocksPerMultiprocessor(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint8_t* a0, uintptr_t a1, int32_t a2, uint64_t a3) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint8_t*, uintptr_t, int32_t, uint64_t))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(uintptr_t fn, uint8_t* a0, uintptr_t a1, int32_t a2, uint64_t a3, uint32_t a4) { return ((int32_t (*)(uint8_t*, uintptr_t, int32_t, uint64_t, uint32_t))fn)(a0, a1, a2, a3, a4); }
 static int32_t gocuda_cuOccupancyMaxActiveClusters(uintptr_t fn, uint8_t* a0, uintptr_t a1, void* a2) { return ((int32_t (*)(uint8_t*, uintptr_t, void*))fn)(a0, a1, a2); }
 static int32_t gocuda_cuOccupancyMaxPotentialBlockSize(uintptr_t fn, uint8_t* a0, uint8_t* a1, uintptr_t a2, uintptr_t a3, uint64_t a4, int32_t a5) { return ((int32_t (*)(uint8_t*, uint8_t*, uintptr_t, uintptr_t, uint64_t, int32_t))fn)(a0, a1, a2, a3, a4, a5); }
+static int64_t gocuda_in_cuOccupancyMaxPotentialBlockSize(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uint8_t* a0, uint8_t* a1, uintptr_t a2, uintptr_t a3, uint64_t a4, int32_t a5) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uint8_t*, uint8_t*, uintptr_t, uintptr_t, uint64_t, int32_t))fn)(a0, a1, a2, a3, a4, a5); }
 static int32_t gocuda_cuOccupancyMaxPotentialBlockSizeWithFlags(uintptr_t fn, uint8_t* a0, uint8_t* a1, uintptr_t a2, uintptr_t a3, uint64_t a4, int32_t a5, uint32_t a6) { return ((int32_t (*)(uint8_t*, uint8_t*, uintptr_t, uintptr_t, uint64_t, int32_t, uint32_t))fn)(a0, a1, a2, a3, a4, a5, a6); }
 static int32_t gocuda_cuOccupancyMaxPotentialClusterSize(uintptr_t fn, uint8_t* a0, uintptr_t a1, void* a2) { return ((int32_t (*)(uint8_t*, uintptr_t, void*))fn)(a0, a1, a2); }
 static int32_t gocuda_cuParamSetSize(uintptr_t fn, uintptr_t a0, uint32_t a1) { return ((int32_t (*)(uintptr_t, uint32_t))fn)(a0, a1); }
@@ -2605,6 +2608,23 @@ func FuncSetAttribute(hfunc CUfunction, attrib CUfunction_attribute, value int32
 		return err
 	}
 	return Result(C.gocuda_cuFuncSetAttribute(C.uintptr_t(fn), C.uintptr_t(hfunc), C.int32_t(attrib), C.int32_t(value))).Err()
+}
+
+// FuncSetAttributeIn calls cuFuncSetAttribute with the CUDA context ctx current on the calling thread.
+func FuncSetAttributeIn(ctx CUcontext, hfunc CUfunction, attrib CUfunction_attribute, value int32) error {
+	fn, err := proc_cuFuncSetAttribute.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuFuncSetAttribute(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(hfunc), C.int32_t(attrib), C.int32_t(value)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).Err()
 }
 
 // FuncSetBlockShape calls cuFuncSetBlockShape:
@@ -6662,6 +6682,23 @@ func OccupancyMaxActiveBlocksPerMultiprocessor(numBlocks *int32, func_ CUfunctio
 	return Result(C.gocuda_cuOccupancyMaxActiveBlocksPerMultiprocessor(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(numBlocks)), C.uintptr_t(func_), C.int32_t(blockSize), C.uint64_t(dynamicSMemSize))).Err()
 }
 
+// OccupancyMaxActiveBlocksPerMultiprocessorIn calls cuOccupancyMaxActiveBlocksPerMultiprocessor with the CUDA context ctx current on the calling thread.
+func OccupancyMaxActiveBlocksPerMultiprocessorIn(ctx CUcontext, numBlocks *int32, func_ CUfunction, blockSize int32, dynamicSMemSize uint64) error {
+	fn, err := proc_cuOccupancyMaxActiveBlocksPerMultiprocessor.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuOccupancyMaxActiveBlocksPerMultiprocessor(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), (*C.uint8_t)(unsafe.Pointer(numBlocks)), C.uintptr_t(func_), C.int32_t(blockSize), C.uint64_t(dynamicSMemSize)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).Err()
+}
+
 // OccupancyMaxActiveBlocksPerMultiprocessorWithFlags calls cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags:
 //
 //	CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize, unsigned flags)
@@ -6699,6 +6736,23 @@ func OccupancyMaxPotentialBlockSize(minGridSize *int32, blockSize *int32, func_ 
 		return err
 	}
 	return Result(C.gocuda_cuOccupancyMaxPotentialBlockSize(C.uintptr_t(fn), (*C.uint8_t)(unsafe.Pointer(minGridSize)), (*C.uint8_t)(unsafe.Pointer(blockSize)), C.uintptr_t(func_), C.uintptr_t(blockSizeToDynamicSMemSize), C.uint64_t(dynamicSMemSize), C.int32_t(blockSizeLimit))).Err()
+}
+
+// OccupancyMaxPotentialBlockSizeIn calls cuOccupancyMaxPotentialBlockSize with the CUDA context ctx current on the calling thread.
+func OccupancyMaxPotentialBlockSizeIn(ctx CUcontext, minGridSize *int32, blockSize *int32, func_ CUfunction, blockSizeToDynamicSMemSize CUoccupancyB2DSize, dynamicSMemSize uint64, blockSizeLimit int32) error {
+	fn, err := proc_cuOccupancyMaxPotentialBlockSize.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cuOccupancyMaxPotentialBlockSize(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), (*C.uint8_t)(unsafe.Pointer(minGridSize)), (*C.uint8_t)(unsafe.Pointer(blockSize)), C.uintptr_t(func_), C.uintptr_t(blockSizeToDynamicSMemSize), C.uint64_t(dynamicSMemSize), C.int32_t(blockSizeLimit)))
+	if r>>32 != 0 {
+		return Result(int32(r))
+	}
+	return Result(r).Err()
 }
 
 // OccupancyMaxPotentialBlockSizeWithFlags calls cuOccupancyMaxPotentialBlockSizeWithFlags:

@@ -14,6 +14,9 @@ typedef struct {
 	uint64_t stream, context;
 	char func[128];
 	uint8_t params[4096];
+	uint32_t cluster[3];
+	int32_t priority;
+	uint8_t cooperative, programmatic, pad[6];
 } fakecuda_launch;
 
 static void *fc_open(const char *path) { return dlopen(path, RTLD_LAZY | RTLD_LOCAL); }
@@ -486,6 +489,11 @@ type Launch struct {
 	Context     uintptr // the CUcontext current at the launch
 	Params      []byte  // the parameter buffer (its first 4 KiB)
 	ParamSize   int     // the parameter buffer's full size
+	// What cuLaunchKernelEx's attributes asked for (zero for cuLaunchKernel).
+	Cluster      [3]uint32
+	Priority     int
+	Cooperative  bool
+	Programmatic bool
 }
 
 // LaunchCount returns the number of launches so far.
@@ -520,8 +528,9 @@ func Launches(sinceSeq int64) []Launch {
 			ParamSize: int(rec.param_size),
 		}
 		for i := range 3 {
-			l.Grid[i], l.Block[i] = uint32(rec.grid[i]), uint32(rec.block[i])
+			l.Grid[i], l.Block[i], l.Cluster[i] = uint32(rec.grid[i]), uint32(rec.block[i]), uint32(rec.cluster[i])
 		}
+		l.Priority, l.Cooperative, l.Programmatic = int(rec.priority), rec.cooperative != 0, rec.programmatic != 0
 		p := min(int(rec.param_size), len(rec.params))
 		l.Params = C.GoBytes(unsafe.Pointer(&rec.params[0]), C.int(p))
 		out = append(out, l)

@@ -67,6 +67,7 @@ enum {
 	E_CONTEXT_IS_DESTROYED = 709,
 	E_ASSERT = 710,
 	E_LAUNCH_FAILED = 719,
+	E_COOPERATIVE_LAUNCH_TOO_LARGE = 720,
 	E_HOST_MEMORY_ALREADY_REGISTERED = 712,
 	E_HOST_MEMORY_NOT_REGISTERED = 713,
 	E_NOT_SUPPORTED = 801,
@@ -966,6 +967,9 @@ typedef struct {
 	uint64_t stream, context;
 	char func[128];
 	uint8_t params[REC_PARAMS];
+	uint32_t cluster[3];       // cuLaunchKernelEx's cluster dimensions (0: none)
+	int32_t priority;          // its priority attribute (0: none)
+	uint8_t cooperative, programmatic, pad[6];
 } fakecuda_launch;
 static fakecuda_launch *ring;
 static int64_t launch_seq;
@@ -3725,10 +3729,11 @@ static void scan_params(const char *FN, const char *what, func_t *f, const uint8
 	}
 }
 
-static void record_launch(op_t *o, H hs, ctx_t *c) {
+static fakecuda_launch *record_launch(op_t *o, H hs, ctx_t *c) {
 	if (ring == NULL && (ring = calloc(RING, sizeof *ring)) == NULL) abort();
 	int64_t seq = ++launch_seq;
 	fakecuda_launch *rec = &ring[(seq - 1) % RING];
+	memset(rec, 0, sizeof *rec);
 	rec->seq = seq;
 	memcpy(rec->grid, o->u.k.grid, sizeof rec->grid);
 	memcpy(rec->block, o->u.k.block, sizeof rec->block);
@@ -3741,6 +3746,7 @@ static void record_launch(op_t *o, H hs, ctx_t *c) {
 	rec->func[nl] = 0;
 	size_t n = o->u.k.psize < REC_PARAMS ? o->u.k.psize : REC_PARAMS;
 	if (n) memcpy(rec->params, o->u.k.params, n);
+	return rec;
 }
 
 // kernel_op checks a launch of f (its shape, then its parameters, given as
@@ -3826,6 +3832,116 @@ EXPORT CUresult cuLaunchKernel(H hf, unsigned gx, unsigned gy, unsigned gz, unsi
 	TRY(kernel_op(FN, "launch", f, (const unsigned[3]){gx, gy, gz}, (const unsigned[3]){bx, by, bz}, shm, params, extra, &o));
 	if (!(s && s->capture)) record_launch(o, hs, c);
 	submit(c, s, o);
+	END
+}
+
+// The fake device's occupancy: 132 multiprocessors of 2048 threads, 32 blocks and
+// 228 KiB of shared memory each (an H100's).
+enum { FAKE_SMS = 132, FAKE_SM_THREADS = 2048, FAKE_SM_BLOCKS = 32, FAKE_SM_SHMEM = 233472 };
+
+static int fake_blocks_per_sm(unsigned threads, size_t shm) {
+	if (threads == 0 || threads > 1024) return 0;
+	int n = FAKE_SM_THREADS / (int)threads;
+	if (n > FAKE_SM_BLOCKS) n = FAKE_SM_BLOCKS;
+	if (shm && (int)(FAKE_SM_SHMEM / shm) < n) n = (int)(FAKE_SM_SHMEM / shm);
+	return n;
+}
+
+// CUlaunchConfig and CUlaunchAttribute as cuda.h lays them out.
+typedef struct {
+	int id;
+	char pad[4];
+	union {
+		char raw[64];
+		int i;
+		struct { unsigned x, y, z; } dim;
+	} v;
+} fake_launch_attr;
+typedef struct {
+	unsigned gx, gy, gz, bx, by, bz, shm;
+	H stream;
+	fake_launch_attr *attrs;
+	unsigned n;
+} fake_launch_config;
+
+enum { ATTR_IGNORE = 0, ATTR_COOPERATIVE = 2, ATTR_CLUSTER = 4, ATTR_PROGRAMMATIC = 6, ATTR_PRIORITY = 8 };
+
+EXPORT CUresult cuLaunchKernelEx(const fake_launch_config *cfg, H hf, void **params, void **extra) {
+	if (!strict()) return OK;
+	BEGIN("cuLaunchKernelEx");
+	ctx_t *c;
+	func_t *f;
+	stream_t *s;
+	op_t *o;
+	if (cfg == NULL || (cfg->n && cfg->attrs == NULL)) FAIL(E_INVALID_VALUE);
+	TRY(need_ctx(FN, &c));
+	TRY(get_func(FN, hf, &f));
+	TRY(get_stream(FN, cfg->stream, &s));
+	unsigned cluster[3] = {0, 0, 0};
+	int coop = 0, prog = 0, prio = 0;
+	for (unsigned i = 0; i < cfg->n; i++) {
+		const fake_launch_attr *a = &cfg->attrs[i];
+		switch (a->id) {
+		case ATTR_IGNORE: break;
+		case ATTR_COOPERATIVE: coop = a->v.i != 0; break;
+		case ATTR_PROGRAMMATIC: prog = a->v.i != 0; break;
+		case ATTR_PRIORITY: prio = a->v.i; break;
+		case ATTR_CLUSTER:
+			cluster[0] = a->v.dim.x, cluster[1] = a->v.dim.y, cluster[2] = a->v.dim.z;
+			if (!cluster[0] || !cluster[1] || !cluster[2] || cfg->gx % cluster[0] || cfg->gy % cluster[1] ||
+				cfg->gz % cluster[2] || (uint64_t)cluster[0] * cluster[1] * cluster[2] > 16)
+				FAIL(E_INVALID_VALUE);
+			break;
+		default:
+			FAIL(E_NOT_SUPPORTED); // an attribute the fake does not model
+		}
+	}
+	if (coop) {
+		uint64_t blocks = (uint64_t)cfg->gx * cfg->gy * cfg->gz;
+		int per = fake_blocks_per_sm(cfg->bx * cfg->by * cfg->bz, cfg->shm);
+		if (blocks > (uint64_t)per * FAKE_SMS) FAIL(E_COOPERATIVE_LAUNCH_TOO_LARGE);
+	}
+	TRY(kernel_op(FN, "launch", f, (const unsigned[3]){cfg->gx, cfg->gy, cfg->gz},
+		(const unsigned[3]){cfg->bx, cfg->by, cfg->bz}, cfg->shm, params, extra, &o));
+	if (!(s && s->capture)) {
+		fakecuda_launch *rec = record_launch(o, cfg->stream, c);
+		memcpy(rec->cluster, cluster, sizeof cluster);
+		rec->priority = prio;
+		rec->cooperative = (uint8_t)coop;
+		rec->programmatic = (uint8_t)prog;
+	}
+	submit(c, s, o);
+	END
+}
+
+EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, H hf, int block, size_t shm) {
+	if (!strict()) { *n = fake_blocks_per_sm((unsigned)block, shm); return OK; }
+	BEGIN("cuOccupancyMaxActiveBlocksPerMultiprocessor");
+	ctx_t *c;
+	func_t *f;
+	if (n == NULL || block <= 0) FAIL(E_INVALID_VALUE);
+	TRY(need_ctx(FN, &c));
+	TRY(get_func(FN, hf, &f));
+	*n = fake_blocks_per_sm((unsigned)block, shm);
+	END
+}
+
+EXPORT CUresult cuOccupancyMaxPotentialBlockSize(int *grid, int *block, H hf, void *b2d, size_t shm, int limit) {
+	if (!strict()) { *grid = 2 * FAKE_SMS; *block = 1024; return OK; }
+	BEGIN("cuOccupancyMaxPotentialBlockSize");
+	ctx_t *c;
+	func_t *f;
+	if (grid == NULL || block == NULL || b2d != NULL) FAIL(E_INVALID_VALUE);
+	TRY(need_ctx(FN, &c));
+	TRY(get_func(FN, hf, &f));
+	int best = 0, bestThreads = 0;
+	for (int b = 32; b <= 1024 && (limit <= 0 || b <= limit); b += 32) {
+		int t = fake_blocks_per_sm((unsigned)b, shm) * b;
+		if (t >= bestThreads) best = b, bestThreads = t;
+	}
+	if (best == 0) FAIL(E_INVALID_VALUE);
+	*block = best;
+	*grid = fake_blocks_per_sm((unsigned)best, shm) * FAKE_SMS;
 	END
 }
 
