@@ -38,15 +38,32 @@ func runCapture(pass *analysis.Pass) (any, error) {
 			decls[o] = d
 		}
 	}
-	for cur := range insp.Root().Preorder((*ast.CallExpr)(nil)) {
-		call := cur.Node().(*ast.CallExpr)
+	for cur := range insp.Root().Preorder((*ast.FuncDecl)(nil)) {
+		decl := cur.Node().(*ast.FuncDecl)
+		// A test of the refusals makes them on purpose.
+		if decl.Body == nil || mentions(pass.TypesInfo, decl, func(o types.Object) bool { return isModuleObj(o, "cuda", "CaptureError") }) {
+			continue
+		}
+		ast.Inspect(decl.Body, func(n ast.Node) bool {
+			if call, ok := n.(*ast.CallExpr); ok {
+				checkCaptureCall(pass, decls, call)
+			}
+			return true
+		})
+	}
+	return nil, nil
+}
+
+// checkCaptureCall checks the function given to call, if call is a capture.
+func checkCaptureCall(pass *analysis.Pass, decls map[types.Object]*ast.FuncDecl, call *ast.CallExpr) {
+	{
 		f := astCallee(pass.TypesInfo, call)
 		isCapture := false
 		for _, c := range capturers {
 			isCapture = isCapture || isFunc(f, c[0], c[1], c[2])
 		}
 		if !isCapture || len(call.Args) == 0 {
-			continue
+			return
 		}
 		var ftype *ast.FuncType
 		var body *ast.BlockStmt
@@ -59,7 +76,7 @@ func runCapture(pass *analysis.Pass) (any, error) {
 			}
 		}
 		if body == nil {
-			continue
+			return
 		}
 		var stream types.Object // the capturing stream, the function's parameter
 		if ps := ftype.Params.List; len(ps) > 0 && len(ps[0].Names) > 0 {
@@ -67,7 +84,6 @@ func runCapture(pass *analysis.Pass) (any, error) {
 		}
 		checkCaptured(pass, body, stream)
 	}
-	return nil, nil
 }
 
 // checkCaptured reports the calls in body (a capture's function; s its stream) that

@@ -3,6 +3,7 @@ package vet
 import (
 	"go/token"
 	"go/types"
+	"strings"
 
 	"golang.org/x/tools/go/analysis"
 	"golang.org/x/tools/go/analysis/passes/buildssa"
@@ -30,17 +31,22 @@ var notMade = map[string]bool{"Context": true, "Module": true, "Slice": true, "S
 func runClose(pass *analysis.Pass) (any, error) {
 	ssainput := pass.ResultOf[buildssa.Analyzer].(*buildssa.SSA)
 	for _, fn := range ssainput.SrcFuncs {
+		if testsFinalizers(fn, pass.TypesInfo) {
+			continue
+		}
 		for _, b := range fn.Blocks {
 			for _, instr := range b.Instrs {
 				call, ok := instr.(*ssa.Call)
 				if !ok {
 					continue
 				}
-				obj, errv, made := madeObject(call)
+				obj, errv, made := madeObject(pass.Fset, call)
 				if obj == nil {
 					continue
 				}
-				if handedOver(obj) {
+				// An object assigned to _ is dropped on purpose (a test of a call
+				// that must fail).
+				if len(referrers(obj)) == 0 || handedOver(obj) {
 					continue
 				}
 				if leaks(call, obj, errv) {
@@ -54,21 +60,25 @@ func runClose(pass *analysis.Pass) (any, error) {
 
 // madeObject returns the closer a call of the module makes, the error returned with
 // it (nil if none), and the name of the function that made it.
-func madeObject(call *ssa.Call) (obj, errv ssa.Value, made string) {
+func madeObject(fset *token.FileSet, call *ssa.Call) (obj, errv ssa.Value, made string) {
 	f := staticCallee(&call.Call)
-	if !isModuleFunc(f) || notMade[f.Name()] || f.Name() == "Close" {
+	if !isModuleFunc(f) || notMade[f.Name()] || f.Name() == "Close" || testHelper(fset, f) {
+		return nil, nil, ""
+	}
+	// Objects of a context that the function closes go with it.
+	if ctx := contextOf(call, 0); ctx != nil && closedIn(ctx) {
 		return nil, nil, ""
 	}
 	res := f.Signature().Results()
-	if res.Len() == 0 || !isCloser(call.Call.Signature().Results().At(0).Type()) {
+	if res.Len() == 0 || internal(res.At(0).Type()) || !isCloser(call.Call.Signature().Results().At(0).Type()) {
 		return nil, nil, ""
 	}
 	if res.Len() == 1 {
 		return call, nil, f.Name()
 	}
 	last := res.Len() - 1
-	isErr := types.Identical(res.At(last).Type(), types.Universe.Lookup("error").Type())
-	for _, r := range *call.Referrers() {
+	isErr := types.Identical(res.At(last).Type(), errorType)
+	for _, r := range referrers(call) {
 		if ex, ok := r.(*ssa.Extract); ok {
 			switch {
 			case ex.Index == 0:
@@ -107,7 +117,7 @@ func handedOver(obj ssa.Value) bool {
 			case *ssa.Return, *ssa.Send, *ssa.MapUpdate, *ssa.MakeClosure, *ssa.Go, *ssa.Slice:
 				return true
 			case *ssa.Store:
-				if r.Val == v {
+				if r.Val == v && !onlyLooked(r) {
 					return true
 				}
 			case *ssa.Defer:
@@ -120,6 +130,9 @@ func handedOver(obj ssa.Value) bool {
 				}
 				f := staticCallee(&r.Call)
 				if f == nil || (!isModuleFunc(f) && !isNonOwning(f)) {
+					return true
+				}
+				if isNonOwning(f) && f.Name() == "Nil" { // assert.Nil(t, obj): none expected
 					return true
 				}
 			}
@@ -136,7 +149,7 @@ func handedOver(obj ssa.Value) bool {
 func leaks(call *ssa.Call, obj, errv ssa.Value) bool {
 	closes := map[ssa.Instruction]bool{}
 	for _, v := range aliases(obj) {
-		for _, r := range *v.Referrers() {
+		for _, r := range referrers(v) {
 			if closeCall(r) == v {
 				closes[r] = true
 			}
@@ -159,7 +172,7 @@ func leaks(call *ssa.Call, obj, errv ssa.Value) bool {
 			}
 			switch in := in.(type) {
 			case *ssa.Return:
-				return true
+				return !errorReturn(in)
 			case *ssa.Panic:
 				return false
 			case *ssa.If:
@@ -186,6 +199,12 @@ func leaks(call *ssa.Call, obj, errv ssa.Value) bool {
 // only to paths without it.
 func live(in *ssa.If, obj, errv ssa.Value) []*ssa.BasicBlock {
 	succs := in.Block().Succs
+	if c, ok := in.Cond.(*ssa.Call); ok {
+		// if assert.NoError(t, err) {...}: the other side is an error path.
+		if f := staticCallee(&c.Call); f != nil && isNonOwning(f) && f.Name() == "NoError" {
+			return succs[:1]
+		}
+	}
 	cmp, ok := in.Cond.(*ssa.BinOp)
 	if !ok || (cmp.Op != token.EQL && cmp.Op != token.NEQ) {
 		return succs
@@ -203,6 +222,10 @@ func live(in *ssa.If, obj, errv ssa.Value) []*ssa.BasicBlock {
 	}
 	switch {
 	case errv != nil && x == errv: // the call failed where errv is not nil
+		return succs[nilSide : nilSide+1]
+	case types.Identical(x.Type(), errorType):
+		// Another call failed: an error path, which may drop the object to the
+		// finalizer fallback (every object has one).
 		return succs[nilSide : nilSide+1]
 	case slicesContains(aliases(obj), x): // no object where it is nil
 		return succs[1-nilSide : 2-nilSide]
@@ -222,4 +245,120 @@ func slicesContains(vs []ssa.Value, v ssa.Value) bool {
 		}
 	}
 	return false
+}
+
+// testHelper reports whether f is a test bed's (cuda/cudatest and its kin, which
+// close what they hand out at the test's end) or a test file's.
+func testHelper(fset *token.FileSet, f *types.Func) bool {
+	return strings.HasSuffix(f.Pkg().Path(), "test") || strings.HasSuffix(fset.Position(f.Pos()).Filename, "_test.go")
+}
+
+// closedIn reports whether the function closes v (a call or a deferred call).
+func closedIn(v ssa.Value) bool {
+	for _, a := range aliases(v) {
+		for _, r := range referrers(a) {
+			if closeCall(r) == a {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// internal reports whether t is of an internal package, which programs cannot use.
+func internal(t types.Type) bool {
+	n := namedOf(t)
+	return n != nil && n.Obj().Pkg() != nil && strings.Contains(n.Obj().Pkg().Path()+"/", "/internal/")
+}
+
+// testsFinalizers reports whether fn (or the function it is nested in) runs the
+// garbage collector or package resource's reclaim: a test of the finalizer fallback,
+// which drops objects on purpose.
+func testsFinalizers(fn *ssa.Function, info *types.Info) bool {
+	syn := outermost(fn).Syntax()
+	return syn != nil && mentions(info, syn, func(o types.Object) bool {
+		if o.Pkg() == nil {
+			return false
+		}
+		switch o.Pkg().Path() {
+		case "runtime":
+			return o.Name() == "GC"
+		case module + "/resource":
+			return o.Name() == "Reclaim" || o.Name() == "Drain"
+		}
+		return false
+	})
+}
+
+// errorReturn reports whether ret returns an error made there (errors.New,
+// fmt.Errorf, a value of an error type): an error path, which may drop objects to
+// the finalizer fallback. (An error tested against nil leads to such paths too; see
+// live.)
+func errorReturn(ret *ssa.Return) bool {
+	n := len(ret.Results)
+	if n == 0 || !types.Identical(ret.Results[n-1].Type(), errorType) {
+		return false
+	}
+	switch e := ret.Results[n-1].(type) {
+	case *ssa.MakeInterface:
+		return true
+	case *ssa.Call:
+		f := staticCallee(&e.Call)
+		return f != nil && f.Pkg() != nil && ((f.Pkg().Path() == "errors" && f.Name() == "New") || (f.Pkg().Path() == "fmt" && f.Name() == "Errorf"))
+	}
+	return false
+}
+
+// onlyLooked reports whether store puts a value into the ...any arguments of calls
+// that only look at it (fmt.Println(b)) or of the module's.
+func onlyLooked(store *ssa.Store) bool {
+	ia, ok := store.Addr.(*ssa.IndexAddr)
+	if !ok {
+		return false
+	}
+	a, ok := ia.X.(*ssa.Alloc)
+	if !ok {
+		return false
+	}
+	for _, r := range referrers(a) {
+		switch r := r.(type) {
+		case *ssa.IndexAddr:
+		case *ssa.Slice:
+			for _, c := range referrers(r) {
+				ci, ok := c.(ssa.CallInstruction)
+				if !ok {
+					return false
+				}
+				if f := staticCallee(ci.Common()); f == nil || (!isNonOwning(f) && !isModuleFunc(f)) {
+					return false
+				}
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// contextOf returns the *cuda.Context that call makes its object in, where the
+// function has it: the call's first argument or receiver, or the context that the
+// object there (a stream) was made in.
+func contextOf(call *ssa.Call, depth int) ssa.Value {
+	if len(call.Call.Args) == 0 || depth > 4 {
+		return nil
+	}
+	a := call.Call.Args[0]
+	if isType(a.Type(), "cuda", "Context") {
+		return a
+	}
+	if !isCloser(a.Type()) {
+		return nil
+	}
+	if ex, ok := a.(*ssa.Extract); ok {
+		a = ex.Tuple
+	}
+	if c, ok := a.(*ssa.Call); ok && isModuleFunc(staticCallee(&c.Call)) {
+		return contextOf(c, depth+1)
+	}
+	return nil
 }

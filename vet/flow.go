@@ -110,22 +110,45 @@ func defBlock(v ssa.Value) *ssa.BasicBlock {
 // after Close are the point.
 func testsClose(fn *ssa.Function, info *types.Info) bool {
 	syn := outermost(fn).Syntax()
-	if syn == nil || info == nil {
-		return false
-	}
+	return syn != nil && mentions(info, syn, func(o types.Object) bool {
+		return inModule(o.Pkg()) && (o.Name() == "ErrClosed" || o.Name() == "ErrReleased")
+	})
+}
+
+// mentions reports whether n names an object for which is returns true.
+func mentions(info *types.Info, n ast.Node, is func(types.Object) bool) bool {
 	found := false
-	ast.Inspect(syn, func(n ast.Node) bool {
-		id, ok := n.(*ast.Ident)
-		if !ok || found {
-			return !found
+	ast.Inspect(n, func(n ast.Node) bool {
+		if id, ok := n.(*ast.Ident); ok && !found {
+			if o := info.Uses[id]; o != nil && is(o) {
+				found = true
+			}
 		}
-		if o := info.Uses[id]; o != nil && inModule(o.Pkg()) && (o.Name() == "ErrClosed" || o.Name() == "ErrReleased") {
-			found = true
-		}
-		return true
+		return !found
 	})
 	return found
 }
 
+// isModuleObj reports whether o is one of names of the module's package pkg.
+func isModuleObj(o types.Object, pkg string, names ...string) bool {
+	if o.Pkg() == nil || o.Pkg().Path() != module+"/"+pkg {
+		return false
+	}
+	for _, n := range names {
+		if o.Name() == n {
+			return true
+		}
+	}
+	return false
+}
+
 // line is the line of pos, for messages that point at another statement.
 func line(fset *token.FileSet, pos token.Pos) int { return fset.Position(pos).Line }
+
+// referrers returns v's referrers (none for constants, globals and functions).
+func referrers(v ssa.Value) []ssa.Instruction {
+	if r := v.Referrers(); r != nil {
+		return *r
+	}
+	return nil
+}

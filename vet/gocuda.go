@@ -65,6 +65,10 @@ func isCloser(t types.Type) bool {
 	if n == nil || !inModule(n.Obj().Pkg()) {
 		return false
 	}
+	// Internal packages' and tests' own types are no API of the module.
+	if path := n.Obj().Pkg().Path(); strings.Contains(path+"/", "/internal/") || strings.HasSuffix(path, "_test") {
+		return false
+	}
 	obj, _, _ := types.LookupFieldOrMethod(p, false, n.Obj().Pkg(), "Close")
 	f, ok := obj.(*types.Func)
 	return ok && f.Signature().Params().Len() == 0
@@ -191,3 +195,5 @@ func outermost(fn *ssa.Function) *ssa.Function {
 	}
 	return fn
 }
+
+var errorType = types.Universe.Lookup("error").Type()

@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/token"
 	"go/types"
+	"strings"
 
 	"golang.org/x/tools/go/analysis"
 	"golang.org/x/tools/go/analysis/passes/buildssa"
@@ -41,7 +42,7 @@ func rawSource(call *ssa.Call) (raw, owner ssa.Value, name string) {
 		if mi, ok := owner.(*ssa.MakeInterface); ok {
 			owner = mi.X
 		}
-		for _, r := range *call.Referrers() {
+		for _, r := range referrers(call) {
 			if ex, ok := r.(*ssa.Extract); ok && ex.Index == 0 {
 				return ex, owner, "DevicePtr"
 			}
@@ -101,6 +102,7 @@ func runRawAddr(pass *analysis.Pass) (any, error) {
 // checkRawValue reports where the value of one accessor call outlives its owner:
 // stored, sent, or used after the owner's Close.
 func checkRawValue(pass *analysis.Pass, src *ssa.Call, raw, owner ssa.Value, name string) {
+	testsClosed := testsClose(src.Parent(), pass.TypesInfo)
 	what := "address"
 	if name == "Handle" {
 		what = "handle"
@@ -108,7 +110,7 @@ func checkRawValue(pass *analysis.Pass, src *ssa.Call, raw, owner ssa.Value, nam
 	vals := derived(raw)
 	in := func(v ssa.Value) bool { return slicesContains(vals, v) }
 	for _, v := range vals {
-		for _, r := range *v.Referrers() {
+		for _, r := range referrers(v) {
 			switch r := r.(type) {
 			case *ssa.Store:
 				if !in(r.Val) {
@@ -118,7 +120,7 @@ func checkRawValue(pass *analysis.Pass, src *ssa.Call, raw, owner ssa.Value, nam
 				case *ssa.Global:
 					pass.Reportf(r.Pos(), "raw %s from %s stored in package variable %s: it outlives the ordering of its owner (%s); keep the owner and take the %s where it is used", what, name, addr.Name(), typeName(owner.Type()), what)
 				case *ssa.FieldAddr:
-					if _, local := addr.X.(*ssa.Alloc); !local {
+					if !localRoot(addr.X) {
 						pass.Reportf(r.Pos(), "raw %s from %s stored in a field: it outlives the ordering of its owner (%s); store the owner and take the %s where it is used", what, name, typeName(owner.Type()), what)
 					}
 				}
@@ -132,9 +134,9 @@ func checkRawValue(pass *analysis.Pass, src *ssa.Call, raw, owner ssa.Value, nam
 	// Uses after the owner's Close, where the accessor ran before it (one after it is
 	// a use after Close of the owner itself).
 	for _, ov := range aliases(owner) {
-		for _, r := range *ov.Referrers() {
+		for _, r := range referrers(ov) {
 			cl, ok := r.(*ssa.Call)
-			if !ok || closeCall(cl) != ov {
+			if !ok || closeCall(cl) != ov || testsClosed {
 				continue
 			}
 			var reached []ssa.Instruction
@@ -151,20 +153,56 @@ func checkRawValue(pass *analysis.Pass, src *ssa.Call, raw, owner ssa.Value, nam
 				continue
 			}
 			for _, in := range reached {
-				switch in.(type) {
-				case *ssa.Call, *ssa.Store, *ssa.Send, *ssa.Go, *ssa.Defer, *ssa.Return:
-				default:
-					continue
-				}
-				for _, op := range in.Operands(nil) {
-					if op != nil && in2(vals, *op) {
-						pass.Reportf(in.Pos(), "raw %s from %s used after %s's Close on line %d", what, name, typeName(owner.Type()), line(pass.Fset, cl.Pos()))
-						break
-					}
+				if handsOn(in, vals) {
+					pass.Reportf(in.Pos(), "raw %s from %s used after %s's Close on line %d", what, name, typeName(owner.Type()), line(pass.Fset, cl.Pos()))
 				}
 			}
 		}
 	}
+}
+
+// handsOn reports whether in hands one of vals to code that may use it as an
+// address or handle: a call (not one that only prints or asserts, as a comparison
+// of addresses does), a store outside a call's arguments, a send.
+func handsOn(in ssa.Instruction, vals []ssa.Value) bool {
+	has := func(ops []*ssa.Value) bool {
+		for _, op := range ops {
+			if op != nil && slicesContains(vals, *op) {
+				return true
+			}
+		}
+		return false
+	}
+	switch in := in.(type) {
+	case ssa.CallInstruction:
+		f := staticCallee(in.Common())
+		return (f == nil || !isNonOwning(f)) && has(in.Operands(nil))
+	case *ssa.Send:
+		return slicesContains(vals, in.X)
+	case *ssa.Store:
+		if !slicesContains(vals, in.Val) {
+			return false
+		}
+		// An element of a call's ...any arguments counts as that call's use.
+		if ia, ok := in.Addr.(*ssa.IndexAddr); ok {
+			if a, ok := ia.X.(*ssa.Alloc); ok {
+				for _, r := range referrers(a) {
+					if sl, ok := r.(*ssa.Slice); ok {
+						for _, c := range referrers(sl) {
+							if ci, ok := c.(ssa.CallInstruction); ok {
+								if f := staticCallee(ci.Common()); f == nil || !isNonOwning(f) {
+									return true
+								}
+							}
+						}
+					}
+				}
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 func in2(vals []ssa.Value, v ssa.Value) bool { return slicesContains(vals, v) }
@@ -181,7 +219,10 @@ func isRawCall(f *types.Func) bool {
 		return false
 	}
 	if isRawPackage(f.Pkg()) {
-		return true
+		// A setter (SetWorkspace, SetWorkArea) keeps the address in a library
+		// handle and queues no work: the calls that use it later are the ones
+		// to order.
+		return !strings.HasPrefix(f.Name(), "Set")
 	}
 	for _, l := range launchers {
 		if isFunc(f, l[0], l[1], l[2]) {
@@ -196,12 +237,44 @@ func isRawCall(f *types.Func) bool {
 // among its uses.
 func checkRawCalls(pass *analysis.Pass) {
 	insp := pass.ResultOf[inspect.Analyzer].(*inspector.Inspector)
+	info := pass.TypesInfo
+	// Functions of the package given by name to an ordering helper run inside it
+	// (cublas's bind, given to the handle pool's Run).
+	orderedDecls := map[types.Object]bool{}
+	for cur := range insp.Root().Preorder((*ast.CallExpr)(nil)) {
+		call := cur.Node().(*ast.CallExpr)
+		if isOrderingHelper(astCallee(info, call)) {
+			for _, a := range call.Args {
+				switch a := ast.Unparen(a).(type) {
+				case *ast.Ident:
+					if f, ok := info.Uses[a].(*types.Func); ok {
+						orderedDecls[f] = true
+					}
+				case *ast.FuncLit: // and those it calls
+					ast.Inspect(a.Body, func(n ast.Node) bool {
+						if c, ok := n.(*ast.CallExpr); ok {
+							if f := astCallee(info, c); f != nil && f.Pkg() == pass.Pkg {
+								orderedDecls[f] = true
+							}
+						}
+						return true
+					})
+				}
+			}
+		}
+	}
 	for cur := range insp.Root().Preorder((*ast.FuncDecl)(nil)) {
 		decl := cur.Node().(*ast.FuncDecl)
-		if decl.Body == nil {
+		if decl.Body == nil || orderedDecls[info.Defs[decl.Name]] {
 			continue
 		}
+		// A test of the stream checker hands unordered addresses to launches on
+		// purpose.
+		checksStreams := mentions(info, decl, func(o types.Object) bool {
+			return isModuleObj(o, "cuda", "StreamRace", "EnableStreamCheck", "SetStreamCheckHandler")
+		})
 		vars := addrVars(pass.TypesInfo, decl.Body)
+		funcVars := funcLitVars(info, decl.Body)
 		// Function literals given to an ordering helper, with the owners its uses list
 		// (nil: not known, such as uses passed as a slice).
 		ordered := map[*ast.FuncLit]map[string]bool{}
@@ -212,8 +285,13 @@ func checkRawCalls(pass *analysis.Pass) {
 			}
 			owners := usesOwners(pass.TypesInfo, call)
 			for _, a := range call.Args {
-				if lit, ok := ast.Unparen(a).(*ast.FuncLit); ok {
-					ordered[lit] = owners
+				switch a := ast.Unparen(a).(type) {
+				case *ast.FuncLit:
+					ordered[a] = owners
+				case *ast.Ident:
+					if lit := funcVars[info.Uses[a]]; lit != nil {
+						ordered[lit] = nil // its uses may differ from call to call
+					}
 				}
 			}
 			return true
@@ -240,11 +318,14 @@ func checkRawCalls(pass *analysis.Pass) {
 				return true
 			}
 			f := astCallee(pass.TypesInfo, call)
-			if !isRawCall(f) || insideOrdered(stack, ordered) {
+			if !isRawCall(f) || checksStreams || insideOrdered(stack, ordered) {
 				return true
 			}
 			for _, arg := range call.Args {
 				for _, a := range addrsIn(pass.TypesInfo, vars, arg) {
+					if synchronizedBefore(info, decl.Body, a.owner, call.Pos()) {
+						continue
+					}
 					owner := a.owner
 					if owner == "" {
 						owner = "its owner"
@@ -371,4 +452,63 @@ func usesOwners(info *types.Info, call *ast.CallExpr) map[string]bool {
 		owners[types.ExprString(c.Args[0])] = true
 	}
 	return owners
+}
+
+// funcLitVars maps the variables that body assigns a function literal to (gemm :=
+// func(...) {...}) to it.
+func funcLitVars(info *types.Info, body *ast.BlockStmt) map[types.Object]*ast.FuncLit {
+	vars := map[types.Object]*ast.FuncLit{}
+	ast.Inspect(body, func(n ast.Node) bool {
+		if as, ok := n.(*ast.AssignStmt); ok && len(as.Lhs) == len(as.Rhs) {
+			for i, r := range as.Rhs {
+				if lit, ok := ast.Unparen(r).(*ast.FuncLit); ok {
+					if id, ok := as.Lhs[i].(*ast.Ident); ok && info.ObjectOf(id) != nil {
+						vars[info.ObjectOf(id)] = lit
+					}
+				}
+			}
+		}
+		return true
+	})
+	return vars
+}
+
+// synchronizedBefore reports whether body waits on the host, before pos, for every
+// use of owner (owner.Synchronize) or of a whole context (Context.Synchronize): code
+// that the package cannot order may then use the address (see DeviceBuffer.Ptr).
+func synchronizedBefore(info *types.Info, body *ast.BlockStmt, owner string, pos token.Pos) bool {
+	found := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok || found || call.Pos() >= pos {
+			return !found
+		}
+		f := astCallee(info, call)
+		if !isModuleFunc(f) || (f.Name() != "Synchronize" && f.Name() != "SynchronizeContext") {
+			return true
+		}
+		sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr)
+		found = ok && (recvName(f) == "Context" || (owner != "" && types.ExprString(sel.X) == owner))
+		return true
+	})
+	return found
+}
+
+// localRoot reports whether addr (a field's or element's base) is within memory that
+// the function made itself: a local variable or composite literal.
+func localRoot(v ssa.Value) bool {
+	for {
+		switch x := v.(type) {
+		case *ssa.Alloc:
+			return true
+		case *ssa.FieldAddr:
+			v = x.X
+		case *ssa.IndexAddr:
+			v = x.X
+		case *ssa.Slice:
+			v = x.X
+		default:
+			return false
+		}
+	}
 }

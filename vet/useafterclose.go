@@ -1,6 +1,8 @@
 package vet
 
 import (
+	"go/types"
+
 	"golang.org/x/tools/go/analysis"
 	"golang.org/x/tools/go/analysis/passes/buildssa"
 	"golang.org/x/tools/go/ssa"
@@ -32,7 +34,7 @@ func runUseAfterClose(pass *analysis.Pass) (any, error) {
 				if !ok || reported[in] {
 					return true
 				}
-				if f := staticCallee(ci.Common()); f != nil && isNonOwning(f) {
+				if !isOperation(staticCallee(ci.Common())) || failureExpected(ci) {
 					return true
 				}
 				for _, v := range vals {
@@ -61,4 +63,75 @@ func eachClose(fn *ssa.Function, f func(ssa.CallInstruction, ssa.Value)) {
 			}
 		}
 	}
+}
+
+// isOperation reports whether f is an operation of the module, one that returns an
+// error: those fail with ErrClosed on a closed object. Accessors (Len, Context) and
+// functions that take an object as a key (a pool's Put) may be called after Close.
+func isOperation(f *types.Func) bool {
+	if !isModuleFunc(f) {
+		return false
+	}
+	res := f.Signature().Results()
+	for i := range res.Len() {
+		if types.Identical(res.At(i).Type(), types.Universe.Lookup("error").Type()) {
+			return true
+		}
+	}
+	return false
+}
+
+// failureExpected reports whether the error of call is only looked at, not acted on:
+// printed or asserted, as it is or as err != nil. Code that shows or tests that an
+// operation on a closed object fails uses it after Close on purpose.
+func failureExpected(call *ssa.Call) bool {
+	var errv ssa.Value = call
+	if _, ok := call.Type().(*types.Tuple); ok {
+		errv = nil
+		for _, r := range referrers(call) {
+			if ex, ok := r.(*ssa.Extract); ok && types.Identical(ex.Type(), errorType) {
+				errv = ex
+			}
+		}
+	}
+	if errv == nil || !types.Identical(errv.Type(), errorType) {
+		return false
+	}
+	var looked func(v ssa.Value, depth int) bool
+	looked = func(v ssa.Value, depth int) bool {
+		refs := referrers(v)
+		if len(refs) == 0 || depth > 8 {
+			return false
+		}
+		for _, r := range refs {
+			switch r := r.(type) {
+			case *ssa.BinOp, *ssa.MakeInterface:
+				if !looked(r.(ssa.Value), depth+1) {
+					return false
+				}
+			case *ssa.Store: // an element of fmt.Println's ...any
+				ia, ok := r.Addr.(*ssa.IndexAddr)
+				if !ok {
+					return false
+				}
+				if !looked(ia.X, depth+1) {
+					return false
+				}
+			case *ssa.Slice:
+				if !looked(r, depth+1) {
+					return false
+				}
+			case *ssa.IndexAddr:
+			case *ssa.Call:
+				if f := staticCallee(r.Common()); f == nil || !isNonOwning(f) {
+					return false
+				}
+			case *ssa.DebugRef:
+			default:
+				return false
+			}
+		}
+		return true
+	}
+	return looked(errv, 0)
 }
