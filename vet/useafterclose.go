@@ -28,7 +28,7 @@ func runUseAfterClose(pass *analysis.Pass) (any, error) {
 		}
 		reported := map[ssa.Instruction]bool{}
 		eachClose(fn, func(cl ssa.CallInstruction, obj ssa.Value) {
-			vals := aliases(obj)
+			vals := carriers(obj)
 			after(cl, defBlock(obj), func(in ssa.Instruction) bool {
 				ci, ok := in.(*ssa.Call)
 				if !ok || reported[in] {
@@ -134,4 +134,38 @@ func failureExpected(call *ssa.Call) bool {
 		return true
 	}
 	return looked(errv, 0)
+}
+
+// carriers returns the values that carry obj into a call: obj under its other types,
+// the markers that wrap it (cuda.In, cuda.Reads, cuda.Writes), and the ...any
+// argument slices that hold any of them (Launch's).
+func carriers(obj ssa.Value) []ssa.Value {
+	out := aliases(obj)
+	for i := 0; i < len(out); i++ {
+		for _, r := range referrers(out[i]) {
+			var v ssa.Value
+			switch r := r.(type) {
+			case *ssa.Call:
+				if f := staticCallee(r.Common()); isFunc(f, "cuda", "", "In") || isFunc(f, "cuda", "", "Reads") || isFunc(f, "cuda", "", "Writes") {
+					v = r
+				}
+			case *ssa.MakeInterface, *ssa.ChangeType, *ssa.ChangeInterface:
+				v = r.(ssa.Value)
+			case *ssa.Store:
+				if ia, ok := r.Addr.(*ssa.IndexAddr); ok && r.Val == out[i] {
+					if a, ok := ia.X.(*ssa.Alloc); ok {
+						for _, ar := range referrers(a) {
+							if sl, ok := ar.(*ssa.Slice); ok && !slicesContains(out, sl) {
+								out = append(out, sl)
+							}
+						}
+					}
+				}
+			}
+			if v != nil && !slicesContains(out, v) {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
 }

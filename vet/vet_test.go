@@ -21,3 +21,13 @@ func testdata(t *testing.T) string {
 }
 
 func TestClose(t *testing.T) { analysistest.Run(t, testdata(t), vet.Close, "./close") }
+
+func TestUseAfterClose(t *testing.T) {
+	analysistest.Run(t, testdata(t), vet.UseAfterClose, "./useafterclose")
+}
+
+func TestCapture(t *testing.T) { analysistest.Run(t, testdata(t), vet.Capture, "./capture") }
+
+func TestReadOnly(t *testing.T) { analysistest.Run(t, testdata(t), vet.ReadOnly, "./readonly") }
+
+func TestRawAddr(t *testing.T) { analysistest.Run(t, testdata(t), vet.RawAddr, "./rawaddr") }
