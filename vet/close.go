@@ -46,7 +46,7 @@ func runClose(pass *analysis.Pass) (any, error) {
 				}
 				// An object assigned to _ is dropped on purpose (a test of a call
 				// that must fail).
-				if len(referrers(obj)) == 0 || handedOver(obj) {
+				if len(referrers(obj)) == 0 || handedOver(pass.Pkg, obj) {
 					continue
 				}
 				if leaks(call, obj, errv) {
@@ -62,7 +62,9 @@ func runClose(pass *analysis.Pass) (any, error) {
 // it (nil if none), and the name of the function that made it.
 func madeObject(fset *token.FileSet, call *ssa.Call) (obj, errv ssa.Value, made string) {
 	f := staticCallee(&call.Call)
-	if !isModuleFunc(f) || notMade[f.Name()] || f.Name() == "Close" || testHelper(fset, f) {
+	// Only the module's API makes objects for its callers; an unexported function
+	// of the module's own is its plumbing.
+	if !isModuleFunc(f) || !f.Exported() || notMade[f.Name()] || f.Name() == "Close" || testHelper(fset, f) {
 		return nil, nil, ""
 	}
 	// Objects of a context that the function closes go with it.
@@ -96,7 +98,7 @@ func madeObject(fset *token.FileSet, call *ssa.Call) (obj, errv ssa.Value, made 
 // the module (a function of the program's own, a func value, an interface method),
 // which may close it. Calls of the module and of packages that only look at values
 // (fmt, testify) are uses.
-func handedOver(obj ssa.Value) bool {
+func handedOver(pkg *types.Package, obj ssa.Value) bool {
 	seen := map[ssa.Value]bool{}
 	var over func(v ssa.Value) bool
 	over = func(v ssa.Value) bool {
@@ -128,8 +130,10 @@ func handedOver(obj ssa.Value) bool {
 				if closeCall(r) != nil {
 					continue
 				}
+				// The module's functions use objects; the package's own (the program,
+				// or the module's package itself) may keep them.
 				f := staticCallee(&r.Call)
-				if f == nil || (!isModuleFunc(f) && !isNonOwning(f)) {
+				if f == nil || f.Pkg() == pkg || (!isModuleFunc(f) && !isNonOwning(f)) {
 					return true
 				}
 				if isNonOwning(f) && f.Name() == "Nil" { // assert.Nil(t, obj): none expected
@@ -173,6 +177,12 @@ func leaks(call *ssa.Call, obj, errv ssa.Value) bool {
 			switch in := in.(type) {
 			case *ssa.Return:
 				return !errorReturn(in)
+			case *ssa.Store:
+				// return fmt.Errorf(...) in a function with defers: the result is
+				// stored, then returned after the deferred calls.
+				if _, ok := in.Addr.(*ssa.Alloc); ok && madeError(in.Val) {
+					return false
+				}
 			case *ssa.Panic:
 				return false
 			case *ssa.If:
@@ -272,8 +282,9 @@ func internal(t types.Type) bool {
 }
 
 // testsFinalizers reports whether fn (or the function it is nested in) runs the
-// garbage collector or package resource's reclaim: a test of the finalizer fallback,
-// which drops objects on purpose.
+// garbage collector or package resource's reclaim, a test of the finalizer fallback,
+// which drops objects on purpose; or names ErrFaulted: a context that faulted is
+// lost with its objects.
 func testsFinalizers(fn *ssa.Function, info *types.Info) bool {
 	syn := outermost(fn).Syntax()
 	return syn != nil && mentions(info, syn, func(o types.Object) bool {
@@ -285,6 +296,8 @@ func testsFinalizers(fn *ssa.Function, info *types.Info) bool {
 			return o.Name() == "GC"
 		case module + "/resource":
 			return o.Name() == "Reclaim" || o.Name() == "Drain"
+		case module + "/cuda":
+			return o.Name() == "ErrFaulted"
 		}
 		return false
 	})
@@ -299,7 +312,16 @@ func errorReturn(ret *ssa.Return) bool {
 	if n == 0 || !types.Identical(ret.Results[n-1].Type(), errorType) {
 		return false
 	}
-	switch e := ret.Results[n-1].(type) {
+	return madeError(ret.Results[n-1])
+}
+
+// madeError reports whether v is an error made where it is: errors.New(...),
+// fmt.Errorf(...), a value of an error type.
+func madeError(v ssa.Value) bool {
+	if !types.Identical(v.Type(), errorType) {
+		return false
+	}
+	switch e := v.(type) {
 	case *ssa.MakeInterface:
 		return true
 	case *ssa.Call:
@@ -320,10 +342,12 @@ func onlyLooked(store *ssa.Store) bool {
 	if !ok {
 		return false
 	}
+	sliced := false
 	for _, r := range referrers(a) {
 		switch r := r.(type) {
 		case *ssa.IndexAddr:
 		case *ssa.Slice:
+			sliced = true
 			for _, c := range referrers(r) {
 				ci, ok := c.(ssa.CallInstruction)
 				if !ok {
@@ -337,7 +361,7 @@ func onlyLooked(store *ssa.Store) bool {
 			return false
 		}
 	}
-	return true
+	return sliced
 }
 
 // contextOf returns the *cuda.Context that call makes its object in, where the
