@@ -69,8 +69,8 @@ func TestCacheCorruptEntry(t *testing.T) {
 	require.Len(t, files, 1)
 	for _, damage := range []func(b []byte) []byte{
 		func(b []byte) []byte { b[len(b)-1] ^= 1; return b }, // a flipped bit in the image
-		func(b []byte) []byte { return b[:10] },               // truncated
-		func(b []byte) []byte { b[0] = 'X'; return b },        // not ours
+		func(b []byte) []byte { return b[:10] },              // truncated
+		func(b []byte) []byte { b[0] = 'X'; return b },       // not ours
 	} {
 		b, err := os.ReadFile(files[0])
 		require.NoError(t, err)
