@@ -35,7 +35,7 @@ var floors = []struct {
 	// worker runs the program's GPU work in processes of its own, over cuda; like
 	// every production package it imports no library's idiomatic package.
 	{"services", []string{"worker"}},
-	{"adapters", []string{"cublas/gonumblas", "kernel"}},
+	{"adapters", []string{"cublas/gonumblas", "kernel", "nccl/etcdrendezvous"}},
 	{"libraries", []string{"cublas", "cudnn", "cufft", "curand", "cusolver", "cusparse", "nccl", "nvrtc"}},
 	{"cudalib", []string{"cudalib"}},
 	{"cuda", []string{"cuda"}},
@@ -72,8 +72,9 @@ var rawShares = map[string][]string{
 // adapters are the documented adapters: the only packages that import a
 // library's idiomatic package, apart from tools and tests.
 var adapters = map[string]string{
-	"cublas/gonumblas": "gonum's blas64 and blas32 interfaces implemented with cuBLAS",
-	"kernel":           "elementwise and reduction kernels from CUDA C expressions, compiled with NVRTC",
+	"cublas/gonumblas":    "gonum's blas64 and blas32 interfaces implemented with cuBLAS",
+	"kernel":              "elementwise and reduction kernels from CUDA C expressions, compiled with NVRTC",
+	"nccl/etcdrendezvous": "nccl's Rendezvous on etcd, apart so that only its users import etcd's client",
 }
 
 // pkg is what the check reads of a package: its path in the module, its own
