@@ -11,7 +11,9 @@
 //
 // Keys, under Prefix + Job + "/": "ranks/<rank>" (the number of ranks the rank
 // expects, with its lease), "id" (rank 0's id, sealed with the job's secret when
-// there is one, with rank 0's lease) and "done/<rank>" (the rank has the id). Once
+// there is one, with rank 0's lease), "done/<rank>" (the rank has the id) and
+// "failed" (why the rendezvous failed: a rank that expects another number of ranks
+// fails it for all, with nccl.ErrRejected; the key lapses a TTL later). Once
 // every rank has the id, or a moment after a rank has it, each rank revokes its
 // lease, which removes its keys. Use a job name per run: a name whose keys are still
 // held by a run's live ranks makes a second rank of the same number fail with
@@ -169,6 +171,9 @@ func (j *join) run(ctx context.Context, newID func() (ncclraw.NcclUniqueId, erro
 
 	id, since, err := j.waitAll(ctx)
 	if err != nil {
+		if errors.Is(err, nccl.ErrRejected) {
+			j.reject(ctx, err, ttl)
+		}
 		revoke()
 		return zero, err
 	}
@@ -203,6 +208,9 @@ func (j *join) waitAll(ctx context.Context) (ncclraw.NcclUniqueId, int64, error)
 	var missing []int
 	since, err := j.waitFor(ctx, "", 0, false, func(kvs map[string]string) (bool, error) {
 		missing = missing[:0]
+		if why, ok := kvs["failed"]; ok {
+			return false, fmt.Errorf("%w: etcdrendezvous: job %s: %s", nccl.ErrRejected, j.r.Job, why)
+		}
 		for r := range j.nranks {
 			v, ok := kvs["ranks/"+strconv.Itoa(r)]
 			if !ok {
@@ -234,6 +242,22 @@ func (j *join) waitAll(ctx context.Context) (ncclraw.NcclUniqueId, int64, error)
 		return id, 0, err
 	}
 	return id, since, nil
+}
+
+// reject tells the other ranks that the rendezvous failed: a key "failed" with the
+// reason, under a lease of its own that outlives this rank's keys by ttl (so that
+// a rank that reads after this one left still learns it).
+func (j *join) reject(ctx context.Context, err error, ttl time.Duration) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	cli := j.r.Client
+	l, gerr := cli.Grant(cctx, max(1, int64(ttl/time.Second)))
+	if gerr != nil {
+		return
+	}
+	k := j.key("failed")
+	_, _ = cli.Txn(cctx).If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
+		Then(clientv3.OpPut(k, fmt.Sprintf("rank %d: %v", j.rank, err), clientv3.WithLease(l.ID))).Commit()
 }
 
 // waitFor watches the keys under the job's prefix + sub until done says the state
