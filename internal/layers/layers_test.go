@@ -34,7 +34,7 @@ var floors = []struct {
 	// every production package it imports no library's idiomatic package.
 	{"services", []string{"worker"}},
 	{"adapters", []string{"cublas/gonumblas"}},
-	{"libraries", []string{"cublas", "cudnn", "cufft", "curand", "cusolver", "cusparse", "nccl", "nvrtc"}},
+	{"libraries", []string{"cublas", "cudnn", "cufft", "curand", "cusolver", "cusparse", "nccl", "nvrtc", "nvml", "cupti"}},
 	{"cudalib", []string{"cudalib"}},
 	{"cuda", []string{"cuda"}},
 	{"raw", []string{rawPackage}},

@@ -1,0 +1,3 @@
+package nvml
+
+//go:generate go run ../gen -lib nvml
