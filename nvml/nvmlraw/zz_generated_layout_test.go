@@ -11585,5 +11585,210 @@ func TestLayout(t *testing.T) {
 			I:      int64(NVML_WORKLOAD_POWER_MAX_PROFILES),
 			Signed: true,
 		},
+		{
+			Expr:   "nvmlClocksEventReasonAll",
+			I:      int64(NvmlClocksEventReasonAll),
+			Signed: true,
+		},
+		{
+			Expr:   "nvmlClocksEventReasonApplicationsClocksSetting",
+			I:      int64(NvmlClocksEventReasonApplicationsClocksSetting),
+			Signed: true,
+		},
+		{
+			Expr:   "nvmlClocksEventReasonDisplayClockSetting",
+			I:      int64(NvmlClocksEventReasonDisplayClockSetting),
+			Signed: true,
+		},
+		{
+			Expr:   "nvmlClocksEventReasonGpuIdle",
+			I:      int64(NvmlClocksEventReasonGpuIdle),
+			Signed: true,
+		},
+		{
+			Expr:   "nvmlClocksEventReasonNone",
+			I:      int64(NvmlClocksEventReasonNone),
+			Signed: true,
+		},
+		{
+			Expr:   "nvmlClocksEventReasonSwPowerCap",
+			I:      int64(NvmlClocksEventReasonSwPowerCap),
+			Signed: true,
+		},
+		{
+			Expr:   "nvmlClocksEventReasonSwThermalSlowdown",
+			I:      int64(NvmlClocksEventReasonSwThermalSlowdown),
+			Signed: true,
+		},
+		{
+			Expr:   "nvmlClocksEventReasonSyncBoost",
+			I:      int64(NvmlClocksEventReasonSyncBoost),
+			Signed: true,
+		},
+		{
+			Expr:   "nvmlClocksThrottleReasonAll",
+			I:      int64(NvmlClocksThrottleReasonAll),
+			Signed: true,
+		},
+		{
+			Expr:   "nvmlClocksThrottleReasonApplicationsClocksSetting",
+			I:      int64(NvmlClocksThrottleReasonApplicationsClocksSetting),
+			Signed: true,
+		},
+		{
+			Expr:   "nvmlClocksThrottleReasonDisplayClockSetting",
+			I:      int64(NvmlClocksThrottleReasonDisplayClockSetting),
+			Signed: true,
+		},
+		{
+			Expr:   "nvmlClocksThrottleReasonGpuIdle",
+			I:      int64(NvmlClocksThrottleReasonGpuIdle),
+			Signed: true,
+		},
+		{
+			Expr:   "nvmlClocksThrottleReasonHwPowerBrakeSlowdown",
+			I:      int64(NvmlClocksThrottleReasonHwPowerBrakeSlowdown),
+			Signed: true,
+		},
+		{
+			Expr:   "nvmlClocksThrottleReasonHwSlowdown",
+			I:      int64(NvmlClocksThrottleReasonHwSlowdown),
+			Signed: true,
+		},
+		{
+			Expr:   "nvmlClocksThrottleReasonHwThermalSlowdown",
+			I:      int64(NvmlClocksThrottleReasonHwThermalSlowdown),
+			Signed: true,
+		},
+		{
+			Expr:   "nvmlClocksThrottleReasonNone",
+			I:      int64(NvmlClocksThrottleReasonNone),
+			Signed: true,
+		},
+		{
+			Expr:   "nvmlClocksThrottleReasonSwPowerCap",
+			I:      int64(NvmlClocksThrottleReasonSwPowerCap),
+			Signed: true,
+		},
+		{
+			Expr:   "nvmlClocksThrottleReasonSwThermalSlowdown",
+			I:      int64(NvmlClocksThrottleReasonSwThermalSlowdown),
+			Signed: true,
+		},
+		{
+			Expr:   "nvmlClocksThrottleReasonSyncBoost",
+			I:      int64(NvmlClocksThrottleReasonSyncBoost),
+			Signed: true,
+		},
+		{
+			Expr:   "nvmlClocksThrottleReasonUserDefinedClocks",
+			I:      int64(NvmlClocksThrottleReasonUserDefinedClocks),
+			Signed: true,
+		},
+		{
+			Expr:   "nvmlEventMigConfigChange",
+			I:      int64(NvmlEventMigConfigChange),
+			Signed: true,
+		},
+		{
+			Expr:   "nvmlEventTypeAll",
+			I:      int64(NvmlEventTypeAll),
+			Signed: true,
+		},
+		{
+			Expr:   "nvmlEventTypeClock",
+			I:      int64(NvmlEventTypeClock),
+			Signed: true,
+		},
+		{
+			Expr:   "nvmlEventTypeDoubleBitEccError",
+			I:      int64(NvmlEventTypeDoubleBitEccError),
+			Signed: true,
+		},
+		{
+			Expr:   "nvmlEventTypeDramRetirementEvent",
+			I:      int64(NvmlEventTypeDramRetirementEvent),
+			Signed: true,
+		},
+		{
+			Expr:   "nvmlEventTypeDramRetirementFailure",
+			I:      int64(NvmlEventTypeDramRetirementFailure),
+			Signed: true,
+		},
+		{
+			Expr:   "nvmlEventTypeFatalPoisonError",
+			I:      int64(NvmlEventTypeFatalPoisonError),
+			Signed: true,
+		},
+		{
+			Expr:   "nvmlEventTypeGpuRecoveryAction",
+			I:      int64(NvmlEventTypeGpuRecoveryAction),
+			Signed: true,
+		},
+		{
+			Expr:   "nvmlEventTypeGpuUnavailableError",
+			I:      int64(NvmlEventTypeGpuUnavailableError),
+			Signed: true,
+		},
+		{
+			Expr:   "nvmlEventTypeNonFatalPoisonError",
+			I:      int64(NvmlEventTypeNonFatalPoisonError),
+			Signed: true,
+		},
+		{
+			Expr:   "nvmlEventTypeNone",
+			I:      int64(NvmlEventTypeNone),
+			Signed: true,
+		},
+		{
+			Expr:   "nvmlEventTypePState",
+			I:      int64(NvmlEventTypePState),
+			Signed: true,
+		},
+		{
+			Expr:   "nvmlEventTypePowerSourceChange",
+			I:      int64(NvmlEventTypePowerSourceChange),
+			Signed: true,
+		},
+		{
+			Expr:   "nvmlEventTypeSingleBitEccError",
+			I:      int64(NvmlEventTypeSingleBitEccError),
+			Signed: true,
+		},
+		{
+			Expr:   "nvmlEventTypeSingleBitEccErrorStorm",
+			I:      int64(NvmlEventTypeSingleBitEccErrorStorm),
+			Signed: true,
+		},
+		{
+			Expr:   "nvmlEventTypeXidCriticalError",
+			I:      int64(NvmlEventTypeXidCriticalError),
+			Signed: true,
+		},
+		{
+			Expr:   "nvmlFlagDefault",
+			I:      int64(NvmlFlagDefault),
+			Signed: true,
+		},
+		{
+			Expr:   "nvmlFlagForce",
+			I:      int64(NvmlFlagForce),
+			Signed: true,
+		},
+		{
+			Expr:   "nvmlSystemEventTypeCount",
+			I:      int64(NvmlSystemEventTypeCount),
+			Signed: true,
+		},
+		{
+			Expr:   "nvmlSystemEventTypeGpuDriverBind",
+			I:      int64(NvmlSystemEventTypeGpuDriverBind),
+			Signed: true,
+		},
+		{
+			Expr:   "nvmlSystemEventTypeGpuDriverUnbind",
+			I:      int64(NvmlSystemEventTypeGpuDriverUnbind),
+			Signed: true,
+		},
 	})
 }
