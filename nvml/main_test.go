@@ -6,14 +6,14 @@ import (
 	"testing"
 
 	"github.com/gocuda/gocuda/cuda/cudatest"
-	"github.com/gocuda/gocuda/nvml/internal/fakenvml"
+	"github.com/gocuda/gocuda/nvml/nvmltest"
 )
 
-// TestMain runs the tests on the fake NVML (nvml/internal/fakenvml) and the strict
+// TestMain runs the tests on the fake NVML (nvml/nvmltest) and the strict
 // fake CUDA driver where there is no GPU (CI); on the GPU machine
 // (GOCUDA_GPU_TESTS=require) on the real ones.
 func TestMain(m *testing.M) {
-	cleanup, _, err := fakenvml.Install()
+	cleanup, _, err := nvmltest.Install()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "nvml: %v; running the tests without NVML\n", err)
 	}

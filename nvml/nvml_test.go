@@ -12,7 +12,7 @@ import (
 	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/gocuda/gocuda/dl"
 	"github.com/gocuda/gocuda/nvml"
-	"github.com/gocuda/gocuda/nvml/internal/fakenvml"
+	"github.com/gocuda/gocuda/nvml/nvmltest"
 	"github.com/gocuda/gocuda/nvml/nvmlraw"
 	"github.com/gocuda/gocuda/resource"
 	"github.com/stretchr/testify/assert"
@@ -94,7 +94,7 @@ func TestFormatUUID(t *testing.T) {
 // TestSession: versions, devices, lookups, a second Close, use after Close, and NVML's
 // Init count back where it was.
 func TestSession(t *testing.T) {
-	before, _ := fakenvml.Inits()
+	before, _ := nvmltest.Inits()
 	s := open(t)
 	v, err := s.DriverVersion()
 	require.NoError(t, err)
@@ -141,8 +141,8 @@ func TestSession(t *testing.T) {
 	assert.ErrorIs(t, err, nvml.ErrClosed)
 	_, err = s.DeviceCount()
 	assert.ErrorIs(t, err, nvml.ErrClosed)
-	if fakenvml.Loaded() {
-		after, err := fakenvml.Inits()
+	if nvmltest.Loaded() {
+		after, err := nvmltest.Inits()
 		require.NoError(t, err)
 		assert.Equal(t, before, after, "Open and Close balance nvmlInit and nvmlShutdown")
 	}
@@ -161,13 +161,13 @@ func TestCUDADevice(t *testing.T) {
 	cname, err := cuda.Device(0).Name()
 	require.NoError(t, err)
 	t.Logf("cuda.Device(0) %q is NVML device %d %q %s", cname, d.Index(), name, uuid)
-	if !fakenvml.Loaded() {
+	if !nvmltest.Loaded() {
 		assert.Equal(t, cname, name)
 		return
 	}
 	assert.Equal(t, "GPU-66616b65-6375-6461-0000-000000000000", uuid)
-	require.NoError(t, fakenvml.UUIDLookup(false))
-	t.Cleanup(func() { _ = fakenvml.UUIDLookup(true) })
+	require.NoError(t, nvmltest.UUIDLookup(false))
+	t.Cleanup(func() { _ = nvmltest.UUIDLookup(true) })
 	byBus, err := s.CUDADevice(cuda.Device(0))
 	require.NoError(t, err)
 	assert.Equal(t, d.Handle(), byBus.Handle())
@@ -192,7 +192,7 @@ func TestHealth(t *testing.T) {
 		assert.NotZero(t, h.Clocks.MaxSM)
 		assert.NotZero(t, h.Temperature.GPU)
 	}
-	if !fakenvml.Loaded() {
+	if !nvmltest.Loaded() {
 		return
 	}
 	h, _ := devs[0].Health()
@@ -225,18 +225,18 @@ func TestXidEvents(t *testing.T) {
 	defer cancel()
 	xids, err := d.XidEvents(ctx)
 	require.NoError(t, err)
-	if !fakenvml.Loaded() {
+	if !nvmltest.Loaded() {
 		// The real GPU: no Xid is expected; the channel closes with the context.
 		cancel()
 		waitClosed(t, xids)
 		return
 	}
-	sets, _ := fakenvml.LiveSets()
+	sets, _ := nvmltest.LiveSets()
 	assert.Equal(t, 1, sets)
-	n, err := fakenvml.Inject(0, uint64(nvml.EventXid), 79)
+	n, err := nvmltest.Inject(0, uint64(nvml.EventXid), 79)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
-	n, _ = fakenvml.Inject(1, uint64(nvml.EventXid), 13) // another device: not watched
+	n, _ = nvmltest.Inject(1, uint64(nvml.EventXid), 13) // another device: not watched
 	assert.Zero(t, n)
 	select {
 	case ev := <-xids:
@@ -249,7 +249,7 @@ func TestXidEvents(t *testing.T) {
 	}
 	cancel()
 	waitClosed(t, xids)
-	waitFor(t, func() bool { n, _ := fakenvml.LiveSets(); return n == 0 }, "the event set is freed")
+	waitFor(t, func() bool { n, _ := nvmltest.LiveSets(); return n == 0 }, "the event set is freed")
 }
 
 // TestWatch: several devices and types with one Events; Close stops it and frees the set.
@@ -259,9 +259,9 @@ func TestWatch(t *testing.T) {
 	require.NoError(t, err)
 	e, err := s.Watch(context.Background(), nvml.EventXid|nvml.EventDoubleBitECC)
 	require.NoError(t, err)
-	if fakenvml.Loaded() {
+	if nvmltest.Loaded() {
 		require.GreaterOrEqual(t, len(devs), 2)
-		_, _ = fakenvml.Inject(1, uint64(nvml.EventDoubleBitECC), 1)
+		_, _ = nvmltest.Inject(1, uint64(nvml.EventDoubleBitECC), 1)
 		ev := <-e.C
 		assert.Equal(t, nvml.EventDoubleBitECC, ev.Type)
 		assert.Equal(t, 1, ev.Device.Index())
@@ -269,19 +269,19 @@ func TestWatch(t *testing.T) {
 	require.NoError(t, e.Close())
 	waitClosed(t, e.C)
 	assert.ErrorIs(t, e.Close(), nvml.ErrClosed)
-	if fakenvml.Loaded() {
-		n, _ := fakenvml.LiveSets()
+	if nvmltest.Loaded() {
+		n, _ := nvmltest.LiveSets()
 		assert.Zero(t, n)
 		_, err = s.Watch(context.Background(), nvml.EventClock, devs[0]) // the fake supports no clock events
 		assert.ErrorIs(t, err, nvml.ErrNotSupported)
-		n, _ = fakenvml.LiveSets()
+		n, _ = nvmltest.LiveSets()
 		assert.Zero(t, n, "a failed Watch frees its set")
 	}
 }
 
 // TestWatchDropped: an Events dropped without Close stops once collected.
 func TestWatchDropped(t *testing.T) {
-	if !fakenvml.Loaded() {
+	if !nvmltest.Loaded() {
 		t.Skip("counts the fake's event sets")
 	}
 	s := open(t)
@@ -299,7 +299,7 @@ func TestWatchDropped(t *testing.T) {
 			return false
 		}
 	}, "a dropped Events stops")
-	waitFor(t, func() bool { n, _ := fakenvml.LiveSets(); return n == 0 }, "its event set is freed")
+	waitFor(t, func() bool { n, _ := nvmltest.LiveSets(); return n == 0 }, "its event set is freed")
 }
 
 func waitClosed(t *testing.T, ch <-chan nvml.Event) {

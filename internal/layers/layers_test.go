@@ -29,7 +29,7 @@ var floors = []struct {
 	name string
 	pkgs []string
 }{
-	{"tools and test beds", []string{"tools/...", "gen/...", "cuda/cudatest/...", "resource/resourcetest", "nvml/internal/fakenvml"}},
+	{"tools and test beds", []string{"tools/...", "gen/...", "cuda/cudatest/...", "resource/resourcetest", "nvml/nvmltest"}},
 	// worker runs the program's GPU work in processes of its own, over cuda; like
 	// every production package it imports no library's idiomatic package.
 	{"services", []string{"worker"}},
@@ -54,7 +54,7 @@ func isRaw(p string) bool {
 }
 
 // testBeds are the packages only tests and tools may import.
-var testBeds = []string{"tools/...", "gen/...", "cuda/cudatest/...", "resource/resourcetest", "dl/internal/dltest", "internal/layouttest", "nvml/internal/fakenvml"}
+var testBeds = []string{"tools/...", "gen/...", "cuda/cudatest/...", "resource/resourcetest", "dl/internal/dltest", "internal/layouttest", "nvml/nvmltest"}
 
 // rawImports is all that a raw layer may import besides its own floor's cuda/cudaraw
 // (the driver's types, which every library's raw layer shares).

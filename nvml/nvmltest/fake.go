@@ -1,8 +1,8 @@
-// Package fakenvml builds and drives fakenvml.c, a fake libnvidia-ml.so.1, so that
-// package nvml's logic is tested without a GPU (CI). Main installs it for a test
-// binary where the real NVML cannot be loaded; the control functions inject events
-// and read the fake's counters.
-package fakenvml
+// Package nvmltest builds and drives fakenvml.c, a fake libnvidia-ml.so.1, so that
+// package nvml's logic is tested without a GPU (CI). Install installs it for a test
+// binary where the real NVML cannot be loaded (tools/cudainfo's tests use it too);
+// the control functions inject events and read the fake's counters.
+package nvmltest
 
 /*
 #cgo LDFLAGS: -ldl
@@ -46,12 +46,12 @@ const Env = "GOCUDA_NVML_LIB"
 const EnvFake = "GOCUDA_FAKENVML"
 
 // ErrNotLoaded is returned by the control functions where the fake is not installed.
-var ErrNotLoaded = errors.New("fakenvml: the fake NVML is not installed")
+var ErrNotLoaded = errors.New("nvmltest: the fake NVML is not installed")
 
 // Build compiles the fake into dir and returns its path.
 func Build(dir string) (string, error) {
 	if _, err := exec.LookPath("gcc"); err != nil {
-		return "", fmt.Errorf("fakenvml: gcc not found: %w", err)
+		return "", fmt.Errorf("nvmltest: gcc not found: %w", err)
 	}
 	src := filepath.Join(dir, "fakenvml.c")
 	if err := os.WriteFile(src, source, 0o644); err != nil {
@@ -60,7 +60,7 @@ func Build(dir string) (string, error) {
 	out := filepath.Join(dir, "libfakenvml.so")
 	cmd := exec.Command("gcc", "-O2", "-shared", "-fPIC", "-pthread", "-o", out, src)
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("fakenvml: gcc: %v\n%s", err, b)
+		return "", fmt.Errorf("nvmltest: gcc: %v\n%s", err, b)
 	}
 	return out, nil
 }

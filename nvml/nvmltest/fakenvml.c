@@ -474,7 +474,7 @@ EXPORT nvmlReturn_t nvmlEventSetFree(void *s) {
 	RET(NVML_SUCCESS);
 }
 
-// ---- control API (package fakenvml) ----
+// ---- control API (package nvmltest) ----
 
 // fakenvml_inject delivers an event of type types to every live set that registered
 // it on device dev, with data (the Xid for nvmlEventTypeXidCriticalError). It returns
