@@ -132,6 +132,18 @@ func TestSession(t *testing.T) {
 	assert.True(t, errors.Is(err, nvml.ErrNotFound) || errors.Is(err, nvmlraw.ErrInvalidArgument), "%v", err)
 	_, err = s.Device(-1)
 	assert.Error(t, err)
+	if nvmltest.Loaded() {
+		// The fake has few of NVML's symbols: a raw call of another returns the typed
+		// error naming symbol, library and soname.
+		var id uint32
+		err := nvmlraw.DeviceGetBoardId(devs[0].Handle(), &id)
+		assert.ErrorIs(t, err, dl.ErrSymbolNotFound)
+		var se *dl.SymbolError
+		require.ErrorAs(t, err, &se)
+		assert.Equal(t, "nvmlDeviceGetBoardId", se.Symbol)
+		assert.Equal(t, "nvml", se.Library)
+		assert.Equal(t, nvmlraw.Soname, se.Soname)
+	}
 
 	require.NoError(t, s.Close())
 	err = s.Close()
