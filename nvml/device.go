@@ -81,8 +81,9 @@ func (s *Session) byHandle(h nvmlraw.NvmlDevice) (*Device, error) {
 	return &Device{s: s, h: h, index: int(i)}, nil
 }
 
-// DeviceByUUID returns the device whose UUID is uuid ("GPU-…", or "MIG-…" for a MIG
-// instance's parent). An unknown UUID gives an error matching ErrNotFound.
+// DeviceByUUID returns the device whose UUID is uuid: "GPU-…", or "MIG-…" for a MIG
+// device (an instance of a partitioned GPU, which answers fewer readings than its
+// GPU). An unknown UUID gives an error matching ErrNotFound.
 func (s *Session) DeviceByUUID(uuid string) (*Device, error) {
 	if err := s.check("DeviceByUUID"); err != nil {
 		return nil, err
