@@ -131,15 +131,26 @@ type Temperature struct {
 	GPU, Slowdown, Shutdown uint32
 }
 
-// Temperature returns the GPU die's temperature (nvmlDeviceGetTemperature) and its
+// Temperature returns the GPU die's temperature (nvmlDeviceGetTemperatureV, or
+// nvmlDeviceGetTemperature on older drivers) and its
 // slowdown and shutdown thresholds (nvmlDeviceGetTemperatureThreshold).
 func (d *Device) Temperature() (Temperature, error) {
 	if err := d.check("Temperature"); err != nil {
 		return Temperature{}, err
 	}
 	var t Temperature
-	if err := nvmlraw.DeviceGetTemperature(d.h, nvmlraw.NVML_TEMPERATURE_GPU, &t.GPU); err != nil {
-		return t, wrap("nvmlDeviceGetTemperature", err)
+	v := nvmlraw.NvmlTemperature_v1{Version: structVersion(unsafe.Sizeof(nvmlraw.NvmlTemperature_v1{}), 1), SensorType: nvmlraw.NVML_TEMPERATURE_GPU}
+	err := nvmlraw.DeviceGetTemperatureV(d.h, &v)
+	switch {
+	case err == nil:
+		t.GPU = uint32(max(v.Temperature, 0))
+	case errors.Is(err, dl.ErrSymbolNotFound) || errors.Is(err, nvmlraw.ErrArgumentVersionMismatch):
+		// Drivers before nvmlDeviceGetTemperatureV (deprecated in 13.0, still there).
+		if err := nvmlraw.DeviceGetTemperature(d.h, nvmlraw.NVML_TEMPERATURE_GPU, &t.GPU); err != nil {
+			return t, wrap("nvmlDeviceGetTemperature", err)
+		}
+	default:
+		return t, wrap("nvmlDeviceGetTemperatureV", err)
 	}
 	for _, r := range []struct {
 		which nvmlraw.NvmlTemperatureThresholds

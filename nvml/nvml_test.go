@@ -227,6 +227,27 @@ func TestHealth(t *testing.T) {
 	assert.Empty(t, h1.Errs)
 }
 
+// TestOlderDriver: where the driver refuses the newest struct versions, Memory and
+// Temperature fall back to the older functions.
+func TestOlderDriver(t *testing.T) {
+	if !nvmltest.Loaded() {
+		t.Skip("the fake NVML poses as an older driver")
+	}
+	if os.Getenv(cudatest.EnvChild) == "" {
+		cudatest.Subprocess(t, map[string]string{"FAKENVML_OLD": "1"})
+		return
+	}
+	s := open(t)
+	d, err := s.Device(0)
+	require.NoError(t, err)
+	m, err := d.Memory()
+	require.NoError(t, err)
+	assert.Equal(t, nvml.Memory{Total: 80 << 30, Used: 10<<30 + 1<<29, Free: 80<<30 - 10<<30 - 1<<29}, m, "nvmlDeviceGetMemoryInfo counts the reserved memory as used")
+	tm, err := d.Temperature()
+	require.NoError(t, err)
+	assert.Equal(t, uint32(41), tm.GPU)
+}
+
 // TestXidEvents: an Xid injected into the fake arrives on the channel, which closes
 // when the context is done; the event set is freed and NVML shut down.
 func TestXidEvents(t *testing.T) {

@@ -3,7 +3,8 @@
 // are copied from nvml.h (NVML 13, CUDA 13.0), and the layout tests of nvmlraw check
 // those against the header where it is present.
 //
-// It knows FAKENVML_DEVICES devices (default 2). Device i matches the fake CUDA
+// It knows FAKENVML_DEVICES devices (default 2); FAKENVML_OLD=1 makes it an older
+// driver, which refuses the newest struct versions. Device i matches the fake CUDA
 // driver's device i (cuda/cudatest/fakecuda.c): the UUID bytes "fakecuda" then zeros
 // and i in the last byte, PCI bus i+1. NVML's Init count is checked (a call before
 // nvmlInit, or one nvmlShutdown too many, fails as NVML does); event sets are counted
@@ -100,6 +101,11 @@ static void setup(void) {
 #define CHECK_INIT() do { if (inits == 0) { pthread_mutex_unlock(&mu); return NVML_ERROR_UNINITIALIZED; } } while (0)
 #define LOCKED_INIT() do { pthread_mutex_lock(&mu); setup(); CHECK_INIT(); } while (0)
 #define RET(r) do { pthread_mutex_unlock(&mu); return (r); } while (0)
+
+static int old_driver(void) {
+	const char *e = getenv("FAKENVML_OLD");
+	return e != NULL && strcmp(e, "1") == 0;
+}
 
 static device *dev_of(void *d) {
 	for (int i = 0; i < ndev; i++)
@@ -235,7 +241,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(void *d, nvmlMemory_v2_t *m) {
 	DEV(d, p);
 	(void)p;
 	if (m == NULL) RET(NVML_ERROR_INVALID_ARGUMENT);
-	if (m->version != ((unsigned int)sizeof(nvmlMemory_v2_t) | (2u << 24))) RET(25); // NVML_ERROR_ARGUMENT_VERSION_MISMATCH
+	if (old_driver() || m->version != ((unsigned int)sizeof(nvmlMemory_v2_t) | (2u << 24))) RET(25); // NVML_ERROR_ARGUMENT_VERSION_MISMATCH
 	m->total = 80 * GiB;
 	m->reserved = GiB / 2;
 	m->used = 10 * GiB;
@@ -302,12 +308,31 @@ EXPORT nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(void *d, unsigned long l
 	RET(NVML_SUCCESS);
 }
 
+// nvmlDeviceGetTemperature, deprecated in 13.0: what older drivers answer (with
+// FAKENVML_OLD=1, nvmlDeviceGetTemperatureV and nvmlDeviceGetMemoryInfo_v2 refuse the
+// struct versions, as a driver that knows older ones does).
 EXPORT nvmlReturn_t nvmlDeviceGetTemperature(void *d, int sensor, unsigned int *c) {
 	LOCKED_INIT();
 	DEV(d, p);
 	(void)p;
 	if (c == NULL || sensor != 0) RET(NVML_ERROR_INVALID_ARGUMENT);
 	*c = 41;
+	RET(NVML_SUCCESS);
+}
+
+typedef struct {
+	unsigned int version;
+	int sensorType;
+	int temperature;
+} nvmlTemperature_v1_t;
+
+EXPORT nvmlReturn_t nvmlDeviceGetTemperatureV(void *d, nvmlTemperature_v1_t *t) {
+	LOCKED_INIT();
+	DEV(d, p);
+	(void)p;
+	if (t == NULL || t->sensorType != 0) RET(NVML_ERROR_INVALID_ARGUMENT);
+	if (old_driver() || t->version != ((unsigned int)sizeof(nvmlTemperature_v1_t) | (1u << 24))) RET(25); // NVML_ERROR_ARGUMENT_VERSION_MISMATCH
+	t->temperature = 41;
 	RET(NVML_SUCCESS);
 }
 
