@@ -48,6 +48,8 @@
 //	GOCUDA_CUSOLVER_LIB  cuSOLVER          (default libcusolver.so.12)
 //	GOCUDA_NVRTC_LIB     NVRTC             (default libnvrtc.so.13)
 //	GOCUDA_NCCL_LIB      NCCL              (default libnccl.so.2)
+//	GOCUDA_NVML_LIB      NVML              (default libnvidia-ml.so.1)
+//	GOCUDA_CUPTI_LIB     CUPTI             (default libcupti.so.13)
 //
 // # Errors
 //

@@ -2,8 +2,9 @@
 // binds (found, its version and file, or why not), every device with its memory and
 // compute capability, the peer matrix (which device can access which, with the
 // driver's performance rank and native atomics), a one-second self-check of each
-// device (allocate, copy, run a kernel, check, free), and the memory pools of every
-// device.
+// device (allocate, copy, run a kernel, check, free), the health NVML reports of every
+// device (utilization, memory, clocks, power, temperature, ECC, retired pages and
+// remapped rows, throttle reasons, MIG mode), and the memory pools of every device.
 //
 //	go run ./tools/cudainfo
 //
@@ -24,11 +25,14 @@ import (
 	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/cudnn/cudnnraw"
 	"github.com/gocuda/gocuda/cufft/cufftraw"
+	"github.com/gocuda/gocuda/cupti/cuptiraw"
 	"github.com/gocuda/gocuda/curand/curandraw"
 	"github.com/gocuda/gocuda/cusolver/cusolverraw"
 	"github.com/gocuda/gocuda/cusparse/cusparseraw"
 	"github.com/gocuda/gocuda/dl"
 	"github.com/gocuda/gocuda/nccl/ncclraw"
+	"github.com/gocuda/gocuda/nvml"
+	"github.com/gocuda/gocuda/nvml/nvmlraw"
 	"github.com/gocuda/gocuda/nvrtc/nvrtcraw"
 )
 
@@ -97,6 +101,19 @@ func report(w io.Writer, opts options) error {
 			var v int32
 			err := ncclraw.GetVersion(&v)
 			return fmt.Sprintf("%d.%d.%d", v/10000, v%10000/100, v%100), err
+		}},
+		{nvmlraw.Library(), func() (string, error) {
+			s, err := nvml.Open()
+			if err != nil {
+				return "", err
+			}
+			defer s.Close()
+			return s.Version()
+		}},
+		{cuptiraw.Library(), func() (string, error) {
+			var v cudaraw.Cuuint32
+			err := cuptiraw.GetVersion(&v)
+			return fmt.Sprintf("API %d", v), err
 		}},
 	}
 	fmt.Fprintln(w, "libraries:")
@@ -173,6 +190,7 @@ func report(w io.Writer, opts options) error {
 		}
 		fmt.Fprintf(w, "self-check device %d: ok (%s) in %v\n", i, what, time.Since(t0).Round(time.Microsecond))
 	}
+	health(w, int(n))
 	st, err := cuda.MemoryStatus()
 	if err != nil {
 		fmt.Fprintf(w, "memory status: %v\n", err)
@@ -312,6 +330,93 @@ func selfCheck(d cuda.Device, kernels bool) error {
 		return errors.New("took longer than a second")
 	}
 	return nil
+}
+
+// health prints what NVML reports of each CUDA device, matched by UUID; without NVML
+// it says why and goes on (NVML is the driver's, but a container may lack it).
+func health(w io.Writer, n int) {
+	s, err := nvml.Open()
+	if err != nil {
+		fmt.Fprintf(w, "health: NVML not available: %v\n", err)
+		return
+	}
+	defer s.Close()
+	v, err := s.DriverVersion()
+	if err != nil {
+		v = "unknown: " + err.Error()
+	}
+	fmt.Fprintf(w, "health (NVML, driver %s):\n", v)
+	for i := range n {
+		d, err := s.CUDADevice(cuda.Device(i))
+		if err != nil {
+			fmt.Fprintf(w, "  device %d: %v\n", i, err)
+			continue
+		}
+		uuid, _ := d.UUID()
+		bus, _ := d.PCIBusID()
+		h, err := d.Health()
+		if err != nil {
+			fmt.Fprintf(w, "  device %d: %v\n", i, err)
+			continue
+		}
+		fmt.Fprintf(w, "  device %d (NVML %d, %s, %s):\n", i, d.Index(), uuid, bus)
+		for _, l := range healthLines(h) {
+			fmt.Fprintf(w, "    %s\n", l)
+		}
+	}
+}
+
+// healthLines renders a Health, a reading that failed as its error's status.
+func healthLines(h nvml.Health) []string {
+	failed := func(name string) (string, bool) {
+		err := h.Errs[name]
+		if err == nil {
+			return "", false
+		}
+		var r nvmlraw.Return
+		if errors.As(err, &r) {
+			return r.Description(), true
+		}
+		return err.Error(), true
+	}
+	gib := func(b uint64) float64 { return float64(b) / (1 << 30) }
+	// line renders the reading of h.Errs key name; format starts with its label.
+	line := func(name, format string, args ...any) string {
+		if why, ok := failed(name); ok {
+			label, _, _ := strings.Cut(format, ":")
+			return label + ": " + why
+		}
+		return fmt.Sprintf(format, args...)
+	}
+	ecc := "ECC: off"
+	if h.ECC.Enabled {
+		ecc = fmt.Sprintf("ECC: on, errors since the driver loaded %d corrected, %d uncorrected; over the GPU's life %d, %d",
+			h.ECC.VolatileCorrected, h.ECC.VolatileUncorrected, h.ECC.AggregateCorrected, h.ECC.AggregateUncorrected)
+	}
+	mig := "MIG: off"
+	if h.MIG.Enabled {
+		mig = "MIG: on"
+	}
+	if h.MIG.Pending != h.MIG.Enabled {
+		mig += fmt.Sprintf(" (%v after the next reset)", map[bool]string{true: "on", false: "off"}[h.MIG.Pending])
+	}
+	return []string{
+		line("Utilization", "utilization: GPU %d%%, memory %d%%", h.Utilization.GPU, h.Utilization.Memory),
+		line("Memory", "memory: %.2f GiB used, %.2f free, %.2f reserved, of %.2f GiB",
+			gib(h.Memory.Used), gib(h.Memory.Free), gib(h.Memory.Reserved), gib(h.Memory.Total)),
+		line("Clocks", "clocks: SM %d of %d MHz, memory %d of %d MHz, graphics %d of %d MHz",
+			h.Clocks.SM, h.Clocks.MaxSM, h.Clocks.Memory, h.Clocks.MaxMemory, h.Clocks.Graphics, h.Clocks.MaxGraphics),
+		line("Power", "power: %.1f W, limit %.1f W, %.1f kJ since the driver loaded",
+			float64(h.Power.Usage)/1000, float64(h.Power.Limit)/1000, float64(h.Power.Energy)/1e6),
+		line("Temperature", "temperature: %d °C (slowdown at %d, shutdown at %d)", h.Temperature.GPU, h.Temperature.Slowdown, h.Temperature.Shutdown),
+		line("ECC", "ECC: %s", strings.TrimPrefix(ecc, "ECC: ")),
+		line("RetiredPages", "retired pages: %d single-bit, %d double-bit, pending %v",
+			len(h.RetiredPages.SingleBit), len(h.RetiredPages.DoubleBit), h.RetiredPages.Pending),
+		line("RemappedRows", "remapped rows: %d correctable, %d uncorrectable, pending %v, failed %v",
+			h.RemappedRows.Correctable, h.RemappedRows.Uncorrectable, h.RemappedRows.Pending, h.RemappedRows.Failed),
+		line("Throttle", "throttle reasons: %v", h.Throttle),
+		line("MIG", "MIG: %s", strings.TrimPrefix(mig, "MIG: ")),
+	}
 }
 
 func indent(s string) string {

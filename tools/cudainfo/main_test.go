@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"strconv"
 	"testing"
@@ -12,18 +13,30 @@ import (
 	"github.com/gocuda/gocuda/cuda/cudatest"
 	"github.com/gocuda/gocuda/cudnn/cudnnraw"
 	"github.com/gocuda/gocuda/cufft/cufftraw"
+	"github.com/gocuda/gocuda/cupti/cuptiraw"
 	"github.com/gocuda/gocuda/curand/curandraw"
 	"github.com/gocuda/gocuda/cusolver/cusolverraw"
 	"github.com/gocuda/gocuda/cusparse/cusparseraw"
 	"github.com/gocuda/gocuda/dl"
 	"github.com/gocuda/gocuda/nccl/ncclraw"
+	"github.com/gocuda/gocuda/nvml/nvmlraw"
+	"github.com/gocuda/gocuda/nvml/nvmltest"
 	"github.com/gocuda/gocuda/nvrtc/nvrtcraw"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// TestMain runs the report on the strict fake driver where there is no GPU (CI).
-func TestMain(m *testing.M) { os.Exit(cudatest.Main(m)) }
+// TestMain runs the report on the strict fake driver and the fake NVML where there is
+// no GPU (CI).
+func TestMain(m *testing.M) {
+	cleanup, _, err := nvmltest.Install()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cudainfo: %v; running the tests without NVML\n", err)
+	}
+	code := cudatest.Main(m)
+	cleanup()
+	os.Exit(code)
+}
 
 // runReport runs the report as main does; on the fake driver, which runs no kernel,
 // without the self-check's kernel.
@@ -32,7 +45,7 @@ func runReport(t *testing.T) (string, error) {
 	var out bytes.Buffer
 	err := report(&out, options{kernels: !cudatest.FakeLoaded()})
 	for _, l := range []*dl.Library{cudaraw.Library(), cublasraw.Library(), cufftraw.Library(), curandraw.Library(), cusparseraw.Library(),
-		cudnnraw.Library(), cusolverraw.Library(), nvrtcraw.Library(), ncclraw.Library()} {
+		cudnnraw.Library(), cusolverraw.Library(), nvrtcraw.Library(), ncclraw.Library(), nvmlraw.Library(), cuptiraw.Library()} {
 		assert.Contains(t, out.String(), l.Soname())
 	}
 	t.Log("\n" + out.String())
@@ -55,6 +68,22 @@ func TestReport(t *testing.T) {
 	}
 	if n == 1 {
 		assert.Contains(t, out, "peer access: one device, no peer (the matrix is trivial)")
+	}
+	if nvmlraw.Library().Open() != nil {
+		assert.Contains(t, out, "health: NVML not available")
+		return
+	}
+	assert.Contains(t, out, "health (NVML, driver ")
+	for _, want := range []string{"utilization: GPU ", "memory: ", "clocks: SM ", "power: ", "temperature: ", "ECC: ",
+		"retired pages: ", "remapped rows: ", "throttle reasons: ", "MIG: "} {
+		assert.Contains(t, out, "    "+want)
+	}
+	if nvmltest.Loaded() {
+		assert.Contains(t, out, "  device 0 (NVML 0, GPU-66616b65-6375-6461-0000-000000000000, 00000000:01:00.0):")
+		assert.Contains(t, out, "    utilization: GPU 40%, memory 20%")
+		assert.Contains(t, out, "    retired pages: not supported")
+		assert.Contains(t, out, "    throttle reasons: gpu idle, sw power cap")
+		assert.Contains(t, out, "    power: 123.5 W, limit 700.0 W")
 	}
 }
 
