@@ -31,12 +31,12 @@ var floors = []struct {
 }{
 	// cmd/gocudavet and vet, its analyzers, import none of the module's packages:
 	// they read programs that do, through go/types.
-	{"tools and test beds", []string{"tools/...", "gen/...", "cuda/cudatest/...", "resource/resourcetest", "cmd/...", "vet/...", "nvml/nvmltest"}},
+	{"tools and test beds", []string{"tools/...", "gen/...", "cuda/cudatest/...", "resource/resourcetest", "cmd/...", "vet/...", "nvml/nvmltest", "nvtx/nvtxtest"}},
 	// worker runs the program's GPU work in processes of its own, over cuda; like
 	// every production package it imports no library's idiomatic package.
 	{"services", []string{"worker"}},
 	{"adapters", []string{"cublas/gonumblas", "kernel", "nccl/etcdrendezvous"}},
-	{"libraries", []string{"cublas", "cudnn", "cufft", "curand", "cusolver", "cusparse", "nccl", "nvrtc", "nvml", "cupti"}},
+	{"libraries", []string{"cublas", "cudnn", "cufft", "curand", "cusolver", "cusparse", "nccl", "nvrtc", "nvml", "cupti", "nvtx"}},
 	{"cudalib", []string{"cudalib"}},
 	{"cuda", []string{"cuda"}},
 	{"raw", []string{rawPackage}},
@@ -56,7 +56,7 @@ func isRaw(p string) bool {
 }
 
 // testBeds are the packages only tests and tools may import.
-var testBeds = []string{"tools/...", "cmd/...", "vet/...", "gen/...", "cuda/cudatest/...", "resource/resourcetest", "dl/internal/dltest", "internal/layouttest", "nvml/nvmltest"}
+var testBeds = []string{"tools/...", "cmd/...", "vet/...", "gen/...", "cuda/cudatest/...", "resource/resourcetest", "dl/internal/dltest", "internal/layouttest", "nvml/nvmltest", "nvtx/nvtxtest"}
 
 // rawImports is all that a raw layer may import besides its own floor's cuda/cudaraw
 // (the driver's types, which every library's raw layer shares).
