@@ -71,6 +71,9 @@ func Install() error {
 	return os.Setenv("NVTX_INJECTION64_PATH", lib)
 }
 
+// Installed reports whether Install made the stand-in this process's tool.
+func Installed() bool { return lib != "" }
+
 func sym(name string) unsafe.Pointer {
 	if lib == "" {
 		return nil
