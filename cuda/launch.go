@@ -128,6 +128,27 @@ func (f *Function) Launch(s *Stream, grid, block Dim3, sharedMem int, args ...an
 	if err != nil {
 		return err
 	}
+	if err := f.enterLaunch(s, d); err != nil {
+		return err
+	}
+	// The usual launch, outside a capture: packed under the module's and the
+	// stream's read locks, which keep its memory arguments (fastUse), and queued at
+	// once, when each one's use on the stream needs no wait and no record.
+	// The usual kernel's parameters fit in smallParams: a few words to clear, not
+	// inlineParams bytes.
+	if f.argSize <= smallParams && s.stream.planless() {
+		var small [smallParams / 8]uint64 // 8-byte aligned
+		if done, err := f.launchFast(s, d, unsafe.Slice((*byte)(unsafe.Pointer(&small)), smallParams), args); done {
+			return f.launched(s, err)
+		}
+	}
+	return f.launchMore(s, d, args, nil)
+}
+
+// enterLaunch checks that s is a stream of f's context, enters the context and,
+// for a launch of more than 48 KiB of dynamic shared memory, raises f's limit: what
+// every launch does first. The caller exits the context.
+func (f *Function) enterLaunch(s *Stream, d launchShape) error {
 	if err := checkStream(s); err != nil {
 		return err
 	}
@@ -144,18 +165,7 @@ func (f *Function) Launch(s *Stream, grid, block Dim3, sharedMem int, args ...an
 			return err
 		}
 	}
-	// The usual launch, outside a capture: packed under the module's and the
-	// stream's read locks, which keep its memory arguments (fastUse), and queued at
-	// once, when each one's use on the stream needs no wait and no record.
-	// The usual kernel's parameters fit in smallParams: a few words to clear, not
-	// inlineParams bytes.
-	if f.argSize <= smallParams && s.stream.planless() {
-		var small [smallParams / 8]uint64 // 8-byte aligned
-		if done, err := f.launchFast(s, d, unsafe.Slice((*byte)(unsafe.Pointer(&small)), smallParams), args); done {
-			return f.launched(s, err)
-		}
-	}
-	return f.launchMore(s, d, args)
+	return nil
 }
 
 // launched ends a launch that launchFast queued: it exits the context Launch
@@ -172,10 +182,11 @@ func (f *Function) launched(s *Stream, err error) error {
 // that the usual launch runs through less code): the fast path for parameters past
 // smallParams (or of an unknown layout that did not fit), else the general path:
 // device-memory arguments are held from here until the kernel is queued, each once,
-// and their uses planned.
+// and their uses planned. A configured launch (LaunchWith: ex not nil) takes the
+// general path.
 //
 //go:noinline
-func (f *Function) launchMore(s *Stream, d launchShape, args []any) error {
+func (f *Function) launchMore(s *Stream, d launchShape, args []any, ex *launchAttrs) error {
 	var buf []byte
 	switch {
 	case f.known && f.argSize == 0:
@@ -186,7 +197,7 @@ func (f *Function) launchMore(s *Stream, d launchShape, args []any) error {
 		var inline [inlineParams / 8]uint64 // 8-byte aligned
 		buf = unsafe.Slice((*byte)(unsafe.Pointer(&inline)), inlineParams)
 	}
-	if (f.argSize > smallParams || !f.known) && s.stream.planless() {
+	if ex == nil && (f.argSize > smallParams || !f.known) && s.stream.planless() {
 		if done, err := f.launchFast(s, d, buf, args); done {
 			return f.launched(s, err)
 		}
@@ -205,7 +216,7 @@ func (f *Function) launchMore(s *Stream, d launchShape, args []any) error {
 		s.cs.exit()
 		return err
 	}
-	return f.launchPlanned(s, d, buf[:size], &p, nil)
+	return f.launchPlanned(s, d, buf[:size], &p, ex)
 }
 
 // launchFast is Launch's usual path, in the context Launch entered: under the

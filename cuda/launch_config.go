@@ -1,7 +1,6 @@
 package cuda
 
 import (
-	"errors"
 	"fmt"
 	"runtime"
 	"unsafe"
@@ -60,37 +59,10 @@ func (f *Function) LaunchWith(s *Stream, cfg LaunchConfig, args ...any) error {
 	if ex.n == 0 {
 		return f.Launch(s, cfg.Grid, cfg.Block, cfg.SharedMem, args...)
 	}
-	if err := checkStream(s); err != nil {
+	if err := f.enterLaunch(s, d); err != nil {
 		return err
 	}
-	c := f.mod.ctx.ctxState
-	if s.cs != c {
-		return f.launchError(errLaunchContext, s)
-	}
-	if err := c.enter(); err != nil {
-		return err
-	}
-	if d.shm > maxDefaultSharedMem {
-		if err := f.raiseSharedMem(int(d.shm)); err != nil {
-			c.exit()
-			return err
-		}
-	}
-	buf := make([]byte, max(f.argSize, inlineParams))
-	var p opPlan
-	size, err := packArgs(buf, f.params, f.known, f.mod.ctx, f.name, args, &p)
-	if errors.Is(err, errParamsTooLarge) {
-		buf = make([]byte, size)
-		size, err = packArgs(buf, f.params, f.known, f.mod.ctx, f.name, args, &p)
-	}
-	if err == nil && streamCheck.on.Load() {
-		checkLaunch(args, s.stream)
-	}
-	if err != nil {
-		c.exit()
-		return err
-	}
-	return f.launchPlanned(s, d, buf[:size], &p, &ex)
+	return f.launchMore(s, d, args, &ex)
 }
 
 // launchAttrs is a configured launch's cuLaunchKernelEx attributes.
@@ -164,17 +136,20 @@ func launchEx(ctx cudaraw.CUcontext, f cudaraw.CUfunction, d launchShape, s cuda
 		BlockDimZ: d.bz, SharedMemBytes: d.shm, HStream: s}
 	var pin runtime.Pinner
 	defer pin.Unpin()
+	// A copy of the parameters on the heap, to pin: the caller's may be on its
+	// stack (a separate variable, so that params itself does not escape).
+	heap := append([]byte(nil), params...)
 	attrs := ex.attrs
 	if ex.n > 0 {
 		pin.Pin(&attrs[0])
 		cfg.Attrs, cfg.NumAttrs = &attrs[0], uint32(ex.n)
 	}
 	var extra *unsafe.Pointer
-	if len(params) > 0 {
+	if len(heap) > 0 {
 		size := new(uint64)
-		*size = uint64(len(params))
-		e := &[5]unsafe.Pointer{hostPointer(1), unsafe.Pointer(&params[0]), hostPointer(2), unsafe.Pointer(size), nil}
-		pin.Pin(&params[0])
+		*size = uint64(len(heap))
+		e := &[5]unsafe.Pointer{hostPointer(1), unsafe.Pointer(&heap[0]), hostPointer(2), unsafe.Pointer(size), nil}
+		pin.Pin(&heap[0])
 		pin.Pin(size)
 		pin.Pin(e)
 		extra = &e[0]
