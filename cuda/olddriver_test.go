@@ -269,7 +269,8 @@ func TestDriver118(t *testing.T) {
 			requireSymbolError(t, cudaraw.CtxGetId(ctx.Handle(), &id), "cuCtxGetId")
 			loc := cudaraw.CUmemLocation{Type: cudaraw.CU_MEM_LOCATION_TYPE_DEVICE}
 			requireSymbolError(t, cudaraw.MemPrefetchAsync(b.Ptr(), 4096, loc, 0, s.Handle()), "cuMemPrefetchAsync_v2")
-			requireSymbolError(t, cudaraw.LaunchKernelEx(nil, 0, nil, nil), "cuLaunchKernelEx")
+			var cond cudaraw.Cuuint64
+			requireSymbolError(t, cudaraw.GraphConditionalHandleCreate(&cond, 0, ctx.Handle(), 0, 0), "cuGraphConditionalHandleCreate")
 			return nil
 		})
 		require.NoError(t, err)
