@@ -232,7 +232,7 @@ func BenchmarkPipeline(b *testing.B) {
 type consumer struct {
 	k   *taskKernels
 	s   *cuda.Stream
-	sum *cuda.DeviceBuffer // allocated once
+	total *cuda.DeviceBuffer // allocated once
 	res *cuda.HostBuffer
 }
 
@@ -250,7 +250,7 @@ func newConsumer(k *taskKernels, s *cuda.Stream) (*consumer, error) {
 }
 
 func (c *consumer) close() {
-	c.sum.Close()
+	c.total.Close()
 	c.res.Close()
 }
 
@@ -258,13 +258,18 @@ func (c *consumer) close() {
 // hand-off), copies the sum back and frees p.
 func (c *consumer) consume(p *cuda.DeviceBuffer) error {
 	defer p.Close()
-	if err := c.sum.Memset32Async(c.s, 0); err != nil {
+	return c.sum(p)
+}
+
+// sum sums p on the consumer's stream and copies the sum back.
+func (c *consumer) sum(p *cuda.DeviceBuffer) error {
+	if err := c.total.Memset32Async(c.s, 0); err != nil {
 		return err
 	}
-	if err := c.k.readSum.Launch(c.s, cuda.D1(1), cuda.D1(256), 0, cuda.In(p), uint64(256), uint64(0), c.sum); err != nil {
+	if err := c.k.readSum.Launch(c.s, cuda.D1(1), cuda.D1(256), 0, cuda.In(p), uint64(256), uint64(0), c.total); err != nil {
 		return err
 	}
-	if err := cuda.CopyAsync(c.s, c.res, c.sum); err != nil {
+	if err := cuda.CopyAsync(c.s, c.res, c.total); err != nil {
 		return err
 	}
 	if err := c.s.Synchronize(); err != nil {

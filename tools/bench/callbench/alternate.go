@@ -1,7 +1,9 @@
 package callbench
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -36,12 +38,25 @@ func Loop(name string, f func() error) Side {
 // machine's noise in one side's turn moves the ratio of the sums, not the median.
 func Alternate(b *testing.B, chunk int, sync func() error, sides ...Side) {
 	b.Helper()
+	AlternateRounds(b, chunk, 0, sync, sides...)
+}
+
+// AlternateRounds is Alternate that runs at least rounds full rounds of chunk
+// iterations per side, more when b.N asks for more, and logs every full round's
+// ratios to the first side (the spread a judgement by the median needs beside it).
+// The per-iteration metrics divide by the iterations run.
+func AlternateRounds(b *testing.B, chunk, rounds int, sync func() error, sides ...Side) {
+	b.Helper()
 	times := make([]time.Duration, len(sides))
 	round := make([]time.Duration, len(sides))
 	ratios := make([][]float64, len(sides)) // per side, each full round's ratio to the first side
 	b.ResetTimer()
-	for done, r := 0, 0; done < b.N; done, r = done+chunk, r+1 {
-		k := min(chunk, b.N-done)
+	done := 0
+	for r := 0; done < b.N || r < rounds; r++ {
+		k := chunk
+		if r >= rounds {
+			k = min(chunk, b.N-done)
+		}
 		for j := range sides {
 			i := (j + r) % len(sides)
 			d, err := sides[i].Run(k)
@@ -54,6 +69,7 @@ func Alternate(b *testing.B, chunk int, sync func() error, sides ...Side) {
 				b.Fatal(err)
 			}
 		}
+		done += k
 		if k == chunk && round[0] > 0 {
 			for i := 1; i < len(sides); i++ {
 				ratios[i] = append(ratios[i], float64(round[i])/float64(round[0]))
@@ -62,15 +78,29 @@ func Alternate(b *testing.B, chunk int, sync func() error, sides ...Side) {
 	}
 	b.StopTimer()
 	for i, s := range sides {
-		b.ReportMetric(float64(times[i].Nanoseconds())/float64(b.N), s.Name+"-ns/op")
+		b.ReportMetric(float64(times[i].Nanoseconds())/float64(done), s.Name+"-ns/op")
 		if i > 0 {
+			if rounds > 0 {
+				b.Logf("%s/%s by round: %s", s.Name, sides[0].Name, formatRatios(ratios[i]))
+			}
 			b.ReportMetric(float64(times[i])/float64(times[0]), s.Name+"/"+sides[0].Name)
-			b.ReportMetric(float64((times[i]-times[0]).Nanoseconds())/float64(b.N), s.Name+"-"+sides[0].Name+"-ns")
+			b.ReportMetric(float64((times[i]-times[0]).Nanoseconds())/float64(done), s.Name+"-"+sides[0].Name+"-ns")
 			if len(ratios[i]) >= 3 {
 				b.ReportMetric(median(ratios[i]), s.Name+"/"+sides[0].Name+"-med")
 			}
 		}
 	}
+}
+
+func formatRatios(v []float64) string {
+	var b strings.Builder
+	for i, x := range v {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%.3f", x)
+	}
+	return b.String()
 }
 
 // median returns the median of v (the mean of the middle two for an even count),
