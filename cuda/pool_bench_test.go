@@ -230,10 +230,10 @@ func BenchmarkPipeline(b *testing.B) {
 
 // consumer sums the pipeline's buffers on its stream.
 type consumer struct {
-	k   *taskKernels
-	s   *cuda.Stream
+	k     *taskKernels
+	s     *cuda.Stream
 	total *cuda.DeviceBuffer // allocated once
-	res *cuda.HostBuffer
+	res   *cuda.HostBuffer
 }
 
 func newConsumer(k *taskKernels, s *cuda.Stream) (*consumer, error) {
