@@ -13,6 +13,9 @@ type Result struct {
 	Name  string  // benchmark name (GOMAXPROCS suffix removed) or floor workload ID
 	Iters int64   // operations in the timed run
 	NsOp  float64 // nanoseconds per operation
+	// Extra holds a benchmark line's other metrics by unit (b.ReportMetric's), nil
+	// without any.
+	Extra map[string]float64
 }
 
 // FloorOutput is what tools/floor printed: its results, skips and info lines.
@@ -66,17 +69,25 @@ func ParseBenchLine(line string) (r Result, ok bool) {
 	if err != nil {
 		return Result{}, false
 	}
+	r = Result{Name: procSuffix.ReplaceAllString(f[0], ""), Iters: n, NsOp: -1}
 	for i := 2; i+1 < len(f); i += 2 {
-		if f[i+1] != "ns/op" {
-			continue
-		}
-		ns, err := strconv.ParseFloat(f[i], 64)
+		v, err := strconv.ParseFloat(f[i], 64)
 		if err != nil {
 			return Result{}, false
 		}
-		return Result{Name: procSuffix.ReplaceAllString(f[0], ""), Iters: n, NsOp: ns}, true
+		if f[i+1] == "ns/op" {
+			r.NsOp = v
+			continue
+		}
+		if r.Extra == nil {
+			r.Extra = map[string]float64{}
+		}
+		r.Extra[f[i+1]] = v
 	}
-	return Result{}, false
+	if r.NsOp < 0 {
+		return Result{}, false
+	}
+	return r, true
 }
 
 // ParseBench returns every benchmark result line in r, in order.

@@ -674,17 +674,39 @@ func rawTasksSum(b *testing.B, e *Env) error {
 	return nil
 }
 
-func rawPipeline(b *testing.B, e *Env) error {
+func rawPipeline(b *testing.B, e *Env) error { return rawPipelineRun(b, e, 0) }
+
+// rawPipelineRing is rawPipeline on a ring of 8 buffers allocated beforehand (S2 is
+// synchronized after every item, so the fill needs no event back from it).
+func rawPipelineRing(b *testing.B, e *Env) error { return rawPipelineRun(b, e, 8) }
+
+// rawPipelineRun runs pipeline items, each on a buffer of its own (ring 0) or on the
+// next of a ring of buffers.
+func rawPipelineRun(b *testing.B, e *Env, ring int) error {
 	b.StopTimer()
 	var pin runtime.Pinner
 	defer pin.Unpin()
 	k := newBufKernels(&pin, 0, e.DSum)
 	res := (*uint64)(e.HostRes)
 	*res = 0
+	bufs := make([]cudaraw.CUdeviceptr, ring)
+	for i := range bufs {
+		if err := cudaraw.MemAllocAsync(&bufs[i], bufLen*4, e.S1); err != nil {
+			return err
+		}
+	}
+	defer func() {
+		for _, p := range bufs {
+			_ = cudaraw.MemFreeAsync(p, e.S1)
+		}
+		_ = cudaraw.StreamSynchronize(e.S1)
+	}()
 	b.StartTimer()
-	for range b.N {
+	for i := range b.N {
 		// Produce on S1.
-		if err := cudaraw.MemAllocAsync(&k.a.p, bufLen*4, e.S1); err != nil {
+		if ring > 0 {
+			k.a.p = bufs[i%ring]
+		} else if err := cudaraw.MemAllocAsync(&k.a.p, bufLen*4, e.S1); err != nil {
 			return err
 		}
 		if err := k.launch(e.Fill, e.S1, k.elem[:]); err != nil {
@@ -709,8 +731,10 @@ func rawPipeline(b *testing.B, e *Env) error {
 		if err := cudaraw.StreamSynchronize(e.S2); err != nil {
 			return err
 		}
-		if err := cudaraw.MemFreeAsync(k.a.p, e.S2); err != nil {
-			return err
+		if ring == 0 {
+			if err := cudaraw.MemFreeAsync(k.a.p, e.S2); err != nil {
+				return err
+			}
 		}
 	}
 	b.StopTimer()

@@ -32,6 +32,9 @@ type Row struct {
 	GoNs    *float64 `json:"go_ns"`
 	GoIters int64    `json:"go_iters,omitempty"`
 	Ratio   *float64 `json:"ratio"` // GoNs / FloorNs
+	// OneRatio is the Go side's median ratio to the same work in one goroutine on
+	// one stream, in the same process (GoBench.Baseline).
+	OneRatio *float64 `json:"one_ratio,omitempty"`
 
 	RawNs    *float64 `json:"raw_ns"`
 	RawIters int64    `json:"raw_iters,omitempty"`
@@ -124,6 +127,10 @@ func Join(ws []Workload, floor FloorOutput, pkgResults map[string][]Result, raw 
 		}
 		if ok {
 			row.GoBench, row.GoNs, row.GoIters = g.Name, ptr(g.NsOp), g.Iters
+			if w.Go.Metric != "" {
+				row.GoNs = metric(g, w.Go.Metric)
+			}
+			row.OneRatio = metric(g, w.Go.Baseline)
 		}
 		if r, ok := raw[w.ID]; ok {
 			if r.Err != "" {
@@ -142,6 +149,14 @@ func Join(ws []Workload, floor FloorOutput, pkgResults map[string][]Result, raw 
 		rows = append(rows, row)
 	}
 	return rows, nil
+}
+
+// metric returns r's metric of the unit, or nil.
+func metric(r Result, unit string) *float64 {
+	if v, ok := r.Extra[unit]; ok && unit != "" {
+		return ptr(v)
+	}
+	return nil
 }
 
 // FormatNs renders nanoseconds per op with a unit that keeps 3-4 significant digits.
@@ -222,7 +237,11 @@ func cells(r Row) []string {
 	if len(r.RatioRange) == 2 {
 		rat += fmt.Sprintf(" (%.2f–%.2f)", r.RatioRange[0], r.RatioRange[1])
 	}
-	return []string{r.ID, floor, timeOrBW(r.GoNs, r.GoGBs), rat, raw,
+	goNs := timeOrBW(r.GoNs, r.GoGBs)
+	if r.OneRatio != nil {
+		goNs += fmt.Sprintf(" (%.2f× one goroutine)", *r.OneRatio)
+	}
+	return []string{r.ID, floor, goNs, rat, raw,
 		ratioOf(r.RawRatio, r.RawGBsRatio), orMissing(r.GoBench)}
 }
 
@@ -245,7 +264,9 @@ func WriteMarkdown(w io.Writer, rep Report) error {
 	b.WriteString("Written by `tools/bench` (`bash tools/bench/build.sh` where Go is, then `./.gpu/bench/bench` on the GPU machine, from the repository root). ")
 	b.WriteString("Per operation; C floor = tools/floor (raw driver API in C), gocuda = the package's Go benchmark, " +
 		"raw layer = the same loop on gocuda's generated bindings; ratio = Go / C time, " +
-		"or for the copy rows Go / C bandwidth (\"× GB/s\": above 1 is faster than C).")
+		"or for the copy rows Go / C bandwidth (\"× GB/s\": above 1 is faster than C); " +
+		"\"(N× one goroutine)\" beside a gocuda number: the median of alternated rounds' ratios to the same work " +
+		"done by one goroutine on one stream in the same process.")
 	var what []string
 	if rep.Device != "" {
 		what = append(what, rep.Device)

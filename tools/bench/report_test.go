@@ -74,6 +74,28 @@ func TestJoin(t *testing.T) {
 	assert.Equal(t, "cuGraphLaunch: boom", g.RawError)
 }
 
+// A row of a two-sided benchmark takes its Go number and its ratio to one goroutine
+// from the metrics GoBench names, and the table shows the ratio beside the number.
+func TestJoinBaseline(t *testing.T) {
+	ws := []Workload{{ID: "pipeline/ring", Go: shapeGo("ring", "pipe")}}
+	pkg := map[string][]Result{"cuda": {{Name: "BenchmarkPipelineShapes/ring", Iters: 1, NsOp: 30000,
+		Extra: map[string]float64{"one-ns/op": 9500, "pipe-ns/op": 12000, "pipe/one-med": 1.25}}}}
+	floor := FloorOutput{Results: map[string]Result{"pipeline/ring": {NsOp: 10000}}}
+	rows, err := Join(ws, floor, pkg, nil)
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+	assert.InDelta(t, 12000, *rows[0].GoNs, 1e-9)
+	assert.InDelta(t, 1.2, *rows[0].Ratio, 1e-9)
+	assert.InDelta(t, 1.25, *rows[0].OneRatio, 1e-9)
+	assert.Equal(t, "12.00 µs (1.25× one goroutine)", cells(rows[0])[2])
+
+	pkg["cuda"][0].Extra = nil // an older binary: no such metrics
+	rows, err = Join(ws, floor, pkg, nil)
+	require.NoError(t, err)
+	assert.Nil(t, rows[0].GoNs)
+	assert.Nil(t, rows[0].OneRatio)
+}
+
 func TestJoinBadRegexp(t *testing.T) {
 	_, err := Join([]Workload{{ID: "x", Go: GoBench{Pkg: "cuda", Match: "("}}}, FloorOutput{}, nil, nil)
 	require.Error(t, err)

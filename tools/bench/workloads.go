@@ -26,6 +26,14 @@ type GoBench struct {
 	Bench   string // top-level benchmark name regexp without '/', run as -test.bench '^Benchmark(Bench)$'; one process each
 	Match   string // regexp matched against the benchmark's full name, -GOMAXPROCS suffix removed
 	Exclude string // optional regexp: names it matches are not taken
+	// Metric is the unit of the benchmark's metric that is the Go number ("" for
+	// ns/op): a benchmark that times two sides (callbench.AlternateRounds) reports
+	// each as NAME-ns/op.
+	Metric string
+	// Baseline is the unit of the benchmark's metric that is the median ratio to
+	// the same work done by one goroutine on one stream in the same process
+	// (NAME/one-med of callbench.AlternateRounds), shown beside the Go number.
+	Baseline string
 }
 
 // allocGo is the package benchmark of an alloc+touch+free workload: cuda's
@@ -39,6 +47,13 @@ func allocGo(kind, size string, pool bool) GoBench {
 		return GoBench{}
 	}
 	return GoBench{Pkg: "cuda", Bench: "Alloc", Match: `^BenchmarkAlloc/` + kind + `/` + size + `$`}
+}
+
+// shapeGo is the package benchmark of a pipeline shape: side's time per item in
+// BenchmarkPipelineShapes/<name>, with its median ratio to one goroutine on one stream.
+func shapeGo(name, side string) GoBench {
+	return GoBench{Pkg: "cuda", Bench: "PipelineShapes", Match: `^BenchmarkPipelineShapes/` + name + `$`,
+		Metric: side + "-ns/op", Baseline: side + "/one-med"}
 }
 
 // tasksDesc is one task of tasks/sum: sum(x + 1) for x = 256 uint32 (x[i] = i) in pinned host
@@ -122,6 +137,20 @@ var baseWorkloads = []Workload{
 		Go: GoBench{Pkg: "cuda", Bench: "Pipeline", Match: `^BenchmarkPipeline/channels$`}, Raw: rawPipeline},
 	{ID: "pipeline/one", Desc: pipelineDesc + "; the Go side produces and consumes in one goroutine", CFunc: "w_pipeline",
 		Go: GoBench{Pkg: "cuda", Bench: "Pipeline", Match: `^BenchmarkPipeline/one$`}, Raw: rawPipeline},
+	// The pipeline shapes of issue #39, each beside one goroutine doing the same on
+	// one stream in the same process (BenchmarkPipelineShapes).
+	{ID: "pipeline/alloc-per-item", Desc: pipelineDesc + "; the Go side produces in one goroutine, allocating a buffer " +
+		"per item, and consumes in another, joined by a channel", CFunc: "w_pipeline",
+		Go: shapeGo("alloc-per-item", "pipe"), Raw: rawPipeline},
+	{ID: "pipeline/four-consumers", Desc: pipelineDesc + "; the Go side produces in one goroutine and consumes in four, " +
+		"each on its stream", CFunc: "w_pipeline",
+		Go: shapeGo("four-consumers", "pipe"), Raw: rawPipeline},
+	{ID: "pipeline/ring", Desc: pipelineDesc + ", on a ring of 8 buffers allocated beforehand (no allocation or free per item); " +
+		"the Go side produces in one goroutine and consumes in another, which hands each buffer back", CFunc: "w_pipeline_ring",
+		Go: shapeGo("ring", "pipe"), Raw: rawPipelineRing},
+	{ID: "tasks/goroutines-20000", Desc: tasksDesc + "; the Go side runs the tasks in 20,000 goroutines at a time, each on a " +
+		"pooled stream", CFunc: "w_tasks_sum",
+		Go: shapeGo("goroutines", "goroutines"), Raw: rawTasksSum},
 	// The graph, cuBLAS and MLP rows' gocuda side is this package's own benchmarks
 	// (mlp_bench_test.go), run from its test binary like the cuda package's.
 	{ID: "graph/eager10", Desc: "10 axpb launches, eager (per iteration; one sync at the end); gocuda: Function.Launch",

@@ -119,7 +119,8 @@ func TestPackageSelectors(t *testing.T) {
 	assert.Equal(t, []pkgSelector{
 		{"cuda", "^Benchmark(Alloc)$"}, {"cuda", "^Benchmark(Launch(Empty)?)$"}, {"cuda", "^Benchmark(CallOverhead)$"},
 		{"cuda", "^Benchmark(Handoff)$"}, {"cuda", "^Benchmark(StreamCreateDestroy)$"}, {"cuda", "^Benchmark(StreamPool)$"},
-		{"cuda", "^Benchmark(Tasks)$"}, {"cuda", "^Benchmark(Pipeline)$"}, {"cuda", "^Benchmark(CopyBW)$"},
+		{"cuda", "^Benchmark(Tasks)$"}, {"cuda", "^Benchmark(Pipeline)$"}, {"cuda", "^Benchmark(PipelineShapes)$"},
+		{"cuda", "^Benchmark(CopyBW)$"},
 		{"tools/bench", "^Benchmark(Graph10)$"}, {"tools/bench", "^Benchmark(SgemmSmall)$"}, {"tools/bench", "^Benchmark(MLP)$"},
 	}, got)
 	got = packageSelectors([]Workload{

@@ -346,13 +346,22 @@ static double w_tasks_sum(long n) {
 // consumer's device uint64 (allocated once) to 0, read_sum<<<1, 256>>>(p, 256, 0, sum),
 // cuMemcpyDtoHAsync the sum into pinned host memory, cuStreamSynchronize(s2), and
 // cuMemFreeAsync(p, s2) (on the stream that used it last). The last sum is checked (256).
-static double w_pipeline(long n) {
+// pipeline_run runs n pipeline items: each allocated (ring == 0) or taken in turn
+// from a ring of ring buffers allocated beforehand, which needs no event back from
+// s2 since s2 is synchronized after every item.
+static double pipeline_run(long n, int ring) {
   const unsigned long long want = kBufLen;
+  CUdeviceptr bufs[8];
+  for (int j = 0; j < ring; j++) CK(cuMemAllocAsync(&bufs[j], kBufLen * sizeof(uint32_t), s1));
+  CK(cuStreamSynchronize(s1));
   *hres = 0;
   double t0 = now_ns();
   for (long i = 0; i < n; i++) {
     CUdeviceptr p;
-    CK(cuMemAllocAsync(&p, kBufLen * sizeof(uint32_t), s1));
+    if (ring)
+      p = bufs[i % ring];
+    else
+      CK(cuMemAllocAsync(&p, kBufLen * sizeof(uint32_t), s1));
     void* fill_args[] = {&p, &arg_one, &arg_len};
     CK(cuLaunchKernel(f_fill, 1, 1, 1, kThreads, 1, 1, 0, s1, fill_args, NULL));
     CK(cuEventRecord(ev, s1));
@@ -363,15 +372,20 @@ static double w_pipeline(long n) {
     CK(cuLaunchKernel(f_sum, 1, 1, 1, kThreads, 1, 1, 0, s2, sum_args, NULL));
     CK(cuMemcpyDtoHAsync(hres, dsum, sizeof *hres, s2));
     CK(cuStreamSynchronize(s2));
-    CK(cuMemFreeAsync(p, s2));
+    if (!ring) CK(cuMemFreeAsync(p, s2));
   }
   double dt = now_ns() - t0;
+  for (int j = 0; j < ring; j++) CK(cuMemFreeAsync(bufs[j], s1));
+  CK(cuStreamSynchronize(s1));
   if (*hres != want) {
     fprintf(stderr, "floor: pipeline: sum is %llu, want %llu\n", *hres, want);
     exit(1);
   }
   return dt;
 }
+
+static double w_pipeline(long n) { return pipeline_run(n, 0); }
+static double w_pipeline_ring(long n) { return pipeline_run(n, 8); }
 
 static double w_stream_create_destroy(long n) {
   double t0 = now_ns();
@@ -638,6 +652,10 @@ static const struct workload workloads[] = {
     {"tasks/sum-one", w_tasks_sum, NULL},
     {"pipeline/consumer", w_pipeline, NULL},
     {"pipeline/one", w_pipeline, NULL},
+    {"pipeline/alloc-per-item", w_pipeline, NULL},
+    {"pipeline/four-consumers", w_pipeline, NULL},
+    {"pipeline/ring", w_pipeline_ring, NULL},
+    {"tasks/goroutines-20000", w_tasks_sum, NULL},
     {"graph/eager10", w_graph_eager10, NULL},
     {"graph/graph10", w_graph_graph10, NULL},
     {"graph/eager10-submit", w_graph_eager10_submit, NULL},

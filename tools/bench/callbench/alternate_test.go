@@ -70,3 +70,26 @@ func TestAlternateMedian(t *testing.T) {
 	assert.Greater(t, res.Extra["go/c"], 3.0, "the slow turns count in the sums")
 	assert.InDelta(t, 1.5, res.Extra["go/c-med"], 1e-9, "the median of the rounds' ratios")
 }
+
+// TestAlternateRounds: at least the rounds asked for run in full whatever b.N is,
+// and the per-iteration metrics divide by the iterations run.
+func TestAlternateRounds(t *testing.T) {
+	var iters [2]int
+	side := func(i int, name string, per time.Duration) Side {
+		return Side{Name: name, Run: func(k int) (time.Duration, error) {
+			iters[i] += k
+			return time.Duration(k) * per, nil
+		}}
+	}
+	var n int
+	res := testing.Benchmark(func(b *testing.B) {
+		iters, n = [2]int{}, b.N
+		AlternateRounds(b, 1000, 5, func() error { return nil }, side(0, "one", 100), side(1, "pipe", 120))
+	})
+	require.Positive(t, n)
+	assert.GreaterOrEqual(t, iters[0], 5000, "five full rounds")
+	assert.Equal(t, iters[0], iters[1])
+	assert.InDelta(t, 100, res.Extra["one-ns/op"], 1e-9)
+	assert.InDelta(t, 120, res.Extra["pipe-ns/op"], 1e-9)
+	assert.InDelta(t, 1.2, res.Extra["pipe/one-med"], 1e-9)
+}
