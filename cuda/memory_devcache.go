@@ -97,6 +97,7 @@ func (s *stream) takeBlock(ms *memState, class int) cudaraw.CUdeviceptr {
 	ms.devCached.Add(-int64(devClassSize(class)))
 	return p
 }
+
 // devClassSize returns the size of a class's blocks.
 func devClassSize(class int) int {
 	if class < 4 {

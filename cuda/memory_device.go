@@ -32,7 +32,7 @@ import (
 // operations after Close fail with ErrClosed. The buffer keeps its Context alive.
 type DeviceBuffer struct {
 	m    memBase
-	home *stream // the stream it was allocated on, whose cache takes its block back
+	home *stream               // the stream it was allocated on, whose cache takes its block back
 	_    [deviceBufferPad]byte // to a multiple of 64 bytes (see memBase)
 }
 
