@@ -82,7 +82,7 @@ func (s *stream) takeBlock(ms *memState, class int) cudaraw.CUdeviceptr {
 	bin := c.bins[class]
 	i := len(bin) - 1
 	if i >= 0 && !bin[i].f.poll(ms) {
-		if i = 0; !bin[0].f.poll(ms) {
+		if i = 0; len(bin) == 1 || !bin[0].f.poll(ms) {
 			i = -1
 		}
 	}
