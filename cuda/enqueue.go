@@ -3,6 +3,7 @@ package cuda
 import (
 	"fmt"
 	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/internal/calltrace"
 	"reflect"
 	"runtime"
 	"unsafe"
@@ -63,6 +64,9 @@ func Enqueue(s *Stream, f func(ctx cudaraw.CUcontext, h cudaraw.CUstream) error,
 	c := s.cs
 	if err := c.enter(); err != nil {
 		return err
+	}
+	if h := calltrace.Load(); h != nil { // a timeline runs (cupti): it names the Go call behind the work
+		defer h.End(h.Begin("Enqueue"))
 	}
 	// One deferred cleanup, which the compiler open-codes (several defers in a
 	// function with this many returns cost a runtime call each): a panic in f still
