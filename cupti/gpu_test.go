@@ -115,7 +115,7 @@ func TestGPUTimeline(t *testing.T) {
 	require.NoError(t, cuda.CopyToDeviceAsync(s, x, xHost))
 	require.NoError(t, cuda.CopyToDeviceAsync(s, bias, make([]float32, m)))
 	require.NoError(t, cublas.Gemm[float32](s, cublas.NoTrans, cublas.NoTrans, m, n, k, 1, w, m, x, k, 0, y, m))
-	require.NoError(t, biasRelu.Launch(s, cuda.D1(cuda.Blocks(m*n, 256)), cuda.D1(256), 0, y, bias, int32(m), int32(n)))
+	require.NoError(t, biasRelu.Launch(s, cuda.D1(cuda.Blocks(m*n, 256)), cuda.D1(256), 0, y, cuda.In(bias), int32(m), int32(n)))
 	require.NoError(t, y.Memset32Async(s, 0))
 	spinEvents := gpuTimed(t, ctx, s, func() error {
 		return spin.Launch(s, cuda.D1(cuda.Blocks(spinN, 256)), cuda.D1(256), 0, spinBuf, int32(spinN), int32(spinIters))

@@ -115,7 +115,9 @@ func (c cCorrelation) begin(id uint64) int64 {
 	return int64(C.gocupti_push(C.uintptr_t(c.push), C.uintptr_t(c.now), C.uint64_t(id)))
 }
 
-func (c cCorrelation) end() int64 { return int64(C.gocupti_pop(C.uintptr_t(c.pop), C.uintptr_t(c.now))) }
+func (c cCorrelation) end() int64 {
+	return int64(C.gocupti_pop(C.uintptr_t(c.pop), C.uintptr_t(c.now)))
+}
 
 // registerBuffers hands CUPTI the C callbacks.
 func registerBuffers() error {
