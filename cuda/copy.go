@@ -268,10 +268,16 @@ func copyHostCaptured(s *Stream, m *memBase, p unsafe.Pointer, n int, toDevice b
 	return errors.Join(err, stage.Close())
 }
 
+// copyMem brackets copyMemOn for a timeline outside it: a second defer there would
+// cost every copy the open-coded defer of its context's exit.
 func copyMem(s *Stream, dst, src Memory) error {
 	if h := calltrace.Load(); h != nil { // a timeline runs (cupti): it names the Go call behind the work
 		defer h.End(h.Begin("Copy"))
 	}
+	return copyMemOn(s, dst, src)
+}
+
+func copyMemOn(s *Stream, dst, src Memory) error {
 	if dst == nil || src == nil {
 		return fmt.Errorf("%w: nil memory", ErrInvalidArgument)
 	}
