@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/internal/calltrace"
 )
 
 // Copies and memset. Each has a form that queues the work on a stream and returns
@@ -181,6 +182,9 @@ func (b *DeviceBuffer) Memset32Async(s *Stream, v uint32) error {
 
 // copyHost copies n bytes between host memory at p and the start of m.
 func copyHost(s *Stream, m *memBase, p unsafe.Pointer, n int, toDevice bool) error {
+	if h := calltrace.Load(); h != nil { // a timeline runs (cupti): it names the Go call behind the work
+		defer h.End(h.Begin("Copy"))
+	}
 	if err := m.check(); err != nil {
 		return err
 	}
@@ -264,7 +268,16 @@ func copyHostCaptured(s *Stream, m *memBase, p unsafe.Pointer, n int, toDevice b
 	return errors.Join(err, stage.Close())
 }
 
+// copyMem brackets copyMemOn for a timeline outside it: a second defer there would
+// cost every copy the open-coded defer of its context's exit.
 func copyMem(s *Stream, dst, src Memory) error {
+	if h := calltrace.Load(); h != nil { // a timeline runs (cupti): it names the Go call behind the work
+		defer h.End(h.Begin("Copy"))
+	}
+	return copyMemOn(s, dst, src)
+}
+
+func copyMemOn(s *Stream, dst, src Memory) error {
 	if dst == nil || src == nil {
 		return fmt.Errorf("%w: nil memory", ErrInvalidArgument)
 	}
@@ -331,6 +344,9 @@ func acquirePair(a, b *memBase) error {
 }
 
 func memset(s *Stream, m *memBase, width int, v uint32) error {
+	if h := calltrace.Load(); h != nil { // a timeline runs (cupti): it names the Go call behind the work
+		defer h.End(h.Begin("Memset"))
+	}
 	if err := m.check(); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package cuda
 import (
 	"fmt"
 	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/internal/calltrace"
 	"reflect"
 	"runtime"
 	"unsafe"
@@ -66,9 +67,13 @@ func Enqueue(s *Stream, f func(ctx cudaraw.CUcontext, h cudaraw.CUstream) error,
 	}
 	// One deferred cleanup, which the compiler open-codes (several defers in a
 	// function with this many returns cost a runtime call each): a panic in f still
-	// ends the holds, unlocks the stream and exits the context.
+	// ends the holds, unlocks the stream, ends a timeline's bracket and exits the
+	// context.
 	var q enqueued
 	defer q.end(s)
+	if h := calltrace.Load(); h != nil { // a timeline runs (cupti): it names the Go call behind the work
+		q.trace, q.token = h, h.Begin("Enqueue")
+	}
 	t := s.stream
 	if t.planless() {
 		if err := lockOpen(s, t); err != nil {
@@ -120,6 +125,8 @@ func fastUses(c *ctxState, t *stream, uses []Use) bool {
 type enqueued struct {
 	locked bool
 	p      *opPlan
+	trace  *calltrace.Hook // a timeline's hook, and its token, while one runs
+	token  uint64
 }
 
 // end unlocks the stream, ends the plan's holds and exits the context Enqueue
@@ -130,6 +137,9 @@ func (q *enqueued) end(s *Stream) {
 	}
 	if q.p != nil {
 		q.p.release()
+	}
+	if q.trace != nil {
+		q.trace.End(q.token)
 	}
 	s.cs.exit()
 }

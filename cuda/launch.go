@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/bits"
 	"unsafe"
+
+	"github.com/gocuda/gocuda/internal/calltrace"
 )
 
 // Kernel launches: Function.Launch, its fast path, and the launch's shape (Dim3)
@@ -124,6 +126,9 @@ func (in Input) base() *memBase { return in.m }
 // ErrInvalidArgument for a nil stream or a bad shape. It does not allocate for
 // kernels whose parameters fit in 256 bytes.
 func (f *Function) Launch(s *Stream, grid, block Dim3, sharedMem int, args ...any) error {
+	if h := calltrace.Load(); h != nil { // a timeline runs (cupti): it names the Go call behind the work
+		defer h.End(h.Begin("Launch"))
+	}
 	d, err := f.launchDims(grid, block, sharedMem)
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/internal/calltrace"
 )
 
 // LaunchConfig is a launch's shape and what cuLaunchKernelEx adds to cuLaunchKernel:
@@ -58,6 +59,9 @@ func (f *Function) LaunchWith(s *Stream, cfg LaunchConfig, args ...any) error {
 	}
 	if ex.n == 0 {
 		return f.Launch(s, cfg.Grid, cfg.Block, cfg.SharedMem, args...)
+	}
+	if h := calltrace.Load(); h != nil { // a timeline runs (cupti): it names the Go call behind the work
+		defer h.End(h.Begin("Launch"))
 	}
 	if err := f.enterLaunch(s, d); err != nil {
 		return err

@@ -35,14 +35,14 @@ var floors = []struct {
 	// worker runs the program's GPU work in processes of its own, over cuda; like
 	// every production package it imports no library's idiomatic package.
 	{"services", []string{"worker"}},
-	{"adapters", []string{"cublas/gonumblas", "kernel", "nccl/etcdrendezvous"}},
+	{"adapters", []string{"cublas/gonumblas", "kernel", "nccl/etcdrendezvous", "cupti/cuptiotel"}},
 	{"libraries", []string{"cublas", "cudnn", "cufft", "curand", "cusolver", "cusparse", "nccl", "nvrtc", "nvml", "cupti", "nvtx"}},
 	{"cudalib", []string{"cudalib"}},
 	{"cuda", []string{"cuda"}},
 	{"raw", []string{rawPackage}},
 	{"owner", []string{"resource/owner"}},
 	{"resource", []string{"resource"}},
-	{"ground", []string{"dl", "dl/internal/dltest", "internal/errs", "internal/rescore", "internal/streamslot", "internal/idlecache", "internal/cgen", "internal/layouttest", "internal/layers"}},
+	{"ground", []string{"dl", "dl/internal/dltest", "internal/errs", "internal/rescore", "internal/calltrace", "internal/streamslot", "internal/idlecache", "internal/cgen", "internal/layouttest", "internal/layers"}},
 }
 
 // rawPackage stands for the raw layers, <lib>/<lib>raw.
@@ -75,6 +75,7 @@ var adapters = map[string]string{
 	"cublas/gonumblas":    "gonum's blas64 and blas32 interfaces implemented with cuBLAS",
 	"kernel":              "elementwise and reduction kernels from CUDA C expressions, compiled with NVRTC",
 	"nccl/etcdrendezvous": "nccl's Rendezvous on etcd, apart so that only its users import etcd's client",
+	"cupti/cuptiotel":     "a cupti Timeline's records as OpenTelemetry spans, apart so that only its users import OpenTelemetry",
 }
 
 // pkg is what the check reads of a package: its path in the module, its own
