@@ -28,6 +28,21 @@
 //	err := cublas.GemmRowMajor[float32](s, cublas.NoTrans, cublas.NoTrans, m, n, k,
 //		1, a, k, b, n, 0, c, n)
 //
+// # Level 3 and fused GEMMs
+//
+// | routine | cuBLAS | example |
+// |---|---|---|
+// | Trsm | cublas{S,D,C,Z}trsm | ExampleTrsm |
+// | Syrk | cublas{S,D,C,Z}syrk | ExampleSyrk |
+// | Herk | cublas{C,Z}herk | ExampleHerk |
+// | Geam | cublas{S,D,C,Z}geam | ExampleGeam |
+// | GemmBatched | cublas{S,D,C,Z}gemmBatched (pointer arrays) | ExampleGemmBatched |
+// | Matmul | cublasLtMatmul with an epilogue (bias, ReLU, GELU, DRELU, DGELU, BGRAD) | ExampleMatmul |
+//
+// Matmul runs on cuBLASLt (package cublaslt/cublasltraw; libcublasLt.so.13,
+// $GOCUDA_CUBLASLT_LIB overrides it): D = act(alpha·op(A)·op(B) + beta·C + bias)
+// in one call, its handles cached like cuBLAS's and its descriptors kept per shape.
+//
 // # The raw layer
 //
 // Package cublasraw binds every function of cuBLAS's headers, with C names, for what this

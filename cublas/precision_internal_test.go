@@ -14,11 +14,14 @@ import (
 // error matching cuda.ErrInvalidArgument.
 func TestPrecisionTable(t *testing.T) {
 	scalar := []string{"gemm", "gemmStridedBatched", "gemv", "axpy", "scal"}
-	real := append(scalar[:len(scalar):len(scalar)], "dot", "nrm2")
+	level3 := []string{"trsm", "syrk", "geam", "gemmBatched"}
+	real := append(append(scalar[:len(scalar):len(scalar)], "dot", "nrm2"), level3...)
+	real = append(real, "lt")
+	complexes := append(append(scalar[:len(scalar):len(scalar)], level3...), "herk")
 	assert.Equal(t, real, columns[float32](t))
 	assert.Equal(t, real, columns[float64](t))
-	assert.Equal(t, scalar, columns[complex64](t))
-	assert.Equal(t, scalar, columns[complex128](t))
+	assert.Equal(t, complexes, columns[complex64](t))
+	assert.Equal(t, complexes, columns[complex128](t))
 	assert.Equal(t, []string{"gemm", "gemmStridedBatched"}, columns[cuda.Float16](t))
 	_, err := precisionOf[int8]("gemm")
 	assert.ErrorIs(t, err, cuda.ErrInvalidArgument)

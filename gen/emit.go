@@ -80,6 +80,9 @@ func emitLib(m *Model, l *Lib, command, layoutInclude string) ([]output, error) 
 		{"zz_generated_layout_test.go", g.emitLayoutTest},
 		{"zz_generated_prototypes_test.go", g.emitPrototypeTest},
 	} {
+		if d := g.statusDecl(); step.name == "zz_generated_status.go" && d != nil && d.Lib != l {
+			continue // the status type is another library's (emitStatus)
+		}
 		f := newFile(l.Spec.pkgName(), command, m)
 		if err := step.fn(f); err != nil {
 			return nil, fmt.Errorf("%s: %v", l.Spec.Name, err)

@@ -266,7 +266,7 @@ func (g *gen) function(fn *Func, status *TypeDecl) (code jen.Code, trampoline st
 	}
 	switch {
 	case isStatus:
-		stmts = append(stmts, jen.Return(jen.Id(status.GoName).Call(ccall).Dot("Err").Call()))
+		stmts = append(stmts, jen.Return(jen.Add(g.ref(status)).Call(ccall).Dot("Err").Call()))
 	case rv.pass == passVoid:
 		stmts = append(stmts, ccall, jen.Return(jen.Nil()))
 	case isCString(rt):
@@ -406,7 +406,7 @@ func (g *gen) inContextVariant(fn *Func, status *TypeDecl, params, args []jen.Co
 		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
 		jen.Id("r").Op(":=").Int64().Call(jen.Qual("C", "gocuda_in_"+fn.CName).Call(cargsGo...)),
 		jen.If(jen.Id("r").Op(">>").Lit(32).Op("!=").Lit(0)).Block(jen.Return(jen.Add(result).Call(jen.Int32().Call(jen.Id("r"))))),
-		jen.Return(jen.Id(status.GoName).Call(jen.Id("r")).Dot("Err").Call()),
+		jen.Return(jen.Add(g.ref(status)).Call(jen.Id("r")).Dot("Err").Call()),
 	}
 	doc := fmt.Sprintf("%s calls %s with the CUDA context ctx current on the calling thread.", name, fn.CName)
 	code := docComment(doc).Line().Func().Id(name).Params(append([]jen.Code{jen.Id("ctx").Add(ctxT)}, params...)...).Error().Block(body...)

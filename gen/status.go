@@ -66,6 +66,12 @@ func (g *gen) emitStatus(f *jen.File) error {
 	if d.Kind != kindEnum {
 		return fmt.Errorf("status type %s is not an enum", s.Status)
 	}
+	if d.Lib != g.lib {
+		// A status type of another library's headers (cuBLASLt returns cuBLAS's
+		// cublasStatus_t) is that library's type, errors and sentinels included:
+		// one type per C type.
+		return nil
+	}
 	T := d.GoName
 	descs := map[string]string{}
 	var sentinels []jen.Code

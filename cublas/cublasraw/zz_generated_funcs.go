@@ -29,6 +29,7 @@ static int32_t gocuda_cublasCdotu_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1, 
 static int32_t gocuda_cublasCgbmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, int32_t a10, uint8_t* a11, uint8_t* a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cublasCgbmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, uint8_t* a7, int64_t a8, uint8_t* a9, int64_t a10, uint8_t* a11, uint8_t* a12, int64_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cublasCgeam(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10, uint8_t* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int64_t gocuda_in_cublasCgeam(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10, uint8_t* a11, int32_t a12) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cublasCgeam_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7, uint8_t* a8, uint8_t* a9, int64_t a10, uint8_t* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cublasCgelsBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, int32_t a6, void* a7, int32_t a8, uint8_t* a9, uint8_t* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, int32_t, void*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
 static int32_t gocuda_cublasCgemm3m(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, int32_t a10, uint8_t* a11, uint8_t* a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
@@ -40,6 +41,7 @@ static int32_t gocuda_cublasCgemm3mStridedBatched(uintptr_t fn, uintptr_t a0, in
 static int32_t gocuda_cublasCgemm3mStridedBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, uint8_t* a7, int64_t a8, int64_t a9, uint8_t* a10, int64_t a11, int64_t a12, uint8_t* a13, uint8_t* a14, int64_t a15, int64_t a16, int64_t a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, int64_t, uint8_t*, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
 static int32_t gocuda_cublasCgemm3m_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, uint8_t* a7, int64_t a8, uint8_t* a9, int64_t a10, uint8_t* a11, uint8_t* a12, int64_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cublasCgemmBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, void* a7, int32_t a8, void* a9, int32_t a10, uint8_t* a11, void* a12, int32_t a13, int32_t a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, void*, int32_t, void*, int32_t, uint8_t*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
+static int64_t gocuda_in_cublasCgemmBatched(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, void* a7, int32_t a8, void* a9, int32_t a10, uint8_t* a11, void* a12, int32_t a13, int32_t a14) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, void*, int32_t, void*, int32_t, uint8_t*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
 static int32_t gocuda_cublasCgemmBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, void* a7, int64_t a8, void* a9, int64_t a10, uint8_t* a11, void* a12, int64_t a13, int64_t a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, uint8_t*, void*, int64_t, void*, int64_t, uint8_t*, void*, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
 static int32_t gocuda_cublasCgemmEx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, void* a7, int32_t a8, int32_t a9, void* a10, int32_t a11, int32_t a12, uint8_t* a13, void* a14, int32_t a15, int32_t a16) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, void*, int32_t, int32_t, void*, int32_t, int32_t, uint8_t*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16); }
 static int32_t gocuda_cublasCgemmEx_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, void* a7, int32_t a8, int64_t a9, void* a10, int32_t a11, int64_t a12, uint8_t* a13, void* a14, int32_t a15, int64_t a16) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, uint8_t*, void*, int32_t, int64_t, void*, int32_t, int64_t, uint8_t*, void*, int32_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16); }
@@ -81,6 +83,7 @@ static int32_t gocuda_cublasCherk3mEx_64(uintptr_t fn, uintptr_t a0, int32_t a1,
 static int32_t gocuda_cublasCherkEx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, void* a6, int32_t a7, int32_t a8, uint8_t* a9, void* a10, int32_t a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, void*, int32_t, int32_t, uint8_t*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cublasCherkEx_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, void* a6, int32_t a7, int64_t a8, uint8_t* a9, void* a10, int32_t a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, void*, int32_t, int64_t, uint8_t*, void*, int32_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cublasCherk_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int64_t gocuda_in_cublasCherk_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cublasCherk_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7, uint8_t* a8, uint8_t* a9, int64_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cublasCherkx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9, uint8_t* a10, uint8_t* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cublasCherkx_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9, uint8_t* a10, uint8_t* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
@@ -121,6 +124,7 @@ static int32_t gocuda_cublasCsyrk3mEx_64(uintptr_t fn, uintptr_t a0, int32_t a1,
 static int32_t gocuda_cublasCsyrkEx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, void* a6, int32_t a7, int32_t a8, uint8_t* a9, void* a10, int32_t a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, void*, int32_t, int32_t, uint8_t*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cublasCsyrkEx_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, void* a6, int32_t a7, int64_t a8, uint8_t* a9, void* a10, int32_t a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, void*, int32_t, int64_t, uint8_t*, void*, int32_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cublasCsyrk_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int64_t gocuda_in_cublasCsyrk_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cublasCsyrk_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7, uint8_t* a8, uint8_t* a9, int64_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cublasCsyrkx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9, uint8_t* a10, uint8_t* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cublasCsyrkx_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9, uint8_t* a10, uint8_t* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
@@ -140,6 +144,7 @@ static int32_t gocuda_cublasCtrmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, 
 static int32_t gocuda_cublasCtrsmBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uint8_t* a7, void* a8, int32_t a9, void* a10, int32_t a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, void*, int32_t, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cublasCtrsmBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int64_t a5, int64_t a6, uint8_t* a7, void* a8, int64_t a9, void* a10, int64_t a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, void*, int64_t, void*, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cublasCtrsm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uint8_t* a7, uint8_t* a8, int32_t a9, uint8_t* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int64_t gocuda_in_cublasCtrsm_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uint8_t* a7, uint8_t* a8, int32_t a9, uint8_t* a10, int32_t a11) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
 static int32_t gocuda_cublasCtrsm_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int64_t a5, int64_t a6, uint8_t* a7, uint8_t* a8, int64_t a9, uint8_t* a10, int64_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
 static int32_t gocuda_cublasCtrsv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, int32_t a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
 static int32_t gocuda_cublasCtrsv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, uint8_t* a5, int64_t a6, uint8_t* a7, int64_t a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
@@ -160,9 +165,11 @@ static int32_t gocuda_cublasDestroy_v2(uintptr_t fn, uintptr_t a0) { return ((in
 static int32_t gocuda_cublasDgbmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, int32_t a10, uint8_t* a11, uint8_t* a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cublasDgbmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, uint8_t* a7, int64_t a8, uint8_t* a9, int64_t a10, uint8_t* a11, uint8_t* a12, int64_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cublasDgeam(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10, uint8_t* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int64_t gocuda_in_cublasDgeam(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10, uint8_t* a11, int32_t a12) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cublasDgeam_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7, uint8_t* a8, uint8_t* a9, int64_t a10, uint8_t* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cublasDgelsBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, int32_t a6, void* a7, int32_t a8, uint8_t* a9, uint8_t* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, int32_t, void*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
 static int32_t gocuda_cublasDgemmBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, void* a7, int32_t a8, void* a9, int32_t a10, uint8_t* a11, void* a12, int32_t a13, int32_t a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, void*, int32_t, void*, int32_t, uint8_t*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
+static int64_t gocuda_in_cublasDgemmBatched(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, void* a7, int32_t a8, void* a9, int32_t a10, uint8_t* a11, void* a12, int32_t a13, int32_t a14) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, void*, int32_t, void*, int32_t, uint8_t*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
 static int32_t gocuda_cublasDgemmBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, void* a7, int64_t a8, void* a9, int64_t a10, uint8_t* a11, void* a12, int64_t a13, int64_t a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, uint8_t*, void*, int64_t, void*, int64_t, uint8_t*, void*, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
 static int32_t gocuda_cublasDgemmGroupedBatched(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, void* a7, uint8_t* a8, void* a9, uint8_t* a10, uint8_t* a11, void* a12, uint8_t* a13, int32_t a14, uint8_t* a15) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, void*, uint8_t*, void*, uint8_t*, uint8_t*, void*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
 static int32_t gocuda_cublasDgemmGroupedBatched_64(uintptr_t fn, uintptr_t a0, uint8_t* a1, uint8_t* a2, uint8_t* a3, uint8_t* a4, uint8_t* a5, uint8_t* a6, void* a7, uint8_t* a8, void* a9, uint8_t* a10, uint8_t* a11, void* a12, uint8_t* a13, int64_t a14, uint8_t* a15) { return ((int32_t (*)(uintptr_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, void*, uint8_t*, void*, uint8_t*, uint8_t*, void*, uint8_t*, int64_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
@@ -223,6 +230,7 @@ static int32_t gocuda_cublasDsyr2k_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1,
 static int32_t gocuda_cublasDsyr_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, int32_t a5, uint8_t* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cublasDsyr_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, uint8_t* a3, uint8_t* a4, int64_t a5, uint8_t* a6, int64_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cublasDsyrk_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int64_t gocuda_in_cublasDsyrk_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cublasDsyrk_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7, uint8_t* a8, uint8_t* a9, int64_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cublasDsyrkx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9, uint8_t* a10, uint8_t* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cublasDsyrkx_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9, uint8_t* a10, uint8_t* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
@@ -242,6 +250,7 @@ static int32_t gocuda_cublasDtrmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, 
 static int32_t gocuda_cublasDtrsmBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uint8_t* a7, void* a8, int32_t a9, void* a10, int32_t a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, void*, int32_t, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cublasDtrsmBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int64_t a5, int64_t a6, uint8_t* a7, void* a8, int64_t a9, void* a10, int64_t a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, void*, int64_t, void*, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cublasDtrsm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uint8_t* a7, uint8_t* a8, int32_t a9, uint8_t* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int64_t gocuda_in_cublasDtrsm_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uint8_t* a7, uint8_t* a8, int32_t a9, uint8_t* a10, int32_t a11) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
 static int32_t gocuda_cublasDtrsm_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int64_t a5, int64_t a6, uint8_t* a7, uint8_t* a8, int64_t a9, uint8_t* a10, int64_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
 static int32_t gocuda_cublasDtrsv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, int32_t a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
 static int32_t gocuda_cublasDtrsv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, uint8_t* a5, int64_t a6, uint8_t* a7, int64_t a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
@@ -359,9 +368,11 @@ static int64_t gocuda_in_cublasSetWorkspace_v2(uintptr_t fn, uintptr_t get, uint
 static int32_t gocuda_cublasSgbmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, int32_t a10, uint8_t* a11, uint8_t* a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cublasSgbmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, uint8_t* a7, int64_t a8, uint8_t* a9, int64_t a10, uint8_t* a11, uint8_t* a12, int64_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cublasSgeam(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10, uint8_t* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int64_t gocuda_in_cublasSgeam(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10, uint8_t* a11, int32_t a12) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cublasSgeam_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7, uint8_t* a8, uint8_t* a9, int64_t a10, uint8_t* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cublasSgelsBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, int32_t a6, void* a7, int32_t a8, uint8_t* a9, uint8_t* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, int32_t, void*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
 static int32_t gocuda_cublasSgemmBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, void* a7, int32_t a8, void* a9, int32_t a10, uint8_t* a11, void* a12, int32_t a13, int32_t a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, void*, int32_t, void*, int32_t, uint8_t*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
+static int64_t gocuda_in_cublasSgemmBatched(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, void* a7, int32_t a8, void* a9, int32_t a10, uint8_t* a11, void* a12, int32_t a13, int32_t a14) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, void*, int32_t, void*, int32_t, uint8_t*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
 static int32_t gocuda_cublasSgemmBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, void* a7, int64_t a8, void* a9, int64_t a10, uint8_t* a11, void* a12, int64_t a13, int64_t a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, uint8_t*, void*, int64_t, void*, int64_t, uint8_t*, void*, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
 static int32_t gocuda_cublasSgemmEx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, void* a7, int32_t a8, int32_t a9, void* a10, int32_t a11, int32_t a12, uint8_t* a13, void* a14, int32_t a15, int32_t a16) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, void*, int32_t, int32_t, void*, int32_t, int32_t, uint8_t*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16); }
 static int32_t gocuda_cublasSgemmEx_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, void* a7, int32_t a8, int64_t a9, void* a10, int32_t a11, int64_t a12, uint8_t* a13, void* a14, int32_t a15, int64_t a16) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, uint8_t*, void*, int32_t, int64_t, void*, int32_t, int64_t, uint8_t*, void*, int32_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16); }
@@ -420,6 +431,7 @@ static int32_t gocuda_cublasSsyr2k_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1,
 static int32_t gocuda_cublasSsyr_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, int32_t a5, uint8_t* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cublasSsyr_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, uint8_t* a3, uint8_t* a4, int64_t a5, uint8_t* a6, int64_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cublasSsyrk_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int64_t gocuda_in_cublasSsyrk_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cublasSsyrk_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7, uint8_t* a8, uint8_t* a9, int64_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cublasSsyrkx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9, uint8_t* a10, uint8_t* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cublasSsyrkx_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9, uint8_t* a10, uint8_t* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
@@ -439,6 +451,7 @@ static int32_t gocuda_cublasStrmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, 
 static int32_t gocuda_cublasStrsmBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uint8_t* a7, void* a8, int32_t a9, void* a10, int32_t a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, void*, int32_t, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cublasStrsmBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int64_t a5, int64_t a6, uint8_t* a7, void* a8, int64_t a9, void* a10, int64_t a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, void*, int64_t, void*, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cublasStrsm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uint8_t* a7, uint8_t* a8, int32_t a9, uint8_t* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int64_t gocuda_in_cublasStrsm_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uint8_t* a7, uint8_t* a8, int32_t a9, uint8_t* a10, int32_t a11) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
 static int32_t gocuda_cublasStrsm_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int64_t a5, int64_t a6, uint8_t* a7, uint8_t* a8, int64_t a9, uint8_t* a10, int64_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
 static int32_t gocuda_cublasStrsv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, int32_t a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
 static int32_t gocuda_cublasStrsv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, uint8_t* a5, int64_t a6, uint8_t* a7, int64_t a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
@@ -465,11 +478,13 @@ static int32_t gocuda_cublasZdscal_v2_64(uintptr_t fn, uintptr_t a0, int64_t a1,
 static int32_t gocuda_cublasZgbmv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, int32_t a10, uint8_t* a11, uint8_t* a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cublasZgbmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, uint8_t* a7, int64_t a8, uint8_t* a9, int64_t a10, uint8_t* a11, uint8_t* a12, int64_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, int64_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cublasZgeam(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10, uint8_t* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
+static int64_t gocuda_in_cublasZgeam(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10, uint8_t* a11, int32_t a12) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cublasZgeam_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7, uint8_t* a8, uint8_t* a9, int64_t a10, uint8_t* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cublasZgelsBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, void* a5, int32_t a6, void* a7, int32_t a8, uint8_t* a9, uint8_t* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, void*, int32_t, void*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
 static int32_t gocuda_cublasZgemm3m(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, int32_t a10, uint8_t* a11, uint8_t* a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cublasZgemm3m_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, uint8_t* a7, int64_t a8, uint8_t* a9, int64_t a10, uint8_t* a11, uint8_t* a12, int64_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cublasZgemmBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, void* a7, int32_t a8, void* a9, int32_t a10, uint8_t* a11, void* a12, int32_t a13, int32_t a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, void*, int32_t, void*, int32_t, uint8_t*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
+static int64_t gocuda_in_cublasZgemmBatched(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, void* a7, int32_t a8, void* a9, int32_t a10, uint8_t* a11, void* a12, int32_t a13, int32_t a14) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, void*, int32_t, void*, int32_t, uint8_t*, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
 static int32_t gocuda_cublasZgemmBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, int64_t a5, uint8_t* a6, void* a7, int64_t a8, void* a9, int64_t a10, uint8_t* a11, void* a12, int64_t a13, int64_t a14) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, int64_t, uint8_t*, void*, int64_t, void*, int64_t, uint8_t*, void*, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14); }
 static int32_t gocuda_cublasZgemmStridedBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, int64_t a9, uint8_t* a10, int32_t a11, int64_t a12, uint8_t* a13, uint8_t* a14, int32_t a15, int64_t a16, int32_t a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, int64_t, uint8_t*, int32_t, int64_t, uint8_t*, uint8_t*, int32_t, int64_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
 static int64_t gocuda_in_cublasZgemmStridedBatched(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, int64_t a9, uint8_t* a10, int32_t a11, int64_t a12, uint8_t* a13, uint8_t* a14, int32_t a15, int64_t a16, int32_t a17) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, int64_t, uint8_t*, int32_t, int64_t, uint8_t*, uint8_t*, int32_t, int64_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
@@ -505,6 +520,7 @@ static int32_t gocuda_cublasZher2k_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1,
 static int32_t gocuda_cublasZher_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, int32_t a5, uint8_t* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cublasZher_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, uint8_t* a3, uint8_t* a4, int64_t a5, uint8_t* a6, int64_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cublasZherk_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int64_t gocuda_in_cublasZherk_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cublasZherk_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7, uint8_t* a8, uint8_t* a9, int64_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cublasZherkx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9, uint8_t* a10, uint8_t* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cublasZherkx_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9, uint8_t* a10, uint8_t* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
@@ -534,6 +550,7 @@ static int32_t gocuda_cublasZsyr2k_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1,
 static int32_t gocuda_cublasZsyr_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, uint8_t* a4, int32_t a5, uint8_t* a6, int32_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cublasZsyr_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int64_t a2, uint8_t* a3, uint8_t* a4, int64_t a5, uint8_t* a6, int64_t a7) { return ((int32_t (*)(uintptr_t, int32_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cublasZsyrk_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
+static int64_t gocuda_in_cublasZsyrk_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cublasZsyrk_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7, uint8_t* a8, uint8_t* a9, int64_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cublasZsyrkx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9, uint8_t* a10, uint8_t* a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cublasZsyrkx_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int64_t a3, int64_t a4, uint8_t* a5, uint8_t* a6, int64_t a7, uint8_t* a8, int64_t a9, uint8_t* a10, uint8_t* a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t, uint8_t*, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
@@ -553,6 +570,7 @@ static int32_t gocuda_cublasZtrmv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, 
 static int32_t gocuda_cublasZtrsmBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uint8_t* a7, void* a8, int32_t a9, void* a10, int32_t a11, int32_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, void*, int32_t, void*, int32_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cublasZtrsmBatched_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int64_t a5, int64_t a6, uint8_t* a7, void* a8, int64_t a9, void* a10, int64_t a11, int64_t a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, void*, int64_t, void*, int64_t, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cublasZtrsm_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uint8_t* a7, uint8_t* a8, int32_t a9, uint8_t* a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int64_t gocuda_in_cublasZtrsm_v2(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6, uint8_t* a7, uint8_t* a8, int32_t a9, uint8_t* a10, int32_t a11) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
 static int32_t gocuda_cublasZtrsm_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int64_t a5, int64_t a6, uint8_t* a7, uint8_t* a8, int64_t a9, uint8_t* a10, int64_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int64_t, int64_t, uint8_t*, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
 static int32_t gocuda_cublasZtrsv_v2(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, int32_t a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
 static int32_t gocuda_cublasZtrsv_v2_64(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int64_t a4, uint8_t* a5, int64_t a6, uint8_t* a7, int64_t a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int64_t, uint8_t*, int64_t, uint8_t*, int64_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
@@ -1333,6 +1351,23 @@ func Cgeam(handle CublasHandle, transa CublasOperation, transb CublasOperation, 
 	return Status(C.gocuda_cublasCgeam(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).Err()
 }
 
+// CgeamIn calls cublasCgeam with the CUDA context ctx current on the calling thread.
+func CgeamIn(ctx cudaraw.CUcontext, handle CublasHandle, transa CublasOperation, transb CublasOperation, m int32, n int32, alpha *cudaraw.CuComplex, A *cudaraw.CuComplex, lda int32, beta *cudaraw.CuComplex, B *cudaraw.CuComplex, ldb int32, C_ *cudaraw.CuComplex, ldc int32) error {
+	fn, err := proc_cublasCgeam.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasCgeam(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc)))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
+}
+
 // Cgeam64 calls cublasCgeam_64:
 //
 //	cublasStatus_t cublasCgeam_64(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m, int64_t n, cuComplex *alpha, cuComplex *A, int64_t lda, cuComplex *beta, cuComplex *B, int64_t ldb, cuComplex *C, int64_t ldc)
@@ -1474,6 +1509,23 @@ func CgemmBatched(handle CublasHandle, transa CublasOperation, transb CublasOper
 		return err
 	}
 	return Status(C.gocuda_cublasCgemmBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(Aarray), C.int32_t(lda), unsafe.Pointer(Barray), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), unsafe.Pointer(Carray), C.int32_t(ldc), C.int32_t(batchCount))).Err()
+}
+
+// CgemmBatchedIn calls cublasCgemmBatched with the CUDA context ctx current on the calling thread.
+func CgemmBatchedIn(ctx cudaraw.CUcontext, handle CublasHandle, transa CublasOperation, transb CublasOperation, m int32, n int32, k int32, alpha *cudaraw.CuComplex, Aarray **cudaraw.CuComplex, lda int32, Barray **cudaraw.CuComplex, ldb int32, beta *cudaraw.CuComplex, Carray **cudaraw.CuComplex, ldc int32, batchCount int32) error {
+	fn, err := proc_cublasCgemmBatched.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasCgemmBatched(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(Aarray), C.int32_t(lda), unsafe.Pointer(Barray), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), unsafe.Pointer(Carray), C.int32_t(ldc), C.int32_t(batchCount)))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
 }
 
 // CgemmBatched64 calls cublasCgemmBatched_64:
@@ -2021,6 +2073,23 @@ func Cherk(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n in
 	return Status(C.gocuda_cublasCherk_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).Err()
 }
 
+// CherkIn calls cublasCherk_v2 with the CUDA context ctx current on the calling thread.
+func CherkIn(ctx cudaraw.CUcontext, handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n int32, k int32, alpha *float32, A *cudaraw.CuComplex, lda int32, beta *float32, C_ *cudaraw.CuComplex, ldc int32) error {
+	fn, err := proc_cublasCherk_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasCherk_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc)))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
+}
+
 // Cherk64 calls cublasCherk_v2_64:
 //
 //	cublasStatus_t cublasCherk_v2_64(cublasHandle_t handle, cublasFillMode_t uplo, cublasOperation_t trans, int64_t n, int64_t k, const float *alpha, cuComplex *A, int64_t lda, const float *beta, cuComplex *C, int64_t ldc)
@@ -2545,6 +2614,23 @@ func Csyrk(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n in
 	return Status(C.gocuda_cublasCsyrk_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).Err()
 }
 
+// CsyrkIn calls cublasCsyrk_v2 with the CUDA context ctx current on the calling thread.
+func CsyrkIn(ctx cudaraw.CUcontext, handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n int32, k int32, alpha *cudaraw.CuComplex, A *cudaraw.CuComplex, lda int32, beta *cudaraw.CuComplex, C_ *cudaraw.CuComplex, ldc int32) error {
+	fn, err := proc_cublasCsyrk_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasCsyrk_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc)))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
+}
+
 // Csyrk64 calls cublasCsyrk_v2_64:
 //
 //	cublasStatus_t cublasCsyrk_v2_64(cublasHandle_t handle, cublasFillMode_t uplo, cublasOperation_t trans, int64_t n, int64_t k, cuComplex *alpha, cuComplex *A, int64_t lda, cuComplex *beta, cuComplex *C, int64_t ldc)
@@ -2790,6 +2876,23 @@ func Ctrsm(handle CublasHandle, side CublasSideMode, uplo CublasFillMode, trans 
 		return err
 	}
 	return Status(C.gocuda_cublasCtrsm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb))).Err()
+}
+
+// CtrsmIn calls cublasCtrsm_v2 with the CUDA context ctx current on the calling thread.
+func CtrsmIn(ctx cudaraw.CUcontext, handle CublasHandle, side CublasSideMode, uplo CublasFillMode, trans CublasOperation, diag CublasDiagType, m int32, n int32, alpha *cudaraw.CuComplex, A *cudaraw.CuComplex, lda int32, B *cudaraw.CuComplex, ldb int32) error {
+	fn, err := proc_cublasCtrsm_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasCtrsm_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb)))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
 }
 
 // Ctrsm64 calls cublasCtrsm_v2_64:
@@ -3060,6 +3163,23 @@ func Dgeam(handle CublasHandle, transa CublasOperation, transb CublasOperation, 
 	return Status(C.gocuda_cublasDgeam(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).Err()
 }
 
+// DgeamIn calls cublasDgeam with the CUDA context ctx current on the calling thread.
+func DgeamIn(ctx cudaraw.CUcontext, handle CublasHandle, transa CublasOperation, transb CublasOperation, m int32, n int32, alpha *float64, A *float64, lda int32, beta *float64, B *float64, ldb int32, C_ *float64, ldc int32) error {
+	fn, err := proc_cublasDgeam.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasDgeam(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc)))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
+}
+
 // Dgeam64 calls cublasDgeam_64:
 //
 //	cublasStatus_t cublasDgeam_64(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m, int64_t n, const double *alpha, const double *A, int64_t lda, const double *beta, const double *B, int64_t ldb, double *C, int64_t ldc)
@@ -3097,6 +3217,23 @@ func DgemmBatched(handle CublasHandle, transa CublasOperation, transb CublasOper
 		return err
 	}
 	return Status(C.gocuda_cublasDgemmBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(Aarray), C.int32_t(lda), unsafe.Pointer(Barray), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), unsafe.Pointer(Carray), C.int32_t(ldc), C.int32_t(batchCount))).Err()
+}
+
+// DgemmBatchedIn calls cublasDgemmBatched with the CUDA context ctx current on the calling thread.
+func DgemmBatchedIn(ctx cudaraw.CUcontext, handle CublasHandle, transa CublasOperation, transb CublasOperation, m int32, n int32, k int32, alpha *float64, Aarray **float64, lda int32, Barray **float64, ldb int32, beta *float64, Carray **float64, ldc int32, batchCount int32) error {
+	fn, err := proc_cublasDgemmBatched.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasDgemmBatched(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(Aarray), C.int32_t(lda), unsafe.Pointer(Barray), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), unsafe.Pointer(Carray), C.int32_t(ldc), C.int32_t(batchCount)))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
 }
 
 // DgemmBatched64 calls cublasDgemmBatched_64:
@@ -3899,6 +4036,23 @@ func Dsyrk(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n in
 	return Status(C.gocuda_cublasDsyrk_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).Err()
 }
 
+// DsyrkIn calls cublasDsyrk_v2 with the CUDA context ctx current on the calling thread.
+func DsyrkIn(ctx cudaraw.CUcontext, handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n int32, k int32, alpha *float64, A *float64, lda int32, beta *float64, C_ *float64, ldc int32) error {
+	fn, err := proc_cublasDsyrk_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasDsyrk_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc)))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
+}
+
 // Dsyrk64 calls cublasDsyrk_v2_64:
 //
 //	cublasStatus_t cublasDsyrk_v2_64(cublasHandle_t handle, cublasFillMode_t uplo, cublasOperation_t trans, int64_t n, int64_t k, const double *alpha, const double *A, int64_t lda, const double *beta, double *C, int64_t ldc)
@@ -4144,6 +4298,23 @@ func Dtrsm(handle CublasHandle, side CublasSideMode, uplo CublasFillMode, trans 
 		return err
 	}
 	return Status(C.gocuda_cublasDtrsm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb))).Err()
+}
+
+// DtrsmIn calls cublasDtrsm_v2 with the CUDA context ctx current on the calling thread.
+func DtrsmIn(ctx cudaraw.CUcontext, handle CublasHandle, side CublasSideMode, uplo CublasFillMode, trans CublasOperation, diag CublasDiagType, m int32, n int32, alpha *float64, A *float64, lda int32, B *float64, ldb int32) error {
+	fn, err := proc_cublasDtrsm_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasDtrsm_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb)))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
 }
 
 // Dtrsm64 calls cublasDtrsm_v2_64:
@@ -5698,6 +5869,23 @@ func Sgeam(handle CublasHandle, transa CublasOperation, transb CublasOperation, 
 	return Status(C.gocuda_cublasSgeam(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).Err()
 }
 
+// SgeamIn calls cublasSgeam with the CUDA context ctx current on the calling thread.
+func SgeamIn(ctx cudaraw.CUcontext, handle CublasHandle, transa CublasOperation, transb CublasOperation, m int32, n int32, alpha *float32, A *float32, lda int32, beta *float32, B *float32, ldb int32, C_ *float32, ldc int32) error {
+	fn, err := proc_cublasSgeam.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasSgeam(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc)))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
+}
+
 // Sgeam64 calls cublasSgeam_64:
 //
 //	cublasStatus_t cublasSgeam_64(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m, int64_t n, const float *alpha, const float *A, int64_t lda, const float *beta, const float *B, int64_t ldb, float *C, int64_t ldc)
@@ -5735,6 +5923,23 @@ func SgemmBatched(handle CublasHandle, transa CublasOperation, transb CublasOper
 		return err
 	}
 	return Status(C.gocuda_cublasSgemmBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(Aarray), C.int32_t(lda), unsafe.Pointer(Barray), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), unsafe.Pointer(Carray), C.int32_t(ldc), C.int32_t(batchCount))).Err()
+}
+
+// SgemmBatchedIn calls cublasSgemmBatched with the CUDA context ctx current on the calling thread.
+func SgemmBatchedIn(ctx cudaraw.CUcontext, handle CublasHandle, transa CublasOperation, transb CublasOperation, m int32, n int32, k int32, alpha *float32, Aarray **float32, lda int32, Barray **float32, ldb int32, beta *float32, Carray **float32, ldc int32, batchCount int32) error {
+	fn, err := proc_cublasSgemmBatched.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasSgemmBatched(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(Aarray), C.int32_t(lda), unsafe.Pointer(Barray), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), unsafe.Pointer(Carray), C.int32_t(ldc), C.int32_t(batchCount)))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
 }
 
 // SgemmBatched64 calls cublasSgemmBatched_64:
@@ -6511,6 +6716,23 @@ func Ssyrk(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n in
 	return Status(C.gocuda_cublasSsyrk_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).Err()
 }
 
+// SsyrkIn calls cublasSsyrk_v2 with the CUDA context ctx current on the calling thread.
+func SsyrkIn(ctx cudaraw.CUcontext, handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n int32, k int32, alpha *float32, A *float32, lda int32, beta *float32, C_ *float32, ldc int32) error {
+	fn, err := proc_cublasSsyrk_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasSsyrk_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc)))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
+}
+
 // Ssyrk64 calls cublasSsyrk_v2_64:
 //
 //	cublasStatus_t cublasSsyrk_v2_64(cublasHandle_t handle, cublasFillMode_t uplo, cublasOperation_t trans, int64_t n, int64_t k, const float *alpha, const float *A, int64_t lda, const float *beta, float *C, int64_t ldc)
@@ -6756,6 +6978,23 @@ func Strsm(handle CublasHandle, side CublasSideMode, uplo CublasFillMode, trans 
 		return err
 	}
 	return Status(C.gocuda_cublasStrsm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb))).Err()
+}
+
+// StrsmIn calls cublasStrsm_v2 with the CUDA context ctx current on the calling thread.
+func StrsmIn(ctx cudaraw.CUcontext, handle CublasHandle, side CublasSideMode, uplo CublasFillMode, trans CublasOperation, diag CublasDiagType, m int32, n int32, alpha *float32, A *float32, lda int32, B *float32, ldb int32) error {
+	fn, err := proc_cublasStrsm_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasStrsm_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb)))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
 }
 
 // Strsm64 calls cublasStrsm_v2_64:
@@ -7099,6 +7338,23 @@ func Zgeam(handle CublasHandle, transa CublasOperation, transb CublasOperation, 
 	return Status(C.gocuda_cublasZgeam(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).Err()
 }
 
+// ZgeamIn calls cublasZgeam with the CUDA context ctx current on the calling thread.
+func ZgeamIn(ctx cudaraw.CUcontext, handle CublasHandle, transa CublasOperation, transb CublasOperation, m int32, n int32, alpha *cudaraw.CuDoubleComplex, A *cudaraw.CuDoubleComplex, lda int32, beta *cudaraw.CuDoubleComplex, B *cudaraw.CuDoubleComplex, ldb int32, C_ *cudaraw.CuDoubleComplex, ldc int32) error {
+	fn, err := proc_cublasZgeam.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasZgeam(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc)))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
+}
+
 // Zgeam64 calls cublasZgeam_64:
 //
 //	cublasStatus_t cublasZgeam_64(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m, int64_t n, cuDoubleComplex *alpha, cuDoubleComplex *A, int64_t lda, cuDoubleComplex *beta, cuDoubleComplex *B, int64_t ldb, cuDoubleComplex *C, int64_t ldc)
@@ -7162,6 +7418,23 @@ func ZgemmBatched(handle CublasHandle, transa CublasOperation, transb CublasOper
 		return err
 	}
 	return Status(C.gocuda_cublasZgemmBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(Aarray), C.int32_t(lda), unsafe.Pointer(Barray), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), unsafe.Pointer(Carray), C.int32_t(ldc), C.int32_t(batchCount))).Err()
+}
+
+// ZgemmBatchedIn calls cublasZgemmBatched with the CUDA context ctx current on the calling thread.
+func ZgemmBatchedIn(ctx cudaraw.CUcontext, handle CublasHandle, transa CublasOperation, transb CublasOperation, m int32, n int32, k int32, alpha *cudaraw.CuDoubleComplex, Aarray **cudaraw.CuDoubleComplex, lda int32, Barray **cudaraw.CuDoubleComplex, ldb int32, beta *cudaraw.CuDoubleComplex, Carray **cudaraw.CuDoubleComplex, ldc int32, batchCount int32) error {
+	fn, err := proc_cublasZgemmBatched.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasZgemmBatched(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(transa), C.int32_t(transb), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), unsafe.Pointer(Aarray), C.int32_t(lda), unsafe.Pointer(Barray), C.int32_t(ldb), (*C.uint8_t)(unsafe.Pointer(beta)), unsafe.Pointer(Carray), C.int32_t(ldc), C.int32_t(batchCount)))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
 }
 
 // ZgemmBatched64 calls cublasZgemmBatched_64:
@@ -7631,6 +7904,23 @@ func Zherk(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n in
 	return Status(C.gocuda_cublasZherk_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).Err()
 }
 
+// ZherkIn calls cublasZherk_v2 with the CUDA context ctx current on the calling thread.
+func ZherkIn(ctx cudaraw.CUcontext, handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n int32, k int32, alpha *float64, A *cudaraw.CuDoubleComplex, lda int32, beta *float64, C_ *cudaraw.CuDoubleComplex, ldc int32) error {
+	fn, err := proc_cublasZherk_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasZherk_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc)))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
+}
+
 // Zherk64 calls cublasZherk_v2_64:
 //
 //	cublasStatus_t cublasZherk_v2_64(cublasHandle_t handle, cublasFillMode_t uplo, cublasOperation_t trans, int64_t n, int64_t k, const double *alpha, cuDoubleComplex *A, int64_t lda, const double *beta, cuDoubleComplex *C, int64_t ldc)
@@ -8012,6 +8302,23 @@ func Zsyrk(handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n in
 	return Status(C.gocuda_cublasZsyrk_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc))).Err()
 }
 
+// ZsyrkIn calls cublasZsyrk_v2 with the CUDA context ctx current on the calling thread.
+func ZsyrkIn(ctx cudaraw.CUcontext, handle CublasHandle, uplo CublasFillMode, trans CublasOperation, n int32, k int32, alpha *cudaraw.CuDoubleComplex, A *cudaraw.CuDoubleComplex, lda int32, beta *cudaraw.CuDoubleComplex, C_ *cudaraw.CuDoubleComplex, ldc int32) error {
+	fn, err := proc_cublasZsyrk_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasZsyrk_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(uplo), C.int32_t(trans), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(beta)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc)))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
+}
+
 // Zsyrk64 calls cublasZsyrk_v2_64:
 //
 //	cublasStatus_t cublasZsyrk_v2_64(cublasHandle_t handle, cublasFillMode_t uplo, cublasOperation_t trans, int64_t n, int64_t k, cuDoubleComplex *alpha, cuDoubleComplex *A, int64_t lda, cuDoubleComplex *beta, cuDoubleComplex *C, int64_t ldc)
@@ -8257,6 +8564,23 @@ func Ztrsm(handle CublasHandle, side CublasSideMode, uplo CublasFillMode, trans 
 		return err
 	}
 	return Status(C.gocuda_cublasZtrsm_v2(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb))).Err()
+}
+
+// ZtrsmIn calls cublasZtrsm_v2 with the CUDA context ctx current on the calling thread.
+func ZtrsmIn(ctx cudaraw.CUcontext, handle CublasHandle, side CublasSideMode, uplo CublasFillMode, trans CublasOperation, diag CublasDiagType, m int32, n int32, alpha *cudaraw.CuDoubleComplex, A *cudaraw.CuDoubleComplex, lda int32, B *cudaraw.CuDoubleComplex, ldb int32) error {
+	fn, err := proc_cublasZtrsm_v2.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cublasZtrsm_v2(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(side), C.int32_t(uplo), C.int32_t(trans), C.int32_t(diag), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(alpha)), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(B)), C.int32_t(ldb)))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
 }
 
 // Ztrsm64 calls cublasZtrsm_v2_64:

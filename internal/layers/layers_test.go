@@ -36,7 +36,7 @@ var floors = []struct {
 	// every production package it imports no library's idiomatic package.
 	{"services", []string{"worker"}},
 	{"adapters", []string{"cublas/gonumblas", "kernel", "nccl/etcdrendezvous", "cupti/cuptiotel"}},
-	{"libraries", []string{"cublas", "cudnn", "cufft", "curand", "cusolver", "cusparse", "nccl", "nvrtc", "nvml", "cupti", "nvtx"}},
+	{"libraries", []string{"cublas", "cudnn", "cufft", "curand", "cusolver", "cusparse", "nccl", "nvrtc", "nvml", "cupti", "nvtx", "cublaslt"}},
 	{"cudalib", []string{"cudalib"}},
 	{"cuda", []string{"cuda"}},
 	{"raw", []string{rawPackage}},
@@ -67,6 +67,9 @@ var rawImports = []string{"dl", "resource", "internal/errs", "resource/owner", "
 // cublasFillMode_t and its kin, defined once in cublasraw.
 var rawShares = map[string][]string{
 	"cusolver/cusolverraw": {"cublas/cublasraw"},
+	// cublasLt.h includes cublas_api.h: cuBLASLt returns cublasStatus_t and takes
+	// cublasComputeType_t.
+	"cublaslt/cublasltraw": {"cublas/cublasraw"},
 }
 
 // adapters are the documented adapters: the only packages that import a

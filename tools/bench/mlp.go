@@ -36,6 +36,11 @@ const mlpEagerDesc = "one eager forward pass of ../shared/anchors/mlp.cu's MLP (
 	"non-blocking stream: per layer cublasSgemm_v2 + bias_relu<<<16, 256>>>; timed as mlp.cu's per-iter: passes in chunks " +
 	"of 2000, each chunk then a stream sync, all on the clock; gocuda: cublas.Gemm[float32] + Function.Launch (cuda.In for the bias)"
 
+const mlpFusedDesc = "one forward pass of the same MLP with each layer one cuBLASLt matmul whose epilogue adds the " +
+	"bias and applies ReLU (CUBLASLT_EPILOGUE_RELU_BIAS): 4 calls a pass; timed as mlp/eager; the C and raw sides " +
+	"are mlp/eager's unfused pass (4 cublasSgemm_v2 + 4 bias_relu launches); gocuda: cublas.Matmul[float32] with " +
+	"Epilogue{Act: ReLU, Bias}"
+
 const mlpGraphDesc = "one forward pass of the same MLP captured once into a graph (cuStreamBeginCapture on the " +
 	"stream, the eager pass, cuStreamEndCapture, cuGraphInstantiate) and replayed with cuGraphLaunch; timed as mlp/eager; " +
 	"gocuda: Context.Capture of the eager pass, Exec.Launch"

@@ -95,6 +95,19 @@ func (n *goNet) forwardOn(s *cuda.Stream) error {
 	return nil
 }
 
+// fusedOn queues one forward pass on s with each layer one cuBLASLt call:
+// h[i+1] = ReLU(W[i]·h[i] + b[i]), bias_relu's result.
+func (n *goNet) fusedOn(s *cuda.Stream) error {
+	for i := range mlpLayers {
+		err := cublas.Matmul[float32](s, cublas.NoTrans, cublas.NoTrans, mlpWidth, mlpBatch, mlpWidth,
+			1, n.w[i], mlpWidth, n.h[i], mlpWidth, 0, n.h[i+1], mlpWidth, cublas.Epilogue{Act: cublas.ReLU, Bias: n.b[i]})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // BenchmarkSgemmSmall is cublas/sgemm-small: b.N cublas.Gemm[float32] calls of the MLP's layer
 // shape, then the stream's Synchronize, all on the clock (floor.cu's w_cublas_sgemm_small).
 func BenchmarkSgemmSmall(b *testing.B) {
@@ -118,6 +131,26 @@ func BenchmarkMLP(b *testing.B) {
 		for done := 0; done < b.N; done += mlpChunk {
 			for range min(mlpChunk, b.N-done) {
 				if err := n.forward(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := n.s.Synchronize(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// mlp/fused: the forward pass as 4 fused cuBLASLt calls, timed as eager (after
+	// mlp.cu's warm-up, which also makes the handle's per-shape plan).
+	b.Run("fused", func(b *testing.B) {
+		b.StopTimer()
+		for range mlpWarmup {
+			require.NoError(b, n.fusedOn(n.s))
+		}
+		require.NoError(b, n.s.Synchronize())
+		b.StartTimer()
+		for done := 0; done < b.N; done += mlpChunk {
+			for range min(mlpChunk, b.N-done) {
+				if err := n.fusedOn(n.s); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -171,6 +171,10 @@ var baseWorkloads = []Workload{
 		Go: GoBench{Pkg: "tools/bench", Bench: "SgemmSmall", Match: `^BenchmarkSgemmSmall$`}, Raw: rawSgemmSmall},
 	{ID: "mlp/eager", Desc: mlpEagerDesc, CFunc: "w_mlp_eager",
 		Go: GoBench{Pkg: "tools/bench", Bench: "MLP", Match: `^BenchmarkMLP/eager$`}, Raw: rawMLPEager},
+	// mlp/fused: the C floor's side is its unfused eager pass (w_mlp_eager), the raw side
+	// rawMLPEager: the row sets the fused Go pass beside the best unfused one.
+	{ID: "mlp/fused", Desc: mlpFusedDesc, CFunc: "w_mlp_eager",
+		Go: GoBench{Pkg: "tools/bench", Bench: "MLP", Match: `^BenchmarkMLP/fused$`}, Raw: rawMLPEager},
 	{ID: "mlp/graph", Desc: mlpGraphDesc, CFunc: "w_mlp_graph",
 		Go: GoBench{Pkg: "tools/bench", Bench: "MLP", Match: `^BenchmarkMLP/graph$`}, Raw: rawMLPGraph},
 	{ID: "mlp/graph-submit", Desc: "mlp/graph's replay, CPU time to enqueue it: " + submitDesc, CFunc: "w_mlp_graph_submit",

@@ -664,6 +664,8 @@ static const struct workload workloads[] = {
     {"graph/graph10-latency", w_graph_graph10_latency, NULL},
     {"cublas/sgemm-small", w_cublas_sgemm_small, need_cublas},
     {"mlp/eager", w_mlp_eager, need_cublas},
+    // mlp/fused's C side is the unfused eager pass: the row shows the fused Go pass beside it.
+    {"mlp/fused", w_mlp_eager, need_cublas},
     {"mlp/graph", w_mlp_graph, need_cublas},
     {"mlp/graph-submit", w_mlp_graph_submit, need_cublas},
     {"mlp/graph-latency", w_mlp_graph_latency, need_cublas},
