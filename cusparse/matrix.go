@@ -26,7 +26,7 @@ type CSC struct {
 	RowIndices      cuda.Memory // NNZ int32
 	Values          cuda.Memory // NNZ elements
 
-	owned // the buffers NewCSC or DenseToCSC made
+	own owned // the buffers NewCSC or DenseToCSC made
 }
 
 func (m *CSC) dims() (int, int, int) { return m.Rows, m.Cols, m.NNZ }
@@ -52,12 +52,21 @@ type owned struct {
 	bufs []*cuda.DeviceBuffer
 }
 
-// Close frees the buffers of a matrix that NewCSR, NewCOO, NewCSC, DenseToCSR,
-// DenseToCOO, DenseToCSC or MulSparse made (after the work already queued that uses
-// them: the cuda package's memory rules); a matrix over the caller's memory owns
-// nothing and Close does nothing. A buffer dropped without Close is freed by its own
-// finalizer. Closing twice returns an error matching cuda.ErrClosed.
-func (o *owned) Close() error {
+// Close frees the buffers of a matrix that NewCSR, DenseToCSR or MulSparse made
+// (after the work already queued that uses them: the cuda package's memory rules); a
+// matrix over the caller's memory owns nothing and Close does nothing. A buffer
+// dropped without Close is freed by its own finalizer. Closing twice returns an error
+// matching cuda.ErrClosed.
+func (m *CSR) Close() error { return m.own.close() }
+
+// Close is CSR.Close, for NewCOO's and DenseToCOO's matrices.
+func (m *COO) Close() error { return m.own.close() }
+
+// Close is CSR.Close, for NewCSC's and DenseToCSC's matrices.
+func (m *CSC) Close() error { return m.own.close() }
+
+// close closes the buffers.
+func (o *owned) close() error {
 	var errs []error
 	for _, b := range o.bufs {
 		errs = append(errs, b.Close())
@@ -74,7 +83,7 @@ func NewCSR[T Float](s *cuda.Stream, rows, cols int, rowOffsets, colIndices []in
 	if err != nil {
 		return nil, err
 	}
-	return &CSR{Rows: rows, Cols: cols, NNZ: len(values), RowOffsets: b[0], ColIndices: b[1], Values: b[2], owned: owned{b[:]}}, nil
+	return &CSR{Rows: rows, Cols: cols, NNZ: len(values), RowOffsets: b[0], ColIndices: b[1], Values: b[2], own: owned{b[:]}}, nil
 }
 
 // NewCSC copies a CSC matrix from Go slices into new device memory on s: colOffsets
@@ -85,7 +94,7 @@ func NewCSC[T Float](s *cuda.Stream, rows, cols int, colOffsets, rowIndices []in
 	if err != nil {
 		return nil, err
 	}
-	return &CSC{Rows: rows, Cols: cols, NNZ: len(values), ColOffsets: b[0], RowIndices: b[1], Values: b[2], owned: owned{b[:]}}, nil
+	return &CSC{Rows: rows, Cols: cols, NNZ: len(values), ColOffsets: b[0], RowIndices: b[1], Values: b[2], own: owned{b[:]}}, nil
 }
 
 // NewCOO copies a COO matrix from Go slices into new device memory on s: rowIndices
@@ -109,7 +118,7 @@ func NewCOO[T Float](s *cuda.Stream, rows, cols int, rowIndices, colIndices []in
 	if err != nil {
 		return nil, fmt.Errorf("cusparse: %s: %w", op, err)
 	}
-	return &COO{Rows: rows, Cols: cols, NNZ: len(values), RowIndices: b[0], ColIndices: b[1], Values: b[2], owned: owned{b[:]}}, nil
+	return &COO{Rows: rows, Cols: cols, NNZ: len(values), RowIndices: b[0], ColIndices: b[1], Values: b[2], own: owned{b[:]}}, nil
 }
 
 // fromSlices checks a compressed matrix (CSR: major rows, minor columns; CSC the
@@ -163,7 +172,7 @@ func upload[T Float](s *cuda.Stream, a, b []int32, v []T) ([3]*cuda.DeviceBuffer
 		errs = append(errs, cuda.CopyToDeviceAsync(s, bufs[2], v))
 	}
 	if err := errors.Join(errs...); err != nil {
-		(&owned{bufs[:]}).Close()
+		(&owned{bufs[:]}).close()
 		return out, err
 	}
 	return bufs, nil
@@ -208,7 +217,7 @@ func dense[T Float](name string, m cuda.Memory, rows, cols, ld int) (unsafe.Poin
 func DenseToCSR[T Float](s *cuda.Stream, rows, cols int, a cuda.Memory, lda int) (*CSR, error) {
 	m := &CSR{Rows: rows, Cols: cols}
 	err := fromDense[T](s, "dense to csr", m, rows+1, a, lda, func(b [3]*cuda.DeviceBuffer, nnz int) {
-		m.NNZ, m.RowOffsets, m.ColIndices, m.Values, m.bufs = nnz, b[0], b[1], b[2], b[:]
+		m.NNZ, m.RowOffsets, m.ColIndices, m.Values, m.own.bufs = nnz, b[0], b[1], b[2], b[:]
 	})
 	if err != nil {
 		return nil, err
@@ -220,7 +229,7 @@ func DenseToCSR[T Float](s *cuda.Stream, rows, cols int, a cuda.Memory, lda int)
 func DenseToCSC[T Float](s *cuda.Stream, rows, cols int, a cuda.Memory, lda int) (*CSC, error) {
 	m := &CSC{Rows: rows, Cols: cols}
 	err := fromDense[T](s, "dense to csc", m, cols+1, a, lda, func(b [3]*cuda.DeviceBuffer, nnz int) {
-		m.NNZ, m.ColOffsets, m.RowIndices, m.Values, m.bufs = nnz, b[0], b[1], b[2], b[:]
+		m.NNZ, m.ColOffsets, m.RowIndices, m.Values, m.own.bufs = nnz, b[0], b[1], b[2], b[:]
 	})
 	if err != nil {
 		return nil, err
@@ -232,7 +241,7 @@ func DenseToCSC[T Float](s *cuda.Stream, rows, cols int, a cuda.Memory, lda int)
 func DenseToCOO[T Float](s *cuda.Stream, rows, cols int, a cuda.Memory, lda int) (*COO, error) {
 	m := &COO{Rows: rows, Cols: cols}
 	err := fromDense[T](s, "dense to coo", m, -1, a, lda, func(b [3]*cuda.DeviceBuffer, nnz int) {
-		m.NNZ, m.RowIndices, m.ColIndices, m.Values, m.bufs = nnz, b[0], b[1], b[2], b[:]
+		m.NNZ, m.RowIndices, m.ColIndices, m.Values, m.own.bufs = nnz, b[0], b[1], b[2], b[:]
 	})
 	if err != nil {
 		return nil, err
@@ -340,7 +349,7 @@ func fromDense[T Float](s *cuda.Stream, op string, m Matrix, offsets int, a cuda
 		return cusparseraw.DenseToSparseConvert(h, da, d, alg, wp)
 	}, append(uses, cuda.Writes(bufs[0]), cuda.Writes(bufs[1]), cuda.Writes(bufs[2]))...)
 	if err != nil {
-		(&owned{bufs[1:]}).Close()
+		(&owned{bufs[1:]}).close()
 		return fail(err)
 	}
 	keep = true

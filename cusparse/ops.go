@@ -190,11 +190,11 @@ func MulSparse[T Float](s *cuda.Stream, alpha T, a, b *CSR) (*CSR, error) {
 		return cusparseraw.SpGEMMCopy(h, nt, nt, ap, da, db, bp, dc, vt, alg, g)
 	}, append(uses, cuda.Writes(rest[1]), cuda.Writes(rest[2]))...)
 	if err != nil {
-		(&owned{rest[1:]}).Close()
+		(&owned{rest[1:]}).close()
 		return fail(err)
 	}
 	keep = true
-	c.NNZ, c.RowOffsets, c.ColIndices, c.Values, c.bufs = nnz, bufs[0], bufs[1], bufs[2], bufs[:]
+	c.NNZ, c.RowOffsets, c.ColIndices, c.Values, c.own.bufs = nnz, bufs[0], bufs[1], bufs[2], bufs[:]
 	return c, nil
 }
 

@@ -44,7 +44,7 @@ type CSR struct {
 	ColIndices      cuda.Memory // NNZ int32
 	Values          cuda.Memory // NNZ elements
 
-	owned // the buffers NewCSR, DenseToCSR or MulSparse made
+	own owned // the buffers NewCSR, DenseToCSR or MulSparse made
 }
 
 // COO is a sparse matrix in coordinate format with 0-based int32 indices, sorted by
@@ -55,7 +55,7 @@ type COO struct {
 	ColIndices      cuda.Memory // NNZ int32
 	Values          cuda.Memory // NNZ elements
 
-	owned // the buffers NewCOO or DenseToCOO made
+	own owned // the buffers NewCOO or DenseToCOO made
 }
 
 func (m *CSR) dims() (int, int, int) { return m.Rows, m.Cols, m.NNZ }
