@@ -12,7 +12,10 @@
 // area from the device's pool (it shows in cuda.MemoryStatus); calls make the
 // context current themselves and take part in the cuda package's hand-off (inputs
 // read, outputs written, and the plan's work area written). Arguments are checked
-// before any CUDA call. Transforms are unnormalized, as in cuFFT.
+// before any CUDA call. Transforms are unnormalized, as in cuFFT, unless given a Norm
+// (Backward, Ortho, Forward, as NumPy and CuPy name them; ExampleNorm); a Layout
+// (cufftMakePlanMany's embed, stride and distance; ExampleLayout) transforms strided
+// and batched data; Stats counts the plans made and reused.
 //
 // # The raw layer
 //

@@ -36,21 +36,22 @@ type Real interface {
 }
 
 // FFT computes a complex transform of in into out on s: forward (e^-2πi·jk/n) or,
-// with inverse, backward (e^+2πi·jk/n): cufftExecC2C or cufftExecZ2Z.
-func FFT[T Complex](s *cuda.Stream, sizes []int, batch int, in, out cuda.Memory, inverse bool) error {
+// with inverse, backward (e^+2πi·jk/n): cufftExecC2C or cufftExecZ2Z. Options: a
+// Norm, and a Layout for strided data.
+func FFT[T Complex](s *cuda.Stream, sizes []int, batch int, in, out cuda.Memory, inverse bool, opts ...Option) error {
 	r, ok := cudalib.Row[*complexRow[T], T](&transforms)
 	if !ok {
 		return noTransform[T, T]("c2c")
 	}
-	n, err := count(r.op, sizes, batch)
+	o, err := settle(r.op, sizes, batch, opts, sizes, sizes)
 	if err != nil {
 		return err
 	}
-	pi, err := operand[T](r.op, "in", in, n)
+	pi, err := operand[T](r.op, "in", in, o.inLen)
 	if err != nil {
 		return err
 	}
-	po, err := operand[T](r.op, "out", out, n)
+	po, err := operand[T](r.op, "out", out, o.outLen)
 	if err != nil {
 		return err
 	}
@@ -58,62 +59,81 @@ func FFT[T Complex](s *cuda.Stream, sizes []int, batch int, in, out cuda.Memory,
 	if inverse {
 		dir = cufftraw.CUFFT_INVERSE
 	}
-	return exec(r.op, s, planKey{typ: r.typ, batch: batch, sizes: key(sizes)}, func(ctx cudaraw.CUcontext, p cufftraw.CufftHandle) error {
+	k := o.key(r.typ, batch, sizes)
+	err = exec(r.op, s, k, func(ctx cudaraw.CUcontext, p cufftraw.CufftHandle) error {
 		return r.exec(ctx, p, pi, po, dir)
 	}, in, out)
+	if err != nil {
+		return err
+	}
+	return o.scale(r.op, s, k, out, sizes, sizes, inverse, elemScalars[T]())
 }
 
 // RealToComplex computes the forward transform of real in into its non-redundant
 // half in complex out on s: cufftExecR2C (R float32, C complex64) or cufftExecD2Z
-// (float64, complex128). A mismatched pair of precisions is an error.
-func RealToComplex[R Real, C Complex](s *cuda.Stream, sizes []int, batch int, in, out cuda.Memory) error {
+// (float64, complex128). A mismatched pair of precisions is an error. Options: a
+// Norm, and a Layout for strided data.
+func RealToComplex[R Real, C Complex](s *cuda.Stream, sizes []int, batch int, in, out cuda.Memory, opts ...Option) error {
 	r, ok := cudalib.Row[*realRow[R, C], R](&transforms)
 	if !ok {
 		return noTransform[R, C]("r2c")
 	}
 	op := r.forward.op
-	n, err := count(op, sizes, batch)
+	hs := halfSizes(sizes)
+	o, err := settle(op, sizes, batch, opts, sizes, hs)
 	if err != nil {
 		return err
 	}
-	pi, err := operand[R](op, "in", in, n)
+	pi, err := operand[R](op, "in", in, o.inLen)
 	if err != nil {
 		return err
 	}
-	po, err := operand[C](op, "out", out, half(sizes, batch))
+	po, err := operand[C](op, "out", out, o.outLen)
 	if err != nil {
 		return err
 	}
-	return exec(op, s, planKey{typ: r.forward.typ, batch: batch, sizes: key(sizes)}, func(ctx cudaraw.CUcontext, p cufftraw.CufftHandle) error {
+	k := o.key(r.forward.typ, batch, sizes)
+	err = exec(op, s, k, func(ctx cudaraw.CUcontext, p cufftraw.CufftHandle) error {
 		return r.r2c(ctx, p, pi, po)
 	}, in, out)
+	if err != nil {
+		return err
+	}
+	return o.scale(op, s, k, out, sizes, hs, false, elemScalars[C]())
 }
 
 // ComplexToReal computes the backward transform of the non-redundant half in complex
 // in into real out on s: cufftExecC2R (complex64, float32) or cufftExecZ2D
-// (complex128, float64). cuFFT may overwrite in.
-func ComplexToReal[C Complex, R Real](s *cuda.Stream, sizes []int, batch int, in, out cuda.Memory) error {
+// (complex128, float64). cuFFT may overwrite in. Options: a Norm, and a Layout for
+// strided data.
+func ComplexToReal[C Complex, R Real](s *cuda.Stream, sizes []int, batch int, in, out cuda.Memory, opts ...Option) error {
 	r, ok := cudalib.Row[*realRow[R, C], R](&transforms)
 	if !ok {
 		return noTransform[C, R]("c2r")
 	}
 	op := r.backward.op
-	n, err := count(op, sizes, batch)
+	hs := halfSizes(sizes)
+	o, err := settle(op, sizes, batch, opts, hs, sizes)
 	if err != nil {
 		return err
 	}
-	pi, err := operand[C](op, "in", in, half(sizes, batch))
+	pi, err := operand[C](op, "in", in, o.inLen)
 	if err != nil {
 		return err
 	}
-	po, err := operand[R](op, "out", out, n)
+	po, err := operand[R](op, "out", out, o.outLen)
 	if err != nil {
 		return err
 	}
 	// in is written too: cuFFT's complex-to-real transforms use it as scratch.
-	return exec(op, s, planKey{typ: r.backward.typ, batch: batch, sizes: key(sizes)}, func(ctx cudaraw.CUcontext, p cufftraw.CufftHandle) error {
+	k := o.key(r.backward.typ, batch, sizes)
+	err = exec(op, s, k, func(ctx cudaraw.CUcontext, p cufftraw.CufftHandle) error {
 		return r.c2r(ctx, p, pi, po)
 	}, nil, in, out)
+	if err != nil {
+		return err
+	}
+	return o.scale(op, s, k, out, sizes, sizes, true, elemScalars[R]())
 }
 
 // count checks a transform's sizes and batch and returns its element count.
@@ -129,15 +149,6 @@ func count(op string, sizes []int, batch int) (int, error) {
 		n *= d
 	}
 	return n, nil
-}
-
-// half returns the complex elements of a real transform's non-redundant half.
-func half(sizes []int, batch int) int {
-	n := batch * (sizes[len(sizes)-1]/2 + 1)
-	for _, d := range sizes[:len(sizes)-1] {
-		n *= d
-	}
-	return n
 }
 
 // operand checks that m is memory of T (or untyped) with room for n elements.
@@ -176,11 +187,16 @@ func operand[T any](op, name string, m cuda.Memory, n int) (*T, error) {
 // stream keeps.
 const MaxIdlePlans = 16
 
-// planKey identifies a transform; sizes holds up to three dimensions.
+// planKey identifies a transform; sizes holds up to three dimensions, and the
+// layout is cufftMakePlanMany's advanced one when embedded (else the tight one).
 type planKey struct {
 	typ   cufftraw.CufftType
 	batch int
 	sizes [3]int
+
+	embedded                             bool
+	inEmbed, outEmbed                    [3]int
+	inStride, outStride, inDist, outDist int
 }
 
 // rank returns the number of the transform's dimensions.
@@ -230,7 +246,9 @@ func takePlan(ctx *cuda.Context, s *cuda.Stream, k planKey, uses []cuda.Use) (*p
 	if err != nil {
 		return nil, err
 	}
-	if !p.State.made {
+	if p.State.made {
+		stats.reused.Add(1)
+	} else {
 		if err := makePlan(ctx, s, k, p); err != nil {
 			// Dropped, not given back (it is no plan of k): cufftDestroy may wait
 			// for the GPU, so the plan's OwnedPlan destroys it in resource.Reclaim.
@@ -252,11 +270,20 @@ func makePlan(ctx *cuda.Context, s *cuda.Stream, k planKey, p *plan) error {
 		dims[i] = int32(d)
 	}
 	var size uint64
+	var inEmbed, outEmbed [3]int32
+	var pin, pout *int32 // nil: the tight layout
+	if k.embedded {
+		for i := range rank {
+			inEmbed[i], outEmbed[i] = int32(k.inEmbed[i]), int32(k.outEmbed[i])
+		}
+		pin, pout = &inEmbed[0], &outEmbed[0]
+	}
 	err := ctx.Locked(func() error {
 		if err := cufftraw.SetAutoAllocation(p.Raw, 0); err != nil {
 			return err
 		}
-		return cufftraw.MakePlanMany(p.Raw, int32(rank), &dims[0], nil, 1, 0, nil, 1, 0, k.typ, int32(k.batch), &size)
+		return cufftraw.MakePlanMany(p.Raw, int32(rank), &dims[0], pin, int32(k.inStride), int32(k.inDist),
+			pout, int32(k.outStride), int32(k.outDist), k.typ, int32(k.batch), &size)
 	})
 	if err != nil {
 		return err
@@ -271,6 +298,7 @@ func makePlan(ctx *cuda.Context, s *cuda.Stream, k planKey, p *plan) error {
 		}
 	}
 	p.State.made = true
+	stats.created.Add(1)
 	return nil
 }
 

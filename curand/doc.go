@@ -7,8 +7,11 @@
 //	err = curand.Normal[float32](g, s, buf, n, 0, 1) // on stream s, into a cuda buffer
 //
 // NewGenerator makes a pseudo- or quasi-random generator of a context (from a cache of
-// raw generators); Uniform, Normal, LogNormal (float32, float64), Poisson and Uint32
-// (uint32) fill any cuda.Memory of the element type on a stream. Calls make the
+// raw generators); Uniform, Normal, LogNormal (float32, float64, cuda.Float16), Poisson and Uint32
+// (uint32) fill any cuda.Memory of the element type on a stream; NewUniform,
+// NewNormal, NewLogNormal, NewPoisson and NewUint32 return a new buffer instead
+// (ExampleNewNormal). cuda.Float16 is drawn as float32 and converted on the GPU (see
+// Float). Calls make the
 // context current themselves and take part in the cuda package's hand-off; a
 // generator's calls are one sequence, ordered on the GPU whatever streams they use.
 // Arguments are checked before any CUDA call.

@@ -155,9 +155,16 @@ func (g *Generator) release() {
 	_ = g.state.Close()
 }
 
-// Float is an element type of the floating-point distributions.
+// Float is an element type of the floating-point distributions. cuRAND generates
+// float32 and float64; for cuda.Float16 (half precision, which cuRAND has no
+// generator for) a call draws float32s into a temporary buffer from the device's
+// pool and converts them on the GPU with an elementwise kernel of package kernel
+// (__float2half_rn: round to nearest; compiled with NVRTC once per device and cached,
+// loaded once per context), so it draws the same numbers as the float32 call, rounded,
+// and costs a float32 buffer and one more kernel. Its mean and standard deviation
+// are rounded to half precision too, as its arguments.
 type Float interface {
-	float32 | float64
+	float32 | float64 | cuda.Float16
 }
 
 // Uniform fills the first n elements of out with numbers uniform in (0, 1], on s:
@@ -166,6 +173,9 @@ func Uniform[T Float](g *Generator, s *cuda.Stream, out cuda.Memory, n int) erro
 	r, err := precisionOf[T]("uniform")
 	if err != nil {
 		return err
+	}
+	if r.viaFloat32 {
+		return viaFloat32(g, s, out, n, func(tmp cuda.Memory) error { return Uniform[float32](g, s, tmp, n) })
 	}
 	return generate[T](g, "uniform", s, out, n, false, func(ctx cudaraw.CUcontext, raw curandraw.CurandGenerator, p unsafe.Pointer, N uint64) error {
 		return r.uniform(ctx, raw, (*T)(p), N)
@@ -180,6 +190,11 @@ func Normal[T Float](g *Generator, s *cuda.Stream, out cuda.Memory, n int, mean,
 	if err != nil {
 		return err
 	}
+	if r.viaFloat32 {
+		return viaFloat32(g, s, out, n, func(tmp cuda.Memory) error {
+			return Normal(g, s, tmp, n, toFloat32(mean), toFloat32(stddev))
+		})
+	}
 	return generate[T](g, "normal", s, out, n, true, func(ctx cudaraw.CUcontext, raw curandraw.CurandGenerator, p unsafe.Pointer, N uint64) error {
 		return r.normal(ctx, raw, (*T)(p), N, mean, stddev)
 	})
@@ -192,6 +207,11 @@ func LogNormal[T Float](g *Generator, s *cuda.Stream, out cuda.Memory, n int, me
 	r, err := precisionOf[T]("log-normal")
 	if err != nil {
 		return err
+	}
+	if r.viaFloat32 {
+		return viaFloat32(g, s, out, n, func(tmp cuda.Memory) error {
+			return LogNormal(g, s, tmp, n, toFloat32(mean), toFloat32(stddev))
+		})
 	}
 	return generate[T](g, "log-normal", s, out, n, true, func(ctx cudaraw.CUcontext, raw curandraw.CurandGenerator, p unsafe.Pointer, N uint64) error {
 		return r.logNormal(ctx, raw, (*T)(p), N, mean, stddev)

@@ -11,11 +11,13 @@ import (
 )
 
 // distributions are one element type E's cuRAND routines: a row of the
-// per-precision table floats.
+// per-precision table floats. cuRAND has no half-precision generator: the half row
+// has none, and its calls draw float32s and convert them (viaFloat32).
 type distributions[E any] struct {
-	uniform   func(c cudaraw.CUcontext, g curandraw.CurandGenerator, out *E, n uint64) error
-	normal    func(c cudaraw.CUcontext, g curandraw.CurandGenerator, out *E, n uint64, mean, stddev E) error
-	logNormal func(c cudaraw.CUcontext, g curandraw.CurandGenerator, out *E, n uint64, mean, stddev E) error
+	viaFloat32 bool
+	uniform    func(c cudaraw.CUcontext, g curandraw.CurandGenerator, out *E, n uint64) error
+	normal     func(c cudaraw.CUcontext, g curandraw.CurandGenerator, out *E, n uint64, mean, stddev E) error
+	logNormal  func(c cudaraw.CUcontext, g curandraw.CurandGenerator, out *E, n uint64, mean, stddev E) error
 }
 
 // floats is the per-precision table, by the element types' CUDA data types.
@@ -27,6 +29,7 @@ var floats = cudalib.ByDataType[any]{
 		uniform: curandraw.GenerateUniformDoubleIn, normal: curandraw.GenerateNormalDoubleIn,
 		logNormal: curandraw.GenerateLogNormalDoubleIn,
 	},
+	cudaraw.CUDA_R_16F: &distributions[cuda.Float16]{viaFloat32: true},
 }
 
 // precisionOf returns T's row of floats: an error matching cuda.ErrInvalidArgument

@@ -21,7 +21,8 @@ type Float interface {
 	float32 | float64
 }
 
-// Matrix is a sparse matrix of Rows×Cols with NNZ stored elements: a *CSR or a *COO.
+// Matrix is a sparse matrix of Rows×Cols with NNZ stored elements: a *CSR, *COO or
+// *CSC.
 type Matrix interface {
 	dims() (rows, cols, nnz int)
 	// arrays checks the matrix's memory (values of elem bytes, whose address ptr
@@ -29,7 +30,9 @@ type Matrix interface {
 	// and uses.
 	arrays(elem int, ptr func(cuda.Memory) (unsafe.Pointer, error)) ([3]unsafe.Pointer, []cuda.Use, error)
 	// describe makes the matrix's descriptor over the addresses of arrays.
-	describe(ctx cudaraw.CUcontext, vt cudaraw.CudaDataType, p [3]unsafe.Pointer) (cusparseraw.CusparseSpMatDescr, error)
+	describe(ctx *cuda.Context, vt cudaraw.CudaDataType, p [3]unsafe.Pointer) (cusparseraw.CusparseSpMatDescr, error)
+	// values returns the memory of the matrix's values.
+	values() cuda.Memory
 }
 
 // CSR is a sparse matrix in compressed sparse row format with 0-based int32
@@ -40,6 +43,8 @@ type CSR struct {
 	RowOffsets      cuda.Memory // Rows+1 int32
 	ColIndices      cuda.Memory // NNZ int32
 	Values          cuda.Memory // NNZ elements
+
+	own owned // the buffers NewCSR, DenseToCSR or MulSparse made
 }
 
 // COO is a sparse matrix in coordinate format with 0-based int32 indices, sorted by
@@ -49,6 +54,8 @@ type COO struct {
 	RowIndices      cuda.Memory // NNZ int32
 	ColIndices      cuda.Memory // NNZ int32
 	Values          cuda.Memory // NNZ elements
+
+	own owned // the buffers NewCOO or DenseToCOO made
 }
 
 func (m *CSR) dims() (int, int, int) { return m.Rows, m.Cols, m.NNZ }
@@ -79,16 +86,19 @@ func arrays3(elem int, ptr func(cuda.Memory) (unsafe.Pointer, error), rowName st
 	return p, []cuda.Use{cuda.Reads(rows), cuda.Reads(cols), cuda.Reads(vals)}, nil
 }
 
-func (m *CSR) describe(ctx cudaraw.CUcontext, vt cudaraw.CudaDataType, p [3]unsafe.Pointer) (cusparseraw.CusparseSpMatDescr, error) {
+func (m *CSR) values() cuda.Memory { return m.Values }
+func (m *COO) values() cuda.Memory { return m.Values }
+
+func (m *CSR) describe(ctx *cuda.Context, vt cudaraw.CudaDataType, p [3]unsafe.Pointer) (cusparseraw.CusparseSpMatDescr, error) {
 	var d cusparseraw.CusparseSpMatDescr
-	err := cusparseraw.CreateCsrIn(ctx, &d, int64(m.Rows), int64(m.Cols), int64(m.NNZ), p[0], p[1], p[2],
+	err := cusparseraw.CreateCsrIn(ctx.Handle(), &d, int64(m.Rows), int64(m.Cols), int64(m.NNZ), p[0], p[1], p[2],
 		cusparseraw.CUSPARSE_INDEX_32I, cusparseraw.CUSPARSE_INDEX_32I, cusparseraw.CUSPARSE_INDEX_BASE_ZERO, vt)
 	return d, err
 }
 
-func (m *COO) describe(ctx cudaraw.CUcontext, vt cudaraw.CudaDataType, p [3]unsafe.Pointer) (cusparseraw.CusparseSpMatDescr, error) {
+func (m *COO) describe(ctx *cuda.Context, vt cudaraw.CudaDataType, p [3]unsafe.Pointer) (cusparseraw.CusparseSpMatDescr, error) {
 	var d cusparseraw.CusparseSpMatDescr
-	err := cusparseraw.CreateCooIn(ctx, &d, int64(m.Rows), int64(m.Cols), int64(m.NNZ), p[0], p[1], p[2],
+	err := cusparseraw.CreateCooIn(ctx.Handle(), &d, int64(m.Rows), int64(m.Cols), int64(m.NNZ), p[0], p[1], p[2],
 		cusparseraw.CUSPARSE_INDEX_32I, cusparseraw.CUSPARSE_INDEX_BASE_ZERO, vt)
 	return d, err
 }
@@ -258,7 +268,7 @@ func run(op string, s *cuda.Stream, a Matrix, vt cudaraw.CudaDataType, elem int,
 	}
 	defer handles.Put(s, h)
 	c := ctx.Handle()
-	m, err := a.describe(c, vt, ptrs)
+	m, err := a.describe(ctx, vt, ptrs)
 	if err != nil {
 		return fail(err)
 	}
@@ -300,13 +310,7 @@ func checkDims(rows, cols, nnz int) error {
 
 // checkValues checks the matrix's values against T where their memory is typed.
 func checkValues[T Float](a Matrix) error {
-	var v cuda.Memory
-	switch m := a.(type) {
-	case *CSR:
-		v = m.Values
-	case *COO:
-		v = m.Values
-	}
+	v := a.values()
 	if v == nil {
 		return fmt.Errorf("%w: nil values", cuda.ErrInvalidArgument)
 	}
