@@ -4,11 +4,11 @@ import (
 	_ "embed"
 	"fmt"
 	"math"
-	"sync"
 	"sync/atomic"
 	"unsafe"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cudalib"
 	"github.com/gocuda/gocuda/cufft/cufftraw"
 )
 
@@ -228,35 +228,15 @@ func elemScalars[T Complex | Real]() scalars {
 //go:embed scale.ptx
 var scalePTX []byte
 
-// scalers are the scaling module of each context, loaded on first use and kept for
-// the context's life (a module is small; unloading one waits for the GPU).
-var scalers struct {
-	sync.Mutex
-	byCtx map[*cuda.Context]*cuda.Module
-}
+// scalers are the scaling kernels, loaded in each context at first use.
+var scalers = cudalib.NewKernels(scalePTX)
 
 // scaler returns the scaling kernel of ctx for float32 or float64.
 func scaler(ctx *cuda.Context, double bool) (*cuda.Function, error) {
-	if ctx == nil {
-		return nil, fmt.Errorf("%w: nil stream", cuda.ErrInvalidArgument)
-	}
-	scalers.Lock()
-	defer scalers.Unlock()
-	m := scalers.byCtx[ctx]
-	if m == nil {
-		var err error
-		if m, err = ctx.LoadModule(scalePTX); err != nil {
-			return nil, err
-		}
-		if scalers.byCtx == nil {
-			scalers.byCtx = map[*cuda.Context]*cuda.Module{}
-		}
-		scalers.byCtx[ctx] = m
-	}
 	if double {
-		return m.Function("scale_f64")
+		return scalers.Function(ctx, "scale_f64")
 	}
-	return m.Function("scale_f32")
+	return scalers.Function(ctx, "scale_f32")
 }
 
 // PlanStats counts the plans this process's transforms made (cufftMakePlanMany) and

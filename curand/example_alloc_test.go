@@ -8,7 +8,7 @@ import (
 )
 
 // A new buffer of normally distributed numbers, and half-precision ones (drawn as
-// float32 and converted on the GPU). (It needs a GPU, cuRAND and NVRTC, so it is
+// float32 and converted on the GPU). (It needs a GPU and cuRAND, so it is
 // compiled but not run by go test.)
 func ExampleNewNormal() {
 	ctx, err := cuda.Device(0).Context()

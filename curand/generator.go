@@ -158,9 +158,8 @@ func (g *Generator) release() {
 // Float is an element type of the floating-point distributions. cuRAND generates
 // float32 and float64; for cuda.Float16 (half precision, which cuRAND has no
 // generator for) a call draws float32s into a temporary buffer from the device's
-// pool and converts them on the GPU with an elementwise kernel of package kernel
-// (__float2half_rn: round to nearest; compiled with NVRTC once per device and cached,
-// loaded once per context), so it draws the same numbers as the float32 call, rounded,
+// pool and converts them on the GPU with a kernel of this package (round to nearest
+// even, in PTX that it embeds: no NVRTC; loaded once per context), so it draws the same numbers as the float32 call, rounded,
 // and costs a float32 buffer and one more kernel. Its mean and standard deviation
 // are rounded to half precision too, as its arguments.
 type Float interface {

@@ -1,12 +1,12 @@
 package curand
 
 import (
+	_ "embed"
 	"fmt"
-	"sync"
 	"unsafe"
 
 	"github.com/gocuda/gocuda/cuda"
-	"github.com/gocuda/gocuda/kernel"
+	"github.com/gocuda/gocuda/cudalib"
 )
 
 // toFloat32 returns a float argument as a float32 (a half's exact value).
@@ -20,12 +20,14 @@ func toFloat32[T Float](v T) float32 {
 	return *(*float32)(unsafe.Pointer(&v)) // float32 itself: the other types are above
 }
 
-// toHalf is the float32-to-half conversion of the half-precision draws, made on
-// first use; its module is loaded once per context and kept for the process's life.
-var toHalf = sync.OnceValues(func() (*kernel.Elementwise, error) {
-	return kernel.NewElementwise("gocuda_curand_to_half", "y = __float2half_rn(x)", nil,
-		kernel.In[float32]("x"), kernel.Out[cuda.Float16]("y"))
-})
+// halfPTX holds the float32-to-half conversion of the half-precision draws
+// (half.ptx).
+//
+//go:embed half.ptx
+var halfPTX []byte
+
+// halfKernels is that conversion, loaded in each context at first use.
+var halfKernels = cudalib.NewKernels(halfPTX)
 
 // viaFloat32 fills the first n halves of out on s: draw (a float32 call of the same
 // distribution) into a temporary float32 buffer from the pool, then the conversion.
@@ -63,7 +65,7 @@ func viaFloat32(g *Generator, s *cuda.Stream, out cuda.Memory, n int, draw func(
 		}
 		dst = v
 	}
-	conv, err := toHalf()
+	conv, err := halfKernels.Function(s.Context(), "to_half")
 	if err != nil {
 		return fmt.Errorf("curand: %s: %w", op, err)
 	}
@@ -75,7 +77,9 @@ func viaFloat32(g *Generator, s *cuda.Stream, out cuda.Memory, n int, draw func(
 	if err := draw(tmp); err != nil {
 		return err
 	}
-	if err := conv.Launch(s, tmp, dst); err != nil {
+	const block = 256
+	grid := min((n+block-1)/block, 1<<16)
+	if err := conv.Launch(s, cuda.D1(grid), cuda.D1(block), 0, dst, cuda.In(tmp), uint64(n)); err != nil {
 		return fmt.Errorf("curand: %s: converting: %w", op, err)
 	}
 	return nil
