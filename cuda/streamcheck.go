@@ -56,8 +56,8 @@ func (r StreamRace) Error() string {
 var streamCheck struct {
 	on      atomic.Bool
 	mu      sync.Mutex
-	mems    map[*memBase]*shadow   // allocations used since the checker is on
-	clocks  map[*stream]*ckClock   // the streams' vector clocks
+	mems    map[*memBase]*shadow          // allocations used since the checker is on
+	clocks  map[*stream]*ckClock          // the streams' vector clocks
 	events  map[*event]map[*stream]uint64 // the clock each event was last recorded at
 	handler func(StreamRace)
 	reports atomic.Int64

@@ -247,3 +247,47 @@ func TestStreamCheckRoutes(t *testing.T) {
 		assert.Empty(t, bed.take(), "ordered by the hand-off")
 	})
 }
+
+// On a GPU: a program with a real race (a raw write on one stream, a copy of the
+// memory on another that nothing orders after it) is reported with both sites; the
+// same program ordered by an event wait is not, and copies what the kernel wrote.
+func TestGPUStreamCheck(t *testing.T) {
+	_, m, _ := loadKernels(t, cudatest.Kernels)
+	ctx := m.Context()
+	fill := function(t, m, "fill_u32")
+	ss := streams(t, ctx, 2)
+	ev, err := ctx.NewEvent(false)
+	require.NoError(t, err)
+	defer ev.Close()
+	bed := newCheckBed(t, m)
+	const n = 1 << 16
+	run := func(ordered bool) (out []uint32, raw, copied string) {
+		b, err := cuda.AllocFor[uint32](ss[0], n)
+		require.NoError(t, err)
+		defer b.Close()
+		require.NoError(t, b.Memset32(0))
+		bed.busy(t, ss[1])
+		raw = here(1)
+		require.NoError(t, fill.Launch(ss[1], cuda.D1(64), cuda.D1(256), 0, b.Ptr(), uint32(9), uint64(n)))
+		if ordered {
+			require.NoError(t, ev.Record(ss[1]))
+			require.NoError(t, ss[0].WaitEvent(ev))
+		}
+		out = make([]uint32, n)
+		copied = here(1)
+		require.NoError(t, cuda.CopyFromDeviceAsync(ss[0], out, b))
+		require.NoError(t, ss[0].Synchronize())
+		require.NoError(t, ss[1].Synchronize())
+		return out, raw, copied
+	}
+	_, raw, copied := run(false)
+	assertRace(t, bed.take(), raw, copied)
+
+	out, _, _ := run(true)
+	assert.Empty(t, bed.take())
+	want := make([]uint32, n)
+	for i := range want {
+		want[i] = 9 // the CPU's reference: the kernel's fill
+	}
+	assert.Equal(t, want, out)
+}
