@@ -88,7 +88,8 @@ func TestStreamCheckRoutes(t *testing.T) {
 	ev, err := ctx.NewEvent(false)
 	require.NoError(t, err)
 	t.Cleanup(func() { ev.Close() })
-	bed := newCheckBed(t, m) // after the cleanups above: they run once the executor resumed
+	bed := newCheckBed(t, m)                     // after the cleanups above: they run once the executor resumed
+	var take func() []cuda.StreamRace = bed.take // a test of the stream checker: its raw addresses race on purpose
 
 	// Copies and memsets: a raw launch on ss[2] that no use of the memory announced,
 	// then the package's operation on ss[1]; announced with an Enqueue of the memory
@@ -101,14 +102,14 @@ func TestStreamCheckRoutes(t *testing.T) {
 		require.NoError(t, fill.Launch(ss[2], cuda.D1(1), cuda.D1(32), 0, p, uint32(1), uint64(1024)))
 		copied := here(1)
 		require.NoError(t, cuda.CopyAsync(ss[1], h, b))
-		assertRace(t, bed.take(), raw, copied)
+		assertRace(t, take(), raw, copied)
 
 		b2 := alloc(1024)
 		require.NoError(t, fill.Launch(ss[2], cuda.D1(1), cuda.D1(32), 0, b2.Ptr(), uint32(1), uint64(1024)))
 		require.NoError(t, ev.Record(ss[2]))
 		require.NoError(t, ss[1].WaitEvent(ev))
 		require.NoError(t, cuda.CopyAsync(ss[1], h, b2))
-		assert.Empty(t, bed.take(), "ordered by an event wait")
+		assert.Empty(t, take(), "ordered by an event wait")
 	})
 	t.Run("Memset", func(t *testing.T) {
 		b := alloc(1024)
@@ -117,7 +118,7 @@ func TestStreamCheckRoutes(t *testing.T) {
 		require.NoError(t, fill.Launch(ss[2], cuda.D1(1), cuda.D1(32), 0, b.Ptr()+64, uint32(1), uint64(16)))
 		set := here(1)
 		require.NoError(t, b.Memset32Async(ss[1], 7))
-		got := bed.take()
+		got := take()
 		assertRace(t, got, raw, set)
 		assert.Equal(t, b.Ptr()+64, got[0].Addr)
 
@@ -125,7 +126,7 @@ func TestStreamCheckRoutes(t *testing.T) {
 		require.NoError(t, fill.Launch(ss[2], cuda.D1(1), cuda.D1(32), 0, b2.Ptr(), uint32(1), uint64(1024)))
 		require.NoError(t, cuda.Enqueue(ss[2], noRawWork, cuda.Writes(b2)))
 		require.NoError(t, b2.Memset32Async(ss[1], 7))
-		assert.Empty(t, bed.take(), "ordered by the hand-off after an Enqueue of the memory")
+		assert.Empty(t, take(), "ordered by the hand-off after an Enqueue of the memory")
 	})
 	// A library call: every library queues its calls through cuda.Enqueue with
 	// their memory among the uses (cudalib's Pool.Run), which is checked there.
@@ -136,7 +137,7 @@ func TestStreamCheckRoutes(t *testing.T) {
 		require.NoError(t, fill.Launch(ss[2], cuda.D1(1), cuda.D1(32), 0, b.Ptr(), uint32(1), uint64(1024)))
 		call := here(1)
 		require.NoError(t, cuda.Enqueue(ss[1], noRawWork, cuda.Reads(b)))
-		assertRace(t, bed.take(), raw, call)
+		assertRace(t, take(), raw, call)
 
 		// The other way: the library call first, a raw write on another stream.
 		b2 := alloc(1024)
@@ -146,7 +147,7 @@ func TestStreamCheckRoutes(t *testing.T) {
 		require.NoError(t, cuda.Enqueue(ss[1], noRawWork, cuda.Writes(b2)))
 		raw = here(1)
 		require.NoError(t, fill.Launch(ss[2], cuda.D1(1), cuda.D1(32), 0, p, uint32(1), uint64(1024)))
-		assertRace(t, bed.take(), call, raw)
+		assertRace(t, take(), call, raw)
 	})
 	// cuda.In: readers on two streams after a write on a third are ordered after
 	// it and not with each other; a later write waits for both.
@@ -158,7 +159,7 @@ func TestStreamCheckRoutes(t *testing.T) {
 		require.NoError(t, readSum.Launch(ss[1], cuda.D1(1), cuda.D1(32), 0, cuda.In(b), uint64(1024), uint64(0), out))
 		require.NoError(t, readSum.Launch(ss[2], cuda.D1(1), cuda.D1(32), 0, cuda.In(b), uint64(1024), uint64(0), out))
 		require.NoError(t, b.Memset32Async(ss[0], 2))
-		assert.Empty(t, bed.take())
+		assert.Empty(t, take())
 	})
 	// A kernel node built by hand with a raw address is checked when its graph is
 	// launched, naming the launch and where the node was added.
@@ -178,7 +179,7 @@ func TestStreamCheckRoutes(t *testing.T) {
 		require.NoError(t, b.Memset32Async(ss[2], 1))
 		launched := here(1)
 		require.NoError(t, x.Launch(ss[1]))
-		got := bed.take()
+		got := take()
 		assertRace(t, got, set, launched)
 		assert.Contains(t, got[0].Used, added, "the node's site")
 		assert.Contains(t, got[0].Taken, added)
@@ -191,7 +192,7 @@ func TestStreamCheckRoutes(t *testing.T) {
 		require.NoError(t, ev.Record(ss[2]))
 		require.NoError(t, ss[1].WaitEvent(ev))
 		require.NoError(t, x.Launch(ss[1]))
-		assert.Empty(t, bed.take(), "ordered by event waits")
+		assert.Empty(t, take(), "ordered by event waits")
 	})
 	// A raw address in a batch is checked when the batch is submitted.
 	t.Run("Batch", func(t *testing.T) {
@@ -203,13 +204,13 @@ func TestStreamCheckRoutes(t *testing.T) {
 		require.NoError(t, b.Memset32Async(ss[2], 1))
 		submitted := here(1)
 		require.NoError(t, batch.Submit(ss[1]))
-		assertRace(t, bed.take(), set, submitted)
+		assertRace(t, take(), set, submitted)
 		require.NoError(t, batch.Submit(ss[1]))
-		assert.Empty(t, bed.take(), "the same stream")
+		assert.Empty(t, take(), "the same stream")
 		require.NoError(t, ev.Record(ss[1]))
 		require.NoError(t, ss[2].WaitEvent(ev))
 		require.NoError(t, batch.Submit(ss[2]))
-		assert.Empty(t, bed.take(), "ordered by an event wait")
+		assert.Empty(t, take(), "ordered by an event wait")
 	})
 	// A peer copy: the package orders the copy after the memory's uses it knows
 	// (in both contexts), not after a raw launch nothing announced.
@@ -234,17 +235,17 @@ func TestStreamCheckRoutes(t *testing.T) {
 		require.NoError(t, fill.Launch(ss[2], cuda.D1(1), cuda.D1(32), 0, b.Ptr(), uint32(1), uint64(1024)))
 		copied := here(1)
 		require.NoError(t, cuda.CopyAsync(s1, d, b))
-		assertRace(t, bed.take(), raw, copied)
+		assertRace(t, take(), raw, copied)
 
 		b2 := alloc(1024)
 		require.NoError(t, fill.Launch(ss[2], cuda.D1(1), cuda.D1(32), 0, b2.Ptr(), uint32(1), uint64(1024)))
 		require.NoError(t, cuda.Enqueue(ss[2], noRawWork, cuda.Writes(b2)))
 		require.NoError(t, cuda.CopyAsync(s1, d, b2))
-		assert.Empty(t, bed.take(), "ordered by the hand-off")
+		assert.Empty(t, take(), "ordered by the hand-off")
 		// The copy is recorded on b2's context's default stream, after a wait for
 		// the copy: a write of b2 on another stream is ordered after both.
 		require.NoError(t, b2.Memset32Async(ss[1], 0))
-		assert.Empty(t, bed.take(), "ordered by the hand-off")
+		assert.Empty(t, take(), "ordered by the hand-off")
 	})
 }
 
@@ -260,6 +261,7 @@ func TestGPUStreamCheck(t *testing.T) {
 	require.NoError(t, err)
 	defer ev.Close()
 	bed := newCheckBed(t, m)
+	var take func() []cuda.StreamRace = bed.take // a test of the stream checker: its raw addresses race on purpose
 	const n = 1 << 16
 	run := func(ordered bool) (out []uint32, raw, copied string) {
 		b, err := cuda.AllocFor[uint32](ss[0], n)
@@ -281,10 +283,10 @@ func TestGPUStreamCheck(t *testing.T) {
 		return out, raw, copied
 	}
 	_, raw, copied := run(false)
-	assertRace(t, bed.take(), raw, copied)
+	assertRace(t, take(), raw, copied)
 
 	out, _, _ := run(true)
-	assert.Empty(t, bed.take())
+	assert.Empty(t, take())
 	want := make([]uint32, n)
 	for i := range want {
 		want[i] = 9 // the CPU's reference: the kernel's fill
