@@ -166,7 +166,11 @@ func (e *Event) Record(s *Stream) error {
 	}
 	defer e.leave()
 	leaseEventIfCapturing(s.stream, e.event)
-	return s.use(func(h cudaraw.CUstream) error { return cudaraw.EventRecordIn(e.cs.h, e.h, h) })
+	err := s.use(func(h cudaraw.CUstream) error { return cudaraw.EventRecordIn(e.cs.h, e.h, h) })
+	if err == nil && streamCheck.on.Load() {
+		checkRecord(e.event, s.stream)
+	}
+	return err
 }
 
 // Query reports whether the GPU has reached the event.

@@ -192,6 +192,9 @@ func (g *Graph) AddKernel(f *Function, grid, block Dim3, sharedMem int, deps []N
 		}
 		k.lease(g.g.lease)
 		g.g.lease.addModule(m)
+		if streamCheck.on.Load() {
+			g.g.lease.raw = rawArgs(g.g.lease.raw, args, callSite()+" (Graph.AddKernel of "+f.name+")", h)
+		}
 		return h, nil
 	})
 	node.f, node.shape = f, d
@@ -350,6 +353,9 @@ func (e *Exec) SetKernelArgs(n Node, args ...any) error {
 		return fmt.Errorf("cuda: setting the arguments of %s: %w", f.name, err)
 	}
 	k.lease(x.lease)
+	if streamCheck.on.Load() {
+		x.lease.raw = rawNodeArgs(x.lease.raw, n.h, args, callSite()+" (Exec.SetKernelArgs of "+f.name+")")
+	}
 	return nil
 }
 

@@ -113,6 +113,9 @@ func (x *execState) launch(s *Stream) error {
 		return fmt.Errorf("cuda: launching a graph: %w", x.cs.faulted(err, "Exec.Launch", s.stream))
 	}
 	p.record(s.stream)
+	if streamCheck.on.Load() && len(x.lease.raw) > 0 {
+		checkRaw(x.lease.raw, s.stream, callSite()+" (Exec.Launch)")
+	}
 	return nil
 }
 

@@ -108,6 +108,7 @@ type leaseSet struct {
 	events []*event
 	fns    map[*hostFunc]int // host node functions, by how many nodes call them
 	reg    *resource.Registration
+	raw    []rawUse // the stream checker's raw addresses of kernel nodes (streamcheck.go)
 }
 
 // addHost leases hf to ls for n more nodes.
@@ -178,11 +179,12 @@ func (ls *leaseSet) merge(o *leaseSet) {
 	for hf, n := range o.fns {
 		ls.addHost(hf, n)
 	}
+	ls.raw = append(ls.raw, o.raw...)
 }
 
 // register makes a registered set of what ls leases, taking its leases over.
 func (ls *leaseSet) register() *leaseSet {
-	out := &leaseSet{items: ls.items, index: ls.index, mods: ls.mods, events: ls.events, fns: ls.fns}
+	out := &leaseSet{items: ls.items, index: ls.index, mods: ls.mods, events: ls.events, fns: ls.fns, raw: ls.raw}
 	out.reg = resource.ResourceFinalizer((*leaseSet).end, out, false, resource.Kind("graph lease"))
 	return out
 }

@@ -146,6 +146,11 @@ func launchAfter(ms *memState, d *deps, s *Stream, ctx cudaraw.CUcontext, f cuda
 	st.waits.Add(int64(n))
 	err := launchAfterC(ctx, evs[:n], from[:n], f, sh, st.h, params)
 	unlock(len(locks))
+	if err == nil && streamCheck.on.Load() {
+		for i := range n {
+			checkOrdered(d.at(i).s, st)
+		}
+	}
 	put() // the waits are queued: the events may be recorded again
 	return err
 }

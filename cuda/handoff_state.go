@@ -163,6 +163,9 @@ func (a *access) onlyOn(t *stream, write bool) bool {
 // record records that an operation planned with p was queued on t. The caller
 // still holds m.
 func (m *memBase) record(t *stream, write bool, p planned) {
+	if streamCheck.on.Load() {
+		checkUsed(m.owner(), t, write)
+	}
 	if p.fast {
 		return
 	}
@@ -208,9 +211,6 @@ func (m *memBase) record(t *stream, write bool, p planned) {
 			}
 			a.uses = append(a.uses, use{s: t, gen: gen, write: write, synced: alone, seq: a.seq, waited: p.seq})
 		}
-	}
-	if streamCheck.on.Load() {
-		checkUsed(o, t)
 	}
 	if len(a.uses) == 1 {
 		u := a.uses[0]
@@ -361,6 +361,9 @@ func (ms *memState) orderAfter(u use, t *stream) error {
 			// another context or device).
 			err = t.use(func(h cudaraw.CUstream) error { return cudaraw.StreamWaitEventIn(t.cs.h, h, ev, 0) })
 		}
+		if err == nil && streamCheck.on.Load() {
+			checkOrdered(s, t)
+		}
 		// The wait is queued (or failed): the event may be recorded again.
 		ms.putHandoffEvent(ev)
 		return err
@@ -371,7 +374,11 @@ func (ms *memState) orderAfter(u use, t *stream) error {
 	if err != nil || final == nil {
 		return err
 	}
-	return t.use(func(h cudaraw.CUstream) error { return cudaraw.StreamWaitEventIn(t.cs.h, h, final.h, 0) })
+	err = t.use(func(h cudaraw.CUstream) error { return cudaraw.StreamWaitEventIn(t.cs.h, h, final.h, 0) })
+	if err == nil && streamCheck.on.Load() {
+		checkOrdered(s, t)
+	}
+	return err
 }
 
 // fenceFor returns a fence for the work of the uses in d: the one use's fence, or

@@ -255,7 +255,8 @@ func TestStreamCheck(t *testing.T) {
 	assert.Contains(t, r.Taken, "handoff_test.go")
 	assert.Contains(t, r.Used, "handoff_test.go")
 	assert.NotEqual(t, r.Taken, r.Used)
-	assert.Contains(t, r.Error(), "no Enqueue of the memory ordered")
+	assert.Contains(t, r.Error(), "with no wait ordering the two")
+	assert.Contains(t, r.Earlier, "handoff_test.go")
 
 	require.NoError(t, cuda.Enqueue(ss[1], noRawWork, cuda.Writes(b)))
 	require.NoError(t, fill.Launch(ss[1], cuda.D1(1), cuda.D1(32), 0, p, uint32(2), uint64(1024)))

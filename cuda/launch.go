@@ -214,11 +214,15 @@ func (f *Function) launchMore(s *Stream, d launchShape, args []any, ex *launchAt
 		buf = make([]byte, size)
 		size, err = packArgs(buf, f.params, f.known, m.ctx, f.name, args, &p)
 	}
-	if err == nil && streamCheck.on.Load() {
-		checkLaunch(args, s.stream)
-	}
 	if err != nil {
 		s.cs.exit()
+		return err
+	}
+	if streamCheck.on.Load() {
+		// After the launch's own hand-off, which may order the raw addresses too.
+		if err = f.launchPlanned(s, d, buf[:size], &p, ex); err == nil {
+			checkLaunch(args, s.stream, "a launch of "+f.name)
+		}
 		return err
 	}
 	return f.launchPlanned(s, d, buf[:size], &p, ex)

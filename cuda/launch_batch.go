@@ -26,6 +26,7 @@ type LaunchBatch struct {
 	args  []uint64 // the launches' parameter buffers, 8-byte aligned
 	funcs []*Function
 	devs  []batchDev
+	raw   []rawUse // the stream checker's raw addresses (streamcheck.go)
 }
 
 // batchDev is memory used by a batched launch, with the address packed and whether
@@ -52,7 +53,7 @@ func (b *LaunchBatch) Reset() {
 	}
 	clear(b.funcs)
 	clear(b.devs)
-	b.ctx, b.recs, b.args, b.funcs, b.devs = nil, b.recs[:0], b.args[:0], b.funcs[:0], b.devs[:0]
+	b.ctx, b.recs, b.args, b.funcs, b.devs, b.raw = nil, b.recs[:0], b.args[:0], b.funcs[:0], b.devs[:0], b.raw[:0]
 }
 
 // Add appends a launch of f with grid×block threads, sharedMem bytes of dynamic
@@ -98,6 +99,9 @@ func (b *LaunchBatch) Add(f *Function, grid, block Dim3, sharedMem int, args ...
 	// package's memory is always on the heap (its constructors register it).
 	held.each(func(m *memBase, write bool) { b.devs = append(b.devs, batchDev{m, m.ptr, write}) })
 	held.release()
+	if streamCheck.on.Load() {
+		b.raw = rawArgs(b.raw, args, callSite()+" (LaunchBatch.Add of "+f.name+")", 0)
+	}
 	b.recs = append(b.recs, newBatchRec(f.h, d, uintptr(start*8), size))
 	b.funcs = append(b.funcs, f)
 	b.ctx = m.ctx
@@ -191,6 +195,9 @@ func (b *LaunchBatch) Submit(s *Stream) error {
 	if done > 0 {
 		st.kernel.Store(b.funcs[done-1])
 		p.record(st)
+		if streamCheck.on.Load() && len(b.raw) > 0 {
+			checkQueued(b.raw, st, callSite()+" (LaunchBatch.Submit)")
+		}
 	}
 	if err != nil {
 		err = c.faulted(err, b.funcs[done].name, st)

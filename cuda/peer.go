@@ -269,6 +269,9 @@ func queuePeer(s *Stream, tm *memBase, tWrite bool, fm, d, o *memBase, waitEv *c
 			q.waits.Add(1)
 			err = q.use(func(h cudaraw.CUstream) error { return cudaraw.StreamWaitEventIn(msF.cs.h, h, done, 0) })
 			if err == nil {
+				if streamCheck.on.Load() {
+					checkOrdered(t, q)
+				}
 				fm.record(q, !tWrite, pf.p)
 			}
 		}

@@ -323,7 +323,11 @@ func (s *Stream) WaitEvent(e *Event) error {
 	}
 	defer e.leave()
 	leaseEventIfCapturing(s.stream, e.event)
-	return s.use(func(h cudaraw.CUstream) error { return cudaraw.StreamWaitEventIn(s.cs.h, h, e.h, 0) })
+	err := s.use(func(h cudaraw.CUstream) error { return cudaraw.StreamWaitEventIn(s.cs.h, h, e.h, 0) })
+	if err == nil && streamCheck.on.Load() {
+		checkWait(s.stream, e.event)
+	}
+	return err
 }
 
 // Close destroys the stream, or gives a pooled stream back to its pool. Work already
