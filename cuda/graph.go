@@ -32,7 +32,8 @@ import (
 //
 // The files: graph.go holds the Graph, graph_capture.go the capture,
 // graph_build.go the graphs built node by node, graph_lease.go the leases,
-// graph_exec.go the executables, graph_host.go the host nodes' Go functions.
+// graph_exec.go the executables, graph_host.go the host nodes' Go functions,
+// graph_cond.go the conditional nodes and their bodies.
 
 // Graph is captured work (Context.Capture), to be instantiated and replayed. It keeps
 // the memory its operations use (see Capture) until Close, or until it is
