@@ -128,18 +128,19 @@ func TestGPUConditionalWhile(t *testing.T) {
 	}
 }
 
-// An if/else node built by hand, its condition set by a kernel from device data:
-// the then body runs for a non-zero value, the else body for zero.
-func TestGPUConditionalIf(t *testing.T) {
+// testBranches builds a graph of a kernel that sets a condition from device data and
+// a conditional node of type typ with n bodies after it (body adds body i's nodes,
+// which write out), and checks that each value in vals leaves want(value) in all of
+// out.
+func testBranches(t *testing.T, typ cuda.ConditionalType, n int, body func(i int, b *cuda.Graph, out *cuda.DeviceBuffer) error,
+	vals []uint32, want func(uint32) uint32) {
 	ctx, s, m := condKernels(t)
 	set := function(t, m, "set_from")
-	_, km, _ := loadKernels(t, cudatest.Kernels)
-	fill := function(t, km, "fill_u32")
-	const n = 1 << 12
+	const size = 1 << 12
 	v, err := cuda.AllocFor[uint32](s, 1)
 	require.NoError(t, err)
 	defer v.Close()
-	out, err := cuda.AllocFor[uint32](s, n)
+	out, err := cuda.AllocFor[uint32](s, size)
 	require.NoError(t, err)
 	defer out.Close()
 	g, err := ctx.NewGraph()
@@ -149,69 +150,53 @@ func TestGPUConditionalIf(t *testing.T) {
 	require.NoError(t, err)
 	ns, err := g.AddKernel(set, cuda.D1(1), cuda.D1(1), 0, nil, v, c)
 	require.NoError(t, err)
-	_, bodies, err := g.AddConditional(cuda.If, c, 2, ns)
+	_, bodies, err := g.AddConditional(typ, c, n, ns)
 	require.NoError(t, err)
 	for i, b := range bodies {
-		_, err = b.AddKernel(fill, cuda.D1(16), cuda.D1(256), 0, nil, out, uint32(100+i), uint64(n))
-		require.NoError(t, err)
+		require.NoError(t, body(i, b, out))
 	}
 	e, err := g.Instantiate()
 	require.NoError(t, err)
 	defer e.Close()
-	for _, val := range []uint32{1, 0, 7, 0} {
-		want := uint32(101) // else
-		if val != 0 {
-			want = 100
-		}
+	for _, val := range vals {
 		require.NoError(t, cuda.CopyToDevice(v, []uint32{val}))
 		require.NoError(t, out.Memset32Async(s, 0))
 		require.NoError(t, e.Launch(s))
 		got, err := cuda.ToSlice[uint32](s, out)
 		require.NoError(t, err)
-		assert.Equal(t, want, got[0], "condition %d", val)
-		assert.Equal(t, want, got[n-1], "condition %d", val)
+		assert.Equal(t, want(val), got[0], "condition %d", val)
+		assert.Equal(t, want(val), got[size-1], "condition %d", val)
 	}
 }
 
-// A switch node (CUDA 12.8): body k runs for the value k, none past the last.
-func TestGPUConditionalSwitch(t *testing.T) {
-	ctx, s, m := condKernels(t)
-	set := function(t, m, "set_from")
-	const n = 1 << 12
-	v, err := cuda.AllocFor[uint32](s, 1)
-	require.NoError(t, err)
-	defer v.Close()
-	out, err := cuda.AllocFor[uint32](s, n)
-	require.NoError(t, err)
-	defer out.Close()
-	g, err := ctx.NewGraph()
-	require.NoError(t, err)
-	defer g.Close()
-	c, err := g.NewCondition(0, false)
-	require.NoError(t, err)
-	ns, err := g.AddKernel(set, cuda.D1(1), cuda.D1(1), 0, nil, v, c)
-	require.NoError(t, err)
-	_, bodies, err := g.AddConditional(cuda.Switch, c, 3, ns)
-	require.NoError(t, err)
-	for i, b := range bodies {
-		_, err = b.AddMemset(out, uint32(10+i))
-		require.NoError(t, err)
-	}
-	e, err := g.Instantiate()
-	require.NoError(t, err)
-	defer e.Close()
-	for _, val := range []uint32{2, 0, 1, 3, 1000} {
-		want := uint32(0) // no body
-		if val < 3 {
-			want = 10 + val
+// An if/else node whose bodies are kernels added by hand: the then body runs for a
+// non-zero value, the else body for zero.
+func TestGPUConditionalIf(t *testing.T) {
+	_, km, _ := loadKernels(t, cudatest.Kernels)
+	fill := function(t, km, "fill_u32")
+	testBranches(t, cuda.If, 2, func(i int, b *cuda.Graph, out *cuda.DeviceBuffer) error {
+		_, err := b.AddKernel(fill, cuda.D1(16), cuda.D1(256), 0, nil, out, uint32(100+i), uint64(out.Len()))
+		return err
+	}, []uint32{1, 0, 7, 0}, func(v uint32) uint32 {
+		if v != 0 {
+			return 100
 		}
-		require.NoError(t, cuda.CopyToDevice(v, []uint32{val}))
-		require.NoError(t, out.Memset32Async(s, 0))
-		require.NoError(t, e.Launch(s))
-		got, err := cuda.ToSlice[uint32](s, out)
-		require.NoError(t, err)
-		assert.Equal(t, want, got[n-1], "condition %d", val)
-	}
+		return 101
+	})
+}
+
+// A switch node (CUDA 12.8) whose bodies are memsets: body k runs for the value k,
+// none past the last.
+func TestGPUConditionalSwitch(t *testing.T) {
+	testBranches(t, cuda.Switch, 3, func(i int, b *cuda.Graph, out *cuda.DeviceBuffer) error {
+		_, err := b.AddMemset(out, uint32(10+i))
+		return err
+	}, []uint32{2, 0, 1, 3, 1000}, func(v uint32) uint32 {
+		if v < 3 {
+			return 10 + v
+		}
+		return 0
+	})
 }
 
 // condLoops are the two executables BenchmarkGPUConditionalWhile compares: a while
