@@ -32,7 +32,8 @@ import (
 //
 // The files: graph.go holds the Graph, graph_capture.go the capture,
 // graph_build.go the graphs built node by node, graph_lease.go the leases,
-// graph_exec.go the executables, graph_host.go the host nodes' Go functions.
+// graph_exec.go the executables, graph_host.go the host nodes' Go functions,
+// graph_cond.go the conditional nodes and their bodies.
 
 // Graph is captured work (Context.Capture), to be instantiated and replayed. It keeps
 // the memory its operations use (see Capture) until Close, or until it is
@@ -53,6 +54,12 @@ type graphState struct {
 	// with Instantiate and Update, which copy them.
 	mu    sync.Mutex
 	lease *leaseSet
+	// The body graphs of conditional nodes (graph_cond.go): root is the graph that
+	// owns the body (which shares its hold, lock and leases), body the CUgraph,
+	// owned by its node; own is nil. conds are a root's conditions.
+	root  *graphState
+	body  cudaraw.CUgraph
+	conds map[Condition]bool
 }
 
 // Context returns the context the graph was captured in.
@@ -69,8 +76,8 @@ func (g *Graph) Buffers() int {
 	if g == nil || g.g == nil {
 		return 0
 	}
-	g.g.mu.Lock() // nodes may be being added
-	defer g.g.mu.Unlock()
+	g.g.top().mu.Lock() // nodes may be being added
+	defer g.g.top().mu.Unlock()
 	return len(g.g.lease.items)
 }
 
@@ -79,7 +86,7 @@ func (g *Graph) enter() (st *graphState, err error) {
 	if g == nil || g.g == nil {
 		return nil, fmt.Errorf("%w: nil graph", ErrInvalidArgument)
 	}
-	if !g.g.hold.enter() {
+	if !g.g.top().hold.enter() {
 		return nil, fmt.Errorf("cuda: graph: %w", ErrClosed)
 	}
 	return g.g, nil
@@ -89,6 +96,9 @@ func (g *Graph) enter() (st *graphState, err error) {
 // the graph's own allocations at each launch so that it can be launched again). The
 // Exec keeps the memory g uses for itself: it may outlive g.
 func (g *Graph) Instantiate() (*Exec, error) {
+	if err := g.refuseBody("instantiating"); err != nil {
+		return nil, err
+	}
 	st, err := g.enter()
 	if err != nil {
 		return nil, err
@@ -113,6 +123,9 @@ func (g *Graph) Instantiate() (*Exec, error) {
 // meanwhile is freed once no Exec holds it either). Closing again returns an error
 // that matches ErrClosed.
 func (g *Graph) Close() error {
+	if err := g.refuseBody("closing"); err != nil {
+		return err
+	}
 	if g == nil || g.g == nil || !g.g.hold.close() {
 		return fmt.Errorf("cuda: graph: %w", ErrClosed)
 	}

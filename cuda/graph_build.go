@@ -39,7 +39,7 @@ func (g *Graph) add(what string, deps []Node, addNode func(c *Context, gh cudara
 	if err != nil {
 		return Node{}, err
 	}
-	defer st.hold.exit()
+	defer st.top().hold.exit()
 	hs := make([]cudaraw.CUgraphNode, len(deps))
 	for i, d := range deps {
 		if d.g != st || d.h == 0 {
@@ -52,12 +52,12 @@ func (g *Graph) add(what string, deps []Node, addNode func(c *Context, gh cudara
 		dp = &hs[0]
 	}
 	c := st.ctx
-	st.mu.Lock()
-	defer st.mu.Unlock()
+	st.top().mu.Lock()
+	defer st.top().mu.Unlock()
 	var h cudaraw.CUgraphNode
 	err = c.Locked(func() error {
 		var err error
-		h, err = addNode(c, st.own.Handle(), dp, uint64(len(hs)))
+		h, err = addNode(c, st.handle(), dp, uint64(len(hs)))
 		return err
 	})
 	if err != nil {
@@ -262,21 +262,21 @@ func (g *Graph) AddChild(child *Graph, deps ...Node) (Node, error) {
 		return Node{}, fmt.Errorf("%w: nil graph", ErrInvalidArgument)
 	}
 	cg := child.g
-	if cg == g.g {
+	if cg.top() == g.g.top() {
 		return Node{}, fmt.Errorf("%w: a graph as its own child", ErrInvalidArgument)
 	}
 	if cg.ctx.ctxState != g.g.ctx.ctxState {
 		return Node{}, fmt.Errorf("cuda: adding a graph of another context: %w", ErrWrongContext)
 	}
-	if !cg.hold.enter() {
+	if !cg.top().hold.enter() {
 		return Node{}, fmt.Errorf("cuda: child graph: %w", ErrClosed)
 	}
-	defer cg.hold.exit()
-	cg.mu.Lock()
-	defer cg.mu.Unlock()
+	defer cg.top().hold.exit()
+	cg.top().mu.Lock()
+	defer cg.top().mu.Unlock()
 	return g.add("child graph", deps, func(c *Context, gh cudaraw.CUgraph, dp *cudaraw.CUgraphNode, n uint64) (cudaraw.CUgraphNode, error) {
 		var h cudaraw.CUgraphNode
-		if err := cudaraw.GraphAddChildGraphNode(&h, gh, dp, n, cg.own.Handle()); err != nil {
+		if err := cudaraw.GraphAddChildGraphNode(&h, gh, dp, n, cg.handle()); err != nil {
 			return 0, err
 		}
 		g.g.lease.merge(cg.lease)
@@ -292,16 +292,16 @@ func (g *Graph) CaptureInto(deps []Node, f func(s *Stream) error) ([]Node, error
 	if err != nil {
 		return nil, err
 	}
-	defer st.hold.exit()
-	t := captureTarget{into: st.own.Handle()}
+	defer st.top().hold.exit()
+	t := captureTarget{into: st.handle()}
 	for i, d := range deps {
 		if d.g != st || d.h == 0 {
 			return nil, fmt.Errorf("%w: capturing into a graph: dependency %d is not a node of this graph", ErrInvalidArgument, i)
 		}
 		t.deps = append(t.deps, d.h)
 	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
+	st.top().mu.Lock()
+	defer st.top().mu.Unlock()
 	_, cs, err := st.ctx.runCapture(t, f)
 	if err != nil {
 		return nil, err

@@ -147,6 +147,9 @@ func (e *Exec) Update(g *Graph) error {
 	if e == nil || e.e == nil || g == nil || g.g == nil {
 		return fmt.Errorf("%w: nil graph", ErrInvalidArgument)
 	}
+	if err := g.refuseBody("updating an executable to"); err != nil {
+		return err
+	}
 	x, st := e.e, g.g
 	if x.ctx.ctxState != st.ctx.ctxState {
 		return fmt.Errorf("cuda: updating a graph: %w", ErrWrongContext)

@@ -131,6 +131,11 @@ enum {
 #define CU_GRAPH_NODE_TYPE_EMPTY 5
 #define CU_GRAPH_NODE_TYPE_WAIT_EVENT 6
 #define CU_GRAPH_NODE_TYPE_EVENT_RECORD 7
+#define CU_GRAPH_NODE_TYPE_CONDITIONAL 13
+#define CU_GRAPH_COND_TYPE_IF 0
+#define CU_GRAPH_COND_TYPE_WHILE 1
+#define CU_GRAPH_COND_TYPE_SWITCH 2
+#define CU_GRAPH_COND_ASSIGN_DEFAULT 1
 #define CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC 1
 #define CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER 2
 
@@ -216,6 +221,30 @@ typedef struct {
 	unsigned char reserved[5];
 } CUgraphEdgeData;
 _Static_assert(sizeof(CUgraphEdgeData) == 8, "CUgraphEdgeData layout");
+
+// CUDA_CONDITIONAL_NODE_PARAMS, and CUgraphNodeParams (cuGraphAddNode_v2) with the one
+// member of its union the fake implements.
+typedef struct {
+	uint64_t handle; // CUgraphConditionalHandle
+	int type;        // CUgraphConditionalNodeType
+	unsigned size;
+	H *phGraph_out;
+	H ctx;
+} CUDA_CONDITIONAL_NODE_PARAMS;
+typedef struct {
+	int type; // CUgraphNodeType
+	int reserved0[3];
+	union {
+		long long reserved1[29];
+		CUDA_CONDITIONAL_NODE_PARAMS conditional;
+	};
+	long long reserved2;
+} CUgraphNodeParams;
+_Static_assert(sizeof(CUDA_CONDITIONAL_NODE_PARAMS) == 32 && offsetof(CUDA_CONDITIONAL_NODE_PARAMS, size) == 12 &&
+	offsetof(CUDA_CONDITIONAL_NODE_PARAMS, phGraph_out) == 16 && offsetof(CUDA_CONDITIONAL_NODE_PARAMS, ctx) == 24,
+	"CUDA_CONDITIONAL_NODE_PARAMS layout");
+_Static_assert(sizeof(CUgraphNodeParams) == 256 && offsetof(CUgraphNodeParams, conditional) == 16 &&
+	offsetof(CUgraphNodeParams, reserved2) == 248, "CUgraphNodeParams layout");
 
 // CUgraphExecUpdateResult values, and CUgraphExecUpdateResultInfo (cuGraphExecUpdate_v2).
 enum { UPD_SUCCESS = 0, UPD_TOPOLOGY_CHANGED = 2, UPD_NODE_TYPE_CHANGED = 3, UPD_FUNCTION_CHANGED = 4 };
@@ -780,6 +809,7 @@ struct graph_s {
 	int64_t n;
 	graph_t *origin;     // an exec: the graph it was instantiated from
 	stream_t *capturing; // a graph: the stream capturing into it, or NULL
+	graph_t *parent;     // the body of a conditional node: the graph that has the node
 };
 
 // A graph node. Explicitly added nodes have one from the start; a captured operation
@@ -852,7 +882,9 @@ struct gvar_s {
 // Operations queued on streams.
 // OP_EMPTY stands for an empty node (or an empty child graph) in a graph; launching
 // the graph queues nothing for it.
-enum { OP_KERNEL, OP_COPY, OP_MEMSET, OP_RECORD, OP_WAIT, OP_FREE, OP_HOSTFN, OP_DELAY, OP_EMPTY };
+// OP_COND is a conditional node: in a graph, its body graphs; in an exec (or a child
+// graph's copy), copies of their operations.
+enum { OP_KERNEL, OP_COPY, OP_MEMSET, OP_RECORD, OP_WAIT, OP_FREE, OP_HOSTFN, OP_DELAY, OP_EMPTY, OP_COND };
 
 struct op_s {
 	op_t *next;
@@ -870,6 +902,7 @@ struct op_s {
 		struct { mem_t *m; } fr;
 		struct { void (*fn)(void *); void *arg; } hf;
 		struct { uint64_t ns; } dl;
+		struct { H *bodies; op_t **lists; unsigned size; int type; uint64_t cond; } cd;
 	} u;
 	size_t nrefs, caprefs;
 	rng_t **refs; // memory the operation touches, checked when it runs
@@ -1299,6 +1332,8 @@ static void ev_done(event_t *e, uint64_t seq) {
 /* ---------- operations ---------- */
 
 static op_t *free_ops; // operations to reuse (G held): no malloc per call
+static void cond_free(op_t *o);
+static void cond_clone(op_t *c, const op_t *o);
 
 static op_t *op_new(int type, const char *fn) {
 	op_t *o = free_ops;
@@ -1334,6 +1369,7 @@ static void op_free(op_t *o) {
 	if (o->refs != o->inl) free(o->refs);
 	if (o->type == OP_COPY) free(o->u.cp.staging);
 	if (o->type == OP_KERNEL && o->u.k.params != o->pbuf) free(o->u.k.params);
+	if (o->type == OP_COND) cond_free(o);
 	o->next = free_ops;
 	free_ops = o;
 }
@@ -1354,6 +1390,7 @@ static op_t *op_clone(const op_t *o) {
 		if (c->u.k.params == NULL) abort();
 		memcpy(c->u.k.params, o->u.k.params, o->u.k.psize);
 	}
+	if (o->type == OP_COND) cond_clone(c, o);
 	return c;
 }
 
@@ -1530,7 +1567,8 @@ static stream_t *pick(void) {
 	return chosen;
 }
 
-static const char *const opname[] = {"kernel", "copy", "memset", "event record", "event wait", "free", "host function", "delay", "empty"};
+static const char *const opname[] = {"kernel", "copy", "memset", "event record", "event wait", "free", "host function", "delay", "empty",
+	"conditional"};
 
 // dump_state prints the queued work (G held).
 static void dump_state(const char *why) {
@@ -1871,6 +1909,13 @@ static const struct { const char *expr; uint64_t v; } layout_items[] = {
 	LAY_FIELD(CUgraphEdgeData, type), LAY_FIELD(CUgraphEdgeData, reserved),
 	LAY_SIZE(CUgraphExecUpdateResultInfo), LAY_FIELD(CUgraphExecUpdateResultInfo, result),
 	LAY_FIELD(CUgraphExecUpdateResultInfo, errorNode), LAY_FIELD(CUgraphExecUpdateResultInfo, errorFromNode),
+	LAY_SIZE(CUDA_CONDITIONAL_NODE_PARAMS), LAY_FIELD(CUDA_CONDITIONAL_NODE_PARAMS, handle),
+	LAY_FIELD(CUDA_CONDITIONAL_NODE_PARAMS, type), LAY_FIELD(CUDA_CONDITIONAL_NODE_PARAMS, size),
+	LAY_FIELD(CUDA_CONDITIONAL_NODE_PARAMS, phGraph_out), LAY_FIELD(CUDA_CONDITIONAL_NODE_PARAMS, ctx),
+	LAY_SIZE(CUgraphNodeParams), LAY_FIELD(CUgraphNodeParams, type), LAY_FIELD(CUgraphNodeParams, reserved0),
+	LAY_FIELD(CUgraphNodeParams, reserved2),
+	LAY_CONST(CU_GRAPH_NODE_TYPE_CONDITIONAL), LAY_CONST(CU_GRAPH_COND_TYPE_IF), LAY_CONST(CU_GRAPH_COND_TYPE_WHILE),
+	LAY_CONST(CU_GRAPH_COND_TYPE_SWITCH), LAY_CONST(CU_GRAPH_COND_ASSIGN_DEFAULT),
 	LAY_CONST(CU_MEMORYTYPE_HOST), LAY_CONST(CU_MEMORYTYPE_DEVICE), LAY_CONST(CU_MEMORYTYPE_ARRAY), LAY_CONST(CU_MEMORYTYPE_UNIFIED),
 	LAY_CONST(CU_GRAPH_NODE_TYPE_KERNEL), LAY_CONST(CU_GRAPH_NODE_TYPE_MEMCPY), LAY_CONST(CU_GRAPH_NODE_TYPE_MEMSET),
 	LAY_CONST(CU_GRAPH_NODE_TYPE_HOST), LAY_CONST(CU_GRAPH_NODE_TYPE_GRAPH), LAY_CONST(CU_GRAPH_NODE_TYPE_EMPTY),
@@ -3955,10 +4000,12 @@ static H fast_node(int type) { return fast_handle() | (H)type; }
 
 // free_op_list frees a list of operations; those of a graph (not of an exec) take
 // their nodes with them.
+static void cond_kill_bodies(op_t *o);
 static void free_op_list(op_t *o, int kill_nodes) {
 	for (op_t *next; o; o = next) {
 		next = o->next;
 		if (kill_nodes && o->node) h_kill(&o->node->h);
+		if (kill_nodes && o->type == OP_COND) cond_kill_bodies(o);
 		op_free(o);
 	}
 }
@@ -4009,6 +4056,7 @@ static node_t *node_of(graph_t *g, op_t *o) {
 		[OP_MEMSET] = CU_GRAPH_NODE_TYPE_MEMSET, [OP_RECORD] = CU_GRAPH_NODE_TYPE_EVENT_RECORD,
 		[OP_WAIT] = CU_GRAPH_NODE_TYPE_WAIT_EVENT, [OP_FREE] = CU_GRAPH_NODE_TYPE_EMPTY, [OP_HOSTFN] = CU_GRAPH_NODE_TYPE_HOST,
 		[OP_DELAY] = CU_GRAPH_NODE_TYPE_EMPTY, [OP_EMPTY] = CU_GRAPH_NODE_TYPE_EMPTY,
+		[OP_COND] = CU_GRAPH_NODE_TYPE_CONDITIONAL,
 	};
 	if (o->node == NULL) o->node = node_new(g, type_of[o->type], o->nid); // a captured operation is its node's only one
 	return o->node;
@@ -4548,6 +4596,218 @@ EXPORT CUresult cuGraphInstantiateWithFlags(H *out, H hg, unsigned long long fla
 	END
 }
 
+/* ---------- conditional nodes ---------- */
+
+// A condition (cuGraphConditionalHandleCreate): the graph and context it was made
+// for, its default and flags, and its value. Kernels never run in the fake, so no
+// cudaGraphSetConditional changes the value: a launch sets the conditions created
+// with CU_GRAPH_COND_ASSIGN_DEFAULT to their default, and the others keep 0.
+typedef struct {
+	graph_t *g;
+	ctx_t *c;
+	unsigned def, flags, value;
+} cond_t;
+static cond_t *conds;
+static size_t nconds, capconds;
+#define COND_TAG 0xc0d0000000000000ull // handles are COND_TAG | (index + 1)
+static uint64_t fast_conds;
+
+static cond_t *get_cond(uint64_t h) {
+	if ((h & 0xffff000000000000ull) != COND_TAG) return NULL;
+	uint64_t i = (h & 0xffffffffffffull) - 1;
+	return i < nconds ? &conds[i] : NULL;
+}
+
+// cond_free frees a conditional node's array of bodies (their graphs die with the
+// graph that has the node: cond_kill_bodies) or its copies of their operations.
+static void cond_free(op_t *o) {
+	if (o->u.cd.lists) {
+		for (unsigned i = 0; i < o->u.cd.size; i++) free_op_list(o->u.cd.lists[i], 0);
+		free(o->u.cd.lists);
+	}
+	free(o->u.cd.bodies);
+	o->u.cd.lists = NULL;
+	o->u.cd.bodies = NULL;
+}
+
+// cond_clone gives c, a copy of conditional node o, copies of the operations of o's
+// bodies (as instantiation copies them): later changes to the bodies do not show.
+static void cond_clone(op_t *c, const op_t *o) {
+	unsigned n = o->u.cd.size;
+	c->u.cd.bodies = NULL;
+	c->u.cd.lists = calloc(n ? n : 1, sizeof *c->u.cd.lists);
+	if (c->u.cd.lists == NULL) abort();
+	for (unsigned i = 0; i < n; i++) {
+		const op_t *src = o->u.cd.bodies ? ((graph_t *)o->u.cd.bodies[i])->head : o->u.cd.lists[i];
+		op_t **tail = &c->u.cd.lists[i];
+		for (; src; src = src->next) {
+			*tail = op_clone(src);
+			tail = &(*tail)->next;
+		}
+	}
+}
+
+// cond_kill_bodies destroys the body graphs of conditional node o of a graph that
+// is destroyed (or loses the node).
+static void cond_kill_bodies(op_t *o) {
+	if (o->u.cd.bodies == NULL) return;
+	for (unsigned i = 0; i < o->u.cd.size; i++) {
+		graph_t *b = (graph_t *)o->u.cd.bodies[i];
+		if (capturing(b))
+			violation("cuGraphDestroy", "destroy of conditional body graph %#lx while stream %#lx captures into it",
+				(unsigned long)(uintptr_t)b, (unsigned long)(uintptr_t)b->capturing);
+		graph_free_ops(b);
+		h_kill(&b->h);
+	}
+}
+
+// cond_assign_defaults sets the conditions that list's conditional nodes (nested
+// ones too) test to their defaults, for those created with CU_GRAPH_COND_ASSIGN_DEFAULT.
+static void cond_assign_defaults(const op_t *list) {
+	for (const op_t *o = list; o; o = o->next) {
+		if (o->type != OP_COND) continue;
+		cond_t *k = get_cond(o->u.cd.cond);
+		if (k && (k->flags & CU_GRAPH_COND_ASSIGN_DEFAULT)) k->value = k->def;
+		for (unsigned i = 0; i < o->u.cd.size; i++) cond_assign_defaults(o->u.cd.lists[i]);
+	}
+}
+
+// cond_select returns the operations of the body that conditional node o (of an
+// exec) runs, or NULL. A while node whose condition is set runs its body once: no
+// kernel runs in the fake, so none could clear it, and once stands for a loop that a
+// kernel ends.
+static const op_t *cond_select(const op_t *o) {
+	cond_t *k = get_cond(o->u.cd.cond);
+	unsigned v = k ? k->value : 0, n = o->u.cd.size;
+	switch (o->u.cd.type) {
+	case CU_GRAPH_COND_TYPE_IF: return v ? o->u.cd.lists[0] : n == 2 ? o->u.cd.lists[1] : NULL;
+	case CU_GRAPH_COND_TYPE_WHILE: return v ? o->u.cd.lists[0] : NULL;
+	default: return v < n ? o->u.cd.lists[v] : NULL;
+	}
+}
+
+EXPORT CUresult cuGraphConditionalHandleCreate(uint64_t *out, H hg, H hc, unsigned def, unsigned flags) {
+	if (!strict()) {
+		if (out == NULL) return E_INVALID_VALUE;
+		*out = COND_TAG | __atomic_add_fetch(&fast_conds, 1, __ATOMIC_RELAXED);
+		return OK;
+	}
+	BEGIN("cuGraphConditionalHandleCreate");
+	graph_t *g;
+	ctx_t *c;
+	if (out == NULL || (flags & ~(unsigned)CU_GRAPH_COND_ASSIGN_DEFAULT)) FAIL(E_INVALID_VALUE);
+	TRY(get_h(FN, hg, H_GRAPH, (void **)&g));
+	TRY(get_h(FN, hc, H_CTX, (void **)&c));
+	if (g->h.ctx != c) FAIL(E_INVALID_VALUE);
+	if (nconds == capconds) {
+		size_t cap = capconds ? 2 * capconds : 64;
+		cond_t *n = realloc(conds, cap * sizeof *n);
+		if (n == NULL) FAIL(E_OUT_OF_MEMORY);
+		conds = n, capconds = cap;
+	}
+	conds[nconds++] = (cond_t){.g = g, .c = c, .def = def, .flags = flags};
+	*out = COND_TAG | nconds;
+	END
+}
+
+// cuGraphAddNode_v2 adds conditional nodes (other node types are added through their
+// own calls in the fake): size body graphs, empty, which the driver owns and which
+// phGraph_out lists while the node lives. The condition must have been made for g or
+// a graph around it, in the node's context.
+EXPORT CUresult cuGraphAddNode_v2(H *out, H hg, const H *deps, const CUgraphEdgeData *edges, size_t n, CUgraphNodeParams *p) {
+	if (!strict()) {
+		if (out == NULL || p == NULL) return E_INVALID_VALUE;
+		if (p->type == CU_GRAPH_NODE_TYPE_CONDITIONAL) {
+			unsigned k = p->conditional.size;
+			H *b = calloc(k ? k : 1, sizeof *b); // never freed: the fast mode tracks nothing
+			if (b == NULL) return E_OUT_OF_MEMORY;
+			for (unsigned i = 0; i < k; i++) b[i] = fast_handle();
+			p->conditional.phGraph_out = b;
+		}
+		*out = fast_node(p->type & 15);
+		return OK;
+	}
+	BEGIN("cuGraphAddNode_v2");
+	graph_t *g;
+	ctx_t *c;
+	if (out == NULL || p == NULL) FAIL(E_INVALID_VALUE);
+	TRY(get_h(FN, hg, H_GRAPH, (void **)&g));
+	TRY(check_deps(FN, g, deps, edges, n));
+	if (p->type != CU_GRAPH_NODE_TYPE_CONDITIONAL) FAIL(E_NOT_SUPPORTED);
+	if (p->reserved0[0] || p->reserved0[1] || p->reserved0[2] || p->reserved2) FAIL(E_INVALID_VALUE);
+	CUDA_CONDITIONAL_NODE_PARAMS *cp = &p->conditional;
+	TRY(get_h(FN, cp->ctx, H_CTX, (void **)&c));
+	cond_t *k = get_cond(cp->handle);
+	if (k == NULL) FAIL(E_INVALID_VALUE);
+	if (k->g->h.dead) {
+		violation(FN, "condition %#llx of destroyed graph %#lx", (unsigned long long)cp->handle, (unsigned long)(uintptr_t)k->g);
+		FAIL(E_INVALID_VALUE);
+	}
+	graph_t *a = g;
+	while (a && a != k->g) a = a->parent;
+	if (a == NULL || k->c != c) FAIL(E_INVALID_VALUE);
+	unsigned size = cp->size;
+	switch (cp->type) {
+	case CU_GRAPH_COND_TYPE_IF: if (size < 1 || size > 2) FAIL(E_INVALID_VALUE); break;
+	case CU_GRAPH_COND_TYPE_WHILE: if (size != 1) FAIL(E_INVALID_VALUE); break;
+	case CU_GRAPH_COND_TYPE_SWITCH: if (size < 1) FAIL(E_INVALID_VALUE); break;
+	default: FAIL(E_INVALID_VALUE);
+	}
+	if (arena_used + size + 1 > arena_slots) FAIL(E_OUT_OF_MEMORY); // the bodies and the node
+	H *bodies = calloc(size, sizeof *bodies);
+	if (bodies == NULL) FAIL(E_OUT_OF_MEMORY);
+	for (unsigned i = 0; i < size; i++) {
+		graph_t *b = h_new(H_GRAPH, c);
+		b->parent = g;
+		bodies[i] = (H)b;
+	}
+	op_t *o = op_new(OP_COND, FN);
+	o->u.cd.bodies = bodies;
+	o->u.cd.size = size;
+	o->u.cd.type = cp->type;
+	o->u.cd.cond = cp->handle;
+	TRY(node_add(FN, g, CU_GRAPH_NODE_TYPE_CONDITIONAL, o, out));
+	cp->phGraph_out = bodies;
+	END
+}
+
+// launch_check checks that o's memory is live and its kernel loaded (violations),
+// and reports whether it must be left out. A conditional node's bodies are checked
+// whole, whichever the condition selects.
+static int launch_check(const char *FN, const op_t *o) {
+	int bad = 0;
+	for (size_t i = 0; i < o->nrefs; i++) {
+		int st = o->refs[i]->state;
+		if (st == ST_FREED || st == ST_FREE_PENDING || st == ST_UNREG) {
+			violation(FN, "graph launch uses %s memory (a %s from %s)", stname[st], opname[o->type], o->fn);
+			bad = 1;
+		}
+	}
+	if (o->type == OP_KERNEL && (o->u.k.f->h.dead || o->u.k.f->mod->h.dead))
+		violation(FN, "graph launch of kernel %s of unloaded module %#lx (from %s)", o->u.k.f->name,
+			(unsigned long)(uintptr_t)o->u.k.f->mod, o->fn);
+	if (o->type == OP_COND)
+		for (unsigned i = 0; i < o->u.cd.size; i++)
+			for (const op_t *b = o->u.cd.lists[i]; b; b = b->next) bad |= launch_check(FN, b);
+	return bad;
+}
+
+// launch_ops queues copies of the operations of list (an exec's, or a conditional
+// body's) on s; a conditional node queues the body its condition selects.
+static void launch_ops(const char *FN, ctx_t *c, stream_t *s, H hs, const op_t *list) {
+	for (const op_t *o = list; o; o = o->next) {
+		if (launch_check(FN, o) || o->type == OP_EMPTY) continue;
+		if (o->type == OP_COND) {
+			const op_t *body = cond_select(o);
+			if (body) launch_ops(FN, c, s, hs, body);
+			continue;
+		}
+		op_t *k = op_clone(o);
+		if (k->type == OP_KERNEL) record_launch(k, hs, c);
+		submit(c, s, k);
+	}
+}
+
 // cuGraphLaunch queues copies of the exec's operations on s, checking their memory
 // and kernels as the calls that made them did: an operation on memory that is no
 // longer live is a violation, and is left out.
@@ -4564,23 +4824,8 @@ EXPORT CUresult cuGraphLaunch(H he, H hs) {
 		s->capture_invalid = 1;
 		FAIL(E_NOT_SUPPORTED);
 	}
-	for (op_t *o = e->head; o; o = o->next) {
-		int bad = 0;
-		for (size_t i = 0; i < o->nrefs; i++) {
-			int st = o->refs[i]->state;
-			if (st == ST_FREED || st == ST_FREE_PENDING || st == ST_UNREG) {
-				violation(FN, "graph launch uses %s memory (a %s from %s)", stname[st], opname[o->type], o->fn);
-				bad = 1;
-			}
-		}
-		if (o->type == OP_KERNEL && (o->u.k.f->h.dead || o->u.k.f->mod->h.dead))
-			violation(FN, "graph launch of kernel %s of unloaded module %#lx (from %s)", o->u.k.f->name,
-				(unsigned long)(uintptr_t)o->u.k.f->mod, o->fn);
-		if (bad || o->type == OP_EMPTY) continue;
-		op_t *k = op_clone(o);
-		if (k->type == OP_KERNEL) record_launch(k, hs, c);
-		submit(c, s, k);
-	}
+	cond_assign_defaults(e->head);
+	launch_ops(FN, c, s, hs, e->head);
 	END
 }
 
@@ -4594,6 +4839,11 @@ EXPORT CUresult cuGraphDestroy(H hg) {
 		FAIL(E_INVALID_HANDLE);
 	}
 	TRY(get_h(FN, hg, H_GRAPH, (void **)&g));
+	if (g->parent) {
+		violation(FN, "destroy of graph %#lx, the body of a conditional node of graph %#lx", (unsigned long)hg,
+			(unsigned long)(uintptr_t)g->parent);
+		FAIL(E_INVALID_VALUE);
+	}
 	if (capturing(g)) {
 		violation(FN, "destroy of graph %#lx while stream %#lx captures into it", (unsigned long)hg,
 			(unsigned long)(uintptr_t)g->capturing);

@@ -30,7 +30,8 @@ func TestLayout(t *testing.T) {
 	types := map[string]reflect.Type{}
 	for _, v := range []any{cudaraw.CUmemLocation{}, cudaraw.CUmemPoolProps{}, cudaraw.CUmemAccessDesc{},
 		cudaraw.CUDA_MEMSET_NODE_PARAMS{}, cudaraw.CUDA_MEMCPY3D{}, cudaraw.CUDA_KERNEL_NODE_PARAMS{},
-		cudaraw.CUDA_KERNEL_NODE_PARAMS_v1{}, cudaraw.CUgraphEdgeData{}, cudaraw.CUgraphExecUpdateResultInfo{}} {
+		cudaraw.CUDA_KERNEL_NODE_PARAMS_v1{}, cudaraw.CUgraphEdgeData{}, cudaraw.CUgraphExecUpdateResultInfo{},
+		cudaraw.CUDA_CONDITIONAL_NODE_PARAMS{}, cudaraw.CUgraphNodeParams{}} {
 		types[reflect.TypeOf(v).Name()] = reflect.TypeOf(v)
 	}
 	consts := map[string]uint64{
@@ -61,6 +62,11 @@ func TestLayout(t *testing.T) {
 		"CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED":        uint64(cudaraw.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED),
 		"CUDA_ERROR_STREAM_CAPTURE_INVALIDATED":        uint64(cudaraw.CUDA_ERROR_STREAM_CAPTURE_INVALIDATED),
 		"CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE":         uint64(cudaraw.CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE),
+		"CU_GRAPH_NODE_TYPE_CONDITIONAL":               uint64(cudaraw.CU_GRAPH_NODE_TYPE_CONDITIONAL),
+		"CU_GRAPH_COND_TYPE_IF":                        uint64(cudaraw.CU_GRAPH_COND_TYPE_IF),
+		"CU_GRAPH_COND_TYPE_WHILE":                     uint64(cudaraw.CU_GRAPH_COND_TYPE_WHILE),
+		"CU_GRAPH_COND_TYPE_SWITCH":                    uint64(cudaraw.CU_GRAPH_COND_TYPE_SWITCH),
+		"CU_GRAPH_COND_ASSIGN_DEFAULT":                 uint64(cudaraw.CU_GRAPH_COND_ASSIGN_DEFAULT),
 	}
 	var (
 		sizeRe  = regexp.MustCompile(`^(sizeof|_Alignof)\((\w+)\)$`)
