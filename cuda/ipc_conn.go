@@ -603,18 +603,21 @@ loop:
 // bytes), whose uses on any stream wait on the device for the exporter's writes
 // before the Send. Close gives it back: the exporter's later uses wait on the
 // device for this process's uses, queued before the Close. Receive returns an error
-// matching ErrPeerGone once the exporter has gone (closed the connection or died),
-// or ctx's error.
+// matching ErrPeerGone as soon as the exporter has gone (closed the connection or
+// died; buffers it sent and Receive did not return yet are dropped), or ctx's error.
 func (im *IPCImport) Receive(ctx context.Context) (*DeviceBuffer, error) {
 	var m msg
+	// A gone exporter comes first: buffers it sent before it went are dropped (a
+	// killed exporter's may not have been written).
+	select {
+	case <-im.gone:
+		return nil, im.err
+	default:
+	}
 	select {
 	case m = <-im.in:
 	case <-im.gone:
-		select {
-		case m = <-im.in: // sent before the exporter went: still valid here
-		default:
-			return nil, im.err
-		}
+		return nil, im.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
