@@ -628,13 +628,13 @@ func (im *IPCImport) Receive(ctx context.Context) (*DeviceBuffer, error) {
 	defer c.exit()
 	ev, err := im.ev.open(m.ev(), m.handle())
 	if err != nil {
-		return nil, err
+		return nil, im.goneOr(err)
 	}
 	size := int(m.size())
 	b := &DeviceBuffer{m: memBase{ctx: c, ms: im.ms, size: size, elem: 1, kind: KindDevice}}
 	data := *m.export()
 	if err := c.Locked(func() error { return cudaraw.MemPoolImportPointer(&b.m.ptr, im.pool, &data) }); err != nil {
-		return nil, fmt.Errorf("cuda: IPC: importing a buffer: %w", err)
+		return nil, im.goneOr(fmt.Errorf("cuda: IPC: importing a buffer: %w", err))
 	}
 	id, evi := m.id(), m.ev()
 	// The buffer's first use is a write on the default stream after the exporter's
@@ -651,6 +651,23 @@ func (im *IPCImport) Receive(ctx context.Context) (*DeviceBuffer, error) {
 	im.out[id] = b
 	im.mu.Unlock()
 	return b, nil
+}
+
+// goneWait bounds how long a failed import waits to learn whether the exporter died
+// (its socket closes as it exits, maybe after its memory went).
+const goneWait = 500 * time.Millisecond
+
+// goneOr returns ErrPeerGone's error if the exporter is gone or goes within
+// goneWait (a dying exporter's memory can no longer be imported), else err.
+func (im *IPCImport) goneOr(err error) error {
+	t := time.NewTimer(goneWait)
+	defer t.Stop()
+	select {
+	case <-im.gone:
+		return fmt.Errorf("%w (%v)", im.err, err)
+	case <-t.C:
+		return err
+	}
 }
 
 func (im *IPCImport) write(m *msg) error {
