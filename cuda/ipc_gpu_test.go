@@ -24,7 +24,7 @@ const (
 	envIPCRole   = "GOCUDA_IPC_TEST_ROLE"
 	envIPCSocket = "GOCUDA_IPC_TEST_SOCKET"
 	ipcBytes     = 1 << 20
-	ipcCount  = 10_000
+	ipcCount     = 10_000
 )
 
 // ipcChild starts the test binary running test as role, with the socket path.
