@@ -123,25 +123,8 @@ func TestGPUIPCHandOff(t *testing.T) {
 	defer ln.Close()
 	exp, err := ln.Accept(cctx)
 	require.NoError(t, err)
-	bufs := make([]*cuda.DeviceBuffer, 4)
-	for i := range bufs {
-		bufs[i], err = pool.Alloc(s1, ipcBytes)
-		require.NoError(t, err)
-	}
-	leases := make([]*cuda.IPCLease, len(bufs))
 	start := time.Now()
-	for i := range ipcCount {
-		k := i % len(bufs)
-		if leases[k] != nil {
-			require.NoError(t, leases[k].Wait(cctx))
-		}
-		require.NoError(t, bufs[k].Memset32Async(s1, uint32(i+1)))
-		leases[k], err = exp.Send(cctx, s1, bufs[k])
-		require.NoError(t, err)
-	}
-	for _, l := range leases {
-		require.NoError(t, l.Wait(cctx))
-	}
+	bufs := exporterLoop(t, cctx, pool, exp, s1, ipcCount)
 	ipc := time.Since(start) / ipcCount
 	require.NoError(t, child.Wait(), "the importer process failed")
 	t.Logf("per hand-off of %d bytes: %v between processes, %v between two streams of one process (%.2fx)",
@@ -150,6 +133,32 @@ func TestGPUIPCHandOff(t *testing.T) {
 		require.NoError(t, b.Close())
 	}
 	require.NoError(t, exp.Close())
+}
+
+// exporterLoop hands n buffers over (n < 0: until cctx is done), a ring of 4 from
+// pool whose buffer i holds i+1, each filled again once the importer gave it back,
+// and returns the ring once every lease ended.
+func exporterLoop(t *testing.T, cctx context.Context, pool *cuda.SharedPool, exp *cuda.IPCExport, s *cuda.Stream, n int) []*cuda.DeviceBuffer {
+	bufs := make([]*cuda.DeviceBuffer, 4)
+	leases := make([]*cuda.IPCLease, len(bufs))
+	var err error
+	for i := range bufs {
+		bufs[i], err = pool.Alloc(s, ipcBytes)
+		require.NoError(t, err)
+	}
+	for i := 0; (n < 0 && cctx.Err() == nil) || i < n; i++ {
+		k := i % len(bufs)
+		if leases[k] != nil {
+			require.NoError(t, leases[k].Wait(cctx))
+		}
+		require.NoError(t, bufs[k].Memset32Async(s, uint32(i+1)))
+		leases[k], err = exp.Send(cctx, s, bufs[k])
+		require.NoError(t, err)
+	}
+	for _, l := range leases {
+		require.NoError(t, l.Wait(cctx))
+	}
+	return bufs
 }
 
 // deviceFree returns the device's free memory (cuMemGetInfo).
@@ -177,21 +186,7 @@ func TestGPUIPCExporterKilled(t *testing.T) {
 		require.NoError(t, err)
 		exp, err := ln.Accept(cctx)
 		require.NoError(t, err)
-		bufs := make([]*cuda.DeviceBuffer, 4)
-		leases := make([]*cuda.IPCLease, len(bufs))
-		for i := range bufs {
-			bufs[i], err = pool.Alloc(s, ipcBytes)
-			require.NoError(t, err)
-		}
-		for i := 0; cctx.Err() == nil; i++ {
-			k := i % len(bufs)
-			if leases[k] != nil {
-				require.NoError(t, leases[k].Wait(cctx))
-			}
-			require.NoError(t, bufs[k].Memset32Async(s, uint32(i+1)))
-			leases[k], err = exp.Send(cctx, s, bufs[k])
-			require.NoError(t, err)
-		}
+		exporterLoop(t, cctx, pool, exp, s, -1) // until killed
 		return
 	}
 	require.NoError(t, ctx.Synchronize())
