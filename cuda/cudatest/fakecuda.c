@@ -94,6 +94,7 @@ enum {
 #define CU_JIT_ERROR_LOG_BUFFER 5
 #define CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES 6
 #define CU_MEM_ALLOCATION_TYPE_PINNED 0x1
+#define CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR 0x1
 #define CU_MEM_ALLOCATION_TYPE_MANAGED 0x2
 #define CU_MEM_LOCATION_TYPE_NONE 0x0
 #define CU_MEM_LOCATION_TYPE_DEVICE 0x1
@@ -765,6 +766,7 @@ typedef struct {
 	uint64_t *ooo;     // records past done that ran out of order
 	size_t nooo, capooo;
 	uint64_t ts_seq, ts; // the latest record that ran, and when
+	void *ipc_src;       // cuIpcOpenEventHandle: the exporter's event, which waits and queries see
 } event_t;
 
 typedef struct func_s func_t;
@@ -798,6 +800,8 @@ typedef struct {
 	uint64_t used, used_high, reserved_high;
 	uint64_t readable, writable; // access of device d: bit d
 	uint8_t host_access;
+	uint8_t ipc_fd; // made with CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR: its memory is shared mappings
+	void *src;      // an imported pool: the exporter's pool
 } pool_t;
 
 // A graph, or a graph exec: a list of operations, run in order (a valid
@@ -861,6 +865,9 @@ typedef struct mem_s {
 	uintptr_t base;
 	size_t size, mapped; // requested, and made accessible (whole pages)
 	struct mem_s *cnext; // the context's allocations
+	struct mem_s *src;   // cuMemPoolImportPointer: the exporter's allocation (the same pages)
+	int imports;         // an exported allocation: its live imports
+	int shared;          // its pages are a shared mapping (a pool with ipc_fd, or an import)
 } mem_t;
 
 typedef struct reg_s {
@@ -1173,6 +1180,13 @@ static CUresult mem_alloc(ctx_t *c, int dev, int kind, int api, pool_t *pool, si
 			mapped, strerror(errno));
 		return E_OUT_OF_MEMORY;
 	}
+	// The pages of a pool that processes share are a shared mapping, which
+	// cuMemPoolImportPointer maps a second time.
+	int shared = pool && pool->ipc_fd;
+	if (shared && mmap((void *)base, mapped, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED) {
+		mprotect((void *)base, mapped, PROT_NONE);
+		return E_OUT_OF_MEMORY;
+	}
 	va_next += span;
 	mem_t *m = calloc(1, sizeof *m);
 	if (nmems == capmems) {
@@ -1189,6 +1203,7 @@ static CUresult mem_alloc(ctx_t *c, int dev, int kind, int api, pool_t *pool, si
 	m->base = base;
 	m->size = n;
 	m->mapped = mapped;
+	m->shared = shared;
 	mems[nmems++] = m; // bases only grow: the table stays sorted
 	if (c) {
 		m->cnext = c->mems;
@@ -1213,10 +1228,21 @@ static void mem_release(mem_t *m) {
 	if (m->r.state == ST_FREED) return;
 	if (m->r.state == ST_FREE_PENDING) free_pending_n--;
 	m->r.state = ST_FREED;
-	madvise((void *)m->base, m->mapped, MADV_DONTNEED);
-	mprotect((void *)m->base, m->mapped, PROT_NONE);
-	if (counts_capacity(m->kind)) dev_used[m->dev] -= m->size;
-	if (m->pool) m->pool->used -= m->size;
+	if (m->imports > 0)
+		violation("cuMemFreeAsync", "free of exported allocation %#lx while %d import(s) of it are live (importers free first)",
+			(unsigned long)m->base, m->imports);
+	if (m->shared) { // drop this mapping's reference to the shared pages, keep the range reserved
+		mmap((void *)m->base, m->mapped, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+	} else {
+		madvise((void *)m->base, m->mapped, MADV_DONTNEED);
+		mprotect((void *)m->base, m->mapped, PROT_NONE);
+	}
+	if (m->src) {
+		m->src->imports--;
+	} else {
+		if (counts_capacity(m->kind)) dev_used[m->dev] -= m->size;
+		if (m->pool) m->pool->used -= m->size;
+	}
 	mem_live_n[m->kind]--;
 	mem_live_b[m->kind] -= (int64_t)m->size;
 	frees_total++;
@@ -2634,6 +2660,7 @@ EXPORT CUresult cuStreamWaitEvent(H hs, H he, unsigned flags) {
 	TRY(need_ctx(FN, &c));
 	TRY(get_stream(FN, hs, &s));
 	TRY(get_h(FN, he, H_EVENT, (void **)&e));
+	if (e->ipc_src) e = e->ipc_src;
 	op_t *o = op_new(OP_WAIT, FN);
 	o->u.ev.e = e;
 	submit(c, s, o);
@@ -2774,6 +2801,7 @@ EXPORT CUresult cuEventQuery(H he) {
 	BEGIN("cuEventQuery");
 	event_t *e;
 	TRY(get_h(FN, he, H_EVENT, (void **)&e));
+	if (e->ipc_src) e = e->ipc_src;
 	if (!ev_ran(e, e->enq)) r = E_NOT_READY;
 	STICKY_AFTER_WAIT;
 	END
@@ -2784,6 +2812,7 @@ EXPORT CUresult cuEventSynchronize(H he) {
 	BEGIN("cuEventSynchronize");
 	event_t *e;
 	TRY(get_h(FN, he, H_EVENT, (void **)&e));
+	if (e->ipc_src) e = e->ipc_src;
 	uint64_t t = e->enq;
 	WAIT_WHILE(!ev_ran(e, t));
 	STICKY_AFTER_WAIT;
@@ -3139,8 +3168,11 @@ EXPORT CUresult cuMemPoolCreate(H *out, const CUmemPoolProps *props) {
 	} else {
 		FAIL(E_INVALID_VALUE);
 	}
+	if (props->handleTypes & ~CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) FAIL(E_NOT_SUPPORTED);
+	if (props->handleTypes && kind != MK_DEVICE) FAIL(E_INVALID_VALUE);
 	pool_t *p = pool_new(c, dev, kind);
 	if (p == NULL) FAIL(E_OUT_OF_MEMORY);
+	p->ipc_fd = props->handleTypes == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
 	*out = (H)p;
 	END
 }
@@ -4949,5 +4981,169 @@ EXPORT CUresult cuGraphExecDestroy(H he) {
 	TRY(get_h(FN, he, H_EXEC, (void **)&e));
 	graph_free_ops(e);
 	h_kill(&e->h);
+	END
+}
+
+/* ---------- interprocess sharing: pools, their pointers, events ---------- */
+
+// The fake shares within one process only (tests model the two processes in one):
+// an exported pool's descriptor is a memfd naming the pool and the process, a
+// pointer's export data and an event's handle name the allocation or the event.
+// Importing one of another process fails with CUDA_ERROR_NOT_SUPPORTED. An imported
+// pointer is a second mapping of the exporter's pages at another address, so that
+// both sides see each other's writes; freeing the exporter's allocation while an
+// import of it is live is a violation.
+
+#define IPC_MAGIC 0x1bcfa4eu
+typedef struct {
+	uint32_t magic;
+	int32_t pid;
+	uint64_t handle; // the pool, allocation base or event
+	uint64_t size;
+	uint8_t pad[40];
+} ipc_rec;
+_Static_assert(sizeof(ipc_rec) == 64, "ipc_rec is CUmemPoolPtrExportData's and CUipcEventHandle's size");
+typedef struct { ipc_rec r; } CUipcEventHandle;
+
+static void ipc_put(void *out, uint64_t handle, uint64_t size) {
+	ipc_rec r = {IPC_MAGIC, (int32_t)getpid(), handle, size, {0}};
+	memcpy(out, &r, sizeof r);
+}
+
+// ipc_get checks a record made by ipc_put: not one at all is E_INVALID_VALUE, one of
+// another process E_NOT_SUPPORTED (the fake's limit).
+static CUresult ipc_get(const void *in, ipc_rec *r) {
+	memcpy(r, in, sizeof *r);
+	if (r->magic != IPC_MAGIC) return E_INVALID_VALUE;
+	if (r->pid != (int32_t)getpid()) return E_NOT_SUPPORTED;
+	return OK;
+}
+
+EXPORT CUresult cuMemPoolExportToShareableHandle(void *out, H hp, int type, unsigned long long flags) {
+	if (!strict()) { if (out) *(int *)out = -1; return OK; }
+	BEGIN("cuMemPoolExportToShareableHandle");
+	pool_t *p;
+	if (out == NULL || flags != 0) FAIL(E_INVALID_VALUE);
+	TRY(get_h(FN, hp, H_POOL, (void **)&p));
+	if (type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR || !p->ipc_fd || p->src) FAIL(E_INVALID_VALUE);
+	int fd = memfd_create("fakecuda-pool", MFD_CLOEXEC);
+	if (fd < 0) FAIL(E_OUT_OF_MEMORY);
+	ipc_rec rec;
+	ipc_put(&rec, hp, 0);
+	if (pwrite(fd, &rec, sizeof rec, 0) != (ssize_t)sizeof rec) {
+		close(fd);
+		FAIL(E_OUT_OF_MEMORY);
+	}
+	*(int *)out = fd;
+	END
+}
+
+EXPORT CUresult cuMemPoolImportFromShareableHandle(H *out, void *handle, int type, unsigned long long flags) {
+	if (!strict()) { *out = fast_handle(); return OK; }
+	BEGIN("cuMemPoolImportFromShareableHandle");
+	ctx_t *c;
+	pool_t *src;
+	ipc_rec rec;
+	if (out == NULL || flags != 0 || type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) FAIL(E_INVALID_VALUE);
+	TRY(need_ctx(FN, &c));
+	if (pread((int)(intptr_t)handle, &rec, sizeof rec, 0) != (ssize_t)sizeof rec) FAIL(E_INVALID_VALUE);
+	TRY(ipc_get(&rec, &rec));
+	hdr *h = h_at(rec.handle);
+	if (h == NULL || h->type != H_POOL || h->dead) FAIL(E_INVALID_VALUE);
+	src = (pool_t *)h;
+	pool_t *p = pool_new(c, src->dev, MK_DEVICE);
+	if (p == NULL) FAIL(E_OUT_OF_MEMORY);
+	p->src = src;
+	p->readable = src->readable;
+	p->writable = src->writable;
+	*out = (H)p;
+	END
+}
+
+EXPORT CUresult cuMemPoolExportPointer(void *out, CUdeviceptr ptr) {
+	if (!strict()) return OK;
+	BEGIN("cuMemPoolExportPointer");
+	if (out == NULL) FAIL(E_INVALID_VALUE);
+	mem_t *m = mem_find((uintptr_t)ptr);
+	if (m == NULL || m->base != ptr) FAIL(E_INVALID_VALUE);
+	if (m->r.state != ST_LIVE) {
+		violation(FN, "export of %s allocation %#lx (%s)", mkname[m->kind], (unsigned long)m->base, stname[m->r.state]);
+		FAIL(E_INVALID_VALUE);
+	}
+	if (m->pool == NULL || !m->pool->ipc_fd || m->src) FAIL(E_INVALID_VALUE);
+	ipc_put(out, ptr, m->size);
+	END
+}
+
+EXPORT CUresult cuMemPoolImportPointer(CUdeviceptr *out, H hp, void *data) {
+	if (!strict()) { *out = fast_ptr(1); return OK; }
+	BEGIN("cuMemPoolImportPointer");
+	ctx_t *c;
+	pool_t *p;
+	ipc_rec rec;
+	if (out == NULL || data == NULL) FAIL(E_INVALID_VALUE);
+	TRY(need_ctx(FN, &c));
+	TRY(get_h(FN, hp, H_POOL, (void **)&p));
+	if (p->src == NULL) FAIL(E_INVALID_VALUE);
+	TRY(ipc_get(data, &rec));
+	mem_t *m = mem_find((uintptr_t)rec.handle);
+	if (m == NULL || m->base != rec.handle || m->pool != p->src) FAIL(E_INVALID_VALUE);
+	if (m->r.state != ST_LIVE) {
+		violation(FN, "import of exported allocation %#lx, %s", (unsigned long)m->base, stname[m->r.state]);
+		FAIL(E_INVALID_VALUE);
+	}
+	if (m->mapped > va_end - va_next) FAIL(E_OUT_OF_MEMORY);
+	uintptr_t base = va_next;
+	if (mremap((void *)m->base, 0, m->mapped, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)base) == MAP_FAILED) FAIL(E_OUT_OF_MEMORY);
+	va_next += m->mapped;
+	mem_t *im = calloc(1, sizeof *im);
+	if (nmems == capmems) {
+		capmems = capmems ? capmems * 2 : 1024;
+		mems = realloc(mems, capmems * sizeof *mems);
+	}
+	if (im == NULL || mems == NULL) abort();
+	*im = (mem_t){.r = {ST_LIVE, 0}, .kind = MK_DEVICE, .api = API_ALLOC, .dev = m->dev, .ctx = c, .pool = p, .base = base,
+		.size = m->size, .mapped = m->mapped, .cnext = c->mems, .src = m, .shared = 1};
+	c->mems = im;
+	mems[nmems++] = im;
+	m->imports++;
+	mem_live_n[MK_DEVICE]++;
+	mem_live_b[MK_DEVICE] += (int64_t)im->size;
+	allocs_total++;
+	*out = base;
+	END
+}
+
+EXPORT CUresult cuIpcGetEventHandle(CUipcEventHandle *out, H he) {
+	if (!strict()) return OK;
+	BEGIN("cuIpcGetEventHandle");
+	event_t *e;
+	if (out == NULL) FAIL(E_INVALID_VALUE);
+	TRY(get_h(FN, he, H_EVENT, (void **)&e));
+	if (!(e->flags & CU_EVENT_INTERPROCESS) || e->ipc_src) FAIL(E_INVALID_VALUE);
+	ipc_put(out, he, 0);
+	END
+}
+
+EXPORT CUresult cuIpcOpenEventHandle(H *out, CUipcEventHandle handle) {
+	if (!strict()) { *out = fast_handle(); return OK; }
+	BEGIN("cuIpcOpenEventHandle");
+	ctx_t *c;
+	ipc_rec rec;
+	if (out == NULL) FAIL(E_INVALID_VALUE);
+	TRY(need_ctx(FN, &c));
+	TRY(ipc_get(&handle, &rec));
+	hdr *h = h_at(rec.handle);
+	if (h == NULL || h->type != H_EVENT) FAIL(E_INVALID_VALUE);
+	if (h->dead) {
+		violation(FN, "open of interprocess event %#lx, destroyed by its exporter", (unsigned long)rec.handle);
+		FAIL(E_INVALID_VALUE);
+	}
+	event_t *src = (event_t *)h;
+	event_t *e = h_new(H_EVENT, c);
+	if (e == NULL) FAIL(E_OUT_OF_MEMORY);
+	e->flags = src->flags;
+	e->ipc_src = src;
+	*out = (H)e;
 	END
 }

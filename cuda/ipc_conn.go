@@ -1,0 +1,774 @@
+package cuda
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/resource"
+)
+
+// The IPC connection: a SOCK_SEQPACKET Unix socket, one fixed-size message per
+// packet. The exporter's first message carries the pool's file descriptor
+// (SCM_RIGHTS); then each buffer message carries the pointer's export data and an
+// interprocess event recorded after the buffer's writes, and each release message
+// back an event recorded after the importer's uses and its free. An ack tells the
+// sender of an event that the receiver queued its wait, so that the event may be
+// recorded again.
+
+const (
+	msgHello   = 1 // exporter → importer: the pool's descriptor (SCM_RIGHTS) and device
+	msgBuffer  = 2 // exporter → importer: a buffer
+	msgRelease = 3 // importer → exporter: a buffer given back
+	msgAck     = 4 // either way: the wait for event ev is queued
+	msgRefused = 5 // exporter → refused peer: why (text)
+	msgSize    = 160
+)
+
+// msg is the wire format: type [0], event index [4:8], id [8:16], size [16:24],
+// pointer export data [32:96], event handle [96:160] (or the refusal's text from 8).
+type msg [msgSize]byte
+
+func (m *msg) kind() byte   { return m[0] }
+func (m *msg) ev() uint32   { return binary.LittleEndian.Uint32(m[4:]) }
+func (m *msg) id() uint64   { return binary.LittleEndian.Uint64(m[8:]) }
+func (m *msg) size() uint64 { return binary.LittleEndian.Uint64(m[16:]) }
+func (m *msg) export() *cudaraw.CUmemPoolPtrExportData {
+	return (*cudaraw.CUmemPoolPtrExportData)(unsafe.Pointer(&m[32]))
+}
+func (m *msg) handle() *cudaraw.CUipcEventHandle {
+	return (*cudaraw.CUipcEventHandle)(unsafe.Pointer(&m[96]))
+}
+
+func newMsg(kind byte, ev uint32, id, size uint64) *msg {
+	m := new(msg)
+	m[0] = kind
+	binary.LittleEndian.PutUint32(m[4:], ev)
+	binary.LittleEndian.PutUint64(m[8:], id)
+	binary.LittleEndian.PutUint64(m[16:], size)
+	return m
+}
+
+// IPCPeers says which processes may import a SharedPool: a peer (identified by the
+// kernel, SO_PEERCRED) is allowed when its user is among UIDs (empty: the exporter's
+// own user only) and, if PIDs is not empty, its process among PIDs.
+type IPCPeers struct {
+	PIDs []int
+	UIDs []int
+	// Logger receives the refusals (nil: slog.Default()).
+	Logger *slog.Logger
+}
+
+func (a *IPCPeers) allows(cred *syscall.Ucred) error {
+	uids := a.UIDs
+	if len(uids) == 0 {
+		uids = []int{os.Getuid()}
+	}
+	if !slices.Contains(uids, int(cred.Uid)) {
+		return fmt.Errorf("uid %d not allowed", cred.Uid)
+	}
+	if len(a.PIDs) > 0 && !slices.Contains(a.PIDs, int(cred.Pid)) {
+		return fmt.Errorf("pid %d not allowed", cred.Pid)
+	}
+	return nil
+}
+
+// IPCListener waits for the one importer of a SharedPool on a Unix socket created
+// owner-only (mode 0600, in a directory of mode 0700). Every connection is checked
+// against the allowed peers; refused ones, and any connection after the importer's,
+// are logged and closed. Safe for concurrent use.
+type IPCListener struct {
+	pool  *SharedPool
+	peers IPCPeers
+	ln    *net.UnixListener
+	path  string
+	got   chan *net.UnixConn
+	done  chan struct{}
+	once  sync.Once
+	wg    sync.WaitGroup
+}
+
+// Listen creates the socket path (its directory is created with mode 0700 if it
+// does not exist, and must otherwise be the caller's own with mode 0700) and waits
+// there for the pool's importer. An existing socket at path is replaced.
+func (p *SharedPool) Listen(path string, peers IPCPeers) (*IPCListener, error) {
+	if p == nil || p.ctx == nil {
+		return nil, fmt.Errorf("%w: nil shared pool", ErrInvalidArgument)
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("cuda: IPC socket directory: %w", err)
+	}
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("cuda: IPC socket directory: %w", err)
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); st.Mode().Perm() != 0o700 || !ok || int(sys.Uid) != os.Getuid() {
+		return nil, fmt.Errorf("%w: IPC socket directory %s must be the caller's own with mode 0700 (it is %v)", ErrInvalidArgument, dir, st.Mode().Perm())
+	}
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
+		_ = os.Remove(path)
+	}
+	ln, err := net.ListenUnix("unixpacket", &net.UnixAddr{Name: path, Net: "unixpacket"})
+	if err != nil {
+		return nil, fmt.Errorf("cuda: IPC socket: %w", err)
+	}
+	ln.SetUnlinkOnClose(true)
+	if err := os.Chmod(path, 0o600); err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("cuda: IPC socket: %w", err)
+	}
+	if peers.Logger == nil {
+		peers.Logger = slog.Default()
+	}
+	l := &IPCListener{pool: p, peers: peers, ln: ln, path: path, got: make(chan *net.UnixConn, 1), done: make(chan struct{})}
+	l.wg.Add(1)
+	go l.serve()
+	return l, nil
+}
+
+// serve accepts connections until Close: the first allowed one goes to Accept, the
+// others are refused.
+func (l *IPCListener) serve() {
+	defer l.wg.Done()
+	for {
+		conn, err := l.ln.AcceptUnix()
+		if err != nil {
+			return
+		}
+		cred, err := peerCred(conn)
+		if err == nil {
+			err = l.peers.allows(cred)
+		}
+		if err == nil && !l.pool.claim() {
+			err = errors.New("the pool is imported already")
+		}
+		if err != nil {
+			pid, uid := -1, -1
+			if cred != nil {
+				pid, uid = int(cred.Pid), int(cred.Uid)
+			}
+			l.peers.Logger.Warn("cuda: IPC connection refused", "socket", l.path, "pid", pid, "uid", uid, "reason", err.Error())
+			m := newMsg(msgRefused, 0, 0, 0)
+			copy(m[8:], err.Error())
+			_, _ = conn.Write(m[:])
+			_ = conn.Close()
+			continue
+		}
+		select {
+		case l.got <- conn:
+		case <-l.done:
+			_ = conn.Close()
+			return
+		}
+	}
+}
+
+func peerCred(conn *net.UnixConn) (*syscall.Ucred, error) {
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var cred *syscall.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+	}); err != nil {
+		return nil, err
+	}
+	return cred, cerr
+}
+
+// Accept waits for the importer, sends it the pool and returns the connection to
+// send buffers on, or ctx's error.
+func (l *IPCListener) Accept(ctx context.Context) (*IPCExport, error) {
+	var conn *net.UnixConn
+	select {
+	case conn = <-l.got:
+	case <-l.done:
+		return nil, fmt.Errorf("cuda: IPC listener: %w", ErrClosed)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	p := l.pool
+	fd, err := p.exportFD()
+	if err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
+	m := newMsg(msgHello, 0, uint64(p.ctx.dev), 0)
+	_, _, err = conn.WriteMsgUnix(m[:], syscall.UnixRights(fd), nil)
+	_ = syscall.Close(fd)
+	if err != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("cuda: sending the shared pool: %w", err)
+	}
+	e := &IPCExport{pool: p, conn: conn, ev: ipcEvents{ctx: p.ctx}, leases: make(map[uint64]*IPCLease), gone: make(chan struct{})}
+	e.reg = resource.ResourceFinalizer((*IPCExport).close, e, false, resource.Kind("IPC export"),
+		resource.WithContext(nil), resource.CallerSkip(1))
+	go e.read()
+	return e, nil
+}
+
+// Close stops listening and removes the socket. An accepted IPCExport stays open.
+func (l *IPCListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	err := l.ln.Close()
+	l.wg.Wait()
+	select {
+	case conn := <-l.got:
+		_ = conn.Close()
+	default:
+	}
+	return err
+}
+
+// IPCExport is the exporter's side of a connection to the importer of a SharedPool.
+// Send hands a buffer over; its IPCLease says when the importer gave it back. Safe
+// for concurrent use.
+type IPCExport struct {
+	pool *SharedPool
+	conn *net.UnixConn
+	ev   ipcEvents
+	reg  *resource.Registration
+
+	wmu    sync.Mutex // one writer at a time
+	mu     sync.Mutex
+	next   uint64
+	leases map[uint64]*IPCLease
+	err    error         // why the connection ended, once gone is closed
+	gone   chan struct{} // closed when the importer is gone
+}
+
+// IPCLease is a buffer lent to the importer by IPCExport.Send. The buffer stays
+// allocated while the importer holds it, whatever the exporter does: its Close then
+// frees it only after the importer gave it back.
+type IPCLease struct {
+	e    *IPCExport
+	m    *memBase
+	ev   uint32 // the exporter's event recorded for the importer
+	done chan struct{}
+	err  error
+}
+
+// Send hands b, a buffer of the pool, to the importer: the importer's uses wait on
+// the device for the work queued so far that writes b (on any stream; s is the
+// stream the exporter's event is recorded on, after the hand-off ordered it after
+// those writes). The exporter keeps b: its later writes should wait for the lease
+// (IPCLease.Wait), which orders them after the importer's reads. Sending a buffer
+// that the importer still holds is allowed (it reads it twice).
+func (e *IPCExport) Send(ctx context.Context, s *Stream, b *DeviceBuffer) (*IPCLease, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m := b.base()
+	if err := m.check(); err != nil {
+		return nil, err
+	}
+	if m.root != nil || !e.pool.owns(m) {
+		return nil, fmt.Errorf("%w: sending a buffer that is not an allocation of the shared pool", ErrInvalidArgument)
+	}
+	if err := e.alive(); err != nil {
+		return nil, err
+	}
+	evi, ev, h, err := e.ev.take()
+	if err != nil {
+		return nil, err
+	}
+	var data cudaraw.CUmemPoolPtrExportData
+	// The buffer is held from here until the lease is taken, so that a concurrent
+	// Close cannot free it first.
+	c := m.ctx
+	if err := c.enter(); err != nil {
+		e.ev.give(evi)
+		return nil, err
+	}
+	defer c.exit()
+	if err := m.acquire(); err != nil {
+		e.ev.give(evi)
+		return nil, err
+	}
+	err = c.Locked(func() error { return cudaraw.MemPoolExportPointer(&data, m.ptr) })
+	if err == nil {
+		err = Enqueue(s, func(ctx cudaraw.CUcontext, h cudaraw.CUstream) error { return cudaraw.EventRecordIn(ctx, ev, h) }, Reads(b))
+	}
+	if err != nil {
+		m.leave()
+		e.ev.give(evi)
+		return nil, fmt.Errorf("cuda: sending a buffer: %w", err)
+	}
+	m.addLease()
+	m.leave()
+	l := &IPCLease{e: e, m: m, ev: evi, done: make(chan struct{})}
+	e.mu.Lock()
+	e.next++
+	id := e.next
+	e.leases[id] = l
+	e.mu.Unlock()
+	out := newMsg(msgBuffer, evi, id, uint64(m.size))
+	*out.export() = data
+	*out.handle() = *h
+	if err := e.write(out); err != nil {
+		// Never sent: the lease ends here (unless the reader, finding the peer
+		// gone, ended it first).
+		e.endLease(id, 0, nil, err)
+		return nil, err
+	}
+	return l, nil
+}
+
+func (e *IPCExport) write(m *msg) error {
+	e.wmu.Lock()
+	_, err := e.conn.Write(m[:])
+	e.wmu.Unlock()
+	if err != nil {
+		return fmt.Errorf("cuda: IPC: %w: %v", ErrPeerGone, err)
+	}
+	return nil
+}
+
+func (e *IPCExport) alive() error {
+	select {
+	case <-e.gone:
+		return e.err
+	default:
+		return nil
+	}
+}
+
+// read handles the importer's messages until the connection ends; then every lease
+// ends (the importer is gone: its process's work on the memory ended with it).
+func (e *IPCExport) read() {
+	var in msg
+	var err error
+	for {
+		var n int
+		n, err = e.conn.Read(in[:])
+		if err != nil || n != msgSize {
+			break
+		}
+		switch in.kind() {
+		case msgRelease:
+			ev, oerr := e.ev.open(in.ev(), in.handle())
+			e.endLease(in.id(), ev, &in, oerr)
+		case msgAck:
+			e.ev.give(in.ev())
+		}
+	}
+	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+		err = nil
+	}
+	e.mu.Lock()
+	e.err = fmt.Errorf("cuda: IPC importer: %w", ErrPeerGone)
+	if err != nil {
+		e.err = fmt.Errorf("cuda: IPC importer: %w: %v", ErrPeerGone, err)
+	}
+	ids := make([]uint64, 0, len(e.leases))
+	for id := range e.leases {
+		ids = append(ids, id)
+	}
+	close(e.gone)
+	e.mu.Unlock()
+	for _, id := range ids {
+		e.endLease(id, 0, nil, e.err)
+	}
+}
+
+// endLease ends lease id: with ev (the importer's event after its uses) the
+// buffer's later uses and free wait for it on the device; the importer is told that
+// it may record ev again.
+func (e *IPCExport) endLease(id uint64, ev cudaraw.CUevent, in *msg, err error) {
+	e.mu.Lock()
+	l := e.leases[id]
+	delete(e.leases, id)
+	e.mu.Unlock()
+	if l == nil {
+		return
+	}
+	if ev != 0 {
+		err = waitOn(l.m, ev, false)
+		if err == nil {
+			_ = e.write(newMsg(msgAck, in.ev(), 0, 0))
+		}
+	}
+	e.ev.give(l.ev)
+	l.err = err
+	if eerr := l.m.endLease(); l.err == nil {
+		l.err = eerr
+	}
+	close(l.done)
+}
+
+// Wait waits until the importer gave the buffer back, and returns nil, or the error
+// that ended the lease (matching ErrPeerGone if the importer went without giving it
+// back), or ctx's error. When it returns nil, later uses of the buffer in this
+// process wait on the device for the importer's.
+func (l *IPCLease) Wait(ctx context.Context) error {
+	select {
+	case <-l.done:
+		return l.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Done is closed once the lease has ended (Wait then returns at once).
+func (l *IPCLease) Done() <-chan struct{} { return l.done }
+
+// Gone is closed when the importer has gone (closed the connection or died).
+func (e *IPCExport) Gone() <-chan struct{} { return e.gone }
+
+// Close closes the connection: the importer's next use of it fails with
+// ErrPeerGone. Buffers it still holds stay allocated until it frees them.
+func (e *IPCExport) Close() error {
+	return closeError("cuda: IPC export", e.reg.Release())
+}
+
+func (e *IPCExport) close() error {
+	err := e.conn.Close()
+	<-e.gone
+	e.ev.close()
+	return err
+}
+
+// IPCImport is the importer's side of a connection to a SharedPool's exporter: it
+// holds the imported pool, and Receive returns the buffers the exporter sends, as
+// DeviceBuffers of the importer's context. Safe for concurrent use.
+type IPCImport struct {
+	ctx  *Context
+	ms   *memState
+	pool cudaraw.CUmemoryPool
+	conn *net.UnixConn
+	ev   ipcEvents
+	reg  *resource.Registration
+
+	in      chan msg
+	closing chan struct{} // closed by Close
+	gone    chan struct{} // closed when the exporter is gone
+	err     error         // why, once gone is closed
+
+	wmu sync.Mutex
+	mu  sync.Mutex
+	out map[uint64]*DeviceBuffer // buffers received and not yet closed
+}
+
+// DialIPC connects to the exporter listening at path and imports its pool into c
+// (cuMemPoolImportFromShareableHandle). The error matches ErrPeerRefused if the
+// exporter refused the connection.
+func DialIPC(ctx context.Context, c *Context, path string) (*IPCImport, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	ms, err := c.memory()
+	if err != nil {
+		return nil, err
+	}
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "unixpacket", path)
+	if err != nil {
+		return nil, fmt.Errorf("cuda: IPC: connecting to %s: %w", path, err)
+	}
+	conn := nc.(*net.UnixConn)
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetReadDeadline(dl)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
+	var hello msg
+	oob := make([]byte, syscall.CmsgSpace(4))
+	n, oobn, _, _, err := conn.ReadMsgUnix(hello[:], oob)
+	stopped := stop()
+	_ = conn.SetReadDeadline(time.Time{})
+	fd := -1
+	refused := err == nil && n == msgSize && hello.kind() == msgRefused
+	if err == nil && !refused {
+		fd, err = rightsFD(oob[:oobn])
+	}
+	fail := func(err error) (*IPCImport, error) {
+		if fd >= 0 {
+			_ = syscall.Close(fd)
+		}
+		_ = conn.Close()
+		return nil, err
+	}
+	switch {
+	case !stopped && ctx.Err() != nil:
+		return fail(ctx.Err())
+	case refused:
+		return fail(fmt.Errorf("cuda: IPC: %w: %s", ErrPeerRefused, cstring(hello[8:])))
+	case err != nil:
+		return fail(fmt.Errorf("cuda: IPC: receiving the pool: %w", err))
+	case n != msgSize || hello.kind() != msgHello:
+		return fail(fmt.Errorf("cuda: IPC: %w: unexpected first message", ErrPeerGone))
+	}
+	im := &IPCImport{ctx: c, ms: ms, conn: conn, ev: ipcEvents{ctx: c}, in: make(chan msg, 64), gone: make(chan struct{}), closing: make(chan struct{}),
+		out: make(map[uint64]*DeviceBuffer)}
+	err = c.Locked(func() error {
+		h := hostPointer(cudaraw.CUdeviceptr(fd)) // the driver takes the descriptor as the pointer's value
+		if err := cudaraw.MemPoolImportFromShareableHandle(&im.pool, h, cudaraw.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0); err != nil {
+			return err
+		}
+		access := cudaraw.CUmemAccessDesc{Location: cudaraw.CUmemLocation{Type: cudaraw.CU_MEM_LOCATION_TYPE_DEVICE, Id: int32(c.dev)},
+			Flags: cudaraw.CU_MEM_ACCESS_FLAGS_PROT_READWRITE}
+		var flags cudaraw.CUmemAccess_flags
+		loc := access.Location
+		if cudaraw.MemPoolGetAccess(&flags, im.pool, &loc) == nil && flags == cudaraw.CU_MEM_ACCESS_FLAGS_PROT_READWRITE {
+			return nil
+		}
+		if err := cudaraw.MemPoolSetAccess(im.pool, &access, 1); err != nil {
+			_ = cudaraw.MemPoolDestroy(im.pool)
+			im.pool = 0
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return fail(fmt.Errorf("cuda: IPC: importing the pool: %w", err))
+	}
+	_ = syscall.Close(fd)
+	im.reg = resource.ResourceFinalizer((*IPCImport).close, im, false, resource.Kind("IPC import"),
+		resource.WithContext(nil), resource.CallerSkip(1))
+	go im.read()
+	return im, nil
+}
+
+func rightsFD(oob []byte) (int, error) {
+	cms, err := syscall.ParseSocketControlMessage(oob)
+	if err != nil {
+		return -1, err
+	}
+	for _, cm := range cms {
+		fds, err := syscall.ParseUnixRights(&cm)
+		if err == nil && len(fds) > 0 {
+			for _, extra := range fds[1:] {
+				_ = syscall.Close(extra)
+			}
+			return fds[0], nil
+		}
+	}
+	return -1, errors.New("no file descriptor with the pool")
+}
+
+func cstring(b []byte) string {
+	if i := slices.Index(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return string(b)
+}
+
+// read passes the exporter's messages on until the connection ends: buffers to
+// Receive, acks to the events. Then the exporter is gone.
+func (im *IPCImport) read() {
+	var m msg
+	var err error
+loop:
+	for {
+		var n int
+		n, err = im.conn.Read(m[:])
+		if err != nil || n != msgSize {
+			break
+		}
+		switch m.kind() {
+		case msgBuffer:
+			select {
+			case im.in <- m:
+			case <-im.closing:
+				break loop
+			}
+		case msgAck:
+			im.ev.give(m.ev())
+		}
+	}
+	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+		im.err = fmt.Errorf("cuda: IPC exporter: %w", ErrPeerGone)
+	} else {
+		im.err = fmt.Errorf("cuda: IPC exporter: %w: %v", ErrPeerGone, err)
+	}
+	close(im.gone)
+}
+
+// Receive waits for the exporter's next buffer and returns it as device memory of
+// the importer's context: an ordinary DeviceBuffer (untyped, Len its size in
+// bytes), whose uses on any stream wait on the device for the exporter's writes
+// before the Send. Close gives it back: the exporter's later uses wait on the
+// device for this process's uses, queued before the Close. Receive returns an error
+// matching ErrPeerGone as soon as the exporter has gone (closed the connection or
+// died; buffers it sent and Receive did not return yet are dropped), or ctx's error.
+func (im *IPCImport) Receive(ctx context.Context) (*DeviceBuffer, error) {
+	var m msg
+	// A gone exporter comes first: buffers it sent before it went are dropped (a
+	// killed exporter's may not have been written).
+	select {
+	case <-im.gone:
+		return nil, im.err
+	default:
+	}
+	select {
+	case m = <-im.in:
+	case <-im.gone:
+		return nil, im.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	c := im.ctx
+	if err := c.enter(); err != nil {
+		return nil, err
+	}
+	defer c.exit()
+	ev, err := im.ev.open(m.ev(), m.handle())
+	if err != nil {
+		return nil, im.goneOr(err)
+	}
+	size := int(m.size())
+	b := &DeviceBuffer{m: memBase{ctx: c, ms: im.ms, size: size, elem: 1, kind: KindDevice}}
+	data := *m.export()
+	if err := c.Locked(func() error { return cudaraw.MemPoolImportPointer(&b.m.ptr, im.pool, &data) }); err != nil {
+		return nil, im.goneOr(fmt.Errorf("cuda: IPC: importing a buffer: %w", err))
+	}
+	id, evi := m.id(), m.ev()
+	// The buffer's first use is a write on the default stream after the exporter's
+	// event, so that every later use waits for the exporter's writes.
+	if err := waitOn(&b.m, ev, true); err != nil {
+		_ = cudaraw.MemFreeIn(c.h, b.m.ptr)
+		return nil, err
+	}
+	_ = im.write(newMsg(msgAck, evi, 0, 0))
+	b.m.reg = resource.ResourceFinalizer(func(b *DeviceBuffer) error { return im.release(b, id) }, b, false,
+		resource.Kind("IPC imported buffer"), resource.WithContext(im.ms.cs.res()), resource.CallerSkip(1))
+	im.ms.track(&b.m, nil, 1)
+	im.mu.Lock()
+	im.out[id] = b
+	im.mu.Unlock()
+	return b, nil
+}
+
+// goneWait bounds how long a failed import waits to learn whether the exporter died
+// (its socket closes as it exits, maybe after its memory went).
+const goneWait = 500 * time.Millisecond
+
+// goneOr returns ErrPeerGone's error if the exporter is gone or goes within
+// goneWait (a dying exporter's memory can no longer be imported), else err.
+func (im *IPCImport) goneOr(err error) error {
+	t := time.NewTimer(goneWait)
+	defer t.Stop()
+	select {
+	case <-im.gone:
+		return fmt.Errorf("%w (%v)", im.err, err)
+	case <-t.C:
+		return err
+	}
+}
+
+func (im *IPCImport) write(m *msg) error {
+	im.wmu.Lock()
+	_, err := im.conn.Write(m[:])
+	im.wmu.Unlock()
+	if err != nil {
+		return fmt.Errorf("cuda: IPC: %w: %v", ErrPeerGone, err)
+	}
+	return nil
+}
+
+// release is an imported buffer's release: after its uses, the import is freed on
+// the context's disposal stream, an event recorded there after the free, and the
+// buffer given back with it. Without the exporter the free alone.
+func (im *IPCImport) release(b *DeviceBuffer, id uint64) error {
+	if b.m.postpone(func() error { return im.release(b, id) }, false) {
+		return nil
+	}
+	im.mu.Lock()
+	delete(im.out, id)
+	im.mu.Unlock()
+	uses := b.m.retire()
+	c := b.m.ctx
+	if c.enter() != nil {
+		return resource.ErrContextDestroyed
+	}
+	defer c.exit()
+	d, err := c.disposalStream()
+	if err != nil {
+		return err
+	}
+	var wait deps
+	usesOf(uses, &wait)
+	if err := b.m.ms.handOff(&wait, d); err != nil {
+		return err
+	}
+	ptr := b.m.ptr
+	if err := d.use(func(h cudaraw.CUstream) error { return cudaraw.MemFreeAsyncIn(c.h, ptr, h) }); err != nil {
+		return err
+	}
+	select {
+	case <-im.gone:
+		return nil
+	default:
+	}
+	evi, ev, h, err := im.ev.take()
+	if err != nil {
+		return nil // the exporter went meanwhile
+	}
+	if err := d.use(func(s cudaraw.CUstream) error { return cudaraw.EventRecordIn(c.h, ev, s) }); err != nil {
+		im.ev.give(evi)
+		return err
+	}
+	out := newMsg(msgRelease, evi, id, 0)
+	*out.handle() = *h
+	if im.write(out) != nil {
+		im.ev.give(evi)
+	}
+	return nil
+}
+
+// Gone is closed when the exporter has gone (closed the connection or died); Err
+// then says why.
+func (im *IPCImport) Gone() <-chan struct{} { return im.gone }
+
+// Err returns nil while the exporter is connected, then an error matching
+// ErrPeerGone.
+func (im *IPCImport) Err() error {
+	select {
+	case <-im.gone:
+		return im.err
+	default:
+		return nil
+	}
+}
+
+// Close frees the buffers received and not yet closed (after their uses), closes
+// the connection and the imported pool. The exporter then frees what it gave.
+func (im *IPCImport) Close() error {
+	return closeError("cuda: IPC import", im.reg.Release())
+}
+
+func (im *IPCImport) close() error {
+	im.mu.Lock()
+	held := make([]*DeviceBuffer, 0, len(im.out))
+	for _, b := range im.out {
+		held = append(held, b)
+	}
+	im.mu.Unlock()
+	for _, b := range held {
+		_ = b.Close()
+	}
+	close(im.closing)
+	err := im.conn.Close()
+	<-im.gone
+	im.ev.close()
+	c := im.ctx.ctxState
+	if c.enter() == nil {
+		_ = im.ctx.Locked(func() error { return cudaraw.MemPoolDestroy(im.pool) })
+		c.exit()
+	}
+	return err
+}

@@ -1,0 +1,220 @@
+package cuda_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/cuda/cudatest"
+)
+
+// IPC between two processes on a GPU: the test binary runs again as the other
+// process (envIPCRole names its part, envIPCSocket the socket).
+
+const (
+	envIPCRole   = "GOCUDA_IPC_TEST_ROLE"
+	envIPCSocket = "GOCUDA_IPC_TEST_SOCKET"
+	ipcBytes     = 1 << 20
+	ipcCount     = 10_000
+)
+
+// ipcChild starts the test binary running test as role, with the socket path.
+func ipcChild(t *testing.T, test, role, path string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), envIPCRole+"="+role, envIPCSocket+"="+path)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	require.NoError(t, cmd.Start())
+	return cmd
+}
+
+// dialRetry dials until the exporter listens (the processes start in any order).
+func dialRetry(cctx context.Context, ctx *cuda.Context, path string) (*cuda.IPCImport, error) {
+	for {
+		imp, err := cuda.DialIPC(cctx, ctx, path)
+		if err == nil || errors.Is(err, cuda.ErrPeerRefused) || cctx.Err() != nil {
+			return imp, err
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// importerLoop receives n buffers, checks each (buffer i holds i+1) and gives it back.
+func importerLoop(t *testing.T, cctx context.Context, ctx *cuda.Context, imp *cuda.IPCImport, n int, got func(int)) error {
+	s, err := ctx.NewStream()
+	require.NoError(t, err)
+	defer s.Close()
+	host := make([]uint32, ipcBytes/4)
+	for i := 0; n < 0 || i < n; i++ {
+		b, err := imp.Receive(cctx)
+		if err != nil {
+			return err
+		}
+		err = cuda.CopyFromDeviceAsync(s, host, b)
+		if err == nil {
+			err = s.SynchronizeContext(cctx)
+		}
+		if err == nil && (host[0] != uint32(i+1) || host[len(host)-1] != uint32(i+1)) {
+			err = errors.New("wrong data")
+		}
+		if err == nil {
+			for j, v := range host {
+				if v != uint32(i+1) {
+					t.Errorf("hand-off %d: element %d is %d", i, j, v)
+					break
+				}
+			}
+		}
+		if cerr := b.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+		if got != nil {
+			got(i)
+		}
+	}
+	return nil
+}
+
+// 10,000 hand-offs of 1 MiB buffers from this process to another through a shared
+// pool, data checked, the time per hand-off beside the same hand-off between two
+// streams of one process.
+func TestGPUIPCHandOff(t *testing.T) {
+	cudatest.Require(t, cudatest.Kernels) // two real processes: the fake shares within one
+	ctx, err := cuda.Device(0).Context()
+	require.NoError(t, err)
+	cctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if os.Getenv(envIPCRole) == "importer" {
+		imp, err := dialRetry(cctx, ctx, os.Getenv(envIPCSocket))
+		require.NoError(t, err)
+		require.NoError(t, importerLoop(t, cctx, ctx, imp, ipcCount, nil))
+		require.NoError(t, imp.Close())
+		return
+	}
+	s1, err := ctx.NewStream()
+	require.NoError(t, err)
+	defer s1.Close()
+	s2, err := ctx.NewStream()
+	require.NoError(t, err)
+	defer s2.Close()
+
+	// The reference: the same hand-off between two streams of this process.
+	streams := runHandOffs(t, streamHandOffs(), func() (*cuda.DeviceBuffer, error) { return ctx.Alloc(s1, ipcBytes) },
+		s1, s2, ipcCount, ipcBytes)
+
+	pool, err := ctx.NewSharedPool()
+	require.NoError(t, err)
+	defer pool.Close()
+	path := ipcSocket(t)
+	child := ipcChild(t, "TestGPUIPCHandOff", "importer", path)
+	ln, err := pool.Listen(path, cuda.IPCPeers{PIDs: []int{child.Process.Pid}})
+	require.NoError(t, err)
+	defer ln.Close()
+	exp, err := ln.Accept(cctx)
+	require.NoError(t, err)
+	start := time.Now()
+	bufs := exporterLoop(t, cctx, pool, exp, s1, ipcCount)
+	ipc := time.Since(start) / ipcCount
+	require.NoError(t, child.Wait(), "the importer process failed")
+	t.Logf("per hand-off of %d bytes: %v between processes, %v between two streams of one process (%.2fx)",
+		ipcBytes, ipc, streams, float64(ipc)/float64(streams))
+	for _, b := range bufs {
+		require.NoError(t, b.Close())
+	}
+	require.NoError(t, exp.Close())
+}
+
+// exporterLoop hands n buffers over (n < 0: until cctx is done), a ring of 4 from
+// pool whose buffer i holds i+1, each filled again once the importer gave it back,
+// and returns the ring once every lease ended.
+func exporterLoop(t *testing.T, cctx context.Context, pool *cuda.SharedPool, exp *cuda.IPCExport, s *cuda.Stream, n int) []*cuda.DeviceBuffer {
+	bufs := make([]*cuda.DeviceBuffer, 4)
+	leases := make([]*cuda.IPCLease, len(bufs))
+	var err error
+	for i := range bufs {
+		bufs[i], err = pool.Alloc(s, ipcBytes)
+		require.NoError(t, err)
+	}
+	for i := 0; (n < 0 && cctx.Err() == nil) || i < n; i++ {
+		k := i % len(bufs)
+		if leases[k] != nil {
+			require.NoError(t, leases[k].Wait(cctx))
+		}
+		require.NoError(t, bufs[k].Memset32Async(s, uint32(i+1)))
+		leases[k], err = exp.Send(cctx, s, bufs[k])
+		require.NoError(t, err)
+	}
+	for _, l := range leases {
+		require.NoError(t, l.Wait(cctx))
+	}
+	return bufs
+}
+
+// deviceFree returns the device's free memory (cuMemGetInfo).
+func deviceFree(t *testing.T, ctx *cuda.Context) uint64 {
+	var free, total uint64
+	require.NoError(t, ctx.Locked(func() error { return cudaraw.MemGetInfo(&free, &total) }))
+	return free
+}
+
+// The exporter killed mid-run: this process, the importer, gets ErrPeerGone within a
+// second, and once it closed the import the device's memory is back to what it was.
+func TestGPUIPCExporterKilled(t *testing.T) {
+	cudatest.Require(t, cudatest.Kernels)
+	ctx, err := cuda.Device(0).Context()
+	require.NoError(t, err)
+	cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if os.Getenv(envIPCRole) == "exporter" {
+		// Hand buffers over until killed.
+		s, err := ctx.NewStream()
+		require.NoError(t, err)
+		pool, err := ctx.NewSharedPool()
+		require.NoError(t, err)
+		ln, err := pool.Listen(os.Getenv(envIPCSocket), cuda.IPCPeers{PIDs: []int{os.Getppid()}})
+		require.NoError(t, err)
+		exp, err := ln.Accept(cctx)
+		require.NoError(t, err)
+		exporterLoop(t, cctx, pool, exp, s, -1) // until killed
+		return
+	}
+	require.NoError(t, ctx.Synchronize())
+	before := deviceFree(t, ctx)
+	path := ipcSocket(t)
+	child := ipcChild(t, "TestGPUIPCExporterKilled", "exporter", path)
+	imp, err := dialRetry(cctx, ctx, path)
+	require.NoError(t, err)
+	var killed time.Time
+	err = importerLoop(t, cctx, ctx, imp, -1, func(i int) {
+		if i == 1000 {
+			require.NoError(t, child.Process.Signal(syscall.SIGKILL))
+			killed = time.Now()
+		}
+	})
+	took := time.Since(killed)
+	require.ErrorIs(t, err, cuda.ErrPeerGone)
+	t.Logf("the importer saw the exporter gone %v after the kill", took)
+	assert.Less(t, took, time.Second)
+	_ = child.Wait()
+	require.NoError(t, imp.Close())
+	require.NoError(t, ctx.Synchronize())
+	var after uint64
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if after = deviceFree(t, ctx); after+2<<20 >= before {
+			break
+		}
+	}
+	t.Logf("device memory free: %d bytes before the exporter started, %d after", before, after)
+	assert.GreaterOrEqual(t, after+2<<20, before, "device memory did not come back (within 2 MiB)")
+}
