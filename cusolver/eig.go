@@ -1,6 +1,7 @@
 package cusolver
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/gocuda/gocuda/cuda"
@@ -35,10 +36,7 @@ func syevd[T Scalar, R Real](s *cuda.Stream, jobz EigMode, uplo Fill, n int, a c
 	if err != nil {
 		return nil, err
 	}
-	if err := checkEigMode(op, jobz); err != nil {
-		return nil, err
-	}
-	if err := checkFill(op, uplo); err != nil {
+	if err := errors.Join(checkEigMode(op, jobz), checkFill(op, uplo)); err != nil {
 		return nil, err
 	}
 	pa, err := matrix[T](op, "A", a, n, n, lda)
@@ -90,10 +88,7 @@ func syevjBatched[T Scalar, R Real](s *cuda.Stream, jobz EigMode, uplo Fill, n i
 	if err != nil {
 		return nil, err
 	}
-	if err := checkEigMode(op, jobz); err != nil {
-		return nil, err
-	}
-	if err := checkFill(op, uplo); err != nil {
+	if err := errors.Join(checkEigMode(op, jobz), checkFill(op, uplo)); err != nil {
 		return nil, err
 	}
 	if err := j.check(op); err != nil {
