@@ -4,15 +4,15 @@
 //
 // Factorizations and solves on the cuda package's memory, queued on a cuda.Stream:
 //
-//	Potrf[T], Potrs[T]          Cholesky: A = L·Lᴴ (or Uᴴ·U), then A·X = B
-//	Getrf[T], Getrs[T]          LU with partial pivoting: P·A = L·U, then op(A)·X = B
-//	Inverse[T]                  A⁻¹ through LU (getrf, then getrs of the identity)
-//	Geqrf[T], Ormqr[T], Orgqr[T] QR: A = Q·R, then op(Q)·C (unmqr for complex), or Q itself (ungqr)
-//	Gels[T]                     least squares min‖A·X − B‖, m ≥ n, through QR and cuBLAS's trsm
-//	Gesvd[T]                    SVD A = U·Σ·Vᴴ (m ≥ n)
-//	GesvdjBatched[T]            SVDs of many small matrices (≤ 32×32), Jacobi
-//	Syevd[T]                    eigenvalues and vectors of a symmetric (Hermitian: heevd) matrix
-//	SyevjBatched[T]             the same for many small ones (≤ 32×32), Jacobi
+//	Potrf[T], Potrs[T]             Cholesky: A = L·Lᴴ (or Uᴴ·U), then A·X = B
+//	Getrf[T], Getrs[T]             LU with partial pivoting: P·A = L·U, then op(A)·X = B
+//	Inverse[T]                     A⁻¹ through LU (getrf, then getrs of the identity)
+//	Geqrf[T], Ormqr[T], Orgqr[T]   QR: A = Q·R, then op(Q)·C (unmqr for complex), or Q itself (ungqr)
+//	Gels[T]                        least squares min‖A·X − B‖, m ≥ n, through QR and cuBLAS's trsm
+//	Gesvd[T]                       SVD A = U·Σ·Vᴴ (m ≥ n)
+//	GesvdjBatched[T]               SVDs of many small matrices (≤ 32×32), Jacobi
+//	Syevd[T]                       eigenvalues and vectors of a symmetric (Hermitian: heevd) matrix
+//	SyevjBatched[T]                the same for many small ones (≤ 32×32), Jacobi
 //
 // T is float32, float64, complex64 or complex128; memory is any cuda.Memory
 // (device buffers and their views, unified memory) of element type T if it has one,
