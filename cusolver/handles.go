@@ -3,6 +3,7 @@ package cusolver
 import (
 	"fmt"
 
+	"github.com/gocuda/gocuda/cublas/cublasraw"
 	"github.com/gocuda/gocuda/cuda"
 	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"github.com/gocuda/gocuda/cudalib"
@@ -35,9 +36,14 @@ const MaxIdleHandles = 4
 // bytes, which nothing reads.
 const fenceSize = 4
 
-// state is a handle's own memory: its fence.
+// state is a handle's own memory: its fence, and the cuBLAS handle of Gels's
+// triangular solve (cuSOLVER has none), made at the handle's first Gels. It moves
+// with the cuSOLVER handle, so the fence orders its uses too; dropped with it, it is
+// destroyed by its OwnedHandle in resource.Reclaim (cublasDestroy is classed
+// blocking in headers/cublas.toml).
 type state struct {
 	fence *cuda.DeviceBuffer
+	blas  *cublasraw.OwnedHandle
 }
 
 type handle = cudalib.Handle[cudalib.NoKey, cusolverraw.CusolverDnHandle, *cusolverraw.OwnedDnHandle, state]

@@ -18,13 +18,30 @@ func TestPrecisionTable(t *testing.T) {
 			assert.False(t, v.Field(i).IsNil(), "%T: %s", r, v.Type().Field(i).Name)
 		}
 	}
-	_, err := precisionOf[int8]("potrf")
+	for _, r := range []any{spectralRowFor[float32, float32](t), spectralRowFor[float64, float64](t),
+		spectralRowFor[complex64, float32](t), spectralRowFor[complex128, float64](t)} {
+		v := reflect.ValueOf(r).Elem()
+		for i := range v.NumField() {
+			assert.False(t, v.Field(i).IsNil(), "%T: %s", r, v.Type().Field(i).Name)
+		}
+	}
+	_, ok := spectralOf[complex64, float64]()
+	assert.False(t, ok, "a mismatched real type has no row")
+	_, err := spectralRow[float64, float32]("syevd")
+	assert.ErrorIs(t, err, cuda.ErrInvalidArgument)
+	_, err = precisionOf[int8]("potrf")
 	assert.ErrorIs(t, err, cuda.ErrInvalidArgument)
 	assert.ErrorContains(t, err, "cusolver: potrf: ")
 }
 
 func row[T any](t *testing.T) *routines[T] {
 	r, err := precisionOf[T]("test")
+	require.NoError(t, err)
+	return r
+}
+
+func spectralRowFor[T Scalar, R Real](t *testing.T) *spectral[T, R] {
+	r, err := spectralRow[T, R]("test")
 	require.NoError(t, err)
 	return r
 }

@@ -31,14 +31,20 @@ static int32_t gocuda_cusolverDnCYgesv_bufferSize(uintptr_t fn, uintptr_t a0, in
 static int32_t gocuda_cusolverDnCgebrd(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, uint8_t* a9, int32_t a10, uint8_t* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
 static int32_t gocuda_cusolverDnCgebrd_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cusolverDnCgeqrf(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int64_t gocuda_in_cusolverDnCgeqrf(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
 static int32_t gocuda_cusolverDnCgeqrf_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5); }
+static int64_t gocuda_in_cusolverDnCgeqrf_bufferSize(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5); }
 static int32_t gocuda_cusolverDnCgesvd(uintptr_t fn, uintptr_t a0, int8_t a1, int8_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, uint8_t* a8, int32_t a9, uint8_t* a10, int32_t a11, uint8_t* a12, int32_t a13, uint8_t* a14, uint8_t* a15) { return ((int32_t (*)(uintptr_t, int8_t, int8_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
+static int64_t gocuda_in_cusolverDnCgesvd(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int8_t a1, int8_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, uint8_t* a8, int32_t a9, uint8_t* a10, int32_t a11, uint8_t* a12, int32_t a13, uint8_t* a14, uint8_t* a15) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int8_t, int8_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
 static int32_t gocuda_cusolverDnCgesvd_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3); }
+static int64_t gocuda_in_cusolverDnCgesvd_bufferSize(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cusolverDnCgesvdaStridedBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, int64_t a7, uint8_t* a8, int64_t a9, uint8_t* a10, int32_t a11, int64_t a12, uint8_t* a13, int32_t a14, int64_t a15, uint8_t* a16, int32_t a17, uint8_t* a18, uint8_t* a19, int32_t a20) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, int64_t, uint8_t*, int64_t, uint8_t*, int32_t, int64_t, uint8_t*, int32_t, int64_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, a20); }
 static int32_t gocuda_cusolverDnCgesvdaStridedBatched_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, int64_t a7, uint8_t* a8, int64_t a9, uint8_t* a10, int32_t a11, int64_t a12, uint8_t* a13, int32_t a14, int64_t a15, uint8_t* a16, int32_t a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, int64_t, uint8_t*, int64_t, uint8_t*, int32_t, int64_t, uint8_t*, int32_t, int64_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
 static int32_t gocuda_cusolverDnCgesvdj(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, uint8_t* a8, int32_t a9, uint8_t* a10, int32_t a11, uint8_t* a12, int32_t a13, uint8_t* a14, uintptr_t a15) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uintptr_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
 static int32_t gocuda_cusolverDnCgesvdjBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, int32_t a10, uint8_t* a11, int32_t a12, uint8_t* a13, uintptr_t a14, int32_t a15) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uintptr_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
+static int64_t gocuda_in_cusolverDnCgesvdjBatched(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, int32_t a10, uint8_t* a11, int32_t a12, uint8_t* a13, uintptr_t a14, int32_t a15) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uintptr_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
 static int32_t gocuda_cusolverDnCgesvdjBatched_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, int32_t a10, uint8_t* a11, uintptr_t a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uintptr_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int64_t gocuda_in_cusolverDnCgesvdjBatched_bufferSize(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, int32_t a10, uint8_t* a11, uintptr_t a12, int32_t a13) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uintptr_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cusolverDnCgesvdj_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, uint8_t* a8, int32_t a9, uint8_t* a10, int32_t a11, uint8_t* a12, uintptr_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uintptr_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cusolverDnCgetrf(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int64_t gocuda_in_cusolverDnCgetrf(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
@@ -47,12 +53,16 @@ static int64_t gocuda_in_cusolverDnCgetrf_bufferSize(uintptr_t fn, uintptr_t get
 static int32_t gocuda_cusolverDnCgetrs(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
 static int64_t gocuda_in_cusolverDnCgetrs(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
 static int32_t gocuda_cusolverDnCheevd(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int64_t gocuda_in_cusolverDnCheevd(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
 static int32_t gocuda_cusolverDnCheevd_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int64_t gocuda_in_cusolverDnCheevd_bufferSize(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cusolverDnCheevdx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, float a7, float a8, int32_t a9, int32_t a10, uint8_t* a11, uint8_t* a12, uint8_t* a13, int32_t a14, uint8_t* a15) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, float, float, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
 static int32_t gocuda_cusolverDnCheevdx_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, float a7, float a8, int32_t a9, int32_t a10, uint8_t* a11, uint8_t* a12, uint8_t* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, float, float, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cusolverDnCheevj(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, uintptr_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, uintptr_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cusolverDnCheevjBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, uintptr_t a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, uintptr_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int64_t gocuda_in_cusolverDnCheevjBatched(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, uintptr_t a10, int32_t a11) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, uintptr_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
 static int32_t gocuda_cusolverDnCheevjBatched_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, uintptr_t a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, uintptr_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int64_t gocuda_in_cusolverDnCheevjBatched_bufferSize(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, uintptr_t a8, int32_t a9) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, uintptr_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
 static int32_t gocuda_cusolverDnCheevj_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, uintptr_t a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, uintptr_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
 static int32_t gocuda_cusolverDnChegvd(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, int32_t a8, uint8_t* a9, uint8_t* a10, int32_t a11, uint8_t* a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cusolverDnChegvd_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, int32_t a8, uint8_t* a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
@@ -86,11 +96,15 @@ static int32_t gocuda_cusolverDnCsytri_bufferSize(uintptr_t fn, uintptr_t a0, in
 static int32_t gocuda_cusolverDnCungbr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, uint8_t* a8, int32_t a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cusolverDnCungbr_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
 static int32_t gocuda_cusolverDnCungqr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int64_t gocuda_in_cusolverDnCungqr(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
 static int32_t gocuda_cusolverDnCungqr_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int64_t gocuda_in_cusolverDnCungqr_bufferSize(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cusolverDnCungtr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
 static int32_t gocuda_cusolverDnCungtr_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
 static int32_t gocuda_cusolverDnCunmqr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10, uint8_t* a11, int32_t a12, uint8_t* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int64_t gocuda_in_cusolverDnCunmqr(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10, uint8_t* a11, int32_t a12, uint8_t* a13) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cusolverDnCunmqr_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10, uint8_t* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int64_t gocuda_in_cusolverDnCunmqr_bufferSize(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10, uint8_t* a11) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
 static int32_t gocuda_cusolverDnCunmtr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10, uint8_t* a11, int32_t a12, uint8_t* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cusolverDnCunmtr_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10, uint8_t* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
 static int32_t gocuda_cusolverDnDBgels(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, int32_t a9, void* a10, uint64_t a11, uint8_t* a12, uint8_t* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, void*, uint64_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
@@ -120,14 +134,20 @@ static int32_t gocuda_cusolverDnDestroySyevjInfo(uintptr_t fn, uintptr_t a0) { r
 static int32_t gocuda_cusolverDnDgebrd(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, uint8_t* a9, int32_t a10, uint8_t* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
 static int32_t gocuda_cusolverDnDgebrd_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cusolverDnDgeqrf(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int64_t gocuda_in_cusolverDnDgeqrf(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
 static int32_t gocuda_cusolverDnDgeqrf_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5); }
+static int64_t gocuda_in_cusolverDnDgeqrf_bufferSize(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5); }
 static int32_t gocuda_cusolverDnDgesvd(uintptr_t fn, uintptr_t a0, int8_t a1, int8_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, uint8_t* a8, int32_t a9, uint8_t* a10, int32_t a11, uint8_t* a12, int32_t a13, uint8_t* a14, uint8_t* a15) { return ((int32_t (*)(uintptr_t, int8_t, int8_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
+static int64_t gocuda_in_cusolverDnDgesvd(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int8_t a1, int8_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, uint8_t* a8, int32_t a9, uint8_t* a10, int32_t a11, uint8_t* a12, int32_t a13, uint8_t* a14, uint8_t* a15) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int8_t, int8_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
 static int32_t gocuda_cusolverDnDgesvd_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3); }
+static int64_t gocuda_in_cusolverDnDgesvd_bufferSize(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cusolverDnDgesvdaStridedBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, int64_t a7, uint8_t* a8, int64_t a9, uint8_t* a10, int32_t a11, int64_t a12, uint8_t* a13, int32_t a14, int64_t a15, uint8_t* a16, int32_t a17, uint8_t* a18, uint8_t* a19, int32_t a20) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, int64_t, uint8_t*, int64_t, uint8_t*, int32_t, int64_t, uint8_t*, int32_t, int64_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, a20); }
 static int32_t gocuda_cusolverDnDgesvdaStridedBatched_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, int64_t a7, uint8_t* a8, int64_t a9, uint8_t* a10, int32_t a11, int64_t a12, uint8_t* a13, int32_t a14, int64_t a15, uint8_t* a16, int32_t a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, int64_t, uint8_t*, int64_t, uint8_t*, int32_t, int64_t, uint8_t*, int32_t, int64_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
 static int32_t gocuda_cusolverDnDgesvdj(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, uint8_t* a8, int32_t a9, uint8_t* a10, int32_t a11, uint8_t* a12, int32_t a13, uint8_t* a14, uintptr_t a15) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uintptr_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
 static int32_t gocuda_cusolverDnDgesvdjBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, int32_t a10, uint8_t* a11, int32_t a12, uint8_t* a13, uintptr_t a14, int32_t a15) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uintptr_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
+static int64_t gocuda_in_cusolverDnDgesvdjBatched(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, int32_t a10, uint8_t* a11, int32_t a12, uint8_t* a13, uintptr_t a14, int32_t a15) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uintptr_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
 static int32_t gocuda_cusolverDnDgesvdjBatched_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, int32_t a10, uint8_t* a11, uintptr_t a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uintptr_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int64_t gocuda_in_cusolverDnDgesvdjBatched_bufferSize(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, int32_t a10, uint8_t* a11, uintptr_t a12, int32_t a13) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uintptr_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cusolverDnDgesvdj_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, uint8_t* a8, int32_t a9, uint8_t* a10, int32_t a11, uint8_t* a12, uintptr_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uintptr_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cusolverDnDgetrf(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int64_t gocuda_in_cusolverDnDgetrf(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
@@ -141,11 +161,15 @@ static int32_t gocuda_cusolverDnDlauum_bufferSize(uintptr_t fn, uintptr_t a0, in
 static int32_t gocuda_cusolverDnDorgbr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, uint8_t* a8, int32_t a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cusolverDnDorgbr_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
 static int32_t gocuda_cusolverDnDorgqr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int64_t gocuda_in_cusolverDnDorgqr(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
 static int32_t gocuda_cusolverDnDorgqr_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int64_t gocuda_in_cusolverDnDorgqr_bufferSize(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cusolverDnDorgtr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
 static int32_t gocuda_cusolverDnDorgtr_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
 static int32_t gocuda_cusolverDnDormqr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10, uint8_t* a11, int32_t a12, uint8_t* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int64_t gocuda_in_cusolverDnDormqr(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10, uint8_t* a11, int32_t a12, uint8_t* a13) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cusolverDnDormqr_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10, uint8_t* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int64_t gocuda_in_cusolverDnDormqr_bufferSize(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10, uint8_t* a11) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
 static int32_t gocuda_cusolverDnDormtr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10, uint8_t* a11, int32_t a12, uint8_t* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cusolverDnDormtr_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10, uint8_t* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
 static int32_t gocuda_cusolverDnDpotrf(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5, int32_t a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
@@ -159,12 +183,16 @@ static int32_t gocuda_cusolverDnDpotrs(uintptr_t fn, uintptr_t a0, int32_t a1, i
 static int64_t gocuda_in_cusolverDnDpotrs(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
 static int32_t gocuda_cusolverDnDpotrsBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, int32_t a5, void* a6, int32_t a7, uint8_t* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, int32_t, void*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
 static int32_t gocuda_cusolverDnDsyevd(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int64_t gocuda_in_cusolverDnDsyevd(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
 static int32_t gocuda_cusolverDnDsyevd_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int64_t gocuda_in_cusolverDnDsyevd_bufferSize(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cusolverDnDsyevdx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, double a7, double a8, int32_t a9, int32_t a10, uint8_t* a11, uint8_t* a12, uint8_t* a13, int32_t a14, uint8_t* a15) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, double, double, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
 static int32_t gocuda_cusolverDnDsyevdx_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, double a7, double a8, int32_t a9, int32_t a10, uint8_t* a11, uint8_t* a12, uint8_t* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, double, double, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cusolverDnDsyevj(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, uintptr_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, uintptr_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cusolverDnDsyevjBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, uintptr_t a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, uintptr_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int64_t gocuda_in_cusolverDnDsyevjBatched(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, uintptr_t a10, int32_t a11) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, uintptr_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
 static int32_t gocuda_cusolverDnDsyevjBatched_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, uintptr_t a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, uintptr_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int64_t gocuda_in_cusolverDnDsyevjBatched_bufferSize(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, uintptr_t a8, int32_t a9) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, uintptr_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
 static int32_t gocuda_cusolverDnDsyevj_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, uintptr_t a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, uintptr_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
 static int32_t gocuda_cusolverDnDsygvd(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, int32_t a8, uint8_t* a9, uint8_t* a10, int32_t a11, uint8_t* a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cusolverDnDsygvd_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, int32_t a8, uint8_t* a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
@@ -237,14 +265,20 @@ static int64_t gocuda_in_cusolverDnSetStream(uintptr_t fn, uintptr_t get, uintpt
 static int32_t gocuda_cusolverDnSgebrd(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, uint8_t* a9, int32_t a10, uint8_t* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
 static int32_t gocuda_cusolverDnSgebrd_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cusolverDnSgeqrf(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int64_t gocuda_in_cusolverDnSgeqrf(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
 static int32_t gocuda_cusolverDnSgeqrf_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5); }
+static int64_t gocuda_in_cusolverDnSgeqrf_bufferSize(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5); }
 static int32_t gocuda_cusolverDnSgesvd(uintptr_t fn, uintptr_t a0, int8_t a1, int8_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, uint8_t* a8, int32_t a9, uint8_t* a10, int32_t a11, uint8_t* a12, int32_t a13, uint8_t* a14, uint8_t* a15) { return ((int32_t (*)(uintptr_t, int8_t, int8_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
+static int64_t gocuda_in_cusolverDnSgesvd(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int8_t a1, int8_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, uint8_t* a8, int32_t a9, uint8_t* a10, int32_t a11, uint8_t* a12, int32_t a13, uint8_t* a14, uint8_t* a15) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int8_t, int8_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
 static int32_t gocuda_cusolverDnSgesvd_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3); }
+static int64_t gocuda_in_cusolverDnSgesvd_bufferSize(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cusolverDnSgesvdaStridedBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, int64_t a7, uint8_t* a8, int64_t a9, uint8_t* a10, int32_t a11, int64_t a12, uint8_t* a13, int32_t a14, int64_t a15, uint8_t* a16, int32_t a17, uint8_t* a18, uint8_t* a19, int32_t a20) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, int64_t, uint8_t*, int64_t, uint8_t*, int32_t, int64_t, uint8_t*, int32_t, int64_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, a20); }
 static int32_t gocuda_cusolverDnSgesvdaStridedBatched_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, int64_t a7, uint8_t* a8, int64_t a9, uint8_t* a10, int32_t a11, int64_t a12, uint8_t* a13, int32_t a14, int64_t a15, uint8_t* a16, int32_t a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, int64_t, uint8_t*, int64_t, uint8_t*, int32_t, int64_t, uint8_t*, int32_t, int64_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
 static int32_t gocuda_cusolverDnSgesvdj(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, uint8_t* a8, int32_t a9, uint8_t* a10, int32_t a11, uint8_t* a12, int32_t a13, uint8_t* a14, uintptr_t a15) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uintptr_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
 static int32_t gocuda_cusolverDnSgesvdjBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, int32_t a10, uint8_t* a11, int32_t a12, uint8_t* a13, uintptr_t a14, int32_t a15) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uintptr_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
+static int64_t gocuda_in_cusolverDnSgesvdjBatched(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, int32_t a10, uint8_t* a11, int32_t a12, uint8_t* a13, uintptr_t a14, int32_t a15) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uintptr_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
 static int32_t gocuda_cusolverDnSgesvdjBatched_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, int32_t a10, uint8_t* a11, uintptr_t a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uintptr_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int64_t gocuda_in_cusolverDnSgesvdjBatched_bufferSize(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, int32_t a10, uint8_t* a11, uintptr_t a12, int32_t a13) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uintptr_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cusolverDnSgesvdj_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, uint8_t* a8, int32_t a9, uint8_t* a10, int32_t a11, uint8_t* a12, uintptr_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uintptr_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cusolverDnSgetrf(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int64_t gocuda_in_cusolverDnSgetrf(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
@@ -258,11 +292,15 @@ static int32_t gocuda_cusolverDnSlauum_bufferSize(uintptr_t fn, uintptr_t a0, in
 static int32_t gocuda_cusolverDnSorgbr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, uint8_t* a8, int32_t a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cusolverDnSorgbr_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
 static int32_t gocuda_cusolverDnSorgqr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int64_t gocuda_in_cusolverDnSorgqr(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
 static int32_t gocuda_cusolverDnSorgqr_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int64_t gocuda_in_cusolverDnSorgqr_bufferSize(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cusolverDnSorgtr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
 static int32_t gocuda_cusolverDnSorgtr_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
 static int32_t gocuda_cusolverDnSormqr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10, uint8_t* a11, int32_t a12, uint8_t* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int64_t gocuda_in_cusolverDnSormqr(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10, uint8_t* a11, int32_t a12, uint8_t* a13) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cusolverDnSormqr_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10, uint8_t* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int64_t gocuda_in_cusolverDnSormqr_bufferSize(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10, uint8_t* a11) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
 static int32_t gocuda_cusolverDnSormtr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10, uint8_t* a11, int32_t a12, uint8_t* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cusolverDnSormtr_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10, uint8_t* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
 static int32_t gocuda_cusolverDnSpotrf(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5, int32_t a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
@@ -276,12 +314,16 @@ static int32_t gocuda_cusolverDnSpotrs(uintptr_t fn, uintptr_t a0, int32_t a1, i
 static int64_t gocuda_in_cusolverDnSpotrs(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
 static int32_t gocuda_cusolverDnSpotrsBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, void* a4, int32_t a5, void* a6, int32_t a7, uint8_t* a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, void*, int32_t, void*, int32_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
 static int32_t gocuda_cusolverDnSsyevd(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int64_t gocuda_in_cusolverDnSsyevd(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
 static int32_t gocuda_cusolverDnSsyevd_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int64_t gocuda_in_cusolverDnSsyevd_bufferSize(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cusolverDnSsyevdx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, float a7, float a8, int32_t a9, int32_t a10, uint8_t* a11, uint8_t* a12, uint8_t* a13, int32_t a14, uint8_t* a15) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, float, float, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
 static int32_t gocuda_cusolverDnSsyevdx_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, float a7, float a8, int32_t a9, int32_t a10, uint8_t* a11, uint8_t* a12, uint8_t* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, float, float, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cusolverDnSsyevj(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, uintptr_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, uintptr_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cusolverDnSsyevjBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, uintptr_t a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, uintptr_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int64_t gocuda_in_cusolverDnSsyevjBatched(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, uintptr_t a10, int32_t a11) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, uintptr_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
 static int32_t gocuda_cusolverDnSsyevjBatched_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, uintptr_t a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, uintptr_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int64_t gocuda_in_cusolverDnSsyevjBatched_bufferSize(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, uintptr_t a8, int32_t a9) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, uintptr_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
 static int32_t gocuda_cusolverDnSsyevj_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, uintptr_t a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, uintptr_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
 static int32_t gocuda_cusolverDnSsygvd(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, int32_t a8, uint8_t* a9, uint8_t* a10, int32_t a11, uint8_t* a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cusolverDnSsygvd_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, int32_t a8, uint8_t* a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
@@ -356,14 +398,20 @@ static int32_t gocuda_cusolverDnZZgesv_bufferSize(uintptr_t fn, uintptr_t a0, in
 static int32_t gocuda_cusolverDnZgebrd(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7, uint8_t* a8, uint8_t* a9, int32_t a10, uint8_t* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
 static int32_t gocuda_cusolverDnZgebrd_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cusolverDnZgeqrf(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
+static int64_t gocuda_in_cusolverDnZgeqrf(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
 static int32_t gocuda_cusolverDnZgeqrf_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5); }
+static int64_t gocuda_in_cusolverDnZgeqrf_bufferSize(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5); }
 static int32_t gocuda_cusolverDnZgesvd(uintptr_t fn, uintptr_t a0, int8_t a1, int8_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, uint8_t* a8, int32_t a9, uint8_t* a10, int32_t a11, uint8_t* a12, int32_t a13, uint8_t* a14, uint8_t* a15) { return ((int32_t (*)(uintptr_t, int8_t, int8_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
+static int64_t gocuda_in_cusolverDnZgesvd(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int8_t a1, int8_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, uint8_t* a8, int32_t a9, uint8_t* a10, int32_t a11, uint8_t* a12, int32_t a13, uint8_t* a14, uint8_t* a15) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int8_t, int8_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
 static int32_t gocuda_cusolverDnZgesvd_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3); }
+static int64_t gocuda_in_cusolverDnZgesvd_bufferSize(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*))fn)(a0, a1, a2, a3); }
 static int32_t gocuda_cusolverDnZgesvdaStridedBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, int64_t a7, uint8_t* a8, int64_t a9, uint8_t* a10, int32_t a11, int64_t a12, uint8_t* a13, int32_t a14, int64_t a15, uint8_t* a16, int32_t a17, uint8_t* a18, uint8_t* a19, int32_t a20) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, int64_t, uint8_t*, int64_t, uint8_t*, int32_t, int64_t, uint8_t*, int32_t, int64_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, a20); }
 static int32_t gocuda_cusolverDnZgesvdaStridedBatched_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, int64_t a7, uint8_t* a8, int64_t a9, uint8_t* a10, int32_t a11, int64_t a12, uint8_t* a13, int32_t a14, int64_t a15, uint8_t* a16, int32_t a17) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, int64_t, uint8_t*, int64_t, uint8_t*, int32_t, int64_t, uint8_t*, int32_t, int64_t, uint8_t*, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17); }
 static int32_t gocuda_cusolverDnZgesvdj(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, uint8_t* a8, int32_t a9, uint8_t* a10, int32_t a11, uint8_t* a12, int32_t a13, uint8_t* a14, uintptr_t a15) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uintptr_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
 static int32_t gocuda_cusolverDnZgesvdjBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, int32_t a10, uint8_t* a11, int32_t a12, uint8_t* a13, uintptr_t a14, int32_t a15) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uintptr_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
+static int64_t gocuda_in_cusolverDnZgesvdjBatched(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, int32_t a10, uint8_t* a11, int32_t a12, uint8_t* a13, uintptr_t a14, int32_t a15) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uintptr_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
 static int32_t gocuda_cusolverDnZgesvdjBatched_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, int32_t a10, uint8_t* a11, uintptr_t a12, int32_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uintptr_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int64_t gocuda_in_cusolverDnZgesvdjBatched_bufferSize(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, int32_t a10, uint8_t* a11, uintptr_t a12, int32_t a13) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uintptr_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cusolverDnZgesvdj_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, uint8_t* a8, int32_t a9, uint8_t* a10, int32_t a11, uint8_t* a12, uintptr_t a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uintptr_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cusolverDnZgetrf(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int64_t gocuda_in_cusolverDnZgetrf(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5, uint8_t* a6, uint8_t* a7) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
@@ -372,12 +420,16 @@ static int64_t gocuda_in_cusolverDnZgetrf_bufferSize(uintptr_t fn, uintptr_t get
 static int32_t gocuda_cusolverDnZgetrs(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
 static int64_t gocuda_in_cusolverDnZgetrs(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
 static int32_t gocuda_cusolverDnZheevd(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int64_t gocuda_in_cusolverDnZheevd(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
 static int32_t gocuda_cusolverDnZheevd_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int64_t gocuda_in_cusolverDnZheevd_bufferSize(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cusolverDnZheevdx(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, double a7, double a8, int32_t a9, int32_t a10, uint8_t* a11, uint8_t* a12, uint8_t* a13, int32_t a14, uint8_t* a15) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, double, double, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15); }
 static int32_t gocuda_cusolverDnZheevdx_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, double a7, double a8, int32_t a9, int32_t a10, uint8_t* a11, uint8_t* a12, uint8_t* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, double, double, int32_t, int32_t, uint8_t*, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cusolverDnZheevj(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, uintptr_t a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, uintptr_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cusolverDnZheevjBatched(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, uintptr_t a10, int32_t a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, uintptr_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int64_t gocuda_in_cusolverDnZheevjBatched(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9, uintptr_t a10, int32_t a11) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, uintptr_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
 static int32_t gocuda_cusolverDnZheevjBatched_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, uintptr_t a8, int32_t a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, uintptr_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int64_t gocuda_in_cusolverDnZheevjBatched_bufferSize(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, uintptr_t a8, int32_t a9) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, uintptr_t, int32_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
 static int32_t gocuda_cusolverDnZheevj_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, uintptr_t a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, uintptr_t))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
 static int32_t gocuda_cusolverDnZhegvd(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, int32_t a8, uint8_t* a9, uint8_t* a10, int32_t a11, uint8_t* a12) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); }
 static int32_t gocuda_cusolverDnZhegvd_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, int32_t a8, uint8_t* a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
@@ -407,11 +459,15 @@ static int32_t gocuda_cusolverDnZsytri_bufferSize(uintptr_t fn, uintptr_t a0, in
 static int32_t gocuda_cusolverDnZungbr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, uint8_t* a8, int32_t a9, uint8_t* a10) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); }
 static int32_t gocuda_cusolverDnZungbr_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, uint8_t* a5, int32_t a6, uint8_t* a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
 static int32_t gocuda_cusolverDnZungqr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
+static int64_t gocuda_in_cusolverDnZungqr(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7, int32_t a8, uint8_t* a9) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); }
 static int32_t gocuda_cusolverDnZungqr_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
+static int64_t gocuda_in_cusolverDnZungqr_bufferSize(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, uint8_t* a4, int32_t a5, uint8_t* a6, uint8_t* a7) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7); }
 static int32_t gocuda_cusolverDnZungtr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5, uint8_t* a6, int32_t a7, uint8_t* a8) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8); }
 static int32_t gocuda_cusolverDnZungtr_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, uint8_t* a3, int32_t a4, uint8_t* a5, uint8_t* a6) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6); }
 static int32_t gocuda_cusolverDnZunmqr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10, uint8_t* a11, int32_t a12, uint8_t* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
+static int64_t gocuda_in_cusolverDnZunmqr(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10, uint8_t* a11, int32_t a12, uint8_t* a13) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cusolverDnZunmqr_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10, uint8_t* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
+static int64_t gocuda_in_cusolverDnZunmqr_bufferSize(uintptr_t fn, uintptr_t get, uintptr_t set, uintptr_t ctx, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10, uint8_t* a11) { uintptr_t cur = 0; int32_t s = ((int32_t (*)(uintptr_t*))get)(&cur); if (s == 0 && cur != ctx) s = ((int32_t (*)(uintptr_t))set)(ctx); if (s != 0) return ((int64_t)1 << 32) | (uint32_t)s; return (uint32_t)((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
 static int32_t gocuda_cusolverDnZunmtr(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10, uint8_t* a11, int32_t a12, uint8_t* a13) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); }
 static int32_t gocuda_cusolverDnZunmtr_bufferSize(uintptr_t fn, uintptr_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t a4, int32_t a5, uint8_t* a6, int32_t a7, uint8_t* a8, uint8_t* a9, int32_t a10, uint8_t* a11) { return ((int32_t (*)(uintptr_t, int32_t, int32_t, int32_t, int32_t, int32_t, uint8_t*, int32_t, uint8_t*, uint8_t*, int32_t, uint8_t*))fn)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); }
 static int32_t gocuda_cusolverGetProperty(uintptr_t fn, int32_t a0, uint8_t* a1) { return ((int32_t (*)(int32_t, uint8_t*))fn)(a0, a1); }
@@ -1063,6 +1119,23 @@ func DnCgeqrf(handle CusolverDnHandle, m int32, n int32, A *cudaraw.CuComplex, l
 	return Status(C.gocuda_cusolverDnCgeqrf(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(TAU)), (*C.uint8_t)(unsafe.Pointer(Workspace)), C.int32_t(Lwork), (*C.uint8_t)(unsafe.Pointer(devInfo)))).Err()
 }
 
+// DnCgeqrfIn calls cusolverDnCgeqrf with the CUDA context ctx current on the calling thread.
+func DnCgeqrfIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, m int32, n int32, A *cudaraw.CuComplex, lda int32, TAU *cudaraw.CuComplex, Workspace *cudaraw.CuComplex, Lwork int32, devInfo *int32) error {
+	fn, err := proc_cusolverDnCgeqrf.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnCgeqrf(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(TAU)), (*C.uint8_t)(unsafe.Pointer(Workspace)), C.int32_t(Lwork), (*C.uint8_t)(unsafe.Pointer(devInfo))))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
+}
+
 // DnCgeqrfBufferSize calls cusolverDnCgeqrf_bufferSize:
 //
 //	cusolverStatus_t cusolverDnCgeqrf_bufferSize(cusolverDnHandle_t handle, int m, int n, cuComplex *A, int lda, int *lwork)
@@ -1074,6 +1147,23 @@ func DnCgeqrfBufferSize(handle CusolverDnHandle, m int32, n int32, A *cudaraw.Cu
 		return err
 	}
 	return Status(C.gocuda_cusolverDnCgeqrf_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(lwork)))).Err()
+}
+
+// DnCgeqrfBufferSizeIn calls cusolverDnCgeqrf_bufferSize with the CUDA context ctx current on the calling thread.
+func DnCgeqrfBufferSizeIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, m int32, n int32, A *cudaraw.CuComplex, lda int32, lwork *int32) error {
+	fn, err := proc_cusolverDnCgeqrf_bufferSize.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnCgeqrf_bufferSize(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(lwork))))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
 }
 
 // DnCgesvd calls cusolverDnCgesvd:
@@ -1089,6 +1179,23 @@ func DnCgesvd(handle CusolverDnHandle, jobu int8, jobvt int8, m int32, n int32, 
 	return Status(C.gocuda_cusolverDnCgesvd(C.uintptr_t(fn), C.uintptr_t(handle), C.int8_t(jobu), C.int8_t(jobvt), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(S)), (*C.uint8_t)(unsafe.Pointer(U)), C.int32_t(ldu), (*C.uint8_t)(unsafe.Pointer(VT)), C.int32_t(ldvt), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(rwork)), (*C.uint8_t)(unsafe.Pointer(info)))).Err()
 }
 
+// DnCgesvdIn calls cusolverDnCgesvd with the CUDA context ctx current on the calling thread.
+func DnCgesvdIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, jobu int8, jobvt int8, m int32, n int32, A *cudaraw.CuComplex, lda int32, S *float32, U *cudaraw.CuComplex, ldu int32, VT *cudaraw.CuComplex, ldvt int32, work *cudaraw.CuComplex, lwork int32, rwork *float32, info *int32) error {
+	fn, err := proc_cusolverDnCgesvd.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnCgesvd(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int8_t(jobu), C.int8_t(jobvt), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(S)), (*C.uint8_t)(unsafe.Pointer(U)), C.int32_t(ldu), (*C.uint8_t)(unsafe.Pointer(VT)), C.int32_t(ldvt), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(rwork)), (*C.uint8_t)(unsafe.Pointer(info))))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
+}
+
 // DnCgesvdBufferSize calls cusolverDnCgesvd_bufferSize:
 //
 //	cusolverStatus_t cusolverDnCgesvd_bufferSize(cusolverDnHandle_t handle, int m, int n, int *lwork)
@@ -1100,6 +1207,23 @@ func DnCgesvdBufferSize(handle CusolverDnHandle, m int32, n int32, lwork *int32)
 		return err
 	}
 	return Status(C.gocuda_cusolverDnCgesvd_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(lwork)))).Err()
+}
+
+// DnCgesvdBufferSizeIn calls cusolverDnCgesvd_bufferSize with the CUDA context ctx current on the calling thread.
+func DnCgesvdBufferSizeIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, m int32, n int32, lwork *int32) error {
+	fn, err := proc_cusolverDnCgesvd_bufferSize.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnCgesvd_bufferSize(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(lwork))))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
 }
 
 // DnCgesvdaStridedBatched calls cusolverDnCgesvdaStridedBatched:
@@ -1154,6 +1278,23 @@ func DnCgesvdjBatched(handle CusolverDnHandle, jobz CusolverEigMode, m int32, n 
 	return Status(C.gocuda_cusolverDnCgesvdjBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(S)), (*C.uint8_t)(unsafe.Pointer(U)), C.int32_t(ldu), (*C.uint8_t)(unsafe.Pointer(V)), C.int32_t(ldv), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(info)), C.uintptr_t(params), C.int32_t(batchSize))).Err()
 }
 
+// DnCgesvdjBatchedIn calls cusolverDnCgesvdjBatched with the CUDA context ctx current on the calling thread.
+func DnCgesvdjBatchedIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, jobz CusolverEigMode, m int32, n int32, A *cudaraw.CuComplex, lda int32, S *float32, U *cudaraw.CuComplex, ldu int32, V *cudaraw.CuComplex, ldv int32, work *cudaraw.CuComplex, lwork int32, info *int32, params GesvdjInfo, batchSize int32) error {
+	fn, err := proc_cusolverDnCgesvdjBatched.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnCgesvdjBatched(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(S)), (*C.uint8_t)(unsafe.Pointer(U)), C.int32_t(ldu), (*C.uint8_t)(unsafe.Pointer(V)), C.int32_t(ldv), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(info)), C.uintptr_t(params), C.int32_t(batchSize)))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
+}
+
 // DnCgesvdjBatchedBufferSize calls cusolverDnCgesvdjBatched_bufferSize:
 //
 //	cusolverStatus_t cusolverDnCgesvdjBatched_bufferSize(cusolverDnHandle_t handle, cusolverEigMode_t jobz, int m, int n, cuComplex *A, int lda, const float *S, cuComplex *U, int ldu, cuComplex *V, int ldv, int *lwork, gesvdjInfo_t params, int batchSize)
@@ -1165,6 +1306,23 @@ func DnCgesvdjBatchedBufferSize(handle CusolverDnHandle, jobz CusolverEigMode, m
 		return err
 	}
 	return Status(C.gocuda_cusolverDnCgesvdjBatched_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(S)), (*C.uint8_t)(unsafe.Pointer(U)), C.int32_t(ldu), (*C.uint8_t)(unsafe.Pointer(V)), C.int32_t(ldv), (*C.uint8_t)(unsafe.Pointer(lwork)), C.uintptr_t(params), C.int32_t(batchSize))).Err()
+}
+
+// DnCgesvdjBatchedBufferSizeIn calls cusolverDnCgesvdjBatched_bufferSize with the CUDA context ctx current on the calling thread.
+func DnCgesvdjBatchedBufferSizeIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, jobz CusolverEigMode, m int32, n int32, A *cudaraw.CuComplex, lda int32, S *float32, U *cudaraw.CuComplex, ldu int32, V *cudaraw.CuComplex, ldv int32, lwork *int32, params GesvdjInfo, batchSize int32) error {
+	fn, err := proc_cusolverDnCgesvdjBatched_bufferSize.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnCgesvdjBatched_bufferSize(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(S)), (*C.uint8_t)(unsafe.Pointer(U)), C.int32_t(ldu), (*C.uint8_t)(unsafe.Pointer(V)), C.int32_t(ldv), (*C.uint8_t)(unsafe.Pointer(lwork)), C.uintptr_t(params), C.int32_t(batchSize)))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
 }
 
 // DnCgesvdjBufferSize calls cusolverDnCgesvdj_bufferSize:
@@ -1283,6 +1441,23 @@ func DnCheevd(handle CusolverDnHandle, jobz CusolverEigMode, uplo cublasraw.Cubl
 	return Status(C.gocuda_cusolverDnCheevd(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(W)), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(info)))).Err()
 }
 
+// DnCheevdIn calls cusolverDnCheevd with the CUDA context ctx current on the calling thread.
+func DnCheevdIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, jobz CusolverEigMode, uplo cublasraw.CublasFillMode, n int32, A *cudaraw.CuComplex, lda int32, W *float32, work *cudaraw.CuComplex, lwork int32, info *int32) error {
+	fn, err := proc_cusolverDnCheevd.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnCheevd(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(W)), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(info))))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
+}
+
 // DnCheevdBufferSize calls cusolverDnCheevd_bufferSize:
 //
 //	cusolverStatus_t cusolverDnCheevd_bufferSize(cusolverDnHandle_t handle, cusolverEigMode_t jobz, cublasFillMode_t uplo, int n, cuComplex *A, int lda, const float *W, int *lwork)
@@ -1294,6 +1469,23 @@ func DnCheevdBufferSize(handle CusolverDnHandle, jobz CusolverEigMode, uplo cubl
 		return err
 	}
 	return Status(C.gocuda_cusolverDnCheevd_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(W)), (*C.uint8_t)(unsafe.Pointer(lwork)))).Err()
+}
+
+// DnCheevdBufferSizeIn calls cusolverDnCheevd_bufferSize with the CUDA context ctx current on the calling thread.
+func DnCheevdBufferSizeIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, jobz CusolverEigMode, uplo cublasraw.CublasFillMode, n int32, A *cudaraw.CuComplex, lda int32, W *float32, lwork *int32) error {
+	fn, err := proc_cusolverDnCheevd_bufferSize.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnCheevd_bufferSize(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(W)), (*C.uint8_t)(unsafe.Pointer(lwork))))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
 }
 
 // DnCheevdx calls cusolverDnCheevdx:
@@ -1348,6 +1540,23 @@ func DnCheevjBatched(handle CusolverDnHandle, jobz CusolverEigMode, uplo cublasr
 	return Status(C.gocuda_cusolverDnCheevjBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(W)), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(info)), C.uintptr_t(params), C.int32_t(batchSize))).Err()
 }
 
+// DnCheevjBatchedIn calls cusolverDnCheevjBatched with the CUDA context ctx current on the calling thread.
+func DnCheevjBatchedIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, jobz CusolverEigMode, uplo cublasraw.CublasFillMode, n int32, A *cudaraw.CuComplex, lda int32, W *float32, work *cudaraw.CuComplex, lwork int32, info *int32, params SyevjInfo, batchSize int32) error {
+	fn, err := proc_cusolverDnCheevjBatched.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnCheevjBatched(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(W)), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(info)), C.uintptr_t(params), C.int32_t(batchSize)))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
+}
+
 // DnCheevjBatchedBufferSize calls cusolverDnCheevjBatched_bufferSize:
 //
 //	cusolverStatus_t cusolverDnCheevjBatched_bufferSize(cusolverDnHandle_t handle, cusolverEigMode_t jobz, cublasFillMode_t uplo, int n, cuComplex *A, int lda, const float *W, int *lwork, syevjInfo_t params, int batchSize)
@@ -1359,6 +1568,23 @@ func DnCheevjBatchedBufferSize(handle CusolverDnHandle, jobz CusolverEigMode, up
 		return err
 	}
 	return Status(C.gocuda_cusolverDnCheevjBatched_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(W)), (*C.uint8_t)(unsafe.Pointer(lwork)), C.uintptr_t(params), C.int32_t(batchSize))).Err()
+}
+
+// DnCheevjBatchedBufferSizeIn calls cusolverDnCheevjBatched_bufferSize with the CUDA context ctx current on the calling thread.
+func DnCheevjBatchedBufferSizeIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, jobz CusolverEigMode, uplo cublasraw.CublasFillMode, n int32, A *cudaraw.CuComplex, lda int32, W *float32, lwork *int32, params SyevjInfo, batchSize int32) error {
+	fn, err := proc_cusolverDnCheevjBatched_bufferSize.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnCheevjBatched_bufferSize(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(W)), (*C.uint8_t)(unsafe.Pointer(lwork)), C.uintptr_t(params), C.int32_t(batchSize)))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
 }
 
 // DnCheevjBufferSize calls cusolverDnCheevj_bufferSize:
@@ -1802,6 +2028,23 @@ func DnCungqr(handle CusolverDnHandle, m int32, n int32, k int32, A *cudaraw.CuC
 	return Status(C.gocuda_cusolverDnCungqr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(tau)), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(info)))).Err()
 }
 
+// DnCungqrIn calls cusolverDnCungqr with the CUDA context ctx current on the calling thread.
+func DnCungqrIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, m int32, n int32, k int32, A *cudaraw.CuComplex, lda int32, tau *cudaraw.CuComplex, work *cudaraw.CuComplex, lwork int32, info *int32) error {
+	fn, err := proc_cusolverDnCungqr.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnCungqr(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(tau)), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(info))))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
+}
+
 // DnCungqrBufferSize calls cusolverDnCungqr_bufferSize:
 //
 //	cusolverStatus_t cusolverDnCungqr_bufferSize(cusolverDnHandle_t handle, int m, int n, int k, cuComplex *A, int lda, cuComplex *tau, int *lwork)
@@ -1813,6 +2056,23 @@ func DnCungqrBufferSize(handle CusolverDnHandle, m int32, n int32, k int32, A *c
 		return err
 	}
 	return Status(C.gocuda_cusolverDnCungqr_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(tau)), (*C.uint8_t)(unsafe.Pointer(lwork)))).Err()
+}
+
+// DnCungqrBufferSizeIn calls cusolverDnCungqr_bufferSize with the CUDA context ctx current on the calling thread.
+func DnCungqrBufferSizeIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, m int32, n int32, k int32, A *cudaraw.CuComplex, lda int32, tau *cudaraw.CuComplex, lwork *int32) error {
+	fn, err := proc_cusolverDnCungqr_bufferSize.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnCungqr_bufferSize(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(tau)), (*C.uint8_t)(unsafe.Pointer(lwork))))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
 }
 
 // DnCungtr calls cusolverDnCungtr:
@@ -1854,6 +2114,23 @@ func DnCunmqr(handle CusolverDnHandle, side cublasraw.CublasSideMode, trans cubl
 	return Status(C.gocuda_cusolverDnCunmqr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(trans), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(tau)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(devInfo)))).Err()
 }
 
+// DnCunmqrIn calls cusolverDnCunmqr with the CUDA context ctx current on the calling thread.
+func DnCunmqrIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, side cublasraw.CublasSideMode, trans cublasraw.CublasOperation, m int32, n int32, k int32, A *cudaraw.CuComplex, lda int32, tau *cudaraw.CuComplex, C_ *cudaraw.CuComplex, ldc int32, work *cudaraw.CuComplex, lwork int32, devInfo *int32) error {
+	fn, err := proc_cusolverDnCunmqr.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnCunmqr(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(side), C.int32_t(trans), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(tau)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(devInfo))))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
+}
+
 // DnCunmqrBufferSize calls cusolverDnCunmqr_bufferSize:
 //
 //	cusolverStatus_t cusolverDnCunmqr_bufferSize(cusolverDnHandle_t handle, cublasSideMode_t side, cublasOperation_t trans, int m, int n, int k, cuComplex *A, int lda, cuComplex *tau, cuComplex *C, int ldc, int *lwork)
@@ -1865,6 +2142,23 @@ func DnCunmqrBufferSize(handle CusolverDnHandle, side cublasraw.CublasSideMode, 
 		return err
 	}
 	return Status(C.gocuda_cusolverDnCunmqr_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(trans), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(tau)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc), (*C.uint8_t)(unsafe.Pointer(lwork)))).Err()
+}
+
+// DnCunmqrBufferSizeIn calls cusolverDnCunmqr_bufferSize with the CUDA context ctx current on the calling thread.
+func DnCunmqrBufferSizeIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, side cublasraw.CublasSideMode, trans cublasraw.CublasOperation, m int32, n int32, k int32, A *cudaraw.CuComplex, lda int32, tau *cudaraw.CuComplex, C_ *cudaraw.CuComplex, ldc int32, lwork *int32) error {
+	fn, err := proc_cusolverDnCunmqr_bufferSize.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnCunmqr_bufferSize(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(side), C.int32_t(trans), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(tau)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc), (*C.uint8_t)(unsafe.Pointer(lwork))))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
 }
 
 // DnCunmtr calls cusolverDnCunmtr:
@@ -2244,6 +2538,23 @@ func DnDgeqrf(handle CusolverDnHandle, m int32, n int32, A *float64, lda int32, 
 	return Status(C.gocuda_cusolverDnDgeqrf(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(TAU)), (*C.uint8_t)(unsafe.Pointer(Workspace)), C.int32_t(Lwork), (*C.uint8_t)(unsafe.Pointer(devInfo)))).Err()
 }
 
+// DnDgeqrfIn calls cusolverDnDgeqrf with the CUDA context ctx current on the calling thread.
+func DnDgeqrfIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, m int32, n int32, A *float64, lda int32, TAU *float64, Workspace *float64, Lwork int32, devInfo *int32) error {
+	fn, err := proc_cusolverDnDgeqrf.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnDgeqrf(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(TAU)), (*C.uint8_t)(unsafe.Pointer(Workspace)), C.int32_t(Lwork), (*C.uint8_t)(unsafe.Pointer(devInfo))))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
+}
+
 // DnDgeqrfBufferSize calls cusolverDnDgeqrf_bufferSize:
 //
 //	cusolverStatus_t cusolverDnDgeqrf_bufferSize(cusolverDnHandle_t handle, int m, int n, double *A, int lda, int *lwork)
@@ -2255,6 +2566,23 @@ func DnDgeqrfBufferSize(handle CusolverDnHandle, m int32, n int32, A *float64, l
 		return err
 	}
 	return Status(C.gocuda_cusolverDnDgeqrf_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(lwork)))).Err()
+}
+
+// DnDgeqrfBufferSizeIn calls cusolverDnDgeqrf_bufferSize with the CUDA context ctx current on the calling thread.
+func DnDgeqrfBufferSizeIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, m int32, n int32, A *float64, lda int32, lwork *int32) error {
+	fn, err := proc_cusolverDnDgeqrf_bufferSize.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnDgeqrf_bufferSize(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(lwork))))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
 }
 
 // DnDgesvd calls cusolverDnDgesvd:
@@ -2270,6 +2598,23 @@ func DnDgesvd(handle CusolverDnHandle, jobu int8, jobvt int8, m int32, n int32, 
 	return Status(C.gocuda_cusolverDnDgesvd(C.uintptr_t(fn), C.uintptr_t(handle), C.int8_t(jobu), C.int8_t(jobvt), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(S)), (*C.uint8_t)(unsafe.Pointer(U)), C.int32_t(ldu), (*C.uint8_t)(unsafe.Pointer(VT)), C.int32_t(ldvt), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(rwork)), (*C.uint8_t)(unsafe.Pointer(info)))).Err()
 }
 
+// DnDgesvdIn calls cusolverDnDgesvd with the CUDA context ctx current on the calling thread.
+func DnDgesvdIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, jobu int8, jobvt int8, m int32, n int32, A *float64, lda int32, S *float64, U *float64, ldu int32, VT *float64, ldvt int32, work *float64, lwork int32, rwork *float64, info *int32) error {
+	fn, err := proc_cusolverDnDgesvd.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnDgesvd(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int8_t(jobu), C.int8_t(jobvt), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(S)), (*C.uint8_t)(unsafe.Pointer(U)), C.int32_t(ldu), (*C.uint8_t)(unsafe.Pointer(VT)), C.int32_t(ldvt), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(rwork)), (*C.uint8_t)(unsafe.Pointer(info))))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
+}
+
 // DnDgesvdBufferSize calls cusolverDnDgesvd_bufferSize:
 //
 //	cusolverStatus_t cusolverDnDgesvd_bufferSize(cusolverDnHandle_t handle, int m, int n, int *lwork)
@@ -2281,6 +2626,23 @@ func DnDgesvdBufferSize(handle CusolverDnHandle, m int32, n int32, lwork *int32)
 		return err
 	}
 	return Status(C.gocuda_cusolverDnDgesvd_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(lwork)))).Err()
+}
+
+// DnDgesvdBufferSizeIn calls cusolverDnDgesvd_bufferSize with the CUDA context ctx current on the calling thread.
+func DnDgesvdBufferSizeIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, m int32, n int32, lwork *int32) error {
+	fn, err := proc_cusolverDnDgesvd_bufferSize.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnDgesvd_bufferSize(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(lwork))))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
 }
 
 // DnDgesvdaStridedBatched calls cusolverDnDgesvdaStridedBatched:
@@ -2335,6 +2697,23 @@ func DnDgesvdjBatched(handle CusolverDnHandle, jobz CusolverEigMode, m int32, n 
 	return Status(C.gocuda_cusolverDnDgesvdjBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(S)), (*C.uint8_t)(unsafe.Pointer(U)), C.int32_t(ldu), (*C.uint8_t)(unsafe.Pointer(V)), C.int32_t(ldv), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(info)), C.uintptr_t(params), C.int32_t(batchSize))).Err()
 }
 
+// DnDgesvdjBatchedIn calls cusolverDnDgesvdjBatched with the CUDA context ctx current on the calling thread.
+func DnDgesvdjBatchedIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, jobz CusolverEigMode, m int32, n int32, A *float64, lda int32, S *float64, U *float64, ldu int32, V *float64, ldv int32, work *float64, lwork int32, info *int32, params GesvdjInfo, batchSize int32) error {
+	fn, err := proc_cusolverDnDgesvdjBatched.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnDgesvdjBatched(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(S)), (*C.uint8_t)(unsafe.Pointer(U)), C.int32_t(ldu), (*C.uint8_t)(unsafe.Pointer(V)), C.int32_t(ldv), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(info)), C.uintptr_t(params), C.int32_t(batchSize)))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
+}
+
 // DnDgesvdjBatchedBufferSize calls cusolverDnDgesvdjBatched_bufferSize:
 //
 //	cusolverStatus_t cusolverDnDgesvdjBatched_bufferSize(cusolverDnHandle_t handle, cusolverEigMode_t jobz, int m, int n, const double *A, int lda, const double *S, const double *U, int ldu, const double *V, int ldv, int *lwork, gesvdjInfo_t params, int batchSize)
@@ -2346,6 +2725,23 @@ func DnDgesvdjBatchedBufferSize(handle CusolverDnHandle, jobz CusolverEigMode, m
 		return err
 	}
 	return Status(C.gocuda_cusolverDnDgesvdjBatched_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(S)), (*C.uint8_t)(unsafe.Pointer(U)), C.int32_t(ldu), (*C.uint8_t)(unsafe.Pointer(V)), C.int32_t(ldv), (*C.uint8_t)(unsafe.Pointer(lwork)), C.uintptr_t(params), C.int32_t(batchSize))).Err()
+}
+
+// DnDgesvdjBatchedBufferSizeIn calls cusolverDnDgesvdjBatched_bufferSize with the CUDA context ctx current on the calling thread.
+func DnDgesvdjBatchedBufferSizeIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, jobz CusolverEigMode, m int32, n int32, A *float64, lda int32, S *float64, U *float64, ldu int32, V *float64, ldv int32, lwork *int32, params GesvdjInfo, batchSize int32) error {
+	fn, err := proc_cusolverDnDgesvdjBatched_bufferSize.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnDgesvdjBatched_bufferSize(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(S)), (*C.uint8_t)(unsafe.Pointer(U)), C.int32_t(ldu), (*C.uint8_t)(unsafe.Pointer(V)), C.int32_t(ldv), (*C.uint8_t)(unsafe.Pointer(lwork)), C.uintptr_t(params), C.int32_t(batchSize)))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
 }
 
 // DnDgesvdjBufferSize calls cusolverDnDgesvdj_bufferSize:
@@ -2529,6 +2925,23 @@ func DnDorgqr(handle CusolverDnHandle, m int32, n int32, k int32, A *float64, ld
 	return Status(C.gocuda_cusolverDnDorgqr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(tau)), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(info)))).Err()
 }
 
+// DnDorgqrIn calls cusolverDnDorgqr with the CUDA context ctx current on the calling thread.
+func DnDorgqrIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, m int32, n int32, k int32, A *float64, lda int32, tau *float64, work *float64, lwork int32, info *int32) error {
+	fn, err := proc_cusolverDnDorgqr.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnDorgqr(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(tau)), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(info))))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
+}
+
 // DnDorgqrBufferSize calls cusolverDnDorgqr_bufferSize:
 //
 //	cusolverStatus_t cusolverDnDorgqr_bufferSize(cusolverDnHandle_t handle, int m, int n, int k, const double *A, int lda, const double *tau, int *lwork)
@@ -2540,6 +2953,23 @@ func DnDorgqrBufferSize(handle CusolverDnHandle, m int32, n int32, k int32, A *f
 		return err
 	}
 	return Status(C.gocuda_cusolverDnDorgqr_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(tau)), (*C.uint8_t)(unsafe.Pointer(lwork)))).Err()
+}
+
+// DnDorgqrBufferSizeIn calls cusolverDnDorgqr_bufferSize with the CUDA context ctx current on the calling thread.
+func DnDorgqrBufferSizeIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, m int32, n int32, k int32, A *float64, lda int32, tau *float64, lwork *int32) error {
+	fn, err := proc_cusolverDnDorgqr_bufferSize.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnDorgqr_bufferSize(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(tau)), (*C.uint8_t)(unsafe.Pointer(lwork))))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
 }
 
 // DnDorgtr calls cusolverDnDorgtr:
@@ -2581,6 +3011,23 @@ func DnDormqr(handle CusolverDnHandle, side cublasraw.CublasSideMode, trans cubl
 	return Status(C.gocuda_cusolverDnDormqr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(trans), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(tau)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(devInfo)))).Err()
 }
 
+// DnDormqrIn calls cusolverDnDormqr with the CUDA context ctx current on the calling thread.
+func DnDormqrIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, side cublasraw.CublasSideMode, trans cublasraw.CublasOperation, m int32, n int32, k int32, A *float64, lda int32, tau *float64, C_ *float64, ldc int32, work *float64, lwork int32, devInfo *int32) error {
+	fn, err := proc_cusolverDnDormqr.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnDormqr(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(side), C.int32_t(trans), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(tau)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(devInfo))))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
+}
+
 // DnDormqrBufferSize calls cusolverDnDormqr_bufferSize:
 //
 //	cusolverStatus_t cusolverDnDormqr_bufferSize(cusolverDnHandle_t handle, cublasSideMode_t side, cublasOperation_t trans, int m, int n, int k, const double *A, int lda, const double *tau, const double *C, int ldc, int *lwork)
@@ -2592,6 +3039,23 @@ func DnDormqrBufferSize(handle CusolverDnHandle, side cublasraw.CublasSideMode, 
 		return err
 	}
 	return Status(C.gocuda_cusolverDnDormqr_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(trans), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(tau)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc), (*C.uint8_t)(unsafe.Pointer(lwork)))).Err()
+}
+
+// DnDormqrBufferSizeIn calls cusolverDnDormqr_bufferSize with the CUDA context ctx current on the calling thread.
+func DnDormqrBufferSizeIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, side cublasraw.CublasSideMode, trans cublasraw.CublasOperation, m int32, n int32, k int32, A *float64, lda int32, tau *float64, C_ *float64, ldc int32, lwork *int32) error {
+	fn, err := proc_cusolverDnDormqr_bufferSize.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnDormqr_bufferSize(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(side), C.int32_t(trans), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(tau)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc), (*C.uint8_t)(unsafe.Pointer(lwork))))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
 }
 
 // DnDormtr calls cusolverDnDormtr:
@@ -2775,6 +3239,23 @@ func DnDsyevd(handle CusolverDnHandle, jobz CusolverEigMode, uplo cublasraw.Cubl
 	return Status(C.gocuda_cusolverDnDsyevd(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(W)), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(info)))).Err()
 }
 
+// DnDsyevdIn calls cusolverDnDsyevd with the CUDA context ctx current on the calling thread.
+func DnDsyevdIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, jobz CusolverEigMode, uplo cublasraw.CublasFillMode, n int32, A *float64, lda int32, W *float64, work *float64, lwork int32, info *int32) error {
+	fn, err := proc_cusolverDnDsyevd.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnDsyevd(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(W)), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(info))))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
+}
+
 // DnDsyevdBufferSize calls cusolverDnDsyevd_bufferSize:
 //
 //	cusolverStatus_t cusolverDnDsyevd_bufferSize(cusolverDnHandle_t handle, cusolverEigMode_t jobz, cublasFillMode_t uplo, int n, const double *A, int lda, const double *W, int *lwork)
@@ -2786,6 +3267,23 @@ func DnDsyevdBufferSize(handle CusolverDnHandle, jobz CusolverEigMode, uplo cubl
 		return err
 	}
 	return Status(C.gocuda_cusolverDnDsyevd_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(W)), (*C.uint8_t)(unsafe.Pointer(lwork)))).Err()
+}
+
+// DnDsyevdBufferSizeIn calls cusolverDnDsyevd_bufferSize with the CUDA context ctx current on the calling thread.
+func DnDsyevdBufferSizeIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, jobz CusolverEigMode, uplo cublasraw.CublasFillMode, n int32, A *float64, lda int32, W *float64, lwork *int32) error {
+	fn, err := proc_cusolverDnDsyevd_bufferSize.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnDsyevd_bufferSize(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(W)), (*C.uint8_t)(unsafe.Pointer(lwork))))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
 }
 
 // DnDsyevdx calls cusolverDnDsyevdx:
@@ -2840,6 +3338,23 @@ func DnDsyevjBatched(handle CusolverDnHandle, jobz CusolverEigMode, uplo cublasr
 	return Status(C.gocuda_cusolverDnDsyevjBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(W)), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(info)), C.uintptr_t(params), C.int32_t(batchSize))).Err()
 }
 
+// DnDsyevjBatchedIn calls cusolverDnDsyevjBatched with the CUDA context ctx current on the calling thread.
+func DnDsyevjBatchedIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, jobz CusolverEigMode, uplo cublasraw.CublasFillMode, n int32, A *float64, lda int32, W *float64, work *float64, lwork int32, info *int32, params SyevjInfo, batchSize int32) error {
+	fn, err := proc_cusolverDnDsyevjBatched.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnDsyevjBatched(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(W)), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(info)), C.uintptr_t(params), C.int32_t(batchSize)))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
+}
+
 // DnDsyevjBatchedBufferSize calls cusolverDnDsyevjBatched_bufferSize:
 //
 //	cusolverStatus_t cusolverDnDsyevjBatched_bufferSize(cusolverDnHandle_t handle, cusolverEigMode_t jobz, cublasFillMode_t uplo, int n, const double *A, int lda, const double *W, int *lwork, syevjInfo_t params, int batchSize)
@@ -2851,6 +3366,23 @@ func DnDsyevjBatchedBufferSize(handle CusolverDnHandle, jobz CusolverEigMode, up
 		return err
 	}
 	return Status(C.gocuda_cusolverDnDsyevjBatched_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(W)), (*C.uint8_t)(unsafe.Pointer(lwork)), C.uintptr_t(params), C.int32_t(batchSize))).Err()
+}
+
+// DnDsyevjBatchedBufferSizeIn calls cusolverDnDsyevjBatched_bufferSize with the CUDA context ctx current on the calling thread.
+func DnDsyevjBatchedBufferSizeIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, jobz CusolverEigMode, uplo cublasraw.CublasFillMode, n int32, A *float64, lda int32, W *float64, lwork *int32, params SyevjInfo, batchSize int32) error {
+	fn, err := proc_cusolverDnDsyevjBatched_bufferSize.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnDsyevjBatched_bufferSize(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(W)), (*C.uint8_t)(unsafe.Pointer(lwork)), C.uintptr_t(params), C.int32_t(batchSize)))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
 }
 
 // DnDsyevjBufferSize calls cusolverDnDsyevj_bufferSize:
@@ -3793,6 +4325,23 @@ func DnSgeqrf(handle CusolverDnHandle, m int32, n int32, A *float32, lda int32, 
 	return Status(C.gocuda_cusolverDnSgeqrf(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(TAU)), (*C.uint8_t)(unsafe.Pointer(Workspace)), C.int32_t(Lwork), (*C.uint8_t)(unsafe.Pointer(devInfo)))).Err()
 }
 
+// DnSgeqrfIn calls cusolverDnSgeqrf with the CUDA context ctx current on the calling thread.
+func DnSgeqrfIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, m int32, n int32, A *float32, lda int32, TAU *float32, Workspace *float32, Lwork int32, devInfo *int32) error {
+	fn, err := proc_cusolverDnSgeqrf.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnSgeqrf(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(TAU)), (*C.uint8_t)(unsafe.Pointer(Workspace)), C.int32_t(Lwork), (*C.uint8_t)(unsafe.Pointer(devInfo))))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
+}
+
 // DnSgeqrfBufferSize calls cusolverDnSgeqrf_bufferSize:
 //
 //	cusolverStatus_t cusolverDnSgeqrf_bufferSize(cusolverDnHandle_t handle, int m, int n, float *A, int lda, int *lwork)
@@ -3804,6 +4353,23 @@ func DnSgeqrfBufferSize(handle CusolverDnHandle, m int32, n int32, A *float32, l
 		return err
 	}
 	return Status(C.gocuda_cusolverDnSgeqrf_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(lwork)))).Err()
+}
+
+// DnSgeqrfBufferSizeIn calls cusolverDnSgeqrf_bufferSize with the CUDA context ctx current on the calling thread.
+func DnSgeqrfBufferSizeIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, m int32, n int32, A *float32, lda int32, lwork *int32) error {
+	fn, err := proc_cusolverDnSgeqrf_bufferSize.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnSgeqrf_bufferSize(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(lwork))))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
 }
 
 // DnSgesvd calls cusolverDnSgesvd:
@@ -3819,6 +4385,23 @@ func DnSgesvd(handle CusolverDnHandle, jobu int8, jobvt int8, m int32, n int32, 
 	return Status(C.gocuda_cusolverDnSgesvd(C.uintptr_t(fn), C.uintptr_t(handle), C.int8_t(jobu), C.int8_t(jobvt), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(S)), (*C.uint8_t)(unsafe.Pointer(U)), C.int32_t(ldu), (*C.uint8_t)(unsafe.Pointer(VT)), C.int32_t(ldvt), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(rwork)), (*C.uint8_t)(unsafe.Pointer(info)))).Err()
 }
 
+// DnSgesvdIn calls cusolverDnSgesvd with the CUDA context ctx current on the calling thread.
+func DnSgesvdIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, jobu int8, jobvt int8, m int32, n int32, A *float32, lda int32, S *float32, U *float32, ldu int32, VT *float32, ldvt int32, work *float32, lwork int32, rwork *float32, info *int32) error {
+	fn, err := proc_cusolverDnSgesvd.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnSgesvd(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int8_t(jobu), C.int8_t(jobvt), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(S)), (*C.uint8_t)(unsafe.Pointer(U)), C.int32_t(ldu), (*C.uint8_t)(unsafe.Pointer(VT)), C.int32_t(ldvt), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(rwork)), (*C.uint8_t)(unsafe.Pointer(info))))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
+}
+
 // DnSgesvdBufferSize calls cusolverDnSgesvd_bufferSize:
 //
 //	cusolverStatus_t cusolverDnSgesvd_bufferSize(cusolverDnHandle_t handle, int m, int n, int *lwork)
@@ -3830,6 +4413,23 @@ func DnSgesvdBufferSize(handle CusolverDnHandle, m int32, n int32, lwork *int32)
 		return err
 	}
 	return Status(C.gocuda_cusolverDnSgesvd_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(lwork)))).Err()
+}
+
+// DnSgesvdBufferSizeIn calls cusolverDnSgesvd_bufferSize with the CUDA context ctx current on the calling thread.
+func DnSgesvdBufferSizeIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, m int32, n int32, lwork *int32) error {
+	fn, err := proc_cusolverDnSgesvd_bufferSize.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnSgesvd_bufferSize(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(lwork))))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
 }
 
 // DnSgesvdaStridedBatched calls cusolverDnSgesvdaStridedBatched:
@@ -3884,6 +4484,23 @@ func DnSgesvdjBatched(handle CusolverDnHandle, jobz CusolverEigMode, m int32, n 
 	return Status(C.gocuda_cusolverDnSgesvdjBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(S)), (*C.uint8_t)(unsafe.Pointer(U)), C.int32_t(ldu), (*C.uint8_t)(unsafe.Pointer(V)), C.int32_t(ldv), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(info)), C.uintptr_t(params), C.int32_t(batchSize))).Err()
 }
 
+// DnSgesvdjBatchedIn calls cusolverDnSgesvdjBatched with the CUDA context ctx current on the calling thread.
+func DnSgesvdjBatchedIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, jobz CusolverEigMode, m int32, n int32, A *float32, lda int32, S *float32, U *float32, ldu int32, V *float32, ldv int32, work *float32, lwork int32, info *int32, params GesvdjInfo, batchSize int32) error {
+	fn, err := proc_cusolverDnSgesvdjBatched.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnSgesvdjBatched(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(S)), (*C.uint8_t)(unsafe.Pointer(U)), C.int32_t(ldu), (*C.uint8_t)(unsafe.Pointer(V)), C.int32_t(ldv), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(info)), C.uintptr_t(params), C.int32_t(batchSize)))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
+}
+
 // DnSgesvdjBatchedBufferSize calls cusolverDnSgesvdjBatched_bufferSize:
 //
 //	cusolverStatus_t cusolverDnSgesvdjBatched_bufferSize(cusolverDnHandle_t handle, cusolverEigMode_t jobz, int m, int n, const float *A, int lda, const float *S, const float *U, int ldu, const float *V, int ldv, int *lwork, gesvdjInfo_t params, int batchSize)
@@ -3895,6 +4512,23 @@ func DnSgesvdjBatchedBufferSize(handle CusolverDnHandle, jobz CusolverEigMode, m
 		return err
 	}
 	return Status(C.gocuda_cusolverDnSgesvdjBatched_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(S)), (*C.uint8_t)(unsafe.Pointer(U)), C.int32_t(ldu), (*C.uint8_t)(unsafe.Pointer(V)), C.int32_t(ldv), (*C.uint8_t)(unsafe.Pointer(lwork)), C.uintptr_t(params), C.int32_t(batchSize))).Err()
+}
+
+// DnSgesvdjBatchedBufferSizeIn calls cusolverDnSgesvdjBatched_bufferSize with the CUDA context ctx current on the calling thread.
+func DnSgesvdjBatchedBufferSizeIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, jobz CusolverEigMode, m int32, n int32, A *float32, lda int32, S *float32, U *float32, ldu int32, V *float32, ldv int32, lwork *int32, params GesvdjInfo, batchSize int32) error {
+	fn, err := proc_cusolverDnSgesvdjBatched_bufferSize.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnSgesvdjBatched_bufferSize(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(S)), (*C.uint8_t)(unsafe.Pointer(U)), C.int32_t(ldu), (*C.uint8_t)(unsafe.Pointer(V)), C.int32_t(ldv), (*C.uint8_t)(unsafe.Pointer(lwork)), C.uintptr_t(params), C.int32_t(batchSize)))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
 }
 
 // DnSgesvdjBufferSize calls cusolverDnSgesvdj_bufferSize:
@@ -4078,6 +4712,23 @@ func DnSorgqr(handle CusolverDnHandle, m int32, n int32, k int32, A *float32, ld
 	return Status(C.gocuda_cusolverDnSorgqr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(tau)), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(info)))).Err()
 }
 
+// DnSorgqrIn calls cusolverDnSorgqr with the CUDA context ctx current on the calling thread.
+func DnSorgqrIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, m int32, n int32, k int32, A *float32, lda int32, tau *float32, work *float32, lwork int32, info *int32) error {
+	fn, err := proc_cusolverDnSorgqr.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnSorgqr(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(tau)), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(info))))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
+}
+
 // DnSorgqrBufferSize calls cusolverDnSorgqr_bufferSize:
 //
 //	cusolverStatus_t cusolverDnSorgqr_bufferSize(cusolverDnHandle_t handle, int m, int n, int k, const float *A, int lda, const float *tau, int *lwork)
@@ -4089,6 +4740,23 @@ func DnSorgqrBufferSize(handle CusolverDnHandle, m int32, n int32, k int32, A *f
 		return err
 	}
 	return Status(C.gocuda_cusolverDnSorgqr_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(tau)), (*C.uint8_t)(unsafe.Pointer(lwork)))).Err()
+}
+
+// DnSorgqrBufferSizeIn calls cusolverDnSorgqr_bufferSize with the CUDA context ctx current on the calling thread.
+func DnSorgqrBufferSizeIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, m int32, n int32, k int32, A *float32, lda int32, tau *float32, lwork *int32) error {
+	fn, err := proc_cusolverDnSorgqr_bufferSize.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnSorgqr_bufferSize(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(tau)), (*C.uint8_t)(unsafe.Pointer(lwork))))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
 }
 
 // DnSorgtr calls cusolverDnSorgtr:
@@ -4130,6 +4798,23 @@ func DnSormqr(handle CusolverDnHandle, side cublasraw.CublasSideMode, trans cubl
 	return Status(C.gocuda_cusolverDnSormqr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(trans), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(tau)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(devInfo)))).Err()
 }
 
+// DnSormqrIn calls cusolverDnSormqr with the CUDA context ctx current on the calling thread.
+func DnSormqrIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, side cublasraw.CublasSideMode, trans cublasraw.CublasOperation, m int32, n int32, k int32, A *float32, lda int32, tau *float32, C_ *float32, ldc int32, work *float32, lwork int32, devInfo *int32) error {
+	fn, err := proc_cusolverDnSormqr.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnSormqr(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(side), C.int32_t(trans), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(tau)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(devInfo))))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
+}
+
 // DnSormqrBufferSize calls cusolverDnSormqr_bufferSize:
 //
 //	cusolverStatus_t cusolverDnSormqr_bufferSize(cusolverDnHandle_t handle, cublasSideMode_t side, cublasOperation_t trans, int m, int n, int k, const float *A, int lda, const float *tau, const float *C, int ldc, int *lwork)
@@ -4141,6 +4826,23 @@ func DnSormqrBufferSize(handle CusolverDnHandle, side cublasraw.CublasSideMode, 
 		return err
 	}
 	return Status(C.gocuda_cusolverDnSormqr_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(trans), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(tau)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc), (*C.uint8_t)(unsafe.Pointer(lwork)))).Err()
+}
+
+// DnSormqrBufferSizeIn calls cusolverDnSormqr_bufferSize with the CUDA context ctx current on the calling thread.
+func DnSormqrBufferSizeIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, side cublasraw.CublasSideMode, trans cublasraw.CublasOperation, m int32, n int32, k int32, A *float32, lda int32, tau *float32, C_ *float32, ldc int32, lwork *int32) error {
+	fn, err := proc_cusolverDnSormqr_bufferSize.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnSormqr_bufferSize(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(side), C.int32_t(trans), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(tau)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc), (*C.uint8_t)(unsafe.Pointer(lwork))))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
 }
 
 // DnSormtr calls cusolverDnSormtr:
@@ -4324,6 +5026,23 @@ func DnSsyevd(handle CusolverDnHandle, jobz CusolverEigMode, uplo cublasraw.Cubl
 	return Status(C.gocuda_cusolverDnSsyevd(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(W)), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(info)))).Err()
 }
 
+// DnSsyevdIn calls cusolverDnSsyevd with the CUDA context ctx current on the calling thread.
+func DnSsyevdIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, jobz CusolverEigMode, uplo cublasraw.CublasFillMode, n int32, A *float32, lda int32, W *float32, work *float32, lwork int32, info *int32) error {
+	fn, err := proc_cusolverDnSsyevd.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnSsyevd(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(W)), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(info))))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
+}
+
 // DnSsyevdBufferSize calls cusolverDnSsyevd_bufferSize:
 //
 //	cusolverStatus_t cusolverDnSsyevd_bufferSize(cusolverDnHandle_t handle, cusolverEigMode_t jobz, cublasFillMode_t uplo, int n, const float *A, int lda, const float *W, int *lwork)
@@ -4335,6 +5054,23 @@ func DnSsyevdBufferSize(handle CusolverDnHandle, jobz CusolverEigMode, uplo cubl
 		return err
 	}
 	return Status(C.gocuda_cusolverDnSsyevd_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(W)), (*C.uint8_t)(unsafe.Pointer(lwork)))).Err()
+}
+
+// DnSsyevdBufferSizeIn calls cusolverDnSsyevd_bufferSize with the CUDA context ctx current on the calling thread.
+func DnSsyevdBufferSizeIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, jobz CusolverEigMode, uplo cublasraw.CublasFillMode, n int32, A *float32, lda int32, W *float32, lwork *int32) error {
+	fn, err := proc_cusolverDnSsyevd_bufferSize.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnSsyevd_bufferSize(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(W)), (*C.uint8_t)(unsafe.Pointer(lwork))))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
 }
 
 // DnSsyevdx calls cusolverDnSsyevdx:
@@ -4389,6 +5125,23 @@ func DnSsyevjBatched(handle CusolverDnHandle, jobz CusolverEigMode, uplo cublasr
 	return Status(C.gocuda_cusolverDnSsyevjBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(W)), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(info)), C.uintptr_t(params), C.int32_t(batchSize))).Err()
 }
 
+// DnSsyevjBatchedIn calls cusolverDnSsyevjBatched with the CUDA context ctx current on the calling thread.
+func DnSsyevjBatchedIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, jobz CusolverEigMode, uplo cublasraw.CublasFillMode, n int32, A *float32, lda int32, W *float32, work *float32, lwork int32, info *int32, params SyevjInfo, batchSize int32) error {
+	fn, err := proc_cusolverDnSsyevjBatched.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnSsyevjBatched(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(W)), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(info)), C.uintptr_t(params), C.int32_t(batchSize)))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
+}
+
 // DnSsyevjBatchedBufferSize calls cusolverDnSsyevjBatched_bufferSize:
 //
 //	cusolverStatus_t cusolverDnSsyevjBatched_bufferSize(cusolverDnHandle_t handle, cusolverEigMode_t jobz, cublasFillMode_t uplo, int n, const float *A, int lda, const float *W, int *lwork, syevjInfo_t params, int batchSize)
@@ -4400,6 +5153,23 @@ func DnSsyevjBatchedBufferSize(handle CusolverDnHandle, jobz CusolverEigMode, up
 		return err
 	}
 	return Status(C.gocuda_cusolverDnSsyevjBatched_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(W)), (*C.uint8_t)(unsafe.Pointer(lwork)), C.uintptr_t(params), C.int32_t(batchSize))).Err()
+}
+
+// DnSsyevjBatchedBufferSizeIn calls cusolverDnSsyevjBatched_bufferSize with the CUDA context ctx current on the calling thread.
+func DnSsyevjBatchedBufferSizeIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, jobz CusolverEigMode, uplo cublasraw.CublasFillMode, n int32, A *float32, lda int32, W *float32, lwork *int32, params SyevjInfo, batchSize int32) error {
+	fn, err := proc_cusolverDnSsyevjBatched_bufferSize.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnSsyevjBatched_bufferSize(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(W)), (*C.uint8_t)(unsafe.Pointer(lwork)), C.uintptr_t(params), C.int32_t(batchSize)))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
 }
 
 // DnSsyevjBufferSize calls cusolverDnSsyevj_bufferSize:
@@ -5364,6 +6134,23 @@ func DnZgeqrf(handle CusolverDnHandle, m int32, n int32, A *cudaraw.CuDoubleComp
 	return Status(C.gocuda_cusolverDnZgeqrf(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(TAU)), (*C.uint8_t)(unsafe.Pointer(Workspace)), C.int32_t(Lwork), (*C.uint8_t)(unsafe.Pointer(devInfo)))).Err()
 }
 
+// DnZgeqrfIn calls cusolverDnZgeqrf with the CUDA context ctx current on the calling thread.
+func DnZgeqrfIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, m int32, n int32, A *cudaraw.CuDoubleComplex, lda int32, TAU *cudaraw.CuDoubleComplex, Workspace *cudaraw.CuDoubleComplex, Lwork int32, devInfo *int32) error {
+	fn, err := proc_cusolverDnZgeqrf.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnZgeqrf(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(TAU)), (*C.uint8_t)(unsafe.Pointer(Workspace)), C.int32_t(Lwork), (*C.uint8_t)(unsafe.Pointer(devInfo))))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
+}
+
 // DnZgeqrfBufferSize calls cusolverDnZgeqrf_bufferSize:
 //
 //	cusolverStatus_t cusolverDnZgeqrf_bufferSize(cusolverDnHandle_t handle, int m, int n, cuDoubleComplex *A, int lda, int *lwork)
@@ -5375,6 +6162,23 @@ func DnZgeqrfBufferSize(handle CusolverDnHandle, m int32, n int32, A *cudaraw.Cu
 		return err
 	}
 	return Status(C.gocuda_cusolverDnZgeqrf_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(lwork)))).Err()
+}
+
+// DnZgeqrfBufferSizeIn calls cusolverDnZgeqrf_bufferSize with the CUDA context ctx current on the calling thread.
+func DnZgeqrfBufferSizeIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, m int32, n int32, A *cudaraw.CuDoubleComplex, lda int32, lwork *int32) error {
+	fn, err := proc_cusolverDnZgeqrf_bufferSize.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnZgeqrf_bufferSize(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(lwork))))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
 }
 
 // DnZgesvd calls cusolverDnZgesvd:
@@ -5390,6 +6194,23 @@ func DnZgesvd(handle CusolverDnHandle, jobu int8, jobvt int8, m int32, n int32, 
 	return Status(C.gocuda_cusolverDnZgesvd(C.uintptr_t(fn), C.uintptr_t(handle), C.int8_t(jobu), C.int8_t(jobvt), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(S)), (*C.uint8_t)(unsafe.Pointer(U)), C.int32_t(ldu), (*C.uint8_t)(unsafe.Pointer(VT)), C.int32_t(ldvt), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(rwork)), (*C.uint8_t)(unsafe.Pointer(info)))).Err()
 }
 
+// DnZgesvdIn calls cusolverDnZgesvd with the CUDA context ctx current on the calling thread.
+func DnZgesvdIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, jobu int8, jobvt int8, m int32, n int32, A *cudaraw.CuDoubleComplex, lda int32, S *float64, U *cudaraw.CuDoubleComplex, ldu int32, VT *cudaraw.CuDoubleComplex, ldvt int32, work *cudaraw.CuDoubleComplex, lwork int32, rwork *float64, info *int32) error {
+	fn, err := proc_cusolverDnZgesvd.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnZgesvd(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int8_t(jobu), C.int8_t(jobvt), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(S)), (*C.uint8_t)(unsafe.Pointer(U)), C.int32_t(ldu), (*C.uint8_t)(unsafe.Pointer(VT)), C.int32_t(ldvt), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(rwork)), (*C.uint8_t)(unsafe.Pointer(info))))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
+}
+
 // DnZgesvdBufferSize calls cusolverDnZgesvd_bufferSize:
 //
 //	cusolverStatus_t cusolverDnZgesvd_bufferSize(cusolverDnHandle_t handle, int m, int n, int *lwork)
@@ -5401,6 +6222,23 @@ func DnZgesvdBufferSize(handle CusolverDnHandle, m int32, n int32, lwork *int32)
 		return err
 	}
 	return Status(C.gocuda_cusolverDnZgesvd_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(lwork)))).Err()
+}
+
+// DnZgesvdBufferSizeIn calls cusolverDnZgesvd_bufferSize with the CUDA context ctx current on the calling thread.
+func DnZgesvdBufferSizeIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, m int32, n int32, lwork *int32) error {
+	fn, err := proc_cusolverDnZgesvd_bufferSize.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnZgesvd_bufferSize(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(lwork))))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
 }
 
 // DnZgesvdaStridedBatched calls cusolverDnZgesvdaStridedBatched:
@@ -5455,6 +6293,23 @@ func DnZgesvdjBatched(handle CusolverDnHandle, jobz CusolverEigMode, m int32, n 
 	return Status(C.gocuda_cusolverDnZgesvdjBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(S)), (*C.uint8_t)(unsafe.Pointer(U)), C.int32_t(ldu), (*C.uint8_t)(unsafe.Pointer(V)), C.int32_t(ldv), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(info)), C.uintptr_t(params), C.int32_t(batchSize))).Err()
 }
 
+// DnZgesvdjBatchedIn calls cusolverDnZgesvdjBatched with the CUDA context ctx current on the calling thread.
+func DnZgesvdjBatchedIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, jobz CusolverEigMode, m int32, n int32, A *cudaraw.CuDoubleComplex, lda int32, S *float64, U *cudaraw.CuDoubleComplex, ldu int32, V *cudaraw.CuDoubleComplex, ldv int32, work *cudaraw.CuDoubleComplex, lwork int32, info *int32, params GesvdjInfo, batchSize int32) error {
+	fn, err := proc_cusolverDnZgesvdjBatched.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnZgesvdjBatched(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(S)), (*C.uint8_t)(unsafe.Pointer(U)), C.int32_t(ldu), (*C.uint8_t)(unsafe.Pointer(V)), C.int32_t(ldv), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(info)), C.uintptr_t(params), C.int32_t(batchSize)))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
+}
+
 // DnZgesvdjBatchedBufferSize calls cusolverDnZgesvdjBatched_bufferSize:
 //
 //	cusolverStatus_t cusolverDnZgesvdjBatched_bufferSize(cusolverDnHandle_t handle, cusolverEigMode_t jobz, int m, int n, cuDoubleComplex *A, int lda, const double *S, cuDoubleComplex *U, int ldu, cuDoubleComplex *V, int ldv, int *lwork, gesvdjInfo_t params, int batchSize)
@@ -5466,6 +6321,23 @@ func DnZgesvdjBatchedBufferSize(handle CusolverDnHandle, jobz CusolverEigMode, m
 		return err
 	}
 	return Status(C.gocuda_cusolverDnZgesvdjBatched_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(S)), (*C.uint8_t)(unsafe.Pointer(U)), C.int32_t(ldu), (*C.uint8_t)(unsafe.Pointer(V)), C.int32_t(ldv), (*C.uint8_t)(unsafe.Pointer(lwork)), C.uintptr_t(params), C.int32_t(batchSize))).Err()
+}
+
+// DnZgesvdjBatchedBufferSizeIn calls cusolverDnZgesvdjBatched_bufferSize with the CUDA context ctx current on the calling thread.
+func DnZgesvdjBatchedBufferSizeIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, jobz CusolverEigMode, m int32, n int32, A *cudaraw.CuDoubleComplex, lda int32, S *float64, U *cudaraw.CuDoubleComplex, ldu int32, V *cudaraw.CuDoubleComplex, ldv int32, lwork *int32, params GesvdjInfo, batchSize int32) error {
+	fn, err := proc_cusolverDnZgesvdjBatched_bufferSize.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnZgesvdjBatched_bufferSize(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(m), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(S)), (*C.uint8_t)(unsafe.Pointer(U)), C.int32_t(ldu), (*C.uint8_t)(unsafe.Pointer(V)), C.int32_t(ldv), (*C.uint8_t)(unsafe.Pointer(lwork)), C.uintptr_t(params), C.int32_t(batchSize)))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
 }
 
 // DnZgesvdjBufferSize calls cusolverDnZgesvdj_bufferSize:
@@ -5584,6 +6456,23 @@ func DnZheevd(handle CusolverDnHandle, jobz CusolverEigMode, uplo cublasraw.Cubl
 	return Status(C.gocuda_cusolverDnZheevd(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(W)), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(info)))).Err()
 }
 
+// DnZheevdIn calls cusolverDnZheevd with the CUDA context ctx current on the calling thread.
+func DnZheevdIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, jobz CusolverEigMode, uplo cublasraw.CublasFillMode, n int32, A *cudaraw.CuDoubleComplex, lda int32, W *float64, work *cudaraw.CuDoubleComplex, lwork int32, info *int32) error {
+	fn, err := proc_cusolverDnZheevd.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnZheevd(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(W)), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(info))))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
+}
+
 // DnZheevdBufferSize calls cusolverDnZheevd_bufferSize:
 //
 //	cusolverStatus_t cusolverDnZheevd_bufferSize(cusolverDnHandle_t handle, cusolverEigMode_t jobz, cublasFillMode_t uplo, int n, cuDoubleComplex *A, int lda, const double *W, int *lwork)
@@ -5595,6 +6484,23 @@ func DnZheevdBufferSize(handle CusolverDnHandle, jobz CusolverEigMode, uplo cubl
 		return err
 	}
 	return Status(C.gocuda_cusolverDnZheevd_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(W)), (*C.uint8_t)(unsafe.Pointer(lwork)))).Err()
+}
+
+// DnZheevdBufferSizeIn calls cusolverDnZheevd_bufferSize with the CUDA context ctx current on the calling thread.
+func DnZheevdBufferSizeIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, jobz CusolverEigMode, uplo cublasraw.CublasFillMode, n int32, A *cudaraw.CuDoubleComplex, lda int32, W *float64, lwork *int32) error {
+	fn, err := proc_cusolverDnZheevd_bufferSize.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnZheevd_bufferSize(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(W)), (*C.uint8_t)(unsafe.Pointer(lwork))))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
 }
 
 // DnZheevdx calls cusolverDnZheevdx:
@@ -5649,6 +6555,23 @@ func DnZheevjBatched(handle CusolverDnHandle, jobz CusolverEigMode, uplo cublasr
 	return Status(C.gocuda_cusolverDnZheevjBatched(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(W)), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(info)), C.uintptr_t(params), C.int32_t(batchSize))).Err()
 }
 
+// DnZheevjBatchedIn calls cusolverDnZheevjBatched with the CUDA context ctx current on the calling thread.
+func DnZheevjBatchedIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, jobz CusolverEigMode, uplo cublasraw.CublasFillMode, n int32, A *cudaraw.CuDoubleComplex, lda int32, W *float64, work *cudaraw.CuDoubleComplex, lwork int32, info *int32, params SyevjInfo, batchSize int32) error {
+	fn, err := proc_cusolverDnZheevjBatched.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnZheevjBatched(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(W)), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(info)), C.uintptr_t(params), C.int32_t(batchSize)))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
+}
+
 // DnZheevjBatchedBufferSize calls cusolverDnZheevjBatched_bufferSize:
 //
 //	cusolverStatus_t cusolverDnZheevjBatched_bufferSize(cusolverDnHandle_t handle, cusolverEigMode_t jobz, cublasFillMode_t uplo, int n, cuDoubleComplex *A, int lda, const double *W, int *lwork, syevjInfo_t params, int batchSize)
@@ -5660,6 +6583,23 @@ func DnZheevjBatchedBufferSize(handle CusolverDnHandle, jobz CusolverEigMode, up
 		return err
 	}
 	return Status(C.gocuda_cusolverDnZheevjBatched_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(W)), (*C.uint8_t)(unsafe.Pointer(lwork)), C.uintptr_t(params), C.int32_t(batchSize))).Err()
+}
+
+// DnZheevjBatchedBufferSizeIn calls cusolverDnZheevjBatched_bufferSize with the CUDA context ctx current on the calling thread.
+func DnZheevjBatchedBufferSizeIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, jobz CusolverEigMode, uplo cublasraw.CublasFillMode, n int32, A *cudaraw.CuDoubleComplex, lda int32, W *float64, lwork *int32, params SyevjInfo, batchSize int32) error {
+	fn, err := proc_cusolverDnZheevjBatched_bufferSize.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnZheevjBatched_bufferSize(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(jobz), C.int32_t(uplo), C.int32_t(n), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(W)), (*C.uint8_t)(unsafe.Pointer(lwork)), C.uintptr_t(params), C.int32_t(batchSize)))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
 }
 
 // DnZheevjBufferSize calls cusolverDnZheevj_bufferSize:
@@ -6051,6 +6991,23 @@ func DnZungqr(handle CusolverDnHandle, m int32, n int32, k int32, A *cudaraw.CuD
 	return Status(C.gocuda_cusolverDnZungqr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(tau)), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(info)))).Err()
 }
 
+// DnZungqrIn calls cusolverDnZungqr with the CUDA context ctx current on the calling thread.
+func DnZungqrIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, m int32, n int32, k int32, A *cudaraw.CuDoubleComplex, lda int32, tau *cudaraw.CuDoubleComplex, work *cudaraw.CuDoubleComplex, lwork int32, info *int32) error {
+	fn, err := proc_cusolverDnZungqr.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnZungqr(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(tau)), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(info))))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
+}
+
 // DnZungqrBufferSize calls cusolverDnZungqr_bufferSize:
 //
 //	cusolverStatus_t cusolverDnZungqr_bufferSize(cusolverDnHandle_t handle, int m, int n, int k, cuDoubleComplex *A, int lda, cuDoubleComplex *tau, int *lwork)
@@ -6062,6 +7019,23 @@ func DnZungqrBufferSize(handle CusolverDnHandle, m int32, n int32, k int32, A *c
 		return err
 	}
 	return Status(C.gocuda_cusolverDnZungqr_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(tau)), (*C.uint8_t)(unsafe.Pointer(lwork)))).Err()
+}
+
+// DnZungqrBufferSizeIn calls cusolverDnZungqr_bufferSize with the CUDA context ctx current on the calling thread.
+func DnZungqrBufferSizeIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, m int32, n int32, k int32, A *cudaraw.CuDoubleComplex, lda int32, tau *cudaraw.CuDoubleComplex, lwork *int32) error {
+	fn, err := proc_cusolverDnZungqr_bufferSize.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnZungqr_bufferSize(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(tau)), (*C.uint8_t)(unsafe.Pointer(lwork))))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
 }
 
 // DnZungtr calls cusolverDnZungtr:
@@ -6103,6 +7077,23 @@ func DnZunmqr(handle CusolverDnHandle, side cublasraw.CublasSideMode, trans cubl
 	return Status(C.gocuda_cusolverDnZunmqr(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(trans), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(tau)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(devInfo)))).Err()
 }
 
+// DnZunmqrIn calls cusolverDnZunmqr with the CUDA context ctx current on the calling thread.
+func DnZunmqrIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, side cublasraw.CublasSideMode, trans cublasraw.CublasOperation, m int32, n int32, k int32, A *cudaraw.CuDoubleComplex, lda int32, tau *cudaraw.CuDoubleComplex, C_ *cudaraw.CuDoubleComplex, ldc int32, work *cudaraw.CuDoubleComplex, lwork int32, devInfo *int32) error {
+	fn, err := proc_cusolverDnZunmqr.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnZunmqr(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(side), C.int32_t(trans), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(tau)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc), (*C.uint8_t)(unsafe.Pointer(work)), C.int32_t(lwork), (*C.uint8_t)(unsafe.Pointer(devInfo))))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
+}
+
 // DnZunmqrBufferSize calls cusolverDnZunmqr_bufferSize:
 //
 //	cusolverStatus_t cusolverDnZunmqr_bufferSize(cusolverDnHandle_t handle, cublasSideMode_t side, cublasOperation_t trans, int m, int n, int k, cuDoubleComplex *A, int lda, cuDoubleComplex *tau, cuDoubleComplex *C, int ldc, int *lwork)
@@ -6114,6 +7105,23 @@ func DnZunmqrBufferSize(handle CusolverDnHandle, side cublasraw.CublasSideMode, 
 		return err
 	}
 	return Status(C.gocuda_cusolverDnZunmqr_bufferSize(C.uintptr_t(fn), C.uintptr_t(handle), C.int32_t(side), C.int32_t(trans), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(tau)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc), (*C.uint8_t)(unsafe.Pointer(lwork)))).Err()
+}
+
+// DnZunmqrBufferSizeIn calls cusolverDnZunmqr_bufferSize with the CUDA context ctx current on the calling thread.
+func DnZunmqrBufferSizeIn(ctx cudaraw.CUcontext, handle CusolverDnHandle, side cublasraw.CublasSideMode, trans cublasraw.CublasOperation, m int32, n int32, k int32, A *cudaraw.CuDoubleComplex, lda int32, tau *cudaraw.CuDoubleComplex, C_ *cudaraw.CuDoubleComplex, ldc int32, lwork *int32) error {
+	fn, err := proc_cusolverDnZunmqr_bufferSize.Addr()
+	if err != nil {
+		return err
+	}
+	get, set, err := cudaraw.CtxSwitchProcs()
+	if err != nil {
+		return err
+	}
+	r := int64(C.gocuda_in_cusolverDnZunmqr_bufferSize(C.uintptr_t(fn), C.uintptr_t(get), C.uintptr_t(set), C.uintptr_t(ctx), C.uintptr_t(handle), C.int32_t(side), C.int32_t(trans), C.int32_t(m), C.int32_t(n), C.int32_t(k), (*C.uint8_t)(unsafe.Pointer(A)), C.int32_t(lda), (*C.uint8_t)(unsafe.Pointer(tau)), (*C.uint8_t)(unsafe.Pointer(C_)), C.int32_t(ldc), (*C.uint8_t)(unsafe.Pointer(lwork))))
+	if r>>32 != 0 {
+		return cudaraw.Result(int32(r))
+	}
+	return Status(r).Err()
 }
 
 // DnZunmtr calls cusolverDnZunmtr:
