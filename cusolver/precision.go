@@ -26,8 +26,8 @@ type routines[E any] struct {
 	ormqr           func(c cudaraw.CUcontext, h cusolverraw.CusolverDnHandle, side Side, t Op, m, n, k int32, a *E, lda int32, tau, cm *E, ldc int32, w *E, lwork int32, info *int32) error
 	orgqrBufferSize func(c cudaraw.CUcontext, h cusolverraw.CusolverDnHandle, m, n, k int32, a *E, lda int32, tau *E, lwork *int32) error
 	orgqr           func(c cudaraw.CUcontext, h cusolverraw.CusolverDnHandle, m, n, k int32, a *E, lda int32, tau, w *E, lwork int32, info *int32) error
-	// trsm is cuBLAS's, for least squares (Gels): run with the context current.
-	trsm func(h cublasraw.CublasHandle, side Side, uplo Fill, t Op, diag cublasraw.CublasDiagType, m, n int32, alpha, a *E, lda int32, b *E, ldb int32) error
+	// trsm is cuBLAS's, for least squares (Gels).
+	trsm func(c cudaraw.CUcontext, h cublasraw.CublasHandle, side Side, uplo Fill, t Op, diag cublasraw.CublasDiagType, m, n int32, alpha, a *E, lda int32, b *E, ldb int32) error
 }
 
 // dense is the per-precision table, by the element types' CUDA data types: float32
@@ -40,7 +40,7 @@ var dense = cudalib.ByDataType[any]{
 		geqrfBufferSize: cusolverraw.DnSgeqrfBufferSizeIn, geqrf: cusolverraw.DnSgeqrfIn,
 		ormqrBufferSize: cusolverraw.DnSormqrBufferSizeIn, ormqr: cusolverraw.DnSormqrIn,
 		orgqrBufferSize: cusolverraw.DnSorgqrBufferSizeIn, orgqr: cusolverraw.DnSorgqrIn,
-		trsm: cublasraw.Strsm,
+		trsm: cublasraw.StrsmIn,
 	},
 	cudaraw.CUDA_R_64F: &routines[float64]{
 		potrfBufferSize: cusolverraw.DnDpotrfBufferSizeIn, potrf: cusolverraw.DnDpotrfIn, potrs: cusolverraw.DnDpotrsIn,
@@ -48,7 +48,7 @@ var dense = cudalib.ByDataType[any]{
 		geqrfBufferSize: cusolverraw.DnDgeqrfBufferSizeIn, geqrf: cusolverraw.DnDgeqrfIn,
 		ormqrBufferSize: cusolverraw.DnDormqrBufferSizeIn, ormqr: cusolverraw.DnDormqrIn,
 		orgqrBufferSize: cusolverraw.DnDorgqrBufferSizeIn, orgqr: cusolverraw.DnDorgqrIn,
-		trsm: cublasraw.Dtrsm,
+		trsm: cublasraw.DtrsmIn,
 	},
 	cudaraw.CUDA_C_32F: retyped[complex64](routines[cudaraw.CuComplex]{
 		potrfBufferSize: cusolverraw.DnCpotrfBufferSizeIn, potrf: cusolverraw.DnCpotrfIn, potrs: cusolverraw.DnCpotrsIn,
@@ -56,7 +56,7 @@ var dense = cudalib.ByDataType[any]{
 		geqrfBufferSize: cusolverraw.DnCgeqrfBufferSizeIn, geqrf: cusolverraw.DnCgeqrfIn,
 		ormqrBufferSize: cusolverraw.DnCunmqrBufferSizeIn, ormqr: cusolverraw.DnCunmqrIn,
 		orgqrBufferSize: cusolverraw.DnCungqrBufferSizeIn, orgqr: cusolverraw.DnCungqrIn,
-		trsm: cublasraw.Ctrsm,
+		trsm: cublasraw.CtrsmIn,
 	}),
 	cudaraw.CUDA_C_64F: retyped[complex128](routines[cudaraw.CuDoubleComplex]{
 		potrfBufferSize: cusolverraw.DnZpotrfBufferSizeIn, potrf: cusolverraw.DnZpotrfIn, potrs: cusolverraw.DnZpotrsIn,
@@ -64,7 +64,7 @@ var dense = cudalib.ByDataType[any]{
 		geqrfBufferSize: cusolverraw.DnZgeqrfBufferSizeIn, geqrf: cusolverraw.DnZgeqrfIn,
 		ormqrBufferSize: cusolverraw.DnZunmqrBufferSizeIn, ormqr: cusolverraw.DnZunmqrIn,
 		orgqrBufferSize: cusolverraw.DnZungqrBufferSizeIn, orgqr: cusolverraw.DnZungqrIn,
-		trsm: cublasraw.Ztrsm,
+		trsm: cublasraw.ZtrsmIn,
 	}),
 }
 
@@ -108,8 +108,8 @@ func retyped[T, R any](r routines[R]) *routines[T] {
 		orgqr: func(c cudaraw.CUcontext, h cusolverraw.CusolverDnHandle, m, n, k int32, a *T, lda int32, tau, w *T, lwork int32, info *int32) error {
 			return r.orgqr(c, h, m, n, k, cudalib.Retype[R](a), lda, cudalib.Retype[R](tau), cudalib.Retype[R](w), lwork, info)
 		},
-		trsm: func(h cublasraw.CublasHandle, side Side, uplo Fill, t Op, diag cublasraw.CublasDiagType, m, n int32, alpha, a *T, lda int32, b *T, ldb int32) error {
-			return r.trsm(h, side, uplo, t, diag, m, n, cudalib.Retype[R](alpha), cudalib.Retype[R](a), lda, cudalib.Retype[R](b), ldb)
+		trsm: func(c cudaraw.CUcontext, h cublasraw.CublasHandle, side Side, uplo Fill, t Op, diag cublasraw.CublasDiagType, m, n int32, alpha, a *T, lda int32, b *T, ldb int32) error {
+			return r.trsm(c, h, side, uplo, t, diag, m, n, cudalib.Retype[R](alpha), cudalib.Retype[R](a), lda, cudalib.Retype[R](b), ldb)
 		},
 	}
 }

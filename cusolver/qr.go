@@ -231,14 +231,11 @@ func upperSolve[T Scalar](op string, s *cuda.Stream, r *routines[T], n, nrhs int
 	one := new(T) // a host scalar: cuBLAS reads it before trsm returns
 	*one = 1
 	N, NRHS, LDA, LDB := int32(n), int32(nrhs), int32(lda), int32(ldb)
-	err = cuda.Enqueue(s, func(_ cudaraw.CUcontext, st cudaraw.CUstream) error {
-		// cuBLAS's trsm has no in-context form: it runs with the context current.
-		return ctx.Locked(func() error {
-			if err := cublasraw.SetStream(bh, st); err != nil {
-				return err
-			}
-			return r.trsm(bh, Left, Upper, NoTrans, cublasraw.CUBLAS_DIAG_NON_UNIT, N, NRHS, one, pa, LDA, pb, LDB)
-		})
+	err = cuda.Enqueue(s, func(c cudaraw.CUcontext, st cudaraw.CUstream) error {
+		if err := cublasraw.SetStreamIn(c, bh, st); err != nil {
+			return err
+		}
+		return r.trsm(c, bh, Left, Upper, NoTrans, cublasraw.CUBLAS_DIAG_NON_UNIT, N, NRHS, one, pa, LDA, pb, LDB)
 	}, append(uses, cuda.Writes(h.State.fence))...)
 	if err != nil {
 		return fail(err)
