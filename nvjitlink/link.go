@@ -97,7 +97,7 @@ type LinkError struct {
 
 // Error returns the status and the log.
 func (e *LinkError) Error() string {
-	msg := "nvjitlink: linking: " + e.Err.Error()
+	msg := fmt.Sprintf("nvjitlink: linking: %v", e.Err)
 	if e.Input != "" {
 		msg = fmt.Sprintf("nvjitlink: adding %s: %v", e.Input, e.Err)
 	}
