@@ -28,6 +28,9 @@ func TestGoFuncName(t *testing.T) {
 		{"cudnn", "cudnnGetVersion", "GetVersion"},
 		{"gold", "goldFoo_v2", "Foo"},
 		{"gold", "goldScale_64", "Scale64"},
+		{"nvJitLink", "__nvJitLinkCreate_13_0", "Create"},
+		{"nvJitLink", "__nvJitLinkGetLinkedCubinSize_13_0", "GetLinkedCubinSize"},
+		{"nvJitLink", "nvJitLinkVersion", "Version"},
 	} {
 		assert.Equal(t, c.want, goFuncName(c.prefix, c.c), "goFuncName(%q, %q)", c.prefix, c.c)
 	}

@@ -107,6 +107,10 @@ type Model struct {
 
 var versionSuffix = regexp.MustCompile(`_v[0-9]+$`)
 
+// abiSymbol matches a symbol versioned by the library's release, __<name>_<major>_<minor>,
+// which a static inline <name> of the header calls.
+var abiSymbol = regexp.MustCompile(`^__([A-Za-z][A-Za-z0-9]*)_[0-9]+_[0-9]+$`)
+
 // typeKey identifies a C type independently of the typedef names that denote it.
 func typeKey(t cc.Type) string {
 	switch x := t.(type) {
@@ -430,7 +434,14 @@ func exportName(n string) string {
 
 // goFuncName drops the library prefix and the version suffix: cuMemAlloc_v2 → MemAlloc,
 // cublasSgemm_v2_64 → Sgemm64, cusparseSpMV_bufferSize → SpMVBufferSize.
+//
+// A symbol that a header's static inline function calls under the library's ABI
+// version (nvJitLink.h's nvJitLinkCreate calls __nvJitLinkCreate_13_0) is named after
+// that function: Create.
 func goFuncName(prefix, c string) string {
+	if m := abiSymbol.FindStringSubmatch(c); m != nil && strings.HasPrefix(m[1], prefix) {
+		c = m[1]
+	}
 	n := strings.TrimPrefix(c, prefix)
 	is64 := strings.HasSuffix(n, "_64")
 	n = strings.TrimSuffix(n, "_64")

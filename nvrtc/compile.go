@@ -33,9 +33,15 @@ type Options struct {
 	// ("scale<float>", "&table"): Output.LoweredNames maps each to the mangled name
 	// that cuda.Module.Function and Global take.
 	NameExpressions []string
+	// LTO compiles to LTO-IR (NVRTC's -dlto) instead of PTX and a cubin: the
+	// Output's LTOIR, to be linked with other objects by package nvjitlink, where
+	// extern __device__ functions of one program resolve to another's and are
+	// optimized across them. Arch is then the architecture of the link.
+	LTO bool
 	// Flags are further options passed to nvrtcCompileProgram as they are, such as
-	// "-std=c++17", "-lineinfo", "-DN=4" or "-I/path". The architecture is set by
-	// Arch only: a -arch flag here is an error.
+	// "-std=c++17", "-lineinfo", "-DN=4", "-rdc=true" or "-I/path". The architecture
+	// is set by Arch only and LTO-IR by LTO only: a -arch or -dlto flag here is an
+	// error.
 	Flags []string
 }
 
@@ -53,6 +59,9 @@ type Output struct {
 	// CUBIN is the cubin (an ELF image) when Arch is a real architecture (sm_XY);
 	// nil otherwise.
 	CUBIN []byte
+	// LTOIR is the LTO-IR of a program compiled with Options.LTO (then PTX and CUBIN
+	// are nil): an input of nvjitlink.Link, not an image the driver loads.
+	LTOIR []byte
 	// Log is NVRTC's log of a successful compilation: warnings, or empty.
 	Log string
 	// LoweredNames maps each of Options.NameExpressions to its lowered (mangled) name.
@@ -85,7 +94,7 @@ func (e *CompileError) Unwrap() error { return e.Err }
 var ErrUnsupportedArch = errors.New("nvrtc: the device's architecture is not supported")
 
 // Image returns the image to load with cuda.Context.LoadModule: the cubin when there
-// is one, else the PTX.
+// is one, else the PTX; nil for LTO-IR, which is linked first (package nvjitlink).
 func (o *Output) Image() []byte {
 	if len(o.CUBIN) > 0 {
 		return o.CUBIN
@@ -168,6 +177,9 @@ func (o *Options) check(src, name string) error {
 		if isArchFlag(f) {
 			return fmt.Errorf("nvrtc: compiling %s: %w: flag %q: set the architecture with Options.Arch", name, cuda.ErrInvalidArgument, f)
 		}
+		if f == "-dlto" || f == "--dlink-time-opt" {
+			return fmt.Errorf("nvrtc: compiling %s: %w: flag %q: ask for LTO-IR with Options.LTO", name, cuda.ErrInvalidArgument, f)
+		}
 	}
 	if o.Arch != "" && !archPattern.MatchString(o.Arch) {
 		return fmt.Errorf("nvrtc: compiling %s: %w: architecture %q (want sm_XY or compute_XY)", name, cuda.ErrInvalidArgument, o.Arch)
@@ -247,6 +259,9 @@ func compile(src, name, arch string, o Options) (out *Output, err error) {
 	if arch != "" {
 		opts = append(opts, "-arch="+arch)
 	}
+	if o.LTO {
+		opts = append(opts, "-dlto")
+	}
 	cerr := nvrtcraw.CompileProgram(prog, int32(len(opts)), cs.array(opts))
 	log, lerr := programLog(prog)
 	if cerr != nil {
@@ -260,10 +275,15 @@ func compile(src, name, arch string, o Options) (out *Output, err error) {
 		return nil, fmt.Errorf("reading the log: %w", lerr)
 	}
 	out = &Output{Arch: arch, Log: log}
-	if out.PTX, err = read(prog, true, nvrtcraw.GetPTXSize, nvrtcraw.GetPTX); err != nil {
+	if o.LTO {
+		// -dlto makes LTO-IR only: there is no PTX or cubin to read.
+		if out.LTOIR, err = read(prog, false, nvrtcraw.GetLTOIRSize, nvrtcraw.GetLTOIR); err != nil {
+			return nil, fmt.Errorf("reading the LTO-IR: %w", err)
+		}
+	} else if out.PTX, err = read(prog, true, nvrtcraw.GetPTXSize, nvrtcraw.GetPTX); err != nil {
 		return nil, fmt.Errorf("reading the PTX: %w", err)
 	}
-	if strings.HasPrefix(arch, "sm_") {
+	if strings.HasPrefix(arch, "sm_") && !o.LTO {
 		if out.CUBIN, err = read(prog, false, nvrtcraw.GetCUBINSize, nvrtcraw.GetCUBIN); err != nil {
 			return nil, fmt.Errorf("reading the cubin: %w", err)
 		}

@@ -61,6 +61,8 @@ func TestCompileArgumentChecks(t *testing.T) {
 		"empty header name":    {Headers: []nvrtc.Header{{Source: "int x;"}}},
 		"NUL in a header":      {Headers: []nvrtc.Header{{Name: "h.h", Source: "int\x00x;"}}},
 		"empty expression":     {NameExpressions: []string{""}},
+		"LTO flag":             {Flags: []string{"-dlto"}},
+		"LTO flag, long":       {Flags: []string{"--dlink-time-opt"}},
 	} {
 		out, err := nvrtc.Compile(src, "k.cu", o)
 		assert.Nil(t, out, name)
@@ -109,6 +111,27 @@ func TestCompile(t *testing.T) {
 			assert.Nil(t, out.CUBIN, arch)
 		}
 	}
+}
+
+// Options.LTO compiles to LTO-IR only, for nvjitlink: no PTX, no cubin, no image.
+func TestCompileLTO(t *testing.T) {
+	cudatest.RequireLibrary(t, nvrtcraw.Library())
+	archs, err := nvrtc.SupportedArchs()
+	require.NoError(t, err)
+	for _, arch := range []string{"", fmt.Sprintf("sm_%d", archs[len(archs)-1])} {
+		o := scaleOptions()
+		o.Arch, o.LTO = arch, true
+		out, err := nvrtc.Compile(scaleSrc, "scale.cu", o)
+		require.NoError(t, err, arch)
+		assert.NotEmpty(t, out.LTOIR, arch)
+		assert.Nil(t, out.PTX, arch)
+		assert.Nil(t, out.CUBIN, arch)
+		assert.Nil(t, out.Image(), arch)
+		assert.Len(t, out.LoweredNames, len(o.NameExpressions), arch)
+	}
+	out, err := nvrtc.Compile(scaleSrc, "scale.cu", scaleOptions())
+	require.NoError(t, err)
+	assert.Nil(t, out.LTOIR, "no LTO-IR without Options.LTO")
 }
 
 // Templated kernels are found through their name expressions: each has a distinct

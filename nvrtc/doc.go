@@ -20,6 +20,10 @@
 // host: Compile needs no GPU (a context only to select the architecture) and is
 // safe for concurrent use.
 //
+// With Options.LTO, Compile makes LTO-IR (NVRTC's -dlto) instead of PTX and a cubin:
+// Output.LTOIR, which package nvjitlink links with other units (an extern __device__
+// function defined in one, called in another) into a cubin.
+//
 // # The raw layer
 //
 // Package nvrtcraw binds every function of NVRTC's headers, with C names, for what this

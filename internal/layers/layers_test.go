@@ -36,7 +36,7 @@ var floors = []struct {
 	// every production package it imports no library's idiomatic package.
 	{"services", []string{"worker"}},
 	{"adapters", []string{"cublas/gonumblas", "kernel", "nccl/etcdrendezvous", "cupti/cuptiotel"}},
-	{"libraries", []string{"cublas", "cudnn", "cufft", "curand", "cusolver", "cusparse", "nccl", "nvrtc", "nvml", "cupti", "nvtx", "cublaslt"}},
+	{"libraries", []string{"cublas", "cudnn", "cufft", "curand", "cusolver", "cusparse", "nccl", "nvrtc", "nvjitlink", "nvml", "cupti", "nvtx", "cublaslt"}},
 	{"cudalib", []string{"cudalib"}},
 	{"cuda", []string{"cuda"}},
 	{"raw", []string{rawPackage}},
