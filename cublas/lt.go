@@ -206,14 +206,25 @@ func auxOperand[T any](op string, e *Epilogue, m, n int) (unsafe.Pointer, error)
 	default:
 		return nil, fmt.Errorf("cublas: %s: %w: aux leading dimension %d for %d rows (ReLU: a multiple of 128, GELU: of 8)", op, cuda.ErrInvalidArgument, ld, m)
 	}
-	p, err := cuda.DevicePtr[byte](e.Aux)
-	if err != nil {
-		return nil, fmt.Errorf("cublas: %s: aux: %w", op, err)
+	// GELU's aux holds pre-activation values of D's type; ReLU's is a bit mask.
+	var p unsafe.Pointer
+	if e.Act == GELU {
+		q, err := cuda.DevicePtr[T](e.Aux)
+		if err != nil {
+			return nil, fmt.Errorf("cublas: %s: aux: %w", op, err)
+		}
+		p = unsafe.Pointer(q)
+	} else {
+		q, err := cuda.DevicePtr[byte](e.Aux)
+		if err != nil {
+			return nil, fmt.Errorf("cublas: %s: aux: %w", op, err)
+		}
+		p = unsafe.Pointer(q)
 	}
 	if size(e.Aux) < need {
 		return nil, fmt.Errorf("cublas: %s: %w: aux needs %d bytes, the memory holds %d", op, cuda.ErrInvalidArgument, need, size(e.Aux))
 	}
-	return unsafe.Pointer(p), nil
+	return p, nil
 }
 
 // MaxMatmulPlans is how many shapes' descriptors and algorithms each cuBLASLt handle
