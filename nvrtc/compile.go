@@ -41,7 +41,8 @@ type Options struct {
 	// Flags are further options passed to nvrtcCompileProgram as they are, such as
 	// "-std=c++17", "-lineinfo", "-DN=4", "-rdc=true" or "-I/path". The architecture
 	// is set by Arch only and LTO-IR by LTO only: a -arch or -dlto flag here is an
-	// error.
+	// error. The toolkit's include directories (ToolkitInclude) follow them, so
+	// <cuda_fp16.h> and <cooperative_groups.h> are found.
 	Flags []string
 }
 
@@ -256,6 +257,9 @@ func compile(src, name, arch string, o Options) (out *Output, err error) {
 		}
 	}
 	opts := append([]string(nil), o.Flags...)
+	for _, dir := range ToolkitInclude() {
+		opts = append(opts, "-I"+dir)
+	}
 	if arch != "" {
 		opts = append(opts, "-arch="+arch)
 	}
