@@ -24,8 +24,20 @@ type Kernels struct {
 	mods map[cudaraw.CUcontext]*cuda.Module
 }
 
-// NewKernels returns the kernels of ptx.
+// NewKernels returns the kernels of ptx. It panics when ptx holds a byte that is
+// not ASCII, naming the line: the driver's PTX compiler refuses such a module, even
+// in a comment, and a package-level NewKernels then fails at init rather than on
+// the GPU.
 func NewKernels(ptx []byte) *Kernels {
+	line := 1
+	for _, c := range ptx {
+		if c == '\n' {
+			line++
+		}
+		if c >= 0x80 {
+			panic(fmt.Sprintf("cudalib: NewKernels: PTX line %d holds a byte that is not ASCII (%#x)", line, c))
+		}
+	}
 	k := &Kernels{ptx: ptx, mods: map[cudaraw.CUcontext]*cuda.Module{}}
 	rescore.OnContextDestroy(k.drop)
 	return k

@@ -50,3 +50,10 @@ func TestKernels(t *testing.T) {
 	}
 	require.NoError(t, s.Synchronize())
 }
+
+// PTX that is not ASCII, which the driver refuses, panics where it is made.
+func TestKernelsNonASCII(t *testing.T) {
+	assert.PanicsWithValue(t, "cudalib: NewKernels: PTX line 2 holds a byte that is not ASCII (0xc2)", func() {
+		cudalib.NewKernels([]byte(".version 7.0\n// n = a·b\n"))
+	})
+}
