@@ -223,6 +223,23 @@ func gesvdjBatched[T Scalar, R Real](s *cuda.Stream, jobz EigMode, m, n int, a c
 	if err := cuda.CheckEnqueue(s, uses...); err != nil { // before cuSOLVER is loaded
 		return nil, fmt.Errorf("cusolver: %s: %w", op, err)
 	}
+	if jobz == NoVectors {
+		// gesvdjBatched writes U and V whatever jobz says: null ones fault on the
+		// GPU, so they get scratch memory, freed in stream order after the call.
+		scrU, scrV, err := jacobiScratch[T](s, m*m*batch, n*n*batch)
+		if err != nil {
+			return nil, fmt.Errorf("cusolver: %s: %w", op, err)
+		}
+		defer scrU.Close()
+		defer scrV.Close()
+		if pu, err = cuda.DevicePtr[T](scrU); err == nil {
+			pv, err = cuda.DevicePtr[T](scrV)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("cusolver: %s: %w", op, err)
+		}
+		uses = append(uses, cuda.Writes(scrU), cuda.Writes(scrV))
+	}
 	p, err := jacobiParams(op, j, cusolverraw.DnCreateGesvdjInfo, cusolverraw.DnDestroyGesvdjInfo,
 		cusolverraw.DnXgesvdjSetTolerance, cusolverraw.DnXgesvdjSetMaxSweeps, cusolverraw.DnXgesvdjSetSortEig)
 	if err != nil {
@@ -236,6 +253,18 @@ func gesvdjBatched[T Scalar, R Real](s *cuda.Stream, jobz EigMode, m, n int, a c
 	}, func(c cudaraw.CUcontext, h cusolverraw.CusolverDnHandle, w *T, lwork int32, info *int32) error {
 		return r.gesvdjBatched(c, h, jobz, M, N, pa, LDA, ps, pu, LDU, pv, LDV, w, lwork, info, p, B)
 	})
+}
+
+// jacobiScratch allocates U and V that the caller did not ask for.
+func jacobiScratch[T Scalar](s *cuda.Stream, nu, nv int) (u, v *cuda.DeviceBuffer, err error) {
+	if u, err = cuda.AllocFor[T](s, max(nu, 1)); err != nil {
+		return nil, nil, err
+	}
+	if v, err = cuda.AllocFor[T](s, max(nv, 1)); err != nil {
+		u.Close()
+		return nil, nil, err
+	}
+	return u, v, nil
 }
 
 func checkEigMode(op string, jobz EigMode) error {
