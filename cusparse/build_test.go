@@ -166,8 +166,10 @@ func TestGPUMulSparse(t *testing.T) {
 	require.NoError(t, cusparse.ToDense[float64](s, c, out, c.Rows))
 	got := cudatest.Read[float64](t, out, c.Rows*c.Cols)
 
-	var want mat.Dense // gonum is row-major: the column-major arrays are the transposes
-	want.Mul(mat.NewDense(mb.cols, mb.rows, mb.dense).T(), mat.NewDense(ma.cols, ma.rows, ma.dense).T())
+	// gonum is row-major: the column-major arrays are Bᵀ and Aᵀ, whose product is
+	// (AB)ᵀ, read transposed below.
+	var want mat.Dense
+	want.Mul(mat.NewDense(mb.cols, mb.rows, mb.dense), mat.NewDense(ma.cols, ma.rows, ma.dense))
 	for i := range c.Rows {
 		for j := range c.Cols {
 			require.InDelta(t, 2*want.At(j, i), got[i+j*c.Rows], 1e-12, "C(%d,%d)", i, j)
