@@ -20,12 +20,15 @@ var spinPTX []byte
 // What CollectWhileBusy runs and allows: the garbage is CollectRounds rounds, the spin
 // kernel keeps the GPU busy for CollectSpin, the collections and launches are watched
 // for CollectWindow inside it (long enough for the non-blocking lane, which runs
-// within about 100 ms), and neither a collection nor a launch may take CollectLimit.
+// within about 100 ms), and neither a collection nor a launch may take CollectLimit:
+// a release that waited for the GPU would take the spin's time, hundreds of
+// milliseconds, while a shared machine's scheduling moves a GC by a few. The launch
+// latency goal is a figure the test logs (and bench reports), not this limit.
 const (
 	CollectRounds = 8
 	CollectSpin   = 900 * time.Millisecond
 	CollectWindow = 400 * time.Millisecond
-	CollectLimit  = 5 * time.Millisecond
+	CollectLimit  = 50 * time.Millisecond
 )
 
 // CollectStats is what CollectWhileBusy measured.
