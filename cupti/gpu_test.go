@@ -2,9 +2,11 @@ package cupti_test
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"math"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -36,13 +38,18 @@ extern "C" __global__ void spin(float* x, int n, int iters) {
 }`
 
 // gpuTimed runs op between two timing events on s and returns their elapsed time.
-func gpuTimed(t *testing.T, ctx *cuda.Context, s *cuda.Stream, op func() error) time.Duration {
+// gate is queued first and keeps the GPU busy while the events and op are queued,
+// so that the start event and op run back to back: on an idle GPU the start event
+// would complete before op's launch reached the GPU, and the events would time the
+// launch's host cost as well.
+func gpuTimed(t *testing.T, ctx *cuda.Context, s *cuda.Stream, gate, op func() error) time.Duration {
 	start, err := ctx.NewEvent(true)
 	require.NoError(t, err)
 	defer start.Close()
 	end, err := ctx.NewEvent(true)
 	require.NoError(t, err)
 	defer end.Close()
+	require.NoError(t, gate())
 	require.NoError(t, start.Record(s))
 	require.NoError(t, op())
 	require.NoError(t, end.Record(s))
@@ -75,8 +82,8 @@ func TestGPUTimeline(t *testing.T) {
 	require.NoError(t, err)
 
 	const m, k, n = 512, 256, 512
-	const spinN, spinIters = 1 << 20, 4000
-	const big = 64 << 20 // float32s: 256 MiB
+	const spinN, spinIters = 1 << 20, 60000 // about 2 ms
+	const big = 256 << 20                    // float32s: 1 GiB
 	w, err := cuda.AllocFrom(s, make([]float32, m*k))
 	require.NoError(t, err)
 	defer w.Close()
@@ -117,10 +124,11 @@ func TestGPUTimeline(t *testing.T) {
 	require.NoError(t, cublas.Gemm[float32](s, cublas.NoTrans, cublas.NoTrans, m, n, k, 1, w, m, x, k, 0, y, m))
 	require.NoError(t, biasRelu.Launch(s, cuda.D1(cuda.Blocks(m*n, 256)), cuda.D1(256), 0, y, cuda.In(bias), int32(m), int32(n)))
 	require.NoError(t, y.Memset32Async(s, 0))
-	spinEvents := gpuTimed(t, ctx, s, func() error {
+	runSpin := func() error {
 		return spin.Launch(s, cuda.D1(cuda.Blocks(spinN, 256)), cuda.D1(256), 0, spinBuf, int32(spinN), int32(spinIters))
-	})
-	copyEvents := gpuTimed(t, ctx, s, func() error { return cuda.CopyAsync(s, dst, src) })
+	}
+	spinEvents := gpuTimed(t, ctx, s, runSpin, runSpin)
+	copyEvents := gpuTimed(t, ctx, s, runSpin, func() error { return cuda.CopyAsync(s, dst, src) })
 	got, err := cuda.ToSlice[float32](s, y)
 	require.NoError(t, err)
 	require.Len(t, got, m*n)
@@ -131,13 +139,14 @@ func TestGPUTimeline(t *testing.T) {
 	require.ErrorIs(t, err, cupti.ErrStopped)
 
 	count := map[cupti.Kind]int{}
+	var spins []*cupti.Activity
 	var spinAct, copyAct, gemm *cupti.Activity
 	for i := range tr.Activities {
 		a := &tr.Activities[i]
 		count[a.Kind]++
 		switch {
 		case a.Kind == cupti.KindKernel && a.Name == "spin":
-			spinAct = a
+			spins = append(spins, a)
 		case a.Kind == cupti.KindCopy && a.Name == "DtoD" && a.Bytes == big*4:
 			copyAct = a
 		case a.Kind == cupti.KindKernel && a.Call != nil && a.Call.Library == "cublas":
@@ -152,7 +161,10 @@ func TestGPUTimeline(t *testing.T) {
 		t.Logf("no memory records: the allocations came from the package's cache, not the driver")
 	}
 	assert.Zero(t, tr.Dropped)
-	require.NotNil(t, spinAct, "the spin kernel's record")
+	// In GPU order: the first spin's gate, the timed spin, the copy's gate.
+	require.Len(t, spins, 3, "the spin kernels' records")
+	slices.SortFunc(spins, func(a, b *cupti.Activity) int { return cmp.Compare(a.Start, b.Start) })
+	spinAct = spins[1]
 	require.NotNil(t, copyAct, "the large copy's record")
 	require.NotNil(t, gemm, "a kernel of the cuBLAS GEMM, linked to cublas.Gemm")
 	assert.Equal(t, "Gemm", gemm.Call.Routine)
@@ -170,7 +182,7 @@ func TestGPUTimeline(t *testing.T) {
 		what   string
 		events time.Duration
 		a      *cupti.Activity
-	}{{"spin kernel", spinEvents, spinAct}, {"256 MiB DtoD copy", copyEvents, copyAct}} {
+	}{{"spin kernel", spinEvents, spinAct}, {"1 GiB DtoD copy", copyEvents, copyAct}} {
 		ratio := float64(c.a.Duration()) / float64(c.events)
 		t.Logf("%s: CUPTI %v, CUDA events %v (ratio %.4f)", c.what, c.a.Duration(), c.events, ratio)
 		assert.InDelta(t, 1, ratio, 0.05, "%s: CUPTI's duration within 5%% of the events'", c.what)
