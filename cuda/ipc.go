@@ -212,7 +212,8 @@ func (p *SharedPool) claim() bool {
 // ipcEvents are one side's interprocess events (CU_EVENT_INTERPROCESS |
 // CU_EVENT_DISABLE_TIMING), by index, with their handles, and the peer's events it
 // opened, by the peer's index. An own event is recorded for one message and free
-// again once the peer has queued its wait for it (the peer says so).
+// again once the peer has queued its wait for it (the peer says so). The peer's events are opened only until
+// the peer says goodbye (shutPeer): it destroys them after that.
 type ipcEvents struct {
 	ctx *Context
 
@@ -221,6 +222,7 @@ type ipcEvents struct {
 	handles []cudaraw.CUipcEventHandle
 	free    []uint32
 	peer    map[uint32]cudaraw.CUevent
+	shut    bool // the peer said goodbye: its events are not opened again
 	closed  bool
 }
 
@@ -271,7 +273,7 @@ func (e *ipcEvents) give(i uint32) {
 func (e *ipcEvents) open(i uint32, h *cudaraw.CUipcEventHandle) (cudaraw.CUevent, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.closed {
+	if e.closed || e.shut {
 		return 0, ErrPeerGone
 	}
 	if ev, ok := e.peer[i]; ok {
@@ -286,6 +288,14 @@ func (e *ipcEvents) open(i uint32, h *cudaraw.CUipcEventHandle) (cudaraw.CUevent
 	}
 	e.peer[i] = ev
 	return ev, nil
+}
+
+// shutPeer refuses every later open: the peer said goodbye, and destroys its events
+// once this side answered.
+func (e *ipcEvents) shutPeer() {
+	e.mu.Lock()
+	e.shut = true
+	e.mu.Unlock()
 }
 
 // close destroys the events (the peer's opened ones, then the own ones): the

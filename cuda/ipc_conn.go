@@ -27,6 +27,11 @@ import (
 // back an event recorded after the importer's uses and its free. An ack tells the
 // sender of an event that the receiver queued its wait, so that the event may be
 // recorded again.
+//
+// A connection ends in order (goodbye): the side that ends it stops writing
+// (shutdown SHUT_WR); the peer's reader, reading the end, stops opening this side's
+// events and ends its own writing; this side's reader, reading that, knows the peer
+// is done with its events, which it destroys. A peer that died ends both at once.
 
 const (
 	msgHello   = 1 // exporter → importer: the pool's descriptor (SCM_RIGHTS) and device
@@ -348,6 +353,24 @@ func (e *IPCExport) alive() error {
 	}
 }
 
+// ipcGoodbye bounds how long goodbye waits for the peer's answer.
+const ipcGoodbye = 2 * time.Second
+
+// goodbye ends conn in order: this side writes no more, then waits, at most
+// ipcGoodbye, for the peer's answer (gone is closed when this side's reader read
+// it), so that the peer has stopped opening this side's events before they are
+// destroyed.
+func goodbye(conn *net.UnixConn, gone <-chan struct{}) error {
+	_ = conn.CloseWrite()
+	t := time.NewTimer(ipcGoodbye)
+	defer t.Stop()
+	select {
+	case <-gone:
+	case <-t.C:
+	}
+	return conn.Close()
+}
+
 // read handles the importer's messages until the connection ends; then every lease
 // ends (the importer is gone: its process's work on the memory ended with it).
 func (e *IPCExport) read() {
@@ -367,6 +390,10 @@ func (e *IPCExport) read() {
 			e.ev.give(in.ev())
 		}
 	}
+	// The importer's events were opened here only: none is opened again, and the
+	// importer may destroy them once it reads this side's end.
+	e.ev.shutPeer()
+	_ = e.conn.CloseWrite()
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
 		err = nil
 	}
@@ -437,7 +464,7 @@ func (e *IPCExport) Close() error {
 }
 
 func (e *IPCExport) close() error {
-	err := e.conn.Close()
+	err := goodbye(e.conn, e.gone)
 	<-e.gone
 	e.ev.close()
 	return err
@@ -454,14 +481,19 @@ type IPCImport struct {
 	ev   ipcEvents
 	reg  *resource.Registration
 
-	in      chan msg
-	closing chan struct{} // closed by Close
-	gone    chan struct{} // closed when the exporter is gone
-	err     error         // why, once gone is closed
+	gone chan struct{} // closed when the exporter is gone
+	err  error         // why, once gone is closed
 
-	wmu sync.Mutex
-	mu  sync.Mutex
-	out map[uint64]*DeviceBuffer // buffers received and not yet closed
+	// opening is held (read) by Receive while it opens and waits on the exporter's
+	// event, and (write) by the reader when the exporter said goodbye, before it
+	// answers: the exporter destroys its events then.
+	opening sync.RWMutex
+
+	wmu   sync.Mutex
+	mu    sync.Mutex
+	queue []msg                    // buffers sent and not yet received
+	ready chan struct{}            // a token: the queue may hold a buffer
+	out   map[uint64]*DeviceBuffer // buffers received and not yet closed
 }
 
 // DialIPC connects to the exporter listening at path and imports its pool into c
@@ -512,7 +544,7 @@ func DialIPC(ctx context.Context, c *Context, path string) (*IPCImport, error) {
 	case n != msgSize || hello.kind() != msgHello:
 		return fail(fmt.Errorf("cuda: IPC: %w: unexpected first message", ErrPeerGone))
 	}
-	im := &IPCImport{ctx: c, ms: ms, conn: conn, ev: ipcEvents{ctx: c}, in: make(chan msg, 64), gone: make(chan struct{}), closing: make(chan struct{}),
+	im := &IPCImport{ctx: c, ms: ms, conn: conn, ev: ipcEvents{ctx: c}, gone: make(chan struct{}), ready: make(chan struct{}, 1),
 		out: make(map[uint64]*DeviceBuffer)}
 	err = c.Locked(func() error {
 		h := hostPointer(cudaraw.CUdeviceptr(fd)) // the driver takes the descriptor as the pointer's value
@@ -568,11 +600,11 @@ func cstring(b []byte) string {
 }
 
 // read passes the exporter's messages on until the connection ends: buffers to
-// Receive, acks to the events. Then the exporter is gone.
+// Receive's queue (the reader never waits, so it reads the end as it comes), acks to
+// the events. Then the exporter is gone.
 func (im *IPCImport) read() {
 	var m msg
 	var err error
-loop:
 	for {
 		var n int
 		n, err = im.conn.Read(m[:])
@@ -581,15 +613,20 @@ loop:
 		}
 		switch m.kind() {
 		case msgBuffer:
-			select {
-			case im.in <- m:
-			case <-im.closing:
-				break loop
-			}
+			im.mu.Lock()
+			im.queue = append(im.queue, m)
+			im.mu.Unlock()
+			im.signal()
 		case msgAck:
 			im.ev.give(m.ev())
 		}
 	}
+	// No Receive opens or waits on an exporter's event after this: the exporter may
+	// destroy them once it reads this side's end.
+	im.opening.Lock()
+	im.ev.shutPeer()
+	im.opening.Unlock()
+	_ = im.conn.CloseWrite()
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
 		im.err = fmt.Errorf("cuda: IPC exporter: %w", ErrPeerGone)
 	} else {
@@ -609,40 +646,42 @@ func (im *IPCImport) Receive(ctx context.Context) (*DeviceBuffer, error) {
 	var m msg
 	// A gone exporter comes first: buffers it sent before it went are dropped (a
 	// killed exporter's may not have been written).
-	select {
-	case <-im.gone:
-		return nil, im.err
-	default:
-	}
-	select {
-	case m = <-im.in:
-	case <-im.gone:
-		return nil, im.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	for got := false; !got; {
+		select {
+		case <-im.gone:
+			return nil, im.err
+		default:
+		}
+		im.mu.Lock()
+		if got = len(im.queue) > 0; got {
+			m = im.queue[0]
+			im.queue = im.queue[1:]
+			if len(im.queue) > 0 {
+				im.signal() // for another Receive
+			}
+		}
+		im.mu.Unlock()
+		if got {
+			break
+		}
+		select {
+		case <-im.ready:
+		case <-im.gone:
+			return nil, im.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 	c := im.ctx
 	if err := c.enter(); err != nil {
 		return nil, err
 	}
 	defer c.exit()
-	ev, err := im.ev.open(m.ev(), m.handle())
+	b, err := im.open(&m)
 	if err != nil {
 		return nil, im.goneOr(err)
 	}
-	size := int(m.size())
-	b := &DeviceBuffer{m: memBase{ctx: c, ms: im.ms, size: size, elem: 1, kind: KindDevice}}
-	data := *m.export()
-	if err := c.Locked(func() error { return cudaraw.MemPoolImportPointer(&b.m.ptr, im.pool, &data) }); err != nil {
-		return nil, im.goneOr(fmt.Errorf("cuda: IPC: importing a buffer: %w", err))
-	}
 	id, evi := m.id(), m.ev()
-	// The buffer's first use is a write on the default stream after the exporter's
-	// event, so that every later use waits for the exporter's writes.
-	if err := waitOn(&b.m, ev, true); err != nil {
-		_ = cudaraw.MemFreeIn(c.h, b.m.ptr)
-		return nil, err
-	}
 	_ = im.write(newMsg(msgAck, evi, 0, 0))
 	b.m.reg = resource.ResourceFinalizer(func(b *DeviceBuffer) error { return im.release(b, id) }, b, false,
 		resource.Kind("IPC imported buffer"), resource.WithContext(im.ms.cs.res()), resource.CallerSkip(1))
@@ -650,6 +689,38 @@ func (im *IPCImport) Receive(ctx context.Context) (*DeviceBuffer, error) {
 	im.mu.Lock()
 	im.out[id] = b
 	im.mu.Unlock()
+	return b, nil
+}
+
+// signal leaves a token: the queue may hold a buffer.
+func (im *IPCImport) signal() {
+	select {
+	case im.ready <- struct{}{}:
+	default:
+	}
+}
+
+// open imports the buffer of m and makes its uses wait for the exporter's event,
+// while the exporter cannot have destroyed the event (opening).
+func (im *IPCImport) open(m *msg) (*DeviceBuffer, error) {
+	im.opening.RLock()
+	defer im.opening.RUnlock()
+	c := im.ctx
+	ev, err := im.ev.open(m.ev(), m.handle())
+	if err != nil {
+		return nil, err
+	}
+	b := &DeviceBuffer{m: memBase{ctx: c, ms: im.ms, size: int(m.size()), elem: 1, kind: KindDevice}}
+	data := *m.export()
+	if err := c.Locked(func() error { return cudaraw.MemPoolImportPointer(&b.m.ptr, im.pool, &data) }); err != nil {
+		return nil, fmt.Errorf("cuda: IPC: importing a buffer: %w", err)
+	}
+	// The buffer's first use is a write on the default stream after the exporter's
+	// event, so that every later use waits for the exporter's writes.
+	if err := waitOn(&b.m, ev, true); err != nil {
+		_ = cudaraw.MemFreeIn(c.h, b.m.ptr)
+		return nil, err
+	}
 	return b, nil
 }
 
@@ -761,13 +832,14 @@ func (im *IPCImport) close() error {
 	for _, b := range held {
 		_ = b.Close()
 	}
-	close(im.closing)
-	err := im.conn.Close()
+	err := goodbye(im.conn, im.gone)
 	<-im.gone
 	im.ev.close()
 	c := im.ctx.ctxState
 	if c.enter() == nil {
-		_ = im.ctx.Locked(func() error { return cudaraw.MemPoolDestroy(im.pool) })
+		if derr := im.ctx.Locked(func() error { return cudaraw.MemPoolDestroy(im.pool) }); derr != nil {
+			err = errors.Join(err, fmt.Errorf("cuda: IPC: destroying the imported pool: %w", derr))
+		}
 		c.exit()
 	}
 	return err

@@ -169,7 +169,9 @@ func deviceFree(t *testing.T, ctx *cuda.Context) uint64 {
 }
 
 // The exporter killed mid-run: this process, the importer, gets ErrPeerGone within a
-// second, and once it closed the import the device's memory is back to what it was.
+// second, and once it closed the import the device's memory is back. Run twice: the
+// first run's import leaves what the driver keeps in this process for IPC once set
+// up (logged), so the second must end where the first did, within 2 MiB.
 func TestGPUIPCExporterKilled(t *testing.T) {
 	cudatest.Require(t, cudatest.Kernels)
 	ctx, err := cuda.Device(0).Context()
@@ -189,32 +191,45 @@ func TestGPUIPCExporterKilled(t *testing.T) {
 		exporterLoop(t, cctx, pool, exp, s, -1) // until killed
 		return
 	}
+	run := func() {
+		path := ipcSocket(t)
+		child := ipcChild(t, "TestGPUIPCExporterKilled", "exporter", path)
+		imp, err := dialRetry(cctx, ctx, path)
+		require.NoError(t, err)
+		var killed time.Time
+		err = importerLoop(t, cctx, ctx, imp, -1, func(i int) {
+			if i == 1000 {
+				require.NoError(t, child.Process.Signal(syscall.SIGKILL))
+				killed = time.Now()
+			}
+		})
+		took := time.Since(killed)
+		require.ErrorIs(t, err, cuda.ErrPeerGone)
+		t.Logf("the importer saw the exporter gone %v after the kill", took)
+		assert.Less(t, took, time.Second)
+		_ = child.Wait()
+		require.NoError(t, imp.Close())
+		require.NoError(t, ctx.Synchronize())
+	}
 	require.NoError(t, ctx.Synchronize())
 	before := deviceFree(t, ctx)
-	path := ipcSocket(t)
-	child := ipcChild(t, "TestGPUIPCExporterKilled", "exporter", path)
-	imp, err := dialRetry(cctx, ctx, path)
-	require.NoError(t, err)
-	var killed time.Time
-	err = importerLoop(t, cctx, ctx, imp, -1, func(i int) {
-		if i == 1000 {
-			require.NoError(t, child.Process.Signal(syscall.SIGKILL))
-			killed = time.Now()
-		}
-	})
-	took := time.Since(killed)
-	require.ErrorIs(t, err, cuda.ErrPeerGone)
-	t.Logf("the importer saw the exporter gone %v after the kill", took)
-	assert.Less(t, took, time.Second)
-	_ = child.Wait()
-	require.NoError(t, imp.Close())
-	require.NoError(t, ctx.Synchronize())
-	var after uint64
+	run()
+	first := settledFree(t, ctx, before)
+	run()
+	second := settledFree(t, ctx, first)
+	t.Logf("device memory free: %d bytes before, %d after the first run (%+d), %d after the second (%+d)",
+		before, first, int64(first)-int64(before), second, int64(second)-int64(first))
+	assert.GreaterOrEqual(t, second+2<<20, first, "device memory did not come back after the second run (within 2 MiB)")
+}
+
+// settledFree returns the device's free memory once it is within 2 MiB of want, or
+// after 10 s.
+func settledFree(t *testing.T, ctx *cuda.Context, want uint64) uint64 {
+	var free uint64
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if after = deviceFree(t, ctx); after+2<<20 >= before {
+		if free = deviceFree(t, ctx); free+2<<20 >= want {
 			break
 		}
 	}
-	t.Logf("device memory free: %d bytes before the exporter started, %d after", before, after)
-	assert.GreaterOrEqual(t, after+2<<20, before, "device memory did not come back (within 2 MiB)")
+	return free
 }

@@ -55,16 +55,18 @@ func ipcPair(t testing.TB, ctx *cuda.Context) (*cuda.SharedPool, *cuda.IPCExport
 }
 
 // handOffs is what one hand-off loop needs: how the producer sends a buffer and
-// waits for it back, how the consumer receives one and gives it back.
+// waits for it back, how the consumer receives one and gives it back (Close, then
+// giveBack when not nil). Every wait ends with ctx.
 type handOffs struct {
-	send    func(b *cuda.DeviceBuffer) (wait func() error, err error)
-	receive func() (*cuda.DeviceBuffer, error)
+	send    func(ctx context.Context, b *cuda.DeviceBuffer) (wait func() error, err error)
+	receive func(ctx context.Context) (b *cuda.DeviceBuffer, giveBack func(), err error)
 }
 
 // runHandOffs hands n buffers of size bytes (a ring of 4 from alloc) from a
 // producer on s1, which fills buffer i with i+1, to a consumer on s2, which copies
 // each to the host, checks it and gives it back; the producer's next fill of a
-// buffer waits for its return. It returns the time per hand-off.
+// buffer waits for its return. It returns the time per hand-off. A failure on
+// either side cancels the other's waits.
 func runHandOffs(t testing.TB, h handOffs, alloc func() (*cuda.DeviceBuffer, error), s1, s2 *cuda.Stream, n, size int) time.Duration {
 	const ring = 4
 	bufs := make([]*cuda.DeviceBuffer, ring)
@@ -78,6 +80,8 @@ func runHandOffs(t testing.TB, h handOffs, alloc func() (*cuda.DeviceBuffer, err
 			assert.NoError(t, b.Close())
 		}
 	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	var wg sync.WaitGroup
 	var cerr error
 	wg.Add(1)
@@ -86,7 +90,7 @@ func runHandOffs(t testing.TB, h handOffs, alloc func() (*cuda.DeviceBuffer, err
 		defer wg.Done()
 		host := make([]uint32, size/4)
 		for i := range n {
-			b, err := h.receive()
+			b, giveBack, err := h.receive(ctx)
 			if err == nil {
 				err = cuda.CopyFromDeviceAsync(s2, host, b)
 			}
@@ -106,45 +110,77 @@ func runHandOffs(t testing.TB, h handOffs, alloc func() (*cuda.DeviceBuffer, err
 					err = cerr
 				}
 			}
+			if giveBack != nil {
+				giveBack()
+			}
 			if err != nil {
 				cerr = err
+				cancel()
 				return
 			}
 		}
 	}()
-	waits := make([]func() error, ring)
-	for i := range n {
-		k := i % ring
-		if waits[k] != nil {
-			require.NoError(t, waits[k]())
+	perr := func() error { // the producer
+		waits := make([]func() error, ring)
+		for i := range n {
+			k := i % ring
+			if waits[k] != nil {
+				if err := waits[k](); err != nil {
+					return err
+				}
+			}
+			if err := bufs[k].Memset32Async(s1, uint32(i+1)); err != nil {
+				return err
+			}
+			w, err := h.send(ctx, bufs[k])
+			if err != nil {
+				return err
+			}
+			waits[k] = w
 		}
-		require.NoError(t, bufs[k].Memset32Async(s1, uint32(i+1)))
-		w, err := h.send(bufs[k])
-		require.NoError(t, err)
-		waits[k] = w
-	}
-	for _, w := range waits {
-		if w != nil {
-			require.NoError(t, w())
+		for _, w := range waits {
+			if w != nil {
+				if err := w(); err != nil {
+					return err
+				}
+			}
 		}
-	}
+		return nil
+	}()
 	per := time.Since(start) / time.Duration(n)
+	if perr != nil {
+		cancel()
+	}
 	wg.Wait()
-	require.NoError(t, cerr)
+	require.NoError(t, cerr, "the consumer")
+	require.NoError(t, perr, "the producer")
 	return per
 }
 
 // ipcHandOffs hands buffers over through exp and imp.
 func ipcHandOffs(cctx context.Context, exp *cuda.IPCExport, imp *cuda.IPCImport, s *cuda.Stream) handOffs {
 	return handOffs{
-		send: func(b *cuda.DeviceBuffer) (func() error, error) {
+		send: func(ctx context.Context, b *cuda.DeviceBuffer) (func() error, error) {
 			l, err := exp.Send(cctx, s, b)
 			if err != nil {
 				return nil, err
 			}
-			return func() error { return l.Wait(cctx) }, nil
+			return func() error {
+				select {
+				case <-l.Done():
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+				return l.Wait(cctx)
+			}, nil
 		},
-		receive: func() (*cuda.DeviceBuffer, error) { return imp.Receive(cctx) },
+		receive: func(ctx context.Context) (*cuda.DeviceBuffer, func(), error) {
+			ctx, stop := context.WithCancel(ctx) // ended by either
+			defer stop()
+			defer context.AfterFunc(cctx, stop)()
+			b, err := imp.Receive(ctx)
+			return b, nil, err
+		},
 	}
 }
 
@@ -155,24 +191,40 @@ func streamHandOffs() handOffs {
 	back := make(map[*cuda.DeviceBuffer]chan struct{})
 	var mu sync.Mutex
 	return handOffs{
-		send: func(b *cuda.DeviceBuffer) (func() error, error) {
+		send: func(ctx context.Context, b *cuda.DeviceBuffer) (func() error, error) {
 			done := make(chan struct{})
 			mu.Lock()
 			back[b] = done
 			mu.Unlock()
-			ch <- b
-			return func() error { <-done; return nil }, nil
+			select {
+			case ch <- b:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			return func() error {
+				select {
+				case <-done:
+					return nil
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}, nil
 		},
-		receive: func() (*cuda.DeviceBuffer, error) {
-			b := <-ch
+		receive: func(ctx context.Context) (*cuda.DeviceBuffer, func(), error) {
+			var b *cuda.DeviceBuffer
+			select {
+			case b = <-ch:
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			}
 			mu.Lock()
 			done := back[b]
 			mu.Unlock()
 			// The consumer's Close stands for the importer's: the buffer stays the
-			// producer's (a view is closed instead).
+			// producer's (a view is closed instead), given back once the view's
+			// Close ordered the producer's next write after the consumer's uses.
 			v, err := b.Slice(0, b.Len())
-			close(done)
-			return v, err
+			return v, func() { close(done) }, err
 		},
 	}
 }
