@@ -2,7 +2,9 @@ package cudatest
 
 import (
 	_ "embed"
+	"os"
 	"runtime"
+	"runtime/trace"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -65,7 +67,9 @@ type CollectStats struct {
 // must be pending, none may fail, and the spin must still run at the end of the
 // window. Afterwards resource.Reclaim must leave nothing pending in the blocking lane
 // and no failed release. Checks that fail are reported with t.Errorf; setup errors
-// with t.Fatalf. It returns the numbers for the caller to check more or log.
+// with t.Fatalf. It returns the numbers for the caller to check more or log. With
+// $GOCUDA_COLLECT_TRACE set, the spin's window is written there as an execution
+// trace.
 //
 // ctx must be current on the calling thread as Require or Stream leave it; the caller
 // skips where there are no kernels (Require(t, Kernels)) or no library.
@@ -108,6 +112,17 @@ func CollectWhileBusy(t testing.TB, ctx *cuda.Context, heldPerRound int, makeGar
 	must("spin launch", spin.Launch(busy, cuda.D1(1), cuda.D1(1), 0, uint64(CollectSpin)))
 	time.Sleep(10 * time.Millisecond) // the spin kernel is running
 
+	if path := os.Getenv("GOCUDA_COLLECT_TRACE"); path != "" {
+		// The window in Go's execution tracer, for what a slow launch waited on
+		// (go tool trace -pprof=sync|sched|syscall).
+		f, err := os.Create(path)
+		must("creating the trace", err)
+		must("starting the trace", trace.Start(f))
+		defer func() {
+			trace.Stop()
+			must("writing the trace", f.Close())
+		}()
+	}
 	var stop atomic.Bool
 	var worst, launches atomic.Int64
 	var wg sync.WaitGroup
