@@ -17,6 +17,7 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/gocuda/cuda/cudaraw"
+	"github.com/gocuda/gocuda/internal/errs"
 	"github.com/gocuda/gocuda/resource"
 )
 
@@ -242,15 +243,18 @@ func (l *IPCListener) Close() error {
 
 // IPCExport is the exporter's side of a connection to the importer of a SharedPool.
 // Send hands a buffer over; its IPCLease says when the importer gave it back. Safe
-// for concurrent use.
+// for concurrent use: Close waits for the Sends in progress, and later ones fail
+// with an error matching ErrClosed.
 type IPCExport struct {
 	pool *SharedPool
 	conn *net.UnixConn
 	ev   ipcEvents
 	reg  *resource.Registration
 
-	wmu    sync.Mutex // one writer at a time
+	wmu    sync.Mutex   // one writer at a time
+	life   sync.RWMutex // held (read) by Send, (write) by Close to wait for them
 	mu     sync.Mutex
+	closed bool // Close was called: Send fails with ErrClosed
 	next   uint64
 	leases map[uint64]*IPCLease
 	err    error         // why the connection ended, once gone is closed
@@ -282,8 +286,21 @@ func (e *IPCExport) Send(ctx context.Context, s *Stream, b *DeviceBuffer) (*IPCL
 	if err := m.check(); err != nil {
 		return nil, err
 	}
-	if m.root != nil || !e.pool.owns(m) {
-		return nil, fmt.Errorf("%w: sending a buffer that is not an allocation of the shared pool", ErrInvalidArgument)
+	notOwned := func() error {
+		return fmt.Errorf("%w: sending a buffer that is not an allocation of the shared pool", ErrInvalidArgument)
+	}
+	if m.root != nil || m.ms != e.pool.ms {
+		return nil, notOwned()
+	}
+	// Held until the message is written, so that Close destroys no event that a
+	// Send records.
+	e.life.RLock()
+	defer e.life.RUnlock()
+	e.mu.Lock()
+	closed := e.closed
+	e.mu.Unlock()
+	if closed {
+		return nil, errs.Closed("cuda: IPC export")
 	}
 	if err := e.alive(); err != nil {
 		return nil, err
@@ -304,6 +321,13 @@ func (e *IPCExport) Send(ctx context.Context, s *Stream, b *DeviceBuffer) (*IPCL
 	if err := m.acquire(); err != nil {
 		e.ev.give(evi)
 		return nil, err
+	}
+	// Held, a buffer of the pool stays one (its free is postponed): a closed one
+	// failed above with ErrClosed.
+	if !e.pool.owns(m) {
+		m.leave()
+		e.ev.give(evi)
+		return nil, notOwned()
 	}
 	err = c.Locked(func() error { return cudaraw.MemPoolExportPointer(&data, m.ptr) })
 	if err == nil {
@@ -464,6 +488,11 @@ func (e *IPCExport) Close() error {
 }
 
 func (e *IPCExport) close() error {
+	e.mu.Lock()
+	e.closed = true
+	e.mu.Unlock()
+	e.life.Lock() // the Sends in progress have written their messages
+	e.life.Unlock()
 	err := goodbye(e.conn, e.gone)
 	<-e.gone
 	e.ev.close()
@@ -472,7 +501,9 @@ func (e *IPCExport) close() error {
 
 // IPCImport is the importer's side of a connection to a SharedPool's exporter: it
 // holds the imported pool, and Receive returns the buffers the exporter sends, as
-// DeviceBuffers of the importer's context. Safe for concurrent use.
+// DeviceBuffers of the importer's context. Safe for concurrent use: a Receive
+// concurrent with Close either returns a buffer (which Close frees with the others
+// not yet closed) or fails with an error matching ErrClosed, as later ones do.
 type IPCImport struct {
 	ctx  *Context
 	ms   *memState
@@ -485,15 +516,19 @@ type IPCImport struct {
 	err  error         // why, once gone is closed
 
 	// opening is held (read) by Receive while it opens and waits on the exporter's
-	// event, and (write) by the reader when the exporter said goodbye, before it
-	// answers: the exporter destroys its events then.
+	// event and imports the buffer, and by a release while it records and sends its
+	// event; (write) by the reader when the exporter said goodbye, before it
+	// answers (the exporter destroys its events then), and by Close, to wait for
+	// those in progress.
 	opening sync.RWMutex
 
-	wmu   sync.Mutex
-	mu    sync.Mutex
-	queue []msg                    // buffers sent and not yet received
-	ready chan struct{}            // a token: the queue may hold a buffer
-	out   map[uint64]*DeviceBuffer // buffers received and not yet closed
+	wmu    sync.Mutex
+	mu     sync.Mutex
+	closed bool                     // Close was called: Receive fails with ErrClosed
+	queue  []msg                    // buffers sent and not yet received
+	ready  chan struct{}            // a token: the queue may hold a buffer
+	out    map[uint64]*DeviceBuffer // buffers received and not yet closed
+	live   sync.WaitGroup           // imports not yet freed: the pool outlives them
 }
 
 // DialIPC connects to the exporter listening at path and imports its pool into c
@@ -647,6 +682,12 @@ func (im *IPCImport) Receive(ctx context.Context) (*DeviceBuffer, error) {
 	// A gone exporter comes first: buffers it sent before it went are dropped (a
 	// killed exporter's may not have been written).
 	for got := false; !got; {
+		im.mu.Lock()
+		closed := im.closed
+		im.mu.Unlock()
+		if closed {
+			return nil, errs.Closed("cuda: IPC import")
+		}
 		select {
 		case <-im.gone:
 			return nil, im.err
@@ -667,7 +708,6 @@ func (im *IPCImport) Receive(ctx context.Context) (*DeviceBuffer, error) {
 		select {
 		case <-im.ready:
 		case <-im.gone:
-			return nil, im.err
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
@@ -679,16 +719,12 @@ func (im *IPCImport) Receive(ctx context.Context) (*DeviceBuffer, error) {
 	defer c.exit()
 	b, err := im.open(&m)
 	if err != nil {
+		if errors.Is(err, ErrClosed) {
+			return nil, err
+		}
 		return nil, im.goneOr(err)
 	}
-	id, evi := m.id(), m.ev()
-	_ = im.write(newMsg(msgAck, evi, 0, 0))
-	b.m.reg = resource.ResourceFinalizer(func(b *DeviceBuffer) error { return im.release(b, id) }, b, false,
-		resource.Kind("IPC imported buffer"), resource.WithContext(im.ms.cs.res()), resource.CallerSkip(1))
-	im.ms.track(&b.m, nil, 1)
-	im.mu.Lock()
-	im.out[id] = b
-	im.mu.Unlock()
+	_ = im.write(newMsg(msgAck, m.ev(), 0, 0))
 	return b, nil
 }
 
@@ -700,11 +736,18 @@ func (im *IPCImport) signal() {
 	}
 }
 
-// open imports the buffer of m and makes its uses wait for the exporter's event,
-// while the exporter cannot have destroyed the event (opening).
+// open imports the buffer of m, makes its uses wait for the exporter's event and
+// registers it, while the exporter cannot have destroyed the event and Close cannot
+// have destroyed the pool (opening).
 func (im *IPCImport) open(m *msg) (*DeviceBuffer, error) {
 	im.opening.RLock()
 	defer im.opening.RUnlock()
+	im.mu.Lock()
+	closed := im.closed
+	im.mu.Unlock()
+	if closed {
+		return nil, errs.Closed("cuda: IPC import")
+	}
 	c := im.ctx
 	ev, err := im.ev.open(m.ev(), m.handle())
 	if err != nil {
@@ -721,6 +764,14 @@ func (im *IPCImport) open(m *msg) (*DeviceBuffer, error) {
 		_ = cudaraw.MemFreeIn(c.h, b.m.ptr)
 		return nil, err
 	}
+	id := m.id()
+	im.live.Add(1)
+	b.m.reg = resource.ResourceFinalizer(func(b *DeviceBuffer) error { return im.release(b, id) }, b, false,
+		resource.Kind("IPC imported buffer"), resource.WithContext(im.ms.cs.res()), resource.CallerSkip(1))
+	im.ms.track(&b.m, nil, 1)
+	im.mu.Lock()
+	im.out[id] = b
+	im.mu.Unlock()
 	return b, nil
 }
 
@@ -761,6 +812,9 @@ func (im *IPCImport) release(b *DeviceBuffer, id uint64) error {
 	im.mu.Lock()
 	delete(im.out, id)
 	im.mu.Unlock()
+	defer im.live.Done()
+	im.opening.RLock() // the events and the pool stay while it runs
+	defer im.opening.RUnlock()
 	uses := b.m.retire()
 	c := b.m.ctx
 	if c.enter() != nil {
@@ -824,6 +878,13 @@ func (im *IPCImport) Close() error {
 
 func (im *IPCImport) close() error {
 	im.mu.Lock()
+	im.closed = true
+	im.mu.Unlock()
+	// A Receive in progress has registered its buffer, or will fail, once the
+	// opening lock is free.
+	im.opening.Lock()
+	im.opening.Unlock()
+	im.mu.Lock()
 	held := make([]*DeviceBuffer, 0, len(im.out))
 	for _, b := range im.out {
 		held = append(held, b)
@@ -832,6 +893,9 @@ func (im *IPCImport) close() error {
 	for _, b := range held {
 		_ = b.Close()
 	}
+	// Every import is freed (a release postponed by an operation in progress runs
+	// when it ends) before the pool is destroyed.
+	im.live.Wait()
 	err := goodbye(im.conn, im.gone)
 	<-im.gone
 	im.ev.close()

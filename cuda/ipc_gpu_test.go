@@ -53,11 +53,18 @@ func importerLoop(t *testing.T, cctx context.Context, ctx *cuda.Context, imp *cu
 	require.NoError(t, err)
 	defer s.Close()
 	host := make([]uint32, ipcBytes/4)
+	var inReceive, inUse, inClose time.Duration // where the importer's time goes
+	defer func() {
+		t.Logf("importer: Receive %v, copy and check %v, Close %v in all", inReceive, inUse, inClose)
+	}()
 	for i := 0; n < 0 || i < n; i++ {
+		t0 := time.Now()
 		b, err := imp.Receive(cctx)
 		if err != nil {
 			return err
 		}
+		t1 := time.Now()
+		inReceive += t1.Sub(t0)
 		err = cuda.CopyFromDeviceAsync(s, host, b)
 		if err == nil {
 			err = s.SynchronizeContext(cctx)
@@ -73,9 +80,12 @@ func importerLoop(t *testing.T, cctx context.Context, ctx *cuda.Context, imp *cu
 				}
 			}
 		}
+		t2 := time.Now()
+		inUse += t2.Sub(t1)
 		if cerr := b.Close(); err == nil {
 			err = cerr
 		}
+		inClose += time.Since(t2)
 		if err != nil {
 			return err
 		}
@@ -146,15 +156,20 @@ func exporterLoop(t *testing.T, cctx context.Context, pool *cuda.SharedPool, exp
 		bufs[i], err = pool.Alloc(s, ipcBytes)
 		require.NoError(t, err)
 	}
+	var inWait, inSend time.Duration // where the exporter's time goes
 	for i := 0; (n < 0 && cctx.Err() == nil) || i < n; i++ {
 		k := i % len(bufs)
+		t0 := time.Now()
 		if leases[k] != nil {
 			require.NoError(t, leases[k].Wait(cctx))
 		}
+		t1 := time.Now()
 		require.NoError(t, bufs[k].Memset32Async(s, uint32(i+1)))
 		leases[k], err = exp.Send(cctx, s, bufs[k])
 		require.NoError(t, err)
+		inWait, inSend = inWait+t1.Sub(t0), inSend+time.Since(t1)
 	}
+	t.Logf("exporter: waiting for leases %v, fill and Send %v in all", inWait, inSend)
 	for _, l := range leases {
 		require.NoError(t, l.Wait(cctx))
 	}
