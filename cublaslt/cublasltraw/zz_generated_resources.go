@@ -8,7 +8,7 @@ import "github.com/gocuda/gocuda/resource/owner"
 //
 // Close releases it now. An OwnedHandle that is dropped without Close is released through
 // resource.ResourceFinalizer in the blocking lane: cublasLtDestroy may wait for the GPU, so a dropped OwnedHandle is held until resource.Reclaim (which the allocator runs on out-of-memory).
-// Blocking class: not measured yet: cublasDestroy, the cuBLAS handle's release, blocks the caller behind the GPU's work (headers/blockprobe-h200.md); tools/blockprobe's cublasLtDestroy probe measures this one.
+// Blocking class: cublasLtDestroy waits for the GPU's work: the caller took the 500 ms spin's time (fresh and used handles; headers/blockprobe-h200.md).
 //
 // Handle returns the raw handle for the raw functions; keep the OwnedHandle reachable
 // (runtime.KeepAlive) until the last call that uses it has returned, as with os.File.Fd.
@@ -52,8 +52,8 @@ func (o *OwnedHandle) Close() error {
 // OwnedMatmulDesc owns a cublasLtMatmulDesc_t (created by cublasLtMatmulDescCreate) and releases it with cublasLtMatmulDescDestroy.
 //
 // Close releases it now. An OwnedMatmulDesc that is dropped without Close is released through
-// resource.ResourceFinalizer in the blocking lane: cublasLtMatmulDescDestroy may wait for the GPU, so a dropped OwnedMatmulDesc is held until resource.Reclaim (which the allocator runs on out-of-memory).
-// Blocking class: not measured yet: tools/blockprobe's cublasLtMatmulDescDestroy probe measures it.
+// resource.ResourceFinalizer in the non-blocking lane: cublasLtMatmulDescDestroy returns promptly, so a dropped OwnedMatmulDesc is released soon after a garbage collection finds it unreachable: at the next allocation or synchronization, or within about 100 ms.
+// Blocking class: host memory only: cublasLtMatmulDescDestroy returned in microseconds while a 500 ms spin ran (headers/blockprobe-h200.md).
 //
 // Handle returns the raw handle for the raw functions; keep the OwnedMatmulDesc reachable
 // (runtime.KeepAlive) until the last call that uses it has returned, as with os.File.Fd.
@@ -64,7 +64,7 @@ type OwnedMatmulDesc struct {
 // OwnMatmulDesc takes ownership of h, a cublasLtMatmulDesc_t created through the raw layer: the returned
 // OwnedMatmulDesc releases it with cublasLtMatmulDescDestroy.
 func OwnMatmulDesc(h CublasLtMatmulDesc) *OwnedMatmulDesc {
-	return &OwnedMatmulDesc{owner.New(h, MatmulDescDestroy, true, "cublasLtMatmulDescDestroy")}
+	return &OwnedMatmulDesc{owner.New(h, MatmulDescDestroy, false, "cublasLtMatmulDescDestroy")}
 }
 
 // Handle returns the raw cublasLtMatmulDesc_t, or its zero value once closed.
@@ -88,8 +88,8 @@ func (o *OwnedMatmulDesc) Close() error {
 // OwnedMatrixLayout owns a cublasLtMatrixLayout_t (created by cublasLtMatrixLayoutCreate) and releases it with cublasLtMatrixLayoutDestroy.
 //
 // Close releases it now. An OwnedMatrixLayout that is dropped without Close is released through
-// resource.ResourceFinalizer in the blocking lane: cublasLtMatrixLayoutDestroy may wait for the GPU, so a dropped OwnedMatrixLayout is held until resource.Reclaim (which the allocator runs on out-of-memory).
-// Blocking class: not measured yet: tools/blockprobe's cublasLtMatrixLayoutDestroy probe measures it.
+// resource.ResourceFinalizer in the non-blocking lane: cublasLtMatrixLayoutDestroy returns promptly, so a dropped OwnedMatrixLayout is released soon after a garbage collection finds it unreachable: at the next allocation or synchronization, or within about 100 ms.
+// Blocking class: host memory only: cublasLtMatrixLayoutDestroy returned in microseconds while a 500 ms spin ran (headers/blockprobe-h200.md).
 //
 // Handle returns the raw handle for the raw functions; keep the OwnedMatrixLayout reachable
 // (runtime.KeepAlive) until the last call that uses it has returned, as with os.File.Fd.
@@ -100,7 +100,7 @@ type OwnedMatrixLayout struct {
 // OwnMatrixLayout takes ownership of h, a cublasLtMatrixLayout_t created through the raw layer: the returned
 // OwnedMatrixLayout releases it with cublasLtMatrixLayoutDestroy.
 func OwnMatrixLayout(h CublasLtMatrixLayout) *OwnedMatrixLayout {
-	return &OwnedMatrixLayout{owner.New(h, MatrixLayoutDestroy, true, "cublasLtMatrixLayoutDestroy")}
+	return &OwnedMatrixLayout{owner.New(h, MatrixLayoutDestroy, false, "cublasLtMatrixLayoutDestroy")}
 }
 
 // Handle returns the raw cublasLtMatrixLayout_t, or its zero value once closed.
@@ -124,8 +124,8 @@ func (o *OwnedMatrixLayout) Close() error {
 // OwnedMatmulPreference owns a cublasLtMatmulPreference_t (created by cublasLtMatmulPreferenceCreate) and releases it with cublasLtMatmulPreferenceDestroy.
 //
 // Close releases it now. An OwnedMatmulPreference that is dropped without Close is released through
-// resource.ResourceFinalizer in the blocking lane: cublasLtMatmulPreferenceDestroy may wait for the GPU, so a dropped OwnedMatmulPreference is held until resource.Reclaim (which the allocator runs on out-of-memory).
-// Blocking class: not measured yet: tools/blockprobe's cublasLtMatmulPreferenceDestroy probe measures it.
+// resource.ResourceFinalizer in the non-blocking lane: cublasLtMatmulPreferenceDestroy returns promptly, so a dropped OwnedMatmulPreference is released soon after a garbage collection finds it unreachable: at the next allocation or synchronization, or within about 100 ms.
+// Blocking class: host memory only: cublasLtMatmulPreferenceDestroy returned in microseconds while a 500 ms spin ran (headers/blockprobe-h200.md).
 //
 // Handle returns the raw handle for the raw functions; keep the OwnedMatmulPreference reachable
 // (runtime.KeepAlive) until the last call that uses it has returned, as with os.File.Fd.
@@ -136,7 +136,7 @@ type OwnedMatmulPreference struct {
 // OwnMatmulPreference takes ownership of h, a cublasLtMatmulPreference_t created through the raw layer: the returned
 // OwnedMatmulPreference releases it with cublasLtMatmulPreferenceDestroy.
 func OwnMatmulPreference(h CublasLtMatmulPreference) *OwnedMatmulPreference {
-	return &OwnedMatmulPreference{owner.New(h, MatmulPreferenceDestroy, true, "cublasLtMatmulPreferenceDestroy")}
+	return &OwnedMatmulPreference{owner.New(h, MatmulPreferenceDestroy, false, "cublasLtMatmulPreferenceDestroy")}
 }
 
 // NewOwnedMatmulPreference creates a cublasLtMatmulPreference_t with cublasLtMatmulPreferenceCreate and owns it.
@@ -169,8 +169,8 @@ func (o *OwnedMatmulPreference) Close() error {
 // OwnedMatrixTransformDesc owns a cublasLtMatrixTransformDesc_t (created by cublasLtMatrixTransformDescCreate) and releases it with cublasLtMatrixTransformDescDestroy.
 //
 // Close releases it now. An OwnedMatrixTransformDesc that is dropped without Close is released through
-// resource.ResourceFinalizer in the blocking lane: cublasLtMatrixTransformDescDestroy may wait for the GPU, so a dropped OwnedMatrixTransformDesc is held until resource.Reclaim (which the allocator runs on out-of-memory).
-// Blocking class: not measured yet: tools/blockprobe's cublasLtMatrixTransformDescDestroy probe measures it.
+// resource.ResourceFinalizer in the non-blocking lane: cublasLtMatrixTransformDescDestroy returns promptly, so a dropped OwnedMatrixTransformDesc is released soon after a garbage collection finds it unreachable: at the next allocation or synchronization, or within about 100 ms.
+// Blocking class: host memory only: cublasLtMatrixTransformDescDestroy returned in microseconds while a 500 ms spin ran (headers/blockprobe-h200.md).
 //
 // Handle returns the raw handle for the raw functions; keep the OwnedMatrixTransformDesc reachable
 // (runtime.KeepAlive) until the last call that uses it has returned, as with os.File.Fd.
@@ -181,7 +181,7 @@ type OwnedMatrixTransformDesc struct {
 // OwnMatrixTransformDesc takes ownership of h, a cublasLtMatrixTransformDesc_t created through the raw layer: the returned
 // OwnedMatrixTransformDesc releases it with cublasLtMatrixTransformDescDestroy.
 func OwnMatrixTransformDesc(h CublasLtMatrixTransformDesc) *OwnedMatrixTransformDesc {
-	return &OwnedMatrixTransformDesc{owner.New(h, MatrixTransformDescDestroy, true, "cublasLtMatrixTransformDescDestroy")}
+	return &OwnedMatrixTransformDesc{owner.New(h, MatrixTransformDescDestroy, false, "cublasLtMatrixTransformDescDestroy")}
 }
 
 // Handle returns the raw cublasLtMatrixTransformDesc_t, or its zero value once closed.
@@ -205,8 +205,8 @@ func (o *OwnedMatrixTransformDesc) Close() error {
 // OwnedEmulationDesc owns a cublasLtEmulationDesc_t (created by cublasLtEmulationDescCreate) and releases it with cublasLtEmulationDescDestroy.
 //
 // Close releases it now. An OwnedEmulationDesc that is dropped without Close is released through
-// resource.ResourceFinalizer in the blocking lane: cublasLtEmulationDescDestroy may wait for the GPU, so a dropped OwnedEmulationDesc is held until resource.Reclaim (which the allocator runs on out-of-memory).
-// Blocking class: not measured yet: tools/blockprobe's cublasLtEmulationDescDestroy probe measures it.
+// resource.ResourceFinalizer in the non-blocking lane: cublasLtEmulationDescDestroy returns promptly, so a dropped OwnedEmulationDesc is released soon after a garbage collection finds it unreachable: at the next allocation or synchronization, or within about 100 ms.
+// Blocking class: host memory only: cublasLtEmulationDescDestroy returned in microseconds while a 500 ms spin ran (headers/blockprobe-h200.md).
 //
 // Handle returns the raw handle for the raw functions; keep the OwnedEmulationDesc reachable
 // (runtime.KeepAlive) until the last call that uses it has returned, as with os.File.Fd.
@@ -217,7 +217,7 @@ type OwnedEmulationDesc struct {
 // OwnEmulationDesc takes ownership of h, a cublasLtEmulationDesc_t created through the raw layer: the returned
 // OwnedEmulationDesc releases it with cublasLtEmulationDescDestroy.
 func OwnEmulationDesc(h CublasLtEmulationDesc) *OwnedEmulationDesc {
-	return &OwnedEmulationDesc{owner.New(h, EmulationDescDestroy, true, "cublasLtEmulationDescDestroy")}
+	return &OwnedEmulationDesc{owner.New(h, EmulationDescDestroy, false, "cublasLtEmulationDescDestroy")}
 }
 
 // NewOwnedEmulationDesc creates a cublasLtEmulationDesc_t with cublasLtEmulationDescCreate and owns it.

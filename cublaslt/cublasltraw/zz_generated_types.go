@@ -20,10 +20,10 @@ and queue them with cuda.Enqueue to order them with the memory's other uses.
 
 OwnedHandle, OwnedMatmulDesc, OwnedMatrixLayout, OwnedMatmulPreference,
 OwnedMatrixTransformDesc and OwnedEmulationDesc own raw handles: Close destroys
-them, and one dropped without Close is destroyed by resource.Reclaim (their
-releases are not measured yet, so they are classed as waiting for the GPU, never on
-the finalizer path). Package cublas's cached cuBLASLt handles and descriptors are
-these owner types.
+them. A dropped handle is destroyed by resource.Reclaim (cublasLtDestroy waits for
+the GPU), a dropped descriptor, layout or preference by the non-blocking release
+lane (headers/blockprobe-h200.md). Package cublas's cached cuBLASLt handles and
+descriptors are these owner types.
 */
 package cublasltraw
 
