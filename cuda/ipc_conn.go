@@ -682,16 +682,13 @@ func (im *IPCImport) Receive(ctx context.Context) (*DeviceBuffer, error) {
 	// A gone exporter comes first: buffers it sent before it went are dropped (a
 	// killed exporter's may not have been written).
 	for got := false; !got; {
-		im.mu.Lock()
-		closed := im.closed
-		im.mu.Unlock()
-		if closed {
-			return nil, errs.Closed("cuda: IPC import")
-		}
 		select {
 		case <-im.gone:
-			return nil, im.err
+			return nil, im.endErr()
 		default:
+		}
+		if err := im.closedErr(); err != nil {
+			return nil, err
 		}
 		im.mu.Lock()
 		if got = len(im.queue) > 0; got {
@@ -742,11 +739,8 @@ func (im *IPCImport) signal() {
 func (im *IPCImport) open(m *msg) (*DeviceBuffer, error) {
 	im.opening.RLock()
 	defer im.opening.RUnlock()
-	im.mu.Lock()
-	closed := im.closed
-	im.mu.Unlock()
-	if closed {
-		return nil, errs.Closed("cuda: IPC import")
+	if err := im.closedErr(); err != nil {
+		return nil, err
 	}
 	c := im.ctx
 	ev, err := im.ev.open(m.ev(), m.handle())
@@ -786,10 +780,33 @@ func (im *IPCImport) goneOr(err error) error {
 	defer t.Stop()
 	select {
 	case <-im.gone:
+		if cerr := im.closedErr(); cerr != nil {
+			return cerr
+		}
 		return fmt.Errorf("%w (%v)", im.err, err)
 	case <-t.C:
 		return err
 	}
+}
+
+// closedErr returns ErrClosed's error once Close was called, else nil.
+func (im *IPCImport) closedErr() error {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	if im.closed {
+		return errs.Closed("cuda: IPC import")
+	}
+	return nil
+}
+
+// endErr is the error of a Receive that found the connection ended: ErrClosed's if
+// this side closed it (Close marks the import closed before it ends the
+// connection), else the exporter's.
+func (im *IPCImport) endErr() error {
+	if err := im.closedErr(); err != nil {
+		return err
+	}
+	return im.err
 }
 
 func (im *IPCImport) write(m *msg) error {
