@@ -1,28 +1,37 @@
 package cuda
 
 import (
-	"github.com/gocuda/gocuda/cuda/cudaraw"
 	"math/bits"
+	"slices"
 	"sync"
 	"weak"
+
+	"github.com/gocuda/gocuda/cuda/cudaraw"
 )
 
 // The device block cache
 //
-// A DeviceBuffer closed on the stream that last used it leaves its block in that
-// stream's cache, and the next allocation of the same size class on the stream takes
-// it back without calling the driver. Stream order makes that safe with no event:
-// work queued on the stream after the allocation runs after the work that used the
-// block before. cuMemAllocAsync and cuMemFreeAsync would give the same reuse through
-// the device's pool, at the price of two driver calls (and two cgo crossings) per
-// buffer; PyTorch's and CuPy's allocators cache the same way.
+// A DeviceBuffer's block goes back, when the buffer is freed, to the cache of the
+// stream it was allocated on (its home), and the next allocation of the same size
+// class on that stream takes it back without calling the driver. Stream order makes
+// that safe for the uses on the home stream; a use on another stream that is not
+// known complete is fenced by an event recorded there at the free, and an
+// allocation takes the block only once a query finds the event done: the GPU has
+// finished with it, and nothing waits. So a producer that allocates on its stream
+// gets back the blocks its consumers freed on theirs, and blocks that stay on one
+// stream cost no event. cuMemAllocAsync and cuMemFreeAsync would give the same
+// reuse through the device's pool, at the price of two driver calls (and two cgo
+// crossings) per buffer (BenchmarkCrossStreamFree); PyTorch's and CuPy's
+// allocators cache the same way, PyTorch's with events for the streams a block was
+// used on (record_stream).
 //
 // Only small blocks are cached (up to devCacheMaxBlock), rounded up to size classes
 // at most 25% apart so that a block serves nearby sizes. The cache is bounded per
 // class, and per context by the limit Context.SetCacheLimit sets (shared with the pinned and
 // unified caches, per kind). Cached blocks go back to the pool when their stream is
 // closed, when an allocation runs out of memory (before resource.Reclaim), and when
-// the cache is full.
+// the cache is full; a buffer used on more than one stream besides its home, or
+// whose home is closed, goes back to the pool (freeAsync).
 
 const (
 	devMinClass      = 512
@@ -52,23 +61,37 @@ func devClass(n int) (size, class int) {
 // devCache is a stream's cache of freed device blocks.
 type devCache struct {
 	mu     sync.Mutex
-	bins   [numDevClasses][]cudaraw.CUdeviceptr
+	bins   [numDevClasses][]cachedBlock
 	blocks int
 	known  bool // the stream is in its memState's list
 }
 
-// takeBlock returns a cached block of the class, or 0. The caller holds the stream's
-// read lock.
+// cachedBlock is a block in a stream's cache, with the fence of its last use on
+// another stream (done when it has none).
+type cachedBlock struct {
+	p cudaraw.CUdeviceptr
+	f fence
+}
+
+// takeBlock returns a cached block of the class whose fence is done, or 0: the
+// newest (its fence polled if it has one), else the oldest, whose fence is the
+// likeliest to be done. The caller holds the stream's read lock.
 func (s *stream) takeBlock(ms *memState, class int) cudaraw.CUdeviceptr {
 	c := &s.cache
 	c.mu.Lock()
 	bin := c.bins[class]
-	if len(bin) == 0 {
+	i := len(bin) - 1
+	if i >= 0 && !bin[i].f.poll(ms) {
+		if i = 0; len(bin) == 1 || !bin[0].f.poll(ms) {
+			i = -1
+		}
+	}
+	if i < 0 {
 		c.mu.Unlock()
 		return 0
 	}
-	p := bin[len(bin)-1]
-	c.bins[class] = bin[:len(bin)-1]
+	p := bin[i].p
+	c.bins[class] = slices.Delete(bin, i, i+1)
 	c.blocks--
 	c.mu.Unlock()
 	ms.devCached.Add(-int64(devClassSize(class)))
@@ -85,26 +108,52 @@ func devClassSize(class int) int {
 	return (class%4 + 5) * step
 }
 
-// putBlock keeps p, a block of the class, in the stream's cache and reports whether
-// it did. The caller holds the stream's read lock and has checked that the stream is
-// open.
-func (s *stream) putBlock(ms *memState, p cudaraw.CUdeviceptr, class, size int) bool {
+// release keeps the block p of the class, freed after uses, in the cache of s, the
+// stream it was allocated on, and reports whether it did. Work on s is ordered
+// after s's own uses; the use on another stream, unless known complete or its
+// stream idle, is fenced (an event recorded on it). With more than one such
+// stream, or one being captured into a graph, the block is not kept. The caller
+// has entered the context.
+func (s *stream) release(ms *memState, p cudaraw.CUdeviceptr, class, size int, uses []use) bool {
+	var other use
+	for _, u := range uses {
+		if u.s == s || u.complete() {
+			continue
+		}
+		if other.s != nil || u.s.capture.Load() != nil {
+			return false
+		}
+		other = u
+	}
+	// Reserve the room first: a fence recorded for a full cache would be wasted.
 	if ms.devCached.Add(int64(size)) > ms.cs.limits.cache.Load() {
 		ms.devCached.Add(-int64(size))
 		return false
 	}
+	f := fence{done: true}
+	if other.s != nil && !other.s.idle() {
+		var err error
+		if f, err = ms.fenceAfter(other); err != nil {
+			ms.devCached.Add(-int64(size))
+			return false
+		}
+	}
 	c := &s.cache
+	s.mu.RLock()
 	c.mu.Lock()
-	if len(c.bins[class]) >= devClassMax {
+	if s.closed.Load() || len(c.bins[class]) >= devClassMax {
 		c.mu.Unlock()
+		s.mu.RUnlock()
+		f.clear(ms)
 		ms.devCached.Add(-int64(size))
 		return false
 	}
-	c.bins[class] = append(c.bins[class], p)
+	c.bins[class] = append(c.bins[class], cachedBlock{p, f})
 	c.blocks++
 	known := c.known
 	c.known = true
 	c.mu.Unlock()
+	s.mu.RUnlock()
 	if !known {
 		ms.cacheMu.Lock()
 		ms.cacheStreams = append(ms.cacheStreams, weak.Make(s))
@@ -113,24 +162,39 @@ func (s *stream) putBlock(ms *memState, p cudaraw.CUdeviceptr, class, size int) 
 	return true
 }
 
+// idle reports whether the work queued on the stream has finished (a query that
+// waits for nothing); false for a closed stream, or when the query fails.
+func (s *stream) idle() bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed.Load() {
+		return false
+	}
+	done, err := ready(cudaraw.StreamQueryIn(s.cs.h, s.h))
+	return done && err == nil
+}
+
 // flushCache frees the stream's cached blocks on the stream (cuMemFreeAsync, which
-// does not wait) and reports whether the stream was on its memState's list, which
-// it is no longer taken to be. The caller holds the stream's lock (write, or read
-// with the stream open). A block whose free fails stays with the pool until its
-// context goes.
+// does not wait), each after its fence, and reports whether the stream was on its
+// memState's list, which it is no longer taken to be. The caller holds the
+// stream's lock (write, or read with the stream open). A block whose free (or
+// fence's wait) fails stays with the pool until its context goes.
 func (s *stream) flushCache(ms *memState) (known bool) {
 	c := &s.cache
 	c.mu.Lock()
 	bins := c.bins
-	c.bins = [numDevClasses][]cudaraw.CUdeviceptr{}
+	c.bins = [numDevClasses][]cachedBlock{}
 	c.blocks = 0
 	known = c.known
 	c.known = false
 	c.mu.Unlock()
 	for class, bin := range bins {
 		size := devClassSize(class)
-		for _, p := range bin {
-			_ = cudaraw.MemFreeAsyncIn(s.cs.h, p, s.h)
+		for _, b := range bin {
+			if b.f.orderOn(ms, s.h) == nil {
+				_ = cudaraw.MemFreeAsyncIn(s.cs.h, b.p, s.h)
+			}
+			b.f.clear(ms)
 			ms.devCached.Add(-int64(size))
 		}
 	}

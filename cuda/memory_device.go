@@ -20,21 +20,25 @@ import (
 // (cuMemAllocAsync). It records its uses on streams since its last write (see the
 // package documentation's hand-off): work on another stream waits on the GPU for
 // the conflicting ones. Close, or, if the buffer is dropped without Close, a release
-// soon after it becomes unreachable, frees it (cuMemFreeAsync) after every use: on
-// the stream of its only use (or of a reader that waited for the others), else on
-// the context's disposal stream once that has waited for all of them.
+// soon after it becomes unreachable, frees it after every use: a small buffer's
+// block goes back to the stream it was allocated on, for that stream's next
+// allocations once the GPU has finished with it (memory_devcache.go); other memory
+// is freed (cuMemFreeAsync) on the stream of its only use (or of a reader that
+// waited for the others), else on the context's disposal stream once that has
+// waited for all of them.
 //
 // A DeviceBuffer is safe for concurrent use. Operations (copies, memsets, launches)
 // hold it until their work is queued: Close waits for them, never for the GPU, and
 // operations after Close fail with ErrClosed. The buffer keeps its Context alive.
 type DeviceBuffer struct {
-	m memBase
-	_ [deviceBufferPad]byte // to a multiple of 64 bytes (see memBase)
+	m    memBase
+	home *stream               // the stream it was allocated on, whose cache takes its block back
+	_    [deviceBufferPad]byte // to a multiple of 64 bytes (see memBase)
 }
 
 // deviceBufferPad pads a DeviceBuffer to 384 bytes, a size class of Go's allocator
 // whose objects start on 64-byte boundaries.
-const deviceBufferPad = 384 - unsafe.Sizeof(memBase{})
+const deviceBufferPad = 384 - unsafe.Sizeof(memBase{}) - unsafe.Sizeof((*stream)(nil))
 
 func (b *DeviceBuffer) base() *memBase {
 	if b == nil {
@@ -131,6 +135,7 @@ func allocDevice(c *Context, ms *memState, s *Stream, bytes, elem int, etype ref
 		return nil, allocError(bytes, err)
 	}
 	b.m.allocated(s.stream, gen)
+	b.home = s.stream
 	opts := ms.regOpts(KindDevice, skip, resource.At(&b.m.regv, finalizeDevice))
 	resource.ResourceFinalizer((*DeviceBuffer).free, b, false, opts[:]...)
 	ms.track(&b.m, nil, skip)
@@ -164,30 +169,23 @@ func allocOn(c *Context, ms *memState, pub *Stream, p *cudaraw.CUdeviceptr, byte
 	return gen, err
 }
 
-// free frees the memory after the work that used it: with one use, on its stream if
-// the stream is still in the generation of that use (into the stream's cache if it
-// has room); otherwise on the disposal stream, after every use (freeAsync).
+// free frees the memory after the work that used it: a block of a cached size into
+// the cache of the stream it was allocated on (stream.release), else after every
+// use (freeAsync).
 func (b *DeviceBuffer) free() error {
 	if b.m.postpone(b.free, false) {
 		return nil
 	}
 	uses := b.m.retire()
+	home := b.home
+	b.home = nil // the stream may go once the buffer has
 	c := b.m.ctx
 	if c.enter() != nil {
 		return resource.ErrContextDestroyed // freed with its context
 	}
 	defer c.exit()
-	if size, class := devClass(b.m.size); class >= 0 {
-		u, ok := freeStream(uses)
-		if !ok {
-			return b.m.ms.freeAsync(b.m.ptr, uses, nil)
-		}
-		u.s.mu.RLock()
-		if u.current() && u.s.putBlock(b.m.ms, b.m.ptr, class, size) {
-			u.s.mu.RUnlock()
-			return nil
-		}
-		u.s.mu.RUnlock()
+	if size, class := devClass(b.m.size); class >= 0 && home.release(b.m.ms, b.m.ptr, class, size, uses) {
+		return nil
 	}
 	return b.m.ms.freeAsync(b.m.ptr, uses, nil)
 }
