@@ -209,8 +209,10 @@ func TestGPUIPCExporterKilled(t *testing.T) {
 	run := func() {
 		path := ipcSocket(t)
 		child := ipcChild(t, "TestGPUIPCExporterKilled", "exporter", path)
+		f0 := deviceFree(t, ctx)
 		imp, err := dialRetry(cctx, ctx, path)
 		require.NoError(t, err)
+		f1 := deviceFree(t, ctx)
 		var killed time.Time
 		err = importerLoop(t, cctx, ctx, imp, -1, func(i int) {
 			if i == 1000 {
@@ -223,8 +225,12 @@ func TestGPUIPCExporterKilled(t *testing.T) {
 		t.Logf("the importer saw the exporter gone %v after the kill", took)
 		assert.Less(t, took, time.Second)
 		_ = child.Wait()
+		f2 := deviceFree(t, ctx)
 		require.NoError(t, imp.Close())
 		require.NoError(t, ctx.Synchronize())
+		f3 := deviceFree(t, ctx)
+		t.Logf("device memory free: %d before the dial, %+d after it, %+d after the kill, %+d after Close",
+			f0, int64(f1)-int64(f0), int64(f2)-int64(f0), int64(f3)-int64(f0))
 	}
 	require.NoError(t, ctx.Synchronize())
 	before := deviceFree(t, ctx)

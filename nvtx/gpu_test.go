@@ -16,7 +16,7 @@ import (
 // TestGPURangesUnderNcu launches one kernel inside a range of domain "gocuda-ncu"
 // and one outside it. Run under Nsight Compute with
 //
-//	ncu --nvtx --nvtx-include "gocuda-ncu@inside/" ./nvtx.test -test.run TestGPURangesUnderNcu
+//	ncu --nvtx --nvtx-include "gocuda-ncu@inside" ./nvtx.test -test.run TestGPURangesUnderNcu
 //
 // only inside_k is profiled; ranges start and end on different goroutines here, as a
 // Go program's do. Without a tool it runs the kernels.
@@ -41,6 +41,7 @@ extern "C" __global__ void outside_k(int* x) { x[threadIdx.x] += 2; }`, "ncu.cu"
 	defer x.Close()
 
 	d := nvtx.NewDomain("gocuda-ncu")
+	t.Logf("a tool records the ranges: %v", nvtx.Enabled())
 	r := d.Start("inside")
 	require.NoError(t, inside.Launch(s, cuda.D1(1), cuda.D1(32), 0, x))
 	require.NoError(t, s.Synchronize())
