@@ -83,7 +83,7 @@ func TestGPUTimeline(t *testing.T) {
 
 	const m, k, n = 512, 256, 512
 	const spinN, spinIters = 1 << 20, 60000 // about 2 ms
-	const big = 256 << 20                    // float32s: 1 GiB
+	const big = 256 << 20                   // float32s: 1 GiB
 	w, err := cuda.AllocFrom(s, make([]float32, m*k))
 	require.NoError(t, err)
 	defer w.Close()
