@@ -41,7 +41,7 @@ extern "C" __global__ void outside_k(int* x) { x[threadIdx.x] += 2; }`, "ncu.cu"
 	defer x.Close()
 
 	d := nvtx.NewDomain("gocuda-ncu")
-	t.Logf("a tool records the ranges: %v", nvtx.Enabled())
+	t.Logf("a tool records the ranges: %v (injection: %d)", nvtx.Enabled(), nvtx.InitResult())
 	r := d.Start("inside")
 	require.NoError(t, inside.Launch(s, cuda.D1(1), cuda.D1(32), 0, x))
 	require.NoError(t, s.Synchronize())

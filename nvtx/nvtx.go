@@ -93,15 +93,18 @@ static const void* gonvtx_export_table(uint32_t id) {
 }
 
 // gonvtx_init loads the injection library at path and lets it fill the slots; it
-// returns 1 when the tool took the domain functions this package calls.
+// returns 1 when the tool took the domain functions this package calls, else why
+// not: -1 the library did not load, -2 it has no InitializeInjectionNvtx2, -3 that
+// refused, -4 it left the range functions empty.
 static int gonvtx_init(const char* path) {
 	for (int i = 1; i < GONVTX_CORE_SIZE; i++) gonvtx_core_table[i] = &gonvtx_core[i];
 	for (int i = 1; i < GONVTX_CORE2_SIZE; i++) gonvtx_core2_table[i] = &gonvtx_core2[i];
 	void* h = dlopen(path, RTLD_LAZY);
-	if (h == NULL) return 0;
+	if (h == NULL) return -1;
 	int (*init)(const void* (*)(uint32_t)) = (int (*)(const void* (*)(uint32_t)))dlsym(h, "InitializeInjectionNvtx2");
-	if (init == NULL || !init(gonvtx_export_table)) return 0;
-	return gonvtx_core2[GONVTX_CORE2_RangeStartEx] && gonvtx_core2[GONVTX_CORE2_RangeEnd];
+	if (init == NULL) return -2;
+	if (!init(gonvtx_export_table)) return -3;
+	return gonvtx_core2[GONVTX_CORE2_RangeStartEx] && gonvtx_core2[GONVTX_CORE2_RangeEnd] ? 1 : -4;
 }
 
 static uintptr_t gonvtx_domain_create(const char* name) {
@@ -167,6 +170,9 @@ var state atomic.Int32
 
 var initOnce sync.Once
 
+// initResult is gonvtx_init's answer under a tool, for the tests.
+var initResult int
+
 // attached reports whether a tool took the calls, loading its injection library on
 // the first call. The fast answer is one atomic load.
 func attached() bool {
@@ -184,7 +190,7 @@ func attached() bool {
 		}
 		cpath := C.CString(path)
 		defer C.free(unsafe.Pointer(cpath))
-		if C.gonvtx_init(cpath) == 1 {
+		if initResult = int(C.gonvtx_init(cpath)); initResult == 1 {
 			state.Store(2)
 		} else {
 			state.Store(1)
