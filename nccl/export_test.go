@@ -234,6 +234,10 @@ func (f *FakeNCCL) Live(h ncclraw.NcclComm) bool {
 	return f.live[h]
 }
 
+// FreezeMembership makes the watch reporting to m send nothing more, its
+// connections left open: a host that hangs.
+func FreezeMembership(m *Membership) { m.frozen.Store(true) }
+
 // GroupsActive returns the number of goroutines inside Group (tests).
 func GroupsActive() int { return int(groupsActive.Load()) }
 
