@@ -74,7 +74,8 @@ const (
 // the collectives of one communicator by their call order, which must be the same on
 // every rank. A failure is NCCL's Result, wrapped with the operation's name; an
 // asynchronous error the communicator reports meanwhile is an *AsyncError, and
-// aborts it.
+// aborts it. On a watched communicator (Join) that lost a rank, a collective fails
+// with the *RankGoneError before NCCL is called.
 //
 // Inside Group, the collectives that f calls are queued together when f returns.
 
@@ -302,6 +303,9 @@ func (c *Comm) queue(op string, s *cuda.Stream, call func(ncclraw.NcclComm, cuda
 	if err := c.closedErr(); err != nil {
 		return fail(err)
 	}
+	if err := c.goneErr(ncclraw.NcclSuccess); err != nil {
+		return fail(err) // the collective would wait for the lost rank for ever
+	}
 	if g := currentGroup(); g != nil {
 		g.ops = append(g.ops, queued{c, s, call, slices.Clone(uses), op})
 		return nil
@@ -436,6 +440,9 @@ func (g *group) queue(comms []*Comm, streams []*cuda.Stream, uses [][]cuda.Use) 
 		c.life.RLock()
 		defer c.life.RUnlock()
 		if err := c.closedErr(); err != nil {
+			return err
+		}
+		if err := c.goneErr(ncclraw.NcclSuccess); err != nil {
 			return err
 		}
 	}

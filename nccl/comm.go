@@ -62,6 +62,7 @@ type comm struct {
 	state   atomic.Int32
 	aborted atomic.Bool // the release was an abort
 	reg     *resource.Registration
+	w       *commWatch // the membership watch (Join through a WatchingRendezvous); nil: none
 }
 
 // States of a communicator.
@@ -94,9 +95,20 @@ var raw = struct {
 	reduceScatter func(unsafe.Pointer, unsafe.Pointer, uint64, ncclraw.NcclDataType, ncclraw.NcclRedOp, ncclraw.NcclComm, cudaraw.CUstream) error
 	send          func(unsafe.Pointer, uint64, ncclraw.NcclDataType, int32, ncclraw.NcclComm, cudaraw.CUstream) error
 	recv          func(unsafe.Pointer, uint64, ncclraw.NcclDataType, int32, ncclraw.NcclComm, cudaraw.CUstream) error
+	shrink        func(ncclraw.NcclComm, []int32, *ncclraw.NcclComm, *ncclraw.NcclConfig, int32) error
 }{
 	ncclraw.GetUniqueId, ncclraw.CommInitRankConfig, ncclraw.CommGetAsyncError, ncclraw.GetLastError, ncclraw.CommAbort, ncclraw.CommFinalize, ncclraw.CommDestroy, ncclraw.GroupStart, ncclraw.GroupEnd,
 	ncclraw.AllReduce, ncclraw.Broadcast, ncclraw.Reduce, ncclraw.AllGather, ncclraw.ReduceScatter, ncclraw.Send, ncclraw.Recv,
+	commShrink,
+}
+
+// commShrink is ncclCommShrink with the excluded ranks as a slice.
+func commShrink(h ncclraw.NcclComm, exclude []int32, newComm *ncclraw.NcclComm, cfg *ncclraw.NcclConfig, flags int32) error {
+	var p *int32
+	if len(exclude) > 0 {
+		p = &exclude[0]
+	}
+	return ncclraw.CommShrink(h, p, int32(len(exclude)), newComm, cfg, flags)
 }
 
 // config is the configuration of every communicator: NCCL_CONFIG_INITIALIZER with
@@ -210,6 +222,13 @@ func NewComms(ctx context.Context, devices ...cuda.Device) ([]*Comm, error) {
 // fails, the rank is aborted and the error returned (wrapping ctx.Err() when it
 // ended); give ctx a deadline, so that a rank that fails between the rendezvous and
 // the end of the init cannot keep the others waiting.
+//
+// Through a WatchingRendezvous that watches (TCPRendezvous with a Liveness,
+// etcdrendezvous.Rendezvous with Watch), the communicator is watched: once the
+// watch reports a rank gone, the init, Wait, Err, the collectives and the other
+// calls that poll fail with a *RankGoneError within the watch's bound, instead of
+// waiting for the lost rank, and the communicator is kept for Shrink. The watch
+// ends when the rank's last communicator of the job is released.
 func Join(ctx context.Context, rv Rendezvous, rank, nranks int, dev cuda.Device) (*Comm, error) {
 	if rv == nil || dev < 0 {
 		return nil, fmt.Errorf("nccl: join: %w: nil rendezvous or device %d", cuda.ErrInvalidArgument, dev)
@@ -221,7 +240,20 @@ func Join(ctx context.Context, rv Rendezvous, rank, nranks int, dev cuda.Device)
 	if err != nil {
 		return nil, fmt.Errorf("nccl: join: device %d: %w", dev, err)
 	}
-	id, err := rv.ExchangeID(ctx, rank, nranks, newUniqueID)
+	var id ncclraw.NcclUniqueId
+	var w *commWatch
+	if wr, ok := rv.(WatchingRendezvous); ok {
+		m := NewMembership(rank, nranks)
+		var bound time.Duration
+		id, bound, err = wr.ExchangeIDWatching(ctx, rank, nranks, newUniqueID, m)
+		if err != nil || bound <= 0 {
+			m.release(false)
+		} else {
+			w = &commWatch{m: m, bound: bound}
+		}
+	} else {
+		id, err = rv.ExchangeID(ctx, rank, nranks, newUniqueID)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -232,6 +264,8 @@ func Join(ctx context.Context, rv Rendezvous, rank, nranks int, dev cuda.Device)
 		err := raw.initRank(&h, int32(nranks), id, int32(rank), &cfg)
 		if h != 0 {
 			c = newComm(h, rank, nranks, dev, cctx)
+			c.watch(w)
+			w = nil
 		}
 		if errors.Is(err, ncclraw.ErrInProgress) {
 			err = nil
@@ -248,6 +282,7 @@ func Join(ctx context.Context, rv Rendezvous, rank, nranks int, dev cuda.Device)
 		if c != nil {
 			_ = c.Abort()
 		}
+		w.release(false) // no communicator took it
 		return nil, fmt.Errorf("nccl: join: rank %d of %d (device %d): %w", rank, nranks, dev, err)
 	}
 	return c, nil
@@ -271,8 +306,13 @@ const finalizeLimit = 30 * time.Second
 // destroy releases the communicator the way NCCL prescribes for non-blocking ones:
 // ncclCommFinalize (which flushes its pending work, ncclInProgress meanwhile), polled
 // until done, then ncclCommDestroy (local). It aborts the communicator instead if
-// the finalize fails, if Abort is called meanwhile (Close), or after limit.
+// the finalize fails, if Abort is called meanwhile (Close), after limit, or once a
+// rank is gone (its pending work would wait for it for ever).
 func (in *comm) destroy(limit time.Duration) error {
+	if in.w.gone() != nil {
+		in.aborted.Store(true)
+		return wrapRelease("ncclCommAbort", raw.abort(in.h))
+	}
 	deadline := time.Now().Add(limit)
 	err := raw.finalize(in.h)
 	if errors.Is(err, ncclraw.ErrInProgress) {
@@ -290,7 +330,7 @@ func (in *comm) destroy(limit time.Duration) error {
 			err = st
 			break
 		}
-		if in.state.Load() == stAborting { // Abort, during Close
+		if in.state.Load() == stAborting || in.w.gone() != nil { // Abort during Close, or a rank gone
 			in.aborted.Store(true)
 			return wrapRelease("ncclCommAbort", raw.abort(in.h))
 		}
@@ -340,7 +380,9 @@ func (c *Comm) abortOn(op string, err error) error {
 // AsyncError is an error the communicator reported asynchronously (ncclCommGetAsyncError):
 // a peer failed or left, a network or system error, … The communicator is broken and
 // has been aborted. It matches its Result with errors.Is (ErrRemoteError, …) and
-// ErrAborted.
+// ErrAborted. On a watched communicator, the calls that wait (Wait, the collectives,
+// the init) first give the watch its bound to name a rank gone: if it does, the
+// error is a *RankGoneError instead and the communicator is kept (Err does not wait).
 type AsyncError struct {
 	Rank, Size int
 	Result     ncclraw.Result
@@ -390,18 +432,26 @@ func (b *backoff) wait() {
 
 // poll waits, with the call held (withCall), until the communicator's state is no
 // longer ncclInProgress: nil when it is ncclSuccess, an *AsyncError for a failure,
-// a *contextError if ctx (nil: none) ends first, ErrAborted if Abort is called.
-func (in *comm) poll(ctx context.Context) error {
+// a *RankGoneError once the watch reports a rank gone, a *contextError if ctx (nil:
+// none) ends first, ErrAborted if Abort is called.
+func (in *comm) poll(ctx context.Context) error { return in.pollWith(ctx, nil) }
+
+// pollWith is poll that also ends with ErrAborted when parent (if not nil) is
+// aborted.
+func (in *comm) pollWith(ctx context.Context, parent *comm) error {
 	var done <-chan struct{}
 	if ctx != nil {
 		done = ctx.Done()
 	}
 	for b := (backoff{max: pollMax}); ; b.wait() {
 		st, err := in.asyncState()
-		if err != nil || st != ncclraw.NcclInProgress {
-			return err
+		if err != nil {
+			return in.settle(done, err)
 		}
-		if in.state.Load() == stAborting {
+		if st != ncclraw.NcclInProgress {
+			return nil
+		}
+		if in.state.Load() == stAborting || (parent != nil && parent.state.Load() == stAborting) {
 			return fmt.Errorf("%w (%w)", ErrAborted, cuda.ErrClosed)
 		}
 		select {
@@ -413,11 +463,15 @@ func (in *comm) poll(ctx context.Context) error {
 }
 
 // asyncState returns the communicator's state (ncclSuccess or ncclInProgress), or
-// its asynchronous error as an *AsyncError. The call must be held.
+// a *RankGoneError once the watch reported a rank gone, or its asynchronous error
+// as an *AsyncError. The call must be held.
 func (in *comm) asyncState() (ncclraw.Result, error) {
 	var st ncclraw.Result
 	if err := raw.getAsyncError(in.h, &st); err != nil {
 		return 0, fmt.Errorf("ncclCommGetAsyncError: %w", err)
+	}
+	if err := in.goneErr(st); err != nil {
+		return st, err
 	}
 	if st == ncclraw.NcclSuccess || st == ncclraw.NcclInProgress {
 		return st, nil
@@ -499,8 +553,9 @@ func (c *Comm) Handle() ncclraw.NcclComm {
 }
 
 // Err returns the communicator's asynchronous error (ncclCommGetAsyncError) as an
-// *AsyncError, having aborted the communicator, or nil while it is healthy. It does
-// not wait.
+// *AsyncError, having aborted the communicator, or the *RankGoneError of a watched
+// one that lost ranks (kept for Shrink), or nil while it is healthy. It does not
+// wait.
 func (c *Comm) Err() error {
 	err := c.withCall(func() error { _, err := c.asyncState(); return err })
 	return c.abortOn("err", err)
@@ -511,7 +566,10 @@ func (c *Comm) Err() error {
 // error (a peer failed, …) aborts the communicator, so that its kernels end, and is
 // returned as an *AsyncError; so does the end of ctx, whose error the returned one
 // wraps (with ErrAborted). Use it rather than s.Synchronize where a peer may fail: a
-// collective whose peer is gone never finishes by itself.
+// collective whose peer is gone never finishes by itself. On a watched communicator
+// (Join), a rank reported gone ends the wait with a *RankGoneError, within a few
+// milliseconds of the report, and leaves the communicator for Shrink; the work on s
+// that waits for the lost rank ends when the communicator is shrunk or aborted.
 func (c *Comm) Wait(ctx context.Context, s *cuda.Stream) error {
 	if err := cuda.CheckEnqueue(s); err != nil {
 		return fmt.Errorf("nccl: wait: %w", err)
@@ -521,7 +579,13 @@ func (c *Comm) Wait(ctx context.Context, s *cuda.Stream) error {
 		if err != nil {
 			return fmt.Errorf("nccl: wait: %w", err)
 		}
-		if err := c.withCall(func() error { _, err := c.asyncState(); return err }); err != nil {
+		err = c.withCall(func() error {
+			if _, err := c.asyncState(); err != nil {
+				return c.settle(ctx.Done(), err)
+			}
+			return nil
+		})
+		if err != nil {
 			return c.abortOn("wait", fmt.Errorf("nccl: wait: %w", err))
 		}
 		if done {
@@ -594,6 +658,7 @@ func (in *comm) shut(abort bool) error {
 		in.reg.Cancel()
 		err = in.ctx.Locked(func() error { return raw.abort(in.h) })
 		in.state.Store(stAborted)
+		in.w.release(false)
 		if err != nil {
 			err = fmt.Errorf("nccl: ncclCommAbort: %w", err)
 		}
@@ -607,6 +672,7 @@ func (in *comm) shut(abort bool) error {
 		} else {
 			in.state.Store(stClosed)
 		}
+		in.w.release(!in.aborted.Load())
 		if errors.Is(err, resource.ErrReleased) {
 			return errs.Closed("nccl: communicator")
 		}

@@ -55,7 +55,38 @@
 //
 // Close destroys a communicator (ncclCommDestroy); one dropped without Close or Abort
 // is destroyed by resource.Reclaim, never on the finalizer goroutine, since
-// ncclCommDestroy may wait for the GPU (tools/block// # The raw layer
+// ncclCommDestroy may wait for the GPU (tools/blockprobe).
+//
+// # Elastic jobs
+//
+// NCCL by itself waits for a dead rank for ever. A job that must go on with the ranks
+// left joins through a rendezvous that watches the ranks (WatchingRendezvous):
+// TCPRendezvous with a Liveness, where each rank stays connected to rank 0, which
+// relays; or etcdrendezvous.Rendezvous with Watch, where each rank keeps its lease
+// and watches the job's keys. A rank whose process exits, or that aborts its
+// communicator, is reported at once; one that falls silent (a dead host, a cut
+// network) within the Liveness (or the etcd TTL). Once a rank is reported gone, the
+// survivors' Comm.Wait, Comm.Err, collectives and inits fail with a *RankGoneError
+// (matching ErrRankGone) naming the ranks gone, and the communicator is kept, failed,
+// for what comes next:
+//
+//	err := c.Wait(ctx, s)
+//	var gone *nccl.RankGoneError
+//	if errors.As(err, &gone) {
+//		c, err = c.Shrink(ctx, gone.Ranks) // every survivor, with the same ranks
+//		…                                  // agree on the state (a Broadcast), re-shard, go on
+//	}
+//
+// Comm.Shrink (ncclCommShrink, NCCL 2.27 and later) makes the communicator of the ranks
+// left without a new rendezvous, renumbered in order (RankAfter), ending the failed
+// communicator's pending work (NCCL_SHRINK_ABORT) and aborting it; it is the
+// recommended way. Comm.Rebuild joins the ranks left through a new rendezvous
+// instead: with an older NCCL, on a communicator already aborted, or to renew a watch
+// whose hub (the TCP rendezvous's rank 0) is gone. A communicator closed at the end of
+// a job says goodbye: the others do not take it for gone. Example_elastic shows a
+// data-parallel job that loses a rank and finishes on the others.
+//
+// # The raw layer
 //
 // Package ncclraw binds every function of nccl.h (ncclAllReduce is
 // ncclraw.AllReduce, ncclCommInitAll ncclraw.CommInitAll), for what this package does

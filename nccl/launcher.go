@@ -235,6 +235,8 @@ func (l Launch) Device() (cuda.Device, error) {
 // of its local rank (Launch.Device) and joins through a TCPRendezvous at rank 0's
 // address, with the job's secret where the environment holds one
 // (JobSecretFromEnv), as Join does. It returns the Launch with the communicator.
+// It does not watch the ranks: for an elastic job (the package's doc), Join through a
+// TCPRendezvous at the Launch's Addr with a Liveness.
 func JoinFromEnv(ctx context.Context) (*Comm, Launch, error) {
 	l, err := LaunchFromEnv()
 	if err != nil {

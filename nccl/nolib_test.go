@@ -20,6 +20,7 @@ func TestNoLibrary(t *testing.T) {
 			return ncclraw.AllReduce(nil, nil, 0, ncclraw.NcclFloat32, ncclraw.NcclSum, 0, 0)
 		},
 		func() error { _, err := ncclraw.GetErrorString(ncclraw.NcclInvalidArgument); return err },
+		func() error { var nc ncclraw.NcclComm; return ncclraw.CommShrink(0, nil, 0, &nc, nil, 0) },
 		func() error { _, err := nccl.NewComms(context.Background(), 0); return err },
 		func() error {
 			_, err := nccl.Join(context.Background(), &nccl.ConnRendezvous{}, 0, 1, 0)

@@ -58,6 +58,19 @@ import (
 // hello, a wrong proof) is refused and logged, and the rendezvous goes on waiting for
 // the real rank; a rank checks rank 0's proof before it answers, so it gives nothing
 // to an impostor.
+//
+// With a liveness (TCPRendezvous.Liveness, in milliseconds, the same on every rank),
+// the hello (plain or authenticated) carries it after the rank, and the connection
+// stays open once the id is through: the membership watch (watch.go).
+//
+//	hello with a liveness: nranks uint32 | rank uint32 | liveness uint32
+//	beat    (both ways, kind 8): empty, every liveness/4
+//	gone    (rank 0 → rank, kind 9): count uint32 | count × rank uint32, the ranks rank 0 lost
+//	bye     (both ways, kind 10): empty, the side leaves cleanly (its communicators closed)
+//
+// A side that hears nothing for a liveness, or whose connection ends without a bye,
+// takes the other for gone. The watch's frames are not sealed: with a secret, the
+// connection was proved when the rank joined.
 
 // Rendezvous hands rank 0's unique id to the other ranks of a communicator (Join).
 type Rendezvous interface {
@@ -118,6 +131,9 @@ const (
 	kindAuthHello = 5
 	kindProof     = 6
 	kindSealedID  = 7
+	kindBeat      = 8
+	kindGone      = 9
+	kindBye       = 10
 
 	nonceLen = 32
 )
@@ -183,6 +199,33 @@ func helloPayload(rank, nranks int) []byte {
 	return b
 }
 
+// helloIDs is what a hello says of the rank: helloPayload, and the liveness in
+// milliseconds when the rank watches (liveness > 0).
+func helloIDs(rank, nranks int, liveness time.Duration) []byte {
+	b := helloPayload(rank, nranks)
+	if liveness > 0 {
+		b = binary.BigEndian.AppendUint32(b, livenessMillis(liveness))
+	}
+	return b
+}
+
+// livenessMillis is a liveness as the hello carries it: whole milliseconds, at
+// least 1.
+func livenessMillis(d time.Duration) uint32 {
+	return uint32(min(max(d.Milliseconds(), 1), 1<<31))
+}
+
+// parseIDs reads what helloIDs wrote: (rank, nranks, liveness in ms; 0: none).
+func parseIDs(p []byte) (rank, nranks int, liveness uint32, ok bool) {
+	if len(p) != 8 && len(p) != 12 {
+		return 0, 0, 0, false
+	}
+	if len(p) == 12 {
+		liveness = binary.BigEndian.Uint32(p[8:])
+	}
+	return int(binary.BigEndian.Uint32(p[4:])), int(binary.BigEndian.Uint32(p)), liveness, true
+}
+
 func idPayload(nranks int, id ncclraw.NcclUniqueId) []byte {
 	b := make([]byte, 4+len(id.Internal))
 	binary.BigEndian.PutUint32(b, uint32(nranks))
@@ -190,19 +233,20 @@ func idPayload(nranks int, id ncclraw.NcclUniqueId) []byte {
 	return b
 }
 
-// readHello reads a rank's hello: (rank, nranks).
-func readHello(r io.Reader) (rank, nranks int, err error) {
+// readHello reads a rank's hello: (rank, nranks, liveness in ms).
+func readHello(r io.Reader) (rank, nranks int, liveness uint32, err error) {
 	kind, p, err := readFrame(r)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	if kind == kindAuthHello {
-		return 0, 0, fmt.Errorf("%w: the rank has a job secret, rank 0 has none", ErrAuthentication)
+		return 0, 0, 0, fmt.Errorf("%w: the rank has a job secret, rank 0 has none", ErrAuthentication)
 	}
-	if kind != kindHello || len(p) != 8 {
-		return 0, 0, fmt.Errorf("%w: expected a hello, got a frame of kind %d with %d bytes", ErrProtocol, kind, len(p))
+	rank, nranks, liveness, ok := parseIDs(p)
+	if kind != kindHello || !ok {
+		return 0, 0, 0, fmt.Errorf("%w: expected a hello, got a frame of kind %d with %d bytes", ErrProtocol, kind, len(p))
 	}
-	return int(binary.BigEndian.Uint32(p[4:])), int(binary.BigEndian.Uint32(p)), nil
+	return rank, nranks, liveness, nil
 }
 
 // readID reads rank 0's answer: the id, or its reason for rejecting this rank.
@@ -334,16 +378,17 @@ func checkRanks(rank, nranks int) error {
 
 // joined tracks rank 0's view of a rendezvous: which ranks said hello.
 type joined struct {
-	mu     sync.Mutex
-	nranks int
-	in     []bool
-	count  int
-	fatal  error // a contradicting hello
-	all    chan struct{}
+	mu       sync.Mutex
+	nranks   int
+	liveness uint32 // rank 0's, in ms (0: no watch)
+	in       []bool
+	count    int
+	fatal    error // a contradicting hello
+	all      chan struct{}
 }
 
-func newJoined(nranks int) *joined {
-	j := &joined{nranks: nranks, in: make([]bool, nranks), all: make(chan struct{})}
+func newJoined(nranks int, liveness uint32) *joined {
+	j := &joined{nranks: nranks, liveness: liveness, in: make([]bool, nranks), all: make(chan struct{})}
 	j.in[0] = true
 	j.count = 1
 	if nranks == 1 {
@@ -353,13 +398,16 @@ func newJoined(nranks int) *joined {
 }
 
 // add records a hello, or returns why it is refused (and makes that fatal).
-func (j *joined) add(rank, nranks int) error {
+func (j *joined) add(rank, nranks int, liveness uint32) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	var err error
 	switch {
 	case nranks != j.nranks:
 		err = fmt.Errorf("%w: rank %d says the communicator has %d ranks, rank 0 says %d", ErrRejected, rank, nranks, j.nranks)
+	case liveness != j.liveness:
+		err = fmt.Errorf("%w: rank %d watches the ranks with a liveness of %d ms, rank 0 with %d ms (0: no watch); every rank's TCPRendezvous.Liveness must be the same",
+			ErrRejected, rank, liveness, j.liveness)
 	case rank <= 0 || rank >= j.nranks:
 		err = fmt.Errorf("%w: rank %d out of range 1..%d", ErrRejected, rank, j.nranks-1)
 	case j.in[rank]:
@@ -402,6 +450,7 @@ func (j *joined) err() error {
 type rootState struct {
 	j       *joined
 	secret  []byte // the job's secret; nil: none
+	hub     *hub   // the membership watch's, which keeps the connections; nil: none
 	mu      sync.Mutex
 	decided bool
 	result  answer
@@ -449,16 +498,18 @@ func (st *rootState) isDecided() bool {
 
 // serve is rank 0's side for one connection: it reads the hello and, once every
 // rank has joined (or the rendezvous failed), answers with the id or a reject. It
-// returns the rank that joined on it (0 if none) and the error of the exchange.
-func (st *rootState) serve(ctx context.Context, rw io.ReadWriter) (int, error) {
-	var rank, nranks int
+// returns the rank that joined on it (0 if none) and the error of the exchange;
+// with a hub, a connection that got the id is the hub's (kept true), not to close.
+func (st *rootState) serve(ctx context.Context, rw io.ReadWriteCloser) (rank int, err error, kept bool) {
+	var nranks int
+	var liveness uint32
 	var keys *sealKeys
-	err, _ := withDeadline(ctx, rw, func() (err error) {
+	err, _ = withDeadline(ctx, rw, func() (err error) {
 		if st.secret == nil {
-			rank, nranks, err = readHello(rw)
+			rank, nranks, liveness, err = readHello(rw)
 			return err
 		}
-		rank, nranks, keys, err = authenticate(rw, st.secret)
+		rank, nranks, liveness, keys, err = authenticate(rw, st.secret)
 		return err
 	})
 	if err != nil {
@@ -466,11 +517,11 @@ func (st *rootState) serve(ctx context.Context, rw io.ReadWriter) (int, error) {
 			slog.Warn("nccl: rendezvous: rank 0 refused a connection", "remote", remoteOf(rw), "error", err)
 			_, _ = withDeadline(ctx, rw, func() error { return writeFrame(rw, kindReject, rejectPayload(err)) })
 		}
-		return 0, err
+		return 0, err, false
 	}
-	if err := st.j.add(rank, nranks); err != nil {
+	if err := st.j.add(rank, nranks, liveness); err != nil {
 		_, _ = withDeadline(ctx, rw, func() error { return writeFrame(rw, kindReject, rejectPayload(err)) })
-		return 0, err
+		return 0, err, false
 	}
 	defer func() { st.written <- struct{}{} }()
 	a := st.wait()
@@ -486,17 +537,27 @@ func (st *rootState) serve(ctx context.Context, rw io.ReadWriter) (int, error) {
 		}
 		return writeFrame(rw, kindID, idPayload(st.j.nranks, a.id))
 	})
-	return rank, err
+	if err == nil && a.err == nil && st.hub != nil {
+		st.hub.add(rank, rw) // before the write is counted: the hub has every rank when rootExchange returns
+		return rank, nil, true
+	}
+	return rank, err, false
 }
 
 // rootExchange is rank 0's side over the connections conns yields (until stop is
 // called): it serves each, and once every rank has joined sends each the id; if a
 // rank contradicts the others, or ctx ends first, it sends the ranks that joined the
 // reason instead. A connection that does not speak the protocol is dropped.
-func rootExchange(ctx context.Context, nranks int, id ncclraw.NcclUniqueId, secret []byte, conns func(func(io.ReadWriteCloser) bool), stop func() error) error {
+//
+// With a hub, the connections of the ranks that got the id are handed to it.
+func rootExchange(ctx context.Context, nranks int, id ncclraw.NcclUniqueId, secret []byte, h *hub, conns func(func(io.ReadWriteCloser) bool), stop func() error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	st := &rootState{j: newJoined(nranks), secret: secret, written: make(chan struct{}, nranks)}
+	var liveness uint32
+	if h != nil {
+		liveness = livenessMillis(h.liveness)
+	}
+	st := &rootState{j: newJoined(nranks, liveness), secret: secret, hub: h, written: make(chan struct{}, nranks)}
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
@@ -511,8 +572,10 @@ func rootExchange(ctx context.Context, nranks int, id ncclraw.NcclUniqueId, secr
 				return true // drain: the listener is closing
 			}
 			wg.Go(func() {
-				defer c.Close()
-				r, err := st.serve(ctx, c)
+				r, err, kept := st.serve(ctx, c)
+				if !kept {
+					c.Close()
+				}
 				if err != nil && r > 0 {
 					mu.Lock()
 					errs = append(errs, fmt.Errorf("rank %d: %w", r, err))
@@ -550,7 +613,7 @@ func rootExchange(ctx context.Context, nranks int, id ncclraw.NcclUniqueId, secr
 }
 
 // client is the side of a rank other than 0 on one connection: hello, then the id.
-func client(ctx context.Context, rw io.ReadWriter, rank, nranks int, secret []byte) (ncclraw.NcclUniqueId, error, bool) {
+func client(ctx context.Context, rw io.ReadWriter, rank, nranks int, secret []byte, liveness time.Duration) (ncclraw.NcclUniqueId, error, bool) {
 	var id ncclraw.NcclUniqueId
 	// Rank 0 tells the ranks that joined which ranks are missing when its deadline
 	// passes, likely ours too: wait answerGrace past ours for its word.
@@ -558,10 +621,10 @@ func client(ctx context.Context, rw io.ReadWriter, rank, nranks int, secret []by
 	defer cancel()
 	err, interrupted := withDeadline(rctx, rw, func() (err error) {
 		if secret != nil {
-			id, err = authenticatedHello(rw, rank, nranks, secret)
+			id, err = authenticatedHello(rw, rank, nranks, liveness, secret)
 			return err
 		}
-		if err = writeFrame(rw, kindHello, helloPayload(rank, nranks)); err != nil {
+		if err = writeFrame(rw, kindHello, helloIDs(rank, nranks, liveness)); err != nil {
 			return err
 		}
 		id, err = readID(rw, nranks)
@@ -587,6 +650,9 @@ func client(ctx context.Context, rw io.ReadWriter, rank, nranks int, secret []by
 // on that rank with ErrRejected, and the ranks already connected are told so.
 //
 // A communicator of one rank needs no exchange: rank 0 then neither listens nor waits.
+//
+// With Liveness, the rendezvous also watches the ranks once they have joined, for
+// the communicator Join makes (WatchingRendezvous): see Liveness.
 type TCPRendezvous struct {
 	// Addr is rank 0's address, "host:port": rank 0 listens on it, the others dial it.
 	Addr string
@@ -604,10 +670,46 @@ type TCPRendezvous struct {
 	// real ranks join, and the id travels sealed. Without it, anyone who reaches
 	// Addr can take a rank's place.
 	Secret []byte
+	// Liveness, if positive, keeps each rank connected to rank 0 once the rendezvous
+	// is done, for as long as the rank's communicators from Join (and those Shrink
+	// makes of them) are open, so that they learn when a rank is gone: its
+	// connection ends without a goodbye (its process exited, it aborted its
+	// communicator), at once, or nothing comes from it for Liveness (a host that
+	// died, a network cut). Rank 0 relays the news to the other ranks. The ranks
+	// send each other a beat every Liveness/4, so that a live rank is never taken
+	// for gone unless it is starved for Liveness. Every rank must have the same
+	// Liveness (rank 0 rejects a rank that has another, with ErrRejected). Rank 0
+	// is the hub: once it is gone, the others learn it and nothing more; once it has
+	// closed its communicators, the watch ends. 0 means no watch. ExchangeID alone
+	// never watches; Join does.
+	Liveness time.Duration
 }
 
 // ExchangeID implements Rendezvous.
 func (t *TCPRendezvous) ExchangeID(ctx context.Context, rank, nranks int, newID func() (ncclraw.NcclUniqueId, error)) (ncclraw.NcclUniqueId, error) {
+	return t.exchange(ctx, rank, nranks, newID, nil)
+}
+
+// ExchangeIDWatching implements WatchingRendezvous: with Liveness, it is
+// ExchangeID followed by the watch of the ranks, which reports to m; without, it
+// is ExchangeID and returns a bound of 0.
+func (t *TCPRendezvous) ExchangeIDWatching(ctx context.Context, rank, nranks int, newID func() (ncclraw.NcclUniqueId, error), m *Membership) (ncclraw.NcclUniqueId, time.Duration, error) {
+	if t.Liveness <= 0 || m == nil {
+		id, err := t.exchange(ctx, rank, nranks, newID, nil)
+		return id, 0, err
+	}
+	if m.Rank() != rank || m.NRanks() != nranks {
+		return ncclraw.NcclUniqueId{}, 0, fmt.Errorf("nccl: rendezvous: %w: a membership of rank %d of %d for rank %d of %d",
+			cuda.ErrInvalidArgument, m.Rank(), m.NRanks(), rank, nranks)
+	}
+	id, err := t.exchange(ctx, rank, nranks, newID, m)
+	if err != nil {
+		return id, 0, err
+	}
+	return id, t.Liveness, nil
+}
+
+func (t *TCPRendezvous) exchange(ctx context.Context, rank, nranks int, newID func() (ncclraw.NcclUniqueId, error), m *Membership) (ncclraw.NcclUniqueId, error) {
 	var id ncclraw.NcclUniqueId
 	if err := checkRanks(rank, nranks); err != nil {
 		return id, err
@@ -615,19 +717,27 @@ func (t *TCPRendezvous) ExchangeID(ctx context.Context, rank, nranks int, newID 
 	ctx, cancel := boundedContext(ctx, t.Timeout)
 	defer cancel()
 	if rank == 0 {
-		return t.root(ctx, nranks, newID)
+		return t.root(ctx, nranks, newID, m)
 	}
-	return t.dial(ctx, rank, nranks)
+	return t.dial(ctx, rank, nranks, m)
 }
 
-func (t *TCPRendezvous) root(ctx context.Context, nranks int, newID func() (ncclraw.NcclUniqueId, error)) (ncclraw.NcclUniqueId, error) {
+// liveness is the watch's liveness with m, 0 without.
+func (t *TCPRendezvous) liveness(m *Membership) time.Duration {
+	if m == nil {
+		return 0
+	}
+	return t.Liveness
+}
+
+func (t *TCPRendezvous) root(ctx context.Context, nranks int, newID func() (ncclraw.NcclUniqueId, error), m *Membership) (ncclraw.NcclUniqueId, error) {
 	var zero ncclraw.NcclUniqueId
 	ln := t.Listener
 	if nranks == 1 {
 		if ln != nil {
 			ln.Close()
 		}
-		return newID()
+		return newID() // nobody to watch
 	}
 	if ln == nil {
 		var lc net.ListenConfig
@@ -656,7 +766,11 @@ func (t *TCPRendezvous) root(ctx context.Context, nranks int, newID func() (nccl
 			}
 		}
 	}()
-	err = rootExchange(ctx, nranks, id, t.Secret, func(yield func(io.ReadWriteCloser) bool) {
+	var h *hub
+	if m != nil {
+		h = newHub(m, t.Liveness)
+	}
+	err = rootExchange(ctx, nranks, id, t.Secret, h, func(yield func(io.ReadWriteCloser) bool) {
 		for c := range conns {
 			if !yield(c) {
 				return
@@ -664,12 +778,18 @@ func (t *TCPRendezvous) root(ctx context.Context, nranks int, newID func() (nccl
 		}
 	}, ln.Close)
 	if err != nil {
+		if h != nil {
+			h.abandon()
+		}
 		return zero, err
+	}
+	if h != nil {
+		h.start()
 	}
 	return id, nil
 }
 
-func (t *TCPRendezvous) dial(ctx context.Context, rank, nranks int) (ncclraw.NcclUniqueId, error) {
+func (t *TCPRendezvous) dial(ctx context.Context, rank, nranks int, m *Membership) (ncclraw.NcclUniqueId, error) {
 	var zero ncclraw.NcclUniqueId
 	retry := t.RetryInterval
 	if retry <= 0 {
@@ -680,8 +800,12 @@ func (t *TCPRendezvous) dial(ctx context.Context, rank, nranks int) (ncclraw.Ncc
 	for {
 		c, err := d.DialContext(ctx, "tcp", t.Addr)
 		if err == nil {
-			id, err, interrupted := client(ctx, c, rank, nranks, t.Secret)
-			c.Close()
+			id, err, interrupted := client(ctx, c, rank, nranks, t.Secret, t.liveness(m))
+			if err == nil && !interrupted && m != nil {
+				watchRoot(c, m, t.Liveness)
+			} else {
+				c.Close()
+			}
 			if interrupted && ctx.Err() != nil {
 				return zero, &TimeoutError{Rank: rank, NRanks: nranks, Missing: []int{0}, Err: ctx.Err()}
 			}
@@ -748,7 +872,7 @@ func (c *ConnRendezvous) ExchangeID(ctx context.Context, rank, nranks int, newID
 		if len(c.Conns) != 1 || c.Conns[0] == nil {
 			return zero, fmt.Errorf("nccl: rendezvous: %w: rank %d needs one connection, to rank 0 (has %d)", cuda.ErrInvalidArgument, rank, len(c.Conns))
 		}
-		id, err, interrupted := client(ctx, c.Conns[0], rank, nranks, c.Secret)
+		id, err, interrupted := client(ctx, c.Conns[0], rank, nranks, c.Secret, 0)
 		if interrupted && ctx.Err() != nil {
 			return zero, &TimeoutError{Rank: rank, NRanks: nranks, Missing: []int{0}, Err: ctx.Err()}
 		}
@@ -767,7 +891,7 @@ func (c *ConnRendezvous) ExchangeID(ctx context.Context, rank, nranks int, newID
 	if nranks == 1 {
 		return id, nil
 	}
-	err = rootExchange(ctx, nranks, id, c.Secret, func(yield func(io.ReadWriteCloser) bool) {
+	err = rootExchange(ctx, nranks, id, c.Secret, nil, func(yield func(io.ReadWriteCloser) bool) {
 		for _, rw := range c.Conns {
 			if !yield(closerOf(rw)) {
 				return
@@ -844,41 +968,44 @@ func nonce() []byte {
 	return b
 }
 
-// authenticate is rank 0's side of an authenticated hello: it returns the rank
-// and number of ranks the peer proved, and the keys that seal its id. A peer that
-// does not prove the secret gets an error matching ErrAuthentication.
-func authenticate(rw io.ReadWriter, secret []byte) (rank, nranks int, keys *sealKeys, err error) {
+// authenticate is rank 0's side of an authenticated hello: it returns the rank,
+// number of ranks and liveness the peer proved, and the keys that seal its id. A
+// peer that does not prove the secret gets an error matching ErrAuthentication.
+func authenticate(rw io.ReadWriter, secret []byte) (rank, nranks int, liveness uint32, keys *sealKeys, err error) {
 	kind, p, err := readFrame(rw)
 	if err != nil {
-		return 0, 0, nil, err
+		return 0, 0, 0, nil, err
 	}
 	if kind == kindHello {
-		return 0, 0, nil, fmt.Errorf("%w: a hello without the job's secret", ErrAuthentication)
+		return 0, 0, 0, nil, fmt.Errorf("%w: a hello without the job's secret", ErrAuthentication)
 	}
-	if kind != kindAuthHello || len(p) != 8+nonceLen {
-		return 0, 0, nil, fmt.Errorf("%w: expected a hello, got a frame of kind %d with %d bytes", ErrProtocol, kind, len(p))
+	var ok bool
+	if kind == kindAuthHello && len(p) > nonceLen {
+		rank, nranks, liveness, ok = parseIDs(p[:len(p)-nonceLen])
 	}
-	ids, rankNonce := p[:8], p[8:]
+	if !ok {
+		return 0, 0, 0, nil, fmt.Errorf("%w: expected a hello, got a frame of kind %d with %d bytes", ErrProtocol, kind, len(p))
+	}
+	ids, rankNonce := p[:len(p)-nonceLen], p[len(p)-nonceLen:]
 	rootNonce := nonce()
 	if err := writeFrame(rw, kindChallenge, append(rootNonce, mac(secret, "root", rankNonce, rootNonce, ids)...)); err != nil {
-		return 0, 0, nil, err
+		return 0, 0, 0, nil, err
 	}
 	kind, proof, err := readFrame(rw)
 	if err != nil {
-		return 0, 0, nil, err
+		return 0, 0, 0, nil, err
 	}
 	if kind != kindProof || !hmac.Equal(proof, mac(secret, "rank", rootNonce, rankNonce, ids)) {
-		return 0, 0, nil, fmt.Errorf("%w: the rank's proof of the job's secret is wrong", ErrAuthentication)
+		return 0, 0, 0, nil, fmt.Errorf("%w: the rank's proof of the job's secret is wrong", ErrAuthentication)
 	}
-	nranks, rank = int(binary.BigEndian.Uint32(ids)), int(binary.BigEndian.Uint32(ids[4:]))
-	return rank, nranks, newSealKeys(secret, rootNonce, rankNonce), nil
+	return rank, nranks, liveness, newSealKeys(secret, rootNonce, rankNonce), nil
 }
 
 // authenticatedHello is a rank's side of an authenticated hello: it checks rank
 // 0's proof before it gives its own, and opens the sealed id.
-func authenticatedHello(rw io.ReadWriter, rank, nranks int, secret []byte) (ncclraw.NcclUniqueId, error) {
+func authenticatedHello(rw io.ReadWriter, rank, nranks int, liveness time.Duration, secret []byte) (ncclraw.NcclUniqueId, error) {
 	var id ncclraw.NcclUniqueId
-	ids, rankNonce := helloPayload(rank, nranks), nonce()
+	ids, rankNonce := helloIDs(rank, nranks, liveness), nonce()
 	if err := writeFrame(rw, kindAuthHello, append(slices.Clone(ids), rankNonce...)); err != nil {
 		return id, err
 	}

@@ -19,6 +19,17 @@
 // held by a run's live ranks makes a second rank of the same number fail with
 // nccl.ErrRejected.
 //
+// With Watch, the rendezvous also watches the ranks for the communicator nccl.Join
+// makes (nccl.WatchingRendezvous): each rank keeps its lease, renewed, and its key
+// "ranks/<rank>" once the exchange is done, and watches the job's keys; a rank whose
+// key goes without a "left/<rank>" before it (its lease lapsed: its process died,
+// or it lost etcd for a TTL; or it revoked it: it aborted its communicator) is
+// reported gone, so that the others' waits end with nccl.ErrRankGone within the TTL
+// (and etcd's lease check, half a second). A rank that closes its communicators
+// says so ("left/<rank>") before it revokes its lease. A rank that loses its own
+// lease reports itself gone (the others take it for gone). The keys stay while the
+// job's ranks live: use a job name per run (a rebuilt communicator included).
+//
 // Who may read and write the keys is etcd's own business (its users, roles and TLS,
 // configured on the client); with a Secret, the id is sealed (AES-256-GCM under a key
 // derived from the secret and the job), so that a reader of etcd without the secret
@@ -69,10 +80,46 @@ type Rendezvous struct {
 	Timeout time.Duration
 	// Secret is the job's secret (nccl.JobSecretFromEnv): the id is sealed with it.
 	Secret []byte
+	// Watch keeps each rank's lease and key once the exchange is done, for as long
+	// as the rank's communicators from nccl.Join are open, so that they learn when
+	// a rank is gone, within TTL (see the package's doc). Every rank must have the
+	// same Watch (a rank with another is rejected, with nccl.ErrRejected).
+	// ExchangeID alone never watches; nccl.Join does.
+	Watch bool
 }
 
 // ExchangeID implements nccl.Rendezvous.
 func (r *Rendezvous) ExchangeID(ctx context.Context, rank, nranks int, newID func() (ncclraw.NcclUniqueId, error)) (ncclraw.NcclUniqueId, error) {
+	return r.exchange(ctx, rank, nranks, newID, nil)
+}
+
+// ExchangeIDWatching implements nccl.WatchingRendezvous: with Watch, it is
+// ExchangeID followed by the watch of the ranks, which reports to m, and returns
+// the TTL as its bound; without, it is ExchangeID and returns 0.
+func (r *Rendezvous) ExchangeIDWatching(ctx context.Context, rank, nranks int, newID func() (ncclraw.NcclUniqueId, error), m *nccl.Membership) (ncclraw.NcclUniqueId, time.Duration, error) {
+	if r == nil || !r.Watch || m == nil {
+		id, err := r.exchange(ctx, rank, nranks, newID, nil)
+		return id, 0, err
+	}
+	if m.Rank() != rank || m.NRanks() != nranks {
+		return ncclraw.NcclUniqueId{}, 0, fmt.Errorf("etcdrendezvous: %w: a membership of rank %d of %d for rank %d of %d",
+			cuda.ErrInvalidArgument, m.Rank(), m.NRanks(), rank, nranks)
+	}
+	id, err := r.exchange(ctx, rank, nranks, newID, m)
+	if err != nil {
+		return id, 0, err
+	}
+	return id, r.ttl(), nil
+}
+
+func (r *Rendezvous) ttl() time.Duration {
+	if r.TTL <= 0 {
+		return DefaultTTL
+	}
+	return max(r.TTL, time.Second)
+}
+
+func (r *Rendezvous) exchange(ctx context.Context, rank, nranks int, newID func() (ncclraw.NcclUniqueId, error), m *nccl.Membership) (ncclraw.NcclUniqueId, error) {
 	var zero ncclraw.NcclUniqueId
 	if r == nil || r.Client == nil || r.Job == "" || strings.Contains(r.Job, "/") {
 		return zero, fmt.Errorf("etcdrendezvous: %w: a client and a job name without '/' are needed", cuda.ErrInvalidArgument)
@@ -89,7 +136,7 @@ func (r *Rendezvous) ExchangeID(ctx context.Context, rank, nranks int, newID fun
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	j := &join{r: r, rank: rank, nranks: nranks, prefix: r.prefix()}
+	j := &join{r: r, rank: rank, nranks: nranks, prefix: r.prefix(), m: m}
 	id, err := j.run(ctx, newID)
 	if err != nil {
 		return zero, err
@@ -111,6 +158,16 @@ type join struct {
 	rank, nranks int
 	prefix       string
 	lease        clientv3.LeaseID
+	m            *nccl.Membership // the watch's; nil: none
+}
+
+// registration is the value of a rank's key: the number of ranks it expects, and
+// whether it watches.
+func (j *join) registration() string {
+	if j.m != nil {
+		return strconv.Itoa(j.nranks) + " watch"
+	}
+	return strconv.Itoa(j.nranks)
 }
 
 func (j *join) key(parts ...string) string { return j.prefix + strings.Join(parts, "/") }
@@ -118,24 +175,29 @@ func (j *join) key(parts ...string) string { return j.prefix + strings.Join(part
 func (j *join) run(ctx context.Context, newID func() (ncclraw.NcclUniqueId, error)) (ncclraw.NcclUniqueId, error) {
 	var zero ncclraw.NcclUniqueId
 	cli := j.r.Client
-	ttl := j.r.TTL
-	if ttl <= 0 {
-		ttl = DefaultTTL
-	}
-	lease, err := cli.Grant(ctx, max(1, int64(ttl/time.Second)))
+	ttl := j.r.ttl()
+	lease, err := cli.Grant(ctx, int64(ttl/time.Second))
 	if err != nil {
 		return zero, j.failed(ctx, "granting a lease", err, nil)
 	}
 	j.lease = lease.ID
 	kctx, stopKeepAlive := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopKeepAlive()
+	watching := false // the watch took the lease over
+	defer func() {
+		if !watching {
+			stopKeepAlive()
+		}
+	}()
 	renewals, err := cli.KeepAlive(kctx, lease.ID)
 	if err != nil {
 		return zero, j.failed(ctx, "renewing the lease", err, nil)
 	}
-	go func() { // the client wants its answers read
+	// The client wants its answers read; renewed is closed when they end.
+	renewed := make(chan struct{})
+	go func() {
 		for range renewals {
 		}
+		close(renewed)
 	}()
 	// Whatever happens, the keys go: at once on a failure, once the others have the
 	// id (or a moment after) on success.
@@ -148,7 +210,7 @@ func (j *join) run(ctx context.Context, newID func() (ncclraw.NcclUniqueId, erro
 	// Register, unless a live rank holds the number.
 	me := j.key("ranks", strconv.Itoa(j.rank))
 	txn, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(me), "=", 0)).
-		Then(clientv3.OpPut(me, strconv.Itoa(j.nranks), clientv3.WithLease(lease.ID))).Commit()
+		Then(clientv3.OpPut(me, j.registration(), clientv3.WithLease(lease.ID))).Commit()
 	if err != nil {
 		revoke()
 		return zero, j.failed(ctx, "registering", err, nil)
@@ -176,6 +238,13 @@ func (j *join) run(ctx context.Context, newID func() (ncclraw.NcclUniqueId, erro
 		}
 		revoke()
 		return zero, err
+	}
+	if j.m != nil {
+		// The keys stay, under the lease kept alive, while the rank's communicators
+		// are open.
+		watching = true
+		go j.watch(stopKeepAlive, renewed)
+		return id, nil
 	}
 	// Tell the others this rank has the id, and give the slower ones a moment to
 	// read it before this rank's keys go.
@@ -217,8 +286,13 @@ func (j *join) waitAll(ctx context.Context) (ncclraw.NcclUniqueId, int64, error)
 				missing = append(missing, r)
 				continue
 			}
-			if n, err := strconv.Atoi(v); err != nil || n != j.nranks {
-				return false, fmt.Errorf("%w: etcdrendezvous: job %s: rank %d expects %s ranks, rank %d expects %d", nccl.ErrRejected, j.r.Job, r, v, j.rank, j.nranks)
+			if v != j.registration() {
+				n, watch, _ := strings.Cut(v, " ")
+				if n != strconv.Itoa(j.nranks) {
+					return false, fmt.Errorf("%w: etcdrendezvous: job %s: rank %d expects %s ranks, rank %d expects %d", nccl.ErrRejected, j.r.Job, r, n, j.rank, j.nranks)
+				}
+				return false, fmt.Errorf("%w: etcdrendezvous: job %s: rank %d watches the ranks (%t), rank %d (%t): every rank's Watch must be the same",
+					nccl.ErrRejected, j.r.Job, r, watch == "watch", j.rank, j.m != nil)
 			}
 		}
 		sealed, ok := kvs["id"]
@@ -395,4 +469,91 @@ func (j *join) aead() cipher.AEAD {
 		panic(err)
 	}
 	return aead
+}
+
+// watch is the membership watch: it reports a rank whose key goes without a
+// "left/<rank>" first (every rank's key was there when the exchange ended), until
+// the membership is done; it then says whether this rank leaves cleanly, and
+// revokes the lease (its keys go at once, so that an abort is news at once too). A
+// lease that is lost (the renewals end on their own) means the others take this
+// rank for gone: it reports itself.
+func (j *join) watch(stopKeepAlive context.CancelFunc, renewed <-chan struct{}) {
+	cli := j.r.Client
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-j.m.Done():
+		case <-renewed:
+			j.m.Gone(j.rank)
+			<-j.m.Done()
+		}
+		cancel()
+	}()
+	ranks, leaving := j.key("ranks")+"/", j.key("left")+"/"
+	left := map[int]bool{}
+	pause := time.Duration(0)
+	for ctx.Err() == nil {
+		select { // after a watch or a read that failed (etcd restarting, no leader)
+		case <-ctx.Done():
+			continue
+		case <-time.After(pause):
+		}
+		pause = min(max(2*pause, 10*time.Millisecond), time.Second)
+		resp, err := cli.Get(ctx, j.prefix, clientv3.WithPrefix())
+		if err != nil {
+			continue
+		}
+		present := map[int]bool{}
+		for _, kv := range resp.Kvs {
+			if r, ok := rankOf(string(kv.Key), leaving); ok {
+				left[r] = true
+			}
+			if r, ok := rankOf(string(kv.Key), ranks); ok {
+				present[r] = true
+			}
+		}
+		var gone []int
+		for r := range j.nranks {
+			if !present[r] && !left[r] {
+				gone = append(gone, r)
+			}
+		}
+		j.m.Gone(gone...)
+		wctx, wcancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+		for w := range cli.Watch(wctx, j.prefix, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1)) {
+			if w.Canceled || w.Err() != nil {
+				break
+			}
+			for _, ev := range w.Events {
+				k := string(ev.Kv.Key)
+				if r, ok := rankOf(k, leaving); ok && ev.Type == clientv3.EventTypePut {
+					left[r] = true
+				}
+				if r, ok := rankOf(k, ranks); ok && ev.Type == clientv3.EventTypeDelete && !left[r] {
+					j.m.Gone(r)
+				}
+			}
+			pause = 0
+		}
+		wcancel()
+	}
+	// Done: leave, cleanly or not.
+	rctx, rcancel := context.WithTimeout(context.Background(), time.Second)
+	defer rcancel()
+	if j.m.Leaving() {
+		_, _ = cli.Put(rctx, j.key("left", strconv.Itoa(j.rank)), "", clientv3.WithLease(j.lease))
+	}
+	stopKeepAlive()
+	_, _ = cli.Revoke(rctx, j.lease)
+}
+
+// rankOf parses the rank of a key prefix + "<rank>".
+func rankOf(key, prefix string) (int, bool) {
+	s, ok := strings.CutPrefix(key, prefix)
+	if !ok {
+		return 0, false
+	}
+	r, err := strconv.Atoi(s)
+	return r, err == nil
 }

@@ -317,3 +317,84 @@ func waitForKey(t *testing.T, s *server, key string, exists bool) {
 	}
 	t.Fatalf("%s: never became exists=%v", key, exists)
 }
+
+// With Watch, the ranks go on watching each other once the exchange is done: a rank
+// that aborts (its lease revoked) is reported gone at once, a rank whose process
+// dies (its client gone without a word) once its lease lapses, within the TTL and
+// etcd's lease check; a rank that leaves cleanly is not reported. Every rank must
+// watch, or none.
+func TestRendezvousWatch(t *testing.T) {
+	s := startEtcd(t)
+	const ttl = 2 * time.Second
+	_, newID, _ := testID(3)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	const n = 4
+	clients := make([]*clientv3.Client, n)
+	ms := make([]*nccl.Membership, n)
+	errs := make([]error, n)
+	for r := range n {
+		clients[r] = s.newClient(t)
+		ms[r] = nccl.NewMembership(r, n)
+		t.Cleanup(func() { ms[r].Close(true) })
+	}
+	var wg sync.WaitGroup
+	for r := range n {
+		wg.Go(func() {
+			rv := &etcdrendezvous.Rendezvous{Client: clients[r], Job: "watch", TTL: ttl, Watch: true}
+			var bound time.Duration
+			_, bound, errs[r] = rv.ExchangeIDWatching(ctx, r, n, newID, ms[r])
+			assert.Equal(t, ttl, bound)
+		})
+	}
+	wg.Wait()
+	for r, err := range errs {
+		require.NoError(t, err, "rank %d", r)
+	}
+	waitGone := func(m *nccl.Membership, want []int, limit time.Duration) time.Duration {
+		start := time.Now()
+		for deadline := start.Add(limit); ; {
+			ch := m.Changed()
+			if got := m.Ranks(); len(got) >= len(want) {
+				assert.Equal(t, want, got, "rank %d", m.Rank())
+				return time.Since(start)
+			}
+			select {
+			case <-ch:
+			case <-time.After(time.Until(deadline)):
+				t.Fatalf("rank %d: ranks %v gone, not %v, after %v", m.Rank(), m.Ranks(), want, limit)
+			}
+		}
+	}
+
+	ms[3].Close(true) // leaves cleanly
+	time.Sleep(300 * time.Millisecond)
+	ms[2].Close(false) // aborts
+	for _, r := range []int{0, 1} {
+		took := waitGone(ms[r], []int{2}, ttl)
+		assert.Less(t, took, time.Second, "rank %d: a revoked lease is news at once", r)
+	}
+	clients[1].Close() // its process dies
+	took := waitGone(ms[0], []int{1, 2}, 3*ttl)
+	t.Logf("a dead rank reported in %v (TTL %v)", took, ttl)
+	assert.Less(t, took, ttl+1500*time.Millisecond, "within the TTL and etcd's lease check")
+
+	// One rank watches, the other not: rejected.
+	var e0, e1 error
+	m0 := nccl.NewMembership(0, 2)
+	defer m0.Close(true)
+	mctx, mcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer mcancel()
+	wg.Go(func() {
+		rv := &etcdrendezvous.Rendezvous{Client: s.newClient(t), Job: "mixed", TTL: ttl, Watch: true}
+		_, _, e0 = rv.ExchangeIDWatching(mctx, 0, 2, newID, m0)
+	})
+	wg.Go(func() {
+		_, e1 = (&etcdrendezvous.Rendezvous{Client: s.newClient(t), Job: "mixed", TTL: ttl}).ExchangeID(mctx, 1, 2, newID)
+	})
+	wg.Wait()
+	assert.ErrorIs(t, e0, nccl.ErrRejected)
+	assert.ErrorIs(t, e1, nccl.ErrRejected)
+	assert.NoError(t, mctx.Err(), "no timeout")
+	var _ nccl.WatchingRendezvous = &etcdrendezvous.Rendezvous{}
+}
