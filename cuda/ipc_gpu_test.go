@@ -123,9 +123,10 @@ func TestGPUIPCHandOff(t *testing.T) {
 	streams := runHandOffs(t, streamHandOffs(), func() (*cuda.DeviceBuffer, error) { return ctx.Alloc(s1, ipcBytes) },
 		s1, s2, ipcCount, ipcBytes)
 
+	require.NoError(t, ctx.Synchronize())
+	free0 := deviceFree(t, ctx)
 	pool, err := ctx.NewSharedPool()
 	require.NoError(t, err)
-	defer pool.Close()
 	path := ipcSocket(t)
 	child := ipcChild(t, "TestGPUIPCHandOff", "importer", path)
 	ln, err := pool.Listen(path, cuda.IPCPeers{PIDs: []int{child.Process.Pid}})
@@ -143,6 +144,9 @@ func TestGPUIPCHandOff(t *testing.T) {
 		require.NoError(t, b.Close())
 	}
 	require.NoError(t, exp.Close())
+	require.NoError(t, pool.Close())
+	require.NoError(t, ctx.Synchronize())
+	t.Logf("device memory free: %+d bytes after both sides closed (the importer exited)", int64(settledFree(t, ctx, free0))-int64(free0))
 }
 
 // exporterLoop hands n buffers over (n < 0: until cctx is done), a ring of 4 from
