@@ -212,8 +212,9 @@ func (p *SharedPool) claim() bool {
 // ipcEvents are one side's interprocess events (CU_EVENT_INTERPROCESS |
 // CU_EVENT_DISABLE_TIMING), by index, with their handles, and the peer's events it
 // opened, by the peer's index. An own event is recorded for one message and free
-// again once the peer has queued its wait for it (the peer says so). The peer's events are opened only until
-// the peer says goodbye (shutPeer): it destroys them after that.
+// again once the peer has queued its wait for it (the peer says so). The peer's
+// events are opened only until the peer says goodbye (shutPeer): it destroys them
+// after that.
 type ipcEvents struct {
 	ctx *Context
 

@@ -174,8 +174,6 @@ func elementwiseGrid(n int) (int, error) {
 // maxGridX is the most blocks of a grid's x dimension.
 const maxGridX = 1<<31 - 1
 
-const maxGrid = 1 << 20
-
 // Launch queues the operation on s over every element of its arrays, with args in
 // the order of the parameters: a value of T for a Scalar[T], memory of T (a
 // *cuda.DeviceBuffer or a view, or untyped memory) for an array. Every array must

@@ -166,6 +166,9 @@ func (r *Reduction[T]) Reduce(s *cuda.Stream, in cuda.Memory) (T, error) {
 	return got[0], nil
 }
 
+// maxGrid bounds ReduceRows's rows (one block each).
+const maxGrid = 1 << 20
+
 // ReduceRows reduces each row of in, a rows×cols matrix in row-major order, into
 // out[row], on s, without waiting: the reduction along the last axis.
 func (r *Reduction[T]) ReduceRows(s *cuda.Stream, in cuda.Memory, rows, cols int, out cuda.Memory) error {

@@ -257,7 +257,7 @@ func compile(src, name, arch string, o Options) (out *Output, err error) {
 		}
 	}
 	opts := append([]string(nil), o.Flags...)
-	for _, dir := range ToolkitInclude() {
+	for _, dir := range toolkitInclude() {
 		opts = append(opts, "-I"+dir)
 	}
 	if arch != "" {

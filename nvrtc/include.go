@@ -3,6 +3,7 @@ package nvrtc
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/gocuda/gocuda/nvrtc/nvrtcraw"
@@ -17,15 +18,9 @@ import (
 // <cooperative_groups.h> and <cuda/std/...> need, there). NVRTC itself knows only
 // its built-in headers, so without these #include <cuda_fp16.h> fails. It returns
 // nil when no toolkit headers are found; the search runs once per process.
-func ToolkitInclude() []string {
-	includeOnce.Do(func() { includeDirs = pickInclude(includeCandidates()) })
-	return includeDirs
-}
+func ToolkitInclude() []string { return slices.Clone(toolkitInclude()) }
 
-var (
-	includeOnce sync.Once
-	includeDirs []string
-)
+var toolkitInclude = sync.OnceValue(func() []string { return pickInclude(includeCandidates()) })
 
 // includeCandidates lists where toolkit headers may be, in the order searched.
 func includeCandidates() []string {
