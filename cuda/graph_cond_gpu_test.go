@@ -1,7 +1,9 @@
 package cuda_test
 
 import (
+	"encoding/binary"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -199,9 +201,9 @@ func TestGPUConditionalSwitch(t *testing.T) {
 	})
 }
 
-// condLoops are the two executables BenchmarkGPUConditionalWhile compares: a while
+// condLoops are the executables BenchmarkGPUConditionalWhile compares: a while
 // node of iters iterations of a one-thread kernel, and a graph of one launch of the
-// same kind of kernel, to launch iters times from the host.
+// same kind of kernel, to launch from the host.
 func condLoops(t testing.TB, iters int) (s *cuda.Stream, loop, step *cuda.Exec, counter *cuda.DeviceBuffer) {
 	ctx, s, m := condKernels(t)
 	countTo, count := function(t, m, "count_to"), function(t, m, "count")
@@ -233,78 +235,112 @@ func condLoops(t testing.TB, iters int) (s *cuda.Stream, loop, step *cuda.Exec, 
 	return s, loop, step, counter
 }
 
-// The loop on the GPU (a while node of 1,000 iterations, one launch) against the
-// same 1,000 iterations as graph launches from the host; each op is 1,000
-// iterations, synchronized at its end. The log gives both and their ratio.
-func BenchmarkGPUConditionalWhile(b *testing.B) {
-	const iters = 1000
-	s, loop, step, counter := condLoops(b, iters)
-	var perOp [2]time.Duration
-	for i, run := range []struct {
-		name string
-		once func() error
-	}{
-		{"while", func() error { return loop.Launch(s) }},
-		{"host", func() error {
+// condRun is one way of running the loop of condLoops: once runs its iterations
+// and synchronizes.
+type condRun struct {
+	name string
+	once func() error
+}
+
+// condRuns returns the three loops compared: the while node (one launch); the same
+// loop driven by the host, which launches an iteration, reads the counter back and
+// decides, as a loop whose end the GPU decides must without conditional nodes; and
+// iters launches queued without looking (possible only when the count is known).
+// Each leaves the counter at iters.
+func condRuns(t testing.TB, iters int) (*cuda.Stream, *cuda.DeviceBuffer, []condRun) {
+	s, loop, step, counter := condLoops(t, iters)
+	host, err := s.Context().AllocHost(4)
+	require.NoError(t, err)
+	t.Cleanup(func() { host.Close() })
+	return s, counter, []condRun{
+		{"while", func() error {
+			if err := loop.Launch(s); err != nil {
+				return err
+			}
+			return s.Synchronize()
+		}},
+		{"host-while", func() error {
+			if err := counter.Memset32Async(s, 0); err != nil {
+				return err
+			}
+			for {
+				if err := step.Launch(s); err != nil {
+					return err
+				}
+				if err := cuda.CopyAsync(s, host, counter); err != nil {
+					return err
+				}
+				if err := s.Synchronize(); err != nil {
+					return err
+				}
+				if binary.LittleEndian.Uint32(host.Bytes()) >= uint32(iters) {
+					return nil
+				}
+			}
+		}},
+		{"host-for", func() error {
+			if err := counter.Memset32Async(s, 0); err != nil {
+				return err
+			}
 			for range iters {
 				if err := step.Launch(s); err != nil {
 					return err
 				}
 			}
-			return nil
+			return s.Synchronize()
 		}},
-	} {
+	}
+}
+
+// The loop on the GPU (a while node of 1,000 iterations, one launch) against the
+// same 1,000 iterations driven from the host (condRuns); each op is 1,000
+// iterations, synchronized at its end.
+func BenchmarkGPUConditionalWhile(b *testing.B) {
+	const iters = 1000
+	_, _, runs := condRuns(b, iters)
+	for _, run := range runs {
 		b.Run(run.name, func(b *testing.B) {
 			require.NoError(b, run.once()) // warm up
-			require.NoError(b, s.Synchronize())
-			start := time.Now()
 			for b.Loop() {
 				if err := run.once(); err != nil {
 					b.Fatal(err)
 				}
-				if err := s.Synchronize(); err != nil {
-					b.Fatal(err)
-				}
 			}
-			perOp[i] = time.Since(start) / time.Duration(b.N)
-			b.ReportMetric(float64(perOp[i].Nanoseconds())/iters, "ns/iteration")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/iters, "ns/iteration")
 		})
-	}
-	got, err := cuda.ToSlice[uint32](s, counter)
-	require.NoError(b, err)
-	assert.Positive(b, got[0])
-	if perOp[0] > 0 {
-		b.Logf("1,000 iterations: while node %v, host-driven graph launches %v: %.1fx", perOp[0], perOp[1],
-			float64(perOp[1])/float64(perOp[0]))
 	}
 }
 
 // The while node's loop runs exactly its iterations on the GPU, as the benchmark
-// relies on, and is faster than launching the same iterations from the host.
+// relies on, and so does the host-driven loop; the log gives the time per
+// iteration of the three loops of condRuns over five alternated rounds (the best
+// of five runs each) and the medians' ratios.
 func TestGPUConditionalWhileCount(t *testing.T) {
-	const iters = 1000
-	s, loop, step, counter := condLoops(t, iters)
-	time1 := func(f func() error) time.Duration {
-		best := time.Duration(math.MaxInt64)
-		for range 5 {
-			start := time.Now()
-			require.NoError(t, f())
-			require.NoError(t, s.Synchronize())
-			best = min(best, time.Since(start))
-		}
-		return best
-	}
-	tw := time1(func() error { return loop.Launch(s) })
-	got, err := cuda.ToSlice[uint32](s, counter)
-	require.NoError(t, err)
-	assert.Equal(t, uint32(iters), got[0])
-	th := time1(func() error {
-		for range iters {
-			if err := step.Launch(s); err != nil {
-				return err
+	const iters, rounds = 1000, 5
+	s, counter, runs := condRuns(t, iters)
+	per := make([][]float64, len(runs)) // µs per iteration, per round
+	for r := range rounds {
+		for i, run := range runs {
+			best := time.Duration(math.MaxInt64)
+			for range 5 {
+				start := time.Now()
+				require.NoError(t, run.once(), run.name)
+				best = min(best, time.Since(start))
+			}
+			per[i] = append(per[i], float64(best.Nanoseconds())/1e3/iters)
+			if r == 0 {
+				got, err := cuda.ToSlice[uint32](s, counter)
+				require.NoError(t, err)
+				assert.Equal(t, uint32(iters), got[0], run.name)
 			}
 		}
-		return nil
-	})
-	t.Logf("1,000 iterations: while node %v, host-driven graph launches %v: %.1fx", tw, th, float64(th)/float64(tw))
+	}
+	med := make([]float64, len(runs))
+	for i, run := range runs {
+		sorted := slices.Clone(per[i])
+		slices.Sort(sorted)
+		med[i] = sorted[rounds/2]
+		t.Logf("%-10s µs/iteration: %.2f (rounds %.2f)", run.name, med[i], per[i])
+	}
+	t.Logf("while node vs host-driven while: %.2fx; vs queued launches: %.2fx", med[1]/med[0], med[2]/med[0])
 }

@@ -55,27 +55,28 @@ typedef struct {
 } gonvtx_attrs;
 
 enum {
-	GONVTX_MODULE_CORE = 1, GONVTX_MODULE_CORE2 = 5,
-	GONVTX_CORE_SIZE = 16, GONVTX_CORE2_SIZE = 16,
+	GONVTX_MODULES = 7, GONVTX_MAX_SLOTS = 16,
+	GONVTX_CORE2 = 5,
 	GONVTX_CORE2_MarkEx = 1, GONVTX_CORE2_RangeStartEx = 2, GONVTX_CORE2_RangeEnd = 3,
 	GONVTX_CORE2_NameCategoryA = 8, GONVTX_CORE2_RegisterStringA = 10, GONVTX_CORE2_CreateA = 12,
 };
 
+// The size of each module's table (NVTX_CBID_<module>_SIZE): core, CUDA, OpenCL,
+// CUDA runtime, core2, sync. Every module is offered, as NVTX's own headers offer
+// them: Nsight Compute refuses to start when one is missing. Only core2's slots are
+// ever called here.
+static const unsigned int gonvtx_module_size[GONVTX_MODULES] = {0, 16, 9, 15, 7, 16, 7};
+
 // The slots the tool fills, and the tables of pointers to them that it asks for
-// (index 0 and the last entry are null, as in NVTX's own tables).
-static gonvtx_fn gonvtx_core[GONVTX_CORE_SIZE], gonvtx_core2[GONVTX_CORE2_SIZE];
-static gonvtx_fn* gonvtx_core_table[GONVTX_CORE_SIZE + 1];
-static gonvtx_fn* gonvtx_core2_table[GONVTX_CORE2_SIZE + 1];
+// (index 0 and the entry past the last are null, as in NVTX's own tables).
+static gonvtx_fn gonvtx_slots[GONVTX_MODULES][GONVTX_MAX_SLOTS];
+static gonvtx_fn* gonvtx_tables[GONVTX_MODULES][GONVTX_MAX_SLOTS + 1];
+#define gonvtx_core2 gonvtx_slots[GONVTX_CORE2]
 
 static int gonvtx_get_module_table(int module, gonvtx_fn*** out_table, unsigned int* out_size) {
-	gonvtx_fn** t;
-	switch (module) {
-	case GONVTX_MODULE_CORE: t = gonvtx_core_table; break;
-	case GONVTX_MODULE_CORE2: t = gonvtx_core2_table; break;
-	default: return 0; // modules this package does not call (CUDA, OpenCL, sync)
-	}
-	if (out_table) *out_table = t;
-	if (out_size) *out_size = 16;
+	if (module < 1 || module >= GONVTX_MODULES) return 0;
+	if (out_table) *out_table = gonvtx_tables[module];
+	if (out_size) *out_size = gonvtx_module_size[module];
 	return 1;
 }
 
@@ -97,8 +98,8 @@ static const void* gonvtx_export_table(uint32_t id) {
 // not: -1 the library did not load, -2 it has no InitializeInjectionNvtx2, -3 that
 // refused, -4 it left the range functions empty.
 static int gonvtx_init(const char* path) {
-	for (int i = 1; i < GONVTX_CORE_SIZE; i++) gonvtx_core_table[i] = &gonvtx_core[i];
-	for (int i = 1; i < GONVTX_CORE2_SIZE; i++) gonvtx_core2_table[i] = &gonvtx_core2[i];
+	for (int m = 1; m < GONVTX_MODULES; m++)
+		for (unsigned int i = 1; i < gonvtx_module_size[m]; i++) gonvtx_tables[m][i] = &gonvtx_slots[m][i];
 	void* h = dlopen(path, RTLD_LAZY);
 	if (h == NULL) return -1;
 	int (*init)(const void* (*)(uint32_t)) = (int (*)(const void* (*)(uint32_t)))dlsym(h, "InitializeInjectionNvtx2");

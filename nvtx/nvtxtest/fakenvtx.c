@@ -91,9 +91,15 @@ static void name_category(void* d, uint32_t id, const char* name) {
 int InitializeInjectionNvtx2(const void* (*get_export_table)(uint32_t)) {
 	const callbacks* cb = (const callbacks*)get_export_table(1);
 	if (cb == NULL) return 0;
+	// It asks for every module's table and refuses to start when one is missing or
+	// of another size than NVTX's: Nsight Compute took no range until every module
+	// was offered.
+	static const unsigned int sizes[7] = {0, 16, 9, 15, 7, 16, 7};
 	fn** t = NULL;
 	unsigned int size = 0;
-	if (!cb->GetModuleFunctionTable(5, &t, &size) || size < 13) return 0;
+	for (int m = 1; m < 7; m++)
+		if (!cb->GetModuleFunctionTable(m, &t, &size) || size != sizes[m]) return 0;
+	if (!cb->GetModuleFunctionTable(5, &t, &size)) return 0;
 	*t[1] = (fn)mark;
 	*t[2] = (fn)range_start;
 	*t[3] = (fn)range_end;
