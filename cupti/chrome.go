@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
+	"math"
 	"strconv"
 )
 
@@ -77,7 +78,7 @@ func (t *Trace) WriteChrome(w io.Writer) error {
 	for i := range t.Activities {
 		a := &t.Activities[i]
 		pid, tid := gpuPid+uint64(a.Device), uint64(a.Stream)
-		track(pid, tid, "GPU "+strconv.FormatUint(uint64(a.Device), 10), "stream "+strconv.FormatUint(tid, 10))
+		track(pid, tid, "GPU "+strconv.FormatUint(uint64(a.Device), 10), streamName(a.Stream))
 		args := map[string]any{"kind": a.Kind.String(), "correlation": a.Correlation, "context": a.Context}
 		switch a.Kind {
 		case KindKernel:
@@ -145,4 +146,13 @@ func (c *Call) title() string {
 		return c.Library + "." + c.Routine
 	}
 	return "cuda." + c.Op
+}
+
+// streamName names a GPU track: CUPTI gives records of no stream (event and context
+// syncs, cudaMalloc's allocations) the stream id ^0.
+func streamName(id uint32) string {
+	if id == math.MaxUint32 {
+		return "no stream"
+	}
+	return "stream " + strconv.FormatUint(uint64(id), 10)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"runtime"
 	"runtime/trace"
@@ -254,6 +255,7 @@ func TestWriteChrome(t *testing.T) {
 	assert.Equal(t, "CUDA API", names[[2]uint64{apiPid, 0}])
 	assert.Equal(t, "GPU 0", names[[2]uint64{gpuPid, 0}])
 	assert.Equal(t, "stream 13", names[[2]uint64{gpuPid, 13}])
+	assert.Equal(t, "no stream", streamName(math.MaxUint32), "CUPTI's stream id of context and event syncs")
 	assert.Contains(t, names, [2]uint64{goPid, g})
 	assert.Len(t, slices[gpuPid], 4, "kernel, copy, memset, sync")
 	assert.Len(t, slices[apiPid], 3)
