@@ -53,9 +53,12 @@ func importerLoop(t *testing.T, cctx context.Context, ctx *cuda.Context, imp *cu
 	require.NoError(t, err)
 	defer s.Close()
 	host := make([]uint32, ipcBytes/4)
-	var inReceive, inUse, inClose time.Duration // where the importer's time goes
+	var inReceive, inCopy, inCheck, inClose, inCopyAgain time.Duration // where the importer's time goes
 	defer func() {
-		t.Logf("importer: Receive %v, copy and check %v, Close %v in all", inReceive, inUse, inClose)
+		t.Logf("importer: Receive %v, copy %v, check %v, Close %v in all", inReceive, inCopy, inCheck, inClose)
+		if got != nil {
+			t.Logf("importer: the same copies again (the exporter's writes done) %v in all", inCopyAgain)
+		}
 	}()
 	for i := 0; n < 0 || i < n; i++ {
 		t0 := time.Now()
@@ -69,6 +72,8 @@ func importerLoop(t *testing.T, cctx context.Context, ctx *cuda.Context, imp *cu
 		if err == nil {
 			err = s.SynchronizeContext(cctx)
 		}
+		tc := time.Now()
+		inCopy += tc.Sub(t1)
 		if err == nil && (host[0] != uint32(i+1) || host[len(host)-1] != uint32(i+1)) {
 			err = errors.New("wrong data")
 		}
@@ -81,7 +86,15 @@ func importerLoop(t *testing.T, cctx context.Context, ctx *cuda.Context, imp *cu
 			}
 		}
 		t2 := time.Now()
-		inUse += t2.Sub(t1)
+		inCheck += t2.Sub(tc)
+		if got != nil && err == nil { // a probe of the copy alone, where the hand-off's time is not measured
+			err = cuda.CopyFromDeviceAsync(s, host, b)
+			if err == nil {
+				err = s.SynchronizeContext(cctx)
+			}
+			inCopyAgain += time.Since(t2)
+			t2 = time.Now()
+		}
 		if cerr := b.Close(); err == nil {
 			err = cerr
 		}
@@ -187,17 +200,20 @@ func deviceFree(t *testing.T, ctx *cuda.Context) uint64 {
 	return free
 }
 
-// The exporter killed mid-run: this process, the importer, gets ErrPeerGone within a
-// second, and once it closed the import the device's memory is back. Run twice: the
-// first run's import leaves what the driver keeps in this process for IPC once set
-// up (logged), so the second must end where the first did, within 2 MiB.
+// The exporter killed mid-run: the importer gets ErrPeerGone within a second, and
+// once both processes are gone the device's free memory is back where it was (what
+// nvidia-smi shows), twice in a row. The importer is a process of its own (it starts
+// the exporter): the driver keeps 32 MiB of an imported pool in the importer until
+// it exits, even after the pool was destroyed (the importer logs it;
+// tools/floor/ipcimport.c shows it in C; docs/ipc.md).
 func TestGPUIPCExporterKilled(t *testing.T) {
 	cudatest.Require(t, cudatest.Kernels)
 	ctx, err := cuda.Device(0).Context()
 	require.NoError(t, err)
 	cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if os.Getenv(envIPCRole) == "exporter" {
+	switch os.Getenv(envIPCRole) {
+	case "exporter":
 		// Hand buffers over until killed.
 		s, err := ctx.NewStream()
 		require.NoError(t, err)
@@ -209,8 +225,7 @@ func TestGPUIPCExporterKilled(t *testing.T) {
 		require.NoError(t, err)
 		exporterLoop(t, cctx, pool, exp, s, -1) // until killed
 		return
-	}
-	run := func() {
+	case "importer":
 		path := ipcSocket(t)
 		child := ipcChild(t, "TestGPUIPCExporterKilled", "exporter", path)
 		f0 := deviceFree(t, ctx)
@@ -233,18 +248,19 @@ func TestGPUIPCExporterKilled(t *testing.T) {
 		require.NoError(t, imp.Close())
 		require.NoError(t, ctx.Synchronize())
 		f3 := deviceFree(t, ctx)
-		t.Logf("device memory free: %d before the dial, %+d after it, %+d after the kill, %+d after Close",
+		t.Logf("importer: device memory free: %d before the dial, %+d after it, %+d after the kill, %+d after Close",
 			f0, int64(f1)-int64(f0), int64(f2)-int64(f0), int64(f3)-int64(f0))
+		return
 	}
 	require.NoError(t, ctx.Synchronize())
 	before := deviceFree(t, ctx)
-	run()
-	first := settledFree(t, ctx, before)
-	run()
-	second := settledFree(t, ctx, first)
-	t.Logf("device memory free: %d bytes before, %d after the first run (%+d), %d after the second (%+d)",
-		before, first, int64(first)-int64(before), second, int64(second)-int64(first))
-	assert.GreaterOrEqual(t, second+2<<20, first, "device memory did not come back after the second run (within 2 MiB)")
+	for run := range 2 {
+		imp := ipcChild(t, "TestGPUIPCExporterKilled", "importer", "")
+		require.NoError(t, imp.Wait(), "the importer process failed")
+		after := settledFree(t, ctx, before)
+		t.Logf("run %d: device memory free %+d bytes once both processes exited", run, int64(after)-int64(before))
+		assert.GreaterOrEqual(t, after+2<<20, before, "run %d: device memory did not come back (within 2 MiB)", run)
+	}
 }
 
 // settledFree returns the device's free memory once it is within 2 MiB of want, or

@@ -89,14 +89,19 @@ func runHandOffs(t testing.TB, h handOffs, alloc func() (*cuda.DeviceBuffer, err
 	go func() { // the consumer
 		defer wg.Done()
 		host := make([]uint32, size/4)
+		var inCopy, inCheck time.Duration // where the consumer's time goes
+		defer func() { t.Logf("consumer: copy %v, check %v in all", inCopy, inCheck) }()
 		for i := range n {
 			b, giveBack, err := h.receive(ctx)
+			t0 := time.Now()
 			if err == nil {
 				err = cuda.CopyFromDeviceAsync(s2, host, b)
 			}
 			if err == nil {
 				err = s2.Synchronize()
 			}
+			t1 := time.Now()
+			inCopy += t1.Sub(t0)
 			if err == nil {
 				for j, v := range host {
 					if v != uint32(i+1) {
@@ -105,6 +110,7 @@ func runHandOffs(t testing.TB, h handOffs, alloc func() (*cuda.DeviceBuffer, err
 					}
 				}
 			}
+			inCheck += time.Since(t1)
 			if b != nil {
 				if cerr := b.Close(); err == nil {
 					err = cerr

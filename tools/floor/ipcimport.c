@@ -1,0 +1,82 @@
+// ipcimport: what an importer of another process's memory pool gets back, on the
+// driver API alone. Each round starts an exporter (this program again, with "child";
+// fd 3 the socket) that creates a pool, sends it (SCM_RIGHTS) and k buffers of 1 MiB
+// from it; the importer imports the pool and the buffers, reads one, frees them, trims
+// and destroys the pool, and the exporter exits (mode C) or is killed after the
+// import (mode K). The importer prints its device's free memory, relative to before
+// the first round, after each import and at each round's end.
+//
+//   gcc -O1 -o /tmp/ipcimport tools/floor/ipcimport.c -I/usr/local/cuda/include \
+//       -L/usr/local/cuda/lib64/stubs -lcuda
+//   /tmp/ipcimport C 3 4; /tmp/ipcimport K 2 4
+#include <cuda.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#define CK(x) do { CUresult r_ = (x); if (r_) { const char* s_; cuGetErrorName(r_, &s_); fprintf(stderr, "%d: %s: %s\n", __LINE__, #x, s_); exit(1);} } while (0)
+enum { SZ = 1 << 20 };
+static void sendfd(int s, int fd) {
+	char b = 0; struct iovec io = {&b, 1}; char c[CMSG_SPACE(sizeof(int))]; memset(c, 0, sizeof c);
+	struct msghdr m = {0}; m.msg_iov = &io; m.msg_iovlen = 1; m.msg_control = c; m.msg_controllen = sizeof c;
+	struct cmsghdr* h = CMSG_FIRSTHDR(&m); h->cmsg_level = SOL_SOCKET; h->cmsg_type = SCM_RIGHTS; h->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(h), &fd, sizeof fd); if (sendmsg(s, &m, 0) != 1) exit(2);
+}
+static int recvfd(int s) {
+	char b; struct iovec io = {&b, 1}; char c[CMSG_SPACE(sizeof(int))];
+	struct msghdr m = {0}; m.msg_iov = &io; m.msg_iovlen = 1; m.msg_control = c; m.msg_controllen = sizeof c;
+	if (recvmsg(s, &m, 0) != 1) exit(3); int fd; memcpy(&fd, CMSG_DATA(CMSG_FIRSTHDR(&m)), sizeof fd); return fd;
+}
+static long freemb(long f0) { size_t f, t; CK(cuMemGetInfo(&f, &t)); return ((long)f - f0) >> 20; }
+static void child(int k) {
+	int s = 3; char go;
+	CUdevice d; CUcontext ctx; CUstream st; CK(cuInit(0)); CK(cuDeviceGet(&d, 0)); CK(cuDevicePrimaryCtxRetain(&ctx, d)); CK(cuCtxSetCurrent(ctx));
+	CK(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
+	CUmemPoolProps p = {0}; p.allocType = CU_MEM_ALLOCATION_TYPE_PINNED; p.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+	p.location.type = CU_MEM_LOCATION_TYPE_DEVICE; p.location.id = 0;
+	CUmemoryPool pool; CK(cuMemPoolCreate(&pool, &p)); int fd; CK(cuMemPoolExportToShareableHandle(&fd, pool, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+	sendfd(s, fd); close(fd);
+	CUdeviceptr b[256];
+	for (int i = 0; i < k; i++) { CK(cuMemAllocFromPoolAsync(&b[i], SZ, pool, st)); CK(cuMemsetD32Async(b[i], i, SZ / 4, st)); }
+	CK(cuStreamSynchronize(st));
+	for (int i = 0; i < k; i++) { CUmemPoolPtrExportData e; CK(cuMemPoolExportPointer(&e, b[i])); if (write(s, &e, sizeof e) != sizeof e) exit(5); }
+	if (read(s, &go, 1) != 1) exit(6);
+	for (int i = 0; i < k; i++) CK(cuMemFreeAsync(b[i], st));
+	CK(cuStreamSynchronize(st)); CK(cuMemPoolDestroy(pool)); CK(cuDevicePrimaryCtxRelease(d));
+	exit(0);
+}
+int main(int argc, char** argv) {
+	if (argc > 2 && !strcmp(argv[1], "child")) child(atoi(argv[2]));
+	char mode = argv[1][0]; int rounds = atoi(argv[2]), k = atoi(argv[3]);
+	CUdevice d; CUcontext ctx; CUstream s; CK(cuInit(0)); CK(cuDeviceGet(&d, 0)); CK(cuDevicePrimaryCtxRetain(&ctx, d)); CK(cuCtxSetCurrent(ctx));
+	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CUdeviceptr tmp; CK(cuMemAlloc(&tmp, 4)); CK(cuMemFree(tmp)); CK(cuCtxSynchronize());
+	size_t f0_, t_; CK(cuMemGetInfo(&f0_, &t_)); long f0 = (long)f0_;
+	for (int r = 0; r < rounds; r++) {
+		int sv[2]; socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+		pid_t pid = fork();
+		if (pid == 0) { dup2(sv[1], 3); char ks[16]; snprintf(ks, sizeof ks, "%d", k); execl("/proc/self/exe", argv[0], "child", ks, (char*)NULL); _exit(9); }
+		close(sv[1]);
+		int fd = recvfd(sv[0]);
+		CUmemoryPool pool; CK(cuMemPoolImportFromShareableHandle(&pool, (void*)(long)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+		close(fd);
+		CUdeviceptr b[256];
+		for (int i = 0; i < k; i++) { CUmemPoolPtrExportData e; if (read(sv[0], &e, sizeof e) != sizeof e) return 4; CK(cuMemPoolImportPointer(&b[i], pool, &e)); }
+		unsigned v; CK(cuMemcpyDtoH(&v, b[k - 1], 4));
+		cuuint64_t res = 0; CUresult ra = cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &res);
+		printf("%c round %d k %d: read %u; %+ld MiB after import (imported pool reserved %llu MiB, rc %d)\n", mode, r, k, v, freemb(f0), (unsigned long long)res >> 20, ra);
+		if (mode == 'K') { kill(pid, SIGKILL); waitpid(pid, NULL, 0); }
+		for (int i = 0; i < k; i++) { CUresult x = cuMemFreeAsync(b[i], s); if (x) printf("free: %d\n", x); }
+		CK(cuStreamSynchronize(s));
+		CUresult rt = cuMemPoolTrimTo(pool, 0);
+		CUresult rd = cuMemPoolDestroy(pool);
+		if (mode != 'K') { if (write(sv[0], "x", 1) != 1) return 7; waitpid(pid, NULL, 0); }
+		close(sv[0]);
+		CK(cuCtxSynchronize()); usleep(300000);
+		printf("%c round %d: %+ld MiB at the end (trim rc %d, destroy rc %d)\n", mode, r, freemb(f0), rt, rd);
+	}
+	return 0;
+}
