@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gocuda/gocuda/cuda"
+	"github.com/gocuda/gocuda/cuda/cudatest"
 )
 
 // IPC of a shared pool on the fake driver, which models the two processes in one:
@@ -335,8 +336,22 @@ func TestIPCPeerGone(t *testing.T) {
 	host := make([]byte, 4096)
 	require.NoError(t, cuda.CopyFromDevice(host, got))
 	assert.Equal(t, bytes.Repeat([]byte{3}, 4096), host)
+	if cudatest.Strict() {
+		// A last use still running keeps the import's free pending, as a loaded machine does.
+		s2, err := ctx.NewStream()
+		require.NoError(t, err)
+		defer s2.Close()
+		require.NoError(t, cudatest.Delay(uintptr(s2.Handle()), 100*time.Millisecond))
+		for range 8 { // each a step of the executor, which picks the next ready stream at random
+			require.NoError(t, got.Memset8Async(s2, 4))
+		}
+	}
 	require.NoError(t, got.Close())
 	require.NoError(t, imp.Close())
+	// The lease ended with the connection, so nothing orders b's free (deferred) after
+	// the import's on the device, as the driver requires: the importer's work ends first
+	// (two processes would wait for the importer's exit).
+	require.NoError(t, ctx.Synchronize())
 
 	// The other way round.
 	pool2, exp2, imp2 := ipcPair(t, ctx)
