@@ -224,6 +224,7 @@ type ipcEvents struct {
 	free    []uint32
 	peer    map[uint32]cudaraw.CUevent
 	shut    bool // the peer said goodbye: its events are not opened again
+	ownGone bool // the own events are destroyed (closeOwn): none is taken again
 	closed  bool
 }
 
@@ -231,7 +232,7 @@ type ipcEvents struct {
 func (e *ipcEvents) take() (uint32, cudaraw.CUevent, *cudaraw.CUipcEventHandle, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.closed {
+	if e.closed || e.ownGone {
 		return 0, 0, nil, ErrPeerGone
 	}
 	if n := len(e.free); n > 0 {
@@ -299,6 +300,19 @@ func (e *ipcEvents) shutPeer() {
 	e.mu.Unlock()
 }
 
+// closeOwn destroys the own events: the peer opens none of them again (it said so,
+// or the goodbye's wait ran out); the peer's stay open while its messages come.
+func (e *ipcEvents) closeOwn() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed || e.ownGone {
+		return
+	}
+	e.ownGone = true
+	e.destroy(e.own)
+	e.own, e.handles, e.free = nil, nil, nil
+}
+
 // close destroys the events (the peer's opened ones, then the own ones): the
 // connection is over, so no message names them again.
 func (e *ipcEvents) close() {
@@ -308,18 +322,25 @@ func (e *ipcEvents) close() {
 		return
 	}
 	e.closed = true
+	peers := make([]cudaraw.CUevent, 0, len(e.peer))
+	for _, ev := range e.peer {
+		peers = append(peers, ev)
+	}
+	e.destroy(peers)
+	e.destroy(e.own)
+	e.peer, e.own, e.handles, e.free = nil, nil, nil, nil
+}
+
+// destroy destroys evs, unless the context is gone (they went with it).
+func (e *ipcEvents) destroy(evs []cudaraw.CUevent) {
 	c := e.ctx.ctxState
-	if c.enter() != nil {
-		return // destroyed with the context
+	if len(evs) == 0 || c.enter() != nil {
+		return
 	}
 	defer c.exit()
-	for _, ev := range e.peer {
+	for _, ev := range evs {
 		_ = cudaraw.EventDestroyIn(c.h, ev)
 	}
-	for _, ev := range e.own {
-		_ = cudaraw.EventDestroyIn(c.h, ev)
-	}
-	e.peer, e.own, e.handles, e.free = nil, nil, nil, nil
 }
 
 // waitOn makes later uses of m (write: as a write, else as a read) wait on the

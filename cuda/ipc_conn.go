@@ -33,6 +33,10 @@ import (
 // (shutdown SHUT_WR); the peer's reader, reading the end, stops opening this side's
 // events and ends its own writing; this side's reader, reading that, knows the peer
 // is done with its events, which it destroys. A peer that died ends both at once.
+// The importer answers the exporter's goodbye with a bye (it opens no more of the
+// exporter's events) and ends its writing only once it gave back every buffer it
+// holds: the exporter reads their releases until then, so that no buffer is freed
+// while the importer holds it.
 
 const (
 	msgHello   = 1 // exporter → importer: the pool's descriptor (SCM_RIGHTS) and device
@@ -40,6 +44,7 @@ const (
 	msgRelease = 3 // importer → exporter: a buffer given back
 	msgAck     = 4 // either way: the wait for event ev is queued
 	msgRefused = 5 // exporter → refused peer: why (text)
+	msgBye     = 6 // importer → exporter: the exporter's goodbye read; its events are not opened again
 	msgSize    = 160
 )
 
@@ -221,7 +226,8 @@ func (l *IPCListener) Accept(ctx context.Context) (*IPCExport, error) {
 		_ = conn.Close()
 		return nil, fmt.Errorf("cuda: sending the shared pool: %w", err)
 	}
-	e := &IPCExport{pool: p, conn: conn, ev: ipcEvents{ctx: p.ctx}, leases: make(map[uint64]*IPCLease), gone: make(chan struct{})}
+	e := &IPCExport{pool: p, conn: conn, ev: ipcEvents{ctx: p.ctx}, leases: make(map[uint64]*IPCLease), gone: make(chan struct{}),
+		bye: make(chan struct{})}
 	e.reg = resource.ResourceFinalizer((*IPCExport).close, e, false, resource.Kind("IPC export"),
 		resource.WithContext(nil), resource.CallerSkip(1))
 	go e.read()
@@ -259,6 +265,9 @@ type IPCExport struct {
 	leases map[uint64]*IPCLease
 	err    error         // why the connection ended, once gone is closed
 	gone   chan struct{} // closed when the importer is gone
+	bye    chan struct{} // closed when the importer's bye or end was read
+	ended  bool          // the reader has ended
+	done   bool          // the events are destroyed and the connection closed
 }
 
 // IPCLease is a buffer lent to the importer by IPCExport.Send. The buffer stays
@@ -267,7 +276,6 @@ type IPCExport struct {
 type IPCLease struct {
 	e    *IPCExport
 	m    *memBase
-	ev   uint32 // the exporter's event recorded for the importer
 	done chan struct{}
 	err  error
 }
@@ -340,7 +348,7 @@ func (e *IPCExport) Send(ctx context.Context, s *Stream, b *DeviceBuffer) (*IPCL
 	}
 	m.addLease()
 	m.leave()
-	l := &IPCLease{e: e, m: m, ev: evi, done: make(chan struct{})}
+	l := &IPCLease{e: e, m: m, done: make(chan struct{})}
 	e.mu.Lock()
 	e.next++
 	id := e.next
@@ -380,19 +388,17 @@ func (e *IPCExport) alive() error {
 // ipcGoodbye bounds how long goodbye waits for the peer's answer.
 const ipcGoodbye = 2 * time.Second
 
-// goodbye ends conn in order: this side writes no more, then waits, at most
-// ipcGoodbye, for the peer's answer (gone is closed when this side's reader read
-// it), so that the peer has stopped opening this side's events before they are
-// destroyed.
-func goodbye(conn *net.UnixConn, gone <-chan struct{}) error {
+// goodbye ends this side's writing on conn, then waits, at most ipcGoodbye, for the
+// peer's answer (answered is closed when this side's reader read it), so that the
+// peer has stopped opening this side's events before they are destroyed.
+func goodbye(conn *net.UnixConn, answered <-chan struct{}) {
 	_ = conn.CloseWrite()
 	t := time.NewTimer(ipcGoodbye)
 	defer t.Stop()
 	select {
-	case <-gone:
+	case <-answered:
 	case <-t.C:
 	}
-	return conn.Close()
 }
 
 // read handles the importer's messages until the connection ends; then every lease
@@ -412,12 +418,15 @@ func (e *IPCExport) read() {
 			e.endLease(in.id(), ev, &in, oerr)
 		case msgAck:
 			e.ev.give(in.ev())
+		case msgBye:
+			e.sawBye()
 		}
 	}
 	// The importer's events were opened here only: none is opened again, and the
 	// importer may destroy them once it reads this side's end.
 	e.ev.shutPeer()
 	_ = e.conn.CloseWrite()
+	e.sawBye()
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
 		err = nil
 	}
@@ -431,9 +440,35 @@ func (e *IPCExport) read() {
 		ids = append(ids, id)
 	}
 	close(e.gone)
+	e.ended = true
 	e.mu.Unlock()
 	for _, id := range ids {
 		e.endLease(id, 0, nil, e.err)
+	}
+	e.finish()
+}
+
+// sawBye notes that the importer opens none of this side's events any more.
+func (e *IPCExport) sawBye() {
+	e.mu.Lock()
+	select {
+	case <-e.bye:
+	default:
+		close(e.bye)
+	}
+	e.mu.Unlock()
+}
+
+// finish destroys the events and closes the connection once both Close was called
+// and the reader ended (the importer gave back what it held, or went).
+func (e *IPCExport) finish() {
+	e.mu.Lock()
+	last := e.closed && e.ended && !e.done
+	e.done = e.done || last
+	e.mu.Unlock()
+	if last {
+		e.ev.close()
+		_ = e.conn.Close()
 	}
 }
 
@@ -454,7 +489,7 @@ func (e *IPCExport) endLease(id uint64, ev cudaraw.CUevent, in *msg, err error) 
 			_ = e.write(newMsg(msgAck, in.ev(), 0, 0))
 		}
 	}
-	e.ev.give(l.ev)
+	// The exporter's event of the Send came back with the importer's ack.
 	l.err = err
 	if eerr := l.m.endLease(); l.err == nil {
 		l.err = eerr
@@ -481,8 +516,9 @@ func (l *IPCLease) Done() <-chan struct{} { return l.done }
 // Gone is closed when the importer has gone (closed the connection or died).
 func (e *IPCExport) Gone() <-chan struct{} { return e.gone }
 
-// Close closes the connection: the importer's next use of it fails with
-// ErrPeerGone. Buffers it still holds stay allocated until it frees them.
+// Close ends the connection: Send fails with ErrClosed, the importer's Receive with
+// ErrPeerGone. Buffers the importer still holds stay allocated until it gives them
+// back (their leases end then) or goes; the connection ends in the background then.
 func (e *IPCExport) Close() error {
 	return closeError("cuda: IPC export", e.reg.Release())
 }
@@ -493,10 +529,10 @@ func (e *IPCExport) close() error {
 	e.mu.Unlock()
 	e.life.Lock() // the Sends in progress have written their messages
 	e.life.Unlock()
-	err := goodbye(e.conn, e.gone)
-	<-e.gone
-	e.ev.close()
-	return err
+	goodbye(e.conn, e.bye)
+	e.ev.closeOwn()
+	e.finish()
+	return nil
 }
 
 // IPCImport is the importer's side of a connection to a SharedPool's exporter: it
@@ -529,6 +565,9 @@ type IPCImport struct {
 	ready  chan struct{}            // a token: the queue may hold a buffer
 	out    map[uint64]*DeviceBuffer // buffers received and not yet closed
 	live   sync.WaitGroup           // imports not yet freed: the pool outlives them
+	held   int                      // imports whose release is not yet written
+	left   bool                     // the exporter's end was read
+	ended  bool                     // this side's writing ended
 }
 
 // DialIPC connects to the exporter listening at path and imports its pool into c
@@ -657,17 +696,34 @@ func (im *IPCImport) read() {
 		}
 	}
 	// No Receive opens or waits on an exporter's event after this: the exporter may
-	// destroy them once it reads this side's end.
+	// destroy them once it reads the bye. This side's writing ends once the buffers
+	// held are given back (their releases still go to the exporter).
 	im.opening.Lock()
 	im.ev.shutPeer()
 	im.opening.Unlock()
-	_ = im.conn.CloseWrite()
+	_ = im.write(newMsg(msgBye, 0, 0, 0))
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
 		im.err = fmt.Errorf("cuda: IPC exporter: %w", ErrPeerGone)
 	} else {
 		im.err = fmt.Errorf("cuda: IPC exporter: %w: %v", ErrPeerGone, err)
 	}
+	im.mu.Lock()
+	im.left = true
+	im.mu.Unlock()
 	close(im.gone)
+	im.endIfIdle()
+}
+
+// endIfIdle ends this side's writing once the exporter left and no release is
+// still to be written.
+func (im *IPCImport) endIfIdle() {
+	im.mu.Lock()
+	end := im.left && im.held == 0 && !im.ended
+	im.ended = im.ended || end
+	im.mu.Unlock()
+	if end {
+		_ = im.conn.CloseWrite()
+	}
 }
 
 // Receive waits for the exporter's next buffer and returns it as device memory of
@@ -765,6 +821,7 @@ func (im *IPCImport) open(m *msg) (*DeviceBuffer, error) {
 	im.ms.track(&b.m, nil, 1)
 	im.mu.Lock()
 	im.out[id] = b
+	im.held++
 	im.mu.Unlock()
 	return b, nil
 }
@@ -830,6 +887,12 @@ func (im *IPCImport) release(b *DeviceBuffer, id uint64) error {
 	delete(im.out, id)
 	im.mu.Unlock()
 	defer im.live.Done()
+	defer im.endIfIdle()
+	defer func() {
+		im.mu.Lock()
+		im.held--
+		im.mu.Unlock()
+	}()
 	im.opening.RLock() // the events and the pool stay while it runs
 	defer im.opening.RUnlock()
 	uses := b.m.retire()
@@ -851,11 +914,7 @@ func (im *IPCImport) release(b *DeviceBuffer, id uint64) error {
 	if err := d.use(func(h cudaraw.CUstream) error { return cudaraw.MemFreeAsyncIn(c.h, ptr, h) }); err != nil {
 		return err
 	}
-	select {
-	case <-im.gone:
-		return nil
-	default:
-	}
+	// Also after the exporter's goodbye: it frees the buffer once it read this.
 	evi, ev, h, err := im.ev.take()
 	if err != nil {
 		return nil // the exporter went meanwhile
@@ -913,7 +972,8 @@ func (im *IPCImport) close() error {
 	// Every import is freed (a release postponed by an operation in progress runs
 	// when it ends) before the pool is destroyed.
 	im.live.Wait()
-	err := goodbye(im.conn, im.gone)
+	goodbye(im.conn, im.gone)
+	err := im.conn.Close()
 	<-im.gone
 	im.ev.close()
 	c := im.ctx.ctxState
