@@ -53,6 +53,15 @@ extern "C" __global__ void count_to(unsigned *it, unsigned limit, cudaGraphCondi
 	cudaGraphSetConditional(loop, k < limit);
 }
 
+// count_to_guarded is count_to that does nothing but clear the condition once the
+// limit is reached: a body of several runs as many iterations per test of the
+// condition.
+extern "C" __global__ void count_to_guarded(unsigned *it, unsigned limit, cudaGraphConditionalHandle loop) {
+	if (it[0] >= limit) { cudaGraphSetConditional(loop, 0); return; }
+	unsigned k = ++it[0];
+	cudaGraphSetConditional(loop, k < limit);
+}
+
 // count adds one to it[0].
 extern "C" __global__ void count(unsigned *it) { ++it[0]; }
 `
@@ -202,28 +211,38 @@ func TestGPUConditionalSwitch(t *testing.T) {
 }
 
 // condLoops are the executables BenchmarkGPUConditionalWhile compares: a while
-// node of iters iterations of a one-thread kernel, and a graph of one launch of the
-// same kind of kernel, to launch from the host.
-func condLoops(t testing.TB, iters int) (s *cuda.Stream, loop, step *cuda.Exec, counter *cuda.DeviceBuffer) {
+// node of iters iterations of a one-thread kernel, the same with its body unrolled
+// four times, and a graph of one launch of the same kind of kernel, to launch from
+// the host.
+func condLoops(t testing.TB, iters int) (s *cuda.Stream, loop, loop4, step *cuda.Exec, counter *cuda.DeviceBuffer) {
 	ctx, s, m := condKernels(t)
-	countTo, count := function(t, m, "count_to"), function(t, m, "count")
+	count := function(t, m, "count")
 	counter, err := cuda.AllocFor[uint32](s, 1)
 	require.NoError(t, err)
 	t.Cleanup(func() { counter.Close() })
-	g, err := ctx.NewGraph()
-	require.NoError(t, err)
-	defer g.Close()
-	c, err := g.NewCondition(1, true)
-	require.NoError(t, err)
-	zero, err := g.AddMemset(counter, 0)
-	require.NoError(t, err)
-	_, body, err := g.AddConditional(cuda.While, c, 1, zero)
-	require.NoError(t, err)
-	_, err = body[0].AddKernel(countTo, cuda.D1(1), cuda.D1(1), 0, nil, counter, uint32(iters), c)
-	require.NoError(t, err)
-	loop, err = g.Instantiate()
-	require.NoError(t, err)
-	t.Cleanup(func() { loop.Close() })
+	// whileOf is a while node whose body is n kernels in a chain.
+	whileOf := func(kernel string, n int) *cuda.Exec {
+		g, err := ctx.NewGraph()
+		require.NoError(t, err)
+		defer g.Close()
+		c, err := g.NewCondition(1, true)
+		require.NoError(t, err)
+		zero, err := g.AddMemset(counter, 0)
+		require.NoError(t, err)
+		_, body, err := g.AddConditional(cuda.While, c, 1, zero)
+		require.NoError(t, err)
+		var prev []cuda.Node
+		for range n {
+			k, err := body[0].AddKernel(function(t, m, kernel), cuda.D1(1), cuda.D1(1), 0, prev, counter, uint32(iters), c)
+			require.NoError(t, err)
+			prev = []cuda.Node{k}
+		}
+		e, err := g.Instantiate()
+		require.NoError(t, err)
+		t.Cleanup(func() { e.Close() })
+		return e
+	}
+	loop, loop4 = whileOf("count_to", 1), whileOf("count_to_guarded", 4)
 	one, err := ctx.NewGraph()
 	require.NoError(t, err)
 	defer one.Close()
@@ -232,7 +251,7 @@ func condLoops(t testing.TB, iters int) (s *cuda.Stream, loop, step *cuda.Exec, 
 	step, err = one.Instantiate()
 	require.NoError(t, err)
 	t.Cleanup(func() { step.Close() })
-	return s, loop, step, counter
+	return s, loop, loop4, step, counter
 }
 
 // condRun is one way of running the loop of condLoops: once runs its iterations
@@ -248,13 +267,19 @@ type condRun struct {
 // iters launches queued without looking (possible only when the count is known).
 // Each leaves the counter at iters.
 func condRuns(t testing.TB, iters int) (*cuda.Stream, *cuda.DeviceBuffer, []condRun) {
-	s, loop, step, counter := condLoops(t, iters)
+	s, loop, loop4, step, counter := condLoops(t, iters)
 	host, err := s.Context().AllocHost(4)
 	require.NoError(t, err)
 	t.Cleanup(func() { host.Close() })
 	return s, counter, []condRun{
 		{"while", func() error {
 			if err := loop.Launch(s); err != nil {
+				return err
+			}
+			return s.Synchronize()
+		}},
+		{"while-unroll4", func() error {
+			if err := loop4.Launch(s); err != nil {
 				return err
 			}
 			return s.Synchronize()
@@ -342,5 +367,6 @@ func TestGPUConditionalWhileCount(t *testing.T) {
 		med[i] = sorted[rounds/2]
 		t.Logf("%-10s µs/iteration: %.2f (rounds %.2f)", run.name, med[i], per[i])
 	}
-	t.Logf("while node vs host-driven while: %.2fx; vs queued launches: %.2fx", med[1]/med[0], med[2]/med[0])
+	t.Logf("while node vs host-driven while: %.2fx; vs queued launches: %.2fx", med[2]/med[0], med[3]/med[0])
+	t.Logf("unrolled ×4 vs host-driven while: %.2fx; vs queued launches: %.2fx", med[2]/med[1], med[3]/med[1])
 }

@@ -3,7 +3,8 @@
 // fd 3 the socket) that creates a pool, sends it (SCM_RIGHTS) and k buffers of 1 MiB
 // from it; the importer imports the pool and the buffers, reads one, frees them, trims
 // and destroys the pool, and the exporter exits (mode C) or is killed after the
-// import (mode K). The importer prints its device's free memory, relative to before
+// import (mode K); S is C with cuMemPoolSetAccess on the imported pool, F is C with
+// the pool's descriptor left open. The importer prints its device's free memory, relative to before
 // the first round, after each import and at each round's end.
 //
 //   gcc -O1 -o /tmp/ipcimport tools/floor/ipcimport.c -I/usr/local/cuda/include \
@@ -62,7 +63,11 @@ int main(int argc, char** argv) {
 		close(sv[1]);
 		int fd = recvfd(sv[0]);
 		CUmemoryPool pool; CK(cuMemPoolImportFromShareableHandle(&pool, (void*)(long)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
-		close(fd);
+		if (mode == 'S') { // the access the importer's Go side sets
+			CUmemAccessDesc a = {{CU_MEM_LOCATION_TYPE_DEVICE, 0}, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+			CK(cuMemPoolSetAccess(pool, &a, 1));
+		}
+		if (mode != 'F') close(fd); // F keeps the pool's descriptor open
 		CUdeviceptr b[256];
 		for (int i = 0; i < k; i++) { CUmemPoolPtrExportData e; if (read(sv[0], &e, sizeof e) != sizeof e) return 4; CK(cuMemPoolImportPointer(&b[i], pool, &e)); }
 		unsigned v; CK(cuMemcpyDtoH(&v, b[k - 1], 4));
