@@ -222,6 +222,7 @@ func condLoops(t testing.TB, iters int) (s *cuda.Stream, loop, loop4, step *cuda
 	t.Cleanup(func() { counter.Close() })
 	// whileOf is a while node whose body is n kernels in a chain.
 	whileOf := func(kernel string, n int) *cuda.Exec {
+		f := function(t, m, kernel)
 		g, err := ctx.NewGraph()
 		require.NoError(t, err)
 		defer g.Close()
@@ -233,7 +234,7 @@ func condLoops(t testing.TB, iters int) (s *cuda.Stream, loop, loop4, step *cuda
 		require.NoError(t, err)
 		var prev []cuda.Node
 		for range n {
-			k, err := body[0].AddKernel(function(t, m, kernel), cuda.D1(1), cuda.D1(1), 0, prev, counter, uint32(iters), c)
+			k, err := body[0].AddKernel(f, cuda.D1(1), cuda.D1(1), 0, prev, counter, uint32(iters), c)
 			require.NoError(t, err)
 			prev = []cuda.Node{k}
 		}

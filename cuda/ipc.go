@@ -3,7 +3,9 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sync"
 	"unsafe"
 
@@ -322,11 +324,7 @@ func (e *ipcEvents) close() {
 		return
 	}
 	e.closed = true
-	peers := make([]cudaraw.CUevent, 0, len(e.peer))
-	for _, ev := range e.peer {
-		peers = append(peers, ev)
-	}
-	e.destroy(peers)
+	e.destroy(slices.Collect(maps.Values(e.peer)))
 	e.destroy(e.own)
 	e.peer, e.own, e.handles, e.free = nil, nil, nil, nil
 }

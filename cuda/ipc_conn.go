@@ -265,8 +265,7 @@ type IPCExport struct {
 	leases map[uint64]*IPCLease
 	err    error         // why the connection ended, once gone is closed
 	gone   chan struct{} // closed when the importer is gone
-	bye    chan struct{} // closed when the importer's bye or end was read
-	ended  bool          // the reader has ended
+	bye    chan struct{} // closed by the reader when it read the importer's bye or end
 	done   bool          // the events are destroyed and the connection closed
 }
 
@@ -377,12 +376,10 @@ func (e *IPCExport) write(m *msg) error {
 }
 
 func (e *IPCExport) alive() error {
-	select {
-	case <-e.gone:
+	if chanClosed(e.gone) {
 		return e.err
-	default:
-		return nil
 	}
+	return nil
 }
 
 // ipcGoodbye bounds how long goodbye waits for the peer's answer.
@@ -406,6 +403,7 @@ func goodbye(conn *net.UnixConn, answered <-chan struct{}) {
 func (e *IPCExport) read() {
 	var in msg
 	var err error
+	saidBye := false
 	for {
 		var n int
 		n, err = e.conn.Read(in[:])
@@ -419,14 +417,19 @@ func (e *IPCExport) read() {
 		case msgAck:
 			e.ev.give(in.ev())
 		case msgBye:
-			e.sawBye()
+			if !saidBye {
+				saidBye = true
+				close(e.bye)
+			}
 		}
 	}
 	// The importer's events were opened here only: none is opened again, and the
 	// importer may destroy them once it reads this side's end.
 	e.ev.shutPeer()
 	_ = e.conn.CloseWrite()
-	e.sawBye()
+	if !saidBye {
+		close(e.bye)
+	}
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
 		err = nil
 	}
@@ -440,7 +443,6 @@ func (e *IPCExport) read() {
 		ids = append(ids, id)
 	}
 	close(e.gone)
-	e.ended = true
 	e.mu.Unlock()
 	for _, id := range ids {
 		e.endLease(id, 0, nil, e.err)
@@ -448,22 +450,11 @@ func (e *IPCExport) read() {
 	e.finish()
 }
 
-// sawBye notes that the importer opens none of this side's events any more.
-func (e *IPCExport) sawBye() {
-	e.mu.Lock()
-	select {
-	case <-e.bye:
-	default:
-		close(e.bye)
-	}
-	e.mu.Unlock()
-}
-
 // finish destroys the events and closes the connection once both Close was called
 // and the reader ended (the importer gave back what it held, or went).
 func (e *IPCExport) finish() {
 	e.mu.Lock()
-	last := e.closed && e.ended && !e.done
+	last := e.closed && !e.done && chanClosed(e.gone) // gone is closed under mu
 	e.done = e.done || last
 	e.mu.Unlock()
 	if last {
@@ -566,7 +557,6 @@ type IPCImport struct {
 	out    map[uint64]*DeviceBuffer // buffers received and not yet closed
 	live   sync.WaitGroup           // imports not yet freed: the pool outlives them
 	held   int                      // imports whose release is not yet written
-	left   bool                     // the exporter's end was read
 	ended  bool                     // this side's writing ended
 }
 
@@ -707,9 +697,6 @@ func (im *IPCImport) read() {
 	} else {
 		im.err = fmt.Errorf("cuda: IPC exporter: %w: %v", ErrPeerGone, err)
 	}
-	im.mu.Lock()
-	im.left = true
-	im.mu.Unlock()
 	close(im.gone)
 	im.endIfIdle()
 }
@@ -718,7 +705,7 @@ func (im *IPCImport) read() {
 // still to be written.
 func (im *IPCImport) endIfIdle() {
 	im.mu.Lock()
-	end := im.left && im.held == 0 && !im.ended
+	end := im.held == 0 && !im.ended && chanClosed(im.gone)
 	im.ended = im.ended || end
 	im.mu.Unlock()
 	if end {
@@ -938,12 +925,10 @@ func (im *IPCImport) Gone() <-chan struct{} { return im.gone }
 // Err returns nil while the exporter is connected, then an error matching
 // ErrPeerGone.
 func (im *IPCImport) Err() error {
-	select {
-	case <-im.gone:
+	if chanClosed(im.gone) {
 		return im.err
-	default:
-		return nil
 	}
+	return nil
 }
 
 // Close frees the buffers received and not yet closed (after their uses), closes
@@ -984,4 +969,14 @@ func (im *IPCImport) close() error {
 		c.exit()
 	}
 	return err
+}
+
+// chanClosed reports whether c is closed, without waiting.
+func chanClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
