@@ -4,12 +4,13 @@
 // from it; the importer imports the pool and the buffers, reads one, frees them, trims
 // and destroys the pool, and the exporter exits (mode C) or is killed after the
 // import (mode K); S is C with cuMemPoolSetAccess on the imported pool, F is C with
-// the pool's descriptor left open. The importer prints its device's free memory, relative to before
+// the pool's descriptor left open, E is C with the exporter's interprocess event opened
+// (cuIpcOpenEventHandle), waited on and destroyed, as IPCImport does. The importer prints its device's free memory, relative to before
 // the first round, after each import and at each round's end.
 //
 //   gcc -O1 -o /tmp/ipcimport tools/floor/ipcimport.c -I/usr/local/cuda/include \
 //       -L/usr/local/cuda/lib64/stubs -lcuda
-//   /tmp/ipcimport C 3 4; /tmp/ipcimport K 2 4
+//   /tmp/ipcimport C 3 4; /tmp/ipcimport K 2 4; /tmp/ipcimport E 3 4
 #include <cuda.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,11 +43,13 @@ static void child(int k) {
 	sendfd(s, fd); close(fd);
 	CUdeviceptr b[256];
 	for (int i = 0; i < k; i++) { CK(cuMemAllocFromPoolAsync(&b[i], SZ, pool, st)); CK(cuMemsetD32Async(b[i], i, SZ / 4, st)); }
+	CUevent ev; CK(cuEventCreate(&ev, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING)); CK(cuEventRecord(ev, st));
+	CUipcEventHandle eh; CK(cuIpcGetEventHandle(&eh, ev)); if (write(s, &eh, sizeof eh) != sizeof eh) exit(5);
 	CK(cuStreamSynchronize(st));
 	for (int i = 0; i < k; i++) { CUmemPoolPtrExportData e; CK(cuMemPoolExportPointer(&e, b[i])); if (write(s, &e, sizeof e) != sizeof e) exit(5); }
 	if (read(s, &go, 1) != 1) exit(6);
 	for (int i = 0; i < k; i++) CK(cuMemFreeAsync(b[i], st));
-	CK(cuStreamSynchronize(st)); CK(cuMemPoolDestroy(pool)); CK(cuDevicePrimaryCtxRelease(d));
+	CK(cuStreamSynchronize(st)); CK(cuEventDestroy(ev)); CK(cuMemPoolDestroy(pool)); CK(cuDevicePrimaryCtxRelease(d));
 	exit(0);
 }
 int main(int argc, char** argv) {
@@ -68,6 +71,9 @@ int main(int argc, char** argv) {
 			CK(cuMemPoolSetAccess(pool, &a, 1));
 		}
 		if (mode != 'F') close(fd); // F keeps the pool's descriptor open
+		CUipcEventHandle eh; if (read(sv[0], &eh, sizeof eh) != sizeof eh) return 4;
+		CUevent ev = NULL;
+		if (mode == 'E') { CK(cuIpcOpenEventHandle(&ev, eh)); CK(cuStreamWaitEvent(s, ev, 0)); }
 		CUdeviceptr b[256];
 		for (int i = 0; i < k; i++) { CUmemPoolPtrExportData e; if (read(sv[0], &e, sizeof e) != sizeof e) return 4; CK(cuMemPoolImportPointer(&b[i], pool, &e)); }
 		unsigned v; CK(cuMemcpyDtoH(&v, b[k - 1], 4));
@@ -76,6 +82,7 @@ int main(int argc, char** argv) {
 		if (mode == 'K') { kill(pid, SIGKILL); waitpid(pid, NULL, 0); }
 		for (int i = 0; i < k; i++) { CUresult x = cuMemFreeAsync(b[i], s); if (x) printf("free: %d\n", x); }
 		CK(cuStreamSynchronize(s));
+		if (ev) CK(cuEventDestroy(ev));
 		CUresult rt = cuMemPoolTrimTo(pool, 0);
 		CUresult rd = cuMemPoolDestroy(pool);
 		if (mode != 'K') { if (write(sv[0], "x", 1) != 1) return 7; waitpid(pid, NULL, 0); }
