@@ -12,12 +12,11 @@ import (
 // slice) go through a page-locked bounce buffer of the context: the DMA into it,
 // waited for on a flag (copyflag.go), then a copy into the slice. The driver's own
 // pageable path stages the copy too, but waits as the context's scheduling flag
-// says (the primary context blocks). On an H200 (2026-12-02, BenchmarkCopyBounce,
-// alternated with cuMemcpyDtoH from C in one process, two rounds) bounced copies
-// took 0.83–0.84× C's time at 4 KiB, 0.69–0.73× at 16 and 64 KiB, 0.74–0.76× at
-// 256 KiB and 0.81–0.84× at 1 MiB, but 1.31–1.38× at 4 MiB, where the DMA and the
-// copy into the slice, one after the other, lose to the driver's pipeline. Larger
-// copies take the driver's path, and from stageThreshold the staging ring. Each
+// says (the primary context blocks). BenchmarkCopyBounce, alternated with
+// cuMemcpyDtoH from C in one process, finds bouncing faster than the driver's path
+// from 4 KiB to 1 MiB and slower at 4 MiB, where the DMA and the copy into the slice,
+// one after the other, lose to the driver's pipeline. Larger copies take the driver's
+// path, and from stageThreshold the staging ring. Each
 // context keeps one bounce buffer of bounceMax bytes, until resource.Reclaim;
 // concurrent copies allocate their own from the pinned pool's cache.
 

@@ -197,11 +197,11 @@ func TestLockedAfterPreviousContextDestroyed(t *testing.T) {
 }
 
 // A replay racing a write of the same buffer on another stream keeps its use: the
-// buffer, closed right after, is freed only once the replay has run. (Before
-// 2026-12-02 the write, finding itself the buffer's only user, could replace the
-// replay's use with its own — the launch took no hold — or a replay could plan
-// against the uses the write was replacing: the strict fake driver saw the replay's
-// memset run on freed memory about once in 400 races.)
+// buffer, closed right after, is freed only once the replay has run. The write,
+// finding itself the buffer's only user, must not replace the replay's use with its
+// own, nor may a replay plan against the uses the write is replacing: the strict
+// fake driver sees the replay's memset on freed memory if either happens (about once
+// in 400 races).
 func TestReplayRacingWriteKeepsUse(t *testing.T) {
 	if cudatest.Strict() {
 		cudatest.Check(t)

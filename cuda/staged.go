@@ -31,12 +31,11 @@ import (
 // is queued (host to device) or copied out (device to host).
 
 // Tuning knobs, measured by BenchmarkStaged (staged_bench_test.go) on the GPU; tests
-// change them through SetStagingForTest. On an H200 (PCIe Gen5 x16, 2026-12-01) the
-// direct path was as fast as staging up to 4 MiB and slower from 16 MiB (h2d 11.2
-// vs 12.8 GB/s, d2h 12.8 vs 17.2); at 64 and 256 MiB 16 MiB pieces three deep moved
-// 25 GB/s both ways against 6.6 (h2d) and 12.9 (d2h) direct, and 4 MiB pieces 15 and
-// 22; 16 host workers rather than 8 added 10–20%. A context keeps one ring: 48 MiB of
-// pinned memory once it has staged a copy.
+// change them through SetStagingForTest. The driver's direct path is as fast as
+// staging up to a few MiB and slower from 16 MiB; 16 MiB pieces three deep move
+// the most both ways, with 16 host workers rather than 8 (BENCHMARKS.md has the
+// copy rows). A context keeps one ring: 48 MiB of pinned memory once it has staged
+// a copy.
 var (
 	// stageThreshold is the smallest copy between a Go slice and the device that is
 	// staged; smaller ones take the driver's direct path. 0 turns staging off.
