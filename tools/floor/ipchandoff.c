@@ -12,17 +12,12 @@
 //   gcc -O2 -o /tmp/ipchandoff tools/floor/ipchandoff.c -I/usr/local/cuda/include \
 //       -L/usr/local/cuda/lib64/stubs -lcuda -lpthread
 //   /tmp/ipchandoff 5 2000; /tmp/ipchandoff 5 2000 pinned
-#include <cuda.h>
+#include "ipcfloor.h"
 #include <pthread.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
-#define CK(x) do { CUresult r_ = (x); if (r_) { const char* s_; cuGetErrorName(r_, &s_); fprintf(stderr, "%d: %s: %s\n", __LINE__, #x, s_); exit(1);} } while (0)
 enum { SZ = 1 << 20, RING = 4 };
 typedef struct { int k, i; CUmemPoolPtrExportData e; } msg;
 static CUcontext ctx;
@@ -34,17 +29,6 @@ static void full(int fd, void* p, size_t n, int rd) {
 		if (r <= 0) { fprintf(stderr, "socket %s failed\n", rd ? "read" : "write"); exit(2); }
 		d += r;
 	}
-}
-static void sendfd(int s, int fd) {
-	char b = 0; struct iovec io = {&b, 1}; char c[CMSG_SPACE(sizeof(int))]; memset(c, 0, sizeof c);
-	struct msghdr m = {0}; m.msg_iov = &io; m.msg_iovlen = 1; m.msg_control = c; m.msg_controllen = sizeof c;
-	struct cmsghdr* h = CMSG_FIRSTHDR(&m); h->cmsg_level = SOL_SOCKET; h->cmsg_type = SCM_RIGHTS; h->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(h), &fd, sizeof fd); if (sendmsg(s, &m, 0) != 1) exit(3);
-}
-static int recvfd(int s) {
-	char b; struct iovec io = {&b, 1}; char c[CMSG_SPACE(sizeof(int))];
-	struct msghdr m = {0}; m.msg_iov = &io; m.msg_iovlen = 1; m.msg_control = c; m.msg_controllen = sizeof c;
-	if (recvmsg(s, &m, 0) != 1) exit(4); int fd; memcpy(&fd, CMSG_DATA(CMSG_FIRSTHDR(&m)), sizeof fd); return fd;
 }
 static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec * 1e-9; }
 
