@@ -363,11 +363,16 @@ func TestGPUConditionalWhileCount(t *testing.T) {
 	}
 	med := make([]float64, len(runs))
 	for i, run := range runs {
-		sorted := slices.Clone(per[i])
-		slices.Sort(sorted)
-		med[i] = sorted[rounds/2]
+		med[i] = median(per[i])
 		t.Logf("%-10s µs/iteration: %.2f (rounds %.2f)", run.name, med[i], per[i])
 	}
 	t.Logf("while node vs host-driven while: %.2fx; vs queued launches: %.2fx", med[2]/med[0], med[3]/med[0])
 	t.Logf("unrolled ×4 vs host-driven while: %.2fx; vs queued launches: %.2fx", med[2]/med[1], med[3]/med[1])
+}
+
+// median returns the median of v (the upper one of an even count), v unchanged.
+func median(v []float64) float64 {
+	v = slices.Clone(v)
+	slices.Sort(v)
+	return v[len(v)/2]
 }

@@ -403,7 +403,6 @@ func goodbye(conn *net.UnixConn, answered <-chan struct{}) {
 func (e *IPCExport) read() {
 	var in msg
 	var err error
-	saidBye := false
 	for {
 		var n int
 		n, err = e.conn.Read(in[:])
@@ -417,8 +416,7 @@ func (e *IPCExport) read() {
 		case msgAck:
 			e.ev.give(in.ev())
 		case msgBye:
-			if !saidBye {
-				saidBye = true
+			if !chanClosed(e.bye) { // this reader alone closes it
 				close(e.bye)
 			}
 		}
@@ -427,7 +425,7 @@ func (e *IPCExport) read() {
 	// importer may destroy them once it reads this side's end.
 	e.ev.shutPeer()
 	_ = e.conn.CloseWrite()
-	if !saidBye {
+	if !chanClosed(e.bye) {
 		close(e.bye)
 	}
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
@@ -698,13 +696,14 @@ func (im *IPCImport) read() {
 		im.err = fmt.Errorf("cuda: IPC exporter: %w: %v", ErrPeerGone, err)
 	}
 	close(im.gone)
-	im.endIfIdle()
+	im.endIfIdle(0)
 }
 
-// endIfIdle ends this side's writing once the exporter left and no release is
-// still to be written.
-func (im *IPCImport) endIfIdle() {
+// endIfIdle counts written releases off the imports held, and ends this side's
+// writing once the exporter left and no release is still to be written.
+func (im *IPCImport) endIfIdle(written int) {
 	im.mu.Lock()
+	im.held -= written
 	end := im.held == 0 && !im.ended && chanClosed(im.gone)
 	im.ended = im.ended || end
 	im.mu.Unlock()
@@ -874,12 +873,7 @@ func (im *IPCImport) release(b *DeviceBuffer, id uint64) error {
 	delete(im.out, id)
 	im.mu.Unlock()
 	defer im.live.Done()
-	defer im.endIfIdle()
-	defer func() {
-		im.mu.Lock()
-		im.held--
-		im.mu.Unlock()
-	}()
+	defer im.endIfIdle(1)
 	im.opening.RLock() // the events and the pool stay while it runs
 	defer im.opening.RUnlock()
 	uses := b.m.retire()

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -161,9 +160,8 @@ func TestGPUIPCHandOff(t *testing.T) {
 		}
 	}
 	require.NoError(t, child.Wait(), "the importer process failed")
-	med := func(v []float64) float64 { v = slices.Clone(v); slices.Sort(v); return v[len(v)/2] }
 	t.Logf("µs per hand-off of %d bytes, between processes: %.1f (rounds %.1f); between two streams of one process: %.1f (rounds %.1f); %.2fx",
-		ipcBytes, med(ipc), ipc, med(streams), streams, med(ipc)/med(streams))
+		ipcBytes, median(ipc), ipc, median(streams), streams, median(ipc)/median(streams))
 	require.NoError(t, exp.Close())
 	require.NoError(t, pool.Close())
 	require.NoError(t, ctx.Synchronize())
