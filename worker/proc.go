@@ -18,7 +18,7 @@ const (
 	stateStarting procState = iota // started, Setup not done
 	stateSpare                     // set up, serving nothing
 	stateActive                    // serving
-	stateDraining                  // faulted: takes no requests, exits
+	stateDraining                  // faulted or stopping: takes no requests, exits
 )
 
 // proc is one worker process. Its fields are the pool's (p.mu), except conn and
@@ -270,6 +270,12 @@ func (p *Pool) reply(w *proc, id uint64, r reply) {
 	switch r.status {
 	case replyOK, replyError:
 		p.st.Served++
+	case replyNotRun:
+		// The worker faulted or stops: it takes no more requests. Its fault's
+		// answer, which replaces it, may come after this one.
+		if w.state == stateActive {
+			w.state = stateDraining
+		}
 	case replyFault:
 		p.st.Faulted++
 		if !w.faulted {
